@@ -1,0 +1,55 @@
+// Package jsstore is the JetStream implementation of the amends event
+// store.
+//
+// # Layout
+//
+// Each bounded context has one stream, named "<stream prefix><context>"
+// ("AMENDS_orders" by default), holding the subjects
+// "<subject prefix>.<context>.>" ("amends.orders.>"). Each aggregate has
+// one subject, "<prefix>.<context>.<type>.<encoded id>", and each
+// eventstore.Stream is one message on it: the JSON document from
+// eventstore.Encode plus the headers Nats-Msg-Id (the stream id),
+// Amends-Version, Amends-Prev-Seq and Amends-First-Seq. Ids that are not
+// plain subject tokens are encoded reversibly (EncodeID).
+//
+// Streams are created with file storage (or memory), a replica count,
+// unlimited retention, deny-delete and deny-purge, direct gets allowed, a
+// max message size and a duplicate window. An existing stream whose
+// settings differ is reported with ErrIncompatibleStream; it is never
+// reconfigured.
+//
+// # Concurrency and idempotency
+//
+// Append publishes with Nats-Expected-Last-Subject-Sequence set to the
+// sequence of the version the writer expects, so exactly one of several
+// concurrent appends at one version wins and the others get
+// eventstore.ErrConflict (JetStream codes 10071 on single-replica and 10164
+// on replicated streams both become it). JetStream checks the expected
+// sequence before the duplicate id, so a retried append whose first attempt
+// committed is seen as a conflict by the server; Append then reads the
+// stream at that version from the stream leader and, if it carries the same
+// stream id, returns it as the committed result.
+//
+// The store remembers the last position of recently used aggregates, so an
+// append right after a load or another append costs one publish.
+//
+// # Reading
+//
+// JetStream keeps no per-subject index of a history, so an aggregate's
+// earlier streams are found through the previous-sequence header of each
+// message: a short tail is read with direct gets by sequence, a long history
+// with batch direct gets starting at the aggregate's first sequence. No read
+// creates a consumer. Direct gets may be answered by a replica that lags
+// the leader by a few milliseconds; a stale read can only make an append
+// conflict, never lose a write.
+//
+// # Durability
+//
+// A file stream on one server acknowledges a write before it is fsynced
+// (the server's sync interval, 2 minutes by default); a replicated stream is
+// what makes an acknowledged write survive the loss of a machine. The
+// server option sync_always trades most of the append rate for fsync on
+// every write.
+//
+// A Store is safe for concurrent use.
+package jsstore

@@ -1,0 +1,102 @@
+package eventstore
+
+import (
+	"encoding/json"
+)
+
+// DefaultRevision is the revision an Event gets when it names none.
+const DefaultRevision = "0.0.1"
+
+// Event is one domain event inside a Stream.
+type Event struct {
+	// ID identifies the event; unique across the store (see ValidateID).
+	ID string `json:"id"`
+	// Name is the event's name, e.g. "execution_failed_created" (see ValidateName).
+	Name string `json:"name"`
+	// Revision is the schema revision of Body; empty means DefaultRevision.
+	Revision string `json:"revision,omitempty"`
+	// Body is the event's JSON document. It must be valid JSON.
+	Body json.RawMessage `json:"body"`
+}
+
+// Stream is what one command appended to one aggregate: its events plus the
+// command's metadata. It is stored as one message, so its events are atomic.
+type Stream struct {
+	// ID identifies the stream and is its idempotency key (see ValidateID).
+	ID string `json:"id"`
+	// Aggregate is the aggregate the stream belongs to.
+	Aggregate AggregateID `json:"aggregate"`
+	// Version is the stream's 1-based position in the aggregate's history.
+	Version uint64 `json:"version"`
+	// CommandID identifies the command that produced the stream.
+	CommandID string `json:"commandId,omitempty"`
+	// RequestID identifies the request that carried the command; commands of
+	// one request share it.
+	RequestID string `json:"requestId,omitempty"`
+	// TraceID links the stream to a distributed trace.
+	TraceID string `json:"traceId,omitempty"`
+	// Headers carry free metadata such as the actor and reason of an
+	// operator command.
+	Headers map[string]string `json:"headers,omitempty"`
+	// CreateTime is when the command ran, in epoch milliseconds.
+	CreateTime int64 `json:"createTime"`
+	// Events are the stream's events, at least one.
+	Events []Event `json:"events"`
+	// State optionally carries the aggregate's state after this stream, so a
+	// reader of the current state needs only the last stream.
+	State json.RawMessage `json:"state,omitempty"`
+
+	// Seq is the store's sequence of the stream once committed; 0 before.
+	// It is not part of the stored document.
+	Seq uint64 `json:"-"`
+}
+
+// Validate reports whether s can be appended: ids, names, version, at least
+// one event, valid JSON bodies. The error matches ErrInvalid and names the
+// field. Size limits are the store's to check.
+func (s *Stream) Validate() error {
+	if err := ValidateID("stream id", s.ID); err != nil {
+		return err
+	}
+	if err := s.Aggregate.Validate(); err != nil {
+		return err
+	}
+	if s.Version == 0 {
+		return invalid("stream %s version is 0; versions start at 1", describe(s.ID))
+	}
+	if len(s.Events) == 0 {
+		return invalid("stream %s has no events; a stream holds at least one", describe(s.ID))
+	}
+	for k, v := range s.Headers {
+		if err := ValidateID("header name", k); err != nil {
+			return err
+		}
+		for i := 0; i < len(v); i++ {
+			if v[i] < 0x20 && v[i] != '\t' {
+				return invalid("header %q has a control character at byte %d", k, i)
+			}
+		}
+	}
+	for i := range s.Events {
+		e := &s.Events[i]
+		if err := ValidateID("event id", e.ID); err != nil {
+			return invalid("stream %s event %d: %v", describe(s.ID), i, err)
+		}
+		if err := ValidateName("event name", e.Name); err != nil {
+			return invalid("stream %s event %d: %v", describe(s.ID), i, err)
+		}
+		if len(e.Revision) > MaxNameLength {
+			return invalid("stream %s event %d revision is %d characters, over the limit of %d", describe(s.ID), i, len(e.Revision), MaxNameLength)
+		}
+		if len(e.Body) == 0 {
+			return invalid("stream %s event %d (%s) has an empty body; use {} for an event without fields", describe(s.ID), i, e.Name)
+		}
+		if !json.Valid(e.Body) {
+			return invalid("stream %s event %d (%s) body is not valid JSON", describe(s.ID), i, e.Name)
+		}
+	}
+	if len(s.State) > 0 && !json.Valid(s.State) {
+		return invalid("stream %s state is not valid JSON", describe(s.ID))
+	}
+	return nil
+}
