@@ -66,10 +66,10 @@ func (s *Store) Append(ctx context.Context, st eventstore.Stream, expectedVersio
 	msg.Header[jetstream.MsgIDHeader] = []string{st.ID}
 	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(prev.seq, 10)}
 	msg.Header[HeaderVersion] = []string{strconv.FormatUint(st.Version, 10)}
-	first := uint64(0)
+	first, prevs := uint64(0), ""
 	if expectedVersion > 0 {
-		first = prev.firstSeq
-		msg.Header[HeaderPrevSeq] = []string{strconv.FormatUint(prev.seq, 10)}
+		first, prevs = prev.firstSeq, prev.nextPrevs()
+		msg.Header[HeaderPrevSeqs] = []string{prevs}
 		msg.Header[HeaderFirstSeq] = []string{strconv.FormatUint(first, 10)}
 	}
 
@@ -105,7 +105,7 @@ func (s *Store) Append(ctx context.Context, st eventstore.Stream, expectedVersio
 	if first == 0 {
 		first = ack.Sequence
 	}
-	s.positions.put(subj, position{version: st.Version, seq: ack.Sequence, firstSeq: first})
+	s.positions.put(subj, position{version: st.Version, seq: ack.Sequence, firstSeq: first, prevs: prevs})
 	st.Seq = ack.Sequence
 	return st, nil
 }

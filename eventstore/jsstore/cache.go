@@ -7,6 +7,7 @@ type position struct {
 	version  uint64 // the stream's version
 	seq      uint64 // its stream sequence
 	firstSeq uint64 // the sequence of version 1
+	prevs    string // the HeaderPrevSeqs value of that stream
 }
 
 // positionCache remembers the last position of recently used aggregates so

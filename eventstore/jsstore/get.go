@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,11 +21,16 @@ import (
 const (
 	// HeaderVersion is the stream's version.
 	HeaderVersion = "Amends-Version"
-	// HeaderPrevSeq is the sequence of the aggregate's previous stream.
-	HeaderPrevSeq = "Amends-Prev-Seq"
+	// HeaderPrevSeqs lists the sequences of the aggregate's previous streams,
+	// newest first, at most maxPrevSeqs of them, comma separated.
+	HeaderPrevSeqs = "Amends-Prev-Seqs"
 	// HeaderFirstSeq is the sequence of the aggregate's first stream.
 	HeaderFirstSeq = "Amends-First-Seq"
 )
+
+// maxPrevSeqs is how many previous sequences a message lists: a load of up
+// to maxPrevSeqs+1 versions needs no walking, only direct gets sent at once.
+const maxPrevSeqs = 16
 
 // rawMsg is a stored message as read back.
 type rawMsg struct {
@@ -42,20 +48,50 @@ func (m *rawMsg) pos() (position, error) {
 	}
 	p := position{version: v, seq: m.seq, firstSeq: m.seq}
 	if v > 1 {
-		prev, err1 := strconv.ParseUint(m.header.Get(HeaderPrevSeq), 10, 64)
-		first, err2 := strconv.ParseUint(m.header.Get(HeaderFirstSeq), 10, 64)
-		if err1 != nil || err2 != nil || prev == 0 || first == 0 || prev >= m.seq || first > prev {
-			return position{}, fmt.Errorf("message %d on %s has invalid %s/%s headers: %w", m.seq, m.subject, HeaderPrevSeq, HeaderFirstSeq, ErrCorrupt)
+		first, err := strconv.ParseUint(m.header.Get(HeaderFirstSeq), 10, 64)
+		p.prevs = m.header.Get(HeaderPrevSeqs)
+		if err != nil || first == 0 || first >= m.seq || p.prevs == "" {
+			return position{}, fmt.Errorf("message %d on %s has invalid %s/%s headers: %w", m.seq, m.subject, HeaderFirstSeq, HeaderPrevSeqs, ErrCorrupt)
 		}
 		p.firstSeq = first
 	}
 	return p, nil
 }
 
-// prevSeq is the sequence of the aggregate's previous stream, 0 for version 1.
-func (m *rawMsg) prevSeq() uint64 {
-	n, _ := strconv.ParseUint(m.header.Get(HeaderPrevSeq), 10, 64)
-	return n
+// prevSeqs parses the previous-sequence list of a position, newest first,
+// and checks it against the version: version v lists min(v-1, maxPrevSeqs)
+// sequences, each below the one before.
+func (p position) prevSeqs(subject string) ([]uint64, error) {
+	want := int(min(p.version-1, maxPrevSeqs))
+	out := make([]uint64, 0, want)
+	rest, last := p.prevs, p.seq
+	for rest != "" {
+		var tok string
+		tok, rest, _ = strings.Cut(rest, ",")
+		n, err := strconv.ParseUint(tok, 10, 64)
+		if err != nil || n == 0 || n >= last {
+			return nil, fmt.Errorf("message %d on %s has an invalid %s header %q: %w", p.seq, subject, HeaderPrevSeqs, p.prevs, ErrCorrupt)
+		}
+		out = append(out, n)
+		last = n
+	}
+	if len(out) != want {
+		return nil, fmt.Errorf("message %d on %s (version %d) lists %d previous sequences, not %d: %w", p.seq, subject, p.version, len(out), want, ErrCorrupt)
+	}
+	return out, nil
+}
+
+// nextPrevs is the previous-sequence list of the stream appended after p.
+func (p position) nextPrevs() string {
+	head := strconv.FormatUint(p.seq, 10)
+	if p.prevs == "" {
+		return head
+	}
+	rest := p.prevs
+	if strings.Count(rest, ",") >= maxPrevSeqs-1 {
+		rest = rest[:strings.LastIndexByte(rest, ',')]
+	}
+	return head + "," + rest
 }
 
 // decode turns a stored message into a Stream and checks that its document
