@@ -102,6 +102,11 @@ func (s *Store) Append(ctx context.Context, st eventstore.Stream, expectedVersio
 		}
 		return eventstore.Stream{}, fmt.Errorf("append %s version %d: %w", st.Aggregate, st.Version, err)
 	}
+	if ack.Duplicate {
+		// JetStream saw this stream id within the duplicate window and
+		// stored nothing: it is ours only if it sits at our subject and version.
+		return s.checkDuplicate(ctx, h, subj, st, ack.Sequence)
+	}
 	if first == 0 {
 		first = ack.Sequence
 	}
@@ -189,4 +194,23 @@ func headerSize(h nats.Header) int {
 		}
 	}
 	return n
+}
+
+// checkDuplicate returns the stream stored at seq if it is st committed
+// before, and an error matching eventstore.ErrInvalid if the stream id was
+// used by another stream.
+func (s *Store) checkDuplicate(ctx context.Context, h *streamHandle, subj string, st eventstore.Stream, seq uint64) (eventstore.Stream, error) {
+	m, err := s.msgAt(ctx, h, seq)
+	if err != nil {
+		return eventstore.Stream{}, fmt.Errorf("append %s: check duplicate stream id %q at sequence %d: %w", st.Aggregate, st.ID, seq, err)
+	}
+	committed, err := s.decode(m)
+	if err != nil {
+		return eventstore.Stream{}, err
+	}
+	if m.subject != subj || committed.Version != st.Version {
+		return eventstore.Stream{}, fmt.Errorf("stream id %q was already used by %s version %d within the duplicate window; stream ids must be unique: %w",
+			st.ID, committed.Aggregate, committed.Version, eventstore.ErrInvalid)
+	}
+	return committed, nil
 }

@@ -233,3 +233,16 @@ func TestAppendRejectsInvalidStreams(t *testing.T) {
 		assert.Zero(t, info.CachedInfo().State.Msgs, "no invalid stream was stored")
 	}
 }
+
+func TestReusedStreamIDIsRejected(t *testing.T) {
+	st, _, _ := newStore(t)
+	s := newStream(order("first"), "e", map[string]int{})
+	_, err := st.Append(t.Context(), s, 0)
+	require.NoError(t, err)
+	s.Aggregate = order("second")
+	_, err = st.Append(t.Context(), s, 0)
+	require.ErrorIs(t, err, eventstore.ErrInvalid)
+	assert.ErrorContains(t, err, "was already used by orders.order/first version 1")
+	_, err = st.LoadLast(t.Context(), order("second"))
+	assert.ErrorIs(t, err, eventstore.ErrNotFound, "nothing was stored for the second aggregate")
+}

@@ -1,0 +1,100 @@
+package aggregate
+
+// Command is one of the eight ExecutionFailed commands. The set is sealed:
+// only this package's types implement it.
+type Command interface {
+	// CommandName is the command's snake_case wire name, e.g.
+	// "prepare_compensation".
+	CommandName() string
+	command()
+}
+
+// CreateExecutionFailed records a failure. The record id comes from the
+// caller (see RecordID). RetrySpec nil means the Decider's default.
+type CreateExecutionFailed struct {
+	EventID     EventID        `json:"eventId"`
+	Function    FunctionInfo   `json:"function"`
+	Error       ErrorDetails   `json:"error"`
+	ExecuteAt   int64          `json:"executeAt"`
+	RetrySpec   *RetrySpec     `json:"retrySpec"`
+	Recoverable Recoverability `json:"recoverable,omitempty"`
+}
+
+// PrepareCompensation prepares a replay within the retry limit.
+type PrepareCompensation struct{}
+
+// ForcePrepareCompensation prepares a replay beyond the retry limit.
+type ForcePrepareCompensation struct{}
+
+// ApplyExecutionSuccess reports that a replay succeeded. Attempt (beyond
+// Wow) is the attempt the replay ran as; 0 means unknown and is not fenced.
+type ApplyExecutionSuccess struct {
+	ExecuteAt int64 `json:"executeAt"`
+	Attempt   int32 `json:"attempt,omitempty"`
+}
+
+// ApplyExecutionFailed reports that a replay failed again. Attempt as for
+// ApplyExecutionSuccess.
+type ApplyExecutionFailed struct {
+	Error       ErrorDetails   `json:"error"`
+	ExecuteAt   int64          `json:"executeAt"`
+	Recoverable Recoverability `json:"recoverable,omitempty"`
+	Attempt     int32          `json:"attempt,omitempty"`
+}
+
+// ApplyRetrySpec replaces the retry spec; it applies from the next prepare.
+type ApplyRetrySpec struct {
+	MaxRetries       int32 `json:"maxRetries"`
+	MinBackoff       int32 `json:"minBackoff"`
+	ExecutionTimeout int32 `json:"executionTimeout"`
+}
+
+// ChangeFunction retargets the record after a function was renamed or moved.
+type ChangeFunction struct {
+	FunctionKind  FunctionKind `json:"functionKind"`
+	ContextName   string       `json:"contextName"`
+	ProcessorName string       `json:"processorName"`
+	Name          string       `json:"name"`
+}
+
+// MarkRecoverable reclassifies the failure.
+type MarkRecoverable struct {
+	Recoverable Recoverability `json:"recoverable"`
+}
+
+// Command wire names.
+const (
+	NameCreateExecutionFailed    = "create_execution_failed"
+	NamePrepareCompensation      = "prepare_compensation"
+	NameForcePrepareCompensation = "force_prepare_compensation"
+	NameApplyExecutionSuccess    = "apply_execution_success"
+	NameApplyExecutionFailed     = "apply_execution_failed"
+	NameApplyRetrySpec           = "apply_retry_spec"
+	NameChangeFunction           = "change_function"
+	NameMarkRecoverable          = "mark_recoverable"
+)
+
+// CommandNames lists the command names in Wow's registration order.
+var CommandNames = []string{
+	NameCreateExecutionFailed, NamePrepareCompensation, NameForcePrepareCompensation,
+	NameApplyExecutionSuccess, NameApplyExecutionFailed, NameApplyRetrySpec,
+	NameChangeFunction, NameMarkRecoverable,
+}
+
+func (CreateExecutionFailed) CommandName() string    { return NameCreateExecutionFailed }
+func (PrepareCompensation) CommandName() string      { return NamePrepareCompensation }
+func (ForcePrepareCompensation) CommandName() string { return NameForcePrepareCompensation }
+func (ApplyExecutionSuccess) CommandName() string    { return NameApplyExecutionSuccess }
+func (ApplyExecutionFailed) CommandName() string     { return NameApplyExecutionFailed }
+func (ApplyRetrySpec) CommandName() string           { return NameApplyRetrySpec }
+func (ChangeFunction) CommandName() string           { return NameChangeFunction }
+func (MarkRecoverable) CommandName() string          { return NameMarkRecoverable }
+
+func (CreateExecutionFailed) command()    {}
+func (PrepareCompensation) command()      {}
+func (ForcePrepareCompensation) command() {}
+func (ApplyExecutionSuccess) command()    {}
+func (ApplyExecutionFailed) command()     {}
+func (ApplyRetrySpec) command()           {}
+func (ChangeFunction) command()           {}
+func (MarkRecoverable) command()          {}

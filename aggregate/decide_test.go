@@ -1,0 +1,257 @@
+package aggregate_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	. "github.com/amends-dev/amends/aggregate"
+)
+
+// t0 is the creation time of every record in these tests.
+const t0 = int64(1_735_000_000_000)
+
+func at(ms int64) time.Time { return time.UnixMilli(ms) }
+
+var (
+	fn     = FunctionInfo{FunctionKind: KindEvent, ContextName: "order", ProcessorName: "OrderProjector", Name: "onEvent"}
+	evtID  = EventID{ID: "evt-1", AggregateID: AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1", TenantID: DefaultTenantID}, Version: 3, Seq: 42}
+	boom   = ErrorDetails{ErrorCode: "IllegalState", ErrorMsg: "boom", StackTrace: "main.go:1"}
+	create = CreateExecutionFailed{EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0}
+)
+
+// given builds a state from events, as the aggregate would have.
+func given(events ...Event) State { return EvolveAll(State{ID: "rec-1"}, events...) }
+
+func created(spec RetrySpec, retries int32) []Event {
+	rs, _ := NextRetryState(spec, 0, t0)
+	out := []Event{ExecutionFailedCreated{EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0, RetryState: rs, RetrySpec: spec, Recoverable: RecoverabilityUnknown}}
+	for r := int32(1); r <= retries; r++ {
+		prs, _ := NextRetryState(spec, r, t0+int64(r)*1000)
+		out = append(out, CompensationPrepared{EventID: evtID, Function: fn, RetryState: prs}, ExecutionFailedApplied{Error: boom, ExecuteAt: t0 + int64(r)*1000 + 1, Recoverable: RecoverabilityUnknown})
+	}
+	return out
+}
+
+// The record after the k-th prepare at time t0+k s, still PREPARED.
+func preparedAfter(spec RetrySpec, k int32) []Event {
+	ev := created(spec, k-1)
+	rs, _ := NextRetryState(spec, k, t0+int64(k)*1000)
+	return append(ev, CompensationPrepared{EventID: evtID, Function: fn, RetryState: rs})
+}
+
+func succeeded() []Event {
+	return append(preparedAfter(DefaultRetrySpec, 1), ExecutionSuccessApplied{ExecuteAt: t0 + 5000})
+}
+
+type gwt struct {
+	name  string
+	given []Event
+	when  Command
+	now   int64
+	then  []Event // expected events, when err is nil
+	err   error   // expected sentinel
+	msg   string  // expected message
+}
+
+func run(t *testing.T, cases []gwt) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			state := State{ID: "rec-1"}
+			if c.given != nil {
+				state = given(c.given...)
+			}
+			events, err := Decide(state, c.when, at(c.now))
+			if c.err != nil {
+				require.ErrorIs(t, err, c.err, "expected a %v rejection", c.err)
+				assert.EqualError(t, err, c.msg)
+				assert.Empty(t, events, "a rejected command yields no events")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.then, events)
+		})
+	}
+}
+
+func TestCreate(t *testing.T) {
+	spec := RetrySpec{MaxRetries: 3, MinBackoff: 60, ExecutionTimeout: 30}
+	withSpec := create
+	withSpec.RetrySpec = &spec
+	withSpec.Recoverable = Recoverable
+	run(t, []gwt{
+		{name: "new record gets the default spec", when: create, then: []Event{ExecutionFailedCreated{
+			EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0, RetrySpec: DefaultRetrySpec, Recoverable: RecoverabilityUnknown,
+			RetryState: RetryState{Retries: 0, RetryAt: t0, TimeoutAt: t0 + 120_000, NextRetryAt: t0 + 180_000},
+		}}},
+		{name: "new record with its own spec and class", when: withSpec, then: []Event{ExecutionFailedCreated{
+			EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0, RetrySpec: spec, Recoverable: Recoverable,
+			RetryState: RetryState{Retries: 0, RetryAt: t0, TimeoutAt: t0 + 30_000, NextRetryAt: t0 + 60_000},
+		}}},
+		{name: "FAILED record: already recorded", given: created(DefaultRetrySpec, 0), when: create,
+			err: ErrAlreadyRecorded, msg: "ExecutionFailed rec-1 already records this failure and is FAILED."},
+		{name: "PREPARED record: already recorded", given: preparedAfter(DefaultRetrySpec, 1), when: create,
+			err: ErrAlreadyRecorded, msg: "ExecutionFailed rec-1 already records this failure and is PREPARED."},
+		{name: "SUCCEEDED record re-opens from retry 0", given: succeeded(), when: withSpec, now: t0 + 9000, then: []Event{ExecutionFailedCreated{
+			EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0, RetrySpec: spec, Recoverable: Recoverable,
+			RetryState: RetryState{Retries: 0, RetryAt: t0, TimeoutAt: t0 + 30_000, NextRetryAt: t0 + 60_000},
+		}}},
+		{name: "negative maxRetries", when: func() Command { c := create; c.RetrySpec = &RetrySpec{MaxRetries: -1}; return c }(),
+			err: ErrIllegalArgument, msg: "maxRetries must be greater than or equal to 0."},
+		{name: "negative minBackoff", when: func() Command { c := create; c.RetrySpec = &RetrySpec{MinBackoff: -1}; return c }(),
+			err: ErrIllegalArgument, msg: "minBackoff must be greater than or equal to 0."},
+		{name: "negative executionTimeout", when: func() Command { c := create; c.RetrySpec = &RetrySpec{ExecutionTimeout: -1}; return c }(),
+			err: ErrIllegalArgument, msg: "executionTimeout must be greater than or equal to 0."},
+		{name: "backoff overflows at maxRetries", when: func() Command {
+			c := create
+			c.RetrySpec = &RetrySpec{MaxRetries: 62, MinBackoff: 180, ExecutionTimeout: 1}
+			return c
+		}(), err: ErrArithmetic, msg: "long overflow"},
+		{name: "63 retries exceed the range", when: func() Command {
+			c := create
+			c.RetrySpec = &RetrySpec{MaxRetries: 63, MinBackoff: 1}
+			return c
+		}(), err: ErrArithmetic, msg: "Retry backoff exceeds the supported millisecond range."},
+		{name: "minBackoff 0 never overflows", when: func() Command {
+			c := create
+			c.RetrySpec = &RetrySpec{MaxRetries: 2147483647, MinBackoff: 0, ExecutionTimeout: 0}
+			return c
+		}(), then: []Event{ExecutionFailedCreated{
+			EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0, RetrySpec: RetrySpec{MaxRetries: 2147483647}, Recoverable: RecoverabilityUnknown,
+			RetryState: RetryState{Retries: 0, RetryAt: t0, TimeoutAt: t0, NextRetryAt: t0},
+		}}},
+		{name: "blank event id", when: func() Command { c := create; c.EventID.ID = " "; return c }(),
+			err: ErrIllegalArgument, msg: "eventId.id must not be blank."},
+		{name: "version 0", when: func() Command { c := create; c.EventID.Version = 0; return c }(),
+			err: ErrIllegalArgument, msg: "eventId.version must be greater than or equal to 1, got 0."},
+		{name: "blank processor", when: func() Command { c := create; c.Function.ProcessorName = ""; return c }(),
+			err: ErrIllegalArgument, msg: "function.processorName must not be blank."},
+		{name: "unknown kind", when: func() Command { c := create; c.Function.FunctionKind = "LAMBDA"; return c }(),
+			err: ErrIllegalArgument, msg: `function.functionKind must be one of COMMAND, SOURCING, EVENT, STATE_EVENT, ERROR, got "LAMBDA".`},
+		{name: "blank error code", when: func() Command { c := create; c.Error.ErrorCode = ""; return c }(),
+			err: ErrIllegalArgument, msg: "error.errorCode must not be blank."},
+		{name: "no executeAt", when: func() Command { c := create; c.ExecuteAt = 0; return c }(),
+			err: ErrIllegalArgument, msg: "executeAt must be an epoch-millisecond time greater than 0, got 0."},
+	})
+}
+
+func TestPrepare(t *testing.T) {
+	spec := DefaultRetrySpec
+	failed := created(spec, 0)
+	prepared := preparedAfter(spec, 1) // timeoutAt = t0+1s+120s
+	timeoutAt := t0 + 1000 + 120_000
+	atLimit := created(spec, 10)
+	now := t0 + 500_000
+	want := func(retries int32, now int64) []Event {
+		rs, err := NextRetryState(spec, retries, now)
+		require.NoError(t, err)
+		return []Event{CompensationPrepared{EventID: evtID, Function: fn, RetryState: rs}}
+	}
+	run(t, []gwt{
+		{name: "FAILED", given: failed, when: PrepareCompensation{}, now: now, then: want(1, now)},
+		{name: "FAILED before nextRetryAt (manual prepare ignores it)", given: failed, when: PrepareCompensation{}, now: t0 + 1, then: want(1, t0+1)},
+		{name: "PREPARED not timed out", given: prepared, when: PrepareCompensation{}, now: timeoutAt - 1,
+			err: ErrIllegalState, msg: "ExecutionFailed can not retry."},
+		{name: "PREPARED at exactly timeoutAt is not timed out", given: prepared, when: PrepareCompensation{}, now: timeoutAt,
+			err: ErrIllegalState, msg: "ExecutionFailed can not retry."},
+		{name: "PREPARED timed out", given: prepared, when: PrepareCompensation{}, now: timeoutAt + 1, then: want(2, timeoutAt+1)},
+		{name: "retries == maxRetries", given: atLimit, when: PrepareCompensation{}, now: now,
+			err: ErrIllegalState, msg: "ExecutionFailed can not retry."},
+		{name: "SUCCEEDED", given: succeeded(), when: PrepareCompensation{}, now: now,
+			err: ErrIllegalState, msg: "ExecutionFailed can not retry."},
+		{name: "missing record", when: PrepareCompensation{}, now: now, err: ErrNotFound, msg: "ExecutionFailed rec-1 not found."},
+		{name: "force: FAILED at the limit goes to 11 of 10", given: atLimit, when: ForcePrepareCompensation{}, now: now, then: want(11, now)},
+		{name: "force: PREPARED not timed out", given: prepared, when: ForcePrepareCompensation{}, now: timeoutAt,
+			err: ErrIllegalState, msg: "ExecutionFailed can not force retry."},
+		{name: "force: PREPARED timed out", given: prepared, when: ForcePrepareCompensation{}, now: timeoutAt + 1, then: want(2, timeoutAt+1)},
+		{name: "force: SUCCEEDED", given: succeeded(), when: ForcePrepareCompensation{}, now: now,
+			err: ErrIllegalState, msg: "ExecutionFailed can not force retry."},
+		{name: "force: backoff overflow far beyond the limit", given: append(created(RetrySpec{MaxRetries: 0, MinBackoff: 1, ExecutionTimeout: 1}, 0),
+			CompensationPrepared{RetryState: RetryState{Retries: 62, RetryAt: t0, TimeoutAt: t0}}, ExecutionFailedApplied{Error: boom, ExecuteAt: t0}),
+			when: ForcePrepareCompensation{}, now: now, err: ErrArithmetic, msg: "Retry backoff exceeds the supported millisecond range."},
+	})
+}
+
+func TestApplyResults(t *testing.T) {
+	prepared := preparedAfter(DefaultRetrySpec, 2) // attempt 2
+	other := ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "slow"}
+	run(t, []gwt{
+		{name: "success on PREPARED", given: prepared, when: ApplyExecutionSuccess{ExecuteAt: t0 + 9}, then: []Event{ExecutionSuccessApplied{ExecuteAt: t0 + 9}}},
+		{name: "success with the current attempt", given: prepared, when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, Attempt: 2}, then: []Event{ExecutionSuccessApplied{ExecuteAt: t0 + 9, Attempt: 2}}},
+		{name: "success with a stale attempt", given: prepared, when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, Attempt: 1},
+			err: ErrStaleAttempt, msg: "ExecutionFailed attempt 1 is stale; the current attempt is 2."},
+		{name: "success on FAILED", given: created(DefaultRetrySpec, 1), when: ApplyExecutionSuccess{ExecuteAt: t0 + 9},
+			err: ErrIllegalState, msg: "ExecutionFailed is not prepared."},
+		{name: "success on SUCCEEDED", given: succeeded(), when: ApplyExecutionSuccess{ExecuteAt: t0 + 9},
+			err: ErrIllegalState, msg: "ExecutionFailed is not prepared."},
+		{name: "failure on PREPARED defaults to UNKNOWN", given: prepared, when: ApplyExecutionFailed{Error: other, ExecuteAt: t0 + 9},
+			then: []Event{ExecutionFailedApplied{Error: other, ExecuteAt: t0 + 9, Recoverable: RecoverabilityUnknown}}},
+		{name: "failure with class and attempt", given: prepared, when: ApplyExecutionFailed{Error: other, ExecuteAt: t0 + 9, Recoverable: Unrecoverable, Attempt: 2},
+			then: []Event{ExecutionFailedApplied{Error: other, ExecuteAt: t0 + 9, Recoverable: Unrecoverable, Attempt: 2}}},
+		{name: "failure with a stale attempt", given: prepared, when: ApplyExecutionFailed{Error: other, ExecuteAt: t0 + 9, Attempt: 3},
+			err: ErrStaleAttempt, msg: "ExecutionFailed attempt 3 is stale; the current attempt is 2."},
+		{name: "failure on FAILED", given: created(DefaultRetrySpec, 0), when: ApplyExecutionFailed{Error: other, ExecuteAt: t0 + 9},
+			err: ErrIllegalState, msg: "ExecutionFailed is not prepared."},
+		{name: "failure on SUCCEEDED", given: succeeded(), when: ApplyExecutionFailed{Error: other, ExecuteAt: t0 + 9},
+			err: ErrIllegalState, msg: "ExecutionFailed is not prepared."},
+		{name: "failure without error code", given: prepared, when: ApplyExecutionFailed{ExecuteAt: t0 + 9},
+			err: ErrIllegalArgument, msg: "error.errorCode must not be blank."},
+		{name: "success on a missing record", when: ApplyExecutionSuccess{ExecuteAt: t0}, err: ErrNotFound, msg: "ExecutionFailed rec-1 not found."},
+	})
+}
+
+func TestOperatorCommandsInEveryStatus(t *testing.T) {
+	states := map[string][]Event{
+		"FAILED": created(DefaultRetrySpec, 0), "PREPARED": preparedAfter(DefaultRetrySpec, 1), "SUCCEEDED": succeeded(),
+	}
+	moved := ChangeFunction{FunctionKind: KindEvent, ContextName: "new-context", ProcessorName: "new-processor", Name: "handler"}
+	for status, history := range states {
+		t.Run(status, func(t *testing.T) {
+			run(t, []gwt{
+				{name: "retry spec", given: history, when: ApplyRetrySpec{MaxRetries: 5, MinBackoff: 240, ExecutionTimeout: 300},
+					then: []Event{RetrySpecApplied{MaxRetries: 5, MinBackoff: 240, ExecutionTimeout: 300}}},
+				{name: "same retry spec is allowed", given: history, when: ApplyRetrySpec(RetrySpec(DefaultRetrySpec)),
+					then: []Event{RetrySpecApplied(DefaultRetrySpec)}},
+				{name: "invalid retry spec", given: history, when: ApplyRetrySpec{MaxRetries: -1},
+					err: ErrIllegalArgument, msg: "maxRetries must be greater than or equal to 0."},
+				{name: "change function", given: history, when: moved,
+					then: []Event{FunctionChanged{Name: "handler", ProcessorName: "new-processor", ContextName: "new-context", FunctionKind: KindEvent}}},
+				{name: "change to the same function", given: history, when: ChangeFunction(fn), err: ErrIllegalArgument,
+					msg: "ExecutionFailed function is already changed to FunctionInfoData(functionKind=EVENT, contextName=order, processorName=OrderProjector, name=onEvent)."},
+				{name: "change only the kind", given: history, when: ChangeFunction{FunctionKind: KindStateEvent, ContextName: "order", ProcessorName: "OrderProjector", Name: "onEvent"},
+					then: []Event{FunctionChanged{Name: "onEvent", ProcessorName: "OrderProjector", ContextName: "order", FunctionKind: KindStateEvent}}},
+				{name: "change to a blank name", given: history, when: ChangeFunction{FunctionKind: KindEvent, ContextName: "c", ProcessorName: "p", Name: " "},
+					err: ErrIllegalArgument, msg: "name must not be blank."},
+				{name: "mark unrecoverable", given: history, when: MarkRecoverable{Recoverable: Unrecoverable},
+					then: []Event{RecoverableMarked{Recoverable: Unrecoverable}}},
+				{name: "mark the same class", given: history, when: MarkRecoverable{Recoverable: RecoverabilityUnknown},
+					err: ErrIllegalArgument, msg: "ExecutionFailed recoverable is already marked to UNKNOWN."},
+				{name: "mark an unknown class", given: history, when: MarkRecoverable{Recoverable: "MAYBE"},
+					err: ErrIllegalArgument, msg: `recoverable must be one of RECOVERABLE, UNRECOVERABLE, UNKNOWN, got "MAYBE".`},
+			})
+		})
+	}
+}
+
+func TestEvolveKeepsWhatWowKeeps(t *testing.T) {
+	s := given(preparedAfter(DefaultRetrySpec, 1)...)
+	rs := s.RetryState
+	s = Evolve(s, ExecutionFailedApplied{Error: ErrorDetails{ErrorCode: "X"}, ExecuteAt: t0 + 7, Recoverable: Unrecoverable})
+	assert.Equal(t, StatusFailed, s.Status)
+	assert.Equal(t, rs, s.RetryState, "a failed result keeps the retry state")
+	assert.Equal(t, Unrecoverable, s.Recoverable, "and takes the new classification")
+
+	s = Evolve(s, RetrySpecApplied{MaxRetries: 1, MinBackoff: 1, ExecutionTimeout: 1})
+	assert.Equal(t, rs, s.RetryState, "a new spec does not recompute the retry state")
+	assert.False(t, s.IsBelowRetryThreshold(), "but the threshold is re-derived: 1 of 1")
+
+	s = Evolve(Evolve(s, CompensationPrepared{RetryState: RetryState{Retries: 2}}), ExecutionSuccessApplied{ExecuteAt: t0 + 9})
+	assert.Equal(t, StatusSucceeded, s.Status)
+	assert.Equal(t, "X", s.Error.ErrorCode, "success keeps the last failure visible")
+	assert.Equal(t, Unrecoverable, s.Recoverable)
+	assert.Equal(t, t0+9, s.ExecuteAt)
+	assert.Equal(t, evtID, s.EventID, "CompensationPrepared does not change the event id")
+}

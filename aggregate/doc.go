@@ -1,0 +1,40 @@
+// Package aggregate is the ExecutionFailed aggregate: the durable record of
+// a function that failed to handle a committed event, and the state machine
+// that governs its compensation (recovering the execution by replaying the
+// original event to that function alone; never a rollback).
+//
+// # The domain core
+//
+// State, the eight Commands, the seven Events, Decide, Evolve, the retry
+// math (NextRetryAt, NextRetryState, ValidateRetrySpec) and the predicates
+// (IsBelowRetryThreshold, IsRetryable, Timeout, CanForceRetry, CanRetry,
+// CanNextRetry, Schedulable and the operator views) are pure: they do no
+// I/O, read no clock and draw no randomness. Time arrives as an argument.
+// They reproduce the Wow framework's compensation module: the same guards,
+// error messages, retry formula and JSON shapes (see testdata/wire).
+//
+// Beyond Wow:
+//   - RecordID derives a record's id from the failed event and the function,
+//     so recording the same failure twice finds one record: Create on a
+//     FAILED or PREPARED record fails with ErrAlreadyRecorded, Create on a
+//     SUCCEEDED record re-opens it.
+//   - Fencing: every prepare increments retries, and that number is the
+//     attempt. ApplyExecutionSuccess and ApplyExecutionFailed may carry it;
+//     a result for any other attempt fails with ErrStaleAttempt, so a slow
+//     attempt that timed out cannot overwrite a newer one.
+//
+// # Errors
+//
+// Decide's errors are *Error values. Each matches one sentinel with
+// errors.Is (ErrIllegalState, ErrIllegalArgument, ErrArithmetic,
+// ErrNotFound, ErrAlreadyRecorded, ErrStaleAttempt) and its Error() is the
+// reference message, e.g. "ExecutionFailed can not retry.".
+//
+// # Service
+//
+// Service runs a command against the event store: it loads the record's
+// state carried by its last stream (one read, whatever the history's
+// length), decides with an injected clock, appends with optimistic
+// concurrency and retries on conflict. It reaches the store only through
+// the small Store interface, so this package imports no NATS code.
+package aggregate

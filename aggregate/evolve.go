@@ -1,0 +1,39 @@
+package aggregate
+
+// Evolve returns the state after event e. It never fails: events are facts.
+// It follows Wow's sourcing handlers; note what each keeps:
+// CompensationPrepared replaces only the retry state, ExecutionFailedApplied
+// keeps the retry state, ExecutionSuccessApplied keeps the last error and
+// classification, RetrySpecApplied does not recompute the retry state.
+func Evolve(s State, e Event) State {
+	switch e := e.(type) {
+	case ExecutionFailedCreated:
+		s.EventID, s.Function, s.Error, s.ExecuteAt = e.EventID, e.Function, e.Error, e.ExecuteAt
+		s.RetryState, s.RetrySpec, s.Recoverable = e.RetryState, e.RetrySpec, e.Recoverable
+		s.Status = StatusFailed
+	case CompensationPrepared:
+		s.RetryState = e.RetryState
+		s.Status = StatusPrepared
+	case ExecutionFailedApplied:
+		s.ExecuteAt, s.Error, s.Recoverable = e.ExecuteAt, e.Error, e.Recoverable
+		s.Status = StatusFailed
+	case ExecutionSuccessApplied:
+		s.ExecuteAt = e.ExecuteAt
+		s.Status = StatusSucceeded
+	case RetrySpecApplied:
+		s.RetrySpec = RetrySpec(e)
+	case FunctionChanged:
+		s.Function = FunctionInfo{FunctionKind: e.FunctionKind, ContextName: e.ContextName, ProcessorName: e.ProcessorName, Name: e.Name}
+	case RecoverableMarked:
+		s.Recoverable = e.Recoverable
+	}
+	return s
+}
+
+// EvolveAll applies events in order.
+func EvolveAll(s State, events ...Event) State {
+	for _, e := range events {
+		s = Evolve(s, e)
+	}
+	return s
+}

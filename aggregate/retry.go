@@ -1,0 +1,110 @@
+package aggregate
+
+import (
+	"math"
+	"math/bits"
+)
+
+// Messages of the retry math, as in Wow's NextRetryAtCalculator and Java's
+// Math.*Exact.
+const (
+	msgMaxRetries       = "maxRetries must be greater than or equal to 0."
+	msgMinBackoff       = "minBackoff must be greater than or equal to 0."
+	msgExecutionTimeout = "executionTimeout must be greater than or equal to 0."
+	msgRetries          = "retries must be greater than or equal to 0."
+	msgBackoffRange     = "Retry backoff exceeds the supported millisecond range."
+	msgLongOverflow     = "long overflow"
+)
+
+// NextRetryAt returns when the retry after the given number of retries is
+// due: currentRetryAt + minBackoff·2^retries seconds, in epoch ms. There is
+// no cap and no jitter. minBackoff 0 means at once. It fails with
+// ErrIllegalArgument for a negative argument and ErrArithmetic when the
+// result does not fit in 64-bit milliseconds.
+func NextRetryAt(minBackoff, retries int32, currentRetryAt int64) (int64, error) {
+	if minBackoff < 0 {
+		return 0, illegalArgument(msgMinBackoff)
+	}
+	if retries < 0 {
+		return 0, illegalArgument(msgRetries)
+	}
+	if minBackoff == 0 {
+		return currentRetryAt, nil
+	}
+	if retries >= 63 {
+		return 0, arithmetic(msgBackoffRange)
+	}
+	seconds, err := multiplyExact(int64(minBackoff), int64(1)<<retries)
+	if err != nil {
+		return 0, err
+	}
+	millis, err := multiplyExact(seconds, 1000)
+	if err != nil {
+		return 0, err
+	}
+	return addExact(currentRetryAt, millis)
+}
+
+// NextRetryState returns the retry state of attempt number retries,
+// prepared at retryAt (epoch ms): timeoutAt = retryAt + executionTimeout
+// and nextRetryAt from NextRetryAt. Errors as NextRetryAt, plus
+// ErrIllegalArgument for a negative executionTimeout.
+func NextRetryState(spec RetrySpec, retries int32, retryAt int64) (RetryState, error) {
+	if spec.ExecutionTimeout < 0 {
+		return RetryState{}, illegalArgument(msgExecutionTimeout)
+	}
+	next, err := NextRetryAt(spec.MinBackoff, retries, retryAt)
+	if err != nil {
+		return RetryState{}, err
+	}
+	timeout, err := multiplyExact(int64(spec.ExecutionTimeout), 1000)
+	if err != nil {
+		return RetryState{}, err
+	}
+	timeoutAt, err := addExact(retryAt, timeout)
+	if err != nil {
+		return RetryState{}, err
+	}
+	return RetryState{Retries: retries, RetryAt: retryAt, TimeoutAt: timeoutAt, NextRetryAt: next}, nil
+}
+
+// ValidateRetrySpec checks a spec: maxRetries >= 0, and the largest backoff
+// it can produce (after maxRetries retries, from time 0) fits in 64-bit
+// milliseconds. It fails with ErrIllegalArgument or ErrArithmetic and the
+// reference message, e.g. "maxRetries must be greater than or equal to 0.".
+func ValidateRetrySpec(spec RetrySpec) error {
+	if spec.MaxRetries < 0 {
+		return illegalArgument(msgMaxRetries)
+	}
+	_, err := NextRetryState(spec, spec.MaxRetries, 0)
+	return err
+}
+
+// multiplyExact multiplies two non-negative int64s, failing like Java's
+// Math.multiplyExact on overflow.
+func multiplyExact(a, b int64) (int64, error) {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi != 0 || lo > math.MaxInt64 {
+		return 0, arithmetic(msgLongOverflow)
+	}
+	return int64(lo), nil
+}
+
+// addExact adds two int64s, failing like Java's Math.addExact on overflow.
+func addExact(a, b int64) (int64, error) {
+	r := a + b
+	if (a > 0 && b > 0 && r < 0) || (a < 0 && b < 0 && r >= 0) {
+		return 0, arithmetic(msgLongOverflow)
+	}
+	return r, nil
+}
+
+// nextRetries returns retries+1. Kotlin's Int addition wraps at the top of
+// the range, and the negative result then fails NextRetryAt's argument
+// check; amends fails with the same error without wrapping.
+func nextRetries(retries int32) (int32, error) {
+	if retries == math.MaxInt32 {
+		return 0, illegalArgument(msgRetries)
+	}
+	return retries + 1, nil
+}

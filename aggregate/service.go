@@ -1,0 +1,308 @@
+package aggregate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/amends-dev/amends/eventstore"
+)
+
+// Where ExecutionFailed records live in the event store.
+const (
+	// Context is the bounded context of the compensation records.
+	Context = "compensation"
+	// AggregateType is the aggregate type of a record.
+	AggregateType = "execution_failed"
+)
+
+// Stream headers the Service writes on every command.
+const (
+	HeaderCommand = "command"
+	HeaderActor   = "actor"
+	HeaderReason  = "reason"
+)
+
+// recentCommands is how many command ids a record remembers for
+// idempotency: a command retried after this many newer commands on the same
+// record runs again.
+const recentCommands = 16
+
+// Store is what the Service needs of an event store. *jsstore.Store
+// satisfies it.
+type Store interface {
+	// LoadLast returns the aggregate's latest stream, or an error matching
+	// eventstore.ErrNotFound.
+	LoadLast(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error)
+	// Load returns the aggregate's streams from version from on.
+	Load(ctx context.Context, a eventstore.AggregateID, from uint64) ([]eventstore.Stream, error)
+	// Append stores a stream at expectedVersion+1 or fails with an error
+	// matching eventstore.ErrConflict.
+	Append(ctx context.Context, s eventstore.Stream, expectedVersion uint64) (eventstore.Stream, error)
+}
+
+// Clock tells the time. Tests inject a fixed one.
+type Clock interface{ Now() time.Time }
+
+// ClockFunc adapts a function to Clock.
+type ClockFunc func() time.Time
+
+// Now calls f.
+func (f ClockFunc) Now() time.Time { return f() }
+
+// Meta is what a command carries besides its fields.
+type Meta struct {
+	// CommandID makes the command idempotent: executing the same id again
+	// on the record returns the committed result. Empty means a new id.
+	CommandID string
+	// RequestID and TraceID link the command to its request and trace.
+	RequestID, TraceID string
+	// Actor is who sent the command (an operator's token name, "scheduler",
+	// "recorder"); Reason is why. Both are stored with the stream.
+	Actor, Reason string
+	// Headers are stored with the stream as well.
+	Headers map[string]string
+}
+
+// Result is a command's outcome.
+type Result struct {
+	// ID is the record id.
+	ID string
+	// State and Version are the record after the command.
+	State   State
+	Version uint64
+	// Events are what the command appended; none if Duplicate.
+	Events []Event
+	// Stream is the stored stream; the zero Stream if Duplicate.
+	Stream eventstore.Stream
+	// Duplicate reports that the command id had already been applied: nothing
+	// was appended, and State and Version are the record's current ones.
+	Duplicate bool
+}
+
+// Service executes commands on ExecutionFailed records stored in an event
+// store. It is safe for concurrent use; concurrent commands on one record
+// are serialised by the store's optimistic concurrency.
+type Service struct {
+	store       Store
+	clock       Clock
+	decider     Decider
+	maxAttempts int
+}
+
+// ServiceOption configures a Service.
+type ServiceOption func(*Service)
+
+// WithClock sets the clock Decide reads (default: the system clock).
+func WithClock(c Clock) ServiceOption { return func(s *Service) { s.clock = c } }
+
+// WithDefaultRetrySpec sets the spec of creations that carry none
+// (default DefaultRetrySpec). Validate it first with ValidateRetrySpec.
+func WithDefaultRetrySpec(spec RetrySpec) ServiceOption {
+	return func(s *Service) { s.decider.DefaultRetrySpec = spec }
+}
+
+// WithConflictRetries sets how many times a command is decided again after
+// losing a race on its record (default 8).
+func WithConflictRetries(n int) ServiceOption {
+	return func(s *Service) { s.maxAttempts = max(n, 0) + 1 }
+}
+
+// NewService returns a Service on store.
+func NewService(store Store, opts ...ServiceOption) *Service {
+	s := &Service{store: store, clock: ClockFunc(time.Now), maxAttempts: 9}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// RecordAggregate returns the event-store identity of record id.
+func RecordAggregate(id string) eventstore.AggregateID {
+	return eventstore.AggregateID{Context: Context, Type: AggregateType, ID: id}
+}
+
+// snapshot is what each stream carries as its eventstore.Stream.State: the
+// record after the stream and the ids of its recent commands, newest first.
+type snapshot struct {
+	State      State    `json:"state"`
+	CommandIDs []string `json:"commandIds,omitempty"`
+}
+
+// Execute runs command c on record id: load, decide at the clock's time,
+// append at the loaded version; on a conflict it loads and decides again,
+// up to the configured number of times, with jittered backoff.
+//
+// A rejected command returns the *Error from Decide (match it with
+// errors.Is against ErrIllegalState, ErrNotFound, ...). Losing every race
+// returns an error matching eventstore.ErrConflict. An invalid id returns
+// an error matching ErrIllegalArgument. Store failures are returned
+// wrapped; retrying with the same Meta.CommandID is then safe.
+func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) (Result, error) {
+	if err := eventstore.ValidateID("ExecutionFailed id", id); err != nil {
+		return Result{}, illegalArgument(err.Error())
+	}
+	if meta.CommandID == "" {
+		meta.CommandID = uuid.NewString()
+	}
+	var lastErr error
+	for attempt := range s.maxAttempts {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return Result{}, err
+			}
+		}
+		snap, version, err := s.load(ctx, id)
+		if err != nil {
+			return Result{}, err
+		}
+		if slices.Contains(snap.CommandIDs, meta.CommandID) {
+			return Result{ID: id, State: snap.State, Version: version, Duplicate: true}, nil
+		}
+		events, err := s.decider.Decide(snap.State, c, s.clock.Now())
+		if err != nil {
+			return Result{}, err
+		}
+		next := snapshot{State: EvolveAll(snap.State, events...)}
+		next.CommandIDs = append([]string{meta.CommandID}, snap.CommandIDs[:min(len(snap.CommandIDs), recentCommands-1)]...)
+		stream, err := s.stream(id, version+1, c, meta, events, next)
+		if err != nil {
+			return Result{}, err
+		}
+		committed, err := s.store.Append(ctx, stream, version)
+		if errors.Is(err, eventstore.ErrConflict) {
+			lastErr = err
+			continue
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("%s on ExecutionFailed %s: %w", c.CommandName(), id, err)
+		}
+		return Result{ID: id, State: next.State, Version: committed.Version, Events: events, Stream: committed}, nil
+	}
+	return Result{}, fmt.Errorf("%s on ExecutionFailed %s lost %d races in a row; try again: %w", c.CommandName(), id, s.maxAttempts, lastErr)
+}
+
+// Get returns record id and its version. A missing record returns an
+// *Error matching ErrNotFound.
+func (s *Service) Get(ctx context.Context, id string) (State, uint64, error) {
+	if err := eventstore.ValidateID("ExecutionFailed id", id); err != nil {
+		return State{}, 0, illegalArgument(err.Error())
+	}
+	snap, version, err := s.load(ctx, id)
+	if err != nil {
+		return State{}, 0, err
+	}
+	if version == 0 {
+		return State{}, 0, &Error{Kind: ErrNotFound, Message: fmt.Sprintf("ExecutionFailed %s not found.", id)}
+	}
+	return snap.State, version, nil
+}
+
+// load returns the record's snapshot and version; version 0 and a state
+// with only the id if it does not exist. It reads only the last stream,
+// unless that stream carries no state (not written by a Service), in which
+// case it replays the history.
+func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error) {
+	a := RecordAggregate(id)
+	last, err := s.store.LoadLast(ctx, a)
+	if errors.Is(err, eventstore.ErrNotFound) {
+		return snapshot{State: State{ID: id}}, 0, nil
+	}
+	if err != nil {
+		return snapshot{}, 0, fmt.Errorf("load ExecutionFailed %s: %w", id, err)
+	}
+	if len(last.State) > 0 {
+		var snap snapshot
+		if err := json.Unmarshal(last.State, &snap); err == nil && snap.State.ID == id {
+			return snap, last.Version, nil
+		}
+	}
+	streams, err := s.store.Load(ctx, a, 1)
+	if err != nil {
+		return snapshot{}, 0, fmt.Errorf("load ExecutionFailed %s history: %w", id, err)
+	}
+	snap := snapshot{State: State{ID: id}}
+	for i := len(streams) - 1; i >= 0; i-- {
+		st := streams[i]
+		if st.CommandID != "" && len(snap.CommandIDs) < recentCommands {
+			snap.CommandIDs = append(snap.CommandIDs, st.CommandID)
+		}
+	}
+	for _, st := range streams {
+		for _, e := range st.Events {
+			ev, err := DecodeEvent(e.Name, e.Body)
+			if err != nil {
+				return snapshot{}, 0, fmt.Errorf("ExecutionFailed %s version %d: %w", id, st.Version, err)
+			}
+			snap.State = Evolve(snap.State, ev)
+		}
+	}
+	return snap, last.Version, nil
+}
+
+var streamNamespace = uuid.MustParse("5b0c8a53-6f3e-4d0e-9a57-3a0f7f2b9d41")
+
+// stream builds the stream a command appends. Its id derives from the
+// command id and version, so the same command at the same version is the
+// same stream for the store's deduplication.
+func (s *Service) stream(id string, version uint64, c Command, meta Meta, events []Event, next snapshot) (eventstore.Stream, error) {
+	streamID := uuid.NewSHA1(streamNamespace, []byte(meta.CommandID+"@"+strconv.FormatUint(version, 10))).String()
+	st := eventstore.Stream{
+		ID:         streamID,
+		Aggregate:  RecordAggregate(id),
+		Version:    version,
+		CommandID:  meta.CommandID,
+		RequestID:  meta.RequestID,
+		TraceID:    meta.TraceID,
+		CreateTime: s.clock.Now().UnixMilli(),
+		Headers:    map[string]string{HeaderCommand: c.CommandName()},
+	}
+	for k, v := range meta.Headers {
+		st.Headers[k] = v
+	}
+	if meta.Actor != "" {
+		st.Headers[HeaderActor] = meta.Actor
+	}
+	if meta.Reason != "" {
+		st.Headers[HeaderReason] = meta.Reason
+	}
+	for i, e := range events {
+		name, body, err := EncodeEvent(e)
+		if err != nil {
+			return eventstore.Stream{}, err
+		}
+		st.Events = append(st.Events, eventstore.Event{
+			ID:       uuid.NewSHA1(streamNamespace, []byte(streamID+"#"+strconv.Itoa(i))).String(),
+			Name:     name,
+			Revision: eventstore.DefaultRevision,
+			Body:     body,
+		})
+	}
+	state, err := json.Marshal(next)
+	if err != nil {
+		return eventstore.Stream{}, err
+	}
+	st.State = state
+	return st, nil
+}
+
+// backoff sleeps before conflict retry n (1-based): full jitter over
+// 1 ms·2^n, capped at 50 ms.
+func backoff(ctx context.Context, n int) error {
+	d := min(time.Millisecond<<n, 50*time.Millisecond)
+	t := time.NewTimer(rand.N(d) + time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

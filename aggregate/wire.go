@@ -1,0 +1,163 @@
+package aggregate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// The JSON shapes are Wow's: camelCase fields, enums by name (read
+// case-insensitively), epoch-millisecond times, retry spec in seconds.
+// testdata/wire pins every shape.
+
+// MarshalJSON writes the state with Wow's derived fields isBelowRetryThreshold
+// and isRetryable.
+func (s State) MarshalJSON() ([]byte, error) {
+	type plain State
+	return json.Marshal(struct {
+		plain
+		IsBelowRetryThreshold bool `json:"isBelowRetryThreshold"`
+		IsRetryable           bool `json:"isRetryable"`
+	}{plain(s), s.IsBelowRetryThreshold(), s.IsRetryable()})
+}
+
+// MarshalJSON writes the details with Wow's derived field succeeded.
+func (e ErrorDetails) MarshalJSON() ([]byte, error) {
+	type plain ErrorDetails
+	return json.Marshal(struct {
+		plain
+		Succeeded bool `json:"succeeded"`
+	}{plain(e), e.Succeeded()})
+}
+
+// EncodeEvent returns an event's name and JSON body.
+func EncodeEvent(e Event) (string, []byte, error) {
+	if e == nil {
+		return "", nil, illegalArgument("event must not be nil.")
+	}
+	body, err := json.Marshal(e)
+	return e.EventName(), body, err
+}
+
+// DecodeEvent reads an event from its name and JSON body. An unknown name
+// or a malformed body is an ErrIllegalArgument naming the problem.
+func DecodeEvent(name string, body []byte) (Event, error) {
+	var (
+		e   Event
+		err error
+	)
+	switch name {
+	case NameExecutionFailedCreated:
+		e, err = decodeAs[ExecutionFailedCreated](body)
+	case NameCompensationPrepared:
+		e, err = decodeAs[CompensationPrepared](body)
+	case NameExecutionFailedApplied:
+		e, err = decodeAs[ExecutionFailedApplied](body)
+	case NameExecutionSuccessApplied:
+		e, err = decodeAs[ExecutionSuccessApplied](body)
+	case NameRetrySpecApplied:
+		e, err = decodeAs[RetrySpecApplied](body)
+	case NameFunctionChanged:
+		e, err = decodeAs[FunctionChanged](body)
+	case NameRecoverableMarked:
+		e, err = decodeAs[RecoverableMarked](body)
+	default:
+		return nil, illegalArgument(fmt.Sprintf("unknown ExecutionFailed event %q; known events are %v.", name, EventNames))
+	}
+	if err != nil {
+		return nil, illegalArgument(fmt.Sprintf("event %s has a malformed body: %v", name, err))
+	}
+	return e, nil
+}
+
+func decodeAs[T any](body []byte) (T, error) {
+	var v T
+	err := json.Unmarshal(body, &v)
+	return v, err
+}
+
+// requiredFields are the fields each command's body must have, as in Wow's
+// OpenAPI contract.
+var requiredFields = map[string][]string{
+	NameCreateExecutionFailed: {"eventId", "function", "error", "executeAt"},
+	NameApplyExecutionSuccess: {"executeAt"},
+	NameApplyExecutionFailed:  {"error", "executeAt"},
+	NameApplyRetrySpec:        {"maxRetries", "minBackoff", "executionTimeout"},
+	NameChangeFunction:        {"functionKind", "contextName", "processorName", "name"},
+	NameMarkRecoverable:       {"recoverable"},
+}
+
+// EncodeCommand returns a command's name and JSON body.
+func EncodeCommand(c Command) (string, []byte, error) {
+	if c == nil {
+		return "", nil, illegalArgument("command must not be nil.")
+	}
+	body, err := json.Marshal(c)
+	return c.CommandName(), body, err
+}
+
+// DecodeCommand reads a command from its snake_case name and JSON body, as
+// the HTTP API receives them. An empty body is {}. An unknown name, a
+// malformed body, an unknown enum value or a missing required field is an
+// ErrIllegalArgument that names it.
+func DecodeCommand(name string, body []byte) (Command, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	if !slices.Contains(CommandNames, name) {
+		return nil, illegalArgument(fmt.Sprintf("unknown ExecutionFailed command %q; known commands are %v.", name, CommandNames))
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, illegalArgument(fmt.Sprintf("%s body must be a JSON object: %v.", name, err))
+	}
+	for _, f := range requiredFields[name] {
+		if v, ok := fields[f]; !ok || string(v) == "null" {
+			return nil, illegalArgument(fmt.Sprintf("%s requires the field %s.", name, f))
+		}
+	}
+	var (
+		c   Command
+		err error
+	)
+	switch name {
+	case NameCreateExecutionFailed:
+		c, err = decodeCommand[CreateExecutionFailed](body)
+	case NamePrepareCompensation:
+		c = PrepareCompensation{}
+	case NameForcePrepareCompensation:
+		c = ForcePrepareCompensation{}
+	case NameApplyExecutionSuccess:
+		c, err = decodeCommand[ApplyExecutionSuccess](body)
+	case NameApplyExecutionFailed:
+		c, err = decodeCommand[ApplyExecutionFailed](body)
+	case NameApplyRetrySpec:
+		c, err = decodeCommand[ApplyRetrySpec](body)
+	case NameChangeFunction:
+		c, err = decodeCommand[ChangeFunction](body)
+	case NameMarkRecoverable:
+		c, err = decodeCommand[MarkRecoverable](body)
+	}
+	if err != nil {
+		if errors.As(err, new(*Error)) {
+			return nil, err
+		}
+		return nil, illegalArgument(fmt.Sprintf("%s body: %v.", name, err))
+	}
+	return c, nil
+}
+
+func decodeCommand[T Command](body []byte) (Command, error) {
+	v, err := decodeAs[T](body)
+	if err != nil {
+		// An enum's own error already names the field and the values.
+		var ae *Error
+		if errors.As(err, &ae) {
+			return nil, ae
+		}
+		return nil, err
+	}
+	return v, nil
+}
