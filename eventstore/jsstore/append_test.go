@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -245,4 +246,22 @@ func TestReusedStreamIDIsRejected(t *testing.T) {
 	assert.ErrorContains(t, err, "was already used by orders.order/first version 1")
 	_, err = st.LoadLast(t.Context(), order("second"))
 	assert.ErrorIs(t, err, eventstore.ErrNotFound, "nothing was stored for the second aggregate")
+}
+
+func TestDecodeMsgFromAConsumer(t *testing.T) {
+	st, js, _ := newStore(t)
+	committed := appendN(t, st, order("c-1"), 0, 2)
+	cons, err := js.CreateOrUpdateConsumer(t.Context(), st.StreamName("orders"), jetstream.ConsumerConfig{
+		FilterSubject: st.FilterSubject("orders", "order"),
+	})
+	require.NoError(t, err)
+	batch, err := cons.FetchNoWait(2)
+	require.NoError(t, err)
+	var got []eventstore.Stream
+	for m := range batch.Messages() {
+		s, err := st.DecodeMsg(m)
+		require.NoError(t, err)
+		got = append(got, s)
+	}
+	assert.Equal(t, committed, got, "consumed streams decode like loaded ones, with their sequences")
 }
