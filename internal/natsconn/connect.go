@@ -1,0 +1,205 @@
+package natsconn
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Defaults of ClientConfig.
+const (
+	DefaultClientName    = "amends"
+	DefaultReconnectWait = 2 * time.Second
+)
+
+// ClientConfig configures a connection to an existing NATS server or
+// cluster. Zero values mean the documented defaults.
+type ClientConfig struct {
+	// URL is one server URL or several separated by commas, such as
+	// "nats://n1:4222,nats://n2:4222". Required. Listing several servers
+	// lets the first connection succeed while one is down; once connected,
+	// the client learns the rest of the cluster from the server.
+	URL string
+	// CredsFile is a NATS credentials file (a user JWT and its NKey seed),
+	// as nsc or an operator issues it.
+	CredsFile string
+	// NKeySeedFile is a file holding a user NKey seed, for servers that
+	// authenticate NKeys without JWTs. It cannot be combined with CredsFile.
+	NKeySeedFile string
+	// TLSCAFile is a PEM file of the certificate authorities that sign the
+	// servers' certificates, for servers with a private CA.
+	TLSCAFile string
+	// TLSCertFile and TLSKeyFile are the PEM client certificate and key for
+	// servers that verify clients; set both or neither. All TLS files are
+	// read again on every reconnect, so rotated certificates take effect.
+	TLSCertFile string
+	TLSKeyFile  string
+	// Name names the connection in the server's monitoring (default "amends").
+	Name string
+	// ReconnectWait is the pause between reconnect attempts to one server
+	// (default 2s), with jitter added.
+	ReconnectWait time.Duration
+	// Logger receives disconnects, reconnects and asynchronous errors;
+	// nil discards them.
+	Logger *slog.Logger
+	// Options are applied after the ones Connect derives, for settings it
+	// does not cover.
+	Options []nats.Option
+}
+
+// Connect connects to the server or cluster cfg names. After the first
+// connection succeeds the client reconnects forever. It does not retry the
+// first connection: a server that cannot be reached at start is an error.
+//
+// Every file setting is checked before dialling. An unusable setting
+// returns an error wrapping ErrInvalidConfig that names the setting and
+// the value, such as "credentials file /x: no such file or directory"; a
+// file that does not exist also matches fs.ErrNotExist. A failed
+// connection returns an error naming the URLs (passwords redacted) and
+// wrapping the error of nats.Connect.
+func Connect(cfg ClientConfig) (*nats.Conn, error) {
+	opts, err := clientOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(cfg.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s (check the URL and that a server is up and reachable): %w", redactURLs(cfg.URL), err)
+	}
+	return nc, nil
+}
+
+func clientOptions(cfg ClientConfig) ([]nats.Option, error) {
+	if strings.TrimSpace(cfg.URL) == "" {
+		return nil, fmt.Errorf("NATS URL is empty: give one or more comma-separated server URLs such as nats://host:4222: %w", ErrInvalidConfig)
+	}
+	name := cfg.Name
+	if name == "" {
+		name = DefaultClientName
+	}
+	wait := cfg.ReconnectWait
+	if wait <= 0 {
+		wait = DefaultReconnectWait
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(wait),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if nc.IsClosed() {
+				return // closed on purpose, not lost
+			}
+			log.Warn("NATS connection lost; reconnecting", "url", nc.ConnectedUrlRedacted(), "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("NATS connection restored", "url", nc.ConnectedUrlRedacted())
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil {
+				log.Warn("NATS asynchronous error", "subject", sub.Subject, "err", err)
+				return
+			}
+			log.Warn("NATS asynchronous error", "err", err)
+		}),
+	}
+
+	if cfg.CredsFile != "" && cfg.NKeySeedFile != "" {
+		return nil, fmt.Errorf("both a credentials file (%s) and an NKey seed file (%s) are set: a credentials file carries its own seed, set only one: %w",
+			cfg.CredsFile, cfg.NKeySeedFile, ErrInvalidConfig)
+	}
+	if cfg.CredsFile != "" {
+		if err := checkFile("credentials file", cfg.CredsFile); err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
+	}
+	if cfg.NKeySeedFile != "" {
+		if err := checkFile("NKey seed file", cfg.NKeySeedFile); err != nil {
+			return nil, err
+		}
+		opt, err := nats.NkeyOptionFromSeed(cfg.NKeySeedFile)
+		if err != nil {
+			return nil, fmt.Errorf("NKey seed file %s: %w: it must hold a user seed (SU...): %w", cfg.NKeySeedFile, err, ErrInvalidConfig)
+		}
+		opts = append(opts, opt)
+	}
+
+	tlsOpts, err := tlsOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, tlsOpts...)
+	return append(opts, cfg.Options...), nil
+}
+
+func tlsOptions(cfg ClientConfig) ([]nats.Option, error) {
+	var opts []nats.Option
+	if cfg.TLSCAFile != "" {
+		if err := checkFile("TLS CA file", cfg.TLSCAFile); err != nil {
+			return nil, err
+		}
+		opt := nats.RootCAs(cfg.TLSCAFile)
+		if err := opt(&nats.Options{}); err != nil {
+			return nil, fmt.Errorf("TLS CA file %s: %w: it must hold PEM certificates: %w", cfg.TLSCAFile, err, ErrInvalidConfig)
+		}
+		opts = append(opts, opt)
+	}
+	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
+		return nil, fmt.Errorf("TLS client certificate %q and key %q: set both or neither: %w", cfg.TLSCertFile, cfg.TLSKeyFile, ErrInvalidConfig)
+	}
+	if cfg.TLSCertFile != "" {
+		if err := checkFile("TLS client certificate file", cfg.TLSCertFile); err != nil {
+			return nil, err
+		}
+		if err := checkFile("TLS client key file", cfg.TLSKeyFile); err != nil {
+			return nil, err
+		}
+		opt := nats.ClientCert(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err := opt(&nats.Options{}); err != nil {
+			return nil, fmt.Errorf("TLS client certificate %s with key %s: %w: they must be a matching PEM certificate and key: %w",
+				cfg.TLSCertFile, cfg.TLSKeyFile, err, ErrInvalidConfig)
+		}
+		opts = append(opts, opt)
+	}
+	return opts, nil
+}
+
+// checkFile reports a file that cannot be read, naming the setting.
+func checkFile(setting, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: check the path and that this process may read it: %w", setting, path, pathErr(err), ErrInvalidConfig)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return fmt.Errorf("%s %s: is a directory, not a file: %w", setting, path, ErrInvalidConfig)
+	}
+	return nil
+}
+
+// redactURLs returns the comma-separated URLs with any password masked.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if u, err := url.Parse(p); err == nil && u.User != nil {
+			p = u.Redacted()
+			if _, hasPass := u.User.Password(); !hasPass {
+				// A lone user part may be a token.
+				u.User = url.User("xxxxx")
+				p = u.String()
+			}
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, ",")
+}
