@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+)
+
+// waitLimit bounds every wait in these tests.
+const waitLimit = 30 * time.Second
+
+// syncBuffer is a buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// cli is one in-process run of the command line.
+type cli struct {
+	stdout, stderr syncBuffer
+	env            map[string]string
+}
+
+func (c *cli) app() *app {
+	return &app{
+		stdout: &c.stdout,
+		stderr: &c.stderr,
+		lookupEnv: func(k string) (string, bool) {
+			v, ok := c.env[k]
+			return v, ok
+		},
+	}
+}
+
+// run runs args to completion and returns the exit code.
+func (c *cli) run(tb testing.TB, args ...string) int {
+	tb.Helper()
+	return execute(tb.Context(), c.app(), args)
+}
+
+// running is a serve started in the background by startServe.
+type running struct {
+	info   serveInfo
+	cancel context.CancelFunc
+	code   chan int
+}
+
+// startServe runs args (a serve command line) in-process and waits until
+// serve is ready. The test's cleanup stops it if the test did not.
+func (c *cli) startServe(tb testing.TB, args ...string) *running {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(tb.Context())
+	ready := make(chan serveInfo, 1)
+	a := c.app()
+	a.serveReady = func(i serveInfo) { ready <- i }
+	r := &running{cancel: cancel, code: make(chan int, 1)}
+	go func() { r.code <- execute(ctx, a, args) }()
+	tb.Cleanup(func() {
+		cancel()
+		<-r.code
+	})
+	select {
+	case r.info = <-ready:
+		return r
+	case code := <-r.code:
+		r.code <- code
+		tb.Fatalf("serve exited with code %d before it was ready; stderr:\n%s", code, c.stderr.String())
+	case <-time.After(waitLimit):
+		tb.Fatalf("serve not ready within %s; stderr:\n%s", waitLimit, c.stderr.String())
+	}
+	return nil
+}
+
+// stop cancels serve's context and returns its exit code.
+func (r *running) stop(tb testing.TB) int {
+	tb.Helper()
+	r.cancel()
+	select {
+	case code := <-r.code:
+		r.code <- code // for the cleanup
+		return code
+	case <-time.After(waitLimit):
+		tb.Fatalf("serve did not stop within %s of its context ending", waitLimit)
+		return -1
+	}
+}
+
+// connectJS opens a TCP connection to url, closed by the test's cleanup,
+// and a JetStream context on it.
+func connectJS(tb testing.TB, url string) jetstream.JetStream {
+	tb.Helper()
+	nc, err := nats.Connect(url)
+	require.NoError(tb, err, "connect to %s", url)
+	tb.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(tb, err)
+	return js
+}
+
+// waitForStream polls until the stream exists and returns its info.
+func waitForStream(tb testing.TB, js jetstream.JetStream, name string) *jetstream.StreamInfo {
+	tb.Helper()
+	var info *jetstream.StreamInfo
+	require.Eventually(tb, func() bool {
+		st, err := js.Stream(tb.Context(), name)
+		if err != nil {
+			return false
+		}
+		info = st.CachedInfo()
+		return true
+	}, waitLimit, 10*time.Millisecond, "stream %s never appeared", name)
+	return info
+}
+
+// recv receives from ch, failing the test after waitLimit.
+func recv[T any](tb testing.TB, ch <-chan T, what string) T {
+	tb.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitLimit):
+		tb.Fatalf("no %s within %s", what, waitLimit)
+		var zero T
+		return zero
+	}
+}

@@ -1,0 +1,142 @@
+// Command amends runs and operates amends, the event-sourced
+// failure-compensation engine on NATS JetStream.
+//
+// Subcommands live one per file; each keeps its help text beside its
+// flags. Every flag can also be set through an AMENDS_ environment variable
+// (see env.go). Exit codes: 0 success, 1 failure, 2 usage error (an
+// unknown command or flag, a bad flag or environment value).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal starts a clean shutdown, a second one ends the
+	// process at once.
+	context.AfterFunc(ctx, stop)
+	code := execute(ctx, &app{stdout: os.Stdout, stderr: os.Stderr, lookupEnv: os.LookupEnv}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// app is what a run of the command line sees of the world: its output
+// streams and environment, plus hooks for tests. Tests run the command line
+// in-process with their own app.
+type app struct {
+	stdout, stderr io.Writer
+	lookupEnv      func(string) (string, bool)
+	// serveReady, when set, is called by serve once it is ready (tests).
+	serveReady func(serveInfo)
+
+	// logger is built from --log-level before a subcommand runs.
+	logger *slog.Logger
+}
+
+// execute runs the command line args and returns the process exit code.
+// It prints errors to a.stderr.
+func execute(ctx context.Context, a *app, args []string) int {
+	root := newRootCmd(a)
+	root.SetArgs(append([]string{}, args...)) // never nil: nil makes cobra read os.Args
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(a.stderr, "amends: %v\n", err)
+	if ue := (usageError{}); errors.As(err, &ue) {
+		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		return exitUsage
+	}
+	return exitFailure
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	var logLevel string
+	root := &cobra.Command{
+		Use:   "amends",
+		Short: "An event-sourced failure-compensation engine on NATS JetStream",
+		Long: `amends records handler executions that still fail after their in-process
+retries as ExecutionFailed records, and replays the original event to only
+the failed function until it succeeds. It never rolls anything back.
+
+` + envHelp + `
+
+Exit codes: 0 success, 1 failure, 2 usage error.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for %q%s", args[0], cmd.CommandPath(), suggest(cmd, args[0]))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprint(a.stderr, cmd.UsageString())
+			return usageErrorf("a command is required")
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags(), a.lookupEnv); err != nil {
+				return err
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return usageErrorf("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			return nil
+		},
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	annotateEnv(root.PersistentFlags())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newServeCmd(a))
+	return root
+}
+
+// suggest returns cobra's "Did you mean" text for a mistyped command.
+func suggest(cmd *cobra.Command, typed string) string {
+	s := cmd.SuggestionsFor(typed)
+	if len(s) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(s, " or ") + "?"
+}
+
+// usageError marks an error as the caller's misuse of the command line:
+// it makes the process exit with code 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// noArgs rejects positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natsconn"
+)
+
+const serveLong = `Serve runs the amends control plane until it receives SIGINT or SIGTERM,
+then stops cleanly.
+
+By default it starts an embedded NATS server with JetStream, storing its
+data in --data-dir and listening for clients on --nats-listen; nothing else
+needs to be installed. With --nats-url it connects to an existing NATS
+server or cluster instead, authenticating with --nats-creds or --nats-nkey
+and verifying TLS with --nats-tls-ca, --nats-tls-cert and --nats-tls-key.
+
+At start it provisions the event store stream of the compensation context
+(AMENDS_compensation) with --storage, --replicas and --max-msg-size. An
+existing stream with other settings is reported, never changed.
+
+Durability: a file stream on one server acknowledges writes before they
+reach the disk, which happens every 2 minutes; a machine crash can lose the
+last acknowledged writes. --sync-always fsyncs every write of the embedded
+server (a few thousand writes per second at most). In a cluster, use
+--replicas 3: a replicated stream keeps acknowledged writes through the loss
+of a machine.
+
+` + envHelp
+
+// serveFlags are the raw flag values of serve.
+type serveFlags struct {
+	dataDir    string
+	listen     string
+	syncAlways bool
+	natsDebug  bool
+
+	natsURL string
+	creds   string
+	nkey    string
+	tlsCA   string
+	tlsCert string
+	tlsKey  string
+
+	storage    string
+	replicas   int
+	maxMsgSize int32
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the amends control plane on an embedded or existing NATS server",
+		Long:  serveLong,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config(cmd)
+			if err != nil {
+				return err
+			}
+			cfg.ready = a.serveReady
+			return run(cmd.Context(), cfg, a.logger)
+		},
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	fs.StringVar(&f.dataDir, "data-dir", "./amends-data", "directory the embedded NATS server keeps its JetStream data in")
+	fs.StringVar(&f.listen, "nats-listen", "127.0.0.1:4222", "host:port the embedded NATS server accepts clients on; port 0 or -1 picks a free port, an empty host means all interfaces")
+	fs.BoolVar(&f.syncAlways, "sync-always", false, "make the embedded server fsync every write before acknowledging it (much slower; see Durability)")
+	fs.BoolVar(&f.natsDebug, "nats-debug", false, "log the embedded server's notices and debug lines, not only its warnings and errors")
+	fs.StringVar(&f.natsURL, "nats-url", "", "connect to this NATS server or cluster instead of starting the embedded one (comma-separated URLs)")
+	fs.StringVar(&f.creds, "nats-creds", "", "NATS credentials file (user JWT and seed) for --nats-url")
+	fs.StringVar(&f.nkey, "nats-nkey", "", "NKey user seed file for --nats-url (instead of --nats-creds)")
+	fs.StringVar(&f.tlsCA, "nats-tls-ca", "", "PEM file of the CAs that sign the servers' certificates, for --nats-url")
+	fs.StringVar(&f.tlsCert, "nats-tls-cert", "", "PEM client certificate for --nats-url (with --nats-tls-key)")
+	fs.StringVar(&f.tlsKey, "nats-tls-key", "", "PEM client key for --nats-url (with --nats-tls-cert)")
+	fs.StringVar(&f.storage, "storage", "file", "storage of the event store streams: file or memory (memory loses everything on restart)")
+	fs.IntVar(&f.replicas, "replicas", 1, "replicas of the event store streams, 1 to 5: 1 on one server, 3 in a cluster")
+	fs.Int32Var(&f.maxMsgSize, "max-msg-size", jsstore.DefaultMaxMsgSize, "largest stored command in bytes, at least 1024; the server's max_payload must allow it")
+	annotateEnv(fs)
+	return cmd
+}
+
+// embeddedOnly are the flags that configure the embedded server.
+var embeddedOnly = []string{"data-dir", "nats-listen", "sync-always", "nats-debug"}
+
+// clientOnly are the flags that configure the connection to --nats-url.
+var clientOnly = []string{"nats-creds", "nats-nkey", "nats-tls-ca", "nats-tls-cert", "nats-tls-key"}
+
+// config validates the flags and returns the configuration of run. Every
+// error is a usage error naming the flag.
+func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
+	cfg := serveConfig{replicas: f.replicas, maxMsgSize: f.maxMsgSize}
+	switch f.storage {
+	case "file":
+		cfg.storage = jetstream.FileStorage
+	case "memory":
+		cfg.storage = jetstream.MemoryStorage
+	default:
+		return cfg, usageErrorf("--storage must be file or memory, got %q", f.storage)
+	}
+	// The store checks these again; checking here makes a bad value a usage
+	// error before anything starts.
+	if f.replicas < 1 || f.replicas > 5 {
+		return cfg, usageErrorf("--replicas must be between 1 and 5, got %d", f.replicas)
+	}
+	if f.maxMsgSize < 1024 {
+		return cfg, usageErrorf("--max-msg-size must be at least 1024 bytes, got %d", f.maxMsgSize)
+	}
+
+	changed := cmd.Flags().Changed
+	if f.natsURL != "" {
+		for _, name := range embeddedOnly {
+			if changed(name) {
+				return cfg, usageErrorf("--%s configures the embedded server, which --nats-url replaces: drop one of them", name)
+			}
+		}
+		cfg.client = natsconn.ClientConfig{
+			URL: f.natsURL, CredsFile: f.creds, NKeySeedFile: f.nkey,
+			TLSCAFile: f.tlsCA, TLSCertFile: f.tlsCert, TLSKeyFile: f.tlsKey,
+			Name: "amends serve",
+		}
+		return cfg, nil
+	}
+
+	for _, name := range clientOnly {
+		if changed(name) {
+			return cfg, usageErrorf("--%s configures the connection to --nats-url; the embedded server needs none: set --nats-url or drop it", name)
+		}
+	}
+	if f.replicas > 1 {
+		return cfg, usageErrorf("--replicas %d needs a NATS cluster, but the embedded server is a single server: use --replicas 1, or --nats-url to point at a cluster", f.replicas)
+	}
+	if f.dataDir == "" {
+		return cfg, usageErrorf("--data-dir must not be empty")
+	}
+	host, port, err := parseListen(f.listen)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.embedded = &natsconn.EmbeddedConfig{
+		DataDir:    f.dataDir,
+		Host:       host,
+		Port:       port,
+		SyncAlways: f.syncAlways,
+		Debug:      f.natsDebug,
+	}
+	if f.maxMsgSize > natsDefaultMaxPayload {
+		cfg.embedded.MaxPayload = f.maxMsgSize
+	}
+	return cfg, nil
+}
+
+// natsDefaultMaxPayload is nats-server's default max_payload (1 MiB).
+const natsDefaultMaxPayload = 1 << 20
+
+// parseListen parses --nats-listen; port 0 and -1 both pick a free port.
+func parseListen(s string) (host string, port int, err error) {
+	bad := func() (string, int, error) {
+		return "", 0, usageErrorf("--nats-listen %q: want host:port with a port from 1 to 65535, such as 127.0.0.1:4222, or port 0 or -1 for a free one", s)
+	}
+	host, p, err := net.SplitHostPort(s)
+	if err != nil {
+		return bad()
+	}
+	port, err = strconv.Atoi(p)
+	if err != nil || port < -1 || port > 65535 {
+		return bad()
+	}
+	if port == 0 {
+		port = natsconn.RandomPort
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return host, port, nil
+}
+
+// serveConfig is the validated configuration of run.
+type serveConfig struct {
+	// embedded configures the embedded server; nil when client is used.
+	embedded *natsconn.EmbeddedConfig
+	// client configures the connection to an existing server or cluster.
+	client natsconn.ClientConfig
+
+	storage    jetstream.StorageType
+	replicas   int
+	maxMsgSize int32
+
+	// ready, when set, is called once serve is ready, before it waits for
+	// the context to end.
+	ready func(serveInfo)
+}
+
+// serveInfo describes a ready serve.
+type serveInfo struct {
+	// NATSURL is the URL of the NATS server clients can use (for the
+	// embedded server) or the one serve is connected to; passwords redacted.
+	NATSURL string
+	// Stream is the event store stream of the compensation context.
+	Stream string
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natsconn"
+)
+
+// compensationContext is the bounded context of the ExecutionFailed
+// aggregate, whose event store stream serve provisions.
+const compensationContext = "compensation"
+
+const (
+	// provisionTimeout bounds provisioning the event store at start.
+	provisionTimeout = 30 * time.Second
+	// drainTimeout bounds draining the NATS connection at shutdown.
+	drainTimeout = 30 * time.Second
+)
+
+// run is serve: it opens the NATS connection (starting the embedded server
+// or connecting to cfg.client), provisions the event store, calls cfg.ready,
+// and runs the control plane's components until ctx ends. Then it drains
+// the connection, shuts the embedded server down and returns nil. It
+// returns an error if starting fails or a component fails; settings that
+// natsconn rejects are usage errors.
+func run(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
+	conn, err := openNATS(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	err = serve(ctx, cfg, conn, logger)
+	conn.close(logger)
+	if err != nil {
+		return err
+	}
+	logger.Info("amends stopped")
+	return nil
+}
+
+// serve runs on an open connection until ctx ends or a component fails.
+func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Logger) error {
+	if limit := conn.nc.MaxPayload(); int64(cfg.maxMsgSize) > limit {
+		return fmt.Errorf("--max-msg-size %d exceeds the NATS server's max_payload of %d bytes: lower --max-msg-size or raise max_payload on the servers",
+			cfg.maxMsgSize, limit)
+	}
+	js, err := jetstream.New(conn.nc)
+	if err != nil {
+		return fmt.Errorf("open JetStream: %w", err)
+	}
+	store, err := jsstore.New(js, jsstore.WithStorage(cfg.storage), jsstore.WithReplicas(cfg.replicas), jsstore.WithMaxMsgSize(cfg.maxMsgSize))
+	if err != nil {
+		return fmt.Errorf("event store: %w", err)
+	}
+	stream := store.StreamName(compensationContext)
+	pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
+	err = store.Provision(pctx, compensationContext)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("provision the event store stream %s (storage %s, replicas %d) on NATS at %s%s: %w",
+			stream, strings.ToLower(cfg.storage.String()), cfg.replicas, conn.url, provisionHint(err), err)
+	}
+	logger.Info("event store ready", "nats_url", conn.url, "stream", stream, "storage", strings.ToLower(cfg.storage.String()), "replicas", cfg.replicas)
+
+	// The control plane's components (projection, scheduler, HTTP API) join
+	// here and run under ctx.
+	var components []component
+
+	if cfg.ready != nil {
+		cfg.ready(serveInfo{NATSURL: conn.url, Stream: stream})
+	}
+	logger.Info("amends serving; stop with SIGINT or SIGTERM")
+	err = runComponents(ctx, logger, components...)
+	logger.Info("amends stopping")
+	return err
+}
+
+// provisionHint says what to check for errors that do not say it.
+func provisionHint(err error) string {
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return " (no JetStream answered: enable JetStream on the servers and for the account)"
+	}
+	return ""
+}
+
+// natsConn is serve's connection to NATS and, by default, the embedded
+// server behind it.
+type natsConn struct {
+	nc       *nats.Conn
+	url      string             // the server's client URL, passwords redacted
+	embedded *natsconn.Embedded // nil when connected to an external server
+}
+
+// openNATS starts the embedded server and connects to it over TCP, or
+// connects to the external server cfg.client names.
+func openNATS(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*natsConn, error) {
+	if cfg.embedded == nil {
+		ccfg := cfg.client
+		ccfg.Logger = logger
+		nc, err := natsconn.Connect(ccfg)
+		if err != nil {
+			return nil, settingError(err)
+		}
+		logger.Info("connected to NATS", "nats_url", nc.ConnectedUrlRedacted(), "server", nc.ConnectedServerName())
+		return &natsConn{nc: nc, url: nc.ConnectedUrlRedacted()}, nil
+	}
+
+	ecfg := *cfg.embedded
+	if !isLoopback(ecfg.Host) {
+		logger.Warn("the embedded NATS server has no authentication: anyone who can reach it can read and change the event store",
+			"listen_host", ecfg.Host)
+	}
+	ecfg.Logger = logger.With("component", "nats-server")
+	e, err := natsconn.StartEmbedded(ctx, ecfg)
+	if err != nil {
+		return nil, settingError(err)
+	}
+	logger.Info("embedded NATS server started", "nats_url", e.ClientURL(), "data_dir", e.DataDir(), "sync_always", ecfg.SyncAlways)
+	nc, err := e.Connect(nats.Name("amends serve"))
+	if err != nil {
+		e.Shutdown()
+		return nil, err
+	}
+	return &natsConn{nc: nc, url: e.ClientURL(), embedded: e}, nil
+}
+
+// isLoopback reports whether host only accepts connections from this
+// machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// settingError makes an error of a bad natsconn setting a usage error.
+func settingError(err error) error {
+	if errors.Is(err, natsconn.ErrInvalidConfig) {
+		return usageError{err}
+	}
+	return err
+}
+
+// close drains the connection and shuts the embedded server down.
+func (c *natsConn) close(logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := natsconn.Drain(ctx, c.nc); err != nil {
+		logger.Warn("NATS connection did not drain cleanly", "err", err)
+	}
+	if c.embedded != nil {
+		c.embedded.Shutdown()
+		logger.Info("embedded NATS server stopped")
+	}
+}
