@@ -12,13 +12,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natsconn"
 )
-
-// compensationContext is the bounded context of the ExecutionFailed
-// aggregate, whose event store stream serve provisions.
-const compensationContext = "compensation"
 
 const (
 	// provisionTimeout bounds provisioning the event store at start.
@@ -61,9 +58,9 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	if err != nil {
 		return fmt.Errorf("event store: %w", err)
 	}
-	stream := store.StreamName(compensationContext)
+	stream := store.StreamName(aggregate.Context)
 	pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
-	err = store.Provision(pctx, compensationContext)
+	err = store.Provision(pctx, aggregate.Context)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("provision the event store stream %s (storage %s, replicas %d) on NATS at %s%s: %w",
