@@ -128,13 +128,15 @@ func (c *Cluster) Connect() (*nats.Conn, jetstream.JetStream) {
 	return nc, js
 }
 
-// WaitForMetaLeader waits until a running node is the JetStream meta leader.
+// WaitForMetaLeader waits until a running node is the JetStream meta leader
+// and knows every node of the cluster as a peer, so that a replicated stream
+// can be placed at once.
 func (c *Cluster) WaitForMetaLeader() {
 	c.tb.Helper()
-	c.waitFor("a JetStream meta leader", func() bool {
+	c.waitFor("JetStream meta leader that knows every peer", func() bool {
 		for _, s := range c.Servers {
 			if s != nil && s.JetStreamIsLeader() {
-				return true
+				return len(s.JetStreamClusterPeers()) == len(c.Servers)
 			}
 		}
 		return false

@@ -1,0 +1,145 @@
+package aggregate_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	. "github.com/amends-dev/amends/aggregate"
+)
+
+var update = flag.Bool("update", false, "write the golden files of testdata/wire (only for new shapes: a published golden is never edited)")
+
+const wireDir = "../testdata/wire"
+
+var (
+	goldenSpec  = RetrySpec{MaxRetries: 10, MinBackoff: 180, ExecutionTimeout: 120}
+	goldenError = ErrorDetails{ErrorCode: "IllegalState", ErrorMsg: "boom", StackTrace: "main.handle\n\tmain.go:12",
+		BindingErrors: []BindingError{{Name: "sku", Msg: "must not be blank"}}}
+	goldenState = RetryState{Retries: 1, RetryAt: 1735000180000, TimeoutAt: 1735000300000, NextRetryAt: 1735000540000}
+)
+
+var goldenCommands = map[string]Command{
+	NameCreateExecutionFailed: CreateExecutionFailed{EventID: evtID, Function: fn, Error: goldenError, ExecuteAt: t0, RetrySpec: &goldenSpec, Recoverable: RecoverabilityUnknown},
+	NamePrepareCompensation:      PrepareCompensation{},
+	NameForcePrepareCompensation: ForcePrepareCompensation{},
+	NameApplyExecutionSuccess:    ApplyExecutionSuccess{ExecuteAt: 1735000180000, Attempt: 1},
+	NameApplyExecutionFailed:     ApplyExecutionFailed{Error: goldenError, ExecuteAt: 1735000180000, Recoverable: Recoverable, Attempt: 1},
+	NameApplyRetrySpec:           ApplyRetrySpec{MaxRetries: 5, MinBackoff: 240, ExecutionTimeout: 300},
+	NameChangeFunction:           ChangeFunction{ContextName: "new-context", ProcessorName: "new-processor", Name: "handler", FunctionKind: KindEvent},
+	NameMarkRecoverable:          MarkRecoverable{Recoverable: Unrecoverable},
+}
+
+var goldenEvents = map[string]Event{
+	NameExecutionFailedCreated:  ExecutionFailedCreated{EventID: evtID, Function: fn, Error: goldenError, ExecuteAt: t0, RetryState: goldenState, RetrySpec: goldenSpec, Recoverable: RecoverabilityUnknown},
+	NameCompensationPrepared:    CompensationPrepared{EventID: evtID, Function: fn, RetryState: goldenState},
+	NameExecutionFailedApplied:  ExecutionFailedApplied{Error: goldenError, ExecuteAt: 1735000180000, Recoverable: Recoverable, Attempt: 1},
+	NameExecutionSuccessApplied: ExecutionSuccessApplied{ExecuteAt: 1735000180000, Attempt: 1},
+	NameRetrySpecApplied:        RetrySpecApplied{MaxRetries: 5, MinBackoff: 240, ExecutionTimeout: 300},
+	NameFunctionChanged:         FunctionChanged{Name: "handler", ProcessorName: "new-processor", ContextName: "new-context", FunctionKind: KindEvent},
+	NameRecoverableMarked:       RecoverableMarked{Recoverable: Unrecoverable},
+}
+
+// golden compares data with the file, or writes it under -update.
+func golden(t *testing.T, path string, data []byte) []byte {
+	t.Helper()
+	var pretty bytes.Buffer
+	require.NoError(t, json.Indent(&pretty, data, "", "  "))
+	pretty.WriteByte('\n')
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, pretty.Bytes(), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "golden file %s is missing; run go test ./aggregate -update to create it", path)
+	assert.Equal(t, string(want), pretty.String(), "encoding of %s changed; a published wire shape must not change", path)
+	return want
+}
+
+func TestWireCommands(t *testing.T) {
+	require.Len(t, goldenCommands, len(CommandNames), "every command has a golden file")
+	for _, name := range CommandNames {
+		t.Run(name, func(t *testing.T) {
+			gotName, body, err := EncodeCommand(goldenCommands[name])
+			require.NoError(t, err)
+			assert.Equal(t, name, gotName)
+			file := golden(t, filepath.Join(wireDir, "commands", name+".json"), body)
+			back, err := DecodeCommand(name, file)
+			require.NoError(t, err)
+			assert.Equal(t, goldenCommands[name], back, "decode(golden) == value")
+		})
+	}
+}
+
+func TestWireEvents(t *testing.T) {
+	require.Len(t, goldenEvents, len(EventNames), "every event has a golden file")
+	for _, name := range EventNames {
+		t.Run(name, func(t *testing.T) {
+			gotName, body, err := EncodeEvent(goldenEvents[name])
+			require.NoError(t, err)
+			assert.Equal(t, name, gotName)
+			file := golden(t, filepath.Join(wireDir, "events", name+".json"), body)
+			back, err := DecodeEvent(name, file)
+			require.NoError(t, err)
+			assert.Equal(t, goldenEvents[name], back, "decode(golden) == value")
+		})
+	}
+}
+
+func TestWireState(t *testing.T) {
+	s := given(goldenEvents[NameExecutionFailedCreated], goldenEvents[NameCompensationPrepared])
+	body, err := json.Marshal(s)
+	require.NoError(t, err)
+	file := golden(t, filepath.Join(wireDir, "state.json"), body)
+	var back State
+	require.NoError(t, json.Unmarshal(file, &back))
+	assert.Equal(t, s, back)
+}
+
+func TestDecodeWowState(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(wireDir, "wow-e2e-state.json"))
+	require.NoError(t, err)
+	var s State
+	require.NoError(t, json.Unmarshal(data, &s))
+	assert.Equal(t, State{
+		ID: "E2E-TR-14", Status: StatusFailed, Recoverable: Recoverable,
+		Error: ErrorDetails{ErrorCode: "E2E_ERROR", ErrorMsg: "Connection prematurely closed BEFORE response", StackTrace: "at e2e...", BindingErrors: []BindingError{}},
+		EventID: EventID{ID: "event-e2e-14", Version: 656, AggregateID: AggregateID{
+			ContextName: "openapi-service", AggregateName: "quotation", AggregateID: "quotation-e2e-14", TenantID: "(0)"}},
+		ExecuteAt:  1735000000000,
+		Function:   FunctionInfo{ContextName: "openapi-service", ProcessorName: "QuotationSaga", Name: "onQuotationApplied", FunctionKind: KindEvent},
+		RetrySpec:  RetrySpec{MaxRetries: 3, MinBackoff: 180, ExecutionTimeout: 120},
+		RetryState: RetryState{NextRetryAt: 1735000180000, Retries: 1, RetryAt: 1735000000000, TimeoutAt: 1735000120000},
+	}, s)
+	assert.True(t, s.IsBelowRetryThreshold() && s.IsRetryable(), "the derived fields agree with the document")
+}
+
+func TestDecodeCommandErrors(t *testing.T) {
+	cases := []struct{ name, body, msg string }{
+		{"nope", `{}`, `unknown ExecutionFailed command "nope"`},
+		{NameApplyRetrySpec, `{"maxRetries":5,"minBackoff":240}`, "apply_retry_spec requires the field executionTimeout."},
+		{NameMarkRecoverable, `{"recoverable":null}`, "mark_recoverable requires the field recoverable."},
+		{NameMarkRecoverable, `{"recoverable":"sometimes"}`, `recoverable must be one of RECOVERABLE, UNRECOVERABLE, UNKNOWN, got "sometimes".`},
+		{NameApplyExecutionSuccess, `[1]`, "apply_execution_success body must be a JSON object"},
+		{NameApplyRetrySpec, `{"maxRetries":"5","minBackoff":1,"executionTimeout":1}`, "apply_retry_spec body:"},
+		{NameApplyRetrySpec, `{"maxRetries":2147483648,"minBackoff":1,"executionTimeout":1}`, "apply_retry_spec body:"},
+		{NameCreateExecutionFailed, `{"eventId":{},"function":{},"error":{}}`, "create_execution_failed requires the field executeAt."},
+	}
+	for _, c := range cases {
+		_, err := DecodeCommand(c.name, []byte(c.body))
+		require.ErrorIs(t, err, ErrIllegalArgument, "%s %s", c.name, c.body)
+		assert.ErrorContains(t, err, c.msg)
+	}
+	c, err := DecodeCommand(NamePrepareCompensation, nil)
+	require.NoError(t, err, "an empty body is {}")
+	assert.Equal(t, PrepareCompensation{}, c)
+	c, err = DecodeCommand(NameMarkRecoverable, []byte(`{"recoverable":"recoverable"}`))
+	require.NoError(t, err)
+	assert.Equal(t, MarkRecoverable{Recoverable: Recoverable}, c, "enums are read case-insensitively")
+}
