@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/uuid"
 
 	"github.com/amends-dev/amends/eventstore"
@@ -33,7 +34,7 @@ const (
 // recentCommands is how many command ids a record remembers for
 // idempotency: a command retried after this many newer commands on the same
 // record runs again.
-const recentCommands = 16
+const recentCommands = 8
 
 // Store is what the Service needs of an event store. *jsstore.Store
 // satisfies it.
@@ -136,6 +137,17 @@ type snapshot struct {
 	CommandIDs []string `json:"commandIds,omitempty"`
 }
 
+// encode writes the snapshot without the derived fields of the state's API
+// shape, and without a MarshalJSON method, which encoding/json would make
+// it scan twice.
+func (s snapshot) encode() ([]byte, error) {
+	type plainState State
+	return json.Marshal(struct {
+		State      plainState `json:"state"`
+		CommandIDs []string   `json:"commandIds,omitempty"`
+	}{plainState(s.State), s.CommandIDs})
+}
+
 // Execute runs command c on record id: load, decide at the clock's time,
 // append at the loaded version; on a conflict it loads and decides again,
 // up to the configured number of times, with jittered backoff.
@@ -220,7 +232,9 @@ func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error)
 	}
 	if len(last.State) > 0 {
 		var snap snapshot
-		if err := json.Unmarshal(last.State, &snap); err == nil && snap.State.ID == id {
+		// Decoded with json/v2, as the envelope (eventstore.Decode): this is
+		// on every command's path.
+		if err := jsonv2.Unmarshal(last.State, &snap); err == nil && snap.State.ID == id {
 			return snap, last.Version, nil
 		}
 	}
@@ -285,7 +299,7 @@ func (s *Service) stream(id string, version uint64, c Command, meta Meta, events
 			Body:     body,
 		})
 	}
-	state, err := json.Marshal(next)
+	state, err := next.encode()
 	if err != nil {
 		return eventstore.Stream{}, err
 	}

@@ -26,7 +26,7 @@ var (
 )
 
 var goldenCommands = map[string]Command{
-	NameCreateExecutionFailed: CreateExecutionFailed{EventID: evtID, Function: fn, Error: goldenError, ExecuteAt: t0, RetrySpec: &goldenSpec, Recoverable: RecoverabilityUnknown},
+	NameCreateExecutionFailed:    CreateExecutionFailed{EventID: evtID, Function: fn, Error: goldenError, ExecuteAt: t0, RetrySpec: &goldenSpec, Recoverable: RecoverabilityUnknown},
 	NamePrepareCompensation:      PrepareCompensation{},
 	NameForcePrepareCompensation: ForcePrepareCompensation{},
 	NameApplyExecutionSuccess:    ApplyExecutionSuccess{ExecuteAt: 1735000180000, Attempt: 1},

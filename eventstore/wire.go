@@ -1,7 +1,6 @@
 package eventstore
 
 import (
-	"encoding/json"
 	"fmt"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -10,11 +9,16 @@ import (
 // Encode returns the stored JSON document of s after validating it. The
 // error matches ErrInvalid and names the field.
 func Encode(s *Stream) ([]byte, error) {
-	if err := s.Validate(); err != nil {
+	// The encoder checks the JSON syntax of bodies and state as it copies
+	// them, so validate the rest first and scan the JSON only once.
+	if err := s.validate(false); err != nil {
 		return nil, err
 	}
-	data, err := json.Marshal(s)
+	data, err := jsonv2.Marshal(s, jsonv2.Deterministic(true))
 	if err != nil {
+		if verr := s.Validate(); verr != nil {
+			return nil, verr // names the event or the state
+		}
 		return nil, invalid("encode stream %s: %v", describe(s.ID), err)
 	}
 	return data, nil

@@ -1,0 +1,233 @@
+package aggregate_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	. "github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
+)
+
+// countingStore counts the reads a Service makes.
+type countingStore struct {
+	Store
+	lastCalls, loadCalls atomic.Int64
+}
+
+func (c *countingStore) LoadLast(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error) {
+	c.lastCalls.Add(1)
+	return c.Store.LoadLast(ctx, a)
+}
+
+func (c *countingStore) Load(ctx context.Context, a eventstore.AggregateID, from uint64) ([]eventstore.Stream, error) {
+	c.loadCalls.Add(1)
+	return c.Store.Load(ctx, a, from)
+}
+
+// fixedClock is a settable clock.
+type fixedClock struct{ ms atomic.Int64 }
+
+func (c *fixedClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+func (c *fixedClock) Set(ms int64)   { c.ms.Store(ms) }
+func newClock(ms int64) *fixedClock  { c := &fixedClock{}; c.Set(ms); return c }
+func newJSStore(t testing.TB) *jsstore.Store {
+	t.Helper()
+	st, err := jsstore.New(natstest.New(t).JetStream())
+	require.NoError(t, err)
+	return st
+}
+
+func TestServiceRunsCommandsAndStoresAudit(t *testing.T) {
+	store := newJSStore(t)
+	clock := newClock(t0)
+	svc := NewService(store, WithClock(clock))
+	id := RecordID(evtID.ID, fn)
+
+	res, err := svc.Execute(t.Context(), id, create, Meta{Actor: "recorder", TraceID: "trace-1", RequestID: "req-1"})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), res.Version)
+	assert.Equal(t, StatusFailed, res.State.Status)
+	assert.Equal(t, id, res.State.ID)
+	require.Len(t, res.Events, 1)
+
+	clock.Set(t0 + 1000)
+	res, err = svc.Execute(t.Context(), id, ForcePrepareCompensation{}, Meta{Actor: "alice", Reason: "supplier fixed the API", CommandID: "cmd-force-1"})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), res.Version)
+	assert.Equal(t, int32(1), res.State.Attempt())
+
+	got, version, err := svc.Get(t.Context(), id)
+	require.NoError(t, err)
+	assert.Equal(t, res.State, got)
+	assert.Equal(t, uint64(2), version)
+
+	streams, err := store.Load(t.Context(), RecordAggregate(id), 1)
+	require.NoError(t, err)
+	require.Len(t, streams, 2)
+	assert.Equal(t, map[string]string{HeaderCommand: NameCreateExecutionFailed, HeaderActor: "recorder"}, streams[0].Headers)
+	assert.Equal(t, "trace-1", streams[0].TraceID)
+	assert.Equal(t, "req-1", streams[0].RequestID)
+	assert.Equal(t, map[string]string{HeaderCommand: NameForcePrepareCompensation, HeaderActor: "alice", HeaderReason: "supplier fixed the API"}, streams[1].Headers)
+	assert.Equal(t, "cmd-force-1", streams[1].CommandID)
+	assert.Equal(t, t0+1000, streams[1].CreateTime)
+	assert.Equal(t, NameCompensationPrepared, streams[1].Events[0].Name)
+}
+
+func TestServiceRejectionsWriteNothing(t *testing.T) {
+	store := newJSStore(t)
+	svc := NewService(store, WithClock(newClock(t0)))
+	_, err := svc.Execute(t.Context(), "missing", PrepareCompensation{}, Meta{})
+	require.ErrorIs(t, err, ErrNotFound)
+	assert.EqualError(t, err, "ExecutionFailed missing not found.")
+	_, _, err = svc.Get(t.Context(), "missing")
+	assert.ErrorIs(t, err, ErrNotFound)
+	_, err = svc.Execute(t.Context(), "", PrepareCompensation{}, Meta{})
+	assert.ErrorIs(t, err, ErrIllegalArgument)
+
+	_, err = svc.Execute(t.Context(), "r", create, Meta{})
+	require.NoError(t, err)
+	_, err = svc.Execute(t.Context(), "r", ApplyExecutionSuccess{ExecuteAt: t0}, Meta{})
+	require.ErrorIs(t, err, ErrIllegalState)
+	_, err = svc.Execute(t.Context(), "r", create, Meta{})
+	require.ErrorIs(t, err, ErrAlreadyRecorded)
+	_, version, err := svc.Get(t.Context(), "r")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), version, "rejected commands appended nothing")
+}
+
+func TestServiceCommandIDMakesRetriesIdempotent(t *testing.T) {
+	store := newJSStore(t)
+	clock := newClock(t0)
+	svc := NewService(store, WithClock(clock))
+	_, err := svc.Execute(t.Context(), "r", create, Meta{CommandID: "create-1"})
+	require.NoError(t, err)
+	first, err := svc.Execute(t.Context(), "r", PrepareCompensation{}, Meta{CommandID: "prep-1"})
+	require.NoError(t, err)
+
+	again, err := svc.Execute(t.Context(), "r", PrepareCompensation{}, Meta{CommandID: "prep-1"})
+	require.NoError(t, err, "a retried command is not rejected")
+	assert.True(t, again.Duplicate)
+	assert.Equal(t, first.State, again.State)
+	assert.Equal(t, first.Version, again.Version)
+	assert.Empty(t, again.Events)
+
+	// Still recognised after a later command.
+	_, err = svc.Execute(t.Context(), "r", ApplyExecutionFailed{Error: boom, ExecuteAt: t0 + 5}, Meta{CommandID: "fail-1"})
+	require.NoError(t, err)
+	late, err := svc.Execute(t.Context(), "r", PrepareCompensation{}, Meta{CommandID: "prep-1"})
+	require.NoError(t, err)
+	assert.True(t, late.Duplicate, "prep-1 is not prepared a second time")
+	assert.Equal(t, uint64(3), late.Version)
+
+	dup, err := svc.Execute(t.Context(), "r", create, Meta{CommandID: "create-1"})
+	require.NoError(t, err)
+	assert.True(t, dup.Duplicate, "a retried create is a duplicate, not ErrAlreadyRecorded")
+}
+
+// Eight operators press Prepare at once, round after round: each eligible
+// state yields exactly one CompensationPrepared.
+func TestConcurrentPrepareYieldsOnePreparation(t *testing.T) {
+	store := newJSStore(t)
+	clock := newClock(t0)
+	svc := NewService(store, WithClock(clock))
+	_, err := svc.Execute(t.Context(), "hot", create, Meta{})
+	require.NoError(t, err)
+	const rounds, racers = 5, 8
+	for round := range rounds {
+		var wins, rejections atomic.Int64
+		var wg sync.WaitGroup
+		for range racers {
+			wg.Go(func() {
+				_, err := svc.Execute(t.Context(), "hot", PrepareCompensation{}, Meta{Actor: "operator"})
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case errors.Is(err, ErrIllegalState):
+					rejections.Add(1)
+				default:
+					t.Errorf("round %d: %v", round, err)
+				}
+			})
+		}
+		wg.Wait()
+		require.Equal(t, int64(1), wins.Load(), "round %d: exactly one prepare wins", round)
+		require.Equal(t, int64(racers-1), rejections.Load(), "round %d: the others see the record prepared", round)
+		clock.Set(t0 + int64(round+1)*10_000)
+		_, err := svc.Execute(t.Context(), "hot", ApplyExecutionFailed{Error: boom, ExecuteAt: clock.Now().UnixMilli(), Attempt: int32(round + 1)}, Meta{})
+		require.NoError(t, err)
+	}
+	streams, err := store.Load(t.Context(), RecordAggregate("hot"), 1)
+	require.NoError(t, err)
+	prepared := 0
+	for _, s := range streams {
+		for _, e := range s.Events {
+			if e.Name == NameCompensationPrepared {
+				prepared++
+			}
+		}
+	}
+	assert.Equal(t, rounds, prepared, "one CompensationPrepared per round")
+	assert.Len(t, streams, 1+2*rounds)
+}
+
+func TestServiceReadsOneStreamWhateverTheHistory(t *testing.T) {
+	store := &countingStore{Store: newJSStore(t)}
+	clock := newClock(t0)
+	svc := NewService(store, WithClock(clock))
+	_, err := svc.Execute(t.Context(), "long", create, Meta{})
+	require.NoError(t, err)
+	for i := range 30 {
+		_, err := svc.Execute(t.Context(), "long", MarkRecoverable{Recoverable: []Recoverability{Recoverable, Unrecoverable}[i%2]}, Meta{})
+		require.NoError(t, err)
+	}
+	store.lastCalls.Store(0)
+	res, err := svc.Execute(t.Context(), "long", PrepareCompensation{}, Meta{})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(32), res.Version)
+	assert.Equal(t, int64(1), store.lastCalls.Load(), "one read of the last stream")
+	assert.Zero(t, store.loadCalls.Load(), "no history replay")
+}
+
+func TestServiceReplaysStreamsWithoutCarriedState(t *testing.T) {
+	store := newJSStore(t)
+	svc := NewService(store, WithClock(newClock(t0)))
+	_, body, err := EncodeEvent(ExecutionFailedCreated{EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0, RetrySpec: DefaultRetrySpec,
+		RetryState: RetryState{RetryAt: t0, TimeoutAt: t0 + 120_000, NextRetryAt: t0 + 180_000}, Recoverable: Recoverable})
+	require.NoError(t, err)
+	_, err = store.Append(t.Context(), eventstore.Stream{
+		ID: "foreign-1", Aggregate: RecordAggregate("foreign"), CommandID: "c-1", CreateTime: t0,
+		Events: []eventstore.Event{{ID: "e-1", Name: NameExecutionFailedCreated, Body: body}},
+	}, 0)
+	require.NoError(t, err)
+	res, err := svc.Execute(t.Context(), "foreign", PrepareCompensation{}, Meta{})
+	require.NoError(t, err)
+	assert.Equal(t, StatusPrepared, res.State.Status)
+	assert.Equal(t, Recoverable, res.State.Recoverable, "the state was rebuilt from the events")
+	dup, err := svc.Execute(t.Context(), "foreign", create, Meta{CommandID: "c-1"})
+	require.NoError(t, err)
+	assert.True(t, dup.Duplicate, "command ids are recovered from the history too")
+}
+
+// conflictingStore loses every race.
+type conflictingStore struct{ Store }
+
+func (c conflictingStore) Append(_ context.Context, s eventstore.Stream, v uint64) (eventstore.Stream, error) {
+	return eventstore.Stream{}, &eventstore.ConflictError{Aggregate: s.Aggregate, Expected: v, Actual: v + 1}
+}
+
+func TestServiceGivesUpAfterBoundedConflicts(t *testing.T) {
+	store := newJSStore(t)
+	svc := NewService(conflictingStore{store}, WithConflictRetries(3))
+	_, err := svc.Execute(t.Context(), "r", create, Meta{})
+	require.ErrorIs(t, err, eventstore.ErrConflict)
+	assert.ErrorContains(t, err, "create_execution_failed on ExecutionFailed r lost 4 races in a row; try again")
+}
