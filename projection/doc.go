@@ -1,0 +1,37 @@
+// Package projection is the read model of the ExecutionFailed records:
+// what operators and the scheduler ask ("what is failing, where, since
+// when, what is due") answered fast over millions of records, with the
+// same answer the aggregate would give.
+//
+// # Projector
+//
+// A Projector is a durable JetStream consumer over the compensation
+// stream. For each command's stream it applies the aggregate's own Evolve
+// to the record's stored View and writes it to a JetStream KV bucket
+// (OpenViews), keyed by the record id (EncodeKey). A stream at or below the
+// stored version is skipped, so redelivery and several projectors on one
+// consumer are harmless; writes are compare-and-set on the KV revision. A
+// view that is missing or behind by more than one version is rebuilt from
+// the state the stream carries (aggregate.Service stores the record's
+// state with every stream), or from the record's history.
+//
+// # Index
+//
+// An Index holds every record in memory in a compact form (about 120 bytes
+// plus its id strings; names such as processors and error codes are
+// interned) and answers List, Count, Summary and Due from memory; Get and
+// History read the bucket and the event store. It is built from the bucket
+// when Run starts, without replaying events, and kept current by watching
+// the bucket, so several server instances can each keep their own.
+//
+// Every selection that depends on a record's state (the six operator
+// views, Due, the summary's counts) calls the aggregate's predicates
+// (aggregate.State.Schedulable, aggregate.View.Contains, ...) on the
+// record, never a copy of their conditions, so the index and the commands
+// always agree.
+//
+// # Concurrency
+//
+// Projector and Index are safe for concurrent use. Each has a Run(ctx)
+// that returns only after everything it started has stopped.
+package projection

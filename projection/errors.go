@@ -1,0 +1,20 @@
+package projection
+
+import "errors"
+
+// Sentinels matched with errors.Is. Errors that wrap them name the value and
+// the rule that was broken.
+var (
+	// ErrNotFound: the record has no view (it does not exist, or the
+	// projector has not reached it yet).
+	ErrNotFound = errors.New("projection: not found")
+	// ErrInvalidOption: an option value a constructor cannot use.
+	ErrInvalidOption = errors.New("projection: invalid option")
+	// ErrInvalidQuery: a filter, sort, limit or cursor that breaks a rule.
+	ErrInvalidQuery = errors.New("projection: invalid query")
+	// ErrIncompatibleBucket: the views bucket exists with settings other
+	// than the ones asked for. amends never reconfigures it.
+	ErrIncompatibleBucket = errors.New("projection: incompatible bucket")
+	// ErrCorruptView: a stored view that is not a view amends wrote.
+	ErrCorruptView = errors.New("projection: corrupt view")
+)

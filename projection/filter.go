@@ -1,0 +1,121 @@
+package projection
+
+import (
+	"time"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+// Filter selects records. Every field that is set must match (AND); the
+// zero Filter selects every record. String fields match exactly.
+type Filter struct {
+	// ID is the record id.
+	ID string `json:"id,omitempty"`
+	// EventID is the id of the event whose handling failed.
+	EventID string `json:"eventId,omitempty"`
+	// AggregateContext, AggregateType and AggregateID identify the
+	// aggregate of that event.
+	AggregateContext string `json:"aggregateContext,omitempty"`
+	AggregateType    string `json:"aggregateType,omitempty"`
+	AggregateID      string `json:"aggregateId,omitempty"`
+	// FunctionContext, Processor, Function and FunctionKind identify the
+	// function that failed.
+	FunctionContext string                 `json:"functionContext,omitempty"`
+	Processor       string                 `json:"processor,omitempty"`
+	Function        string                 `json:"function,omitempty"`
+	FunctionKind    aggregate.FunctionKind `json:"functionKind,omitempty"`
+	// Status and Recoverable match the record's.
+	Status      aggregate.Status         `json:"status,omitempty"`
+	Recoverable aggregate.Recoverability `json:"recoverable,omitempty"`
+	// ErrorCode is the last failure's code.
+	ErrorCode string `json:"errorCode,omitempty"`
+	// ExecuteAtFrom and ExecuteAtTo bound executeAt: from inclusive, to
+	// exclusive; zero is unbounded.
+	ExecuteAtFrom time.Time `json:"executeAtFrom,omitzero"`
+	ExecuteAtTo   time.Time `json:"executeAtTo,omitzero"`
+	// MinRetries selects records with retries >= MinRetries.
+	MinRetries int32 `json:"minRetries,omitempty"`
+	// View selects one of the operator views (aggregate.View.Contains).
+	View aggregate.View `json:"view,omitempty"`
+	// Now is the time View is evaluated at; zero means the index's clock.
+	Now time.Time `json:"now,omitzero"`
+}
+
+// matcher is a Filter compiled against an index's names.
+type matcher struct {
+	f     Filter
+	names [6]uint32 // aggContext, aggType, fnContext, fnProcessor, fnName, errorCode; 0 = any
+	kind  uint8
+	stat  uint8
+	rec   uint8
+	from  int64
+	to    int64
+	now   time.Time
+	none  bool // a name no entry holds: nothing matches
+}
+
+// compile resolves f's names. The caller holds the read lock.
+func (ix *Index) compile(f Filter) matcher {
+	m := matcher{f: f, from: -1 << 63, to: 1<<63 - 1, now: f.Now}
+	for i, s := range []string{f.AggregateContext, f.AggregateType, f.FunctionContext, f.Processor, f.Function, f.ErrorCode} {
+		if s == "" {
+			continue
+		}
+		id, ok := ix.names.lookup(s)
+		if !ok {
+			m.none = true
+		}
+		m.names[i] = id
+	}
+	if f.FunctionKind != "" {
+		m.kind = enumIndex(aggregate.FunctionKinds, f.FunctionKind)
+		m.none = m.none || m.kind == 0
+	}
+	if f.Status != "" {
+		m.stat = enumIndex(aggregate.Statuses, f.Status)
+		m.none = m.none || m.stat == 0
+	}
+	if f.Recoverable != "" {
+		m.rec = enumIndex(aggregate.Recoverabilities, f.Recoverable)
+		m.none = m.none || m.rec == 0
+	}
+	if !f.ExecuteAtFrom.IsZero() {
+		m.from = f.ExecuteAtFrom.UnixMilli()
+	}
+	if !f.ExecuteAtTo.IsZero() {
+		m.to = f.ExecuteAtTo.UnixMilli()
+	}
+	if m.now.IsZero() {
+		m.now = ix.clock.Now()
+	}
+	return m
+}
+
+// match reports whether e passes the filter.
+func (m *matcher) match(e *entry) bool {
+	if m.none {
+		return false
+	}
+	names := [6]uint32{e.aggContext, e.aggType, e.fnContext, e.fnProcessor, e.fnName, e.errorCode}
+	for i, want := range m.names {
+		if want != 0 && names[i] != want {
+			return false
+		}
+	}
+	switch {
+	case m.kind != 0 && e.kind != m.kind,
+		m.stat != 0 && e.status != m.stat,
+		m.rec != 0 && e.recover != m.rec,
+		e.executeAt < m.from || e.executeAt >= m.to,
+		e.retries < m.f.MinRetries,
+		m.f.ID != "" && e.id != m.f.ID,
+		m.f.EventID != "" && e.eventID != m.f.EventID,
+		m.f.AggregateID != "" && e.aggregateID != m.f.AggregateID:
+		return false
+	}
+	if m.f.View != "" {
+		s := e.predicateState()
+		return m.f.View.Contains(&s, m.now)
+	}
+	return true
+}

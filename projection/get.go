@@ -1,0 +1,78 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+)
+
+// GetView reads the view of record id from the views bucket: one KV get.
+// A record without a view is an error matching ErrNotFound; a stored value
+// that is not a view, ErrCorruptView.
+func GetView(ctx context.Context, views jetstream.KeyValue, id string) (View, error) {
+	key, err := EncodeKey(id)
+	if err != nil {
+		return View{}, err
+	}
+	e, err := views.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return View{}, fmt.Errorf("record %s has no view: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return View{}, fmt.Errorf("read the view of record %s: %w", id, err)
+	}
+	v, err := decodeView(e.Value())
+	if err != nil {
+		return View{}, fmt.Errorf("record %s: %w", id, err)
+	}
+	return v, nil
+}
+
+// Get returns the full record id and its version from the views bucket
+// (the index keeps only what queries need). Errors as GetView. Safe for
+// concurrent use.
+func (ix *Index) Get(ctx context.Context, id string) (View, error) {
+	return GetView(ctx, ix.views, id)
+}
+
+// Change is one command in a record's history.
+type Change struct {
+	// Stream is the stored stream: version, sequence, command id, actor
+	// and reason headers, create time and the raw events.
+	Stream eventstore.Stream
+	// Events are the stream's events, decoded.
+	Events []aggregate.Event
+}
+
+// History returns the commands applied to record id, newest first, read
+// from the event store. A record that does not exist is an error matching
+// ErrNotFound. Safe for concurrent use.
+func (ix *Index) History(ctx context.Context, id string) ([]Change, error) {
+	streams, err := ix.history.Load(ctx, aggregate.RecordAggregate(id), 1)
+	if errors.Is(err, eventstore.ErrNotFound) {
+		return nil, fmt.Errorf("record %s has no history: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load the history of record %s: %w", id, err)
+	}
+	out := make([]Change, len(streams))
+	for i, st := range streams {
+		c := Change{Stream: st}
+		for j, e := range st.Events {
+			ev, err := aggregate.DecodeEvent(e.Name, e.Body)
+			if err != nil {
+				return nil, fmt.Errorf("record %s version %d event %d: %w", id, st.Version, j, err)
+			}
+			c.Events = append(c.Events, ev)
+		}
+		out[i] = c
+	}
+	slices.Reverse(out)
+	return out, nil
+}

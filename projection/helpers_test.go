@@ -1,0 +1,145 @@
+package projection_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/projection"
+)
+
+// t0 is the fake clock's start: every record is created at it.
+var t0 = time.UnixMilli(1_735_000_000_000)
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// env is one test's JetStream, event store, views bucket and command
+// service, all on a fresh in-process server.
+type env struct {
+	srv   *natstest.Server
+	js    jetstream.JetStream
+	store *jsstore.Store
+	views jetstream.KeyValue
+	svc   *aggregate.Service
+	clock *fakeClock
+}
+
+func newEnv(tb testing.TB) *env {
+	tb.Helper()
+	srv := natstest.New(tb)
+	e := &env{srv: srv, clock: &fakeClock{t: t0}}
+	e.connect(tb)
+	return e
+}
+
+// connect (re)opens the client side on e.srv.
+func (e *env) connect(tb testing.TB) {
+	tb.Helper()
+	e.js = e.srv.JetStream()
+	var err error
+	e.store, err = jsstore.New(e.js)
+	require.NoError(tb, err)
+	e.views, err = projection.OpenViews(tb.Context(), e.js)
+	require.NoError(tb, err)
+	e.svc = aggregate.NewService(e.store, aggregate.WithClock(e.clock))
+}
+
+// run starts a long-running component and stops it, waiting for Run to
+// return, at cleanup (or when the returned stop is called).
+func run(tb testing.TB, r interface{ Run(context.Context) error }) (stop func()) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				tb.Errorf("Run returned %v", err)
+			}
+		})
+	}
+	tb.Cleanup(stop)
+	return stop
+}
+
+func (e *env) projector(tb testing.TB, opts ...projection.ProjectorOption) *projection.Projector {
+	tb.Helper()
+	p, err := projection.NewProjector(e.js, e.store, e.views, opts...)
+	require.NoError(tb, err)
+	return p
+}
+
+func (e *env) index(tb testing.TB, opts ...projection.IndexOption) *projection.Index {
+	tb.Helper()
+	ix, err := projection.NewIndex(e.views, e.store, append([]projection.IndexOption{projection.WithClock(e.clock)}, opts...)...)
+	require.NoError(tb, err)
+	return ix
+}
+
+var fnA = aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "order", ProcessorName: "OrderProjector", Name: "onEvent"}
+
+// create records a failure of event evt in function fn and returns the
+// record id.
+func (e *env) create(tb testing.TB, evt string, fn aggregate.FunctionInfo, code string, spec *aggregate.RetrySpec) string {
+	tb.Helper()
+	id := aggregate.RecordID(evt, fn)
+	_, err := e.svc.Execute(tb.Context(), id, aggregate.CreateExecutionFailed{
+		EventID:   aggregate.EventID{ID: evt, AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt, TenantID: aggregate.DefaultTenantID}, Version: 1},
+		Function:  fn,
+		Error:     aggregate.ErrorDetails{ErrorCode: code, ErrorMsg: "boom"},
+		ExecuteAt: e.clock.Now().UnixMilli(),
+		RetrySpec: spec,
+	}, aggregate.Meta{Actor: "test"})
+	require.NoError(tb, err)
+	return id
+}
+
+func (e *env) exec(tb testing.TB, id string, c aggregate.Command) aggregate.Result {
+	tb.Helper()
+	r, err := e.svc.Execute(tb.Context(), id, c, aggregate.Meta{Actor: "test"})
+	require.NoError(tb, err, "%s on %s", c.CommandName(), id)
+	return r
+}
+
+// waitViews waits until every record in want has its view at the version
+// given.
+func (e *env) waitViews(tb testing.TB, want map[string]uint64) {
+	tb.Helper()
+	require.Eventually(tb, func() bool {
+		for id, v := range want {
+			got, err := projection.GetView(tb.Context(), e.views, id)
+			if err != nil || got.Version != v {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 5*time.Millisecond, "views at %v", want)
+}
+
+func evt(i int) string { return fmt.Sprintf("evt-%05d", i) }

@@ -1,0 +1,153 @@
+package projection
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/btree"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+)
+
+// HistoryStore is what the Index needs of the event store for History.
+// *jsstore.Store satisfies it.
+type HistoryStore interface {
+	// Load returns the aggregate's streams from version from on, or an
+	// error matching eventstore.ErrNotFound.
+	Load(ctx context.Context, a eventstore.AggregateID, from uint64) ([]eventstore.Stream, error)
+}
+
+// Index answers queries over every record from memory: built from the
+// views bucket when Run starts (one read per record, no event replay) and
+// kept current by watching the bucket. Several instances may each keep
+// their own Index on one bucket.
+//
+// Queries are safe for concurrent use with each other and with Run; they
+// see the records Run has applied so far (see Ready and WaitFor).
+type Index struct {
+	views   jetstream.KeyValue
+	history HistoryStore
+	clock   aggregate.Clock
+
+	mu      sync.RWMutex
+	names   *interner
+	slots   arena
+	byID    map[string]uint32
+	orders  [numSortFields]*btree.BTreeG[pos]
+	due     *btree.BTreeG[pos]
+	waiters map[string][]waiter
+
+	ready     chan struct{}
+	readyOnce sync.Once
+	corrupt   atomic.Uint64
+}
+
+// IndexOption configures an Index. An option that cannot be applied makes
+// NewIndex return an error wrapping ErrInvalidOption.
+type IndexOption func(*Index) error
+
+// WithClock sets the clock that gives "now" to view filters that name no
+// time (default: the system clock).
+func WithClock(c aggregate.Clock) IndexOption {
+	return func(ix *Index) error {
+		if c == nil {
+			return fmt.Errorf("clock is nil: %w", ErrInvalidOption)
+		}
+		ix.clock = c
+		return nil
+	}
+}
+
+// NewIndex returns an empty index of the views bucket; Run fills it.
+// history serves History; it does no I/O.
+func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOption) (*Index, error) {
+	ix := &Index{
+		views:   views,
+		history: history,
+		clock:   aggregate.ClockFunc(timeNow),
+		names:   newInterner(),
+		byID:    make(map[string]uint32),
+		due:     newOrder(),
+		waiters: make(map[string][]waiter),
+		ready:   make(chan struct{}),
+	}
+	for i := range ix.orders {
+		ix.orders[i] = newOrder()
+	}
+	for _, o := range opts {
+		if err := o(ix); err != nil {
+			return nil, err
+		}
+	}
+	return ix, nil
+}
+
+// Ready returns a channel closed once Run has loaded every view the
+// bucket held when it started.
+func (ix *Index) Ready() <-chan struct{} { return ix.ready }
+
+// Len returns the number of records in the index.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.byID)
+}
+
+// put adds or replaces the record of v. A view older than the one held is
+// ignored. The caller holds the write lock.
+func (ix *Index) put(v *View) {
+	slot, ok := ix.byID[v.State.ID]
+	if ok {
+		old := ix.slots.at(slot)
+		if old.version > v.Version {
+			return
+		}
+		ix.unorder(old, slot)
+		id := old.id // the byID key shares its bytes
+		*old = newEntry(v, ix.names)
+		old.id = id
+	} else {
+		slot = ix.slots.add(newEntry(v, ix.names))
+		ix.byID[ix.slots.at(slot).id] = slot
+	}
+	e := ix.slots.at(slot)
+	ix.order(e, slot)
+	ix.notify(e)
+}
+
+// remove drops record id. The caller holds the write lock.
+func (ix *Index) remove(id string) {
+	slot, ok := ix.byID[id]
+	if !ok {
+		return
+	}
+	ix.unorder(ix.slots.at(slot), slot)
+	delete(ix.byID, id)
+	ix.slots.free(slot)
+}
+
+// order adds e to the sort orders and, if it can become due, to the due
+// order.
+func (ix *Index) order(e *entry, slot uint32) {
+	tie := idTie(e.id)
+	for f, t := range ix.orders {
+		t.ReplaceOrInsert(pos{sortField(f).key(e), tie, slot})
+	}
+	if e.dueCandidate() {
+		ix.due.ReplaceOrInsert(pos{e.nextRetryAt, tie, slot})
+	}
+}
+
+func (ix *Index) unorder(e *entry, slot uint32) {
+	tie := idTie(e.id)
+	for f, t := range ix.orders {
+		t.Delete(pos{sortField(f).key(e), tie, slot})
+	}
+	if e.dueCandidate() {
+		ix.due.Delete(pos{e.nextRetryAt, tie, slot})
+	}
+}

@@ -1,0 +1,211 @@
+package projection
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+)
+
+// DefaultDurable is the name of the projector's durable consumer.
+const DefaultDurable = "amends-projection"
+
+// Projector keeps the views bucket current: a durable JetStream consumer
+// over the compensation stream that applies each command's events to the
+// stored view with aggregate.Evolve.
+//
+// Ack semantics: a view written, or a stream at or below the stored
+// version (skipped) → Ack; a message that does not decode → Term, logged
+// with its sequence and counted in Stats.Corrupt; a KV failure → Nak with
+// the configured delay, counted in Stats.Failed. Several projectors may
+// share the durable consumer (on one or several machines): writes are
+// compare-and-set on the KV revision, so the view never goes backwards.
+//
+// A Projector is safe for concurrent use; Run it once at a time.
+type Projector struct {
+	js    jetstream.JetStream
+	store *jsstore.Store
+	views jetstream.KeyValue
+	opts  projectorOptions
+
+	projected, skipped, rebuilt, corrupt, failed atomic.Uint64
+}
+
+// ProjectorStats counts what a projector did since it was created.
+type ProjectorStats struct {
+	// Projected counts streams applied with Evolve.
+	Projected uint64
+	// Rebuilt counts views rebuilt from a carried state or the history
+	// because the stored view was missing or behind by more than one.
+	Rebuilt uint64
+	// Skipped counts streams at or below the stored version.
+	Skipped uint64
+	// Corrupt counts terminated messages.
+	Corrupt uint64
+	// Failed counts messages handed back for redelivery after an error.
+	Failed uint64
+}
+
+type projectorOptions struct {
+	durable       string
+	workers       int
+	maxAckPending int
+	nakDelay      time.Duration
+	logger        *slog.Logger
+}
+
+// ProjectorOption configures a Projector. An option that cannot be applied
+// makes NewProjector return an error wrapping ErrInvalidOption.
+type ProjectorOption func(*projectorOptions) error
+
+// WithDurable names the durable consumer (default DefaultDurable).
+func WithDurable(name string) ProjectorOption {
+	return func(o *projectorOptions) error {
+		if name == "" {
+			return fmt.Errorf("durable name is empty: %w", ErrInvalidOption)
+		}
+		o.durable = name
+		return nil
+	}
+}
+
+// WithWorkers sets how many messages are projected at once (default 8).
+// Messages of one record always go to the same worker, in order.
+func WithWorkers(n int) ProjectorOption {
+	return func(o *projectorOptions) error {
+		if n < 1 {
+			return fmt.Errorf("workers must be at least 1, got %d: %w", n, ErrInvalidOption)
+		}
+		o.workers = n
+		return nil
+	}
+}
+
+// WithMaxAckPending bounds the messages delivered and not yet acknowledged
+// (default 1024). It applies when the consumer is created or updated.
+func WithMaxAckPending(n int) ProjectorOption {
+	return func(o *projectorOptions) error {
+		if n < 1 {
+			return fmt.Errorf("max ack pending must be at least 1, got %d: %w", n, ErrInvalidOption)
+		}
+		o.maxAckPending = n
+		return nil
+	}
+}
+
+// WithNakDelay sets how long a message that failed waits before it is
+// redelivered (default 1s).
+func WithNakDelay(d time.Duration) ProjectorOption {
+	return func(o *projectorOptions) error {
+		if d < 0 {
+			return fmt.Errorf("nak delay must not be negative, got %s: %w", d, ErrInvalidOption)
+		}
+		o.nakDelay = d
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) ProjectorOption {
+	return func(o *projectorOptions) error {
+		if l == nil {
+			return fmt.Errorf("logger is nil: %w", ErrInvalidOption)
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// NewProjector returns a projector from store's compensation stream into
+// views (see OpenViews). It does no I/O.
+func NewProjector(js jetstream.JetStream, store *jsstore.Store, views jetstream.KeyValue, opts ...ProjectorOption) (*Projector, error) {
+	o := projectorOptions{durable: DefaultDurable, workers: 8, maxAckPending: 1024, nakDelay: time.Second, logger: slog.Default()}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	return &Projector{js: js, store: store, views: views, opts: o}, nil
+}
+
+// Stats returns the projector's counters.
+func (p *Projector) Stats() ProjectorStats {
+	return ProjectorStats{
+		Projected: p.projected.Load(), Rebuilt: p.rebuilt.Load(), Skipped: p.skipped.Load(),
+		Corrupt: p.corrupt.Load(), Failed: p.failed.Load(),
+	}
+}
+
+// ConsumerConfig returns the durable consumer the projector creates or
+// updates on the compensation stream.
+func (p *Projector) ConsumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       p.opts.durable,
+		Description:   "amends: projects ExecutionFailed records into their views",
+		FilterSubject: p.store.FilterSubject(aggregate.Context, aggregate.AggregateType),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    -1,
+		MaxAckPending: p.opts.maxAckPending,
+	}
+}
+
+// Run provisions the compensation stream and the durable consumer, then
+// projects until ctx ends. It resumes where the consumer's acknowledgements
+// stopped. It returns nil after ctx ended and every worker stopped, or an
+// error if the stream or consumer cannot be set up. Messages in flight when
+// ctx ends are redelivered later.
+func (p *Projector) Run(ctx context.Context) error {
+	if err := p.store.Provision(ctx, aggregate.Context); err != nil {
+		return fmt.Errorf("projector: %w", err)
+	}
+	stream := p.store.StreamName(aggregate.Context)
+	cons, err := p.js.CreateOrUpdateConsumer(ctx, stream, p.ConsumerConfig())
+	if err != nil {
+		return fmt.Errorf("projector: consumer %s on %s: %w", p.opts.durable, stream, err)
+	}
+	stopping := make(chan struct{})
+	work := make([]chan jetstream.Msg, p.opts.workers)
+	var wg sync.WaitGroup
+	for i := range work {
+		work[i] = make(chan jetstream.Msg, 64)
+		wg.Go(func() {
+			for m := range work[i] {
+				p.handle(ctx, m)
+			}
+		})
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		h := fnv.New32a()
+		h.Write([]byte(m.Subject()))
+		select {
+		case work[h.Sum32()%uint32(len(work))] <- m:
+		case <-stopping: // not acked: redelivered
+		}
+	}, jetstream.PullMaxMessages(min(p.opts.maxAckPending, 1024)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		p.opts.logger.Debug("projector consumer", "err", err)
+	}))
+	if err == nil {
+		<-ctx.Done()
+		close(stopping)
+		cc.Stop()
+		<-cc.Closed()
+	}
+	for _, w := range work {
+		close(w)
+	}
+	wg.Wait()
+	if err != nil {
+		return fmt.Errorf("projector: consume %s: %w", p.opts.durable, err)
+	}
+	return nil
+}

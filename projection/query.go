@@ -1,0 +1,150 @@
+package projection
+
+import (
+	"fmt"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+// Page limits.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 1000
+)
+
+// Query is a List request.
+type Query struct {
+	Filter Filter `json:"filter"`
+	Sort   Sort   `json:"sort"`
+	// Limit is the page size: 0 means DefaultLimit; at most MaxLimit.
+	Limit int `json:"limit,omitempty"`
+	// Cursor continues after the page that returned it; "" starts at the
+	// beginning.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// Page is one page of List.
+type Page struct {
+	Items []Item `json:"items"`
+	// Next continues the listing; "" on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+func validate(f Filter) error {
+	if f.View != "" {
+		if _, err := aggregate.ParseView(string(f.View)); err != nil {
+			return fmt.Errorf("%v: %w", err, ErrInvalidQuery)
+		}
+	}
+	return nil
+}
+
+// List returns a page of the records that match q.Filter in q.Sort order.
+// It reads O(log n + the records it skips and returns) entries: a filter
+// that matches one record in k costs k entries per returned record. An
+// invalid sort, limit, view or cursor is an error matching ErrInvalidQuery.
+// Safe for concurrent use.
+func (ix *Index) List(q Query) (Page, error) {
+	field, err := q.Sort.field()
+	if err != nil {
+		return Page{}, err
+	}
+	if err := validate(q.Filter); err != nil {
+		return Page{}, err
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = DefaultLimit
+	}
+	if limit < 0 || limit > MaxLimit {
+		return Page{}, fmt.Errorf("limit must be between 1 and %d, got %d: %w", MaxLimit, limit, ErrInvalidQuery)
+	}
+	hash := queryHash(q.Filter, q.Sort)
+	var after *cursor
+	if q.Cursor != "" {
+		c, err := parseCursor(q.Cursor, hash)
+		if err != nil {
+			return Page{}, err
+		}
+		after = &c
+	}
+
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	m := ix.compile(q.Filter)
+	page := Page{Items: []Item{}}
+	var last pos
+	visit := func(p pos) bool {
+		if after != nil && p.same(after.key, after.tie) {
+			return true
+		}
+		e := ix.slots.at(p.slot)
+		if !m.match(e) {
+			return true
+		}
+		if len(page.Items) == limit {
+			page.Next = cursor{query: hash, key: last.key, tie: last.tie}.String()
+			return false
+		}
+		page.Items = append(page.Items, e.item(ix.names))
+		last = p
+		return true
+	}
+	if q.Filter.ID != "" {
+		// One record at most: look it up instead of scanning.
+		if slot, ok := ix.byID[q.Filter.ID]; ok {
+			e := ix.slots.at(slot)
+			p := pos{field.key(e), idTie(e.id), slot}
+			if after == nil || (!q.Sort.Desc && after.beforePos(p)) || (q.Sort.Desc && p.before(after.key, after.tie)) {
+				visit(p)
+			}
+		}
+		return page, nil
+	}
+	t := ix.orders[field]
+	switch {
+	case q.Sort.Desc && after != nil:
+		t.DescendLessOrEqual(highest(after.key, after.tie), visit)
+	case q.Sort.Desc:
+		t.Descend(visit)
+	case after != nil:
+		t.AscendGreaterOrEqual(lowest(after.key, after.tie), visit)
+	default:
+		t.Ascend(visit)
+	}
+	return page, nil
+}
+
+// beforePos reports whether the cursor's point sorts before p.
+func (c *cursor) beforePos(p pos) bool {
+	return c.key < p.key || c.key == p.key && c.tie < p.tie
+}
+
+// Count returns the number of records that match f. It reads every entry
+// unless f is empty. An invalid view is an error matching ErrInvalidQuery.
+// Safe for concurrent use.
+func (ix *Index) Count(f Filter) (int, error) {
+	if err := validate(f); err != nil {
+		return 0, err
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if f == (Filter{}) {
+		return len(ix.byID), nil
+	}
+	m := ix.compile(f)
+	if f.ID != "" {
+		if slot, ok := ix.byID[f.ID]; ok && m.match(ix.slots.at(slot)) {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	n := 0
+	ix.slots.each(func(_ uint32, e *entry) bool {
+		if m.match(e) {
+			n++
+		}
+		return true
+	})
+	return n, nil
+}

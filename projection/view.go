@@ -1,0 +1,61 @@
+package projection
+
+import (
+	"encoding/json"
+	"fmt"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+)
+
+// View is the persisted read model of one record: its state after the
+// stream of version Version, which the store holds at sequence Seq.
+type View struct {
+	// State is the record.
+	State aggregate.State `json:"state"`
+	// Version is the record's version (the number of commands applied).
+	Version uint64 `json:"version"`
+	// UpdatedAt is when the last command ran (its stream's create time),
+	// in epoch ms.
+	UpdatedAt int64 `json:"updatedAt"`
+	// Seq is the event-store sequence of the record's last stream.
+	Seq uint64 `json:"seq"`
+}
+
+// encodeView returns the stored JSON of v.
+func encodeView(v *View) ([]byte, error) { return json.Marshal(v) }
+
+// decodeView parses a stored view. Decoding is on the rebuild path of every
+// index, so it uses the json/v2 prototype, as the event store does. An
+// error matches ErrCorruptView.
+func decodeView(data []byte) (View, error) {
+	var v View
+	if err := jsonv2.Unmarshal(data, &v); err != nil {
+		return View{}, fmt.Errorf("decode view: %v: %w", err, ErrCorruptView)
+	}
+	if v.State.ID == "" || v.Version == 0 {
+		return View{}, fmt.Errorf("decode view: no record id or version 0: %w", ErrCorruptView)
+	}
+	return v, nil
+}
+
+// carried is the part of a stream's carried state (aggregate.Service writes
+// {"state": ..., "commandIds": [...]}) that the projection reads.
+type carried struct {
+	State aggregate.State `json:"state"`
+}
+
+// carriedView returns the view a stream carries: the record's state after
+// the stream. ok is false if the stream carries no state for its record.
+func carriedView(st *eventstore.Stream) (View, bool) {
+	if len(st.State) == 0 {
+		return View{}, false
+	}
+	var c carried
+	if err := jsonv2.Unmarshal(st.State, &c); err != nil || c.State.ID != st.Aggregate.ID || !c.State.Exists() {
+		return View{}, false
+	}
+	return View{State: c.State, Version: st.Version, UpdatedAt: st.CreateTime, Seq: st.Seq}, true
+}
