@@ -109,7 +109,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	annotateEnv(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newServeCmd(a))
+	root.AddCommand(newServeCmd(a), newBenchCmd(a))
 	return root
 }
 

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/internal/bench"
+	"github.com/amends-dev/amends/internal/natsconn"
+)
+
+const benchLong = `Bench measures amends operations next to the raw JetStream operations they
+rest on, in the same run, and prints for each scenario the throughput and
+p50/p99 latency of both sides and the ratio amends/raw.
+
+Absolute rates move by tens of percent between runs on a shared machine;
+the ratio of one run is the figure to compare. A ratio of 0.8 means amends
+does 80% of the raw operations per second while doing its own work on top
+(encoding, validation, concurrency control).
+
+By default it starts an embedded NATS server on a temporary directory and
+talks to it over TCP on loopback; --nats-url measures an existing server or
+cluster instead. Scenarios create their own streams, named BENCH_<run>_...,
+and delete them afterwards.
+
+Name scenarios as arguments to run only those; --list shows them. --quick
+runs every scenario for about a second with small fixtures: it checks that
+each runs and produces a ratio, and its figures mean little.
+
+` + envHelp
+
+type benchFlags struct {
+	natsURL     string
+	creds       string
+	storage     string
+	duration    time.Duration
+	concurrency int
+	output      string
+	quick       bool
+	list        bool
+}
+
+func newBenchCmd(a *app) *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench [scenario...]",
+		Short: "Measure amends next to raw JetStream and print the ratios",
+		Long:  benchLong,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.list {
+				return listScenarios(a.stdout)
+			}
+			return runBench(cmd.Context(), a, &f, args)
+		},
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	fs.StringVar(&f.natsURL, "nats-url", "", "measure this NATS server or cluster instead of an embedded one")
+	fs.StringVar(&f.creds, "nats-creds", "", "NATS credentials file for --nats-url")
+	fs.StringVar(&f.storage, "storage", "file", "storage of the scenarios' streams: file or memory")
+	fs.DurationVar(&f.duration, "duration", 10*time.Second, "measured time per scenario, shared by its two sides")
+	fs.IntVar(&f.concurrency, "concurrency", 1, "workers per side")
+	fs.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	fs.BoolVar(&f.quick, "quick", false, "run every scenario for about a second with small fixtures (a smoke test for CI)")
+	fs.BoolVar(&f.list, "list", false, "list the scenarios and exit")
+	annotateEnv(fs)
+	return cmd
+}
+
+func listScenarios(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tAMENDS\tRAW BASELINE")
+	for _, s := range bench.Scenarios() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Title, s.Baseline)
+	}
+	return tw.Flush()
+}
+
+func runBench(ctx context.Context, a *app, f *benchFlags, names []string) error {
+	scenarios, err := bench.Select(names)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if f.output != "table" && f.output != "json" {
+		return usageErrorf("--output must be table or json, got %q", f.output)
+	}
+	if f.concurrency < 1 {
+		return usageErrorf("--concurrency must be at least 1, got %d", f.concurrency)
+	}
+	if f.duration <= 0 {
+		return usageErrorf("--duration must be positive, got %s", f.duration)
+	}
+	env := &bench.Env{Concurrency: f.concurrency, Prefix: strings.ReplaceAll(uuid.NewString()[:8], "-", ""), Quick: f.quick}
+	switch f.storage {
+	case "file":
+		env.Storage = jetstream.FileStorage
+	case "memory":
+		env.Storage = jetstream.MemoryStorage
+	default:
+		return usageErrorf("--storage must be file or memory, got %q", f.storage)
+	}
+	duration := f.duration
+	if f.quick {
+		duration = time.Second
+	}
+	nc, closeNATS, err := benchConnect(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	if env.JS, err = jetstream.New(nc); err != nil {
+		return err
+	}
+	runner := &bench.Runner{Env: env, Duration: duration, Progress: func(s bench.Scenario) {
+		a.logger.Info("bench scenario", "name", s.Name, "duration", duration)
+	}}
+	results, err := runner.Run(ctx, scenarios)
+	if f.output == "json" {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if werr := enc.Encode(results); werr != nil && err == nil {
+			err = werr
+		}
+	} else {
+		printResults(a.stdout, results)
+	}
+	return err
+}
+
+// benchConnect starts the embedded server (unless --nats-url) and connects
+// over TCP. The returned function closes both.
+func benchConnect(ctx context.Context, f *benchFlags) (*nats.Conn, func(), error) {
+	if f.natsURL != "" {
+		nc, err := natsconn.Connect(natsconn.ClientConfig{URL: f.natsURL, CredsFile: f.creds, Name: "amends bench"})
+		if err != nil {
+			return nil, nil, err
+		}
+		return nc, nc.Close, nil
+	}
+	dir, err := os.MkdirTemp("", "amends-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := natsconn.StartEmbedded(ctx, natsconn.EmbeddedConfig{DataDir: dir, Port: natsconn.RandomPort})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	nc, err := srv.Connect(nats.Name("amends bench"))
+	if err != nil {
+		srv.Shutdown()
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return nc, func() { nc.Close(); srv.Shutdown(); _ = os.RemoveAll(dir) }, nil
+}
+
+func printResults(w io.Writer, results []bench.Result) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "SCENARIO\tSIDE\tOPS/S\tP50\tP99\tRATIO\t")
+	for _, r := range results {
+		ratio := "-"
+		if r.Raw != nil {
+			ratio = fmt.Sprintf("%.2fx", r.Ratio)
+			fmt.Fprintf(tw, "%s\traw\t%.0f\t%s\t%s\t\t\n", r.Scenario, r.Raw.PerSec, round(r.Raw.P50), round(r.Raw.P99))
+		}
+		fmt.Fprintf(tw, "%s\tamends\t%.0f\t%s\t%s\t%s\t\n", r.Scenario, r.Amends.PerSec, round(r.Amends.P50), round(r.Amends.P99), ratio)
+		for k, v := range r.Notes {
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t\t\t\t\n", r.Scenario, k, v)
+		}
+	}
+	_ = tw.Flush()
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d > time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	case d > 10*time.Microsecond:
+		return d.Round(time.Microsecond)
+	default:
+		return d
+	}
+}

@@ -1,0 +1,47 @@
+package bench_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/internal/bench"
+	"github.com/amends-dev/amends/internal/natstest"
+)
+
+// Every scenario runs and yields figures; the figures themselves are never
+// asserted.
+func TestEveryScenarioRunsAndProducesARatio(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	r := &bench.Runner{
+		Env:      &bench.Env{JS: js, Storage: jetstream.MemoryStorage, Concurrency: 2, Prefix: "t", Quick: true},
+		Duration: 200 * time.Millisecond,
+	}
+	results, err := r.Run(t.Context(), bench.Scenarios())
+	require.NoError(t, err)
+	require.Len(t, results, len(bench.Scenarios()))
+	for _, res := range results {
+		assert.Positive(t, res.Amends.Ops, "%s: the amends side ran", res.Scenario)
+		assert.Positive(t, res.Amends.P50, "%s: latencies were recorded", res.Scenario)
+		if res.Raw != nil {
+			assert.Positive(t, res.Raw.Ops, "%s: the raw side ran", res.Scenario)
+			assert.Positive(t, res.Ratio, "%s: a ratio was computed", res.Scenario)
+		}
+	}
+	names := js.StreamNames(t.Context())
+	for n := range names.Name() {
+		t.Errorf("stream %s was left behind", n)
+	}
+	require.NoError(t, names.Err())
+}
+
+func TestSelect(t *testing.T) {
+	got, err := bench.Select([]string{"load", "append"})
+	require.NoError(t, err)
+	assert.Equal(t, "load", got[0].Name)
+	_, err = bench.Select([]string{"nope"})
+	assert.ErrorContains(t, err, `unknown scenario "nope"; known scenarios: append, command, load`)
+}

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Env is where scenarios run: a JetStream connection and the settings of
+// the run. Streams and buckets a scenario creates carry Prefix in their
+// names and are deleted after it.
+type Env struct {
+	JS          jetstream.JetStream
+	Storage     jetstream.StorageType
+	Concurrency int
+	// Prefix makes the names of this run's streams unique ("b1a2c3").
+	Prefix string
+	// Quick asks scenarios for small fixtures: the run only checks that
+	// every scenario works and produces a ratio.
+	Quick bool
+}
+
+// Pair is a prepared scenario: its two sides and how to clean up.
+type Pair struct {
+	// Raw is the JetStream baseline; nil for a scenario without one.
+	Raw Op
+	// Amends is the operation measured.
+	Amends Op
+	// Close releases fixtures; may be nil.
+	Close func()
+	// Notes are extra figures to report (e.g. bytes per record).
+	Notes map[string]float64
+}
+
+// Scenario is one benchmark.
+type Scenario struct {
+	// Name selects the scenario on the command line ("append").
+	Name string
+	// Title says what the amends side does.
+	Title string
+	// Baseline says what the raw side does.
+	Baseline string
+	// Prepare sets up fixtures for env and returns the two sides.
+	Prepare func(ctx context.Context, env *Env) (*Pair, error)
+}
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Scenario{}
+	order      []string
+)
+
+// Register adds a scenario; a duplicate name panics at init time.
+func Register(s Scenario) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[s.Name]; dup {
+		panic("bench: duplicate scenario " + s.Name)
+	}
+	registry[s.Name] = s
+	order = append(order, s.Name)
+}
+
+// Scenarios returns the registered scenarios in registration order.
+func Scenarios() []Scenario {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	out := make([]Scenario, 0, len(order))
+	for _, n := range order {
+		out = append(out, registry[n])
+	}
+	return out
+}
+
+// Select returns the named scenarios, all for no names. An unknown name is
+// an error that lists the known ones.
+func Select(names []string) ([]Scenario, error) {
+	all := Scenarios()
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []Scenario
+	for _, n := range names {
+		s, ok := registry[n]
+		if !ok {
+			known := make([]string, len(all))
+			for i, s := range all {
+				known[i] = s.Name
+			}
+			sort.Strings(known)
+			return nil, fmt.Errorf("unknown scenario %q; known scenarios: %s", n, strings.Join(known, ", "))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
