@@ -1,0 +1,281 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+)
+
+// BatchCommands are the commands a batch can run.
+var BatchCommands = []string{aggregate.NamePrepareCompensation, aggregate.NameForcePrepareCompensation}
+
+// Batch defaults and limits.
+const (
+	DefaultBatchRate = 50.0
+	MaxBatchRate     = 1000.0
+)
+
+// BatchRequest is the body of POST /api/v1/batch/{command}.
+type BatchRequest struct {
+	// Filter selects the records, as the list filters do.
+	Filter projection.Filter `json:"filter"`
+	// Limit is the most records to touch (default and maximum: the
+	// server's batch limit).
+	Limit int `json:"limit,omitempty"`
+	// DryRun reports what would happen and touches nothing.
+	DryRun bool `json:"dryRun,omitempty"`
+	// RatePerSecond paces a real run (default 50, at most 1000).
+	RatePerSecond float64 `json:"ratePerSecond,omitempty"`
+	// RequestID makes a real run idempotent: the same id returns the
+	// stored result, and each record gets one command per request id.
+	RequestID string `json:"requestId,omitempty"`
+	// Reason is recorded on every command; force-prepare needs one.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Batch outcomes of one record.
+const (
+	OutcomeApplied   = "applied"   // the command ran
+	OutcomeDuplicate = "duplicate" // an earlier run of this request ran it
+	OutcomeRejected  = "rejected"  // the record's state refused it
+	OutcomeFailed    = "failed"    // an error other than a rejection
+	OutcomeWould     = "would-apply"
+	OutcomeWouldNot  = "would-reject"
+)
+
+// BatchOutcome is what happened (or would) to one record.
+type BatchOutcome struct {
+	ID      string `json:"id"`
+	Outcome string `json:"outcome"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	Version uint64 `json:"version,omitempty"`
+}
+
+// BatchResult is the result of a batch.
+type BatchResult struct {
+	Command   string `json:"command"`
+	RequestID string `json:"requestId,omitempty"`
+	DryRun    bool   `json:"dryRun"`
+	// Matched counts the records the filter selects; at most Limit of
+	// them are touched.
+	Matched int `json:"matched"`
+	// Counts per outcome.
+	Counts map[string]int `json:"counts"`
+	// Records lists each record's outcome.
+	Records []BatchOutcome `json:"records"`
+	// Complete is false if the run stopped early (the client went away);
+	// running it again with the same request id finishes it.
+	Complete bool `json:"complete"`
+	// Replayed is true when the result is the stored one of an earlier run.
+	Replayed bool `json:"replayed,omitempty"`
+	// BodyHash identifies the request body the result belongs to.
+	BodyHash string `json:"bodyHash,omitempty"`
+}
+
+// BatchLine is one line of a streamed batch (Accept: application/x-ndjson):
+// an outcome per record, then the result.
+type BatchLine struct {
+	Outcome *BatchOutcome `json:"outcome,omitempty"`
+	Result  *BatchResult  `json:"result,omitempty"`
+}
+
+var batchNamespace = uuid.MustParse("9d3f3b0e-3c1a-4f57-8d43-2d8a1b6e0c55")
+
+func (s *Server) batch(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("command")
+	if !slices.Contains(BatchCommands, name) {
+		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
+			Message: "batches run " + strings.Join(BatchCommands, " or ") + ", not " + name}}
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	req, err := s.parseBatch(name, body)
+	if err != nil {
+		return err
+	}
+	cmd, _ := aggregate.DecodeCommand(name, nil)
+	ids, matched, err := s.batchIDs(req)
+	if err != nil {
+		return err
+	}
+	res := &BatchResult{Command: name, RequestID: req.RequestID, DryRun: req.DryRun, Matched: matched, Counts: map[string]int{}, Records: []BatchOutcome{}}
+	stream := strings.Contains(r.Header.Get("Accept"), "application/x-ndjson")
+	if req.DryRun {
+		emit := s.emitter(w, res, stream)
+		for _, id := range ids {
+			emit(s.dryRun(r.Context(), id, cmd))
+		}
+		res.Complete = true
+		return s.finish(w, res, stream)
+	}
+
+	res.BodyHash = bodyHash(name, body)
+	prior, release, err := s.claimBatch(r.Context(), req.RequestID, res.BodyHash)
+	if err != nil {
+		return err
+	}
+	if prior != nil {
+		prior.Replayed = true
+		if stream {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+		}
+		return s.finish(w, prior, stream)
+	}
+	defer func() { release(res) }()
+	emit := s.emitter(w, res, stream)
+	limiter := rate.NewLimiter(rate.Limit(req.RatePerSecond), 1)
+	for _, id := range ids {
+		if err := limiter.Wait(r.Context()); err != nil {
+			break // the client went away; the stored result says so
+		}
+		emit(s.runOne(r.Context(), id, cmd, p, req))
+	}
+	res.Complete = r.Context().Err() == nil
+	return s.finish(w, res, stream)
+}
+
+func (s *Server) parseBatch(name string, body []byte) (BatchRequest, error) {
+	var req BatchRequest
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, badRequest("", "batch body: %v", err)
+	}
+	req.Reason = strings.TrimSpace(req.Reason)
+	switch {
+	case req.Limit < 0 || req.Limit > s.cfg.MaxBatch:
+		return req, badRequest("limit", "limit must be between 1 and %d, got %d", s.cfg.MaxBatch, req.Limit)
+	case req.RatePerSecond < 0 || req.RatePerSecond > MaxBatchRate:
+		return req, badRequest("ratePerSecond", "ratePerSecond must be between 0 (the default %g) and %g, got %g", DefaultBatchRate, MaxBatchRate, req.RatePerSecond)
+	case !req.DryRun && strings.TrimSpace(req.RequestID) == "":
+		return req, badRequest("requestId", "a real batch needs a requestId, so that sending it again does not run it twice")
+	case !req.DryRun && req.Reason == "" && slices.Contains(reasonRequired, name):
+		return req, badRequest("reason", "%s needs a reason for the audit trail", name)
+	case len(req.Reason) > MaxReasonLength:
+		return req, badRequest("reason", "reason is %d bytes, over the limit of %d", len(req.Reason), MaxReasonLength)
+	}
+	if req.Limit == 0 {
+		req.Limit = s.cfg.MaxBatch
+	}
+	if req.RatePerSecond == 0 {
+		req.RatePerSecond = DefaultBatchRate
+	}
+	return req, nil
+}
+
+// batchIDs lists the ids of up to req.Limit matching records, oldest
+// failure first, and counts all matching ones.
+func (s *Server) batchIDs(req BatchRequest) ([]string, int, error) {
+	matched, err := s.cfg.Queries.Count(req.Filter)
+	if err != nil {
+		if ae := queryError("", err); ae != nil {
+			return nil, 0, ae
+		}
+		return nil, 0, err
+	}
+	var ids []string
+	q := projection.Query{Filter: req.Filter, Limit: min(projection.MaxLimit, req.Limit)}
+	for len(ids) < req.Limit {
+		page, err := s.cfg.Queries.List(q)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, it := range page.Items {
+			if len(ids) < req.Limit {
+				ids = append(ids, it.ID)
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		q.Cursor = page.Next
+	}
+	return ids, matched, nil
+}
+
+func (s *Server) dryRun(ctx context.Context, id string, cmd aggregate.Command) BatchOutcome {
+	v, err := s.cfg.Queries.Get(ctx, id)
+	if err != nil {
+		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Message: err.Error()}
+	}
+	if _, err := aggregate.Decide(v.State, cmd, s.cfg.Clock.Now()); err != nil {
+		var ae *aggregate.Error
+		if errors.As(err, &ae) {
+			return BatchOutcome{ID: id, Outcome: OutcomeWouldNot, Code: ae.Code(), Message: ae.Message, Version: v.Version}
+		}
+		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Message: err.Error()}
+	}
+	return BatchOutcome{ID: id, Outcome: OutcomeWould, Version: v.Version}
+}
+
+func (s *Server) runOne(ctx context.Context, id string, cmd aggregate.Command, p principal, req BatchRequest) BatchOutcome {
+	meta := aggregate.Meta{
+		CommandID: uuid.NewSHA1(batchNamespace, []byte(req.RequestID+"\x00"+cmd.CommandName()+"\x00"+id)).String(),
+		RequestID: req.RequestID, Actor: p.name, Reason: req.Reason,
+	}
+	res, err := s.cfg.Commands.Execute(ctx, id, cmd, meta)
+	var ae *aggregate.Error
+	switch {
+	case err == nil && res.Duplicate:
+		return BatchOutcome{ID: id, Outcome: OutcomeDuplicate, Version: res.Version}
+	case err == nil:
+		return BatchOutcome{ID: id, Outcome: OutcomeApplied, Version: res.Version}
+	case errors.As(err, &ae):
+		return BatchOutcome{ID: id, Outcome: OutcomeRejected, Code: ae.Code(), Message: ae.Message}
+	default:
+		s.log.Warn("batch command failed", "id", id, "command", cmd.CommandName(), "err", err)
+		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Message: err.Error()}
+	}
+}
+
+// emitter records an outcome in res and, when streaming, writes it.
+func (s *Server) emitter(w http.ResponseWriter, res *BatchResult, stream bool) func(BatchOutcome) {
+	if stream {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+	}
+	enc := json.NewEncoder(w)
+	return func(o BatchOutcome) {
+		res.Records = append(res.Records, o)
+		res.Counts[o.Outcome]++
+		if stream {
+			_ = enc.Encode(BatchLine{Outcome: &o})
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+		}
+	}
+}
+
+func (s *Server) finish(w http.ResponseWriter, res *BatchResult, stream bool) error {
+	if stream {
+		return json.NewEncoder(w).Encode(BatchLine{Result: res})
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func bodyHash(command string, body []byte) string {
+	var compact strings.Builder
+	var v any
+	if json.Unmarshal(body, &v) == nil {
+		b, _ := json.Marshal(v) // key order normalised
+		compact.Write(b)
+	}
+	sum := sha256.Sum256([]byte(command + "\x00" + compact.String()))
+	return hex.EncodeToString(sum[:16])
+}

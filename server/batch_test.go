@@ -1,0 +1,134 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/server"
+)
+
+// A dry run over 1 000 records says what a real run then does, and the
+// real run is idempotent by request id.
+func TestBatchDryRunThenRealRunOnAThousandRecords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 1 000 records")
+	}
+	e := newEnv(t)
+	const n = 1000
+	for i := range n {
+		e.create(t, i, nil)
+	}
+	// 10 of them are already prepared: prepare would be refused there.
+	var p projection.Page
+	e.do(t, "GET", "/api/v1/records?limit=10", viewerKey, nil).json(t, &p)
+	for _, it := range p.Items {
+		res, err := e.svc.Execute(t.Context(), it.ID, aggregate.PrepareCompensation{}, aggregate.Meta{})
+		require.NoError(t, err)
+		e.wait(t, it.ID, res.Version)
+	}
+
+	filter := map[string]any{"processor": "Mailer"}
+	var dry server.BatchResult
+	r := e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, map[string]any{"filter": filter, "dryRun": true})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	r.json(t, &dry)
+	assert.Equal(t, n, dry.Matched)
+	assert.Equal(t, map[string]int{server.OutcomeWould: n - 10, server.OutcomeWouldNot: 10}, dry.Counts)
+	require.Len(t, dry.Records, n)
+	var c server.CountResponse
+	e.do(t, "GET", "/api/v1/count?status=PREPARED", viewerKey, nil).json(t, &c)
+	assert.Equal(t, 10, c.Count, "a dry run touches nothing")
+
+	body := map[string]any{"filter": filter, "requestId": "incident-42", "ratePerSecond": 1000, "reason": "smtp back"}
+	var real server.BatchResult
+	r = e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, body)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	r.json(t, &real)
+	assert.True(t, real.Complete)
+	assert.Equal(t, map[string]int{server.OutcomeApplied: n - 10, server.OutcomeRejected: 10}, real.Counts)
+	for i, o := range real.Records {
+		want := server.OutcomeApplied
+		if dry.Records[i].Outcome == server.OutcomeWouldNot {
+			want = server.OutcomeRejected
+			assert.Equal(t, "ExecutionFailed can not retry.", o.Message)
+		}
+		assert.Equal(t, dry.Records[i].ID, o.ID)
+		assert.Equal(t, want, o.Outcome, "record %s did what the dry run said", o.ID)
+	}
+
+	// The same request again returns the stored result and prepares nothing.
+	var again server.BatchResult
+	r = e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, body)
+	require.Equal(t, http.StatusOK, r.status)
+	r.json(t, &again)
+	assert.True(t, again.Replayed)
+	assert.Equal(t, real.Counts, again.Counts)
+	var h []server.HistoryEntry
+	e.do(t, "GET", "/api/v1/records/"+real.Records[n-1].ID+"/history", viewerKey, nil).json(t, &h)
+	assert.Len(t, h, 2, "created and prepared once")
+	assert.Equal(t, "bob", h[0].Actor)
+	assert.Equal(t, "smtp back", h[0].Reason)
+	assert.Equal(t, "incident-42", h[0].RequestID)
+
+	// The request id with another body is refused.
+	body["filter"] = map[string]any{"processor": "Other"}
+	r = e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, body)
+	assert.Equal(t, http.StatusUnprocessableEntity, r.status)
+	assert.Equal(t, "RequestIDReused", r.apiError(t).Code)
+}
+
+func TestBatchStreamsOutcomes(t *testing.T) {
+	e := newEnv(t)
+	for i := range 3 {
+		e.create(t, i, nil)
+	}
+	r := e.do(t, "POST", "/api/v1/batch/force_prepare_compensation", operatorKey,
+		map[string]any{"requestId": "r-1", "reason": "test", "ratePerSecond": 1000}, "Accept", "application/x-ndjson")
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	assert.Equal(t, "application/x-ndjson", r.header.Get("Content-Type"))
+	var lines []server.BatchLine
+	sc := bufio.NewScanner(bytes.NewReader(r.body))
+	for sc.Scan() {
+		var l server.BatchLine
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
+		lines = append(lines, l)
+	}
+	require.Len(t, lines, 4, "one line per record and the result")
+	for _, l := range lines[:3] {
+		assert.Equal(t, server.OutcomeApplied, l.Outcome.Outcome)
+	}
+	require.NotNil(t, lines[3].Result)
+	assert.Equal(t, 3, lines[3].Result.Counts[server.OutcomeApplied])
+}
+
+func TestBatchRequestErrors(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		name, command string
+		body          any
+		status        int
+		msg           string
+	}{
+		{"no request id", "prepare_compensation", map[string]any{}, http.StatusBadRequest, "a real batch needs a requestId"},
+		{"force without reason", "force_prepare_compensation", map[string]any{"requestId": "x"}, http.StatusBadRequest, "force_prepare_compensation needs a reason"},
+		{"unknown field", "prepare_compensation", map[string]any{"dry_run": true}, http.StatusBadRequest, `unknown field "dry_run"`},
+		{"rate", "prepare_compensation", map[string]any{"dryRun": true, "ratePerSecond": 5000}, http.StatusBadRequest, "ratePerSecond must be between"},
+		{"limit", "prepare_compensation", map[string]any{"dryRun": true, "limit": 20000}, http.StatusBadRequest, "limit must be between 1 and 10000"},
+		{"bad view", "prepare_compensation", map[string]any{"dryRun": true, "filter": map[string]string{"view": "soon"}}, http.StatusBadRequest, "view"},
+		{"other command", "mark_recoverable", map[string]any{}, http.StatusNotFound, "batches run prepare_compensation or force_prepare_compensation"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.do(t, "POST", "/api/v1/batch/"+c.command, operatorKey, c.body)
+			assert.Equal(t, c.status, r.status, string(r.body))
+			assert.Contains(t, r.apiError(t).Message, c.msg)
+		})
+	}
+}

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/projection"
+)
+
+// ErrInsecureBind: the server would listen beyond loopback without tokens.
+var ErrInsecureBind = errors.New("server: refusing to serve without tokens beyond loopback")
+
+// Error is the body of every error response.
+type Error struct {
+	// Code is a stable machine-readable code, e.g. "IllegalState".
+	Code string `json:"code"`
+	// Message says what was wrong and what to do.
+	Message string `json:"message"`
+	// Details carries structured facts, e.g. the offending field.
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// apiError is an error with its HTTP status.
+type apiError struct {
+	status int
+	body   Error
+}
+
+func (e *apiError) Error() string { return e.body.Message }
+
+func badRequest(field, format string, args ...any) *apiError {
+	e := &apiError{status: http.StatusBadRequest, body: Error{Code: "BadRequest", Message: fmt.Sprintf(format, args...)}}
+	if field != "" {
+		e.body.Details = map[string]any{"field": field}
+	}
+	return e
+}
+
+// notFound is the 404 of an unknown record.
+func notFound(id string) *apiError {
+	return &apiError{status: http.StatusNotFound, body: Error{
+		Code:    "NotFound",
+		Message: fmt.Sprintf("no ExecutionFailed record with id %s; list records with GET /api/v1/records (amends list)", id),
+		Details: map[string]any{"id": id},
+	}}
+}
+
+// commandError maps an error of Execute to its response. The aggregate's
+// message is kept as it is.
+func commandError(id string, err error) *apiError {
+	var ae *aggregate.Error
+	switch {
+	case errors.Is(err, aggregate.ErrNotFound):
+		return notFound(id)
+	case errors.As(err, &ae) && (errors.Is(err, aggregate.ErrIllegalState) || errors.Is(err, aggregate.ErrStaleAttempt) || errors.Is(err, aggregate.ErrAlreadyRecorded)):
+		return &apiError{status: http.StatusConflict, body: Error{Code: ae.Code(), Message: ae.Message, Details: map[string]any{"id": id}}}
+	case errors.As(err, &ae):
+		return &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: ae.Code(), Message: ae.Message, Details: map[string]any{"id": id}}}
+	case errors.Is(err, eventstore.ErrConflict):
+		return &apiError{status: http.StatusConflict, body: Error{Code: "Conflict", Message: err.Error() + "; send the command again"}}
+	}
+	return nil
+}
+
+// queryError maps an error of the projection.
+func queryError(id string, err error) *apiError {
+	switch {
+	case errors.Is(err, projection.ErrNotFound):
+		return notFound(id)
+	case errors.Is(err, projection.ErrInvalidQuery):
+		return &apiError{status: http.StatusBadRequest, body: Error{Code: "BadRequest", Message: err.Error()}}
+	}
+	return nil
+}
+
+// writeError writes err as JSON. An error that is not an *apiError is an
+// internal error: logged, and reported without its text.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = &apiError{status: http.StatusInternalServerError, body: Error{Code: "Internal", Message: "internal error; the server log has the details"}}
+	}
+	writeJSON(w, ae.status, ae.body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		slog.Debug("write response", "err", err)
+	}
+}

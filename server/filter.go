@@ -1,0 +1,118 @@
+package server
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+)
+
+// filterParams are the query parameters of a projection.Filter.
+var filterParams = []string{
+	"id", "eventId", "aggregateContext", "aggregateType", "aggregateId",
+	"functionContext", "processor", "function", "functionKind",
+	"status", "recoverable", "errorCode", "executeAtFrom", "executeAtTo", "minRetries", "view",
+}
+
+// pageParams are the query parameters of a list page.
+var pageParams = []string{"sort", "order", "limit", "cursor"}
+
+// parseFilter reads a filter from query parameters. Parameters outside
+// allowed are an error naming them, so a typo is not silently ignored.
+func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {
+	ok := map[string]bool{}
+	for _, list := range append(allowed, filterParams) {
+		for _, p := range list {
+			ok[p] = true
+		}
+	}
+	for k := range q {
+		if !ok[k] {
+			return projection.Filter{}, badRequest(k, "unknown query parameter %q; the filters are %s", k, strings.Join(filterParams, ", "))
+		}
+	}
+	f := projection.Filter{
+		ID: q.Get("id"), EventID: q.Get("eventId"),
+		AggregateContext: q.Get("aggregateContext"), AggregateType: q.Get("aggregateType"), AggregateID: q.Get("aggregateId"),
+		FunctionContext: q.Get("functionContext"), Processor: q.Get("processor"), Function: q.Get("function"),
+		ErrorCode: q.Get("errorCode"),
+	}
+	var err error
+	if v := q.Get("functionKind"); v != "" {
+		if f.FunctionKind, err = aggregate.ParseFunctionKind(v); err != nil {
+			return f, badRequest("functionKind", "%v", err)
+		}
+	}
+	if v := q.Get("status"); v != "" {
+		if f.Status, err = aggregate.ParseStatus(v); err != nil {
+			return f, badRequest("status", "%v", err)
+		}
+	}
+	if v := q.Get("recoverable"); v != "" {
+		if f.Recoverable, err = aggregate.ParseRecoverability(v); err != nil {
+			return f, badRequest("recoverable", "%v", err)
+		}
+	}
+	if v := q.Get("view"); v != "" {
+		if f.View, err = aggregate.ParseView(v); err != nil {
+			return f, badRequest("view", "%v", err)
+		}
+	}
+	if f.ExecuteAtFrom, err = parseTime(q, "executeAtFrom"); err != nil {
+		return f, err
+	}
+	if f.ExecuteAtTo, err = parseTime(q, "executeAtTo"); err != nil {
+		return f, err
+	}
+	if v := q.Get("minRetries"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 0 {
+			return f, badRequest("minRetries", "minRetries must be a whole number >= 0, got %q", v)
+		}
+		f.MinRetries = int32(n)
+	}
+	return f, nil
+}
+
+// parseTime reads an RFC 3339 time or epoch milliseconds.
+func parseTime(q url.Values, name string) (time.Time, error) {
+	v := q.Get(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, badRequest(name, "%s must be an RFC 3339 time (2026-11-30T08:00:00Z) or epoch milliseconds, got %q", name, v)
+	}
+	return t, nil
+}
+
+// parseQuery reads a list request.
+func parseQuery(q url.Values) (projection.Query, error) {
+	f, err := parseFilter(q, pageParams)
+	if err != nil {
+		return projection.Query{}, err
+	}
+	pq := projection.Query{Filter: f, Cursor: q.Get("cursor"), Sort: projection.Sort{Field: projection.SortField(q.Get("sort"))}}
+	switch q.Get("order") {
+	case "", "asc":
+	case "desc":
+		pq.Sort.Desc = true
+	default:
+		return pq, badRequest("order", "order must be asc or desc, got %q", q.Get("order"))
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > projection.MaxLimit {
+			return pq, badRequest("limit", "limit must be a whole number from 1 to %d, got %q", projection.MaxLimit, v)
+		}
+		pq.Limit = n
+	}
+	return pq, nil
+}

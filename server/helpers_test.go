@@ -1,0 +1,164 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/server"
+)
+
+const (
+	t0          = int64(1_735_000_000_000)
+	viewerKey   = "viewer-secret-0123456789"
+	operatorKey = "operator-secret-0123456789"
+)
+
+type clock struct{ ms atomic.Int64 }
+
+func (c *clock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+func (c *clock) Set(ms int64)   { c.ms.Store(ms) }
+
+// env is a server on a real JetStream, with the projector and index
+// running, and tokens for a viewer (alice) and an operator (bob).
+type env struct {
+	svc   *aggregate.Service
+	index *projection.Index
+	clock *clock
+	http  *httptest.Server
+	ready atomic.Pointer[error]
+}
+
+func newEnv(tb testing.TB) *env {
+	tb.Helper()
+	js := natstest.New(tb).JetStream()
+	store, err := jsstore.New(js)
+	require.NoError(tb, err)
+	views, err := projection.OpenViews(tb.Context(), js)
+	require.NoError(tb, err)
+	batches, err := server.OpenBatches(tb.Context(), js, 1)
+	require.NoError(tb, err)
+	e := &env{clock: &clock{}}
+	e.clock.Set(t0)
+	e.svc = aggregate.NewService(store, aggregate.WithClock(e.clock))
+	proj, err := projection.NewProjector(js, store, views)
+	require.NoError(tb, err)
+	e.index, err = projection.NewIndex(views, store, projection.WithClock(e.clock))
+	require.NoError(tb, err)
+	runInBackground(tb, proj.Run)
+	runInBackground(tb, e.index.Run)
+	tokens, err := server.ParseTokens("alice:viewer:" + viewerKey + "\nbob:operator:" + operatorKey)
+	require.NoError(tb, err)
+	srv := server.New(server.Config{
+		Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock,
+		Ready: func() error {
+			if p := e.ready.Load(); p != nil {
+				return *p
+			}
+			return nil
+		},
+	})
+	e.http = httptest.NewServer(srv.Handler())
+	tb.Cleanup(e.http.Close)
+	return e
+}
+
+func runInBackground(tb testing.TB, run func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := run(ctx); err != nil && ctx.Err() == nil {
+			tb.Errorf("run: %v", err)
+		}
+	})
+	tb.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+var fn = aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "order", ProcessorName: "Mailer", Name: "onOrderPlaced"}
+
+// create records a failure and waits until the index has it.
+func (e *env) create(tb testing.TB, i int, spec *aggregate.RetrySpec) string {
+	tb.Helper()
+	evt := fmt.Sprintf("evt-%04d", i)
+	id := aggregate.RecordID(evt, fn)
+	res, err := e.svc.Execute(tb.Context(), id, aggregate.CreateExecutionFailed{
+		EventID:   aggregate.EventID{ID: evt, AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt, TenantID: aggregate.DefaultTenantID}, Version: 1},
+		Function:  fn,
+		Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
+		ExecuteAt: e.clock.Now().UnixMilli() + int64(i),
+		RetrySpec: spec,
+	}, aggregate.Meta{Actor: "recorder"})
+	require.NoError(tb, err)
+	e.wait(tb, id, res.Version)
+	return id
+}
+
+func (e *env) wait(tb testing.TB, id string, version uint64) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), 20*time.Second)
+	defer cancel()
+	require.NoError(tb, e.index.WaitFor(ctx, id, version))
+}
+
+// response is a decoded reply.
+type response struct {
+	status int
+	body   []byte
+	header http.Header
+}
+
+func (r response) json(tb testing.TB, v any) {
+	tb.Helper()
+	require.NoError(tb, json.Unmarshal(r.body, v), "body: %s", r.body)
+}
+
+func (r response) apiError(tb testing.TB) server.Error {
+	tb.Helper()
+	var e server.Error
+	r.json(tb, &e)
+	return e
+}
+
+// do sends a request with the given token ("" for none) and JSON body (nil
+// for none).
+func (e *env) do(tb testing.TB, method, path, token string, body any, header ...string) response {
+	tb.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewBufferString(b)
+	default:
+		data, err := json.Marshal(b)
+		require.NoError(tb, err)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(tb.Context(), method, e.http.URL+path, rd)
+	require.NoError(tb, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(tb, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(tb, err)
+	return response{status: resp.StatusCode, body: data, header: resp.Header}
+}

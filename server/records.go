@@ -1,0 +1,151 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+)
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) error {
+	q, err := parseQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	return s.writePage(w, q)
+}
+
+func (s *Server) listView(w http.ResponseWriter, r *http.Request, _ principal) error {
+	v, err := aggregate.ParseView(r.PathValue("view"))
+	if err != nil {
+		return badRequest("view", "%v", err)
+	}
+	q, err := parseQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	q.Filter.View = v
+	return s.writePage(w, q)
+}
+
+func (s *Server) writePage(w http.ResponseWriter, q projection.Query) error {
+	page, err := s.cfg.Queries.List(q)
+	if err != nil {
+		if ae := queryError("", err); ae != nil {
+			return ae
+		}
+		return err
+	}
+	if page.Items == nil {
+		page.Items = []projection.Item{}
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// CountResponse is the body of GET /api/v1/count.
+type CountResponse struct {
+	Count int `json:"count"`
+}
+
+func (s *Server) count(w http.ResponseWriter, r *http.Request, _ principal) error {
+	f, err := parseFilter(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	n, err := s.cfg.Queries.Count(f)
+	if err != nil {
+		if ae := queryError("", err); ae != nil {
+			return ae
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, CountResponse{Count: n})
+	return nil
+}
+
+func (s *Server) summary(w http.ResponseWriter, r *http.Request, _ principal) error {
+	f, err := parseFilter(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	sum, err := s.cfg.Queries.Summary(f)
+	if err != nil {
+		if ae := queryError("", err); ae != nil {
+			return ae
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, sum)
+	return nil
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, _ principal) error {
+	id := r.PathValue("id")
+	v, err := s.cfg.Queries.Get(r.Context(), id)
+	if err != nil {
+		if ae := queryError(id, err); ae != nil {
+			return ae
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// HistoryEntry is one command in GET /api/v1/records/{id}/history.
+type HistoryEntry struct {
+	Version    uint64            `json:"version"`
+	Seq        uint64            `json:"seq"`
+	Command    string            `json:"command,omitempty"`
+	CommandID  string            `json:"commandId,omitempty"`
+	RequestID  string            `json:"requestId,omitempty"`
+	TraceID    string            `json:"traceId,omitempty"`
+	Actor      string            `json:"actor,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
+	CreateTime int64             `json:"createTime"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	Events     []HistoryEvent    `json:"events"`
+}
+
+// HistoryEvent is one event of a HistoryEntry, in its wire shape.
+type HistoryEvent struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Body json.RawMessage `json:"body"`
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request, _ principal) error {
+	id := r.PathValue("id")
+	changes, err := s.cfg.Queries.History(r.Context(), id)
+	if err != nil {
+		if ae := queryError(id, err); ae != nil {
+			return ae
+		}
+		return err
+	}
+	out := make([]HistoryEntry, 0, len(changes))
+	for _, c := range changes {
+		st := c.Stream
+		e := HistoryEntry{
+			Version: st.Version, Seq: st.Seq, CommandID: st.CommandID, RequestID: st.RequestID, TraceID: st.TraceID,
+			CreateTime: st.CreateTime, Command: st.Headers[aggregate.HeaderCommand],
+			Actor: st.Headers[aggregate.HeaderActor], Reason: st.Headers[aggregate.HeaderReason],
+		}
+		for k, v := range st.Headers {
+			if k != aggregate.HeaderCommand && k != aggregate.HeaderActor && k != aggregate.HeaderReason {
+				if e.Headers == nil {
+					e.Headers = map[string]string{}
+				}
+				e.Headers[k] = v
+			}
+		}
+		for _, ev := range st.Events {
+			e.Events = append(e.Events, HistoryEvent{ID: ev.ID, Name: ev.Name, Body: ev.Body})
+		}
+		out = append(out, e)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+)
+
+// Queries is what the server reads. *projection.Index satisfies it.
+type Queries interface {
+	Get(ctx context.Context, id string) (projection.View, error)
+	List(q projection.Query) (projection.Page, error)
+	Count(f projection.Filter) (int, error)
+	Summary(f projection.Filter) (projection.Summary, error)
+	History(ctx context.Context, id string) ([]projection.Change, error)
+	WaitFor(ctx context.Context, id string, version uint64) error
+}
+
+// Commands executes commands. *aggregate.Service satisfies it.
+type Commands interface {
+	Execute(ctx context.Context, id string, c aggregate.Command, meta aggregate.Meta) (aggregate.Result, error)
+}
+
+// Config is what a Server serves.
+type Config struct {
+	// Queries and Commands are required.
+	Queries  Queries
+	Commands Commands
+	// Batches keeps batch results by request id, for idempotency. Required
+	// for batch runs; see OpenBatches.
+	Batches jetstream.KeyValue
+	// Tokens authenticate requests; none means every request is the local
+	// operator (see CheckBind).
+	Tokens []Token
+	// Ready reports whether the server can answer (NATS connected, index
+	// loaded); nil means always.
+	Ready func() error
+	// Registry receives the server's metrics and is served at /metrics;
+	// nil means a new registry.
+	Registry *prometheus.Registry
+	// Clock is the time dry runs decide at (default the system clock).
+	Clock aggregate.Clock
+	// Logger receives request failures (default slog.Default()).
+	Logger *slog.Logger
+	// MaxBatch bounds the records of one batch (default 10000).
+	MaxBatch int
+	// ReadYourWrites bounds how long a command response waits for the index
+	// to reach the new version, so a list right after it sees the change
+	// (default 2s; negative disables).
+	ReadYourWrites time.Duration
+}
+
+// Server is the HTTP control plane. Its handler is safe for concurrent use.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	keys    *keyring
+	mux     *http.ServeMux
+	metrics *httpMetrics
+	routes  []route
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = aggregate.ClockFunc(time.Now)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 10000
+	}
+	if cfg.ReadYourWrites == 0 {
+		cfg.ReadYourWrites = 2 * time.Second
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, keys: newKeyring(cfg.Tokens), mux: http.NewServeMux()}
+	s.metrics = newHTTPMetrics(cfg.Registry)
+	s.routes = s.routeTable()
+	for _, rt := range s.routes {
+		s.mux.Handle(rt.method+" "+rt.pattern, s.wrap(rt))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, Error{Code: "NotFound", Message: "no route " + r.Method + " " + r.URL.Path + "; the API is described at /api/v1/openapi.json"})
+	})
+	return s
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// route is one endpoint.
+type route struct {
+	method, pattern string
+	// role is the least role it needs; "" means no authentication.
+	role    Role
+	handler func(w http.ResponseWriter, r *http.Request, p principal) error
+}
+
+// wrap authenticates, times and reports errors of a route.
+func (s *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			s.metrics.observe(rt.method, rt.pattern, strconv.Itoa(sw.status), time.Since(start))
+		}()
+		p := principal{}
+		if rt.role != "" {
+			var ok bool
+			if p, ok = s.keys.authenticate(r); !ok {
+				sw.Header().Set("WWW-Authenticate", `Bearer realm="amends"`)
+				writeJSON(sw, http.StatusUnauthorized, Error{Code: "Unauthorized", Message: "missing or unknown bearer token; send Authorization: Bearer <token> (AMENDS_TOKEN for the CLI)"})
+				return
+			}
+			if !p.allows(rt.role) {
+				writeJSON(sw, http.StatusForbidden, Error{Code: "Forbidden", Message: "token " + p.name + " has role " + string(p.role) + "; this request needs the " + string(rt.role) + " role"})
+				return
+			}
+		}
+		if err := rt.handler(sw, r, p); err != nil {
+			s.writeError(sw, r, err)
+		}
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets streamed responses reach the client.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
