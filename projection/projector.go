@@ -162,14 +162,20 @@ func (p *Projector) ConsumerConfig() jetstream.ConsumerConfig {
 // Run provisions the compensation stream and the durable consumer, then
 // projects until ctx ends. It resumes where the consumer's acknowledgements
 // stopped. It returns nil after ctx ended and every worker stopped, or an
-// error if the stream or consumer cannot be set up. Messages in flight when
+// error if the stream or consumer cannot be set up before ctx ends. Messages in flight when
 // ctx ends are redelivered later.
 func (p *Projector) Run(ctx context.Context) error {
 	if err := p.store.Provision(ctx, aggregate.Context); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("projector: %w", err)
 	}
 	stream := p.store.StreamName(aggregate.Context)
 	cons, err := p.js.CreateOrUpdateConsumer(ctx, stream, p.ConsumerConfig())
+	if ctx.Err() != nil {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("projector: consumer %s on %s: %w", p.opts.durable, stream, err)
 	}

@@ -17,6 +17,12 @@ const batchSize = 1024
 // not a view is skipped and counted (Corrupt). Call Run once per Index.
 func (ix *Index) Run(ctx context.Context) error {
 	w, err := ix.views.WatchAll(ctx)
+	if ctx.Err() != nil {
+		if err == nil {
+			w.Stop()
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("index: watch the views bucket: %w", err)
 	}

@@ -1,0 +1,29 @@
+// Package scheduler prepares the compensation of due ExecutionFailed
+// records, as Wow's compensation scheduler does: every period (60 s by
+// default, after an initial delay of 60 s) it takes up to a batch (100) of
+// the records the projection index lists as due (projection.Index.Due:
+// RECOVERABLE or UNKNOWN and aggregate.State.CanNextRetry, oldest
+// nextRetryAt first) and sends PrepareCompensation for each through the
+// aggregate's command service, as actor "scheduler", a bounded number at
+// once. A rejection because the record moved on since the index saw it is
+// normal: it is counted, not logged as an error.
+//
+// # One active instance
+//
+// Every instance runs a Scheduler; only the holder of a lease in a KV
+// bucket with a TTL (OpenLeases) prepares. The holder creates the key
+// (Create), renews it every third of the TTL with a compare-and-set on its
+// revision (Update), and deletes it when it stops. The others watch the
+// key and create it as soon as it is deleted or expires, so a dead holder
+// is replaced within one TTL. A holder that cannot renew stops preparing a
+// safety margin before the lease could expire, counted from when it sent
+// its last successful renewal: the server wrote the lease later than that,
+// so it expires later.
+//
+// # Time
+//
+// The pass time comes from an injected aggregate.Clock; ticks can be
+// injected too (WithTicks), so tests drive passes deterministically. The
+// lease's validity is measured with a clock that must follow the NATS
+// servers' (WithLeaseClock, the system clock by default).
+package scheduler

@@ -1,0 +1,151 @@
+package scheduler
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+// Defaults of the options; period, initial delay and batch are Wow's.
+const (
+	DefaultPeriod       = 60 * time.Second
+	DefaultInitialDelay = 60 * time.Second
+	DefaultBatch        = 100
+	DefaultConcurrency  = 8
+	DefaultLeaseKey     = "scheduler"
+)
+
+type options struct {
+	period, initialDelay time.Duration
+	batch, concurrency   int
+	clock, leaseClock    aggregate.Clock
+	ticks                <-chan time.Time
+	key, instance        string
+	renewEvery, margin   time.Duration
+	logger               *slog.Logger
+}
+
+// Option configures a Scheduler. An option that cannot be applied makes
+// New return an error wrapping ErrInvalidOption.
+type Option func(*options) error
+
+func positive(name string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%s must be positive, got %s: %w", name, d, ErrInvalidOption)
+	}
+	return nil
+}
+
+// WithPeriod sets the time between passes (default DefaultPeriod).
+func WithPeriod(d time.Duration) Option {
+	return func(o *options) error { o.period = d; return positive("period", d) }
+}
+
+// WithInitialDelay sets the time before the first pass (default
+// DefaultInitialDelay; 0 starts at once).
+func WithInitialDelay(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("initial delay must not be negative, got %s: %w", d, ErrInvalidOption)
+		}
+		o.initialDelay = d
+		return nil
+	}
+}
+
+// WithBatch sets how many due records one pass prepares at most (default
+// DefaultBatch).
+func WithBatch(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("batch must be at least 1, got %d: %w", n, ErrInvalidOption)
+		}
+		o.batch = n
+		return nil
+	}
+}
+
+// WithConcurrency sets how many PrepareCompensation commands run at once
+// (default DefaultConcurrency).
+func WithConcurrency(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("concurrency must be at least 1, got %d: %w", n, ErrInvalidOption)
+		}
+		o.concurrency = n
+		return nil
+	}
+}
+
+// WithClock sets the clock that gives each pass its "now" (default: the
+// system clock). The command service decides with its own clock; give both
+// the same one.
+func WithClock(c aggregate.Clock) Option {
+	return func(o *options) error { o.clock = c; return notNil("clock", c) }
+}
+
+// WithTicks makes the scheduler run a pass for every value received from
+// ticks instead of on its period and initial delay: for tests, or to drive
+// it from elsewhere.
+func WithTicks(ticks <-chan time.Time) Option {
+	return func(o *options) error { o.ticks = ticks; return notNil("ticks", ticks) }
+}
+
+// WithLeaseKey names the lease in the bucket (default DefaultLeaseKey):
+// schedulers with the same key exclude each other.
+func WithLeaseKey(key string) Option {
+	return func(o *options) error {
+		if key == "" {
+			return fmt.Errorf("lease key is empty: %w", ErrInvalidOption)
+		}
+		o.key = key
+		return nil
+	}
+}
+
+// WithInstance names this instance in the lease (default a random id).
+func WithInstance(name string) Option {
+	return func(o *options) error {
+		if name == "" {
+			return fmt.Errorf("instance name is empty: %w", ErrInvalidOption)
+		}
+		o.instance = name
+		return nil
+	}
+}
+
+// WithRenewal sets how often the holder renews the lease (default a third
+// of the TTL) and the safety margin before the lease's expiry at which a
+// holder that could not renew stops preparing (default a fifth of the
+// TTL). New checks that renewEvery + margin < TTL.
+func WithRenewal(renewEvery, margin time.Duration) Option {
+	return func(o *options) error {
+		o.renewEvery, o.margin = renewEvery, margin
+		if err := positive("renew interval", renewEvery); err != nil {
+			return err
+		}
+		return positive("safety margin", margin)
+	}
+}
+
+// WithLeaseClock sets the clock the lease's validity is measured with
+// (default: the system clock). It must run at the speed of the NATS
+// servers' clocks, which expire the lease; it is not the pass clock.
+func WithLeaseClock(c aggregate.Clock) Option {
+	return func(o *options) error { o.leaseClock = c; return notNil("lease clock", c) }
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error { o.logger = l; return notNil("logger", l) }
+}
+
+func notNil[T comparable](name string, v T) error {
+	var zero T
+	if v == zero {
+		return fmt.Errorf("%s is nil: %w", name, ErrInvalidOption)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+)
+
+// Actor is the actor the scheduler's commands carry.
+const Actor = "scheduler"
+
+// tick runs a pass on every tick until ctx ends: the configured ticks, or
+// the initial delay and then every period.
+func (s *Scheduler) tick(ctx context.Context) {
+	ticks := s.opts.ticks
+	if ticks == nil {
+		t := time.NewTimer(s.opts.initialDelay)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.pass()
+		p := time.NewTicker(s.opts.period)
+		defer p.Stop()
+		ticks = p.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticks:
+			s.pass()
+		}
+	}
+}
+
+// pass prepares the records due now, if this instance holds the lease. It
+// returns when every prepare it sent has finished; the commands are
+// canceled if the tenure ends.
+func (s *Scheduler) pass() {
+	active := s.holding()
+	if active == nil {
+		s.idle.Add(1)
+		return
+	}
+	defer s.passes.Add(1)
+	now := s.opts.clock.Now()
+	sem := make(chan struct{}, s.opts.concurrency)
+	var wg sync.WaitGroup
+	for _, d := range s.due.Due(now, s.opts.batch) {
+		select {
+		case sem <- struct{}{}:
+		case <-active.Done():
+		}
+		if s.holding() == nil {
+			break // the lease ended: no command after its validity
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			s.prepare(active, d)
+		})
+	}
+	wg.Wait()
+}
+
+// prepare sends PrepareCompensation for d and counts the outcome.
+func (s *Scheduler) prepare(ctx context.Context, d projection.Due) {
+	meta := aggregate.Meta{
+		Actor:     Actor,
+		Reason:    fmt.Sprintf("retry %d due at %s", d.Retries+1, time.UnixMilli(d.NextRetryAt).UTC().Format(time.RFC3339Nano)),
+		CommandID: DueCommandID(d),
+	}
+	r, err := s.exec.Execute(ctx, d.ID, aggregate.PrepareCompensation{}, meta)
+	switch {
+	case err == nil && r.Duplicate:
+		s.duplicates.Add(1)
+	case err == nil:
+		s.prepared.Add(1)
+	case errors.Is(err, aggregate.ErrIllegalState), errors.Is(err, aggregate.ErrNotFound):
+		s.rejected.Add(1)
+		s.opts.logger.Debug("scheduler: record moved on", "record", d.ID, "reason", err)
+	case ctx.Err() != nil:
+		// The tenure ended while the command was in flight: not a failure
+		// of the record.
+	default:
+		s.failed.Add(1)
+		s.opts.logger.Warn("scheduler: prepare failed", "record", d.ID, "err", err)
+	}
+}
+
+// DueCommandID is the command id of the prepare for due record d: one per
+// record and due time (retry count and nextRetryAt), so preparing the
+// same due time twice appends once.
+func DueCommandID(d projection.Due) string {
+	return fmt.Sprintf("scheduler:%s:%d:%d", d.ID, d.Retries, d.NextRetryAt)
+}

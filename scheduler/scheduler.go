@@ -1,0 +1,134 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+)
+
+// DueSource lists the records due at now. *projection.Index satisfies it.
+type DueSource interface {
+	Due(now time.Time, limit int) []projection.Due
+}
+
+// Executor runs a command on a record. *aggregate.Service satisfies it.
+type Executor interface {
+	Execute(ctx context.Context, id string, c aggregate.Command, meta aggregate.Meta) (aggregate.Result, error)
+}
+
+var (
+	_ DueSource = (*projection.Index)(nil)
+	_ Executor  = (*aggregate.Service)(nil)
+)
+
+// Scheduler prepares the compensation of due records. Every period the
+// instance that holds the lease takes Due(now, batch) and sends
+// PrepareCompensation for each record, as actor "scheduler", a bounded
+// number at once. The other instances wait and take the lease over within
+// one TTL of the holder's death (at once if it stops cleanly).
+//
+// A holder stops preparing a safety margin before its lease could expire,
+// counted from when it sent its last successful renewal, so two instances
+// never prepare at the same time. Each prepare also carries a command id
+// derived from the record and its due time, so even a prepare sent twice
+// for the same due time appends once.
+//
+// A Scheduler is safe for concurrent use; Run it once at a time.
+type Scheduler struct {
+	due    DueSource
+	exec   Executor
+	leases *Leases
+	opts   options
+
+	mu       sync.Mutex
+	active   context.Context // non-nil while this instance holds the lease
+	deadline time.Time       // when the holder stops preparing
+
+	passes, idle, prepared, rejected, duplicates, failed, acquired, lost atomic.Uint64
+}
+
+// Stats counts what a scheduler did since it was created.
+type Stats struct {
+	// Active reports whether this instance holds the lease now.
+	Active bool
+	// Passes counts passes run to the end as the holder; Idle counts ticks
+	// while not the holder.
+	Passes, Idle uint64
+	// Prepared counts records prepared.
+	Prepared uint64
+	// Rejected counts prepares the aggregate refused because the record
+	// moved on since the index saw it (a normal race, not an error).
+	Rejected uint64
+	// Duplicates counts prepares already applied for the same due time.
+	Duplicates uint64
+	// Failed counts prepares that failed for another reason (logged).
+	Failed uint64
+	// Acquired and Lost count lease acquisitions and losses.
+	Acquired, Lost uint64
+}
+
+// New returns a scheduler that reads due records from due, sends commands
+// through exec and elects its active instance in leases (see OpenLeases).
+// Options that cannot be applied, or a renewal and margin that do not fit
+// in the lease's TTL, return an error wrapping ErrInvalidOption. New does
+// no I/O.
+func New(due DueSource, exec Executor, leases *Leases, opts ...Option) (*Scheduler, error) {
+	ttl := leases.TTL()
+	o := options{
+		period: DefaultPeriod, initialDelay: DefaultInitialDelay, batch: DefaultBatch, concurrency: DefaultConcurrency,
+		clock: aggregate.ClockFunc(time.Now), leaseClock: aggregate.ClockFunc(time.Now),
+		key: DefaultLeaseKey, instance: uuid.NewString(), renewEvery: ttl / 3, margin: ttl / 5, logger: slog.Default(),
+	}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.renewEvery+o.margin >= ttl {
+		return nil, fmt.Errorf("renew interval %s plus safety margin %s must be less than the lease TTL %s: %w", o.renewEvery, o.margin, ttl, ErrInvalidOption)
+	}
+	return &Scheduler{due: due, exec: exec, leases: leases, opts: o}, nil
+}
+
+// Stats returns the scheduler's counters.
+func (s *Scheduler) Stats() Stats {
+	s.mu.Lock()
+	active := s.active != nil
+	s.mu.Unlock()
+	return Stats{
+		Active: active, Passes: s.passes.Load(), Idle: s.idle.Load(),
+		Prepared: s.prepared.Load(), Rejected: s.rejected.Load(), Duplicates: s.duplicates.Load(), Failed: s.failed.Load(),
+		Acquired: s.acquired.Load(), Lost: s.lost.Load(),
+	}
+}
+
+// Run takes part in the election and, while it holds the lease, runs the
+// passes, until ctx ends. It then releases the lease if it holds it and
+// returns nil once every goroutine it started has stopped. Failures to
+// reach NATS are logged and retried; they never end Run.
+func (s *Scheduler) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.lead(ctx) })
+	wg.Go(func() { s.tick(ctx) })
+	wg.Wait()
+	return nil
+}
+
+// holding returns the context of the current tenure, or nil if this
+// instance does not hold the lease or its validity has ended.
+func (s *Scheduler) holding() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active == nil || !s.opts.leaseClock.Now().Before(s.deadline) {
+		return nil
+	}
+	return s.active
+}

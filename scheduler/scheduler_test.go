@@ -1,0 +1,154 @@
+package scheduler_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/scheduler"
+)
+
+func waitActive(t *testing.T, s *scheduler.Scheduler) {
+	t.Helper()
+	require.Eventually(t, func() bool { return s.Stats().Active }, 10*time.Second, time.Millisecond, "the scheduler takes the lease")
+}
+
+// tick sends one tick and waits until the pass it starts has finished.
+func tick(t *testing.T, s *scheduler.Scheduler, ticks chan<- time.Time) {
+	t.Helper()
+	before := s.Stats()
+	ticks <- time.Time{}
+	require.Eventually(t, func() bool {
+		st := s.Stats()
+		return st.Passes+st.Idle > before.Passes+before.Idle
+	}, 10*time.Second, time.Millisecond, "the pass ends")
+}
+
+func TestSchedulerPreparesWhatIsDue(t *testing.T) {
+	e := newEnv(t, natstest.New(t).JetStream(), 1, 2*time.Second)
+	versions := map[string]uint64{}
+	var due, unrecoverable, succeeded []string
+	for i := range 10 {
+		id, v := e.create(t, i, aggregate.Recoverable)
+		versions[id] = v
+		due = append(due, id)
+	}
+	for i := 10; i < 13; i++ {
+		id, v := e.create(t, i, aggregate.Unrecoverable)
+		versions[id] = v
+		unrecoverable = append(unrecoverable, id)
+	}
+	for i := 13; i < 15; i++ {
+		id, _ := e.create(t, i, aggregate.RecoverabilityUnknown)
+		_, err := e.svc.Execute(t.Context(), id, aggregate.ForcePrepareCompensation{}, aggregate.Meta{})
+		require.NoError(t, err)
+		r, err := e.svc.Execute(t.Context(), id, aggregate.ApplyExecutionSuccess{ExecuteAt: t0.UnixMilli()}, aggregate.Meta{})
+		require.NoError(t, err)
+		versions[id] = r.Version
+		succeeded = append(succeeded, id)
+	}
+	e.clock.Set(t0.Add(2 * time.Second)) // nextRetryAt is t0+1 s for the new records
+	late, v := e.create(t, 15, aggregate.Recoverable)
+	versions[late] = v // due at t0+3 s
+	e.indexed(t, versions)
+
+	ticks := make(chan time.Time)
+	s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithConcurrency(3))
+	run(t, s)
+	waitActive(t, s)
+	tick(t, s, ticks)
+	assert.Equal(t, uint64(len(due)), s.Stats().Prepared, "%+v", s.Stats())
+	for _, id := range due {
+		assert.Equal(t, []string{"0@1735000001000 by scheduler"}, e.prepares(t, id), "prepared once, as the scheduler")
+	}
+	for _, id := range append(append(unrecoverable, late), succeeded...) {
+		assert.Empty(t, e.prepares(t, id)[min(len(e.prepares(t, id)), 1):], "not prepared by the scheduler")
+	}
+	assert.Empty(t, e.prepares(t, late))
+
+	// The next pass, before the index has seen the prepares, sends the same
+	// due times again: they are duplicates or rejections, never a second
+	// prepare.
+	tick(t, s, ticks)
+	st := s.Stats()
+	assert.Equal(t, uint64(len(due)), st.Prepared, "%+v", st)
+	for _, id := range due {
+		assert.Len(t, e.prepares(t, id), 1)
+	}
+	assert.Zero(t, st.Failed)
+}
+
+// staticDue lists fixed records, as an index that has not seen their
+// latest commands would.
+type staticDue []projection.Due
+
+func (s staticDue) Due(time.Time, int) []projection.Due { return s }
+
+func TestSchedulerCountsRecordsThatMovedOn(t *testing.T) {
+	e := newEnv(t, natstest.New(t).JetStream(), 1, 2*time.Second)
+	id, _ := e.create(t, 1, aggregate.Recoverable)
+	_, err := e.svc.Execute(t.Context(), id, aggregate.ForcePrepareCompensation{}, aggregate.Meta{})
+	require.NoError(t, err)
+	_, err = e.svc.Execute(t.Context(), id, aggregate.ApplyExecutionSuccess{ExecuteAt: t0.UnixMilli()}, aggregate.Meta{})
+	require.NoError(t, err)
+
+	ticks := make(chan time.Time)
+	s, err := scheduler.New(staticDue{{ID: id, Version: 1, NextRetryAt: t0.UnixMilli() + 1000}, {ID: "gone", Version: 1}}, e.svc, e.leases,
+		scheduler.WithTicks(ticks), scheduler.WithClock(e.clock))
+	require.NoError(t, err)
+	run(t, s)
+	waitActive(t, s)
+	tick(t, s, ticks)
+	st := s.Stats()
+	assert.Equal(t, uint64(2), st.Rejected, "a succeeded and a missing record are rejections: %+v", st)
+	assert.Zero(t, st.Failed+st.Prepared)
+}
+
+func TestOneActiveSchedulerAndCleanHandOver(t *testing.T) {
+	e := newEnv(t, natstest.New(t).JetStream(), 1, 5*time.Second)
+	ticksA, ticksB := make(chan time.Time), make(chan time.Time)
+	a := e.scheduler(t, e.svc, scheduler.WithTicks(ticksA), scheduler.WithInstance("a"))
+	stopA := run(t, a)
+	waitActive(t, a)
+	b := e.scheduler(t, e.svc, scheduler.WithTicks(ticksB), scheduler.WithInstance("b"))
+	run(t, b)
+	tick(t, b, ticksB)
+	assert.False(t, b.Stats().Active, "b waits while a holds the lease")
+	assert.Equal(t, uint64(1), b.Stats().Idle, "b's tick does nothing")
+
+	stopped := time.Now()
+	stopA()
+	waitActive(t, b)
+	assert.Less(t, time.Since(stopped), e.leases.TTL(), "a released the lease: b takes over without waiting for the TTL")
+}
+
+func TestSchedulerRunsOnItsPeriod(t *testing.T) {
+	e := newEnv(t, natstest.New(t).JetStream(), 1, 2*time.Second)
+	s := e.scheduler(t, e.svc, scheduler.WithInitialDelay(0), scheduler.WithPeriod(20*time.Millisecond))
+	run(t, s)
+	require.Eventually(t, func() bool { return s.Stats().Passes >= 2 }, 10*time.Second, time.Millisecond)
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	e := newEnv(t, natstest.New(t).JetStream(), 1, 3*time.Second)
+	for name, o := range map[string]scheduler.Option{
+		"period":      scheduler.WithPeriod(0),
+		"delay":       scheduler.WithInitialDelay(-1),
+		"batch":       scheduler.WithBatch(0),
+		"concurrency": scheduler.WithConcurrency(0),
+		"clock":       scheduler.WithClock(nil),
+		"renewal":     scheduler.WithRenewal(2*time.Second, time.Second),
+		"key":         scheduler.WithLeaseKey(""),
+	} {
+		_, err := scheduler.New(e.index, e.svc, e.leases, o)
+		assert.ErrorIs(t, err, scheduler.ErrInvalidOption, name)
+	}
+	_, err := scheduler.OpenLeases(context.Background(), e.js, scheduler.WithLeaseTTL(4*time.Second))
+	assert.ErrorIs(t, err, scheduler.ErrIncompatibleBucket, "another TTL on the same bucket")
+}
