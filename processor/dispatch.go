@@ -1,0 +1,141 @@
+package processor
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/cockroachdb/errors"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/failure"
+)
+
+// dispatch handles one message of group g's consumer: every event of the
+// stream goes to every function of g that reacts to it, each failure is
+// recorded, and the message is acked unless a recording failed.
+func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) disposition {
+	st, err := p.store.DecodeMsg(m)
+	if err != nil {
+		p.undecodable(m, err)
+		return term
+	}
+	fns := g.byType[st.Aggregate.Type]
+	result := ack
+	for i := range st.Events {
+		e := &st.Events[i]
+		for _, f := range fns {
+			if !f.reacts(e.Name) {
+				continue
+			}
+			d := &Delivery{Stream: &st, Event: e, Index: i, Function: f.info}
+			err := p.execute(ctx, f, d, true)
+			if err == nil {
+				continue
+			}
+			if ctx.Err() != nil {
+				return interrupted // stopped midway: neither record nor ack
+			}
+			if p.record(ctx, p.execution(f, d, nil, err)) == OutcomeRecordingFailed {
+				result = nak
+			}
+		}
+	}
+	return result
+}
+
+// execute runs f on d with immediate retries for RECOVERABLE errors (by the
+// global classification, as the reference's retry filter does) and returns
+// the final error. STATE_EVENT functions first get the aggregate's state;
+// failing to build it is their failure.
+func (p *Processor) execute(ctx context.Context, f *function, d *Delivery, cache bool) error {
+	if f.info.FunctionKind == aggregate.KindStateEvent && d.State == nil {
+		state, err := p.stateAfter(ctx, d.Stream, cache)
+		if err != nil {
+			f.stats.Failed.Add(1)
+			return err
+		}
+		d.State = state
+	}
+	for attempt := 0; ; attempt++ {
+		f.stats.Calls.Add(1)
+		err := call(ctx, f, d)
+		if err == nil {
+			f.stats.Succeeded.Add(1)
+			return nil
+		}
+		if attempt >= f.retry.Retries || ctx.Err() != nil || failure.Classify(err, failure.Rules{}) != aggregate.Recoverable {
+			f.stats.Failed.Add(1)
+			return err
+		}
+		f.stats.Retries.Add(1)
+		if p.o.sleep(ctx, f.retry.Backoff.Delay(attempt)) != nil {
+			f.stats.Failed.Add(1)
+			return err
+		}
+	}
+}
+
+// call runs the handler, turning a panic into an error with its stack.
+func call(ctx context.Context, f *function, d *Delivery) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errors.WithStackDepth(errors.Newf("%s.%s panicked: %v", f.info.ProcessorName, f.info.Name, r), 1)
+		}
+	}()
+	return f.handler(ctx, d)
+}
+
+// execution describes f's final outcome on d for the recorder.
+func (p *Processor) execution(f *function, d *Delivery, c *Compensation, err error) Execution {
+	info := f.info
+	return Execution{
+		EventID: d.EventID(), Function: &info, Compensation: c, Err: err,
+		ExecuteAt: p.o.clock.Now(), RetrySpec: f.retrySpec, Waived: f.waived, Rules: f.rules,
+	}
+}
+
+// record hands x to the recorder, counts and logs the outcome.
+func (p *Processor) record(ctx context.Context, x Execution) Outcome {
+	out, rerr := OutcomeUnrecorded, error(nil)
+	if p.o.recorder != nil {
+		out, rerr = p.o.recorder.Record(ctx, x)
+	} else if x.Err == nil {
+		out = OutcomeNone
+	}
+	p.metrics.countOutcome(out)
+	attrs := []any{
+		"context", p.context, "aggregate", x.EventID.AggregateID.AggregateName + "/" + x.EventID.AggregateID.AggregateID,
+		"version", x.EventID.Version, "seq", x.EventID.Seq, "event", x.EventID.ID, "outcome", string(out),
+	}
+	if x.Function != nil {
+		attrs = append(attrs, "processor", x.Function.ProcessorName, "function", x.Function.Name)
+	}
+	if x.Compensation != nil {
+		attrs = append(attrs, "compensation", x.Compensation.ID, "attempt", x.Compensation.Attempt)
+	}
+	switch {
+	case out == OutcomeRecordingFailed:
+		if se, ok := rerr.(interface{ SendError() error }); ok {
+			attrs = append(attrs, "sendErr", se.SendError())
+		}
+		p.o.logger.Error("amends processor: recording failed; the message will be redelivered", append(attrs, "err", rerr)...)
+	case x.Err != nil:
+		p.o.logger.Warn("amends processor: function failed", append(attrs, "err", x.Err)...)
+	case p.o.logger.Enabled(ctx, slog.LevelDebug):
+		p.o.logger.Debug("amends processor: replay succeeded", attrs...)
+	}
+	return out
+}
+
+// undecodable logs and counts a message that can never be handled.
+func (p *Processor) undecodable(m jetstream.Msg, err error) {
+	p.metrics.Undecodable.Add(1)
+	var stream string
+	var seq uint64
+	if md, mdErr := m.Metadata(); mdErr == nil {
+		stream, seq = md.Stream, md.Sequence.Stream
+	}
+	p.o.logger.Error("amends processor: undecodable message terminated",
+		"context", p.context, "stream", stream, "seq", seq, "subject", m.Subject(), "err", err)
+}

@@ -1,0 +1,106 @@
+// Package processor is the runtime a service embeds to react to the events
+// of its bounded context: it registers functions, feeds them from durable
+// JetStream consumers, retries them at once, hands their final failures to
+// a FailureRecorder (recorder.Recorder) and replays prepared compensations
+// to exactly the function that failed.
+//
+// # Functions
+//
+// A function has an identity, (context, processor, name) plus its kind
+// (EVENT, or STATE_EVENT for functions of the aggregate's state), and says
+// which aggregate types and event names it reacts to. Register it with
+// Register, with HandleBody to receive a decoded body, or HandleState for
+// STATE_EVENT functions, whose aggregate types need an evolve
+// (RegisterAggregate). Per function: WithRetrySpec (the record's retry
+// spec), WithoutCompensation, RecoverableOn / UnrecoverableOn (the record's
+// classification, see package failure), ImmediateRetry. Snapshot registers
+// the built-in snapshot function of an aggregate type. The same identity
+// twice is ErrDuplicateFunction.
+//
+// # Consumers and order
+//
+// Each processor name has one durable consumer, DurableName(context,
+// processor) = "amends_<context>_<processor>", on the context's stream,
+// filtered on the aggregate types of its functions. Renaming a processor
+// creates a new durable, which starts at the beginning of the stream (or
+// its end with WithDeliverNew); the old one stays on the server until
+// deleted. Its open records keep the old name: ChangeFunction them.
+//
+// Within one instance, messages are spread over WithConcurrency lanes
+// (default 16) by a hash of their subject, that is by aggregate; a lane
+// handles one message at a time. So on one instance:
+//
+//   - the events of one aggregate are handled in the order the consumer
+//     delivers them, which is stream (version) order, and never two at
+//     once;
+//   - except around a redelivery: a message nak'ed because its recording
+//     failed, or not acked within AckWait, is delivered again after later
+//     messages of its aggregate may have been handled.
+//
+// Across several instances sharing a durable (scale-out), JetStream hands
+// each pull its own messages, so two events of one aggregate can be handled
+// at once on two instances, in either order. Functions must tolerate that
+// (they must be idempotent anyway), or run one instance, or use
+// WithPinnedClient: JetStream's pinned-client priority policy delivers to
+// one instance at a time and fails over to another when it stops pulling
+// (after AckWait), which restores the single-instance guarantees above at
+// the price of scale-out. MaxAckPending (WithMaxAckPending) bounds the
+// messages in flight on all instances together.
+//
+// A handler that runs long keeps its message: while it runs, the processor
+// sends InProgress every third of AckWait (WithAckWait, default 30 s).
+//
+// # Immediate retries
+//
+// An EVENT function whose error is RECOVERABLE by the global classification
+// (failure.Classify without the function's rules, as the reference's retry
+// filter) is called again: by default 3 times, after 2 s, 4 s and 8 s, each
+// ±50 % jitter (DefaultRetry; WithImmediateRetry, ImmediateRetry).
+// STATE_EVENT functions are never retried at once: their first failure is
+// recorded. The waits go through an injectable Sleeper (WithSleeper).
+//
+// # Acknowledgement contract
+//
+// Every event of a message goes to every function that reacts to it; a
+// failing function does not keep the others from running. After all have
+// run, the message is:
+//
+//   - acked when every function succeeded, or each failure was recorded
+//     (RECORDED, ALREADY_RECORDED), waived (WithoutCompensation:
+//     FAILURE_WAIVED) or cannot be recorded (no recorder or no identity:
+//     FAILURE_UNRECORDED);
+//   - nak'ed with a delay (WithNakDelay, default 5 s) when recording a
+//     failure failed (RECORDING_FAILED): it is redelivered and every function
+//     of it runs again, so delivery is at least once and functions must be
+//     idempotent on the event's identity;
+//   - terminated when it cannot be decoded: it is logged with its stream and
+//     sequence, counted (Metrics.Undecodable) and never blocks the consumer.
+//
+// When Run stops, messages not yet started are nak'ed for immediate
+// redelivery elsewhere; running handlers get WithShutdownTimeout to finish,
+// then their context is cancelled and their message nak'ed, unrecorded.
+//
+// # Replays
+//
+// With a recorder, each Processor also runs ReplayDurableName(context) on
+// the compensation stream (created at its end). For each
+// CompensationPrepared whose function belongs to this context it loads the
+// original stream (by the recorded sequence with one direct get, checking
+// the event id; else by aggregate and version), runs only the recorded
+// (processor, name) with CompensationFrom(ctx) set to the record id and
+// attempt (STATE_EVENT functions get the state as of that version, rebuilt
+// from the history), and reports the result through the recorder with the
+// attempt, which the record fences. A function no longer registered is
+// reported as failed with code FunctionNotFound, UNRECOVERABLE; a missing
+// event with EventNotFound. With WithRecords the record is read first and a
+// prepared attempt that is no longer current is skipped. Replays have the
+// same ack contract.
+//
+// # Concurrency and lifecycle
+//
+// Register before Run. Run returns after everything it started has
+// stopped; Stop is idempotent; Ready and Closed report the lifecycle.
+// Metrics and FunctionMetrics are atomic counters, readable at any time.
+// Handlers of different aggregates run concurrently and must be safe for
+// that.
+package processor

@@ -1,0 +1,155 @@
+package processor
+
+import (
+	"fmt"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/failure"
+)
+
+// Function is a function's identity and what it reacts to.
+//
+// Processor and Name identify it within the Processor's context: a record
+// of its failure names (context, Processor, Name), and a replay runs only
+// the function with that identity. Processor also names the durable
+// consumer that feeds all functions of that processor, so renaming a
+// processor gives it a new durable consumer, which starts from the
+// beginning of the stream (or the end, with WithDeliverNew): rename with
+// care, and ChangeFunction the open records of the old name.
+type Function struct {
+	// Processor groups functions that share one durable consumer, e.g.
+	// "InventoryProjector". 1 to 64 characters of [A-Za-z0-9_-].
+	Processor string
+	// Name is the function's name within the processor, e.g.
+	// "onOrderPlaced". Same rule.
+	Name string
+	// Kind is aggregate.KindEvent (the default when empty) for processors,
+	// sagas and projections, or aggregate.KindStateEvent for functions that
+	// receive the aggregate's state after the event's stream: they get no
+	// immediate retry and are recorded on their first failure.
+	Kind aggregate.FunctionKind
+	// AggregateTypes are the aggregate types of the context whose events the
+	// function receives; at least one.
+	AggregateTypes []string
+	// Events are the event names it receives; empty means every event of
+	// those aggregate types.
+	Events []string
+}
+
+// FunctionOption configures one registered function.
+type FunctionOption func(*function) error
+
+// WithRetrySpec sets the retry spec of the function's records (Wow's
+// @Retry maxRetries/minBackoff/executionTimeout). Without it a record gets
+// the compensation service's default. The spec is checked at registration.
+func WithRetrySpec(spec aggregate.RetrySpec) FunctionOption {
+	return func(f *function) error {
+		if err := aggregate.ValidateRetrySpec(spec); err != nil {
+			return fmt.Errorf("%s: retry spec: %v: %w", f.info.Name, err, ErrInvalidFunction)
+		}
+		f.retrySpec = &spec
+		return nil
+	}
+}
+
+// WithoutCompensation opts the function out of compensation (Wow's
+// @Retry(enabled = false)): its failures are logged, counted and acked
+// without a record (outcome FAILURE_WAIVED). A replay of an older record
+// that succeeds still reports ApplyExecutionSuccess.
+func WithoutCompensation() FunctionOption {
+	return func(f *function) error { f.waived = true; return nil }
+}
+
+// RecoverableOn classifies errors matching any of ms as RECOVERABLE in the
+// function's records (see package failure for the order of rules).
+func RecoverableOn(ms ...failure.Matcher) FunctionOption {
+	return func(f *function) error { f.rules.Recoverable = append(f.rules.Recoverable, ms...); return nil }
+}
+
+// UnrecoverableOn classifies errors matching any of ms as UNRECOVERABLE in
+// the function's records.
+func UnrecoverableOn(ms ...failure.Matcher) FunctionOption {
+	return func(f *function) error { f.rules.Unrecoverable = append(f.rules.Unrecoverable, ms...); return nil }
+}
+
+// ImmediateRetry replaces the processor's immediate retry policy
+// (WithImmediateRetry) for this function. STATE_EVENT functions never retry
+// immediately.
+func ImmediateRetry(r Retry) FunctionOption {
+	return func(f *function) error {
+		if err := r.validate(); err != nil {
+			return fmt.Errorf("%s: %v: %w", f.info.Name, err, ErrInvalidFunction)
+		}
+		f.retry = r
+		return nil
+	}
+}
+
+// function is a registered function.
+type function struct {
+	info      aggregate.FunctionInfo
+	types     map[string]bool
+	events    map[string]bool // nil: all
+	handler   Handler
+	retrySpec *aggregate.RetrySpec
+	waived    bool
+	rules     failure.Rules
+	retry     Retry
+	stats     *FunctionMetrics
+}
+
+// reacts reports whether f receives events named name.
+func (f *function) reacts(name string) bool { return f.events == nil || f.events[name] }
+
+// newFunction checks fn and builds the registered function.
+func newFunction(context string, fn Function, h Handler, def Retry, opts []FunctionOption) (*function, error) {
+	if fn.Kind == "" {
+		fn.Kind = aggregate.KindEvent
+	}
+	if fn.Kind != aggregate.KindEvent && fn.Kind != aggregate.KindStateEvent {
+		return nil, fmt.Errorf("function %s.%s: kind must be EVENT or STATE_EVENT, got %q: %w", fn.Processor, fn.Name, fn.Kind, ErrInvalidFunction)
+	}
+	for _, c := range []struct{ field, v string }{{"processor name", fn.Processor}, {"function name", fn.Name}} {
+		if err := eventstore.ValidateName(c.field, c.v); err != nil {
+			return nil, fmt.Errorf("function %s.%s: %v: %w", fn.Processor, fn.Name, err, ErrInvalidFunction)
+		}
+	}
+	if h == nil {
+		return nil, fmt.Errorf("function %s.%s: the handler is nil: %w", fn.Processor, fn.Name, ErrInvalidFunction)
+	}
+	if len(fn.AggregateTypes) == 0 {
+		return nil, fmt.Errorf("function %s.%s: name at least one aggregate type it reacts to: %w", fn.Processor, fn.Name, ErrInvalidFunction)
+	}
+	f := &function{
+		info:    aggregate.FunctionInfo{FunctionKind: fn.Kind, ContextName: context, ProcessorName: fn.Processor, Name: fn.Name},
+		types:   make(map[string]bool),
+		handler: h,
+		retry:   def,
+		stats:   &FunctionMetrics{},
+	}
+	for _, t := range fn.AggregateTypes {
+		if err := eventstore.ValidateName("aggregate type", t); err != nil {
+			return nil, fmt.Errorf("function %s.%s: %v: %w", fn.Processor, fn.Name, err, ErrInvalidFunction)
+		}
+		f.types[t] = true
+	}
+	if len(fn.Events) > 0 {
+		f.events = make(map[string]bool)
+		for _, e := range fn.Events {
+			if err := eventstore.ValidateName("event name", e); err != nil {
+				return nil, fmt.Errorf("function %s.%s: %v: %w", fn.Processor, fn.Name, err, ErrInvalidFunction)
+			}
+			f.events[e] = true
+		}
+	}
+	for _, o := range opts {
+		if err := o(f); err != nil {
+			return nil, err
+		}
+	}
+	if fn.Kind == aggregate.KindStateEvent {
+		f.retry = Retry{} // recorded on the first failure
+	}
+	return f, nil
+}

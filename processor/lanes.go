@@ -1,0 +1,170 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// disposition is what happens to a message after its handling.
+type disposition int
+
+const (
+	ack         disposition = iota // done
+	nak                            // recording failed: redeliver after the nak delay
+	term                           // undecodable: never redeliver
+	interrupted                    // stopped midway: redeliver at once
+)
+
+// runner feeds one durable consumer's messages to lanes: a message goes to
+// the lane of its subject (one aggregate), and each lane handles its
+// messages one at a time, so one aggregate's messages are handled in the
+// order the consumer delivers them.
+type runner struct {
+	p       *Processor
+	stream  string
+	cfg     jetstream.ConsumerConfig
+	lanes   int
+	handle  func(ctx context.Context, m jetstream.Msg) disposition
+	current []atomic.Pointer[jetstream.Msg]
+}
+
+// laneOf hashes a subject (FNV-1a) to one of n lanes.
+func laneOf(subject string, n int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(subject); i++ {
+		h ^= uint32(subject[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}
+
+// run consumes until stopping ends, then lets the lanes finish (handlers
+// run with work, which the caller cancels after the shutdown timeout) and
+// returns once every goroutine it started has returned.
+func (r *runner) run(stopping, work context.Context) {
+	r.current = make([]atomic.Pointer[jetstream.Msg], r.lanes)
+	chans := make([]chan jetstream.Msg, r.lanes)
+	var wg sync.WaitGroup
+	for i := range chans {
+		chans[i] = make(chan jetstream.Msg, r.p.o.laneBuffer)
+		wg.Go(func() { r.lane(i, chans[i], stopping, work) })
+	}
+	hbDone := make(chan struct{})
+	var hb sync.WaitGroup
+	hb.Go(func() { r.heartbeat(hbDone) })
+
+	r.pull(stopping, chans)
+	for _, c := range chans {
+		close(c)
+	}
+	wg.Wait()
+	close(hbDone)
+	hb.Wait()
+}
+
+func (r *runner) lane(i int, msgs <-chan jetstream.Msg, stopping, work context.Context) {
+	for m := range msgs {
+		if stopping.Err() != nil {
+			r.settle(m, interrupted) // not started: let another instance have it now
+			continue
+		}
+		r.current[i].Store(&m)
+		d := r.handle(work, m)
+		r.current[i].Store(nil)
+		r.settle(m, d)
+	}
+}
+
+func (r *runner) settle(m jetstream.Msg, d disposition) {
+	var err error
+	var counter *atomic.Uint64
+	switch d {
+	case ack:
+		err, counter = m.Ack(), &r.p.metrics.Acked
+	case nak:
+		err, counter = m.NakWithDelay(r.p.o.nakDelay), &r.p.metrics.Naked
+	case interrupted:
+		err, counter = m.Nak(), &r.p.metrics.Naked
+	case term:
+		err, counter = m.Term(), &r.p.metrics.Terminated
+	}
+	if err == nil {
+		counter.Add(1)
+		return
+	}
+	r.p.metrics.AckErrors.Add(1)
+	r.p.o.logger.Warn("amends processor: could not settle message; the server redelivers it after AckWait",
+		"consumer", r.cfg.Durable, "subject", m.Subject(), "err", err)
+}
+
+// heartbeat sends InProgress for every message that has been running for a
+// whole tick (a third of AckWait), so long handlers keep their message.
+func (r *runner) heartbeat(done <-chan struct{}) {
+	t := time.NewTicker(r.p.o.ackWait / 3)
+	defer t.Stop()
+	last := make([]*jetstream.Msg, len(r.current))
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		for i := range r.current {
+			m := r.current[i].Load()
+			if m != nil && m == last[i] {
+				_ = (*m).InProgress()
+			}
+			last[i] = m
+		}
+	}
+}
+
+// pull reads the consumer until stopping ends, re-creating the consumer
+// and the pull if they fail (a deleted consumer, a lost connection).
+func (r *runner) pull(stopping context.Context, chans []chan jetstream.Msg) {
+	log := r.p.o.logger
+	for stopping.Err() == nil {
+		cons, err := r.p.ensureConsumer(stopping, r.stream, r.cfg)
+		if err != nil {
+			log.Warn("amends processor: consumer unavailable; retrying", "consumer", r.cfg.Durable, "err", err)
+			_ = Sleep(stopping, time.Second)
+			continue
+		}
+		opts := []jetstream.PullMessagesOpt{
+			jetstream.PullMaxMessages(min(r.cfg.MaxAckPending, 500)),
+			jetstream.WithMessagesErrOnMissingHeartbeat(false),
+		}
+		if r.p.o.pinned {
+			opts = append(opts, jetstream.PullPriorityGroup(priorityGroup))
+		}
+		it, err := cons.Messages(opts...)
+		if err != nil {
+			log.Warn("amends processor: cannot pull; retrying", "consumer", r.cfg.Durable, "err", err)
+			_ = Sleep(stopping, time.Second)
+			continue
+		}
+		stop := context.AfterFunc(stopping, it.Stop)
+		for {
+			m, err := it.Next()
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				break
+			}
+			if err != nil {
+				log.Warn("amends processor: pull error", "consumer", r.cfg.Durable, "err", err)
+				continue
+			}
+			r.p.metrics.Delivered.Add(1)
+			chans[laneOf(m.Subject(), len(chans))] <- m
+		}
+		stop()
+		if stopping.Err() == nil {
+			log.Warn("amends processor: pull ended; resuming", "consumer", r.cfg.Durable)
+			_ = Sleep(stopping, 250*time.Millisecond)
+		}
+	}
+}

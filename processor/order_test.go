@@ -1,0 +1,76 @@
+package processor_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/processor"
+)
+
+// Per-aggregate order holds with concurrency 16 over 1000 aggregates × 20
+// events, while different aggregates run in parallel.
+func TestPerAggregateOrder(t *testing.T) {
+	const aggregates, versions, writers = 1000, 20, 8
+	e := newEnv(t)
+	p := e.processor(processor.WithConcurrency(16))
+	var (
+		mu         sync.Mutex
+		last       = make(map[string]uint64, aggregates)
+		violations []string
+		handled    atomic.Int64
+		inFlight   atomic.Int64
+		maxFlight  atomic.Int64
+	)
+	require.NoError(t, p.Register(fn("Projector", "onStep"), func(_ context.Context, d *processor.Delivery) error {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := maxFlight.Load(); n > m && !maxFlight.CompareAndSwap(m, n); m = maxFlight.Load() {
+		}
+		mu.Lock()
+		id := d.Stream.Aggregate.ID
+		if d.Stream.Version != last[id]+1 {
+			violations = append(violations, fmt.Sprintf("%s: version %d after %d", id, d.Stream.Version, last[id]))
+		}
+		last[id] = d.Stream.Version
+		mu.Unlock()
+		handled.Add(1)
+		return nil
+	}))
+	run(t, p)
+
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for v := uint64(1); v <= versions; v++ {
+				for a := w; a < aggregates; a += writers {
+					st := eventstore.Stream{ID: uuid.NewString(), Aggregate: order(fmt.Sprintf("o-%d", a)), CreateTime: t0,
+						Events: []eventstore.Event{{ID: uuid.NewString(), Name: "step", Body: []byte(`{}`)}}}
+					if _, err := e.store.Append(context.Background(), st, v-1); err != nil {
+						t.Errorf("append %s v%d: %v", st.Aggregate, v, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Eventually(t, func() bool { return handled.Load() == aggregates*versions }, 4*waitFor, tick)
+	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, violations, "every aggregate's events arrive in version order")
+	assert.Len(t, last, aggregates)
+	for id, v := range last {
+		assert.Equal(t, uint64(versions), v, "aggregate %s saw every version", id)
+	}
+	assert.Greater(t, maxFlight.Load(), int64(1), "aggregates were handled in parallel")
+}

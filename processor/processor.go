@@ -1,0 +1,172 @@
+package processor
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+)
+
+// Processor runs the functions of one bounded context: one durable
+// consumer per processor name on the context's stream, and one replay
+// consumer on the compensation records. Register functions, then Run.
+//
+// Registration methods are safe for concurrent use but fail with
+// ErrRunning once Run has started. Metrics may be read at any time.
+type Processor struct {
+	js      jetstream.JetStream
+	store   *jsstore.Store
+	context string
+	o       options
+
+	mu        sync.Mutex
+	running   bool
+	groups    []*group
+	byName    map[string]*group
+	functions map[key]*function
+	evolvers  map[string]Evolver
+
+	states  *stateCache
+	metrics Metrics
+
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	ready    chan struct{}
+	closed   chan struct{}
+}
+
+// key is a function's identity within the context.
+type key struct{ processor, name string }
+
+// group is the functions of one processor name: one durable consumer.
+type group struct {
+	name      string
+	functions []*function
+	byType    map[string][]*function
+}
+
+// New returns a Processor of the bounded context context, reading its
+// events through store (whose streams live in js). It does no I/O. An
+// invalid context or option returns an error wrapping ErrInvalidOption.
+func New(js jetstream.JetStream, store *jsstore.Store, context string, opts ...Option) (*Processor, error) {
+	if js == nil || store == nil {
+		return nil, invalidOption("jetstream and store must not be nil")
+	}
+	if err := eventstore.ValidateName("context", context); err != nil {
+		return nil, invalidOption("%v", err)
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.maxAckPending == 0 {
+		o.maxAckPending = max(1000, o.concurrency*o.laneBuffer)
+	}
+	return &Processor{
+		js: js, store: store, context: context, o: o,
+		byName:    make(map[string]*group),
+		functions: make(map[key]*function),
+		evolvers:  make(map[string]Evolver),
+		states:    newStateCache(o.stateCache),
+		stopCh:    make(chan struct{}),
+		ready:     make(chan struct{}),
+		closed:    make(chan struct{}),
+	}, nil
+}
+
+// Context returns the bounded context the processor runs.
+func (p *Processor) Context() string { return p.context }
+
+// Register adds a function. It fails with ErrDuplicateFunction if a
+// function with the same (Processor, Name) exists, ErrInvalidFunction if fn
+// or an option is invalid, ErrRunning after Run started.
+func (p *Processor) Register(fn Function, h Handler, opts ...FunctionOption) error {
+	f, err := newFunction(p.context, fn, h, p.o.retry, opts)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running {
+		return fmt.Errorf("register %s.%s: %w", fn.Processor, fn.Name, ErrRunning)
+	}
+	k := key{fn.Processor, fn.Name}
+	if _, dup := p.functions[k]; dup {
+		return fmt.Errorf("function %s.%s of context %s is already registered; identities must be unique: %w", fn.Processor, fn.Name, p.context, ErrDuplicateFunction)
+	}
+	g := p.byName[fn.Processor]
+	if g == nil {
+		g = &group{name: fn.Processor, byType: make(map[string][]*function)}
+		p.byName[fn.Processor] = g
+		p.groups = append(p.groups, g)
+	}
+	g.functions = append(g.functions, f)
+	for t := range f.types {
+		g.byType[t] = append(g.byType[t], f)
+	}
+	p.functions[k] = f
+	return nil
+}
+
+// RegisterAggregate sets the evolve of an aggregate type, which STATE_EVENT
+// functions and snapshots of that type need. It fails with
+// ErrInvalidFunction for an invalid type or a second registration, and
+// ErrRunning after Run started.
+func (p *Processor) RegisterAggregate(aggregateType string, ev Evolver) error {
+	if err := eventstore.ValidateName("aggregate type", aggregateType); err != nil {
+		return fmt.Errorf("register aggregate: %v: %w", err, ErrInvalidFunction)
+	}
+	if ev.initial == nil || ev.evolve == nil {
+		return fmt.Errorf("register aggregate %s: build the Evolver with Evolve: %w", aggregateType, ErrInvalidFunction)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running {
+		return fmt.Errorf("register aggregate %s: %w", aggregateType, ErrRunning)
+	}
+	if _, dup := p.evolvers[aggregateType]; dup {
+		return fmt.Errorf("aggregate type %s already has an evolve: %w", aggregateType, ErrInvalidFunction)
+	}
+	p.evolvers[aggregateType] = ev
+	return nil
+}
+
+func (p *Processor) evolver(t string) (Evolver, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ev, ok := p.evolvers[t]
+	return ev, ok
+}
+
+// lookup returns the function (processor, name), ignoring the kind as the
+// reference's compensation headers do.
+func (p *Processor) lookup(processor, name string) (*function, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, ok := p.functions[key{processor, name}]
+	return f, ok
+}
+
+// check verifies what registration could not: every STATE_EVENT function's
+// aggregate types have an evolve.
+func (p *Processor) check() error {
+	for _, g := range p.groups {
+		for _, f := range g.functions {
+			if f.info.FunctionKind != "STATE_EVENT" {
+				continue
+			}
+			for t := range f.types {
+				if _, ok := p.evolvers[t]; !ok {
+					return fmt.Errorf("STATE_EVENT function %s.%s reacts to %s, which has no evolve; call RegisterAggregate: %w",
+						f.info.ProcessorName, f.info.Name, t, ErrInvalidFunction)
+				}
+			}
+		}
+	}
+	return nil
+}

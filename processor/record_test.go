@@ -1,0 +1,98 @@
+package processor_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/processor"
+)
+
+// A failing function yields exactly one record with the right fields; the
+// other functions of that event ran once.
+func TestFailureYieldsOneRecord(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	mailer, projector, audit := newCounter(), newCounter(), newCounter()
+	mailer.failWith(failure.Unrecoverable(errBoom))
+	spec := aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: 30}
+	require.NoError(t, p.Register(fn("Mailer", "onPlaced", "order_placed"), mailer.handle, processor.WithRetrySpec(spec)))
+	require.NoError(t, p.Register(fn("Projector", "onPlaced", "order_placed"), projector.handle))
+	require.NoError(t, p.Register(fn("Audit", "onAny"), audit.handle))
+	run(t, p)
+
+	st := e.emit(order("o-1"), 1, ev("order_placed", map[string]int{"qty": 2}))
+	evt := st.Events[0]
+	require.Eventually(t, func() bool { return e.settled("Mailer") && e.settled("Projector") && e.settled("Audit") }, waitFor, tick)
+
+	rec := e.record(evt.ID, info("Mailer", "onPlaced"))
+	require.Equal(t, aggregate.StatusFailed, rec.Status, "the mailer's failure is recorded")
+	assert.Equal(t, aggregate.EventID{
+		ID:          evt.ID,
+		AggregateID: aggregate.AggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID},
+		Version:     1,
+		Seq:         st.Seq,
+	}, rec.EventID)
+	assert.Equal(t, info("Mailer", "onPlaced"), rec.Function)
+	assert.Equal(t, "BadRequest", rec.Error.ErrorCode, "a plain error has the generic code")
+	assert.Equal(t, "boom", rec.Error.ErrorMsg)
+	assert.Equal(t, spec, rec.RetrySpec)
+	assert.Equal(t, aggregate.Unrecoverable, rec.Recoverable)
+	assert.Equal(t, t0, rec.ExecuteAt)
+	assert.Equal(t, 1, e.recordCount(), "exactly one record")
+
+	assert.Equal(t, 1, mailer.count(evt.ID), "an unrecoverable error is not retried at once")
+	assert.Equal(t, 1, projector.count(evt.ID), "the other functions ran once")
+	assert.Equal(t, 1, audit.count(evt.ID))
+	assert.Equal(t, uint64(1), e.rec.Metrics().Recorded.Load())
+	assert.Equal(t, uint64(1), p.Metrics().Outcome(processor.OutcomeRecorded))
+	assert.Equal(t, uint64(0), p.Metrics().Naked.Load(), "every message acked")
+}
+
+// Immediate retries: RECOVERABLE errors only, 3 by default with growing
+// backoff; STATE_EVENT functions none.
+func TestImmediateRetries(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	flaky, broken := newCounter(), newCounter()
+	flaky.failWith(failure.Recoverable(errBoom))
+	broken.failWith(errBoom)
+	require.NoError(t, p.Register(fn("Mailer", "flaky"), flaky.handle))
+	require.NoError(t, p.Register(fn("Mailer", "broken"), broken.handle))
+	run(t, p)
+
+	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+
+	assert.Equal(t, 4, flaky.count(st.Events[0].ID), "a recoverable error is retried 3 times")
+	assert.Equal(t, 1, broken.count(st.Events[0].ID), "an unknown error is not retried")
+	assert.Equal(t, aggregate.Recoverable, e.record(st.Events[0].ID, info("Mailer", "flaky")).Recoverable)
+	assert.Equal(t, aggregate.RecoverabilityUnknown, e.record(st.Events[0].ID, info("Mailer", "broken")).Recoverable)
+	d := e.sleeps.All()
+	require.Len(t, d, 3, "three waits between four calls")
+	for i, want := range []float64{2, 4, 8} {
+		assert.InDelta(t, want, d[i].Seconds(), want/2, "wait %d is %gs ± jitter 0.5", i, want)
+	}
+	m := p.FunctionMetrics("Mailer", "flaky")
+	assert.Equal(t, uint64(4), m.Calls.Load())
+	assert.Equal(t, uint64(3), m.Retries.Load())
+	assert.Equal(t, uint64(1), m.Failed.Load())
+}
+
+// A function that opted out is not recorded, and the message is acked.
+func TestWithoutCompensationWaives(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	c := newCounter()
+	c.failWith(errBoom)
+	require.NoError(t, p.Register(fn("Mailer", "optedOut"), c.handle, processor.WithoutCompensation()))
+	run(t, p)
+	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	rec := e.record(st.Events[0].ID, info("Mailer", "optedOut"))
+	assert.False(t, rec.Exists(), "no record")
+	assert.Equal(t, uint64(1), e.rec.Metrics().Waived.Load())
+}

@@ -1,0 +1,146 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/processor"
+)
+
+// prepare sends PrepareCompensation (or ForcePrepare) to a record.
+func (e *env) prepare(id string, force bool) int32 {
+	e.t.Helper()
+	var c aggregate.Command = aggregate.PrepareCompensation{}
+	if force {
+		c = aggregate.ForcePrepareCompensation{}
+	}
+	res, err := e.svc.Execute(context.Background(), id, c, aggregate.Meta{Actor: "test"})
+	require.NoError(e.t, err)
+	return res.State.Attempt()
+}
+
+// A prepared record replays to only its function; success → SUCCEEDED,
+// failure → FAILED with the new error.
+func TestReplayRunsOnlyTheRecordedFunction(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	mailer, sibling, projector := newCounter(), newCounter(), newCounter()
+	mailer.failWith(errBoom)
+	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
+	require.NoError(t, p.Register(fn("Mailer", "sibling"), sibling.handle))
+	require.NoError(t, p.Register(fn("Projector", "onPlaced"), projector.handle))
+	run(t, p)
+
+	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	evt := st.Events[0].ID
+	require.Eventually(t, func() bool { return e.settled("Mailer") && e.settled("Projector") }, waitFor, tick)
+	id := aggregate.RecordID(evt, info("Mailer", "onPlaced"))
+	require.Equal(t, aggregate.StatusFailed, e.record(evt, info("Mailer", "onPlaced")).Status)
+
+	// Replay fails again, with another error.
+	e.clock.Set(t0 + 1000)
+	mailer.failWith(errors.New("smtp down"))
+	attempt := e.prepare(id, false)
+	require.Eventually(t, func() bool {
+		return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusFailed && mailer.count(evt) == 2
+	}, waitFor, tick)
+	rec := e.record(evt, info("Mailer", "onPlaced"))
+	assert.Equal(t, "smtp down", rec.Error.ErrorMsg, "the record holds the new error")
+	assert.Equal(t, int32(1), rec.Attempt())
+
+	// Replay succeeds.
+	mailer.succeed()
+	e.clock.Set(t0 + 2000)
+	attempt2 := e.prepare(id, false)
+	require.Eventually(t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusSucceeded }, waitFor, tick)
+	assert.Equal(t, t0+2000, e.record(evt, info("Mailer", "onPlaced")).ExecuteAt)
+
+	assert.Equal(t, 3, mailer.count(evt), "the recorded function ran once per replay")
+	assert.Equal(t, 1, sibling.count(evt), "a sibling in the same processor did not run again")
+	assert.Equal(t, 1, projector.count(evt), "a function of another processor did not run again")
+	assert.Equal(t, []processor.Compensation{{ID: id, Attempt: attempt}, {ID: id, Attempt: attempt2}}, mailer.compensations(),
+		"the replays carried the compensation id and attempt")
+	assert.Equal(t, uint64(2), p.FunctionMetrics("Mailer", "onPlaced").Replayed.Load())
+	assert.Equal(t, uint64(0), p.FunctionMetrics("Mailer", "sibling").Replayed.Load())
+	assert.Equal(t, uint64(2), e.rec.Metrics().Applied.Load())
+}
+
+// A stale attempt's result is rejected by the record and acked; with
+// WithRecords the stale attempt is not even run.
+func TestStaleAttempt(t *testing.T) {
+	for _, withRecords := range []bool{false, true} {
+		name := map[bool]string{false: "fenced by the record", true: "skipped before running"}[withRecords]
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			mailer := newCounter()
+			newProc := func() *processor.Processor {
+				var opts []processor.Option
+				if !withRecords {
+					opts = append(opts, processor.WithRecords(nil))
+				}
+				p := e.processor(opts...)
+				require.NoError(t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
+				return p
+			}
+			mailer.failWith(errBoom)
+			stop := run(t, newProc())
+			evt := e.emit(order("o-1"), 1, ev("order_placed", struct{}{})).Events[0].ID
+			require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+			stop()
+
+			// Two attempts prepared while the service is down: the first times
+			// out and is force-prepared again.
+			id := aggregate.RecordID(evt, info("Mailer", "onPlaced"))
+			require.Equal(t, int32(1), e.prepare(id, false))
+			e.clock.Set(t0 + 10*60*1000)
+			require.Equal(t, int32(2), e.prepare(id, true))
+
+			mailer.succeed()
+			p := newProc()
+			run(t, p)
+			require.Eventually(t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusSucceeded }, waitFor, tick)
+			require.Eventually(t, func() bool { return p.Metrics().Replays.Load() == 2 }, waitFor, tick)
+			rec := e.record(evt, info("Mailer", "onPlaced"))
+			assert.Equal(t, int32(2), rec.Attempt())
+			if withRecords {
+				assert.Equal(t, uint64(1), p.Metrics().ReplaysSkipped.Load(), "attempt 1 skipped")
+				assert.Equal(t, 2, mailer.count(evt), "the original call and attempt 2")
+			} else {
+				require.Eventually(t, func() bool { return e.rec.Metrics().Stale.Load() == 1 }, waitFor, tick, "attempt 1's result rejected as stale")
+				assert.Equal(t, 3, mailer.count(evt), "the original call and both attempts")
+			}
+			assert.Equal(t, uint64(0), p.Metrics().Naked.Load())
+		})
+	}
+}
+
+// A record whose function is no longer registered fails with
+// FunctionNotFound, UNRECOVERABLE.
+func TestReplayOfUnknownFunction(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), newCounter().handle))
+	run(t, p)
+	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	gone := info("Renamed", "handler")
+	id := aggregate.RecordID(st.Events[0].ID, gone)
+	_, err := e.svc.Execute(context.Background(), id, aggregate.CreateExecutionFailed{
+		EventID:  aggregate.EventID{ID: st.Events[0].ID, AggregateID: aggregate.AggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 1, Seq: st.Seq},
+		Function: gone, Error: aggregate.ErrorDetails{ErrorCode: "X"}, ExecuteAt: t0,
+	}, aggregate.Meta{})
+	require.NoError(t, err)
+	e.prepare(id, false)
+	require.Eventually(t, func() bool {
+		rec := e.record(st.Events[0].ID, gone)
+		return rec.Status == aggregate.StatusFailed && rec.Error.ErrorCode == "FunctionNotFound"
+	}, waitFor, tick)
+	rec := e.record(st.Events[0].ID, gone)
+	assert.Equal(t, aggregate.Unrecoverable, rec.Recoverable)
+	assert.Contains(t, rec.Error.ErrorMsg, "Renamed.handler is not registered")
+	assert.Equal(t, uint64(1), p.Metrics().ReplaysMissing.Load())
+}

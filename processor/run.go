@@ -1,0 +1,126 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+// Run provisions the streams, creates or updates the durable consumers and
+// runs the functions until ctx ends or Stop is called. It then stops
+// pulling, lets running handlers finish (at most the shutdown timeout;
+// messages not started are nak'ed for immediate redelivery) and returns
+// only after every goroutine it started has stopped: nil after a normal
+// stop, or the error that kept it from starting (a consumer that cannot be
+// created, a STATE_EVENT function without evolve: ErrInvalidFunction). A
+// second Run returns ErrRunning.
+func (p *Processor) Run(ctx context.Context) error {
+	p.mu.Lock()
+	if p.running {
+		p.mu.Unlock()
+		return fmt.Errorf("run processor of context %s: %w", p.context, ErrRunning)
+	}
+	if err := p.check(); err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	p.running = true
+	groups := p.groups
+	p.mu.Unlock()
+	defer close(p.closed)
+
+	runners, err := p.runners(ctx, groups)
+	if err != nil {
+		return err
+	}
+	close(p.ready)
+
+	stopping, stop := context.WithCancel(ctx)
+	var watch sync.WaitGroup
+	defer func() {
+		stop()
+		watch.Wait()
+	}()
+	watch.Go(func() {
+		select {
+		case <-p.stopCh:
+			stop()
+		case <-stopping.Done():
+		}
+	})
+	// Handlers do not see the stop at once: they get the shutdown timeout.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	var timer *time.Timer
+	var timerMu sync.Mutex
+	unregister := context.AfterFunc(stopping, func() {
+		timerMu.Lock()
+		timer = time.AfterFunc(p.o.shutdownTimeout, cancelWork)
+		timerMu.Unlock()
+	})
+	defer func() {
+		unregister()
+		timerMu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		timerMu.Unlock()
+	}()
+
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Go(func() { r.run(stopping, work) })
+	}
+	<-stopping.Done()
+	wg.Wait()
+	return nil
+}
+
+// runners provisions the streams and consumers and returns one runner per
+// consumer.
+func (p *Processor) runners(ctx context.Context, groups []*group) ([]*runner, error) {
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	if err := p.store.Provision(ctx, p.context); err != nil {
+		return nil, fmt.Errorf("processor of context %s: %w", p.context, err)
+	}
+	stream := p.store.StreamName(p.context)
+	var out []*runner
+	for _, g := range groups {
+		cfg := p.consumerConfig(g)
+		if _, err := p.ensureConsumer(ctx, stream, cfg); err != nil {
+			return nil, err
+		}
+		out = append(out, &runner{p: p, stream: stream, cfg: cfg, lanes: p.o.concurrency,
+			handle: func(ctx context.Context, m jetstream.Msg) disposition { return p.dispatch(ctx, g, m) }})
+	}
+	if p.o.recorder == nil || !p.o.replay {
+		return out, nil
+	}
+	if err := p.store.Provision(ctx, aggregate.Context); err != nil {
+		return nil, fmt.Errorf("processor of context %s: replays: %w", p.context, err)
+	}
+	stream = p.store.StreamName(aggregate.Context)
+	cfg := p.replayConfig()
+	if _, err := p.ensureConsumer(ctx, stream, cfg); err != nil {
+		return nil, err
+	}
+	return append(out, &runner{p: p, stream: stream, cfg: cfg, lanes: p.o.replayLanes, handle: p.dispatchReplay}), nil
+}
+
+// Stop makes Run return; it does not wait (see Closed). Safe to call more
+// than once and from any goroutine.
+func (p *Processor) Stop() { p.stopOnce.Do(func() { close(p.stopCh) }) }
+
+// Ready is closed once Run has created its consumers and starts handling
+// messages; it stays open if Run fails to start.
+func (p *Processor) Ready() <-chan struct{} { return p.ready }
+
+// Closed is closed once Run has returned.
+func (p *Processor) Closed() <-chan struct{} { return p.closed }

@@ -1,0 +1,45 @@
+// Package recorder turns the final outcomes of functions into commands on
+// ExecutionFailed records: it is the processor.FailureRecorder of amends,
+// after the reference's CompensationFailureRecorder (Wow 9.3).
+//
+// # What Record does
+//
+//   - A first failure (no compensation) sends CreateExecutionFailed to the
+//     record aggregate.RecordID(event id, function): outcome RECORDED, or
+//     ALREADY_RECORDED when that record is already FAILED or PREPARED (a
+//     redelivery). A SUCCEEDED record is re-opened.
+//   - A failed replay sends ApplyExecutionFailed with the attempt; a
+//     successful replay sends ApplyExecutionSuccess with the attempt, even
+//     for a function that opted out. Outcome APPLIED, or STALE_ATTEMPT when
+//     the record rejects it because it moved on (another attempt, or no
+//     longer PREPARED): the message is acked, since that attempt's result
+//     no longer matters.
+//   - A failure without function identity is FAILURE_UNRECORDED; one of a
+//     function WithoutCompensation is FAILURE_WAIVED. Neither sends.
+//   - A send that fails is retried (by default 3 retries, backoff 1 s
+//     doubling to at most 10 s, jitter 0.5); only the send is retried, never
+//     the function. When every send fails the outcome is RECORDING_FAILED
+//     and Record returns the execution's error (or, for a successful replay,
+//     the send error) with the last send error attached once as a
+//     cockroachdb/errors secondary error; it matches ErrRecordingFailed. The
+//     processor then leaves the message for redelivery.
+//
+// Commands carry deterministic command ids for applies
+// ("<command>:<record>:<attempt>"), so a send retried after a lost
+// acknowledgement is deduplicated by the record. A create uses one fresh
+// command id per Record call, reused by its retries: a re-delivery of an
+// already recorded failure is recognised by the record's state instead
+// (ALREADY_RECORDED), and a later failure after a SUCCEEDED replay can
+// still re-open the record.
+//
+// # Error details and classification
+//
+// Details derives the record's ErrorDetails from a Go error: the code (an
+// error's own Code() string, else a code registered with RegisterCode, else
+// a built-in one, else "BadRequest" as in the reference), the message, the
+// stack trace when the error carries one (cockroachdb/errors) and binding
+// errors from an error implementing Validation. Recoverability comes from
+// failure.Classify with the function's rules.
+//
+// A Recorder is safe for concurrent use. Its Metrics count every outcome.
+package recorder

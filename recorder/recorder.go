@@ -1,0 +1,140 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/processor"
+)
+
+// Executor runs commands on records; *aggregate.Service satisfies it.
+type Executor interface {
+	Execute(ctx context.Context, id string, c aggregate.Command, meta aggregate.Meta) (aggregate.Result, error)
+}
+
+// Recorder records executions on ExecutionFailed records through an
+// Executor. It is safe for concurrent use.
+type Recorder struct {
+	exec    Executor
+	o       options
+	metrics Metrics
+}
+
+var _ processor.FailureRecorder = (*Recorder)(nil)
+
+// New returns a Recorder sending its commands to exec. Invalid options
+// return an error wrapping ErrInvalidOption.
+func New(exec Executor, opts ...Option) (*Recorder, error) {
+	if exec == nil {
+		return nil, fmt.Errorf("executor is nil: %w", ErrInvalidOption)
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	return &Recorder{exec: exec, o: o}, nil
+}
+
+// Metrics returns the recorder's counters.
+func (r *Recorder) Metrics() *Metrics { return &r.metrics }
+
+// Record records x (see the package documentation) and counts its outcome.
+// It returns an error, matching ErrRecordingFailed, only with
+// processor.OutcomeRecordingFailed.
+func (r *Recorder) Record(ctx context.Context, x processor.Execution) (processor.Outcome, error) {
+	out, err := r.record(ctx, x)
+	if c := r.metrics.counter(out); c != nil {
+		c.Add(1)
+	}
+	return out, err
+}
+
+func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor.Outcome, error) {
+	at := x.ExecuteAt
+	if at.IsZero() {
+		at = r.o.clock.Now()
+	}
+	executeAt := max(at.UnixMilli(), 1)
+	switch {
+	case x.Err == nil && x.Compensation == nil:
+		return processor.OutcomeNone, nil
+	case x.Err == nil:
+		return r.apply(ctx, x, aggregate.ApplyExecutionSuccess{ExecuteAt: executeAt, Attempt: x.Compensation.Attempt})
+	case x.Function == nil || x.Function.ProcessorName == "" || x.Function.Name == "" || x.Function.ContextName == "":
+		return processor.OutcomeUnrecorded, nil
+	case x.Waived:
+		return processor.OutcomeWaived, nil
+	}
+	details, recoverable := Details(x.Err), failure.Classify(x.Err, x.Rules)
+	if x.Compensation != nil {
+		return r.apply(ctx, x, aggregate.ApplyExecutionFailed{
+			Error: details, ExecuteAt: executeAt, Recoverable: recoverable, Attempt: x.Compensation.Attempt})
+	}
+	id := aggregate.RecordID(x.EventID.ID, *x.Function)
+	cmd := aggregate.CreateExecutionFailed{
+		EventID: x.EventID, Function: *x.Function, Error: details, ExecuteAt: executeAt,
+		RetrySpec: x.RetrySpec, Recoverable: recoverable,
+	}
+	err := r.send(ctx, id, cmd, r.meta(uuid.NewString(), x))
+	switch {
+	case err == nil:
+		return processor.OutcomeRecorded, nil
+	case errors.Is(err, aggregate.ErrAlreadyRecorded):
+		return processor.OutcomeAlreadyRecorded, nil
+	default:
+		return processor.OutcomeRecordingFailed, attach(x.Err, fmt.Errorf("%s on ExecutionFailed %s: %w", cmd.CommandName(), id, err))
+	}
+}
+
+// apply sends a replay's result with a command id fixed by (command,
+// record, attempt).
+func (r *Recorder) apply(ctx context.Context, x processor.Execution, cmd aggregate.Command) (processor.Outcome, error) {
+	c := x.Compensation
+	commandID := uuid.NewString()
+	if c.Attempt != 0 {
+		commandID = fmt.Sprintf("%s:%s:%d", cmd.CommandName(), c.ID, c.Attempt)
+	}
+	err := r.send(ctx, c.ID, cmd, r.meta(commandID, x))
+	switch {
+	case err == nil:
+		return processor.OutcomeApplied, nil
+	case errors.Is(err, aggregate.ErrStaleAttempt), errors.Is(err, aggregate.ErrIllegalState), errors.Is(err, aggregate.ErrNotFound):
+		return processor.OutcomeStale, nil
+	default:
+		return processor.OutcomeRecordingFailed, attach(x.Err, fmt.Errorf("%s on ExecutionFailed %s attempt %d: %w", cmd.CommandName(), c.ID, c.Attempt, err))
+	}
+}
+
+func (r *Recorder) meta(commandID string, x processor.Execution) aggregate.Meta {
+	m := aggregate.Meta{CommandID: commandID, Actor: r.o.actor}
+	if x.Function != nil {
+		m.Headers = map[string]string{"function": x.Function.ProcessorName + "." + x.Function.Name}
+	}
+	return m
+}
+
+// send executes cmd, retrying failed sends. A rejection by the record (an
+// *aggregate.Error) is a decision, not a failed send, and is returned at
+// once.
+func (r *Recorder) send(ctx context.Context, id string, cmd aggregate.Command, meta aggregate.Meta) error {
+	for attempt := 0; ; attempt++ {
+		_, err := r.exec.Execute(ctx, id, cmd, meta)
+		if err == nil || errors.As(err, new(*aggregate.Error)) {
+			return err
+		}
+		if attempt >= r.o.retries || ctx.Err() != nil {
+			return err
+		}
+		r.metrics.SendRetries.Add(1)
+		if r.o.sleep(ctx, r.o.backoff.Delay(attempt)) != nil {
+			return err
+		}
+	}
+}
