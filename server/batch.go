@@ -85,10 +85,18 @@ type BatchResult struct {
 }
 
 // BatchLine is one line of a streamed batch (Accept: application/x-ndjson):
-// an outcome per record, then the result.
+// first the start, then an outcome per record, then the result.
 type BatchLine struct {
+	Start   *BatchStart   `json:"start,omitempty"`
 	Outcome *BatchOutcome `json:"outcome,omitempty"`
 	Result  *BatchResult  `json:"result,omitempty"`
+}
+
+// BatchStart opens a streamed batch: how many records match and how many
+// outcome lines follow.
+type BatchStart struct {
+	Matched int `json:"matched"`
+	Total   int `json:"total"`
 }
 
 var batchNamespace = uuid.MustParse("9d3f3b0e-3c1a-4f57-8d43-2d8a1b6e0c55")
@@ -115,7 +123,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, p principal) erro
 	res := &BatchResult{Command: name, RequestID: req.RequestID, DryRun: req.DryRun, Matched: matched, Counts: map[string]int{}, Records: []BatchOutcome{}}
 	stream := strings.Contains(r.Header.Get("Accept"), "application/x-ndjson")
 	if req.DryRun {
-		emit := s.emitter(w, res, stream)
+		emit := s.emitter(w, res, stream, len(ids))
 		for _, id := range ids {
 			emit(s.dryRun(r.Context(), id, cmd))
 		}
@@ -136,7 +144,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, p principal) erro
 		return s.finish(w, prior, stream)
 	}
 	defer func() { release(res) }()
-	emit := s.emitter(w, res, stream)
+	emit := s.emitter(w, res, stream, len(ids))
 	limiter := rate.NewLimiter(rate.Limit(req.RatePerSecond), 1)
 	for _, id := range ids {
 		if err := limiter.Wait(r.Context()); err != nil {
@@ -243,12 +251,13 @@ func (s *Server) runOne(ctx context.Context, id string, cmd aggregate.Command, p
 }
 
 // emitter records an outcome in res and, when streaming, writes it.
-func (s *Server) emitter(w http.ResponseWriter, res *BatchResult, stream bool) func(BatchOutcome) {
+func (s *Server) emitter(w http.ResponseWriter, res *BatchResult, stream bool, total int) func(BatchOutcome) {
+	enc := json.NewEncoder(w)
 	if stream {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(http.StatusOK)
+		_ = enc.Encode(BatchLine{Start: &BatchStart{Matched: res.Matched, Total: total}})
 	}
-	enc := json.NewEncoder(w)
 	return func(o BatchOutcome) {
 		res.Records = append(res.Records, o)
 		res.Counts[o.Outcome]++

@@ -101,12 +101,13 @@ func TestBatchStreamsOutcomes(t *testing.T) {
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
 		lines = append(lines, l)
 	}
-	require.Len(t, lines, 4, "one line per record and the result")
-	for _, l := range lines[:3] {
+	require.Len(t, lines, 5, "the start, one line per record and the result")
+	assert.Equal(t, &server.BatchStart{Matched: 3, Total: 3}, lines[0].Start)
+	for _, l := range lines[1:4] {
 		assert.Equal(t, server.OutcomeApplied, l.Outcome.Outcome)
 	}
-	require.NotNil(t, lines[3].Result)
-	assert.Equal(t, 3, lines[3].Result.Counts[server.OutcomeApplied])
+	require.NotNil(t, lines[4].Result)
+	assert.Equal(t, 3, lines[4].Result.Counts[server.OutcomeApplied])
 }
 
 func TestBatchRequestErrors(t *testing.T) {

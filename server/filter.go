@@ -20,6 +20,11 @@ var filterParams = []string{
 // pageParams are the query parameters of a list page.
 var pageParams = []string{"sort", "order", "limit", "cursor"}
 
+// ParseFilter reads a filter from the list's query parameters (the API's
+// filter names, e.g. processor=Mailer&status=FAILED&view=to-retry), with
+// the API's rules; the error names the parameter.
+func ParseFilter(q url.Values) (projection.Filter, error) { return parseFilter(q) }
+
 // parseFilter reads a filter from query parameters. Parameters outside
 // allowed are an error naming them, so a typo is not silently ignored.
 func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {

@@ -47,6 +47,7 @@ func (c *cli) app() *app {
 			v, ok := c.env[k]
 			return v, ok
 		},
+		now: func() time.Time { return time.UnixMilli(t0) },
 	}
 }
 

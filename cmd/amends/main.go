@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -33,7 +34,7 @@ func main() {
 	// After the first signal starts a clean shutdown, a second one ends the
 	// process at once.
 	context.AfterFunc(ctx, stop)
-	code := execute(ctx, &app{stdout: os.Stdout, stderr: os.Stderr, lookupEnv: os.LookupEnv}, os.Args[1:])
+	code := execute(ctx, &app{stdout: os.Stdout, stderr: os.Stderr, lookupEnv: os.LookupEnv, now: time.Now}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
@@ -46,6 +47,8 @@ type app struct {
 	lookupEnv      func(string) (string, bool)
 	// serveReady, when set, is called by serve once it is ready (tests).
 	serveReady func(serveInfo)
+	// now tells the time relative times are shown against (default time.Now).
+	now func() time.Time
 
 	// logger is built from --log-level before a subcommand runs.
 	logger *slog.Logger
@@ -109,7 +112,9 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	annotateEnv(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newServeCmd(a), newBenchCmd(a))
+	root.AddCommand(newServeCmd(a), newBenchCmd(a),
+		newListCmd(a), newShowCmd(a), newHistoryCmd(a), newSummaryCmd(a),
+		newPrepareCmd(a), newForcePrepareCmd(a), newRetrySpecCmd(a), newMarkRecoverableCmd(a), newChangeFunctionCmd(a))
 	return root
 }
 

@@ -1,0 +1,198 @@
+// Package client is a Go client of the amends HTTP API (package server),
+// used by the amends command line and usable from scripts and services.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/server"
+)
+
+// Client calls one amends server. It is safe for concurrent use.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// New returns a client of the server at baseURL ("http://127.0.0.1:8080")
+// sending token as bearer token (none if empty). hc nil means
+// http.DefaultClient.
+func New(baseURL, token string, hc *http.Client) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server address %q must be an http or https URL such as http://127.0.0.1:8080", baseURL)
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: strings.TrimSuffix(baseURL, "/"), token: token, http: hc}, nil
+}
+
+// Error is an error response of the server.
+type Error struct {
+	// Status is the HTTP status.
+	Status int
+	// Body is the server's {code, message, details}.
+	Body server.Error
+}
+
+// Error returns the server's message.
+func (e *Error) Error() string { return e.Body.Message }
+
+func (c *Client) do(ctx context.Context, method, path string, body any, header http.Header) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w (is amends serve running there? set --server or AMENDS_SERVER)", method, c.base+path, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		e := &Error{Status: resp.StatusCode}
+		if json.Unmarshal(data, &e.Body) != nil || e.Body.Message == "" {
+			e.Body.Code = http.StatusText(resp.StatusCode)
+			e.Body.Message = fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))
+		}
+		return nil, e
+	}
+	return resp, nil
+}
+
+func (c *Client) get(ctx context.Context, path string, out any) error {
+	resp, err := c.do(ctx, http.MethodGet, path, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// List returns a page of records; params are the list's query parameters
+// (filters, sort, order, limit, cursor). view, if set, lists that view.
+func (c *Client) List(ctx context.Context, view string, params url.Values) (projection.Page, error) {
+	var p projection.Page
+	path := "/api/v1/records"
+	if view != "" {
+		path = "/api/v1/views/" + url.PathEscape(view)
+	}
+	return p, c.get(ctx, path+query(params), &p)
+}
+
+// Count counts the records matching the filter parameters.
+func (c *Client) Count(ctx context.Context, params url.Values) (int, error) {
+	var r server.CountResponse
+	return r.Count, c.get(ctx, "/api/v1/count"+query(params), &r)
+}
+
+// Summary returns the failure summary of the records matching params.
+func (c *Client) Summary(ctx context.Context, params url.Values) (projection.Summary, error) {
+	var s projection.Summary
+	return s, c.get(ctx, "/api/v1/summary"+query(params), &s)
+}
+
+// Get returns one record.
+func (c *Client) Get(ctx context.Context, id string) (projection.View, error) {
+	var v projection.View
+	return v, c.get(ctx, "/api/v1/records/"+url.PathEscape(id), &v)
+}
+
+// History returns a record's commands, newest first.
+func (c *Client) History(ctx context.Context, id string) ([]server.HistoryEntry, error) {
+	var h []server.HistoryEntry
+	return h, c.get(ctx, "/api/v1/records/"+url.PathEscape(id)+"/history", &h)
+}
+
+// Command runs an operator command (server.OperatorCommands) on a record.
+// body holds the command's fields and "reason"; idempotencyKey, if set,
+// makes a retry of the same call run the command once.
+func (c *Client) Command(ctx context.Context, id, command string, body map[string]any, idempotencyKey string) (server.CommandResponse, error) {
+	h := http.Header{}
+	if idempotencyKey != "" {
+		h.Set("Idempotency-Key", idempotencyKey)
+	}
+	if body == nil {
+		body = map[string]any{}
+	}
+	resp, err := c.do(ctx, http.MethodPost, "/api/v1/records/"+url.PathEscape(id)+"/"+command, body, h)
+	if err != nil {
+		return server.CommandResponse{}, err
+	}
+	defer resp.Body.Close()
+	var out server.CommandResponse
+	return out, json.NewDecoder(resp.Body).Decode(&out)
+}
+
+// BatchProgress receives a streamed batch as it runs.
+type BatchProgress struct {
+	// Start is called once with how many records match and will be touched.
+	Start func(server.BatchStart)
+	// Outcome is called for every record.
+	Outcome func(server.BatchOutcome)
+}
+
+// Batch runs a batch command, streaming its progress to p.
+func (c *Client) Batch(ctx context.Context, command string, req server.BatchRequest, p BatchProgress) (server.BatchResult, error) {
+	resp, err := c.do(ctx, http.MethodPost, "/api/v1/batch/"+command, req, http.Header{"Accept": {"application/x-ndjson"}})
+	if err != nil {
+		return server.BatchResult{}, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var line server.BatchLine
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return server.BatchResult{}, fmt.Errorf("batch response line: %w", err)
+		}
+		if line.Start != nil && p.Start != nil {
+			p.Start(*line.Start)
+		}
+		if line.Outcome != nil && p.Outcome != nil {
+			p.Outcome(*line.Outcome)
+		}
+		if line.Result != nil {
+			return *line.Result, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return server.BatchResult{}, err
+	}
+	return server.BatchResult{}, fmt.Errorf("the batch response ended without a result; send the same request id again to read it")
+}
+
+func query(v url.Values) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return "?" + v.Encode()
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/server"
+)
+
+const (
+	t0          = int64(1_735_000_000_000)
+	operatorKey = "operator-secret-0123456789"
+	viewerKey   = "viewer-secret-0123456789"
+)
+
+type fixedClock struct{ ms atomic.Int64 }
+
+func (c *fixedClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
+// apiEnv is an amends HTTP API on a real JetStream, for CLI tests.
+type apiEnv struct {
+	url   string
+	svc   *aggregate.Service
+	index *projection.Index
+	clock *fixedClock
+}
+
+func newAPIEnv(tb testing.TB) *apiEnv {
+	tb.Helper()
+	js := natstest.New(tb).JetStream()
+	store, err := jsstore.New(js)
+	require.NoError(tb, err)
+	views, err := projection.OpenViews(tb.Context(), js)
+	require.NoError(tb, err)
+	batches, err := server.OpenBatches(tb.Context(), js, 1)
+	require.NoError(tb, err)
+	e := &apiEnv{clock: &fixedClock{}}
+	e.clock.ms.Store(t0)
+	e.svc = aggregate.NewService(store, aggregate.WithClock(e.clock))
+	proj, err := projection.NewProjector(js, store, views)
+	require.NoError(tb, err)
+	e.index, err = projection.NewIndex(views, store, projection.WithClock(e.clock))
+	require.NoError(tb, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = proj.Run(ctx) })
+	wg.Go(func() { _ = e.index.Run(ctx) })
+	tb.Cleanup(func() { cancel(); wg.Wait() })
+	tokens, err := server.ParseTokens("alice:viewer:" + viewerKey + ",bob:operator:" + operatorKey)
+	require.NoError(tb, err)
+	h := httptest.NewServer(server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock}).Handler())
+	tb.Cleanup(h.Close)
+	e.url = h.URL
+	return e
+}
+
+var mailer = aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "order", ProcessorName: "Mailer", Name: "onOrderPlaced"}
+
+func (e *apiEnv) create(tb testing.TB, i int) string {
+	tb.Helper()
+	evt := fmt.Sprintf("evt-%03d", i)
+	id := aggregate.RecordID(evt, mailer)
+	res, err := e.svc.Execute(tb.Context(), id, aggregate.CreateExecutionFailed{
+		EventID:   aggregate.EventID{ID: evt, AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 1},
+		Function:  mailer,
+		Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
+		ExecuteAt: t0 - 90_000,
+	}, aggregate.Meta{Actor: "recorder"})
+	require.NoError(tb, err)
+	ctx, cancel := context.WithTimeout(tb.Context(), 20*time.Second)
+	defer cancel()
+	require.NoError(tb, e.index.WaitFor(ctx, id, res.Version))
+	return id
+}
+
+// cli returns a command line bound to the API as the given token.
+func (e *apiEnv) cli(token string) *cli {
+	return &cli{env: map[string]string{"AMENDS_SERVER": e.url, "AMENDS_TOKEN": token}}
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+const changeFunctionLong = `Change-function retargets a record at another function after the failed
+one was renamed or moved (a confirmed processor migration): replays then go
+to the new function. It is not a way to hand a failure to other logic.
+All of --context, --processor, --name and --kind, and a --reason, are needed.`
+
+func newChangeFunctionCmd(a *app) *cobra.Command {
+	var (
+		f                        commandFlags
+		context, processor, name string
+		kind                     string
+	)
+	cmd := &cobra.Command{
+		Use:   "change-function ID --context C --processor P --name N --kind EVENT|STATE_EVENT --reason TEXT",
+		Short: "Retarget a record at a renamed or moved function",
+		Long:  changeFunctionLong,
+		Args:  exactlyOneID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for flag, v := range map[string]string{"context": context, "processor": processor, "name": name, "kind": kind, "reason": f.reason} {
+				if strings.TrimSpace(v) == "" {
+					return usageErrorf("change-function needs --%s", flag)
+				}
+			}
+			k, err := aggregate.ParseFunctionKind(kind)
+			if err != nil {
+				return usageErrorf("--kind: %v", err)
+			}
+			return f.run(cmd, a, args[0], aggregate.NameChangeFunction, map[string]any{
+				"contextName": strings.TrimSpace(context), "processorName": strings.TrimSpace(processor),
+				"name": strings.TrimSpace(name), "functionKind": k,
+			})
+		},
+	}
+	f.add(cmd, true)
+	fs := cmd.Flags()
+	fs.StringVar(&context, "context", "", "bounded context of the new function")
+	fs.StringVar(&processor, "processor", "", "processor of the new function")
+	fs.StringVar(&name, "name", "", "name of the new function")
+	fs.StringVar(&kind, "kind", "", "kind of the new function: EVENT or STATE_EVENT (or COMMAND, SOURCING, ERROR)")
+	annotateEnv(fs)
+	return cmd
+}

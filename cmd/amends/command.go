@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/server"
+)
+
+// commandFlags are the flags every single-record command shares.
+type commandFlags struct {
+	clientFlags
+	reason string
+	key    string
+}
+
+func (f *commandFlags) add(cmd *cobra.Command, reasonRequired bool) {
+	f.clientFlags.add(cmd)
+	usage := "why, recorded in the record's history"
+	if reasonRequired {
+		usage += " (required)"
+	}
+	cmd.Flags().StringVar(&f.reason, "reason", "", usage)
+	cmd.Flags().StringVar(&f.key, "idempotency-key", "", "run the command once even if sent again with this key (default: a new key)")
+}
+
+// run sends one command and prints the record after it.
+func (f *commandFlags) run(cmd *cobra.Command, a *app, id, name string, body map[string]any) error {
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	if body == nil {
+		body = map[string]any{}
+	}
+	if f.reason != "" {
+		body["reason"] = f.reason
+	}
+	key := f.key
+	if key == "" {
+		key = uuid.NewString()
+	}
+	res, err := c.Command(cmd.Context(), id, name, body, key)
+	if err != nil {
+		return apiError(id, err)
+	}
+	if f.output == "json" {
+		return printJSON(a.stdout, res)
+	}
+	printCommandResult(a, name, res)
+	return nil
+}
+
+func printCommandResult(a *app, name string, res server.CommandResponse) {
+	s, now := res.State, a.now()
+	verb := name
+	if res.Duplicate {
+		verb += " (already applied with this idempotency key; nothing changed)"
+	}
+	fmt.Fprintf(a.stdout, "%s: %s\n", res.ID, verb)
+	fmt.Fprintf(a.stdout, "  status %s, %s, version %d\n", s.Status, s.Recoverable, res.Version)
+	fmt.Fprintf(a.stdout, "  retries %d of %d; times out %s; next retry %s\n", s.RetryState.Retries, s.RetrySpec.MaxRetries,
+		when(s.RetryState.TimeoutAt, now), when(s.RetryState.NextRetryAt, now))
+	fmt.Fprintf(a.stdout, "  function %s.%s@%s (%s)\n", s.Function.ProcessorName, s.Function.Name, s.Function.ContextName, s.Function.FunctionKind)
+	fmt.Fprintf(a.stdout, "see it with `amends history %s`\n", res.ID)
+}

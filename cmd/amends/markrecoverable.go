@@ -1,0 +1,37 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+const markRecoverableLong = `Mark-recoverable reclassifies a record's failure: RECOVERABLE or UNKNOWN
+records are retried by the scheduler, UNRECOVERABLE ones are left to
+operators. Check the error and any side effects before changing it. The
+next failed replay classifies the failure again.`
+
+func newMarkRecoverableCmd(a *app) *cobra.Command {
+	var f commandFlags
+	cmd := &cobra.Command{
+		Use:   "mark-recoverable ID RECOVERABLE|UNRECOVERABLE|UNKNOWN",
+		Short: "Reclassify a record's failure",
+		Long:  markRecoverableLong,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("mark-recoverable takes a record id and RECOVERABLE, UNRECOVERABLE or UNKNOWN")
+			}
+			if _, err := aggregate.ParseRecoverability(args[1]); err != nil {
+				return usageErrorf("%v", err)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, _ := aggregate.ParseRecoverability(args[1])
+			return f.run(cmd, a, args[0], aggregate.NameMarkRecoverable, map[string]any{"recoverable": r})
+		},
+	}
+	f.add(cmd, false)
+	annotateEnv(cmd.Flags())
+	return cmd
+}

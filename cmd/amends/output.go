@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+// when shows an epoch-ms time relative to now and absolute, in UTC:
+// "3m ago (2026-11-30 05:40:01Z)". Zero is "-".
+func when(ms int64, now time.Time) string {
+	if ms == 0 {
+		return "-"
+	}
+	t := time.UnixMilli(ms)
+	return relative(t, now) + " (" + t.UTC().Format("2006-01-02 15:04:05Z") + ")"
+}
+
+func relative(t, now time.Time) string {
+	d := now.Sub(t)
+	suffix := " ago"
+	if d < 0 {
+		d, suffix = -d, ""
+	}
+	var s string
+	switch {
+	case d < time.Second:
+		return "now"
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		s = fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+	if suffix == "" {
+		return "in " + s
+	}
+	return s + suffix
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+const prepareLong = `Prepare asks for a replay of a failed execution now: the record becomes
+PREPARED and the service that owns the function replays the original event
+to that function alone. It is accepted for a FAILED record, or a PREPARED
+one whose attempt timed out, while retries remain (see force-prepare).
+
+With filters instead of an id it prepares every matching record: --dry-run
+shows what would happen, --yes does it, paced by --rate.`
+
+func newPrepareCmd(a *app) *cobra.Command {
+	return newPrepareLikeCmd(a, "prepare", aggregate.NamePrepareCompensation, false,
+		"Prepare the replay of a failed execution (or of every matching one)", prepareLong)
+}
+
+const forcePrepareLong = `Force-prepare asks for a replay beyond the retry limit: accepted for a
+FAILED record, or a PREPARED one whose attempt timed out, whatever its retry
+count; never for a SUCCEEDED record. --reason is required: it is recorded in
+the audit trail. Make sure the function is idempotent before replaying.
+
+With filters instead of an id it force-prepares every matching record:
+--dry-run shows what would happen, --yes does it, paced by --rate.`
+
+func newForcePrepareCmd(a *app) *cobra.Command {
+	return newPrepareLikeCmd(a, "force-prepare", aggregate.NameForcePrepareCompensation, true,
+		"Prepare a replay beyond the retry limit (or of every matching record)", forcePrepareLong)
+}
+
+func newPrepareLikeCmd(a *app, use, name string, reasonRequired bool, short, long string) *cobra.Command {
+	var (
+		f  commandFlags
+		ff filterFlags
+		bf batchFlags
+	)
+	cmd := &cobra.Command{
+		Use:   use + " [ID]",
+		Short: short,
+		Long:  long,
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			params, err := ff.params()
+			if err != nil {
+				return err
+			}
+			filtered := len(params) > 0 || ff.view != ""
+			if reasonRequired && f.reason == "" && !bf.dryRun {
+				return usageErrorf("%s needs --reason: it is recorded in the record's history", use)
+			}
+			switch {
+			case len(args) == 1 && filtered:
+				return usageErrorf("give a record id or filters, not both")
+			case len(args) == 1:
+				if bf.dryRun || bf.yes {
+					return usageErrorf("--dry-run and --yes are for batches over filters; a single record needs neither")
+				}
+				return f.run(cmd, a, args[0], name, nil)
+			case !filtered:
+				return usageErrorf("%s needs a record id, or filters (--filter key=value, --view, --processor, ...) for a batch", use)
+			}
+			return runBatch(cmd, a, &f, &ff, &bf, name, params)
+		},
+	}
+	f.add(cmd, reasonRequired)
+	ff.add(cmd)
+	bf.add(cmd)
+	annotateEnv(cmd.Flags())
+	return cmd
+}

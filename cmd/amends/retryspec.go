@@ -1,0 +1,42 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+const retrySpecLong = `Retry-spec replaces a record's retry policy: how many scheduled retries it
+gets, the first backoff (doubling with each retry) and how long a replay may
+run. It applies from the next prepare; the current retry state is kept.
+All three values are required, in seconds where they are times.`
+
+func newRetrySpecCmd(a *app) *cobra.Command {
+	var (
+		f                                   commandFlags
+		maxRetries, minBackoff, execTimeout int32
+	)
+	cmd := &cobra.Command{
+		Use:   "retry-spec ID --max-retries N --min-backoff SECONDS --execution-timeout SECONDS",
+		Short: "Change a record's retry spec",
+		Long:  retrySpecLong,
+		Args:  exactlyOneID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, name := range []string{"max-retries", "min-backoff", "execution-timeout"} {
+				if !cmd.Flags().Changed(name) {
+					return usageErrorf("retry-spec needs --%s (all three of --max-retries, --min-backoff and --execution-timeout)", name)
+				}
+			}
+			return f.run(cmd, a, args[0], aggregate.NameApplyRetrySpec, map[string]any{
+				"maxRetries": maxRetries, "minBackoff": minBackoff, "executionTimeout": execTimeout,
+			})
+		},
+	}
+	f.add(cmd, false)
+	fs := cmd.Flags()
+	fs.Int32Var(&maxRetries, "max-retries", 0, "scheduled retries the record gets")
+	fs.Int32Var(&minBackoff, "min-backoff", 0, "first backoff in seconds; it doubles with each retry")
+	fs.Int32Var(&execTimeout, "execution-timeout", 0, "seconds a prepared replay may run before it may be prepared again")
+	annotateEnv(fs)
+	return cmd
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newShowCmd(a *app) *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one ExecutionFailed record",
+		Long:  "Show prints a record: the failed event and function, the last error, the retry spec and state, and what may be done with it now.",
+		Args:  exactlyOneID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.Get(cmd.Context(), args[0])
+			if err != nil {
+				return apiError(args[0], err)
+			}
+			if cf.output == "json" {
+				return printJSON(a.stdout, v)
+			}
+			s, now := v.State, a.now()
+			tw := newTable(a.stdout)
+			rows := [][2]string{
+				{"id", s.ID},
+				{"status", string(s.Status)},
+				{"recoverable", string(s.Recoverable)},
+				{"version", fmt.Sprint(v.Version)},
+				{"function", fmt.Sprintf("%s.%s@%s (%s)", s.Function.ProcessorName, s.Function.Name, s.Function.ContextName, s.Function.FunctionKind)},
+				{"event", fmt.Sprintf("%s of %s.%s/%s version %d (sequence %d)", s.EventID.ID, s.EventID.AggregateID.ContextName,
+					s.EventID.AggregateID.AggregateName, s.EventID.AggregateID.AggregateID, s.EventID.Version, s.EventID.Seq)},
+				{"error", s.Error.ErrorCode + ": " + s.Error.ErrorMsg},
+				{"last outcome", when(s.ExecuteAt, now)},
+				{"retries", fmt.Sprintf("%d of %d (min backoff %ds, execution timeout %ds)", s.RetryState.Retries, s.RetrySpec.MaxRetries, s.RetrySpec.MinBackoff, s.RetrySpec.ExecutionTimeout)},
+				{"retry at", when(s.RetryState.RetryAt, now)},
+				{"timeout at", when(s.RetryState.TimeoutAt, now)},
+				{"next retry", when(s.RetryState.NextRetryAt, now)},
+				{"can prepare", fmt.Sprint(s.CanRetry(now))},
+				{"can force-prepare", fmt.Sprint(s.CanForceRetry(now))},
+				{"scheduled", fmt.Sprint(s.Schedulable(now))},
+			}
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if s.Error.StackTrace != "" {
+				fmt.Fprintf(a.stdout, "\nstack trace:\n%s\n", s.Error.StackTrace)
+			}
+			return nil
+		},
+	}
+	cf.add(cmd)
+	annotateEnv(cmd.Flags())
+	return cmd
+}
+
+// exactlyOneID accepts one record id.
+func exactlyOneID(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 || args[0] == "" {
+		return usageErrorf("%s takes one record id; find ids with `amends list`", cmd.CommandPath())
+	}
+	return nil
+}
