@@ -31,8 +31,8 @@ func (p *Projector) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	var done action
-	for range casAttempts {
-		done, err = p.project(ctx, &st)
+	for attempt := range casAttempts {
+		done, err = p.project(ctx, &st, attempt > 0)
 		if !errors.Is(err, errLostRace) {
 			break
 		}
@@ -73,25 +73,18 @@ func (p *Projector) terminate(m jetstream.Msg, cause error) {
 // project brings the view of st's record to st's version, or leaves it if
 // it is already there, and says which it did. It returns errLostRace if
 // another writer changed the view since it was read.
-func (p *Projector) project(ctx context.Context, st *eventstore.Stream) (action, error) {
+//
+// It reads the stored view from the cache of its own writes, assumes none
+// for a record's first stream, and reads the bucket otherwise or when
+// reread is set (after a lost race).
+func (p *Projector) project(ctx context.Context, st *eventstore.Stream, reread bool) (action, error) {
 	key, err := EncodeKey(st.Aggregate.ID)
 	if err != nil {
 		return 0, err
 	}
-	var (
-		stored *View
-		rev    uint64
-	)
-	e, err := p.views.Get(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-	case err != nil:
-		return 0, fmt.Errorf("read view %s: %w", key, err)
-	default:
-		rev = e.Revision()
-		if v, err := decodeView(e.Value()); err == nil {
-			stored = &v
-		} // a corrupt view is rebuilt
+	stored, rev, err := p.read(ctx, key, st.Version, reread)
+	if err != nil {
+		return 0, err
 	}
 	var next View
 	todo := plan(stored, st)
@@ -117,6 +110,30 @@ func (p *Projector) project(ctx context.Context, st *eventstore.Stream) (action,
 	return todo, p.write(ctx, key, rev, &next)
 }
 
+// read returns the stored view of key and its revision (nil and 0 if there
+// is none), from the cache when allowed.
+func (p *Projector) read(ctx context.Context, key string, version uint64, reread bool) (*View, uint64, error) {
+	if reread {
+		p.cache.drop(key)
+	} else if c, ok := p.cache.get(key); ok {
+		return &c.view, c.rev, nil
+	} else if version == 1 {
+		return nil, 0, nil // a first stream: create; a lost race rereads
+	}
+	e, err := p.views.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil, 0, nil
+	case err != nil:
+		return nil, 0, fmt.Errorf("read view %s: %w", key, err)
+	}
+	v, err := decodeView(e.Value())
+	if err != nil {
+		return nil, e.Revision(), nil // a corrupt view is rebuilt
+	}
+	return &v, e.Revision(), nil
+}
+
 // rebuild returns the view after st from the state st carries or, if it
 // carries none, from the record's history in the event store.
 func (p *Projector) rebuild(ctx context.Context, st *eventstore.Stream) (View, error) {
@@ -136,19 +153,22 @@ func (p *Projector) write(ctx context.Context, key string, rev uint64, v *View) 
 	if err != nil {
 		return fmt.Errorf("encode view %s: %w", key, err)
 	}
+	var next uint64
 	if rev == 0 {
-		_, err = p.views.Create(ctx, key, data)
+		next, err = p.views.Create(ctx, key, data)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return errLostRace
 		}
 	} else {
-		_, err = p.views.Update(ctx, key, data, rev)
+		next, err = p.views.Update(ctx, key, data, rev)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return errLostRace
 		}
 	}
 	if err != nil {
+		p.cache.drop(key)
 		return fmt.Errorf("write view %s version %d: %w", key, v.Version, err)
 	}
+	p.cache.put(key, next, *v)
 	return nil
 }

@@ -18,6 +18,10 @@ import (
 // DefaultDurable is the name of the projector's durable consumer.
 const DefaultDurable = "amends-projection"
 
+// defaultWorkers: each worker waits for one KV write at a time, so the
+// throughput grows with them until the server's CPU is the limit.
+const defaultWorkers = 16
+
 // Projector keeps the views bucket current: a durable JetStream consumer
 // over the compensation stream that applies each command's events to the
 // stored view with aggregate.Evolve.
@@ -35,6 +39,7 @@ type Projector struct {
 	store *jsstore.Store
 	views jetstream.KeyValue
 	opts  projectorOptions
+	cache *viewCache
 
 	projected, skipped, rebuilt, corrupt, failed atomic.Uint64
 }
@@ -58,6 +63,7 @@ type projectorOptions struct {
 	durable       string
 	workers       int
 	maxAckPending int
+	cacheSize     int
 	nakDelay      time.Duration
 	logger        *slog.Logger
 }
@@ -77,7 +83,7 @@ func WithDurable(name string) ProjectorOption {
 	}
 }
 
-// WithWorkers sets how many messages are projected at once (default 8).
+// WithWorkers sets how many messages are projected at once (default 16).
 // Messages of one record always go to the same worker, in order.
 func WithWorkers(n int) ProjectorOption {
 	return func(o *projectorOptions) error {
@@ -97,6 +103,19 @@ func WithMaxAckPending(n int) ProjectorOption {
 			return fmt.Errorf("max ack pending must be at least 1, got %d: %w", n, ErrInvalidOption)
 		}
 		o.maxAckPending = n
+		return nil
+	}
+}
+
+// WithViewCache sets how many of the views it wrote last the projector
+// remembers (default 16384; 0 turns the cache off). A remembered view is
+// updated with one compare-and-set and no read of the bucket.
+func WithViewCache(n int) ProjectorOption {
+	return func(o *projectorOptions) error {
+		if n < 0 {
+			return fmt.Errorf("view cache size must be >= 0, got %d: %w", n, ErrInvalidOption)
+		}
+		o.cacheSize = n
 		return nil
 	}
 }
@@ -127,13 +146,13 @@ func WithLogger(l *slog.Logger) ProjectorOption {
 // NewProjector returns a projector from store's compensation stream into
 // views (see OpenViews). It does no I/O.
 func NewProjector(js jetstream.JetStream, store *jsstore.Store, views jetstream.KeyValue, opts ...ProjectorOption) (*Projector, error) {
-	o := projectorOptions{durable: DefaultDurable, workers: 8, maxAckPending: 1024, nakDelay: time.Second, logger: slog.Default()}
+	o := projectorOptions{durable: DefaultDurable, workers: defaultWorkers, maxAckPending: 1024, cacheSize: 1 << 14, nakDelay: time.Second, logger: slog.Default()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
-	return &Projector{js: js, store: store, views: views, opts: o}, nil
+	return &Projector{js: js, store: store, views: views, opts: o, cache: newViewCache(o.cacheSize)}, nil
 }
 
 // Stats returns the projector's counters.

@@ -1,0 +1,207 @@
+package projection
+
+// JetStream benchmarks, each next to raw JetStream in the same run. Run:
+// go test -run '^$' -bench 'Rebuild|Projector' -benchtime 1x ./projection/
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
+)
+
+// BenchmarkRebuild loads 100 000 views from the bucket into a new index
+// (what a restart costs), next to a raw watch that only receives them.
+func BenchmarkRebuild(b *testing.B) {
+	const n = 100_000
+	js := natstest.New(b).JetStream()
+	views, err := OpenViews(b.Context(), js)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	for i := range n {
+		v := randomView(r, i)
+		data, err := encodeView(&v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := js.PublishAsync("$KV."+DefaultBucket+"."+v.State.ID, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-js.PublishAsyncComplete()
+	b.Run("raw-watch", func(b *testing.B) {
+		for range b.N {
+			w, err := views.WatchAll(b.Context())
+			if err != nil {
+				b.Fatal(err)
+			}
+			for e := range w.Updates() {
+				if e == nil {
+					break
+				}
+			}
+			w.Stop()
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+	b.Run("index", func(b *testing.B) {
+		for range b.N {
+			ix, err := NewIndex(views, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(b.Context())
+			done := make(chan error, 1)
+			go func() { done <- ix.Run(ctx) }()
+			<-ix.Ready()
+			cancel()
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+			if ix.Len() != n {
+				b.Fatalf("index has %d records, want %d", ix.Len(), n)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+}
+
+// BenchmarkProjector projects 20 000 commands (one record each) into an
+// empty bucket, next to a raw durable consumer that only acks the same
+// messages, and one that also puts each message's payload in a KV bucket
+// from as many workers as the projector has (the projector's floor: one
+// KV write per command).
+func BenchmarkProjector(b *testing.B) {
+	const n = 20_000
+	js := natstest.New(b).JetStream()
+	store, err := jsstore.New(js)
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := aggregate.NewService(store)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= n; i = next.Add(1) {
+				evt := fmt.Sprintf("evt-%d", i)
+				f := aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "order", ProcessorName: "P", Name: "on"}
+				_, err := svc.Execute(context.Background(), aggregate.RecordID(evt, f), aggregate.CreateExecutionFailed{
+					EventID:  aggregate.EventID{ID: evt, AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: evt}, Version: 1},
+					Function: f, Error: aggregate.ErrorDetails{ErrorCode: "E", ErrorMsg: "boom"}, ExecuteAt: base,
+				}, aggregate.Meta{})
+				if err != nil {
+					panic(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	stream := store.StreamName(aggregate.Context)
+	round := 0
+	b.Run("raw-consumer", func(b *testing.B) {
+		for range b.N {
+			round++
+			cons, err := js.CreateOrUpdateConsumer(b.Context(), stream, jetstream.ConsumerConfig{
+				Durable: fmt.Sprintf("raw-%d", round), AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1024,
+				FilterSubject: store.FilterSubject(aggregate.Context, aggregate.AggregateType),
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var got atomic.Int64
+			done := make(chan struct{})
+			cc, err := cons.Consume(func(m jetstream.Msg) {
+				_ = m.Ack()
+				if got.Add(1) == n {
+					close(done)
+				}
+			}, jetstream.PullMaxMessages(1024))
+			if err != nil {
+				b.Fatal(err)
+			}
+			<-done
+			cc.Stop()
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	})
+	b.Run("raw-consumer+kv-put", func(b *testing.B) {
+		for range b.N {
+			round++
+			kv, err := OpenViews(b.Context(), js, WithBucket(fmt.Sprintf("raw-%d", round)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			cons, err := js.CreateOrUpdateConsumer(b.Context(), stream, jetstream.ConsumerConfig{
+				Durable: fmt.Sprintf("raw-kv-%d", round), AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1024,
+				FilterSubject: store.FilterSubject(aggregate.Context, aggregate.AggregateType),
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			work := make(chan jetstream.Msg, 1024)
+			var got atomic.Int64
+			done := make(chan struct{})
+			var workers sync.WaitGroup
+			for range defaultWorkers {
+				workers.Go(func() {
+					for m := range work {
+						md, _ := m.Metadata()
+						if _, err := kv.Put(context.Background(), fmt.Sprint(md.Sequence.Stream), m.Data()); err != nil {
+							panic(err)
+						}
+						_ = m.Ack()
+						if got.Add(1) == n {
+							close(done)
+						}
+					}
+				})
+			}
+			cc, err := cons.Consume(func(m jetstream.Msg) { work <- m }, jetstream.PullMaxMessages(1024))
+			if err != nil {
+				b.Fatal(err)
+			}
+			<-done
+			cc.Stop()
+			<-cc.Closed()
+			close(work)
+			workers.Wait()
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	})
+	b.Run("projector", func(b *testing.B) {
+		for range b.N {
+			round++
+			views, err := OpenViews(b.Context(), js, WithBucket(fmt.Sprintf("views-%d", round)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := NewProjector(js, store, views, WithDurable(fmt.Sprintf("projector-%d", round)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(b.Context())
+			done := make(chan error, 1)
+			go func() { done <- p.Run(ctx) }()
+			for p.Stats().Projected < n {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	})
+}

@@ -1,0 +1,54 @@
+package projection
+
+import "sync"
+
+// viewCache remembers the views this projector wrote last, with their KV
+// revisions, so the next stream of a record is written with one
+// compare-and-set and no read. A stale entry (another projector wrote
+// since) only costs a failed compare-and-set and a read. Bounded: when
+// full, an arbitrary entry makes room. Safe for concurrent use.
+type viewCache struct {
+	mu  sync.Mutex
+	m   map[string]cachedView
+	max int
+}
+
+type cachedView struct {
+	rev  uint64
+	view View
+}
+
+func newViewCache(max int) *viewCache {
+	return &viewCache{m: make(map[string]cachedView), max: max}
+}
+
+func (c *viewCache) get(key string) (cachedView, bool) {
+	if c.max == 0 {
+		return cachedView{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[key]
+	return v, ok
+}
+
+func (c *viewCache) put(key string, rev uint64, v View) {
+	if c.max == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; !ok && len(c.m) >= c.max {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[key] = cachedView{rev, v}
+}
+
+func (c *viewCache) drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
+}
