@@ -43,7 +43,7 @@ func TestBinaryExitCodesAndSignals(t *testing.T) {
 	})
 
 	t.Run("SIGTERM stops serve cleanly", func(t *testing.T) {
-		cmd := exec.CommandContext(t.Context(), bin, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1")
+		cmd := exec.CommandContext(t.Context(), bin, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--http", "127.0.0.1:0")
 		cmd.Env = cleanEnv()
 		stderr, err := cmd.StderrPipe()
 		require.NoError(t, err)
@@ -56,7 +56,7 @@ func TestBinaryExitCodesAndSignals(t *testing.T) {
 				lines <- sc.Text()
 			}
 		}()
-		for line := recv(t, lines, "log line"); !strings.Contains(line, "event store ready"); line = recv(t, lines, "log line") {
+		for line := recv(t, lines, "log line"); !strings.Contains(line, "amends serving"); line = recv(t, lines, "log line") {
 			if line == "" { // lines is closed
 				t.Fatal("serve ended its log before it was ready")
 			}

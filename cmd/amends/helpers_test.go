@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -68,6 +69,9 @@ type running struct {
 // serve is ready. The test's cleanup stops it if the test did not.
 func (c *cli) startServe(tb testing.TB, args ...string) *running {
 	tb.Helper()
+	if !slices.Contains(args, "--http") {
+		args = append(args, "--http", "127.0.0.1:0") // tests run in parallel
+	}
 	ctx, cancel := context.WithCancel(tb.Context())
 	ready := make(chan serveInfo, 1)
 	a := c.app()

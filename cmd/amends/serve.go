@@ -3,12 +3,15 @@ package main
 import (
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natsconn"
+	"github.com/amends-dev/amends/scheduler"
+	"github.com/amends-dev/amends/server"
 )
 
 const serveLong = `Serve runs the amends control plane until it receives SIGINT or SIGTERM,
@@ -22,7 +25,15 @@ and verifying TLS with --nats-tls-ca, --nats-tls-cert and --nats-tls-key.
 
 At start it provisions the event store stream of the compensation context
 (AMENDS_compensation) with --storage, --replicas and --max-msg-size. An
-existing stream with other settings is reported, never changed.
+existing stream with other settings is reported, never changed. Then it
+runs the projection of the records (a KV bucket of views and an in-memory
+index), the retry scheduler (--scheduler; one active instance across
+servers, elected with a lease) and the HTTP API on --http: /api/v1 (see
+/api/v1/openapi.json), /metrics, /healthz and /readyz.
+
+The API authenticates bearer tokens (--tokens-file, AMENDS_TOKENS) with the
+role viewer (read) or operator (commands). Without tokens it serves only on
+a loopback address, to anyone on this machine, and says so at start.
 
 Durability: a file stream on one server acknowledges writes before they
 reach the disk, which happens every 2 minutes; a machine crash can lose the
@@ -31,10 +42,14 @@ server (a few thousand writes per second at most). In a cluster, use
 --replicas 3: a replicated stream keeps acknowledged writes through the loss
 of a machine.
 
+` + configHelp + `
+
 ` + envHelp
 
 // serveFlags are the raw flag values of serve.
 type serveFlags struct {
+	configFile string
+
 	dataDir    string
 	listen     string
 	syncAlways bool
@@ -50,6 +65,16 @@ type serveFlags struct {
 	storage    string
 	replicas   int
 	maxMsgSize int32
+
+	http        string
+	tokensFile  string
+	tokens      string
+	scheduler   bool
+	period      time.Duration
+	delay       time.Duration
+	batch       int
+	concurrency int
+	leaseTTL    time.Duration
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -60,6 +85,11 @@ func newServeCmd(a *app) *cobra.Command {
 		Long:  serveLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.configFile != "" {
+				if err := applyConfig(cmd.Flags(), f.configFile); err != nil {
+					return err
+				}
+			}
 			cfg, err := f.config(cmd)
 			if err != nil {
 				return err
@@ -70,6 +100,7 @@ func newServeCmd(a *app) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.SortFlags = false
+	fs.StringVar(&f.configFile, "config", "", "file of settings, one flag-name: value per line (see above)")
 	fs.StringVar(&f.dataDir, "data-dir", "./amends-data", "directory the embedded NATS server keeps its JetStream data in")
 	fs.StringVar(&f.listen, "nats-listen", "127.0.0.1:4222", "host:port the embedded NATS server accepts clients on; port 0 or -1 picks a free port, an empty host means all interfaces")
 	fs.BoolVar(&f.syncAlways, "sync-always", false, "make the embedded server fsync every write before acknowledging it (much slower; see Durability)")
@@ -83,6 +114,15 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.StringVar(&f.storage, "storage", "file", "storage of the event store streams: file or memory (memory loses everything on restart)")
 	fs.IntVar(&f.replicas, "replicas", 1, "replicas of the event store streams, 1 to 5: 1 on one server, 3 in a cluster")
 	fs.Int32Var(&f.maxMsgSize, "max-msg-size", jsstore.DefaultMaxMsgSize, "largest stored command in bytes, at least 1024; the server's max_payload must allow it")
+	fs.StringVar(&f.http, "http", "127.0.0.1:8080", "host:port of the HTTP API, /metrics and health checks; beyond loopback it needs tokens")
+	fs.StringVar(&f.tokensFile, "tokens-file", "", "file of API tokens, one name:role:secret per line (roles viewer, operator)")
+	fs.StringVar(&f.tokens, "tokens", "", "API tokens as name:role:secret,... (prefer AMENDS_TOKENS or --tokens-file: flags show in process lists)")
+	fs.BoolVar(&f.scheduler, "scheduler", true, "run the retry scheduler (one instance is active at a time across servers)")
+	fs.DurationVar(&f.period, "scheduler-period", scheduler.DefaultPeriod, "how often the active scheduler prepares due records")
+	fs.DurationVar(&f.delay, "scheduler-initial-delay", scheduler.DefaultInitialDelay, "wait before the first scheduler pass")
+	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "most records prepared per pass")
+	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL: the longest a dead scheduler blocks another from taking over")
 	annotateEnv(fs)
 	return cmd
 }
@@ -96,7 +136,10 @@ var clientOnly = []string{"nats-creds", "nats-nkey", "nats-tls-ca", "nats-tls-ce
 // config validates the flags and returns the configuration of run. Every
 // error is a usage error naming the flag.
 func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
-	cfg := serveConfig{replicas: f.replicas, maxMsgSize: f.maxMsgSize}
+	cfg := serveConfig{replicas: f.replicas, maxMsgSize: f.maxMsgSize, http: f.http}
+	if err := f.controlPlane(&cfg); err != nil {
+		return cfg, err
+	}
 	switch f.storage {
 	case "file":
 		cfg.storage = jetstream.FileStorage
@@ -193,9 +236,21 @@ type serveConfig struct {
 	replicas   int
 	maxMsgSize int32
 
+	// http is the API's address; tokens authenticate it.
+	http   string
+	tokens []server.Token
+	// scheduler configures the scheduler; nil disables it.
+	scheduler *schedulerConfig
+
 	// ready, when set, is called once serve is ready, before it waits for
 	// the context to end.
 	ready func(serveInfo)
+}
+
+type schedulerConfig struct {
+	period, delay  time.Duration
+	batch, workers int
+	leaseTTL       time.Duration
 }
 
 // serveInfo describes a ready serve.
@@ -205,4 +260,6 @@ type serveInfo struct {
 	NATSURL string
 	// Stream is the event store stream of the compensation context.
 	Stream string
+	// HTTPURL is the base URL of the API ("http://127.0.0.1:8080").
+	HTTPURL string
 }

@@ -37,6 +37,11 @@ func run(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 	err = serve(ctx, cfg, conn, logger)
 	conn.close(logger)
+	if err != nil && ctx.Err() != nil {
+		// Stopped by a signal before it was up: a clean stop, not a failure.
+		logger.Info("amends stopped while starting", "err", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -68,12 +73,12 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	}
 	logger.Info("event store ready", "nats_url", conn.url, "stream", stream, "storage", strings.ToLower(cfg.storage.String()), "replicas", cfg.replicas)
 
-	// The control plane's components (projection, scheduler, HTTP API) join
-	// here and run under ctx.
-	var components []component
-
+	components, httpURL, err := controlPlane(ctx, cfg, conn.nc, js, store, logger)
+	if err != nil {
+		return err
+	}
 	if cfg.ready != nil {
-		cfg.ready(serveInfo{NATSURL: conn.url, Stream: stream})
+		cfg.ready(serveInfo{NATSURL: conn.url, Stream: stream, HTTPURL: httpURL})
 	}
 	logger.Info("amends serving; stop with SIGINT or SIGTERM")
 	err = runComponents(ctx, logger, components...)

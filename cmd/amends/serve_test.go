@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,4 +162,57 @@ func TestServeWarnsWhenListeningBeyondLoopback(t *testing.T) {
 	assert.True(t, strings.HasPrefix(r.info.NATSURL, "nats://127.0.0.1:"), "clients on this machine dial loopback, got %s", r.info.NATSURL)
 	require.Equal(t, exitOK, r.stop(t))
 	assert.Contains(t, c.stderr.String(), "level=WARN msg=\"the embedded NATS server has no authentication")
+}
+
+func TestServeRunsTheControlPlane(t *testing.T) {
+	var c cli
+	r := c.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--scheduler-period", "1s")
+	require.NotEmpty(t, r.info.HTTPURL)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(r.info.HTTPURL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, waitLimit, 10*time.Millisecond, "/readyz answers 200 once the index is loaded")
+
+	list := cli{env: map[string]string{"AMENDS_SERVER": r.info.HTTPURL}}
+	require.Equal(t, exitOK, list.run(t, "list"), list.stderr.String())
+	assert.Contains(t, list.stdout.String(), "no records match")
+
+	resp, err := http.Get(r.info.HTTPURL + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{`amends_records{recoverable="UNKNOWN",status="FAILED"} 0`, "amends_scheduler_backlog 0", "amends_projector_streams_total", "amends_http_request_duration_seconds"} {
+		assert.Contains(t, string(body), m)
+	}
+	assert.Contains(t, c.stderr.String(), "the HTTP API has no tokens", "serve says that local use is open")
+}
+
+func TestServeRefusesAnOpenAPIBeyondLoopback(t *testing.T) {
+	var c cli
+	code := c.run(t, "serve", "--data-dir", t.TempDir(), "--http", "0.0.0.0:0")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, c.stderr.String(), "0.0.0.0:0 is not a loopback address and no tokens are configured")
+}
+
+func TestServeConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "amends.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("# test\nscheduler-batch: 0\n"), 0o600))
+	c := cli{env: map[string]string{}}
+	assert.Equal(t, exitUsage, c.run(t, "serve", "--config", cfg))
+	assert.Contains(t, c.stderr.String(), "--scheduler-batch must be at least 1, got 0", "the file's value was applied")
+
+	c = cli{env: map[string]string{"AMENDS_SCHEDULER_BATCH": "5"}}
+	require.NoError(t, os.WriteFile(cfg, []byte("scheduler-batch: 0\nstorage: disk\n"), 0o600))
+	assert.Equal(t, exitUsage, c.run(t, "serve", "--config", cfg))
+	assert.Contains(t, c.stderr.String(), `--storage must be file or memory, got "disk"`, "the variable wins over the file, the file sets the rest")
+
+	require.NoError(t, os.WriteFile(cfg, []byte("colour: blue\n"), 0o600))
+	c = cli{}
+	assert.Equal(t, exitUsage, c.run(t, "serve", "--config", cfg))
+	assert.Contains(t, c.stderr.String(), `amends.yaml:1: unknown setting "colour"`)
 }

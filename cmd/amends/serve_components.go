@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/metrics"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/scheduler"
+	"github.com/amends-dev/amends/server"
+)
+
+// shutdownTimeout bounds how long the HTTP server waits for in-flight
+// requests at shutdown.
+const shutdownTimeout = 15 * time.Second
+
+// controlPlane builds the projection, the scheduler and the HTTP API, binds
+// the API's listener, and returns them as components with the API's URL.
+func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstream.JetStream, store *jsstore.Store, logger *slog.Logger) ([]component, string, error) {
+	views, err := projection.OpenViews(ctx, js, projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))
+	if err != nil {
+		return nil, "", fmt.Errorf("projection: %w", err)
+	}
+	proj, err := projection.NewProjector(js, store, views, projection.WithLogger(logger.With("component", "projector")))
+	if err != nil {
+		return nil, "", err
+	}
+	index, err := projection.NewIndex(views, store)
+	if err != nil {
+		return nil, "", err
+	}
+	svc := aggregate.NewService(store)
+	batches, err := server.OpenBatches(ctx, js, cfg.replicas)
+	if err != nil {
+		return nil, "", err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrics.Records(index), metrics.Projector(proj))
+	components := []component{{"projector", proj.Run}, {"index", index.Run}}
+
+	if sc := cfg.scheduler; sc != nil {
+		leases, err := scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
+		if err != nil {
+			return nil, "", fmt.Errorf("scheduler: %w", err)
+		}
+		sched, err := scheduler.New(index, svc, leases,
+			scheduler.WithPeriod(sc.period), scheduler.WithInitialDelay(sc.delay), scheduler.WithBatch(sc.batch),
+			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler")))
+		if err != nil {
+			return nil, "", usageErrorf("scheduler: %v", err)
+		}
+		reg.MustRegister(metrics.Scheduler(sched, index))
+		components = append(components, component{"scheduler", sched.Run})
+	}
+
+	api := server.New(server.Config{
+		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg,
+		Logger: logger.With("component", "http"),
+		Ready: func() error {
+			if !nc.IsConnected() {
+				return fmt.Errorf("not connected to NATS (%s)", nc.Status())
+			}
+			select {
+			case <-index.Ready():
+				return nil
+			default:
+				return errors.New("the index is still loading the views")
+			}
+		},
+	})
+	l, err := net.Listen("tcp", cfg.http)
+	if err != nil {
+		return nil, "", fmt.Errorf("--http %s: %w", cfg.http, err)
+	}
+	url := "http://" + l.Addr().String()
+	if len(cfg.tokens) == 0 {
+		logger.Warn("the HTTP API has no tokens: anyone on this machine can read and steer records", "http", url)
+	}
+	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	components = append(components, component{"http", func(ctx context.Context) error {
+		errc := make(chan error, 1)
+		go func() { errc <- hs.Serve(l) }()
+		logger.Info("HTTP API serving", "url", url, "tokens", len(cfg.tokens))
+		select {
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		err := hs.Shutdown(sctx) // drains in-flight requests
+		<-errc
+		return err
+	}})
+	return components, url, nil
+}

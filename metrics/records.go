@@ -1,0 +1,57 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+)
+
+// Summarizer is what Records reads. *projection.Index satisfies it.
+type Summarizer interface {
+	Summary(f projection.Filter) (projection.Summary, error)
+}
+
+// Records reports amends_records{status,recoverable} and
+// amends_records_in_view{view}, read from the index at each scrape (one
+// pass over the index).
+func Records(s Summarizer) prometheus.Collector {
+	byStatus := desc("records", "ExecutionFailed records by status and recoverability.", "status", "recoverable")
+	byView := desc("records_in_view", "ExecutionFailed records in each operator view.", "view")
+	return &collector{descs: []*prometheus.Desc{byStatus, byView}, read: func() []sample {
+		sum, err := s.Summary(projection.Filter{})
+		if err != nil {
+			return nil
+		}
+		var out []sample
+		seen := map[[2]string]bool{}
+		for _, c := range sum.ByStatus {
+			seen[[2]string{string(c.Status), string(c.Recoverable)}] = true
+			out = append(out, gauge(byStatus, float64(c.Count), string(c.Status), string(c.Recoverable)))
+		}
+		// Absent combinations are 0, so that dashboards see them fall to 0.
+		for _, st := range aggregate.Statuses {
+			for _, r := range aggregate.Recoverabilities {
+				if !seen[[2]string{string(st), string(r)}] {
+					out = append(out, gauge(byStatus, 0, string(st), string(r)))
+				}
+			}
+		}
+		for _, v := range aggregate.Views {
+			out = append(out, gauge(byView, float64(sum.Views[v]), string(v)))
+		}
+		return out
+	}}
+}
+
+// Projector reports amends_projector_streams_total{result}.
+func Projector(p *projection.Projector) prometheus.Collector {
+	d := desc("projector_streams_total", "Compensation streams the projector handled, by result.", "result")
+	return &collector{descs: []*prometheus.Desc{d}, read: func() []sample {
+		s := p.Stats()
+		return []sample{
+			counter(d, s.Projected, "projected"), counter(d, s.Rebuilt, "rebuilt"), counter(d, s.Skipped, "skipped"),
+			counter(d, s.Corrupt, "corrupt"), counter(d, s.Failed, "failed"),
+		}
+	}}
+}

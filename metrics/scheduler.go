@@ -1,0 +1,55 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/scheduler"
+)
+
+// DueIndex is what Scheduler reads for the backlog. *projection.Index
+// satisfies it.
+type DueIndex interface {
+	Due(now time.Time, limit int) []projection.Due
+	Count(f projection.Filter) (int, error)
+}
+
+// Scheduler reports the scheduler's counters (amends_scheduler_*) and the
+// backlog: how many records are due now and how long the oldest has waited.
+func Scheduler(s *scheduler.Scheduler, due DueIndex) prometheus.Collector {
+	return schedulerCollector(s.Stats, due, time.Now)
+}
+
+func schedulerCollector(stats func() scheduler.Stats, due DueIndex, now func() time.Time) prometheus.Collector {
+	prepares := desc("scheduler_prepares_total", "Prepares the scheduler sent, by result (prepared, rejected because the record moved on, duplicate, failed).", "result")
+	passes := desc("scheduler_passes_total", "Scheduler passes run as the lease holder.")
+	active := desc("scheduler_active", "1 if this instance holds the scheduler lease.")
+	leases := desc("scheduler_lease_changes_total", "Lease acquisitions and losses of this instance.", "change")
+	backlog := desc("scheduler_backlog", "Records due now (the next-retry view).")
+	oldest := desc("scheduler_oldest_due_age_seconds", "How long the oldest due record has been due; 0 if none is.")
+	return &collector{descs: []*prometheus.Desc{prepares, passes, active, leases, backlog, oldest}, read: func() []sample {
+		s := stats()
+		out := []sample{
+			counter(prepares, s.Prepared, "prepared"), counter(prepares, s.Rejected, "rejected"),
+			counter(prepares, s.Duplicates, "duplicate"), counter(prepares, s.Failed, "failed"),
+			counter(passes, s.Passes), counter(leases, s.Acquired, "acquired"), counter(leases, s.Lost, "lost"),
+		}
+		a := 0.0
+		if s.Active {
+			a = 1
+		}
+		out = append(out, gauge(active, a))
+		t := now()
+		if n, err := due.Count(projection.Filter{View: aggregate.ViewNextRetry, Now: t}); err == nil {
+			out = append(out, gauge(backlog, float64(n)))
+		}
+		age := 0.0
+		if d := due.Due(t, 1); len(d) == 1 {
+			age = t.Sub(time.UnixMilli(d[0].NextRetryAt)).Seconds()
+		}
+		return append(out, gauge(oldest, age))
+	}}
+}
