@@ -1,0 +1,72 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/scheduler"
+)
+
+type fakeIndex struct{}
+
+func (fakeIndex) Summary(projection.Filter) (projection.Summary, error) {
+	return projection.Summary{
+		ByStatus: []projection.StatusCount{{Status: aggregate.StatusFailed, Recoverable: aggregate.Recoverable, Count: 3}},
+		Views:    map[aggregate.View]int{aggregate.ViewToRetry: 3, aggregate.ViewNextRetry: 2},
+	}, nil
+}
+
+func (fakeIndex) Count(f projection.Filter) (int, error) {
+	if f.View == aggregate.ViewNextRetry {
+		return 2, nil
+	}
+	return 0, nil
+}
+
+func (fakeIndex) Due(now time.Time, limit int) []projection.Due {
+	return []projection.Due{{ID: "a", NextRetryAt: now.Add(-90 * time.Second).UnixMilli()}}
+}
+
+func TestRecordsCollector(t *testing.T) {
+	want := `
+# HELP amends_records_in_view ExecutionFailed records in each operator view.
+# TYPE amends_records_in_view gauge
+amends_records_in_view{view="executing"} 0
+amends_records_in_view{view="next-retry"} 2
+amends_records_in_view{view="non-retryable"} 0
+amends_records_in_view{view="succeeded"} 0
+amends_records_in_view{view="to-retry"} 3
+amends_records_in_view{view="unrecoverable"} 0
+`
+	require.NoError(t, testutil.CollectAndCompare(Records(fakeIndex{}), strings.NewReader(want), "amends_records_in_view"))
+	n, err := testutil.GatherAndCount(registry(t, Records(fakeIndex{})), "amends_records")
+	require.NoError(t, err)
+	require.Equal(t, 9, n, "every status x recoverability, absent ones at 0")
+}
+
+func TestSchedulerCollector(t *testing.T) {
+	now := time.UnixMilli(1_735_000_000_000)
+	c := schedulerCollector(func() scheduler.Stats {
+		return scheduler.Stats{Active: true, Passes: 4, Prepared: 7, Rejected: 1}
+	}, fakeIndex{}, func() time.Time { return now })
+	want := `
+# HELP amends_scheduler_backlog Records due now (the next-retry view).
+# TYPE amends_scheduler_backlog gauge
+amends_scheduler_backlog 2
+# HELP amends_scheduler_oldest_due_age_seconds How long the oldest due record has been due; 0 if none is.
+# TYPE amends_scheduler_oldest_due_age_seconds gauge
+amends_scheduler_oldest_due_age_seconds 90
+# HELP amends_scheduler_active 1 if this instance holds the scheduler lease.
+# TYPE amends_scheduler_active gauge
+amends_scheduler_active 1
+`
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want),
+		"amends_scheduler_backlog", "amends_scheduler_oldest_due_age_seconds", "amends_scheduler_active"))
+	require.Equal(t, 7.0, testutil.ToFloat64(filterMetric(t, c, "prepared")))
+}
