@@ -137,6 +137,28 @@ type snapshot struct {
 	CommandIDs []string `json:"commandIds,omitempty"`
 }
 
+// carried decodes the snapshot a stream carries; ok is false if it carries
+// none for its record. Decoded with json/v2, as the envelope
+// (eventstore.Decode): this is on every command's path.
+func carried(st eventstore.Stream) (snapshot, bool) {
+	if len(st.State) == 0 {
+		return snapshot{}, false
+	}
+	var snap snapshot
+	if err := jsonv2.Unmarshal(st.State, &snap); err != nil || snap.State.ID != st.Aggregate.ID || !snap.State.Exists() {
+		return snapshot{}, false
+	}
+	return snap, true
+}
+
+// CarriedState returns the record state a stream written by a Service
+// carries: the state after that stream. ok is false if the stream carries
+// no valid state for its record (then replay the history with Evolve).
+func CarriedState(st eventstore.Stream) (State, bool) {
+	snap, ok := carried(st)
+	return snap.State, ok
+}
+
 // encode writes the snapshot without the derived fields of the state's API
 // shape, and without a MarshalJSON method, which encoding/json would make
 // it scan twice.
@@ -230,13 +252,8 @@ func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error)
 	if err != nil {
 		return snapshot{}, 0, fmt.Errorf("load ExecutionFailed %s: %w", id, err)
 	}
-	if len(last.State) > 0 {
-		var snap snapshot
-		// Decoded with json/v2, as the envelope (eventstore.Decode): this is
-		// on every command's path.
-		if err := jsonv2.Unmarshal(last.State, &snap); err == nil && snap.State.ID == id {
-			return snap, last.Version, nil
-		}
+	if snap, ok := carried(last); ok {
+		return snap, last.Version, nil
 	}
 	streams, err := s.store.Load(ctx, a, 1)
 	if err != nil {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+
 	"fmt"
+	jsonv2 "github.com/go-json-experiment/json"
 	"slices"
 )
 
@@ -72,7 +74,19 @@ func DecodeEvent(name string, body []byte) (Event, error) {
 	return e, nil
 }
 
+// decodeAs decodes an event body with the json/v2 prototype, as the
+// event store decodes its envelope: events are decoded on every projection
+// and replay. Field names match exactly, as Jackson's do; enums are read
+// case-insensitively through their UnmarshalText.
 func decodeAs[T any](body []byte) (T, error) {
+	var v T
+	err := jsonv2.Unmarshal(body, &v)
+	return v, err
+}
+
+// decodeCommandBody decodes a command body with encoding/json, which
+// matches field names case-insensitively: commands come from clients.
+func decodeCommandBody[T any](body []byte) (T, error) {
 	var v T
 	err := json.Unmarshal(body, &v)
 	return v, err
@@ -150,7 +164,7 @@ func DecodeCommand(name string, body []byte) (Command, error) {
 }
 
 func decodeCommand[T Command](body []byte) (Command, error) {
-	v, err := decodeAs[T](body)
+	v, err := decodeCommandBody[T](body)
 	if err != nil {
 		// An enum's own error already names the field and the values.
 		var ae *Error

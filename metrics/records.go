@@ -44,14 +44,23 @@ func Records(s Summarizer) prometheus.Collector {
 	}}
 }
 
-// Projector reports amends_projector_streams_total{result}.
+// Projector reports amends_projector_streams_total{result} and
+// amends_compensation_events_total{event}: the compensation events this
+// instance projected, which is how the control plane sees recordings
+// (execution_failed_created), prepares, and replays by result
+// (execution_success_applied, execution_failed_applied).
 func Projector(p *projection.Projector) prometheus.Collector {
 	d := desc("projector_streams_total", "Compensation streams the projector handled, by result.", "result")
-	return &collector{descs: []*prometheus.Desc{d}, read: func() []sample {
+	ev := desc("compensation_events_total", "Compensation events projected by this instance, by name: recordings, prepares, replay results and operator changes.", "event")
+	return &collector{descs: []*prometheus.Desc{d, ev}, read: func() []sample {
 		s := p.Stats()
-		return []sample{
+		out := []sample{
 			counter(d, s.Projected, "projected"), counter(d, s.Rebuilt, "rebuilt"), counter(d, s.Skipped, "skipped"),
 			counter(d, s.Corrupt, "corrupt"), counter(d, s.Failed, "failed"),
 		}
+		for _, name := range aggregate.EventNames {
+			out = append(out, counter(ev, s.Events[name], name))
+		}
+		return out
 	}}
 }

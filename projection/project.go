@@ -40,6 +40,9 @@ func (p *Projector) handle(ctx context.Context, m jetstream.Msg) {
 	switch {
 	case err == nil:
 		[...]*atomic.Uint64{skip: &p.skipped, evolve: &p.projected, rebuild: &p.rebuilt}[done].Add(1)
+		if done != skip {
+			p.countEvents(&st)
+		}
 		p.ack(m)
 	case errors.Is(err, aggregate.ErrIllegalArgument):
 		p.terminate(m, err) // an event that does not decode, and no carried state
@@ -171,4 +174,16 @@ func (p *Projector) write(ctx context.Context, key string, rev uint64, v *View) 
 	}
 	p.cache.put(key, next, *v)
 	return nil
+}
+
+// countEvents counts the events of a stream projected for the first time
+// by this projector, by name.
+func (p *Projector) countEvents(st *eventstore.Stream) {
+	for _, e := range st.Events {
+		for i, name := range aggregate.EventNames {
+			if e.Name == name {
+				p.events[i].Add(1)
+			}
+		}
+	}
 }

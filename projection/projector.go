@@ -42,6 +42,7 @@ type Projector struct {
 	cache *viewCache
 
 	projected, skipped, rebuilt, corrupt, failed atomic.Uint64
+	events                                       [7]atomic.Uint64 // by aggregate.EventNames
 }
 
 // ProjectorStats counts what a projector did since it was created.
@@ -57,6 +58,10 @@ type ProjectorStats struct {
 	Corrupt uint64
 	// Failed counts messages handed back for redelivery after an error.
 	Failed uint64
+	// Events counts the events of projected and rebuilt streams by name
+	// (aggregate.EventNames): failures recorded, prepares, replay results.
+	// Redelivered streams are not counted twice by one projector.
+	Events map[string]uint64
 }
 
 type projectorOptions struct {
@@ -159,8 +164,16 @@ func NewProjector(js jetstream.JetStream, store *jsstore.Store, views jetstream.
 func (p *Projector) Stats() ProjectorStats {
 	return ProjectorStats{
 		Projected: p.projected.Load(), Rebuilt: p.rebuilt.Load(), Skipped: p.skipped.Load(),
-		Corrupt: p.corrupt.Load(), Failed: p.failed.Load(),
+		Corrupt: p.corrupt.Load(), Failed: p.failed.Load(), Events: p.eventCounts(),
 	}
+}
+
+func (p *Projector) eventCounts() map[string]uint64 {
+	out := make(map[string]uint64, len(aggregate.EventNames))
+	for i, name := range aggregate.EventNames {
+		out[name] = p.events[i].Load()
+	}
+	return out
 }
 
 // ConsumerConfig returns the durable consumer the projector creates or

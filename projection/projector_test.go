@@ -127,3 +127,18 @@ func TestProjectorsShareTheWork(t *testing.T) {
 	sa, sb := a.Stats(), b.Stats()
 	assert.Equal(t, uint64(120), sa.Projected+sa.Rebuilt+sa.Skipped+sb.Projected+sb.Rebuilt+sb.Skipped, "every stream handled once: %+v %+v", sa, sb)
 }
+
+func TestProjectorCountsEventsOnce(t *testing.T) {
+	e := newEnv(t)
+	p := e.projector(t)
+	run(t, p)
+	id := e.create(t, evt(1), fnA, "Timeout", nil)
+	e.exec(t, id, aggregate.PrepareCompensation{})
+	r := e.exec(t, id, aggregate.ApplyExecutionSuccess{ExecuteAt: e.clock.Now().UnixMilli()})
+	e.waitViews(t, map[string]uint64{id: r.Version})
+	ev := p.Stats().Events
+	assert.Equal(t, uint64(1), ev[aggregate.NameExecutionFailedCreated])
+	assert.Equal(t, uint64(1), ev[aggregate.NameCompensationPrepared])
+	assert.Equal(t, uint64(1), ev[aggregate.NameExecutionSuccessApplied])
+	assert.Zero(t, ev[aggregate.NameExecutionFailedApplied])
+}

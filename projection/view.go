@@ -41,21 +41,12 @@ func decodeView(data []byte) (View, error) {
 	return v, nil
 }
 
-// carried is the part of a stream's carried state (aggregate.Service writes
-// {"state": ..., "commandIds": [...]}) that the projection reads.
-type carried struct {
-	State aggregate.State `json:"state"`
-}
-
 // carriedView returns the view a stream carries: the record's state after
 // the stream. ok is false if the stream carries no state for its record.
 func carriedView(st *eventstore.Stream) (View, bool) {
-	if len(st.State) == 0 {
+	state, ok := aggregate.CarriedState(*st)
+	if !ok {
 		return View{}, false
 	}
-	var c carried
-	if err := jsonv2.Unmarshal(st.State, &c); err != nil || c.State.ID != st.Aggregate.ID || !c.State.Exists() {
-		return View{}, false
-	}
-	return View{State: c.State, Version: st.Version, UpdatedAt: st.CreateTime, Seq: st.Seq}, true
+	return View{State: state, Version: st.Version, UpdatedAt: st.CreateTime, Seq: st.Seq}, true
 }

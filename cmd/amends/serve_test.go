@@ -185,7 +185,7 @@ func TestServeRunsTheControlPlane(t *testing.T) {
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, m := range []string{`amends_records{recoverable="UNKNOWN",status="FAILED"} 0`, "amends_scheduler_backlog 0", "amends_projector_streams_total", "amends_http_request_duration_seconds"} {
+	for _, m := range []string{`amends_records{recoverable="UNKNOWN",status="FAILED"} 0`, "amends_scheduler_backlog 0", "amends_projector_streams_total", `amends_compensation_events_total{event="execution_success_applied"} 0`, "amends_http_request_duration_seconds"} {
 		assert.Contains(t, string(body), m)
 	}
 	assert.Contains(t, c.stderr.String(), "the HTTP API has no tokens", "serve says that local use is open")
