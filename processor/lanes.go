@@ -48,27 +48,31 @@ func laneOf(subject string, n int) int {
 // returns once every goroutine it started has returned.
 func (r *runner) run(stopping, work context.Context) {
 	r.current = make([]atomic.Pointer[jetstream.Msg], r.lanes)
-	chans := make([]chan jetstream.Msg, r.lanes)
+	queues := make([]*queue, r.lanes)
 	var wg sync.WaitGroup
-	for i := range chans {
-		chans[i] = make(chan jetstream.Msg, r.p.o.laneBuffer)
-		wg.Go(func() { r.lane(i, chans[i], stopping, work) })
+	for i := range queues {
+		queues[i] = newQueue()
+		wg.Go(func() { r.lane(i, queues[i], stopping, work) })
 	}
 	hbDone := make(chan struct{})
 	var hb sync.WaitGroup
 	hb.Go(func() { r.heartbeat(hbDone) })
 
-	r.pull(stopping, chans)
-	for _, c := range chans {
-		close(c)
+	r.pull(stopping, queues)
+	for _, q := range queues {
+		q.close()
 	}
 	wg.Wait()
 	close(hbDone)
 	hb.Wait()
 }
 
-func (r *runner) lane(i int, msgs <-chan jetstream.Msg, stopping, work context.Context) {
-	for m := range msgs {
+func (r *runner) lane(i int, q *queue, stopping, work context.Context) {
+	for {
+		m, ok := q.pop()
+		if !ok {
+			return
+		}
 		if stopping.Err() != nil {
 			r.settle(m, interrupted) // not started: let another instance have it now
 			continue
@@ -124,9 +128,12 @@ func (r *runner) heartbeat(done <-chan struct{}) {
 	}
 }
 
+// pullExpiry is how long one pull request lives on the server.
+const pullExpiry = 5 * time.Second
+
 // pull reads the consumer until stopping ends, re-creating the consumer
 // and the pull if they fail (a deleted consumer, a lost connection).
-func (r *runner) pull(stopping context.Context, chans []chan jetstream.Msg) {
+func (r *runner) pull(stopping context.Context, queues []*queue) {
 	log := r.p.o.logger
 	for stopping.Err() == nil {
 		cons, err := r.p.ensureConsumer(stopping, r.stream, r.cfg)
@@ -137,6 +144,10 @@ func (r *runner) pull(stopping context.Context, chans []chan jetstream.Msg) {
 		}
 		opts := []jetstream.PullMessagesOpt{
 			jetstream.PullMaxMessages(min(r.cfg.MaxAckPending, 500)),
+			// Short pulls: if the client's pull accounting ever loses track of
+			// a finished request, the missed heartbeat re-pulls within
+			// seconds instead of the default 30 s.
+			jetstream.PullExpiry(pullExpiry),
 			jetstream.WithMessagesErrOnMissingHeartbeat(false),
 		}
 		if r.p.o.pinned {
@@ -159,7 +170,7 @@ func (r *runner) pull(stopping context.Context, chans []chan jetstream.Msg) {
 				continue
 			}
 			r.p.metrics.Delivered.Add(1)
-			chans[laneOf(m.Subject(), len(chans))] <- m
+			queues[laneOf(m.Subject(), len(queues))].push(m)
 		}
 		stop()
 		if stopping.Err() == nil {
