@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -128,13 +129,22 @@ func (r *runner) heartbeat(done <-chan struct{}) {
 	}
 }
 
-// pullExpiry is how long one pull request lives on the server.
+// pullExpiry bounds one fetch: how long a pull request waits on the
+// server for messages.
 const pullExpiry = 5 * time.Second
 
-// pull reads the consumer until stopping ends, re-creating the consumer
-// and the pull if they fail (a deleted consumer, a lost connection).
+// pull reads the consumer until stopping ends, re-creating the consumer if
+// it fails (a deleted consumer, a lost connection). It fetches one batch at
+// a time: every fetch ends (full, or at pullExpiry), so no client-side
+// accounting of outstanding pulls can stall it. Pushing to a lane never
+// blocks, so the batch is drained as fast as it arrives.
 func (r *runner) pull(stopping context.Context, queues []*queue) {
 	log := r.p.o.logger
+	batch := min(r.cfg.MaxAckPending, 1000)
+	var opts []jetstream.FetchOpt
+	if r.p.o.pinned {
+		opts = append(opts, jetstream.FetchPriorityGroup(priorityGroup))
+	}
 	for stopping.Err() == nil {
 		cons, err := r.p.ensureConsumer(stopping, r.stream, r.cfg)
 		if err != nil {
@@ -142,39 +152,25 @@ func (r *runner) pull(stopping context.Context, queues []*queue) {
 			_ = Sleep(stopping, time.Second)
 			continue
 		}
-		opts := []jetstream.PullMessagesOpt{
-			jetstream.PullMaxMessages(min(r.cfg.MaxAckPending, 500)),
-			// Short pulls: if the client's pull accounting ever loses track of
-			// a finished request, the missed heartbeat re-pulls within
-			// seconds instead of the default 30 s.
-			jetstream.PullExpiry(pullExpiry),
-			jetstream.WithMessagesErrOnMissingHeartbeat(false),
-		}
-		if r.p.o.pinned {
-			opts = append(opts, jetstream.PullPriorityGroup(priorityGroup))
-		}
-		it, err := cons.Messages(opts...)
-		if err != nil {
-			log.Warn("amends processor: cannot pull; retrying", "consumer", r.cfg.Durable, "err", err)
-			_ = Sleep(stopping, time.Second)
-			continue
-		}
-		stop := context.AfterFunc(stopping, it.Stop)
-		for {
-			m, err := it.Next()
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				break
+		for stopping.Err() == nil {
+			ctx, cancel := context.WithTimeout(stopping, pullExpiry)
+			msgs, err := cons.Fetch(batch, append(opts, jetstream.FetchContext(ctx))...)
+			if err == nil {
+				for m := range msgs.Messages() {
+					r.p.metrics.Delivered.Add(1)
+					queues[laneOf(m.Subject(), len(queues))].push(m)
+				}
+				err = msgs.Error()
 			}
-			if err != nil {
-				log.Warn("amends processor: pull error", "consumer", r.cfg.Durable, "err", err)
+			cancel()
+			if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || stopping.Err() != nil {
 				continue
 			}
-			r.p.metrics.Delivered.Add(1)
-			queues[laneOf(m.Subject(), len(queues))].push(m)
-		}
-		stop()
-		if stopping.Err() == nil {
-			log.Warn("amends processor: pull ended; resuming", "consumer", r.cfg.Durable)
+			log.Warn("amends processor: fetch failed", "consumer", r.cfg.Durable, "err", err)
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+				errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConnectionClosed) {
+				break // re-create the consumer
+			}
 			_ = Sleep(stopping, 250*time.Millisecond)
 		}
 	}

@@ -8,9 +8,8 @@ import (
 
 // queue is a lane's unbounded FIFO of messages. The consumer's
 // MaxAckPending bounds what all queues hold together, so the reader never
-// blocks on a busy lane: a blocked reader would stop draining the pull
-// subscription, whose status messages could then be dropped and stall the
-// consumer until its heartbeat timeout.
+// blocks on one busy lane while the others starve, and drains each fetched
+// batch as fast as it arrives.
 type queue struct {
 	mu     sync.Mutex
 	items  []jetstream.Msg
