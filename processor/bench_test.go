@@ -91,7 +91,9 @@ func BenchmarkDispatch(b *testing.B) {
 			if m.Ack() == nil {
 				acked.Add(1)
 			}
-		}, jetstream.PullMaxMessages(500), jetstream.PullExpiry(5*time.Second)) // as the processor pulls
+			// nats.go's usual consumer; a 5 s pull expiry bounds the rare
+			// pull stalls seen with its default 30 s.
+		}, jetstream.PullMaxMessages(500), jetstream.PullExpiry(5*time.Second))
 		if err != nil {
 			b.Fatal(err)
 		}

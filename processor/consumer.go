@@ -62,6 +62,10 @@ func (p *Processor) baseConfig(name string, subjects []string, maxAckPending int
 		FilterSubjects: subjects,
 		MaxAckPending:  maxAckPending,
 	}
+	if len(subjects) == 1 {
+		// The server's single-filter path is cheaper per message.
+		cfg.FilterSubject, cfg.FilterSubjects = subjects[0], nil
+	}
 	if p.o.pinned {
 		cfg.PriorityPolicy = jetstream.PriorityPolicyPinned
 		cfg.PriorityGroups = []string{priorityGroup}

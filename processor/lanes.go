@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -129,21 +128,20 @@ func (r *runner) heartbeat(done <-chan struct{}) {
 	}
 }
 
-// pullExpiry bounds one fetch: how long a pull request waits on the
-// server for messages.
+// pullExpiry bounds one pull request on the server. Should the client ever
+// lose track of its outstanding pulls, its missed-heartbeat check (half of
+// this) pulls again within seconds instead of the default 30 s.
 const pullExpiry = 5 * time.Second
 
-// pull reads the consumer until stopping ends, re-creating the consumer if
-// it fails (a deleted consumer, a lost connection). It fetches one batch at
-// a time: every fetch ends (full, or at pullExpiry), so no client-side
-// accounting of outstanding pulls can stall it. Pushing to a lane never
-// blocks, so the batch is drained as fast as it arrives.
+// pull consumes until stopping ends, re-creating the consumer if it fails
+// (deleted, or the connection closed). The callback only hands each message
+// to its lane's queue and never blocks, so the subscription keeps up with
+// the server's messages and status notifications.
 func (r *runner) pull(stopping context.Context, queues []*queue) {
 	log := r.p.o.logger
-	batch := min(r.cfg.MaxAckPending, 1000)
-	var opts []jetstream.FetchOpt
+	opts := []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(min(r.cfg.MaxAckPending, 1000)), jetstream.PullExpiry(pullExpiry)}
 	if r.p.o.pinned {
-		opts = append(opts, jetstream.FetchPriorityGroup(priorityGroup))
+		opts = append(opts, jetstream.PullPriorityGroup(priorityGroup))
 	}
 	for stopping.Err() == nil {
 		cons, err := r.p.ensureConsumer(stopping, r.stream, r.cfg)
@@ -152,26 +150,29 @@ func (r *runner) pull(stopping context.Context, queues []*queue) {
 			_ = Sleep(stopping, time.Second)
 			continue
 		}
-		for stopping.Err() == nil {
-			ctx, cancel := context.WithTimeout(stopping, pullExpiry)
-			msgs, err := cons.Fetch(batch, append(opts, jetstream.FetchContext(ctx))...)
-			if err == nil {
-				for m := range msgs.Messages() {
-					r.p.metrics.Delivered.Add(1)
-					queues[laneOf(m.Subject(), len(queues))].push(m)
-				}
-				err = msgs.Error()
+		lost := make(chan struct{})
+		var once sync.Once
+		onErr := jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConnectionClosed) {
+				once.Do(func() { close(lost) })
 			}
-			cancel()
-			if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || stopping.Err() != nil {
-				continue
-			}
-			log.Warn("amends processor: fetch failed", "consumer", r.cfg.Durable, "err", err)
-			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
-				errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConnectionClosed) {
-				break // re-create the consumer
-			}
-			_ = Sleep(stopping, 250*time.Millisecond)
+			log.Debug("amends processor: consume", "consumer", r.cfg.Durable, "err", err)
+		})
+		cc, err := cons.Consume(func(m jetstream.Msg) {
+			r.p.metrics.Delivered.Add(1)
+			queues[laneOf(m.Subject(), len(queues))].push(m)
+		}, append(opts, onErr)...)
+		if err != nil {
+			log.Warn("amends processor: cannot consume; retrying", "consumer", r.cfg.Durable, "err", err)
+			_ = Sleep(stopping, time.Second)
+			continue
 		}
+		select {
+		case <-stopping.Done():
+		case <-lost:
+			log.Warn("amends processor: consumer lost; re-creating it", "consumer", r.cfg.Durable)
+		}
+		cc.Stop()
+		<-cc.Closed()
 	}
 }
