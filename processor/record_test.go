@@ -96,3 +96,19 @@ func TestWithoutCompensationWaives(t *testing.T) {
 	assert.False(t, rec.Exists(), "no record")
 	assert.Equal(t, uint64(1), e.rec.Metrics().Waived.Load())
 }
+
+// Without a recorder a failure is FAILURE_UNRECORDED: logged, counted and
+// acked.
+func TestWithoutRecorderFailuresAreUnrecorded(t *testing.T) {
+	e := newEnv(t)
+	p, err := processor.New(e.js, e.store, ctxName, processor.WithLogger(quietLogger()), processor.WithSleeper(e.sleeps.Sleep))
+	require.NoError(t, err)
+	c := newCounter()
+	c.failWith(errBoom)
+	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), c.handle))
+	run(t, p)
+	e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	assert.Equal(t, uint64(1), p.Metrics().Outcome(processor.OutcomeUnrecorded))
+	assert.Equal(t, 0, e.recordCount())
+}

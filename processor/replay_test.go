@@ -144,3 +144,28 @@ func TestReplayOfUnknownFunction(t *testing.T) {
 	assert.Contains(t, rec.Error.ErrorMsg, "Renamed.handler is not registered")
 	assert.Equal(t, uint64(1), p.Metrics().ReplaysMissing.Load())
 }
+
+// A record whose sequence no longer points at its event (e.g. a stream
+// restored elsewhere) is replayed from the aggregate and version.
+func TestReplayFallsBackToAggregateAndVersion(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	c := newCounter()
+	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), c.handle))
+	run(t, p)
+	other := e.emit(order("o-0"), 1, ev("order_placed", struct{}{}))
+	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	f := info("Mailer", "onPlaced")
+	id := aggregate.RecordID(st.Events[0].ID, f)
+	_, err := e.svc.Execute(context.Background(), id, aggregate.CreateExecutionFailed{
+		EventID: aggregate.EventID{ID: st.Events[0].ID, AggregateID: aggregate.AggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID},
+			Version: 1, Seq: other.Seq}, // the wrong message
+		Function: f, Error: aggregate.ErrorDetails{ErrorCode: "X"}, ExecuteAt: t0,
+	}, aggregate.Meta{})
+	require.NoError(t, err)
+	e.prepare(id, false)
+	require.Eventually(t, func() bool { return e.record(st.Events[0].ID, f).Status == aggregate.StatusSucceeded }, waitFor, tick)
+	assert.Equal(t, 2, c.count(st.Events[0].ID), "the right event was replayed")
+	assert.Equal(t, 1, c.count(other.Events[0].ID), "not the one at the recorded sequence")
+}
