@@ -172,7 +172,9 @@ func (s snapshot) encode() ([]byte, error) {
 
 // Execute runs command c on record id: load, decide at the clock's time,
 // append at the loaded version; on a conflict it loads and decides again,
-// up to the configured number of times, with jittered backoff.
+// up to the configured number of times, with jittered backoff. A
+// CreateExecutionFailed is first appended as a new record without reading;
+// only if the record exists is it loaded and decided again.
 //
 // A rejected command returns the *Error from Decide (match it with
 // errors.Is against ErrIllegalState, ErrNotFound, ...). Losing every race
@@ -186,16 +188,22 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 	if meta.CommandID == "" {
 		meta.CommandID = uuid.NewString()
 	}
+	// A creation usually targets a new record: append at version 0 without
+	// reading first, and load only if the record turns out to exist.
+	_, assumeNew := c.(CreateExecutionFailed)
 	var lastErr error
 	for attempt := range s.maxAttempts {
-		if attempt > 0 {
+		if attempt > 0 && lastErr != nil {
 			if err := backoff(ctx, attempt); err != nil {
 				return Result{}, err
 			}
 		}
-		snap, version, err := s.load(ctx, id)
-		if err != nil {
-			return Result{}, err
+		snap, version := snapshot{State: State{ID: id}}, uint64(0)
+		if !assumeNew {
+			var err error
+			if snap, version, err = s.load(ctx, id); err != nil {
+				return Result{}, err
+			}
 		}
 		if slices.Contains(snap.CommandIDs, meta.CommandID) {
 			return Result{ID: id, State: snap.State, Version: version, Duplicate: true}, nil
@@ -206,12 +214,23 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 		}
 		next := snapshot{State: EvolveAll(snap.State, events...)}
 		next.CommandIDs = append([]string{meta.CommandID}, snap.CommandIDs[:min(len(snap.CommandIDs), recentCommands-1)]...)
-		stream, err := s.stream(id, version+1, c, meta, events, next)
+		streamID := uuid.NewSHA1(streamNamespace, []byte(meta.CommandID+"@"+strconv.FormatUint(version+1, 10))).String()
+		if assumeNew {
+			// Not derived from the command id: a retried creation must
+			// conflict, be loaded and be recognised by its command id, not
+			// be taken for the stream its first attempt committed.
+			streamID = uuid.NewString()
+		}
+		stream, err := s.stream(id, streamID, version+1, c, meta, events, next)
 		if err != nil {
 			return Result{}, err
 		}
 		committed, err := s.store.Append(ctx, stream, version)
 		if errors.Is(err, eventstore.ErrConflict) {
+			if assumeNew {
+				assumeNew = false // it exists: read it and decide again, at once
+				continue
+			}
 			lastErr = err
 			continue
 		}
@@ -280,11 +299,10 @@ func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error)
 
 var streamNamespace = uuid.MustParse("5b0c8a53-6f3e-4d0e-9a57-3a0f7f2b9d41")
 
-// stream builds the stream a command appends. Its id derives from the
-// command id and version, so the same command at the same version is the
-// same stream for the store's deduplication.
-func (s *Service) stream(id string, version uint64, c Command, meta Meta, events []Event, next snapshot) (eventstore.Stream, error) {
-	streamID := uuid.NewSHA1(streamNamespace, []byte(meta.CommandID+"@"+strconv.FormatUint(version, 10))).String()
+// stream builds the stream a command appends. Its id usually derives from
+// the command id and version, so the same command at the same version is
+// the same stream for the store's deduplication.
+func (s *Service) stream(id, streamID string, version uint64, c Command, meta Meta, events []Event, next snapshot) (eventstore.Stream, error) {
 	st := eventstore.Stream{
 		ID:         streamID,
 		Aggregate:  RecordAggregate(id),

@@ -231,3 +231,19 @@ func TestServiceGivesUpAfterBoundedConflicts(t *testing.T) {
 	require.ErrorIs(t, err, eventstore.ErrConflict)
 	assert.ErrorContains(t, err, "create_execution_failed on ExecutionFailed r lost 4 races in a row; try again")
 }
+
+func TestCreateAppendsWithoutReadingFirst(t *testing.T) {
+	store := &countingStore{Store: newJSStore(t)}
+	svc := NewService(store, WithClock(newClock(t0)))
+	res, err := svc.Execute(t.Context(), "new", create, Meta{CommandID: "c-1"})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), res.Version)
+	assert.Zero(t, store.lastCalls.Load(), "a new record is created without a read")
+
+	_, err = svc.Execute(t.Context(), "new", create, Meta{})
+	require.ErrorIs(t, err, ErrAlreadyRecorded, "an existing record is read after the conflict and decided")
+	assert.Equal(t, int64(1), store.lastCalls.Load())
+	again, err := svc.Execute(t.Context(), "new", create, Meta{CommandID: "c-1"})
+	require.NoError(t, err)
+	assert.True(t, again.Duplicate, "a retried creation is recognised by its command id")
+}
