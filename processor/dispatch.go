@@ -119,9 +119,9 @@ func (p *Processor) record(ctx context.Context, x Execution) Outcome {
 		if se, ok := rerr.(interface{ SendError() error }); ok {
 			attrs = append(attrs, "sendErr", se.SendError())
 		}
-		p.o.logger.Error("amends processor: recording failed; the message will be redelivered", append(attrs, "err", rerr)...)
+		p.o.logger.Error("amends processor: recording failed; the message will be redelivered", append(attrs, "err", rerr.Error())...)
 	case x.Err != nil:
-		p.o.logger.Warn("amends processor: function failed", append(attrs, "err", x.Err)...)
+		p.o.logger.Warn("amends processor: function failed", append(attrs, "err", x.Err.Error())...)
 	case p.o.logger.Enabled(ctx, slog.LevelDebug):
 		p.o.logger.Debug("amends processor: replay succeeded", attrs...)
 	}

@@ -16,6 +16,10 @@ type component struct {
 	run  func(ctx context.Context) error
 }
 
+// errFinished is returned by a component whose work is done and that asks
+// the others to stop: a clean end, like a signal.
+var errFinished = errors.New("finished")
+
 // runComponents runs the components under one context until ctx ends or
 // one of them fails, which cancels the others. It returns once every
 // component has returned: nil if ctx ended and every component stopped
@@ -33,6 +37,10 @@ func runComponents(ctx context.Context, logger *slog.Logger, components ...compo
 	for _, c := range components {
 		wg.Go(func() {
 			err := c.run(ctx)
+			if errors.Is(err, errFinished) {
+				cancel()
+				return
+			}
 			stopping := ctx.Err() != nil
 			if stopping && (err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 				return

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"time"
@@ -245,6 +246,9 @@ type serveConfig struct {
 	// ready, when set, is called once serve is ready, before it waits for
 	// the context to end.
 	ready func(serveInfo)
+	// extra, when set, adds components that run beside the control plane
+	// (amends demo's example service).
+	extra func(ctx context.Context, js jetstream.JetStream, httpURL string) ([]component, error)
 }
 
 type schedulerConfig struct {

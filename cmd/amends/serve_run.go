@@ -77,6 +77,13 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	if err != nil {
 		return err
 	}
+	if cfg.extra != nil {
+		more, err := cfg.extra(ctx, js, httpURL)
+		if err != nil {
+			return err
+		}
+		components = append(components, more...)
+	}
 	if cfg.ready != nil {
 		cfg.ready(serveInfo{NATSURL: conn.url, Stream: stream, HTTPURL: httpURL})
 	}

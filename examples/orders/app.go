@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
 )
+
+var registerCodes sync.Once
 
 // App is the wired example service.
 type App struct {
@@ -30,7 +33,9 @@ type App struct {
 
 // Config carries what New needs besides the JetStream connection.
 type Config struct {
-	Mail            MailServer
+	Mail MailServer
+	// MailRetrySpec is the mailer's retry spec; nil means MailRetrySpec.
+	MailRetrySpec   *aggregate.RetrySpec
 	Clock           aggregate.Clock
 	ProcessorOpts   []processor.Option
 	RecorderOptions []recorder.Option
@@ -40,6 +45,12 @@ type Config struct {
 // snapshot buckets, the record service, the recorder and the processor with
 // the inventory projector, the mailer and the order snapshot.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*App, error) {
+	registerCodes.Do(func() {
+		// Stable error codes for the mail server's rejections, so records
+		// and summaries group them by name.
+		_ = recorder.RegisterCode(ErrGreylisted, "Greylisted")
+		_ = recorder.RegisterCode(ErrMailboxFull, "MailboxFull")
+	})
 	store, err := jsstore.New(js)
 	if err != nil {
 		return nil, err
@@ -66,7 +77,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*App, error) 
 		return nil, err
 	}
 	app := &App{
-		Orders: NewOrders(store, cfg.Clock.Now), Inventory: NewInventory(inventoryKV), Mailer: NewMailer(cfg.Mail),
+		Orders: NewOrders(store, cfg.Clock.Now), Inventory: NewInventory(inventoryKV), Mailer: NewMailer(cfg.Mail, cfg.mailSpec()),
 		Processor: p, Records: records, Recorder: rec, Snapshots: snapshots,
 	}
 	if err := p.RegisterAggregate(AggregateType, processor.Evolve(Initial, Evolve)); err != nil {
@@ -81,4 +92,11 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*App, error) 
 		return nil, err
 	}
 	return app, nil
+}
+
+func (c Config) mailSpec() aggregate.RetrySpec {
+	if c.MailRetrySpec != nil {
+		return *c.MailRetrySpec
+	}
+	return MailRetrySpec
 }

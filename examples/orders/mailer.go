@@ -24,19 +24,29 @@ var ErrMailboxFull = errors.New("550 mailbox full")
 var ErrGreylisted = errors.New("451 greylisted, try again later")
 
 // Mailer mails the customer when an order is placed.
-type Mailer struct{ server MailServer }
+type Mailer struct {
+	server MailServer
+	spec   aggregate.RetrySpec
+}
 
-// NewMailer returns the mailer sending through server.
-func NewMailer(server MailServer) *Mailer { return &Mailer{server: server} }
+// MailRetrySpec is the mailer's default retry spec: 5 scheduled retries,
+// from 60 s, each replay allowed 30 s.
+var MailRetrySpec = aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: 30}
+
+// NewMailer returns the mailer sending through server, whose failures are
+// retried by spec.
+func NewMailer(server MailServer, spec aggregate.RetrySpec) *Mailer {
+	return &Mailer{server: server, spec: spec}
+}
 
 // Register adds the mailer's function to p: a full mailbox is
 // unrecoverable for this function (its records are left to operators);
-// failed mails are scheduled for 5 retries, from 60 s.
+// failed mails are scheduled by the mailer's retry spec.
 func (m *Mailer) Register(p *processor.Processor) error {
 	return p.Register(processor.Function{Processor: "Mailer", Name: "confirmOrder",
 		AggregateTypes: []string{AggregateType}, Events: []string{EventPlaced}},
 		processor.HandleBody(m.confirm),
-		processor.WithRetrySpec(aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: 30}),
+		processor.WithRetrySpec(m.spec),
 		processor.UnrecoverableOn(failure.Is(ErrMailboxFull)))
 }
 
@@ -57,20 +67,31 @@ func (m *Mailer) confirm(ctx context.Context, d *processor.Delivery, p Placed) e
 // remembers sent keys, so sending twice is harmless. Safe for concurrent
 // use.
 type FlakyServer struct {
-	mu    sync.Mutex
-	fail  error
-	sent  map[string]string
-	tries int
+	mu       sync.Mutex
+	fail     error
+	failEach int            // fail each key's first failEach sends
+	tried    map[string]int // sends per key
+	sent     map[string]string
+	tries    int
 }
 
 // NewFlakyServer returns a working server.
-func NewFlakyServer() *FlakyServer { return &FlakyServer{sent: make(map[string]string)} }
+func NewFlakyServer() *FlakyServer {
+	return &FlakyServer{sent: make(map[string]string), tried: make(map[string]int)}
+}
+
+// FailFirst makes the first n sends of every mail fail with err, then work.
+func (s *FlakyServer) FailFirst(n int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failEach, s.fail = n, err
+}
 
 // FailWith makes every send fail with err (nil: work again).
 func (s *FlakyServer) FailWith(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fail = err
+	s.fail, s.failEach = err, 0
 }
 
 // Send implements MailServer.
@@ -78,7 +99,8 @@ func (s *FlakyServer) Send(_ context.Context, key, to, subject string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tries++
-	if s.fail != nil {
+	s.tried[key]++
+	if s.fail != nil && (s.failEach == 0 || s.tried[key] <= s.failEach) {
 		return fmt.Errorf("send to %s: %w", to, s.fail)
 	}
 	s.sent[key] = to + ": " + subject
