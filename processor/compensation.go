@@ -10,6 +10,10 @@ type Compensation struct {
 	ID string
 	// Attempt is the prepared attempt, 1 for the first replay.
 	Attempt int32
+	// Prepared is the record's version after the CompensationPrepared this
+	// replay runs for. Unlike Attempt, which starts again at 1 when a
+	// SUCCEEDED record is re-opened, it is never reused; 0 if unknown.
+	Prepared uint64
 }
 
 type compensationKey struct{}

@@ -37,7 +37,7 @@ func (p *Processor) dispatchReplay(ctx context.Context, m jetstream.Msg) disposi
 		if prep.Function.ContextName != p.context {
 			continue
 		}
-		if d := p.replay(ctx, rec.Aggregate.ID, prep); d != ack {
+		if d := p.replay(ctx, rec.Aggregate.ID, rec.Version, prep); d != ack {
 			result = d
 		}
 	}
@@ -47,9 +47,9 @@ func (p *Processor) dispatchReplay(ctx context.Context, m jetstream.Msg) disposi
 // replay runs one prepared attempt: the recorded function alone, on the
 // original event, with the compensation in its context; then reports the
 // result with the attempt.
-func (p *Processor) replay(ctx context.Context, id string, prep aggregate.CompensationPrepared) disposition {
+func (p *Processor) replay(ctx context.Context, id string, version uint64, prep aggregate.CompensationPrepared) disposition {
 	p.metrics.Replays.Add(1)
-	c := Compensation{ID: id, Attempt: prep.RetryState.Retries}
+	c := Compensation{ID: id, Attempt: prep.RetryState.Retries, Prepared: version}
 	fn := prep.Function
 	if p.o.records != nil {
 		st, _, err := p.o.records.Get(ctx, id)

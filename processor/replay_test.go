@@ -63,8 +63,8 @@ func TestReplayRunsOnlyTheRecordedFunction(t *testing.T) {
 	assert.Equal(t, 3, mailer.count(evt), "the recorded function ran once per replay")
 	assert.Equal(t, 1, sibling.count(evt), "a sibling in the same processor did not run again")
 	assert.Equal(t, 1, projector.count(evt), "a function of another processor did not run again")
-	assert.Equal(t, []processor.Compensation{{ID: id, Attempt: attempt}, {ID: id, Attempt: attempt2}}, mailer.compensations(),
-		"the replays carried the compensation id and attempt")
+	assert.Equal(t, []processor.Compensation{{ID: id, Attempt: attempt, Prepared: 2}, {ID: id, Attempt: attempt2, Prepared: 4}}, mailer.compensations(),
+		"the replays carried the compensation id, the attempt and the version of its prepare")
 	assert.Equal(t, uint64(2), p.FunctionMetrics("Mailer", "onPlaced").Replayed.Load())
 	assert.Equal(t, uint64(0), p.FunctionMetrics("Mailer", "sibling").Replayed.Load())
 	assert.Equal(t, uint64(2), e.rec.Metrics().Applied.Load())

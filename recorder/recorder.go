@@ -99,7 +99,10 @@ func (r *Recorder) apply(ctx context.Context, x processor.Execution, cmd aggrega
 	c := x.Compensation
 	commandID := uuid.NewString()
 	if c.Attempt != 0 {
-		commandID = fmt.Sprintf("%s:%s:%d", cmd.CommandName(), c.ID, c.Attempt)
+		// One command per prepared attempt, so a resend is recognised. The
+		// prepare's version tells apart the attempts of a record re-opened
+		// after it succeeded, whose attempt numbers start again at 1.
+		commandID = fmt.Sprintf("%s:%s:%d@%d", cmd.CommandName(), c.ID, c.Attempt, c.Prepared)
 	}
 	err := r.send(ctx, c.ID, cmd, r.meta(commandID, x))
 	switch {

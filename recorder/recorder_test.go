@@ -229,3 +229,31 @@ func TestNewRejectsNil(t *testing.T) {
 	_, err = recorder.New(&flaky{}, recorder.WithSendRetry(-1, processor.Backoff{}))
 	assert.ErrorIs(t, err, recorder.ErrInvalidOption)
 }
+
+// A record re-opened after it succeeded numbers its attempts from 1 again;
+// the result of the new attempt 1 must not be taken for the old one's.
+func TestResultsOfAReopenedRecordAreNotDuplicates(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	boom := stderrors.New("boom")
+	out, err := f.rec.Record(ctx, failed(boom))
+	require.NoError(t, err)
+	require.Equal(t, processor.OutcomeRecorded, out)
+	x := replayed(f.prepare(t), nil)
+	x.Compensation.Prepared = 2
+	out, err = f.rec.Record(ctx, x)
+	require.NoError(t, err)
+	require.Equal(t, processor.OutcomeApplied, out)
+	require.Equal(t, aggregate.StatusSucceeded, f.state(t).Status)
+
+	out, err = f.rec.Record(ctx, failed(boom))
+	require.NoError(t, err)
+	require.Equal(t, processor.OutcomeRecorded, out, "the SUCCEEDED record is re-opened")
+	y := replayed(f.prepare(t), nil)
+	require.Equal(t, int32(1), y.Compensation.Attempt, "attempts start again at 1")
+	y.Compensation.Prepared = 4
+	out, err = f.rec.Record(ctx, y)
+	require.NoError(t, err)
+	require.Equal(t, processor.OutcomeApplied, out)
+	assert.Equal(t, aggregate.StatusSucceeded, f.state(t).Status, "the new attempt's success was applied, not taken for a duplicate")
+}
