@@ -151,3 +151,13 @@ func (ix *Index) unorder(e *entry, slot uint32) {
 		ix.due.Delete(pos{e.nextRetryAt, tie, slot})
 	}
 }
+
+// Put adds or replaces the record of v in the index, as the bucket watch
+// does; a view older than the one held is ignored. It lets tools and
+// benchmarks fill an index that has no bucket (NewIndex(nil, nil)). Safe
+// for concurrent use.
+func (ix *Index) Put(v View) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.put(&v)
+}

@@ -167,14 +167,14 @@ func benchConnect(ctx context.Context, f *benchFlags) (*nats.Conn, func(), error
 
 func printResults(w io.Writer, results []bench.Result) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SCENARIO\tSIDE\tOPS/S\tP50\tP99\tRATIO\t")
+	fmt.Fprintln(tw, "SCENARIO\tSIDE\tPER SECOND\tP50\tP99\tRATIO\t")
 	for _, r := range results {
 		ratio := "-"
 		if r.Raw != nil {
 			ratio = fmt.Sprintf("%.2fx", r.Ratio)
-			fmt.Fprintf(tw, "%s\traw\t%.0f\t%s\t%s\t\t\n", r.Scenario, r.Raw.PerSec, round(r.Raw.P50), round(r.Raw.P99))
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t\t\n", r.Scenario, r.Raw.Side, r.Raw.PerSec, round(r.Raw.P50), round(r.Raw.P99))
 		}
-		fmt.Fprintf(tw, "%s\tamends\t%.0f\t%s\t%s\t%s\t\n", r.Scenario, r.Amends.PerSec, round(r.Amends.P50), round(r.Amends.P99), ratio)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Scenario, r.Amends.Side, r.Amends.PerSec, round(r.Amends.P50), round(r.Amends.P99), ratio)
 		for k, v := range r.Notes {
 			fmt.Fprintf(tw, "%s\t%s\t%.0f\t\t\t\t\n", r.Scenario, k, v)
 		}

@@ -14,12 +14,19 @@ type Op func(ctx context.Context, worker, i int) error
 
 // Measurement is what one side of a scenario did.
 type Measurement struct {
-	Ops      int           `json:"ops"`
-	Elapsed  time.Duration `json:"elapsedNs"`
-	PerSec   float64       `json:"perSec"`
-	P50      time.Duration `json:"p50Ns"`
-	P99      time.Duration `json:"p99Ns"`
+	// Side names the side ("raw", "amends").
+	Side string `json:"side"`
+	// Ops counts operations; PerSec is units (Ops times the pair's PerOp)
+	// per second.
+	Ops     int           `json:"ops"`
+	Elapsed time.Duration `json:"elapsedNs"`
+	PerSec  float64       `json:"perSec"`
+	// P50 and P99 are the operations' latencies.
+	P50 time.Duration `json:"p50Ns"`
+	P99 time.Duration `json:"p99Ns"`
+
 	lat      []time.Duration
+	busy     time.Duration // sum of the operations' own times
 	nextWork []int
 }
 
@@ -27,8 +34,9 @@ type Measurement struct {
 const maxSamples = 1 << 20
 
 // run drives op with workers goroutines for d and adds to m. Workers keep
-// their operation counters across rounds.
-func (m *Measurement) run(ctx context.Context, op Op, workers int, d time.Duration) error {
+// their operation counters across rounds. before, if set, runs untimed
+// before each operation.
+func (m *Measurement) run(ctx context.Context, op, before Op, workers int, d time.Duration) error {
 	if m.nextWork == nil {
 		m.nextWork = make([]int, workers)
 	}
@@ -42,14 +50,27 @@ func (m *Measurement) run(ctx context.Context, op Op, workers int, d time.Durati
 	for w := range workers {
 		wg.Go(func() {
 			for i := m.nextWork[w]; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+				if before != nil {
+					if err := before(ctx, w, i); err != nil {
+						errs[w] = err
+						cancel()
+						return
+					}
+				}
+				var own time.Duration
+				octx := context.WithValue(ctx, ownLatencyKey{}, &own)
 				t := time.Now()
-				if err := op(ctx, w, i); err != nil {
+				if err := op(octx, w, i); err != nil {
 					errs[w] = err
 					cancel()
 					return
 				}
+				d := time.Since(t)
+				if own > 0 {
+					d = own
+				}
 				if len(lats[w]) < maxSamples {
-					lats[w] = append(lats[w], time.Since(t))
+					lats[w] = append(lats[w], d)
 				}
 				m.nextWork[w] = i + 1
 			}
@@ -63,14 +84,23 @@ func (m *Measurement) run(ctx context.Context, op Op, workers int, d time.Durati
 		}
 		m.Ops += len(lats[w])
 		m.lat = append(m.lat, lats[w]...)
+		for _, l := range lats[w] {
+			m.busy += l
+		}
 	}
 	return nil
 }
 
-// finish computes the rate and percentiles.
-func (m *Measurement) finish() {
-	if m.Elapsed > 0 {
-		m.PerSec = float64(m.Ops) / m.Elapsed.Seconds()
+// finish computes the rate and percentiles. Units per operation scale the
+// rate; with untimed work between operations the rate counts only the
+// operations' own time, per worker.
+func (m *Measurement) finish(perOp, workers int, untimed bool) {
+	elapsed := m.Elapsed
+	if untimed {
+		elapsed = m.busy / time.Duration(max(workers, 1))
+	}
+	if elapsed > 0 {
+		m.PerSec = float64(m.Ops*max(perOp, 1)) / elapsed.Seconds()
 	}
 	if len(m.lat) == 0 {
 		return
@@ -79,4 +109,15 @@ func (m *Measurement) finish() {
 	m.P50 = m.lat[len(m.lat)/2]
 	m.P99 = m.lat[min(len(m.lat)-1, len(m.lat)*99/100)]
 	m.lat = nil
+}
+
+type ownLatencyKey struct{}
+
+// ReportLatency lets an operation measure its latency itself, for
+// operations whose interval does not start when they are called (the
+// operation's ctx carries where to put it).
+func ReportLatency(ctx context.Context, d time.Duration) {
+	if p, ok := ctx.Value(ownLatencyKey{}).(*time.Duration); ok {
+		*p = d
+	}
 }

@@ -60,31 +60,43 @@ func (r *Runner) runOne(ctx context.Context, s Scenario, rounds int) (Result, er
 		defer pair.Close()
 	}
 	res := Result{Scenario: s.Name, Title: s.Title, Baseline: s.Baseline, Notes: pair.Notes}
+	res.Amends.Side = orDefault(pair.AmendsName, "amends")
 	sides := 1
 	if pair.Raw != nil {
 		sides = 2
-		res.Raw = &Measurement{}
+		res.Raw = &Measurement{Side: orDefault(pair.RawName, "raw")}
 	}
 	slice := r.Duration / time.Duration(rounds*sides)
 	workers := max(r.Env.Concurrency, 1)
+	before := func(side string) Op {
+		if pair.Before == nil {
+			return nil
+		}
+		return func(ctx context.Context, w, i int) error { return pair.Before(ctx, side, w, i) }
+	}
 	for range rounds {
 		if pair.Raw != nil {
-			if err := res.Raw.run(ctx, pair.Raw, workers, slice); err != nil {
-				return Result{}, fmt.Errorf("raw side: %w", err)
+			if err := res.Raw.run(ctx, pair.Raw, before("raw"), workers, slice); err != nil {
+				return Result{}, fmt.Errorf("%s side: %w", res.Raw.Side, err)
 			}
 		}
-		if pair.Amends != nil {
-			if err := res.Amends.run(ctx, pair.Amends, workers, slice); err != nil {
-				return Result{}, fmt.Errorf("amends side: %w", err)
-			}
+		if err := res.Amends.run(ctx, pair.Amends, before("amends"), workers, slice); err != nil {
+			return Result{}, fmt.Errorf("%s side: %w", res.Amends.Side, err)
 		}
 	}
-	res.Amends.finish()
+	res.Amends.finish(pair.PerOp, workers, pair.Before != nil)
 	if res.Raw != nil {
-		res.Raw.finish()
+		res.Raw.finish(pair.PerOp, workers, pair.Before != nil)
 		if res.Raw.PerSec > 0 {
 			res.Ratio = res.Amends.PerSec / res.Raw.PerSec
 		}
 	}
 	return res, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -34,6 +34,16 @@ type Pair struct {
 	Close func()
 	// Notes are extra figures to report (e.g. bytes per record).
 	Notes map[string]float64
+	// Before, if set, runs untimed before every operation of either side
+	// (e.g. to publish the messages an operation then consumes); the rate
+	// is then computed from the operations' own time.
+	Before func(ctx context.Context, side string, worker, i int) error
+	// PerOp is how many units (messages, records) one operation handles;
+	// rates are per unit. 0 means 1.
+	PerOp int
+	// RawName and AmendsName name the sides in the output; defaults "raw"
+	// and "amends".
+	RawName, AmendsName string
 }
 
 // Scenario is one benchmark.

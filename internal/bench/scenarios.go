@@ -20,4 +20,39 @@ func init() {
 		Baseline: "direct get of the last message by subject + 4 direct gets by sequence",
 		Prepare:  prepareLoad,
 	})
+	Register(Scenario{
+		Name:     "dispatch",
+		Title:    "processor: events to a trivial function (decode, lane, call, ack), per message",
+		Baseline: "nats.go consumer acking each message",
+		Prepare:  prepareDispatch,
+	})
+	Register(Scenario{
+		Name:     "record",
+		Title:    "recorder: failures of functions that always fail recorded as new ExecutionFailed records (8 at once), per failure",
+		Baseline: "sync publish of a record-sized message with an expected last subject sequence (8 publishers)",
+		Prepare:  prepareRecord,
+	})
+	Register(Scenario{
+		Name:     "replay",
+		Title:    "replay cycle: prepare, targeted replay to the one function, ApplyExecutionSuccess, per cycle",
+		Baseline: "get-last + publish, a consumer receiving it, a direct get of the original, get-last + publish of the result",
+		Prepare:  prepareReplay,
+	})
+	Register(Scenario{
+		Name:     "due",
+		Title:    "the scheduler's Due(now, 100) on an index of 1M records (quick: 100k)",
+		Baseline: "the same query on an index of 10k records; the ratio is large/small throughput, 1/3 or more meets the target",
+		Prepare:  prepareQuery(dueQuery),
+	})
+	Register(Scenario{
+		Name:     "list",
+		Title:    "a List page of 50 filtered by processor and status, on an index of 1M records (quick: 100k)",
+		Baseline: "the same query on an index of 10k records; the ratio is large/small throughput, 1/3 or more meets the target",
+		Prepare:  prepareQuery(listQuery),
+	})
+	Register(Scenario{
+		Name:    "e2e",
+		Title:   "latency from a function's recorded failure to its SUCCEEDED record, 0 s backoff, a scheduler pass every 5 ms",
+		Prepare: prepareE2E,
+	})
 }

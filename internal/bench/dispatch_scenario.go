@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/processor"
+)
+
+// dispatchBatch is how many messages one dispatch operation consumes.
+func dispatchBatch(env *Env) int {
+	if env.Quick {
+		return 500
+	}
+	return 5000
+}
+
+// A dispatch operation consumes a backlog of messages published (untimed)
+// just before it, under an aggregate type of its own: the raw side with a
+// new nats.go consumer acking each message, the amends side with a new
+// processor calling a trivial function. Both sides include creating their
+// consumer, which the batch size makes small.
+func prepareDispatch(ctx context.Context, env *Env) (*Pair, error) {
+	st, closeFn, err := newStore(ctx, env, "dispatch")
+	if err != nil {
+		return nil, err
+	}
+	batch := dispatchBatch(env)
+	last := &lastStop{}
+	typ := func(side string, w, i int) string { return fmt.Sprintf("%s%d_%d", side[:1], w, i) }
+	return &Pair{
+		PerOp: batch,
+		Close: func() { last.all(); closeFn() },
+		Before: func(ctx context.Context, side string, w, i int) error {
+			last.stop(w)
+			return publishBatch(ctx, env.JS, st, typ(side, w, i), batch)
+		},
+		Raw: func(ctx context.Context, w, i int) error {
+			name := "raw_" + typ("raw", w, i)
+			cons, err := env.JS.CreateOrUpdateConsumer(ctx, st.StreamName(benchContext), jetstream.ConsumerConfig{
+				Durable: name, AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1024,
+				FilterSubject: st.FilterSubject(benchContext, typ("raw", w, i)),
+			})
+			if err != nil {
+				return err
+			}
+			acked := &counter{}
+			cc, err := cons.Consume(func(m jetstream.Msg) {
+				if m.Ack() == nil {
+					acked.add()
+				}
+			}, jetstream.PullMaxMessages(500), jetstream.PullExpiry(5*time.Second))
+			if err != nil {
+				return err
+			}
+			last.set(w, func() { cc.Stop(); _ = env.JS.DeleteConsumer(context.Background(), st.StreamName(benchContext), name) })
+			return waitCount(ctx, acked.load, uint64(batch))
+		},
+		Amends: func(ctx context.Context, w, i int) error {
+			p, err := newDispatchProcessor(env, st, "P"+typ("amends", w, i), typ("amends", w, i))
+			if err != nil {
+				return err
+			}
+			stop, err := startProcessor(ctx, p)
+			if err != nil {
+				return err
+			}
+			last.set(w, func() {
+				stop()
+				_ = env.JS.DeleteConsumer(context.Background(), st.StreamName(benchContext), processor.DurableName(benchContext, "P"+typ("amends", w, i)))
+			})
+			return waitCount(ctx, p.Metrics().Acked.Load, uint64(batch))
+		},
+	}, nil
+}
+
+func newDispatchProcessor(env *Env, st *jsstore.Store, name, typ string) (*processor.Processor, error) {
+	p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithLogger(discard))
+	if err != nil {
+		return nil, err
+	}
+	err = p.Register(processor.Function{Processor: name, Name: "onPlaced", AggregateTypes: []string{typ}, Events: []string{"order_placed"}},
+		func(context.Context, *processor.Delivery) error { return nil })
+	return p, err
+}
+
+// startProcessor runs p until the returned stop is called, once it is ready.
+func startProcessor(ctx context.Context, p *processor.Processor) (stop func(), err error) {
+	pctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(pctx) }()
+	select {
+	case <-p.Ready():
+		return func() { cancel(); <-done }, nil
+	case err := <-done:
+		cancel()
+		return nil, err
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return nil, ctx.Err()
+	}
+}

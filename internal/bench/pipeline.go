@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+)
+
+// waitCount polls count every 100 µs until it reaches target.
+func waitCount(ctx context.Context, count func() uint64, target uint64) error {
+	t := time.NewTicker(100 * time.Microsecond)
+	defer t.Stop()
+	deadline := time.Now().Add(time.Minute)
+	for count() < target {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("handled %d of %d within a minute", count(), target)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// publishBatch appends n one-event streams to new aggregates of type typ
+// with pipelined publishes, and waits for every acknowledgement.
+func publishBatch(ctx context.Context, js jetstream.JetStream, st *jsstore.Store, typ string, n int) error {
+	futures := make([]jetstream.PubAckFuture, 0, n)
+	for range n {
+		s := orderStream(uuid.NewString(), 1)
+		s.Aggregate.Type = typ
+		data, err := eventstore.Encode(&s)
+		if err != nil {
+			return err
+		}
+		subj, err := st.Subject(s.Aggregate)
+		if err != nil {
+			return err
+		}
+		m := nats.NewMsg(subj)
+		m.Data = data
+		m.Header.Set(jsstore.HeaderVersion, "1") // as Append writes it
+		f, err := js.PublishMsgAsync(m, jetstream.WithMsgID(s.ID), jetstream.WithExpectLastSequencePerSubject(0))
+		if err != nil {
+			return err
+		}
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// counter is an atomic count usable as a handled function.
+type counter struct{ n atomic.Uint64 }
+
+func (c *counter) add()         { c.n.Add(1) }
+func (c *counter) load() uint64 { return c.n.Load() }
+
+// lastStop keeps, per worker, how to stop the consumer of its previous
+// operation. Safe for concurrent use.
+type lastStop struct {
+	mu    sync.Mutex
+	stops map[int]func()
+}
+
+func (l *lastStop) set(w int, stop func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stops == nil {
+		l.stops = map[int]func(){}
+	}
+	l.stops[w] = stop
+}
+
+// stop stops worker w's previous consumer, if any.
+func (l *lastStop) stop(w int) {
+	l.mu.Lock()
+	stop := l.stops[w]
+	delete(l.stops, w)
+	l.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// all stops every worker's consumer.
+func (l *lastStop) all() {
+	l.mu.Lock()
+	stops := l.stops
+	l.stops = nil
+	l.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+}
+
+// discard is the logger of the components a scenario runs: their warnings
+// about failures the scenario causes on purpose would drown the output.
+var discard = slog.New(slog.DiscardHandler)

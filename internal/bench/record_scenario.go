@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/processor"
+	"github.com/amends-dev/amends/recorder"
+)
+
+// recordWorkers is how many failures are recorded at once on each side:
+// eight failing functions, eight raw publishers.
+const recordWorkers = 8
+
+func recordBatch(env *Env) int {
+	if env.Quick {
+		return 200
+	}
+	return 2000
+}
+
+var errAlwaysFails = errors.New("bench: this function always fails")
+
+// A record operation records a backlog of failures: the amends side runs a
+// processor with eight lanes whose function always fails (no immediate
+// retries), so each event becomes a CreateExecutionFailed; the raw side
+// publishes the same number of record-sized messages to new subjects with
+// an expected last subject sequence, from eight goroutines.
+func prepareRecord(ctx context.Context, env *Env) (*Pair, error) {
+	st, closeFn, err := newStore(ctx, env, "record", benchContext, aggregate.Context)
+	if err != nil {
+		return nil, err
+	}
+	records := aggregate.NewService(st)
+	// A real record's stream, for the raw side's payload.
+	res, err := records.Execute(ctx, "sample", benchCreate("raw", 0, 0), aggregate.Meta{Actor: "recorder"})
+	if err != nil {
+		closeFn()
+		return nil, err
+	}
+	payload, err := eventstore.Encode(&res.Stream)
+	if err != nil {
+		closeFn()
+		return nil, err
+	}
+	batch := recordBatch(env)
+	last := &lastStop{}
+	typ := func(w, i int) string { return fmt.Sprintf("f%d_%d", w, i) }
+	return &Pair{
+		PerOp: batch,
+		Close: func() { last.all(); closeFn() },
+		Before: func(ctx context.Context, side string, w, i int) error {
+			last.stop(w)
+			if side == "raw" {
+				return nil
+			}
+			return publishBatch(ctx, env.JS, st, typ(w, i), batch)
+		},
+		Raw: func(ctx context.Context, w, i int) error {
+			var wg sync.WaitGroup
+			errs := make([]error, recordWorkers)
+			for g := range recordWorkers {
+				wg.Go(func() {
+					for k := g; k < batch && errs[g] == nil; k += recordWorkers {
+						subj, _ := st.Subject(aggregate.RecordAggregate(uuid.NewString()))
+						m := nats.NewMsg(subj)
+						m.Data = payload
+						m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+						m.Header.Set(jetstream.MsgIDHeader, uuid.NewString())
+						m.Header.Set("Amends-Version", strconv.Itoa(1))
+						_, errs[g] = env.JS.PublishMsg(ctx, m)
+					}
+				})
+			}
+			wg.Wait()
+			return errors.Join(errs...)
+		},
+		Amends: func(ctx context.Context, w, i int) error {
+			rec, err := recorder.New(records)
+			if err != nil {
+				return err
+			}
+			p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithRecorder(rec),
+				processor.WithImmediateRetry(processor.Retry{}), processor.WithConcurrency(recordWorkers), processor.WithLogger(discard))
+			if err != nil {
+				return err
+			}
+			name := "R" + typ(w, i)
+			err = p.Register(processor.Function{Processor: name, Name: "charge", AggregateTypes: []string{typ(w, i)}, Events: []string{"order_placed"}},
+				func(context.Context, *processor.Delivery) error { return errAlwaysFails })
+			if err != nil {
+				return err
+			}
+			stop, err := startProcessor(ctx, p)
+			if err != nil {
+				return err
+			}
+			last.set(w, func() {
+				stop()
+				_ = env.JS.DeleteConsumer(context.Background(), st.StreamName(benchContext), processor.DurableName(benchContext, name))
+			})
+			return waitCount(ctx, rec.Metrics().Recorded.Load, uint64(batch))
+		},
+	}, nil
+}

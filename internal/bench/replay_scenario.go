@@ -1,0 +1,186 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/processor"
+)
+
+func replayPool(env *Env) int {
+	if env.Quick {
+		return 20
+	}
+	return 200
+}
+
+// billing is the function replays target.
+var billing = aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: benchContext, ProcessorName: "Billing", Name: "charge"}
+
+// A replay operation prepares a FAILED record and waits until the service
+// replayed its event to the function and the record is SUCCEEDED: prepare
+// (load, decide, append), the replay consumer, the original event fetched
+// by sequence, the function, ApplyExecutionSuccess (load, decide, append).
+// The raw side does the JetStream work that rests on: get-last and publish
+// with the expected sequence, a consumer receiving it, a direct get of the
+// original message, get-last and publish of the result.
+func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
+	r, err := newRig(ctx, env, "replay")
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Pair, error) { r.close(); return nil, err }
+	p, err := processor.New(env.JS, r.store, benchContext, processor.WithRecorder(r.rec), processor.WithRecords(r.records), processor.WithLogger(discard))
+	if err != nil {
+		return fail(err)
+	}
+	if err := p.Register(processor.Function{Processor: billing.ProcessorName, Name: billing.Name, AggregateTypes: []string{"order"}, Events: []string{"order_placed"}},
+		func(context.Context, *processor.Delivery) error { return nil }); err != nil {
+		return fail(err)
+	}
+	stopProc, err := startProcessor(ctx, p)
+	if err != nil {
+		return fail(err)
+	}
+	pool := replayPool(env)
+	ids, seqs := make([]string, pool), make([]uint64, pool)
+	creates := make([]aggregate.CreateExecutionFailed, pool)
+	spec := aggregate.RetrySpec{MaxRetries: 1 << 30, MinBackoff: 0, ExecutionTimeout: 60}
+	for k := range pool {
+		st, err := r.store.Append(ctx, orderStream("r-"+strconv.Itoa(k), 1), 0)
+		if err != nil {
+			stopProc()
+			return fail(err)
+		}
+		seqs[k] = st.Seq
+		creates[k] = aggregate.CreateExecutionFailed{
+			EventID: aggregate.EventID{ID: st.Events[0].ID, Version: 1, Seq: st.Seq, AggregateID: aggregate.AggregateID{
+				ContextName: benchContext, AggregateName: "order", AggregateID: st.Aggregate.ID, TenantID: aggregate.DefaultTenantID}},
+			Function: billing, Error: aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "gateway timeout"},
+			ExecuteAt: time.Now().UnixMilli(), RetrySpec: &spec,
+		}
+		ids[k] = aggregate.RecordID(st.Events[0].ID, billing)
+		if _, err := r.records.Execute(ctx, ids[k], creates[k], aggregate.Meta{}); err != nil {
+			stopProc()
+			return fail(err)
+		}
+	}
+	raw, err := newRawReplay(ctx, env, r, seqs)
+	if err != nil {
+		stopProc()
+		return fail(err)
+	}
+	workers := max(env.Concurrency, 1)
+	pick := func(w, i int) int { return (w + i*workers) % pool } // workers never share a record
+	return &Pair{
+		Close: func() { raw.stop(); stopProc(); r.close() },
+		Before: func(ctx context.Context, side string, w, i int) error {
+			if side == "raw" {
+				return nil
+			}
+			k := pick(w, i)
+			s, _, err := r.records.Get(ctx, ids[k])
+			if err != nil || s.Status == aggregate.StatusFailed {
+				return err
+			}
+			// Re-open the record its previous cycle left SUCCEEDED.
+			c := creates[k]
+			c.ExecuteAt = time.Now().UnixMilli()
+			_, err = r.records.Execute(ctx, ids[k], c, aggregate.Meta{})
+			return err
+		},
+		Raw: func(ctx context.Context, w, i int) error { return raw.cycle(ctx, pick(w, i)) },
+		Amends: func(ctx context.Context, w, i int) error {
+			id := ids[pick(w, i)]
+			done := r.rec.expect("SUCCEEDED", id)
+			if _, err := r.records.Execute(ctx, id, aggregate.PrepareCompensation{}, aggregate.Meta{Actor: "bench"}); err != nil {
+				return err
+			}
+			return wait(ctx, done)
+		},
+	}, nil
+}
+
+// rawReplay is the raw side of the replay scenario.
+type rawReplay struct {
+	env    *Env
+	r      *rig
+	stream jetstream.Stream
+	seqs   []uint64
+	cc     jetstream.ConsumeContext
+	sig    *signals
+}
+
+func (x *rawReplay) subject(k int) string {
+	s, _ := x.r.store.Subject(eventstore.AggregateID{Context: aggregate.Context, Type: "rawrecord", ID: "k" + strconv.Itoa(k)})
+	return s
+}
+
+func newRawReplay(ctx context.Context, env *Env, r *rig, seqs []uint64) (*rawReplay, error) {
+	stream, err := env.JS.Stream(ctx, r.store.StreamName(aggregate.Context))
+	if err != nil {
+		return nil, err
+	}
+	orders, err := env.JS.Stream(ctx, r.store.StreamName(benchContext))
+	if err != nil {
+		return nil, err
+	}
+	x := &rawReplay{env: env, r: r, stream: stream, seqs: seqs, sig: &signals{}}
+	cons, err := env.JS.CreateOrUpdateConsumer(ctx, stream.CachedInfo().Config.Name, jetstream.ConsumerConfig{
+		Durable: "raw_replay", AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverNewPolicy,
+		FilterSubject: r.store.FilterSubject(aggregate.Context, "rawrecord"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	x.cc, err = cons.Consume(func(m jetstream.Msg) {
+		defer func() { _ = m.Ack() }()
+		if m.Headers().Get("Kind") != "prepare" {
+			return
+		}
+		k, _ := strconv.Atoi(m.Headers().Get("Record"))
+		if _, err := orders.GetMsg(context.Background(), x.seqs[k]); err != nil {
+			return
+		}
+		if err := x.publish(context.Background(), k, "result", m.Data()); err != nil {
+			return
+		}
+		x.sig.fire("SUCCEEDED/" + strconv.Itoa(k))
+	}, jetstream.PullExpiry(5*time.Second))
+	return x, err
+}
+
+// publish reads the last message of record k and publishes after it.
+func (x *rawReplay) publish(ctx context.Context, k int, kind string, data []byte) error {
+	subj := x.subject(k)
+	last := "0"
+	if m, err := x.stream.GetLastMsgForSubject(ctx, subj); err == nil {
+		last = strconv.FormatUint(m.Sequence, 10)
+	}
+	msg := nats.NewMsg(subj)
+	msg.Data = data
+	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, last)
+	msg.Header.Set(jetstream.MsgIDHeader, uuid.NewString())
+	msg.Header.Set("Kind", kind)
+	msg.Header.Set("Record", strconv.Itoa(k))
+	_, err := x.env.JS.PublishMsg(ctx, msg)
+	return err
+}
+
+func (x *rawReplay) cycle(ctx context.Context, k int) error {
+	done := x.sig.expect("SUCCEEDED", strconv.Itoa(k))
+	if err := x.publish(ctx, k, "prepare", []byte(fmt.Sprintf(`{"record":%d}`, k))); err != nil {
+		return err
+	}
+	return wait(ctx, done)
+}
+
+func (x *rawReplay) stop() { x.cc.Stop() }
