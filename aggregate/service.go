@@ -96,6 +96,7 @@ type Service struct {
 	clock       Clock
 	decider     Decider
 	maxAttempts int
+	cache       recordCache
 }
 
 // ServiceOption configures a Service.
@@ -237,6 +238,7 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 		if err != nil {
 			return Result{}, fmt.Errorf("%s on ExecutionFailed %s: %w", c.CommandName(), id, err)
 		}
+		s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: next})
 		return Result{ID: id, State: next.State, Version: committed.Version, Events: events, Stream: committed}, nil
 	}
 	return Result{}, fmt.Errorf("%s on ExecutionFailed %s lost %d races in a row; try again: %w", c.CommandName(), id, s.maxAttempts, lastErr)
@@ -264,7 +266,11 @@ func (s *Service) Get(ctx context.Context, id string) (State, uint64, error) {
 // case it replays the history.
 func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error) {
 	a := RecordAggregate(id)
-	last, err := s.store.LoadLast(ctx, a)
+	last, err := s.loadLast(ctx, a)
+	if errors.Is(err, errUnchanged) {
+		c, _ := s.cache.get(id)
+		return c.snap, c.version, nil
+	}
 	if errors.Is(err, eventstore.ErrNotFound) {
 		return snapshot{State: State{ID: id}}, 0, nil
 	}
@@ -272,6 +278,7 @@ func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error)
 		return snapshot{}, 0, fmt.Errorf("load ExecutionFailed %s: %w", id, err)
 	}
 	if snap, ok := carried(last); ok {
+		s.cache.put(id, cachedRecord{seq: last.Seq, version: last.Version, snap: snap})
 		return snap, last.Version, nil
 	}
 	streams, err := s.store.Load(ctx, a, 1)
@@ -295,6 +302,24 @@ func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error)
 		}
 	}
 	return snap, last.Version, nil
+}
+
+// errUnchanged: the record's last stream is the one the cache holds.
+var errUnchanged = errors.New("unchanged")
+
+// loadLast reads the record's last stream, or returns errUnchanged without
+// decoding it if the cache holds the record as of that stream.
+func (s *Service) loadLast(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error) {
+	lc, ok := s.store.(lastChecker)
+	c, hit := s.cache.get(a.ID)
+	if !ok || !hit {
+		return s.store.LoadLast(ctx, a)
+	}
+	st, changed, err := lc.LoadLastIfChanged(ctx, a, c.seq)
+	if err == nil && !changed {
+		return eventstore.Stream{}, errUnchanged
+	}
+	return st, err
 }
 
 var streamNamespace = uuid.MustParse("5b0c8a53-6f3e-4d0e-9a57-3a0f7f2b9d41")

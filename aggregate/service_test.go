@@ -247,3 +247,25 @@ func TestCreateAppendsWithoutReadingFirst(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, again.Duplicate, "a retried creation is recognised by its command id")
 }
+
+// A Service keeps the records it decoded; a change by another instance
+// must still be seen, because the store reports the new last stream.
+func TestServicesSeeEachOthersChanges(t *testing.T) {
+	store := newJSStore(t)
+	clock := newClock(t0)
+	a, b := NewService(store, WithClock(clock)), NewService(store, WithClock(clock))
+	_, err := a.Execute(t.Context(), "r", create, Meta{})
+	require.NoError(t, err)
+	_, err = a.Execute(t.Context(), "r", PrepareCompensation{}, Meta{})
+	require.NoError(t, err)
+	_, err = b.Execute(t.Context(), "r", ApplyExecutionFailed{Error: boom, ExecuteAt: t0 + 1}, Meta{})
+	require.NoError(t, err, "b loads the record a prepared")
+	res, err := a.Execute(t.Context(), "r", PrepareCompensation{}, Meta{})
+	require.NoError(t, err, "a sees the failure b applied, not its own cached PREPARED state")
+	assert.Equal(t, int32(2), res.State.Attempt())
+	assert.Equal(t, uint64(4), res.Version)
+	got, version, err := a.Get(t.Context(), "r")
+	require.NoError(t, err)
+	assert.Equal(t, res.State, got)
+	assert.Equal(t, uint64(4), version)
+}

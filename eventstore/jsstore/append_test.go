@@ -265,3 +265,19 @@ func TestDecodeMsgFromAConsumer(t *testing.T) {
 	}
 	assert.Equal(t, committed, got, "consumed streams decode like loaded ones, with their sequences")
 }
+
+func TestLoadLastIfChanged(t *testing.T) {
+	st, _, _ := newStore(t)
+	a := order("c")
+	first := appendN(t, st, a, 0, 1)[0]
+	_, changed, err := st.LoadLastIfChanged(t.Context(), a, first.Seq)
+	require.NoError(t, err)
+	assert.False(t, changed, "the last stream is still the known one")
+	second := appendN(t, st, a, 1, 1)[0]
+	got, changed, err := st.LoadLastIfChanged(t.Context(), a, first.Seq)
+	require.NoError(t, err)
+	assert.True(t, changed)
+	assert.Equal(t, second, got)
+	_, _, err = st.LoadLastIfChanged(t.Context(), order("none"), 0)
+	assert.ErrorIs(t, err, eventstore.ErrNotFound)
+}

@@ -221,3 +221,19 @@ func (s *Store) msgsAt(ctx context.Context, h *streamHandle, seqs []uint64) ([]*
 	}
 	return out, nil
 }
+
+// LoadLastIfChanged returns the aggregate's latest stream and true, or, if
+// that stream is still the one at sequence known, no stream and false
+// without decoding it: one direct get either way. A caller that keeps what
+// it decoded last uses it to skip the decoding. Errors as LoadLast.
+func (s *Store) LoadLastIfChanged(ctx context.Context, a eventstore.AggregateID, known uint64) (eventstore.Stream, bool, error) {
+	_, _, last, _, err := s.last(ctx, a)
+	if err != nil {
+		return eventstore.Stream{}, false, err
+	}
+	if known != 0 && last.seq == known {
+		return eventstore.Stream{}, false, nil
+	}
+	st, err := s.decode(last)
+	return st, err == nil, err
+}

@@ -1,0 +1,58 @@
+package aggregate
+
+import (
+	"context"
+	"sync"
+
+	"github.com/amends-dev/amends/eventstore"
+)
+
+// lastChecker is what a Store may offer to let the Service skip decoding
+// a record it decoded before: *jsstore.Store does.
+type lastChecker interface {
+	// LoadLastIfChanged returns the last stream and true, or false without
+	// decoding if the last stream is still the one at sequence known.
+	LoadLastIfChanged(ctx context.Context, a eventstore.AggregateID, known uint64) (eventstore.Stream, bool, error)
+}
+
+// recordCacheSize bounds how many records a Service keeps decoded.
+const recordCacheSize = 4096
+
+// cachedRecord is a record as of its stream at seq.
+type cachedRecord struct {
+	seq, version uint64
+	snap         snapshot
+}
+
+// recordCache keeps the last decoded snapshot of recently used records.
+// An entry is valid as long as the record's last stream is at its seq,
+// which the store checks at every load. Safe for concurrent use.
+type recordCache struct {
+	mu    sync.Mutex
+	items map[string]cachedRecord
+}
+
+func (c *recordCache) get(id string) (cachedRecord, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.items[id]
+	return r, ok
+}
+
+func (c *recordCache) put(id string, r cachedRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.items == nil {
+		c.items = make(map[string]cachedRecord)
+	}
+	if len(c.items) >= recordCacheSize {
+		n := len(c.items) / 2 // forget about half, at random
+		for k := range c.items {
+			delete(c.items, k)
+			if n--; n <= 0 {
+				break
+			}
+		}
+	}
+	c.items[id] = r
+}
