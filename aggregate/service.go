@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // Where ExecutionFailed records live in the event store.
@@ -371,12 +372,5 @@ func (s *Service) stream(id, streamID string, version uint64, c Command, meta Me
 // 1 ms·2^n, capped at 50 ms.
 func backoff(ctx context.Context, n int) error {
 	d := min(time.Millisecond<<n, 50*time.Millisecond)
-	t := time.NewTimer(rand.N(d) + time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return wait.Sleep(ctx, rand.N(d)+time.Millisecond)
 }

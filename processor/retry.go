@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // Retry is an immediate retry policy: how often a RECOVERABLE failure is
@@ -75,16 +77,4 @@ func (b Backoff) Delay(n int) time.Duration {
 type Sleeper func(ctx context.Context, d time.Duration) error
 
 // Sleep is the real Sleeper.
-func Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func Sleep(ctx context.Context, d time.Duration) error { return wait.Sleep(ctx, d) }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // unavailableRetries bounds retries of JetStream's "expected last sequence
@@ -94,7 +95,7 @@ func (s *Store) Append(ctx context.Context, st eventstore.Stream, expectedVersio
 			return s.resolveConflict(ctx, h, subj, st, expectedVersion)
 		case 10163: // expected last sequence per subject temporarily unavailable
 			if attempt < unavailableRetries {
-				if err := sleep(ctx, time.Duration(attempt+1)*10*time.Millisecond); err != nil {
+				if err := wait.Sleep(ctx, time.Duration(attempt+1)*10*time.Millisecond); err != nil {
 					return eventstore.Stream{}, err
 				}
 				continue
@@ -172,17 +173,6 @@ func (s *Store) resolveConflict(ctx context.Context, h *streamHandle, subj strin
 		return eventstore.Stream{}, conflict
 	}
 	return s.decode(m)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // headerSize is the encoded size of h as NATS sends it.

@@ -1,0 +1,23 @@
+// Package wait sleeps for a while unless a context ends first.
+package wait
+
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits for d, or returns ctx's error as soon as ctx ends. A d of 0
+// or less returns at once (ctx's error if it has ended).
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
