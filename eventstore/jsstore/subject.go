@@ -1,16 +1,15 @@
 package jsstore
 
 import (
-	"encoding/base64"
 	"fmt"
 	"strings"
 
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/token"
 )
 
-// encodedMark starts an id token that holds base64url of the id. Raw ids that
-// start with it are always encoded, so every token decodes to one id.
-const encodedMark = '~'
+// subjectIDs encodes ids as subject tokens: '~' starts an encoded one.
+var subjectIDs = token.Codec{Mark: '~'}
 
 // EncodeID returns the subject token for an aggregate id. Ids made only of
 // [A-Za-z0-9_-] are used as they are; any other id (dots, spaces, '*', '>',
@@ -18,50 +17,21 @@ const encodedMark = '~'
 // encoding. The mapping is reversible and injective. An empty id is an
 // error matching eventstore.ErrInvalid.
 func EncodeID(id string) (string, error) {
-	if id == "" {
+	tok, err := subjectIDs.Encode(id)
+	if err != nil {
 		return "", fmt.Errorf("aggregate id is empty: %w", eventstore.ErrInvalid)
 	}
-	if isPlainToken(id) {
-		return id, nil
-	}
-	return string(encodedMark) + base64.RawURLEncoding.EncodeToString([]byte(id)), nil
+	return tok, nil
 }
 
 // DecodeID reverses EncodeID. A token that EncodeID cannot produce is an
 // error matching eventstore.ErrInvalid.
-func DecodeID(token string) (string, error) {
-	if token == "" {
-		return "", fmt.Errorf("subject token is empty: %w", eventstore.ErrInvalid)
-	}
-	if token[0] != encodedMark {
-		if !isPlainToken(token) {
-			return "", fmt.Errorf("subject token %q is neither plain nor encoded: %w", token, eventstore.ErrInvalid)
-		}
-		return token, nil
-	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(token[1:])
+func DecodeID(tok string) (string, error) {
+	id, err := subjectIDs.Decode(tok)
 	if err != nil {
-		return "", fmt.Errorf("subject token %q: %v: %w", token, err, eventstore.ErrInvalid)
-	}
-	id := string(raw)
-	// A canonical encoding only exists for ids that need one.
-	if id == "" || isPlainToken(id) {
-		return "", fmt.Errorf("subject token %q is not the canonical encoding of %q: %w", token, id, eventstore.ErrInvalid)
+		return "", fmt.Errorf("subject token: %v: %w", err, eventstore.ErrInvalid)
 	}
 	return id, nil
-}
-
-func isPlainToken(s string) bool {
-	if s == "" || s[0] == encodedMark {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // subject returns "<prefix>.<context>.<type>.<encoded id>".
