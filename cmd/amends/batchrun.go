@@ -90,6 +90,9 @@ func countsText(counts map[string]int) string {
 			parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
 		}
 	}
+	if len(parts) == 0 {
+		return "none"
+	}
 	return strings.Join(parts, ", ")
 }
 
