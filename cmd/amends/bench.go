@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -175,8 +177,8 @@ func printResults(w io.Writer, results []bench.Result) {
 			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t\t\n", r.Scenario, r.Raw.Side, r.Raw.PerSec, round(r.Raw.P50), round(r.Raw.P99))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Scenario, r.Amends.Side, r.Amends.PerSec, round(r.Amends.P50), round(r.Amends.P99), ratio)
-		for k, v := range r.Notes {
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t\t\t\t\n", r.Scenario, k, v)
+		for _, k := range slices.Sorted(maps.Keys(r.Notes)) {
+			fmt.Fprintf(tw, "%s\t%s\t%.4g\t\t\t\t\n", r.Scenario, k, r.Notes[k])
 		}
 	}
 	_ = tw.Flush()

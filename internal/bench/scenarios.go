@@ -55,4 +55,9 @@ func init() {
 		Title:   "latency from a function's recorded failure to its SUCCEEDED record, 0 s backoff, a scheduler pass every 5 ms",
 		Prepare: prepareE2E,
 	})
+	Register(Scenario{
+		Name:    "api",
+		Title:   "the HTTP API under a sustained 500 commands/s plus 100 list pages/s; the notes give the rates reached and p50/p99 per kind",
+		Prepare: prepareAPI,
+	})
 }
