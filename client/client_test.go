@@ -1,0 +1,48 @@
+package client_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/client"
+)
+
+func TestErrorsCarryTheServersBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/records/x":
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"code":"NotFound","message":"no ExecutionFailed record with id x"}`))
+		default:
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte("upstream down"))
+		}
+	}))
+	defer srv.Close()
+	c, err := client.New(srv.URL, "t", nil)
+	require.NoError(t, err)
+
+	_, err = c.Get(t.Context(), "x")
+	var ce *client.Error
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, http.StatusNotFound, ce.Status)
+	assert.Equal(t, "NotFound", ce.Body.Code)
+	assert.EqualError(t, err, "no ExecutionFailed record with id x")
+
+	_, err = c.Count(t.Context(), nil)
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, "Bad Gateway", ce.Body.Code, "a body that is not an API error keeps the status")
+	assert.Contains(t, err.Error(), "upstream down")
+}
+
+func TestNewRejectsBadAddresses(t *testing.T) {
+	for _, addr := range []string{"", "localhost:8080", "ftp://x", "http://"} {
+		_, err := client.New(addr, "", nil)
+		assert.Error(t, err, addr)
+	}
+}
