@@ -6,7 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/amends-dev/amends/internal/fakeclock"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,12 +34,9 @@ func (c *countingStore) Load(ctx context.Context, a eventstore.AggregateID, from
 	return c.Store.Load(ctx, a, from)
 }
 
-// fixedClock is a settable clock.
-type fixedClock struct{ ms atomic.Int64 }
+// newClock is a settable clock at ms.
+func newClock(ms int64) *fakeclock.Clock { return fakeclock.At(ms) }
 
-func (c *fixedClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
-func (c *fixedClock) Set(ms int64)   { c.ms.Store(ms) }
-func newClock(ms int64) *fixedClock  { c := &fixedClock{}; c.Set(ms); return c }
 func newJSStore(t testing.TB) *jsstore.Store {
 	t.Helper()
 	st, err := jsstore.New(natstest.New(t).JetStream())
@@ -59,7 +57,7 @@ func TestServiceRunsCommandsAndStoresAudit(t *testing.T) {
 	assert.Equal(t, id, res.State.ID)
 	require.Len(t, res.Events, 1)
 
-	clock.Set(t0 + 1000)
+	clock.SetMillis(t0 + 1000)
 	res, err = svc.Execute(t.Context(), id, ForcePrepareCompensation{}, Meta{Actor: "alice", Reason: "supplier fixed the API", CommandID: "cmd-force-1"})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), res.Version)
@@ -161,7 +159,7 @@ func TestConcurrentPrepareYieldsOnePreparation(t *testing.T) {
 		wg.Wait()
 		require.Equal(t, int64(1), wins.Load(), "round %d: exactly one prepare wins", round)
 		require.Equal(t, int64(racers-1), rejections.Load(), "round %d: the others see the record prepared", round)
-		clock.Set(t0 + int64(round+1)*10_000)
+		clock.SetMillis(t0 + int64(round+1)*10_000)
 		_, err := svc.Execute(t.Context(), "hot", ApplyExecutionFailed{Error: boom, ExecuteAt: clock.Now().UnixMilli(), Attempt: int32(round + 1)}, Meta{})
 		require.NoError(t, err)
 	}

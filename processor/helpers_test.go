@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amends-dev/amends/internal/fakeclock"
+
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,12 +36,6 @@ var (
 	waitFor = 10 * time.Second
 	tick    = 5 * time.Millisecond
 )
-
-// clock is a settable clock.
-type clock struct{ ms atomic.Int64 }
-
-func (c *clock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
-func (c *clock) Set(ms int64)   { c.ms.Store(ms) }
 
 // sleeps records the waits asked of it and returns at once.
 type sleeps struct {
@@ -69,15 +65,14 @@ type env struct {
 	store  *jsstore.Store
 	svc    *aggregate.Service
 	rec    *recorder.Recorder
-	clock  *clock
+	clock  *fakeclock.Clock
 	sleeps *sleeps
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	srv := natstest.New(t)
-	e := &env{t: t, srv: srv, clock: &clock{}, sleeps: &sleeps{}}
-	e.clock.Set(t0)
+	e := &env{t: t, srv: srv, clock: fakeclock.At(t0), sleeps: &sleeps{}}
 	e.connect()
 	return e
 }

@@ -43,7 +43,7 @@ func TestReplayRunsOnlyTheRecordedFunction(t *testing.T) {
 	require.Equal(t, aggregate.StatusFailed, e.record(evt, info("Mailer", "onPlaced")).Status)
 
 	// Replay fails again, with another error.
-	e.clock.Set(t0 + 1000)
+	e.clock.SetMillis(t0 + 1000)
 	mailer.failWith(errors.New("smtp down"))
 	attempt := e.prepare(id, false)
 	require.Eventually(t, func() bool {
@@ -55,7 +55,7 @@ func TestReplayRunsOnlyTheRecordedFunction(t *testing.T) {
 
 	// Replay succeeds.
 	mailer.succeed()
-	e.clock.Set(t0 + 2000)
+	e.clock.SetMillis(t0 + 2000)
 	attempt2 := e.prepare(id, false)
 	require.Eventually(t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusSucceeded }, waitFor, tick)
 	assert.Equal(t, t0+2000, e.record(evt, info("Mailer", "onPlaced")).ExecuteAt)
@@ -97,7 +97,7 @@ func TestStaleAttempt(t *testing.T) {
 			// out and is force-prepared again.
 			id := aggregate.RecordID(evt, info("Mailer", "onPlaced"))
 			require.Equal(t, int32(1), e.prepare(id, false))
-			e.clock.Set(t0 + 10*60*1000)
+			e.clock.SetMillis(t0 + 10*60*1000)
 			require.Equal(t, int32(2), e.prepare(id, true))
 
 			mailer.succeed()

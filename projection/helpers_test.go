@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amends-dev/amends/internal/fakeclock"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -19,24 +21,6 @@ import (
 // t0 is the fake clock's start: every record is created at it.
 var t0 = time.UnixMilli(1_735_000_000_000)
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 // env is one test's JetStream, event store, views bucket and command
 // service, all on a fresh in-process server.
 type env struct {
@@ -45,13 +29,13 @@ type env struct {
 	store *jsstore.Store
 	views jetstream.KeyValue
 	svc   *aggregate.Service
-	clock *fakeClock
+	clock *fakeclock.Clock
 }
 
 func newEnv(tb testing.TB) *env {
 	tb.Helper()
 	srv := natstest.New(tb)
-	e := &env{srv: srv, clock: &fakeClock{t: t0}}
+	e := &env{srv: srv, clock: fakeclock.At(t0.UnixMilli())}
 	e.connect(tb)
 	return e
 }

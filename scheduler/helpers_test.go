@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amends-dev/amends/internal/fakeclock"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -18,23 +20,6 @@ import (
 
 var t0 = time.UnixMilli(1_735_000_000_000)
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 // env is the control plane of one test: store, projector, index, command
 // service with a fake clock, lease bucket.
 type env struct {
@@ -43,12 +28,12 @@ type env struct {
 	svc    *aggregate.Service
 	index  *projection.Index
 	leases *scheduler.Leases
-	clock  *fakeClock
+	clock  *fakeclock.Clock
 }
 
 func newEnv(tb testing.TB, js jetstream.JetStream, replicas int, ttl time.Duration) *env {
 	tb.Helper()
-	e := &env{js: js, clock: &fakeClock{t: t0}}
+	e := &env{js: js, clock: fakeclock.At(t0.UnixMilli())}
 	var err error
 	e.store, err = jsstore.New(js, jsstore.WithReplicas(replicas))
 	require.NoError(tb, err)

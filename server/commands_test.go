@@ -37,7 +37,7 @@ func TestCommandsOnOneRecord(t *testing.T) {
 	assert.Equal(t, http.StatusConflict, r.status, "prepared and not timed out")
 	assert.Equal(t, server.Error{Code: "IllegalState", Message: "ExecutionFailed can not retry.", Details: map[string]any{"id": id}}, r.apiError(t))
 
-	e.clock.Set(t0 + 5000) // timed out; 1 of 1 retries used
+	e.clock.SetMillis(t0 + 5000) // timed out; 1 of 1 retries used
 	r = e.do(t, "POST", path("prepare_compensation"), operatorKey, nil)
 	assert.Equal(t, http.StatusConflict, r.status, "out of retries")
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amends-dev/amends/internal/fakeclock"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -28,17 +30,12 @@ const (
 	operatorKey = "operator-secret-0123456789"
 )
 
-type clock struct{ ms atomic.Int64 }
-
-func (c *clock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
-func (c *clock) Set(ms int64)   { c.ms.Store(ms) }
-
 // env is a server on a real JetStream, with the projector and index
 // running, and tokens for a viewer (alice) and an operator (bob).
 type env struct {
 	svc   *aggregate.Service
 	index *projection.Index
-	clock *clock
+	clock *fakeclock.Clock
 	http  *httptest.Server
 	ready atomic.Pointer[error]
 }
@@ -52,8 +49,7 @@ func newEnv(tb testing.TB) *env {
 	require.NoError(tb, err)
 	batches, err := server.OpenBatches(tb.Context(), js, 1)
 	require.NoError(tb, err)
-	e := &env{clock: &clock{}}
-	e.clock.Set(t0)
+	e := &env{clock: fakeclock.At(t0)}
 	e.svc = aggregate.NewService(store, aggregate.WithClock(e.clock))
 	proj, err := projection.NewProjector(js, store, views)
 	require.NoError(tb, err)

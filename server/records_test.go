@@ -128,7 +128,7 @@ func TestViewsSummaryGetAndHistory(t *testing.T) {
 	unrec := e.create(t, 2, nil)
 	r := e.do(t, "POST", "/api/v1/records/"+unrec+"/mark_recoverable", operatorKey, map[string]string{"recoverable": "UNRECOVERABLE", "reason": "bad address"})
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
-	e.clock.Set(t0 + 2000)
+	e.clock.SetMillis(t0 + 2000)
 
 	want := map[aggregate.View][]string{
 		aggregate.ViewToRetry: {due}, aggregate.ViewNextRetry: {due}, aggregate.ViewUnrecoverable: {unrec},

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/amends-dev/amends/internal/fakeclock"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,16 +25,12 @@ const (
 	viewerKey   = "viewer-secret-0123456789"
 )
 
-type fixedClock struct{ ms atomic.Int64 }
-
-func (c *fixedClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
-
 // apiEnv is an amends HTTP API on a real JetStream, for CLI tests.
 type apiEnv struct {
 	url   string
 	svc   *aggregate.Service
 	index *projection.Index
-	clock *fixedClock
+	clock *fakeclock.Clock
 }
 
 func newAPIEnv(tb testing.TB) *apiEnv {
@@ -45,8 +42,7 @@ func newAPIEnv(tb testing.TB) *apiEnv {
 	require.NoError(tb, err)
 	batches, err := server.OpenBatches(tb.Context(), js, 1)
 	require.NoError(tb, err)
-	e := &apiEnv{clock: &fixedClock{}}
-	e.clock.ms.Store(t0)
+	e := &apiEnv{clock: fakeclock.At(t0)}
 	e.svc = aggregate.NewService(store, aggregate.WithClock(e.clock))
 	proj, err := projection.NewProjector(js, store, views)
 	require.NoError(tb, err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amends-dev/amends/internal/fakeclock"
+
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,11 +24,6 @@ import (
 )
 
 const t0 = int64(1_735_000_000_000)
-
-type clock struct{ ms atomic.Int64 }
-
-func (c *clock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
-func (c *clock) Set(ms int64)   { c.ms.Store(ms) }
 
 func run(tb testing.TB, r func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -46,8 +43,7 @@ func TestFailTwiceThenSucceedThroughTheScheduler(t *testing.T) {
 	js := natstest.New(t).JetStream()
 	store, err := jsstore.New(js)
 	require.NoError(t, err)
-	clk := &clock{}
-	clk.Set(t0)
+	clk := fakeclock.At(t0)
 
 	// The control plane: projection, index, command service, scheduler.
 	views, err := projection.OpenViews(t.Context(), js)
@@ -103,7 +99,7 @@ func TestFailTwiceThenSucceedThroughTheScheduler(t *testing.T) {
 	}
 	pass := func(at int64) {
 		t.Helper()
-		clk.Set(at)
+		clk.SetMillis(at)
 		before := sched.Stats().Passes
 		ticks <- time.UnixMilli(at)
 		require.Eventually(t, func() bool { return sched.Stats().Passes > before }, 20*time.Second, time.Millisecond, "pass at %d", at)
