@@ -23,10 +23,6 @@ var (
 	errDeclined = stderrors.New("payment declined")
 )
 
-type codeErr struct{ code string }
-
-func (e *codeErr) Error() string { return "code " + e.code }
-
 func TestClassify(t *testing.T) {
 	timeoutErr := &net.OpError{Op: "dial", Err: os.ErrDeadlineExceeded}
 	cases := []struct {

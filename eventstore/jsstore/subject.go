@@ -51,17 +51,3 @@ func subject(prefix string, a eventstore.AggregateID) (string, error) {
 	b.WriteString(tok)
 	return b.String(), nil
 }
-
-// parseSubject reverses subject for a known prefix.
-func parseSubject(prefix, subj string) (eventstore.AggregateID, error) {
-	rest, ok := strings.CutPrefix(subj, prefix+".")
-	parts := strings.Split(rest, ".")
-	if !ok || len(parts) != 3 {
-		return eventstore.AggregateID{}, fmt.Errorf("subject %q is not %s.<context>.<type>.<id>: %w", subj, prefix, eventstore.ErrInvalid)
-	}
-	id, err := DecodeID(parts[2])
-	if err != nil {
-		return eventstore.AggregateID{}, err
-	}
-	return eventstore.AggregateID{Context: parts[0], Type: parts[1], ID: id}, nil
-}

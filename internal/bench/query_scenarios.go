@@ -101,7 +101,7 @@ func prepareQuery(query func(*projection.Index) error) func(context.Context, *En
 
 func dueQuery(ix *projection.Index) error {
 	if len(ix.Due(queryNow, 100)) == 0 {
-		return fmt.Errorf("Due found nothing at %s", queryNow)
+		return fmt.Errorf("index.Due found nothing due at %s; the generated records should include due ones", queryNow)
 	}
 	return nil
 }
