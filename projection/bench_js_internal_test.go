@@ -194,8 +194,12 @@ func BenchmarkProjector(b *testing.B) {
 			ctx, cancel := context.WithCancel(b.Context())
 			done := make(chan error, 1)
 			go func() { done <- p.Run(ctx) }()
+			deadline := time.Now().Add(5 * time.Minute)
 			for p.Stats().Projected < n {
-				time.Sleep(time.Millisecond)
+				if time.Now().After(deadline) {
+					b.Fatalf("projected %d of %d within 5 minutes", p.Stats().Projected, n)
+				}
+				time.Sleep(time.Millisecond) // polling, with the deadline above
 			}
 			cancel()
 			if err := <-done; err != nil {
