@@ -2,76 +2,116 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/projection"
 )
 
-type openAPIDoc struct {
-	OpenAPI string `json:"openapi"`
-	Paths   map[string]map[string]struct {
-		Parameters []struct {
-			Ref  string `json:"$ref"`
-			Name string `json:"name"`
-			In   string `json:"in"`
-			Sch  struct {
-				Enum []string `json:"enum"`
-			} `json:"schema"`
-		} `json:"parameters"`
-	} `json:"paths"`
-	Components struct {
-		Parameters map[string]struct {
-			Name string `json:"name"`
-			In   string `json:"in"`
-		} `json:"parameters"`
-		Schemas map[string]struct {
-			Enum []string `json:"enum"`
-		} `json:"schemas"`
-	} `json:"components"`
-}
+// obj is a JSON object of the document.
+type obj = map[string]any
 
-func loadDoc(t *testing.T) openAPIDoc {
+func loadDoc(t *testing.T) obj {
 	t.Helper()
-	var doc openAPIDoc
+	var doc obj
 	require.NoError(t, json.Unmarshal(openAPIDocument, &doc))
-	require.True(t, strings.HasPrefix(doc.OpenAPI, "3."), "an OpenAPI 3 document")
+	require.True(t, strings.HasPrefix(str(doc["openapi"]), "3."), "an OpenAPI 3 document")
 	return doc
 }
 
-// The document describes exactly the routes the server serves.
-func TestOpenAPIDescribesEveryRoute(t *testing.T) {
-	doc := loadDoc(t)
-	var documented, served []string
-	for path, ops := range doc.Paths {
-		for method := range ops {
-			documented = append(documented, strings.ToUpper(method)+" "+path)
+func str(v any) string { s, _ := v.(string); return s }
+
+// get walks keys from v; a missing key gives nil.
+func get(v any, keys ...string) any {
+	for _, k := range keys {
+		o, ok := v.(obj)
+		if !ok {
+			return nil
+		}
+		v = o[k]
+	}
+	return v
+}
+
+// deref resolves a local $ref ("#/components/...").
+func deref(doc obj, v any) obj {
+	for {
+		o, _ := v.(obj)
+		ref := str(o["$ref"])
+		if ref == "" {
+			return o
+		}
+		v = get(doc, strings.Split(strings.TrimPrefix(ref, "#/"), "/")...)
+	}
+}
+
+// operations lists "METHOD path" → operation.
+func operations(doc obj) map[string]obj {
+	out := map[string]obj{}
+	for path, ops := range get(doc, "paths").(obj) {
+		for method, op := range ops.(obj) {
+			out[strings.ToUpper(method)+" "+path] = op.(obj)
 		}
 	}
+	return out
+}
+
+func keys(o obj) []string {
+	out := make([]string, 0, len(o))
+	for k := range o {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func strs(v any) []string {
+	var out []string
+	for _, s := range v.([]any) {
+		out = append(out, s.(string))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The document describes exactly the routes the server serves, except the
+// fallbacks that only explain an unknown command.
+func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	doc := loadDoc(t)
+	documented := slices.Sorted(func(yield func(string) bool) {
+		for k := range operations(doc) {
+			yield(k)
+		}
+	})
+	var served []string
 	for _, rt := range New(Config{}).routes {
+		if rt.fallback {
+			assert.Contains(t, rt.pattern, "{command}", "a fallback only catches unknown commands")
+			continue
+		}
 		served = append(served, rt.method+" "+rt.pattern)
 	}
-	sort.Strings(documented)
 	sort.Strings(served)
 	assert.Equal(t, served, documented)
 }
 
 // queryParams resolves the query parameters of one operation.
-func queryParams(doc openAPIDoc, method, path string) []string {
+func queryParams(doc obj, op obj) []string {
 	var out []string
-	for _, p := range doc.Paths[path][method].Parameters {
-		name, in := p.Name, p.In
-		if p.Ref != "" {
-			c := doc.Components.Parameters[strings.TrimPrefix(p.Ref, "#/components/parameters/")]
-			name, in = c.Name, c.In
-		}
-		if in == "query" {
-			out = append(out, name)
+	for _, p := range get(op, "parameters").([]any) {
+		p := deref(doc, p)
+		if p["in"] == "query" {
+			out = append(out, str(p["name"]))
 		}
 	}
 	sort.Strings(out)
@@ -90,23 +130,26 @@ func sorted(lists ...[]string) []string {
 // The documented parameters and enums are the ones the handlers accept.
 func TestOpenAPIParametersMatchTheHandlers(t *testing.T) {
 	doc := loadDoc(t)
-	assert.Equal(t, sorted(filterParams, pageParams), queryParams(doc, "get", "/api/v1/records"))
+	ops := operations(doc)
+	assert.Equal(t, sorted(filterParams, pageParams), queryParams(doc, ops["GET /api/v1/records"]))
 	assert.Equal(t, sorted(slices.DeleteFunc(slices.Clone(filterParams), func(s string) bool { return s == "view" }), pageParams),
-		queryParams(doc, "get", "/api/v1/views/{view}"))
-	assert.Equal(t, sorted(filterParams), queryParams(doc, "get", "/api/v1/count"))
-	assert.Equal(t, sorted(filterParams), queryParams(doc, "get", "/api/v1/summary"))
+		queryParams(doc, ops["GET /api/v1/views/{view}"]))
+	assert.Equal(t, sorted(filterParams), queryParams(doc, ops["GET /api/v1/count"]))
+	assert.Equal(t, sorted(filterParams), queryParams(doc, ops["GET /api/v1/summary"]))
 
-	commandEnum := func(path string) []string {
-		for _, p := range doc.Paths[path]["post"].Parameters {
-			if p.Name == "command" {
-				return p.Sch.Enum
-			}
-		}
-		return nil
+	for _, name := range OperatorCommands {
+		assert.NotNil(t, ops["POST /api/v1/records/{id}/"+name], "%s has its own path", name)
 	}
-	assert.Equal(t, OperatorCommands, commandEnum("/api/v1/records/{id}/{command}"))
-	assert.Equal(t, BatchCommands, commandEnum("/api/v1/batch/{command}"))
-	enum := func(name string) []string { return doc.Components.Schemas[name].Enum }
+	for _, name := range BatchCommands {
+		assert.NotNil(t, ops["POST /api/v1/batch/"+name], "batch %s has its own path", name)
+	}
+	enum := func(name string) []string {
+		var out []string
+		for _, v := range get(doc, "components", "schemas", name, "enum").([]any) {
+			out = append(out, v.(string))
+		}
+		return out
+	}
 	var views, statuses, recs, kinds []string
 	for _, v := range aggregate.Views {
 		views = append(views, string(v))
@@ -124,4 +167,158 @@ func TestOpenAPIParametersMatchTheHandlers(t *testing.T) {
 	assert.Equal(t, statuses, enum("Status"))
 	assert.Equal(t, recs, enum("Recoverability"))
 	assert.Equal(t, kinds, enum("FunctionKind"))
+}
+
+// jsonFields lists the JSON names of a struct's fields and those without
+// omitempty or omitzero, which a decoder cannot tell from absent.
+func jsonFields(v any) (all, required []string) {
+	rt := reflect.TypeOf(v)
+	for i := range rt.NumField() {
+		name, opts, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		all = append(all, name)
+		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+			required = append(required, name)
+		}
+	}
+	sort.Strings(all)
+	sort.Strings(required)
+	return all, required
+}
+
+// requestSchema is the JSON body schema of an operation.
+func requestSchema(doc obj, op obj) obj {
+	return deref(doc, get(op, "requestBody", "content", "application/json", "schema"))
+}
+
+// Each command's body has the aggregate command's fields plus the audit
+// reason, requires the fields the aggregate requires, and refuses others.
+func TestOpenAPICommandBodiesMatchTheAggregate(t *testing.T) {
+	doc := loadDoc(t)
+	ops := operations(doc)
+	commands := map[string]aggregate.Command{
+		aggregate.NamePrepareCompensation:      aggregate.PrepareCompensation{},
+		aggregate.NameForcePrepareCompensation: aggregate.ForcePrepareCompensation{},
+		aggregate.NameApplyRetrySpec:           aggregate.ApplyRetrySpec{},
+		aggregate.NameMarkRecoverable:          aggregate.MarkRecoverable{},
+		aggregate.NameChangeFunction:           aggregate.ChangeFunction{},
+	}
+	require.ElementsMatch(t, OperatorCommands, slices.Collect(func(yield func(string) bool) {
+		for k := range commands {
+			yield(k)
+		}
+	}), "a new operator command needs its body checked here")
+	for _, name := range OperatorCommands {
+		t.Run(name, func(t *testing.T) {
+			op := ops["POST /api/v1/records/{id}/"+name]
+			require.NotNil(t, op)
+			body := requestSchema(doc, op)
+			require.NotNil(t, body, "a typed JSON body")
+			all, required := jsonFields(commands[name])
+			all = sorted(all, []string{"reason"})
+			if slices.Contains(reasonRequired, name) {
+				required = sorted(required, []string{"reason"})
+			}
+			assert.Equal(t, all, keys(body["properties"].(obj)), "the body's fields")
+			var documented []string
+			if body["required"] != nil {
+				documented = strs(body["required"])
+			}
+			assert.Equal(t, required, documented, "the required fields")
+			assert.Equal(t, false, body["additionalProperties"], "unknown fields are refused")
+			assert.Equal(t, len(required) > 0, get(op, "requestBody", "required"),
+				"a body without required fields may be left out")
+		})
+	}
+
+	batch := requestSchema(doc, ops["POST /api/v1/batch/"+BatchCommands[0]])
+	require.NotNil(t, batch, "a typed batch body")
+	all, _ := jsonFields(BatchRequest{})
+	assert.Equal(t, all, keys(batch["properties"].(obj)), "the batch body's fields")
+	assert.Equal(t, false, batch["additionalProperties"])
+	filter := deref(doc, get(batch, "properties", "filter"))
+	all, _ = jsonFields(projection.Filter{})
+	assert.Equal(t, all, keys(filter["properties"].(obj)), "the batch filter's fields")
+	assert.Equal(t, false, filter["additionalProperties"], "the batch decoder refuses unknown filter fields too")
+}
+
+// The document states the limits the server enforces and the responses
+// that enforcing them gives.
+func TestOpenAPIStatesTheLimits(t *testing.T) {
+	doc := loadDoc(t)
+	id := deref(doc, obj{"$ref": "#/components/parameters/id"})
+	assert.Equal(t, float64(eventstore.MaxIDLength), get(id, "schema", "maxLength"), "record ids are at most 256 bytes")
+
+	spec := deref(doc, obj{"$ref": "#/components/schemas/ApplyRetrySpecCommand"})
+	assert.Equal(t, float64(1), get(spec, "properties", "executionTimeout", "minimum"), "the API refuses an execution timeout of 0")
+	assert.Equal(t, float64(0), get(spec, "properties", "maxRetries", "minimum"))
+	assert.Equal(t, float64(0), get(spec, "properties", "minBackoff", "minimum"))
+
+	errSchema := deref(doc, obj{"$ref": "#/components/schemas/Error"})
+	assert.Equal(t, []string{"code", "details", "message"}, keys(errSchema["properties"].(obj)))
+	assert.Contains(t, str(get(doc, "components", "responses", "PayloadTooLargeError", "description")), fmt.Sprintf("%d KiB", MaxBodyBytes>>10))
+
+	for key, op := range operations(doc) {
+		responses := op["responses"].(obj)
+		assert.Contains(t, responses, "405", "%s: a wrong method is answered 405", key)
+		for code, r := range responses {
+			if code[0] == '4' || code[0] == '5' {
+				assert.Equal(t, "#/components/schemas/Error", str(get(deref(doc, r), "content", "application/json", "schema", "$ref")),
+					"%s %s: errors are {code,message,details}", key, code)
+			}
+		}
+		if !strings.HasPrefix(key, "POST ") {
+			continue
+		}
+		for _, code := range []string{"400", "413", "415", "422"} {
+			assert.Contains(t, responses, code, "%s: a body can be refused with %s", key, code)
+		}
+		if props, ok := requestSchema(doc, op)["properties"].(obj); ok {
+			assert.Equal(t, float64(MaxReasonLength), get(props, "reason", "maxLength"), "%s: reason is at most 1024 bytes", key)
+		}
+	}
+}
+
+// goName is the Go name oapi-codegen gives a component name.
+func goName(name string) string {
+	var b strings.Builder
+	for part := range strings.FieldsFuncSeq(name, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
+
+// Generated clients compile: no two components become the same Go type,
+// and no component is named like the types generators derive from an
+// operation (getRecord → GetRecordResponse, GetRecordParams,
+// GetRecordJSONRequestBody, GetRecordRequestObject, ...).
+func TestOpenAPINamesCannotCollide(t *testing.T) {
+	doc := loadDoc(t)
+	seen := map[string]string{}
+	for _, kind := range []string{"schemas", "responses", "parameters", "requestBodies", "headers"} {
+		c, _ := get(doc, "components", kind).(obj)
+		for name := range c {
+			where := kind + "/" + name
+			n := goName(name)
+			if prev, ok := seen[n]; ok {
+				t.Errorf("%s and %s both become the Go type %s", prev, where, n)
+			}
+			seen[n] = where
+			for _, suffix := range []string{"Response", "Request", "Params", "Body", "Object", "Headers"} {
+				assert.False(t, strings.HasSuffix(n, suffix), "%s ends in %s, as the types generated for operations do", where, suffix)
+			}
+			assert.NotContains(t, n, "Params", "%s: generators name parameter types <Operation>Params<Name>", where)
+		}
+	}
+	ids := map[string]string{}
+	for key, op := range operations(doc) {
+		id := str(op["operationId"])
+		require.NotEmpty(t, id, "%s has an operationId", key)
+		if prev, ok := ids[id]; ok {
+			t.Errorf("%s and %s share the operationId %s", prev, key, id)
+		}
+		ids[id] = key
+		if where, ok := seen[goName(id)]; ok {
+			t.Errorf("operation %s is named as %s", id, where)
+		}
+	}
 }

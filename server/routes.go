@@ -7,9 +7,11 @@ import (
 )
 
 // routeTable lists every endpoint; the OpenAPI document must describe
-// exactly these (a test checks it).
+// exactly these except the fallbacks (a test checks it). Each command has
+// its own path, so that a generated client gets one typed operation per
+// command.
 func (s *Server) routeTable() []route {
-	return []route{
+	routes := []route{
 		{method: "GET", pattern: "/healthz", handler: s.healthz},
 		{method: "GET", pattern: "/readyz", handler: s.readyz},
 		{method: "GET", pattern: "/metrics", role: RoleViewer, handler: s.metricsPage},
@@ -20,8 +22,27 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/api/v1/summary", role: RoleViewer, handler: s.summary},
 		{method: "GET", pattern: "/api/v1/records/{id}", role: RoleViewer, handler: s.get},
 		{method: "GET", pattern: "/api/v1/records/{id}/history", role: RoleViewer, handler: s.history},
-		{method: "POST", pattern: "/api/v1/records/{id}/{command}", role: RoleOperator, handler: s.command},
-		{method: "POST", pattern: "/api/v1/batch/{command}", role: RoleOperator, handler: s.batch},
+	}
+	for _, name := range OperatorCommands {
+		routes = append(routes, route{method: "POST", pattern: "/api/v1/records/{id}/" + name, role: RoleOperator, handler: withCommand(name, s.command)})
+	}
+	for _, name := range BatchCommands {
+		routes = append(routes, route{method: "POST", pattern: "/api/v1/batch/" + name, role: RoleOperator, handler: withCommand(name, s.batch)})
+	}
+	// Any other command name reaches the handler, which answers 404 with
+	// the list of commands.
+	return append(routes,
+		route{method: "POST", pattern: "/api/v1/records/{id}/{command}", role: RoleOperator, handler: s.command, fallback: true},
+		route{method: "POST", pattern: "/api/v1/batch/{command}", role: RoleOperator, handler: s.batch, fallback: true},
+	)
+}
+
+// withCommand runs h as the route of command name: h reads the name as
+// the path value "command", as it does on a fallback route.
+func withCommand(name string, h func(http.ResponseWriter, *http.Request, principal) error) func(http.ResponseWriter, *http.Request, principal) error {
+	return func(w http.ResponseWriter, r *http.Request, p principal) error {
+		r.SetPathValue("command", name)
+		return h(w, r, p)
 	}
 }
 

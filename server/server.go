@@ -106,6 +106,9 @@ type route struct {
 	// role is the least role it needs; "" means no authentication.
 	role    Role
 	handler func(w http.ResponseWriter, r *http.Request, p principal) error
+	// fallback routes only explain a mistake (an unknown command); the
+	// OpenAPI document leaves them out.
+	fallback bool
 }
 
 // wrap authenticates, times and reports errors of a route.
