@@ -322,3 +322,30 @@ func TestOpenAPINamesCannotCollide(t *testing.T) {
 		}
 	}
 }
+
+// Response schemas have the fields the server sends and require those it
+// always sends, so that generated clients need no pointers for them.
+func TestOpenAPIResponsesMatchTheServer(t *testing.T) {
+	doc := loadDoc(t)
+	for name, v := range map[string]any{
+		"CommandResult": CommandResponse{},
+		"RecordView":    projection.View{},
+		"Count":         CountResponse{},
+		"BatchResult":   BatchResult{},
+		"BatchOutcome":  BatchOutcome{},
+		"BatchStart":    BatchStart{},
+		"BatchLine":     BatchLine{},
+		"HistoryEntry":  HistoryEntry{},
+		"HistoryEvent":  HistoryEvent{},
+	} {
+		schema := deref(doc, obj{"$ref": "#/components/schemas/" + name})
+		require.NotNil(t, schema, name)
+		all, required := jsonFields(v)
+		assert.Equal(t, all, keys(schema["properties"].(obj)), "%s: the fields", name)
+		var documented []string
+		if schema["required"] != nil {
+			documented = strs(schema["required"])
+		}
+		assert.Equal(t, required, documented, "%s: the fields always sent", name)
+	}
+}
