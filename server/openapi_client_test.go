@@ -138,7 +138,9 @@ func TestGeneratedClientWorksAgainstTheServer(t *testing.T) {
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "amendsapi"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(generatedMain), 0o600))
 
-	run(t, root, goCmd, "tool", "oapi-codegen", "-generate", "types,client", "-package", "amendsapi",
+	// The server stubs are generated too, to show that their types do not
+	// collide with the client's either.
+	run(t, root, goCmd, "tool", "oapi-codegen", "-generate", "types,client,std-http-server,strict-server", "-package", "amendsapi",
 		"-o", filepath.Join(dir, "amendsapi", "client.go"), filepath.Join(dir, "openapi.json"))
 	out := run(t, dir, goCmd, "run", ".", e.http.URL, operatorKey, id)
 
