@@ -48,7 +48,7 @@ func newPrepareLikeCmd(a *app, use, name string, reasonRequired bool, short, lon
 			if err != nil {
 				return err
 			}
-			filtered := len(params) > 0 || ff.view != ""
+			filtered := ff.active(params)
 			if reasonRequired && f.reason == "" && !bf.dryRun {
 				return usageErrorf("%s needs --reason: it is recorded in the record's history", use)
 			}
@@ -56,8 +56,10 @@ func newPrepareLikeCmd(a *app, use, name string, reasonRequired bool, short, lon
 			case len(args) == 1 && filtered:
 				return usageErrorf("give a record id or filters, not both")
 			case len(args) == 1:
-				if bf.dryRun || bf.yes {
-					return usageErrorf("--dry-run and --yes are for batches over filters; a single record needs neither")
+				for _, name := range []string{"dry-run", "yes", "rate", "limit", "request-id"} {
+					if cmd.Flags().Changed(name) {
+						return usageErrorf("--%s is for batches over filters; a single record does not take it", name)
+					}
 				}
 				return f.run(cmd, a, args[0], name, nil)
 			case !filtered:
@@ -66,9 +68,8 @@ func newPrepareLikeCmd(a *app, use, name string, reasonRequired bool, short, lon
 			return runBatch(cmd, a, &f, &ff, &bf, name, params)
 		},
 	}
-	f.add(cmd, reasonRequired)
+	f.add(a, cmd, reasonRequired)
 	ff.add(cmd)
 	bf.add(cmd)
-	annotateEnv(cmd.Flags())
 	return cmd
 }
