@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +33,9 @@ type apiEnv struct {
 	svc   *aggregate.Service
 	index *projection.Index
 	clock *fakeclock.Clock
+	// requests counts the requests that reached the API, writes those that
+	// were not GETs.
+	requests, writes atomic.Int64
 }
 
 func newAPIEnv(tb testing.TB) *apiEnv {
@@ -55,7 +60,14 @@ func newAPIEnv(tb testing.TB) *apiEnv {
 	tb.Cleanup(func() { cancel(); wg.Wait() })
 	tokens, err := server.ParseTokens("alice:viewer:" + viewerKey + ",bob:operator:" + operatorKey)
 	require.NoError(tb, err)
-	h := httptest.NewServer(server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock}).Handler())
+	api := server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock}).Handler()
+	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.requests.Add(1)
+		if r.Method != http.MethodGet {
+			e.writes.Add(1)
+		}
+		api.ServeHTTP(w, r)
+	}))
 	tb.Cleanup(h.Close)
 	e.url = h.URL
 	return e
