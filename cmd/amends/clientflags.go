@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -122,12 +121,11 @@ func fieldFlag(cmd *cobra.Command, details map[string]any) string {
 
 func lastSegment(field string) string { return field[strings.LastIndex(field, ".")+1:] }
 
-// nameFlag puts --flag in place of the API's name field in msg, or in
-// front of msg if msg does not name it.
+// nameFlag puts --flag in place of the API's name field that starts msg
+// ("executeAtFrom must be ..."), or in front of msg.
 func nameFlag(msg, field, flag string) string {
-	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(field) + `\b`)
-	if re.MatchString(msg) {
-		return re.ReplaceAllLiteralString(msg, "--"+flag)
+	if rest, ok := strings.CutPrefix(msg, field+" "); ok {
+		return "--" + flag + " " + rest
 	}
 	return "--" + flag + ": " + msg
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -31,6 +32,9 @@ func (f *commandFlags) add(a *app, cmd *cobra.Command, reasonRequired bool) {
 func (f *commandFlags) check() error {
 	if len(f.reason) > server.MaxReasonLength {
 		return usageErrorf("--reason is %d bytes, over the limit of %d", len(f.reason), server.MaxReasonLength)
+	}
+	if strings.ContainsFunc(f.reason, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
+		return usageErrorf("--reason must be one line without control characters")
 	}
 	if len(f.key) > eventstore.MaxIDLength {
 		return usageErrorf("--idempotency-key is %d bytes, over the limit of %d", len(f.key), eventstore.MaxIDLength)

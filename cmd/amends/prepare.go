@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -42,14 +44,22 @@ func newPrepareLikeCmd(a *app, use, name string, reasonRequired bool, short, lon
 		Use:   use + " [ID]",
 		Short: short,
 		Long:  long,
-		Args:  cobra.MaximumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch len(args) {
+			case 0:
+				return nil
+			case 1:
+				return checkID(args[0])
+			}
+			return usageErrorf("%s takes one record id, or filters for a batch; got %d arguments", cmd.CommandPath(), len(args))
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			params, err := ff.params()
 			if err != nil {
 				return err
 			}
 			filtered := ff.active(params)
-			if reasonRequired && f.reason == "" && !bf.dryRun {
+			if reasonRequired && strings.TrimSpace(f.reason) == "" && !bf.dryRun {
 				return usageErrorf("%s needs --reason: it is recorded in the record's history", use)
 			}
 			switch {
