@@ -125,7 +125,7 @@ func printItems(a *app, items []projection.Item, next, filters string) error {
 	case len(items) == 0 && filters != "":
 		fmt.Fprintf(a.stdout, "no records match %s\n", filters)
 	case len(items) == 0:
-		fmt.Fprintln(a.stdout, "no records")
+		fmt.Fprintln(a.stdout, "no records match")
 	case filters != "":
 		fmt.Fprintf(a.stdout, "%d records shown, matching %s\n", len(items), filters)
 	}
