@@ -21,6 +21,12 @@ import (
 )
 
 // Client calls one amends server. It is safe for concurrent use.
+//
+// Every call fails with a *Error (errors.As) when the server answers with
+// an error, whose Body is the server's {code, message, details}; with an
+// error matching ErrTimeout when the server does not answer in time (see
+// WithTimeout, WithIdleTimeout); and otherwise with an error naming the
+// request, such as a refused connection.
 type Client struct {
 	base    string
 	token   string
@@ -123,7 +129,11 @@ func (c *Client) do(ctx context.Context, method, path string, body any, header h
 		if te := timedOut(ctx); te != nil {
 			return nil, te
 		}
-		return nil, fmt.Errorf("%s %s: %w (is amends serve running there? set --server or AMENDS_SERVER)", method, c.base+path, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // it repeats the method and address
+		}
+		return nil, fmt.Errorf("%s %s: %w (is amends serve running there? set --server or AMENDS_SERVER)", method, c.base+pathOnly(path), err)
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
@@ -153,7 +163,7 @@ func timedOut(ctx context.Context) error {
 // call sends a request and decodes its answer into out, all within the
 // client's timeout.
 func (c *Client) call(ctx context.Context, method, path string, body any, header http.Header, out any) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, &timeoutError{method: method, url: c.base + strings.SplitN(path, "?", 2)[0], after: c.timeout})
+	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, &timeoutError{method: method, url: c.base + pathOnly(path), after: c.timeout})
 	defer cancel()
 	resp, err := c.do(ctx, method, path, body, header)
 	if err != nil {
@@ -164,7 +174,7 @@ func (c *Client) call(ctx context.Context, method, path string, body any, header
 		if te := timedOut(ctx); te != nil {
 			return te
 		}
-		return fmt.Errorf("%s %s: the answer is not the expected JSON: %w", method, c.base+path, err)
+		return fmt.Errorf("%s %s: the answer is not the API's JSON: %s", method, c.base+pathOnly(path), jsonProblem(err))
 	}
 	return nil
 }
@@ -265,7 +275,7 @@ func (c *Client) Batch(ctx context.Context, command string, req server.BatchRequ
 		mu.Unlock()
 		var line server.BatchLine
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			return server.BatchResult{}, fmt.Errorf("POST %s: line %d of the batch stream is not a batch line: %w", c.base+path, te.lines, err)
+			return server.BatchResult{}, fmt.Errorf("POST %s: line %d of the batch stream is not a batch line: %s", c.base+path, te.lines, jsonProblem(err))
 		}
 		if line.Start != nil && p.Start != nil {
 			p.Start(*line.Start)
@@ -284,6 +294,28 @@ func (c *Client) Batch(ctx context.Context, command string, req server.BatchRequ
 		return server.BatchResult{}, fmt.Errorf("POST %s: reading the batch stream: %w", c.base+path, err)
 	}
 	return server.BatchResult{}, fmt.Errorf("the batch response ended without a result; send the same request id again to read it")
+}
+
+// pathOnly is path without its query.
+func pathOnly(path string) string { return strings.SplitN(path, "?", 2)[0] }
+
+// jsonProblem describes a decoding error without Go's type names.
+func jsonProblem(err error) string {
+	var (
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Sprintf("%s is a JSON %s, not what the API sends", te.Field, te.Value)
+	case errors.As(err, &te):
+		return fmt.Sprintf("a JSON %s where the API sends something else", te.Value)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the answer ended early"
+	}
+	return err.Error()
 }
 
 func query(v url.Values) string {
