@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -156,4 +157,14 @@ func createTemp(tb testing.TB) (*os.File, error) {
 		tb.Cleanup(func() { _ = f.Close() })
 	}
 	return f, err
+}
+
+func TestBatchIdleTimeoutFollowsTheRate(t *testing.T) {
+	for _, tc := range []struct {
+		rate float64
+		want time.Duration
+	}{{0, 30 * time.Second}, {50, 30 * time.Second}, {0.01, 200 * time.Second}} {
+		bf := batchFlags{rate: tc.rate}
+		assert.Equal(t, tc.want, bf.idle(30*time.Second), "rate %g", tc.rate)
+	}
 }
