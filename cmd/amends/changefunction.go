@@ -25,16 +25,15 @@ func newChangeFunctionCmd(a *app) *cobra.Command {
 		Long:  changeFunctionLong,
 		Args:  exactlyOneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for flag, v := range map[string]string{"context": context, "processor": processor, "name": name, "kind": kind, "reason": f.reason} {
-				if strings.TrimSpace(v) == "" {
-					return usageErrorf("change-function needs --%s", flag)
+			for _, fv := range [][2]string{{"context", context}, {"processor", processor}, {"name", name}, {"kind", kind}, {"reason", f.reason}} {
+				if strings.TrimSpace(fv[1]) == "" {
+					return usageErrorf("change-function needs --%s", fv[0])
 				}
 			}
 			if err := checkEnum(kind, aggregate.FunctionKinds); err != nil {
 				return usageErrorf("--kind %v", err)
 			}
 			k, _ := aggregate.ParseFunctionKind(kind)
-
 			return f.run(cmd, a, args[0], aggregate.NameChangeFunction, map[string]any{
 				"contextName": strings.TrimSpace(context), "processorName": strings.TrimSpace(processor),
 				"name": strings.TrimSpace(name), "functionKind": k,

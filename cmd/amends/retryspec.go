@@ -27,9 +27,12 @@ func newRetrySpecCmd(a *app) *cobra.Command {
 					return usageErrorf("retry-spec needs --%s (all three of --max-retries, --min-backoff and --execution-timeout)", name)
 				}
 			}
-			for name, v := range map[string]int32{"max-retries": maxRetries, "min-backoff": minBackoff, "execution-timeout": execTimeout} {
-				if v < 0 {
-					return usageErrorf("--%s must be 0 or more, got %d", name, v)
+			for _, fv := range []struct {
+				name string
+				v    int32
+			}{{"max-retries", maxRetries}, {"min-backoff", minBackoff}, {"execution-timeout", execTimeout}} {
+				if fv.v < 0 {
+					return usageErrorf("--%s must be 0 or more, got %d", fv.name, fv.v)
 				}
 			}
 			spec := aggregate.RetrySpec{MaxRetries: maxRetries, MinBackoff: minBackoff, ExecutionTimeout: execTimeout}
