@@ -29,6 +29,7 @@ import (
 // request, such as a refused connection.
 type Client struct {
 	base    string
+	shown   string // base without a password, for messages
 	token   string
 	http    *http.Client
 	timeout time.Duration
@@ -76,13 +77,16 @@ func WithIdleTimeout(d time.Duration) Option {
 // error names a bad address, or wraps ErrInvalidOption.
 func New(baseURL, token string, hc *http.Client, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil {
 		return nil, fmt.Errorf("server address %q must be an http or https URL such as http://127.0.0.1:8080", baseURL)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server address %q must be an http or https URL such as http://127.0.0.1:8080", u.Redacted())
 	}
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	c := &Client{base: strings.TrimSuffix(baseURL, "/"), token: token, http: hc, timeout: DefaultTimeout, idle: DefaultTimeout}
+	c := &Client{base: strings.TrimSuffix(baseURL, "/"), shown: strings.TrimSuffix(u.Redacted(), "/"), token: token, http: hc, timeout: DefaultTimeout, idle: DefaultTimeout}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
@@ -133,7 +137,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, header h
 		if errors.As(err, &ue) {
 			err = ue.Err // it repeats the method and address
 		}
-		return nil, fmt.Errorf("%s %s: %w (is amends serve running there? set --server or AMENDS_SERVER)", method, c.base+pathOnly(path), err)
+		return nil, fmt.Errorf("%s %s: %w (is amends serve running there? set --server or AMENDS_SERVER)", method, c.shown+pathOnly(path), err)
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
@@ -163,7 +167,7 @@ func timedOut(ctx context.Context) error {
 // call sends a request and decodes its answer into out, all within the
 // client's timeout.
 func (c *Client) call(ctx context.Context, method, path string, body any, header http.Header, out any) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, &timeoutError{method: method, url: c.base + pathOnly(path), after: c.timeout})
+	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, &timeoutError{method: method, url: c.shown + pathOnly(path), after: c.timeout})
 	defer cancel()
 	resp, err := c.do(ctx, method, path, body, header)
 	if err != nil {
@@ -174,7 +178,7 @@ func (c *Client) call(ctx context.Context, method, path string, body any, header
 		if te := timedOut(ctx); te != nil {
 			return te
 		}
-		return fmt.Errorf("%s %s: the answer is not the API's JSON: %s", method, c.base+pathOnly(path), jsonProblem(err))
+		return fmt.Errorf("%s %s: the answer is not the API's JSON: %s", method, c.shown+pathOnly(path), jsonProblem(err))
 	}
 	return nil
 }
@@ -251,7 +255,7 @@ func (c *Client) Batch(ctx context.Context, command string, req server.BatchRequ
 	defer cancel(nil)
 	var (
 		mu sync.Mutex
-		te = &timeoutError{method: http.MethodPost, url: c.base + path, after: c.idle, stream: true}
+		te = &timeoutError{method: http.MethodPost, url: c.shown + path, after: c.idle, stream: true}
 	)
 	idle := time.AfterFunc(c.idle, func() {
 		mu.Lock()
@@ -275,7 +279,7 @@ func (c *Client) Batch(ctx context.Context, command string, req server.BatchRequ
 		mu.Unlock()
 		var line server.BatchLine
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			return server.BatchResult{}, fmt.Errorf("POST %s: line %d of the batch stream is not a batch line: %s", c.base+path, te.lines, jsonProblem(err))
+			return server.BatchResult{}, fmt.Errorf("POST %s: line %d of the batch stream is not a batch line: %s", c.shown+path, te.lines, jsonProblem(err))
 		}
 		if line.Start != nil && p.Start != nil {
 			p.Start(*line.Start)
@@ -291,7 +295,7 @@ func (c *Client) Batch(ctx context.Context, command string, req server.BatchRequ
 		return server.BatchResult{}, err
 	}
 	if err := sc.Err(); err != nil {
-		return server.BatchResult{}, fmt.Errorf("POST %s: reading the batch stream: %w", c.base+path, err)
+		return server.BatchResult{}, fmt.Errorf("POST %s: reading the batch stream: %w", c.shown+path, err)
 	}
 	return server.BatchResult{}, fmt.Errorf("the batch response ended without a result; send the same request id again to read it")
 }

@@ -77,3 +77,15 @@ func TestUnexpectedAnswersNameNoGoTypes(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, 1, strings.Count(err.Error(), "127.0.0.1:1/api/v1/records"), "the address once: %v", err)
 }
+
+func TestMessagesHideThePasswordOfTheAddress(t *testing.T) {
+	c, err := client.New("http://ops:hunter2@127.0.0.1:1", "", nil)
+	require.NoError(t, err)
+	_, err = c.List(t.Context(), "", nil)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2")
+	assert.Contains(t, err.Error(), "http://ops:xxxxx@127.0.0.1:1/api/v1/records")
+
+	_, err = client.New("ftp://ops:hunter2@x", "", nil)
+	assert.NotContains(t, err.Error(), "hunter2")
+}
