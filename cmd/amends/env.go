@@ -81,7 +81,7 @@ func applyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 			return
 		}
 		if e := fs.Set(f.Name, v); e != nil {
-			err = usageErrorf("environment variable %s=%q is not a valid value for --%s: %v", name, v, f.Name, e)
+			err = usageErrorf("environment variable %s=%s is not a valid value for --%s: %s", name, quoteShort(v), f.Name, wantValue(f.Value.Type(), e))
 		}
 	})
 	return err

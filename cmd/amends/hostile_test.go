@@ -32,7 +32,10 @@ func TestHostileInputPerSubcommand(t *testing.T) {
 			{"limit too big", []string{"list", "--limit", "1001"}, nil, exitUsage, "--limit must be from 1 to 1000, got 1001"},
 			{"limit negative", []string{"list", "--limit", "-3"}, nil, exitUsage, "--limit must be from 1 to 1000, got -3"},
 			{"limit not a number", []string{"list", "--limit", "many"}, nil, exitUsage, `invalid argument "many" for "--limit" flag`},
-			{"limit overflows", []string{"list", "--limit", "99999999999999999999"}, nil, exitUsage, `for "--limit" flag`},
+			{"limit overflows", []string{"list", "--limit", "99999999999999999999"}, nil, exitUsage, `invalid argument "99999999999999999999" for "--limit" flag: the number is out of range`},
+			{"limit not a number, no Go names", []string{"list", "--limit", "ten"}, nil, exitUsage, `invalid argument "ten" for "--limit" flag: want a whole number` + "\n"},
+			{"timeout not a duration", []string{"list", "--timeout", "soon"}, nil, exitUsage, `invalid argument "soon" for "--timeout" flag: want a duration such as 30s, 5m or 1h` + "\n"},
+			{"bool flag", []string{"list", "--all=maybe"}, nil, exitUsage, `invalid argument "maybe" for "--all" flag: want true or false` + "\n"},
 			{"view", []string{"list", "--view", "bogus"}, nil, exitUsage, `--view must be one of to-retry, executing, next-retry, non-retryable, succeeded, unrecoverable, got "bogus"`},
 			{"view by filter", []string{"list", "--filter", "view=bogus"}, nil, exitUsage, `--view must be one of`},
 			{"views disagree", []string{"list", "--filter", "view=succeeded", "--view", "to-retry"}, nil, exitUsage, "--filter view=succeeded and --view to-retry disagree"},
@@ -92,6 +95,7 @@ func TestHostileInputPerSubcommand(t *testing.T) {
 			{"filter from env", []string{"prepare", "--yes"}, map[string]string{"AMENDS_PROCESSOR": "Mailer"}, exitUsage, "prepare needs a record id, or filters"},
 			{"rate too high", []string{"prepare", "--processor", "Mailer", "--yes", "--rate", "5000"}, nil, exitUsage, "--rate must be from 0 (the server's default, 50) to 1000 records per second, got 5000"},
 			{"rate negative", []string{"prepare", "--processor", "Mailer", "--yes", "--rate", "-1"}, nil, exitUsage, "--rate must be from 0"},
+			{"rate not a number", []string{"prepare", "--processor", "Mailer", "--yes", "--rate", "fast"}, nil, exitUsage, `invalid argument "fast" for "--rate" flag: want a number` + "\n"},
 			{"rate NaN", []string{"prepare", "--processor", "Mailer", "--yes", "--rate", "NaN"}, nil, exitUsage, "--rate must be from 0"},
 			{"batch limit negative", []string{"prepare", "--processor", "Mailer", "--yes", "--limit", "-1"}, nil, exitUsage, "--limit must be 0 (the server's limit) or more, got -1"},
 			{"oversized request id", []string{"prepare", "--processor", "Mailer", "--yes", "--request-id", long}, nil, exitUsage, "--request-id is 300 bytes, over the limit of 256"},
@@ -158,6 +162,7 @@ func TestHostileInputPerSubcommand(t *testing.T) {
 					assert.Contains(t, c.stderr.String(), "--help' for usage.")
 				}
 				assert.Less(t, len(c.stderr.String()), 2000, "a huge value is not echoed in full")
+				assert.NotContains(t, c.stderr.String(), "strconv", "no Go package names")
 			})
 		}
 	}

@@ -111,7 +111,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	annotateEnv(root.PersistentFlags())
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
 	root.AddCommand(newServeCmd(a), newDemoCmd(a), newBenchCmd(a),
 		newListCmd(a), newShowCmd(a), newHistoryCmd(a), newSummaryCmd(a),
 		newPrepareCmd(a), newForcePrepareCmd(a), newRetrySpecCmd(a), newMarkRecoverableCmd(a), newChangeFunctionCmd(a))

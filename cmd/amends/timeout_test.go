@@ -112,5 +112,5 @@ func TestTimeoutFlagIsChecked(t *testing.T) {
 	}
 	c := &cli{env: map[string]string{"AMENDS_TIMEOUT": "soon"}}
 	assert.Equal(t, exitUsage, c.run(t, "list"))
-	assert.Contains(t, c.stderr.String(), `environment variable AMENDS_TIMEOUT="soon" is not a valid value for --timeout`)
+	assert.Contains(t, c.stderr.String(), `environment variable AMENDS_TIMEOUT="soon" is not a valid value for --timeout: want a duration such as 30s, 5m or 1h`+"\n")
 }
