@@ -14,7 +14,9 @@ to that function alone. It is accepted for a FAILED record, or a PREPARED
 one whose attempt timed out, while retries remain (see force-prepare).
 
 With filters instead of an id it prepares every matching record: --dry-run
-shows what would happen, --yes does it, paced by --rate.`
+shows what would happen, --yes does it, paced by --rate. A run in which any
+record was rejected or failed exits 1. --yes and the filters are never taken
+from the environment.`
 
 func newPrepareCmd(a *app) *cobra.Command {
 	return newPrepareLikeCmd(a, "prepare", aggregate.NamePrepareCompensation, false,
@@ -27,7 +29,8 @@ count; never for a SUCCEEDED record. --reason is required: it is recorded in
 the audit trail. Make sure the function is idempotent before replaying.
 
 With filters instead of an id it force-prepares every matching record:
---dry-run shows what would happen, --yes does it, paced by --rate.`
+--dry-run shows what would happen, --yes does it, paced by --rate. A run in
+which any record was rejected or failed exits 1.`
 
 func newForcePrepareCmd(a *app) *cobra.Command {
 	return newPrepareLikeCmd(a, "force-prepare", aggregate.NameForcePrepareCompensation, true,
