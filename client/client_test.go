@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,4 +46,46 @@ func TestNewRejectsBadAddresses(t *testing.T) {
 		_, err := client.New(addr, "", nil)
 		assert.Error(t, err, addr)
 	}
+}
+
+// An answer that is not the API's JSON names the request, not Go types.
+func TestUnexpectedAnswersNameNoGoTypes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/count":
+			_, _ = w.Write([]byte(`{"count":"many"}`))
+		case "/api/v1/summary":
+			_, _ = w.Write([]byte(`{"total":`))
+		default:
+			_, _ = w.Write([]byte(`<html>`))
+		}
+	}))
+	defer srv.Close()
+	c, err := client.New(srv.URL, "", nil)
+	require.NoError(t, err)
+
+	_, err = c.Count(t.Context(), nil)
+	assert.EqualError(t, err, "GET "+srv.URL+"/api/v1/count: the answer is not the API's JSON: count is a JSON string, not what the API sends")
+	_, err = c.Summary(t.Context(), nil)
+	assert.EqualError(t, err, "GET "+srv.URL+"/api/v1/summary: the answer is not the API's JSON: the answer ended early")
+	_, err = c.List(t.Context(), "", nil)
+	assert.EqualError(t, err, "GET "+srv.URL+"/api/v1/records: the answer is not the API's JSON: invalid JSON at byte 1")
+
+	c, err = client.New("http://127.0.0.1:1", "", nil)
+	require.NoError(t, err)
+	_, err = c.List(t.Context(), "", map[string][]string{"limit": {"5"}})
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(err.Error(), "127.0.0.1:1/api/v1/records"), "the address once: %v", err)
+}
+
+func TestMessagesHideThePasswordOfTheAddress(t *testing.T) {
+	c, err := client.New("http://ops:hunter2@127.0.0.1:1", "", nil)
+	require.NoError(t, err)
+	_, err = c.List(t.Context(), "", nil)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2")
+	assert.Contains(t, err.Error(), "http://ops:xxxxx@127.0.0.1:1/api/v1/records")
+
+	_, err = client.New("ftp://ops:hunter2@x", "", nil)
+	assert.NotContains(t, err.Error(), "hunter2")
 }

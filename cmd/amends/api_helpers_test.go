@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/amends-dev/amends/internal/fakeclock"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -31,6 +34,11 @@ type apiEnv struct {
 	svc   *aggregate.Service
 	index *projection.Index
 	clock *fakeclock.Clock
+	js    jetstream.JetStream
+	store *jsstore.Store
+	// requests counts the requests that reached the API, writes those that
+	// were not GETs.
+	requests, writes atomic.Int64
 }
 
 func newAPIEnv(tb testing.TB) *apiEnv {
@@ -42,7 +50,7 @@ func newAPIEnv(tb testing.TB) *apiEnv {
 	require.NoError(tb, err)
 	batches, err := server.OpenBatches(tb.Context(), js, 1)
 	require.NoError(tb, err)
-	e := &apiEnv{clock: fakeclock.At(t0)}
+	e := &apiEnv{clock: fakeclock.At(t0), js: js, store: store}
 	e.svc = aggregate.NewService(store, aggregate.WithClock(e.clock))
 	proj, err := projection.NewProjector(js, store, views)
 	require.NoError(tb, err)
@@ -55,7 +63,14 @@ func newAPIEnv(tb testing.TB) *apiEnv {
 	tb.Cleanup(func() { cancel(); wg.Wait() })
 	tokens, err := server.ParseTokens("alice:viewer:" + viewerKey + ",bob:operator:" + operatorKey)
 	require.NoError(tb, err)
-	h := httptest.NewServer(server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock}).Handler())
+	api := server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock}).Handler()
+	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.requests.Add(1)
+		if r.Method != http.MethodGet {
+			e.writes.Add(1)
+		}
+		api.ServeHTTP(w, r)
+	}))
 	tb.Cleanup(h.Close)
 	e.url = h.URL
 	return e
@@ -78,6 +93,17 @@ func (e *apiEnv) create(tb testing.TB, i int) string {
 	defer cancel()
 	require.NoError(tb, e.index.WaitFor(ctx, id, res.Version))
 	return id
+}
+
+// stored returns how many commands the event store holds: a test of
+// "nothing was written".
+func (e *apiEnv) stored(tb testing.TB) uint64 {
+	tb.Helper()
+	st, err := e.js.Stream(tb.Context(), e.store.StreamName(aggregate.Context))
+	require.NoError(tb, err)
+	info, err := st.Info(tb.Context())
+	require.NoError(tb, err)
+	return info.State.Msgs
 }
 
 // cli returns a command line bound to the API as the given token.

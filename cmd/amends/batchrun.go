@@ -1,14 +1,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/client"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -24,20 +29,46 @@ func (f *batchFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.BoolVar(&f.dryRun, "dry-run", false, "batch: show how many and which records would be touched, touch none")
 	fs.BoolVar(&f.yes, "yes", false, "batch: do it")
-	fs.Float64Var(&f.rate, "rate", 0, "batch: records per second (default the server's, 50)")
+	fs.Float64Var(&f.rate, "rate", 0, fmt.Sprintf("batch: records per second, up to %g (default the server's, %g)", server.MaxBatchRate, server.DefaultBatchRate))
 	fs.IntVar(&f.limit, "limit", 0, "batch: at most this many records (default the server's limit)")
 	fs.StringVar(&f.requestID, "request-id", "", "batch: idempotency key of the batch; sending it again returns the first run's result (default: new)")
 }
 
-func runBatch(cmd *cobra.Command, a *app, f *commandFlags, ff *filterFlags, bf *batchFlags, name string, params url.Values) error {
-	if bf.dryRun == bf.yes {
+// check validates the batch flags as usage errors.
+func (f *batchFlags) check() error {
+	switch {
+	case f.dryRun == f.yes:
 		return usageErrorf("a batch needs --dry-run (to see what it would do) or --yes (to do it), not %s",
-			map[bool]string{true: "both", false: "neither"}[bf.dryRun])
+			map[bool]string{true: "both", false: "neither"}[f.dryRun])
+	case f.rate < 0 || f.rate > server.MaxBatchRate || f.rate != f.rate:
+		return usageErrorf("--rate must be from 0 (the server's default, %g) to %g records per second, got %g", server.DefaultBatchRate, server.MaxBatchRate, f.rate)
+	case f.limit < 0:
+		return usageErrorf("--limit must be 0 (the server's limit) or more, got %d", f.limit)
+	case len(f.requestID) > eventstore.MaxIDLength:
+		return usageErrorf("--request-id is %d bytes, over the limit of %d", len(f.requestID), eventstore.MaxIDLength)
+	case f.requestID != "" && strings.TrimSpace(f.requestID) == "":
+		return usageErrorf("--request-id is blank; leave it out for a new one")
 	}
-	c, err := f.client()
-	if err != nil {
+	return nil
+}
+
+// idle is the longest wait for a line of the batch's progress: --timeout,
+// or longer if --rate paces records further apart.
+func (f *batchFlags) idle(timeout time.Duration) time.Duration {
+	if f.rate > 0 {
+		return max(timeout, time.Duration(float64(2*time.Second)/f.rate))
+	}
+	return timeout
+}
+
+func runBatch(cmd *cobra.Command, a *app, f *commandFlags, ff *filterFlags, bf *batchFlags, name string, params url.Values) error {
+	if err := bf.check(); err != nil {
 		return err
 	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	filters := ff.describe(params)
 	if ff.view != "" {
 		params.Set("view", ff.view)
 	}
@@ -45,32 +76,80 @@ func runBatch(cmd *cobra.Command, a *app, f *commandFlags, ff *filterFlags, bf *
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
+	c, err := f.client(bf.idle(f.timeout))
+	if err != nil {
+		return err
+	}
 	req := server.BatchRequest{Filter: filter, Limit: bf.limit, DryRun: bf.dryRun, RatePerSecond: bf.rate, RequestID: bf.requestID, Reason: f.reason}
 	if !req.DryRun && req.RequestID == "" {
 		req.RequestID = uuid.NewString()
 	}
-	done, total, counts := 0, 0, map[string]int{}
-	progress := client.BatchProgress{
-		Start: func(s server.BatchStart) { total = s.Total },
-		Outcome: func(o server.BatchOutcome) {
-			done++
-			counts[o.Outcome]++
-			if f.output == "table" && !req.DryRun {
-				fmt.Fprintf(a.stderr, "\r%s %d/%d: %s", bar(done, total), done, total, countsText(counts))
-			}
-		},
-	}
-	res, err := c.Batch(cmd.Context(), name, req, progress)
-	if f.output == "table" && !req.DryRun && done > 0 {
-		fmt.Fprintln(a.stderr)
-	}
+	pr := &progress{w: a.stderr, tty: isTerminal(a.stderr), on: f.output == "table" && !req.DryRun, name: name}
+	res, err := c.Batch(cmd.Context(), name, req, client.BatchProgress{Start: pr.start, Outcome: pr.outcome})
+	pr.end()
 	if err != nil {
-		return apiError("", err)
+		if errors.Is(err, client.ErrTimeout) && !req.DryRun {
+			return fmt.Errorf("%v; the batch may still be running on the server: send it again with --request-id %s to read its result, or raise --timeout", err, req.RequestID)
+		}
+		return apiError(cmd, "", err)
 	}
 	if f.output == "json" {
-		return printJSON(a.stdout, res)
+		if err := printJSON(a.stdout, res); err != nil {
+			return err
+		}
+		return batchError(res)
 	}
-	return printBatch(a, res)
+	return printBatch(a, res, filters)
+}
+
+// progress shows a running batch on stderr: a bar redrawn in place on a
+// terminal, otherwise a plain line at every tenth of the records.
+type progress struct {
+	w           io.Writer
+	tty, on     bool
+	name        string
+	done, total int
+	counts      map[string]int
+	drawn       bool
+}
+
+func (p *progress) start(s server.BatchStart) { p.total = s.Total }
+
+func (p *progress) outcome(o server.BatchOutcome) {
+	p.done++
+	if p.counts == nil {
+		p.counts = map[string]int{}
+	}
+	p.counts[o.Outcome]++
+	if !p.on {
+		return
+	}
+	if p.tty {
+		fmt.Fprintf(p.w, "\r%s %d/%d: %s", bar(p.done, p.total), p.done, p.total, countsText(p.counts))
+		p.drawn = true
+		return
+	}
+	step := max(1, p.total/10)
+	if p.done%step == 0 || p.done == p.total {
+		fmt.Fprintf(p.w, "%s %d/%d: %s\n", p.name, p.done, p.total, countsText(p.counts))
+	}
+}
+
+func (p *progress) end() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}
+
+// isTerminal reports whether w is a terminal (a character device), where
+// a progress bar may redraw itself with \r.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // bar draws a progress bar of done out of total.
@@ -96,7 +175,7 @@ func countsText(counts map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func printBatch(a *app, res server.BatchResult) error {
+func printBatch(a *app, res server.BatchResult, filters string) error {
 	tw := newTable(a.stdout)
 	fmt.Fprintln(tw, "ID\tOUTCOME\tMESSAGE")
 	for _, o := range res.Records {
@@ -109,15 +188,28 @@ func printBatch(a *app, res server.BatchResult) error {
 	if res.DryRun {
 		what = "dry run: would touch"
 	}
-	fmt.Fprintf(a.stdout, "%s %s on %d of %d matching records: %s\n", what, res.Command, len(res.Records), res.Matched, countsText(res.Counts))
+	fmt.Fprintf(a.stdout, "%s %s on %d of %d records matching %s: %s\n", what, res.Command, len(res.Records), res.Matched, filters, countsText(res.Counts))
 	if res.Replayed {
 		fmt.Fprintf(a.stdout, "this is the stored result of request %s, which ran before; nothing ran now\n", res.RequestID)
 	}
 	if !res.DryRun {
 		fmt.Fprintf(a.stdout, "request id %s (send it again with --request-id to finish an interrupted run)\n", res.RequestID)
 	}
+	return batchError(res)
+}
+
+// batchError is the failure of a real batch that stopped early or in which
+// a record was rejected or failed; nil otherwise, and for a dry run.
+func batchError(res server.BatchResult) error {
+	if res.DryRun {
+		return nil
+	}
 	if !res.Complete {
 		return fmt.Errorf("the batch stopped before the end; run it again with --request-id %s to finish it", res.RequestID)
+	}
+	if bad := res.Counts[server.OutcomeRejected] + res.Counts[server.OutcomeFailed]; bad > 0 {
+		return fmt.Errorf("%d of %d records were not changed (%s); their outcomes say why (`amends show ID` for more)",
+			bad, len(res.Records), countsText(map[string]int{server.OutcomeRejected: res.Counts[server.OutcomeRejected], server.OutcomeFailed: res.Counts[server.OutcomeFailed]}))
 	}
 	return nil
 }

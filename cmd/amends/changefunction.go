@@ -25,27 +25,26 @@ func newChangeFunctionCmd(a *app) *cobra.Command {
 		Long:  changeFunctionLong,
 		Args:  exactlyOneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for flag, v := range map[string]string{"context": context, "processor": processor, "name": name, "kind": kind, "reason": f.reason} {
-				if strings.TrimSpace(v) == "" {
-					return usageErrorf("change-function needs --%s", flag)
+			for _, fv := range [][2]string{{"context", context}, {"processor", processor}, {"name", name}, {"kind", kind}, {"reason", f.reason}} {
+				if strings.TrimSpace(fv[1]) == "" {
+					return usageErrorf("change-function needs --%s", fv[0])
 				}
 			}
-			k, err := aggregate.ParseFunctionKind(kind)
-			if err != nil {
-				return usageErrorf("--kind: %v", err)
+			if err := checkEnum(kind, aggregate.FunctionKinds); err != nil {
+				return usageErrorf("--kind %v", err)
 			}
+			k, _ := aggregate.ParseFunctionKind(kind)
 			return f.run(cmd, a, args[0], aggregate.NameChangeFunction, map[string]any{
 				"contextName": strings.TrimSpace(context), "processorName": strings.TrimSpace(processor),
 				"name": strings.TrimSpace(name), "functionKind": k,
 			})
 		},
 	}
-	f.add(cmd, true)
+	f.add(a, cmd, true)
 	fs := cmd.Flags()
 	fs.StringVar(&context, "context", "", "bounded context of the new function")
 	fs.StringVar(&processor, "processor", "", "processor of the new function")
 	fs.StringVar(&name, "name", "", "name of the new function")
 	fs.StringVar(&kind, "kind", "", "kind of the new function: EVENT or STATE_EVENT (or COMMAND, SOURCING, ERROR)")
-	annotateEnv(fs)
 	return cmd
 }

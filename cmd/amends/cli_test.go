@@ -36,7 +36,8 @@ func TestListShowHistorySummary(t *testing.T) {
 
 	c = e.cli(viewerKey)
 	require.Equal(t, exitOK, c.run(t, "list", "--view", "to-retry", "--all", "--limit", "1"), c.stderr.String())
-	assert.Equal(t, 3, strings.Count(c.stdout.String(), "\n"), "a header and both records: %s", c.stdout.String())
+	assert.Equal(t, 4, strings.Count(c.stdout.String(), "\n"), "a header, both records and the filter: %s", c.stdout.String())
+	assert.Contains(t, c.stdout.String(), "2 records shown, matching view=to-retry")
 
 	c = e.cli(viewerKey)
 	require.Equal(t, exitOK, c.run(t, "show", id))
@@ -140,12 +141,13 @@ func TestBatchForcePrepareWithProgress(t *testing.T) {
 	}
 	c := e.cli(operatorKey)
 	require.Equal(t, exitOK, c.run(t, "force-prepare", "--processor", "Mailer", "--dry-run"), c.stderr.String())
-	assert.Contains(t, c.stdout.String(), "dry run: would touch force_prepare_compensation on 5 of 5 matching records: would-apply 5")
+	assert.Contains(t, c.stdout.String(), "dry run: would touch force_prepare_compensation on 5 of 5 records matching processor=Mailer: would-apply 5")
 
 	c = e.cli(operatorKey)
 	require.Equal(t, exitOK, c.run(t, "force-prepare", "--filter", "processor=Mailer", "--yes", "--reason", "smtp back", "--rate", "1000", "--request-id", "inc-1"), c.stderr.String())
-	assert.Contains(t, c.stdout.String(), "ran force_prepare_compensation on 5 of 5 matching records: applied 5")
-	assert.Contains(t, c.stderr.String(), "[####################] 5/5: applied 5", "a progress bar on stderr")
+	assert.Contains(t, c.stdout.String(), "ran force_prepare_compensation on 5 of 5 records matching processor=Mailer: applied 5")
+	assert.Contains(t, c.stderr.String(), "force_prepare_compensation 5/5: applied 5\n", "progress on stderr")
+	assert.NotContains(t, c.stderr.String(), "\r", "stderr is no terminal: no bar redrawn with \\r")
 
 	c = e.cli(operatorKey)
 	require.Equal(t, exitOK, c.run(t, "force-prepare", "--filter", "processor=Mailer", "--yes", "--reason", "smtp back", "--rate", "1000", "--request-id", "inc-1"))

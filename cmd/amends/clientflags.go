@@ -3,8 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,86 +13,119 @@ import (
 
 // clientFlags are the flags of every command that talks to the API.
 type clientFlags struct {
-	server string
-	token  string
-	output string
+	server  string
+	token   string
+	output  string
+	timeout time.Duration
 }
 
-func (f *clientFlags) add(cmd *cobra.Command) {
+// add adds the flags to cmd; only --server, --token and --timeout may come
+// from the environment. Before cmd runs, it warns about the variables of
+// its other flags, which are ignored, and checks these flags.
+func (f *clientFlags) add(a *app, cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.server, "server", "http://127.0.0.1:8080", "address of amends serve's HTTP API")
 	fs.StringVar(&f.token, "token", "", "bearer token (prefer the AMENDS_TOKEN variable: flags show in process lists)")
 	fs.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	fs.DurationVar(&f.timeout, "timeout", client.DefaultTimeout, "how long to wait for the server's answer; for a batch, for each line of its progress")
+	allowEnv(fs, "server", "token", "timeout")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		warnIgnoredEnv(a.stderr, cmd.Flags(), a.lookupEnv)
+		return f.check()
+	}
 }
 
-func (f *clientFlags) client() (*client.Client, error) {
+// check validates the flags as usage errors.
+func (f *clientFlags) check() error {
 	if f.output != "table" && f.output != "json" {
-		return nil, usageErrorf("--output must be table or json, got %q", f.output)
+		return usageErrorf("--output must be table or json, got %q", f.output)
 	}
-	c, err := client.New(f.server, f.token, nil)
+	if f.timeout <= 0 {
+		return usageErrorf("--timeout must be positive, such as 30s or 2m, got %s", f.timeout)
+	}
+	if _, err := client.New(f.server, f.token, nil); err != nil {
+		return usageErrorf("--server: %v", err)
+	}
+	return nil
+}
+
+// client returns the API client; idle is the idle timeout of batches (0:
+// --timeout).
+func (f *clientFlags) client(idle time.Duration) (*client.Client, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	if idle < f.timeout {
+		idle = f.timeout
+	}
+	c, err := client.New(f.server, f.token, nil, client.WithTimeout(f.timeout), client.WithIdleTimeout(idle))
 	if err != nil {
 		return nil, usageErrorf("--server: %v", err)
 	}
 	return c, nil
 }
 
-// apiError turns an API error into the command line's message.
-func apiError(id string, err error) error {
-	var ce *client.Error
-	if errors.As(err, &ce) {
-		switch {
-		case ce.Body.Code == "NotFound" && id != "" && ce.Status == 404 && strings.HasPrefix(ce.Body.Message, "no ExecutionFailed record"):
-			return fmt.Errorf("no ExecutionFailed record with id %s; list records with `amends list`", id)
-		case ce.Status == 401:
-			return fmt.Errorf("%s (set AMENDS_TOKEN)", ce.Body.Message)
-		}
-		return errors.New(ce.Body.Message)
+// apiFlags maps the API's field names to the flags that set them.
+var apiFlags = func() map[string]string {
+	m := map[string]string{
+		"limit": "limit", "cursor": "cursor", "sort": "sort", "order": "desc", "view": "view",
+		"reason": "reason", "ratePerSecond": "rate", "requestId": "request-id",
+		"maxRetries": "max-retries", "minBackoff": "min-backoff", "executionTimeout": "execution-timeout",
+		"contextName": "context", "processorName": "processor", "functionKind": "kind",
 	}
-	return err
-}
-
-// filterFlags are the list filters as flags, plus --filter key=value.
-type filterFlags struct {
-	values map[string]*string
-	extra  []string
-	view   string
-}
-
-// filterFlagNames maps flag names to API filter names.
-var filterFlagNames = [][2]string{
-	{"id", "id"}, {"event-id", "eventId"}, {"aggregate-context", "aggregateContext"}, {"aggregate-type", "aggregateType"},
-	{"aggregate-id", "aggregateId"}, {"function-context", "functionContext"}, {"processor", "processor"},
-	{"function", "function"}, {"function-kind", "functionKind"}, {"status", "status"}, {"recoverable", "recoverable"},
-	{"error-code", "errorCode"}, {"since", "executeAtFrom"}, {"until", "executeAtTo"}, {"min-retries", "minRetries"},
-}
-
-func (f *filterFlags) add(cmd *cobra.Command) {
-	fs := cmd.Flags()
-	f.values = map[string]*string{}
 	for _, n := range filterFlagNames {
-		f.values[n[1]] = fs.String(n[0], "", "only records whose "+n[1]+" is this")
+		if _, ok := m[n[1]]; !ok {
+			m[n[1]] = n[0]
+		}
 	}
-	fs.Lookup("since").Usage = "only records whose last outcome is at or after this time (RFC 3339 or epoch ms)"
-	fs.Lookup("until").Usage = "only records whose last outcome is before this time (RFC 3339 or epoch ms)"
-	fs.Lookup("min-retries").Usage = "only records with at least this many retries"
-	fs.StringArrayVar(&f.extra, "filter", nil, "a filter as key=value with the API's names (e.g. processor=Mailer); repeatable")
-	fs.StringVar(&f.view, "view", "", "only records of this view: to-retry, executing, next-retry, non-retryable, succeeded, unrecoverable")
+	return m
+}()
+
+// apiError turns an error of the client into the command line's message.
+// An error the server gives a field that one of cmd's flags set becomes a
+// usage error naming that flag, not the API's name for it.
+func apiError(cmd *cobra.Command, id string, err error) error {
+	if errors.Is(err, client.ErrTimeout) {
+		return fmt.Errorf("%v; raise --timeout or check the server", err)
+	}
+	var ce *client.Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	switch {
+	case ce.Body.Code == "NotFound" && id != "" && ce.Status == 404 && strings.HasPrefix(ce.Body.Message, "no ExecutionFailed record"):
+		return fmt.Errorf("no ExecutionFailed record with id %s; list records with `amends list`", id)
+	case ce.Status == 401:
+		return fmt.Errorf("%s (set AMENDS_TOKEN)", ce.Body.Message)
+	}
+	if flag := fieldFlag(cmd, ce.Body.Details); flag != "" && ce.Status >= 400 && ce.Status < 500 {
+		field, _ := ce.Body.Details["field"].(string)
+		return usageError{errors.New(nameFlag(ce.Body.Message, lastSegment(field), flag))}
+	}
+	return errors.New(ce.Body.Message)
 }
 
-// params returns the filters as API query parameters, and whether any is set.
-func (f *filterFlags) params() (url.Values, error) {
-	v := url.Values{}
-	for name, val := range f.values {
-		if *val != "" {
-			v.Set(name, *val)
-		}
+// fieldFlag returns the flag of cmd that sets details' "field", if the
+// user set it.
+func fieldFlag(cmd *cobra.Command, details map[string]any) string {
+	field, _ := details["field"].(string)
+	name, ok := apiFlags[lastSegment(field)]
+	if !ok || cmd == nil {
+		return ""
 	}
-	for _, kv := range f.extra {
-		k, val, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageErrorf("--filter %q: want key=value, such as processor=Mailer", kv)
-		}
-		v.Set(k, val)
+	if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+		return name
 	}
-	return v, nil
+	return ""
+}
+
+func lastSegment(field string) string { return field[strings.LastIndex(field, ".")+1:] }
+
+// nameFlag puts --flag in place of the API's name field that starts msg
+// ("executeAtFrom must be ..."), or in front of msg.
+func nameFlag(msg, field, flag string) string {
+	if rest, ok := strings.CutPrefix(msg, field+" "); ok {
+		return "--" + flag + " " + rest
+	}
+	return "--" + flag + ": " + msg
 }

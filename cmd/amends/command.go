@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -16,8 +18,8 @@ type commandFlags struct {
 	key    string
 }
 
-func (f *commandFlags) add(cmd *cobra.Command, reasonRequired bool) {
-	f.clientFlags.add(cmd)
+func (f *commandFlags) add(a *app, cmd *cobra.Command, reasonRequired bool) {
+	f.clientFlags.add(a, cmd)
 	usage := "why, recorded in the record's history"
 	if reasonRequired {
 		usage += " (required)"
@@ -26,9 +28,29 @@ func (f *commandFlags) add(cmd *cobra.Command, reasonRequired bool) {
 	cmd.Flags().StringVar(&f.key, "idempotency-key", "", "run the command once even if sent again with this key (default: a new key)")
 }
 
+// check validates --reason and --idempotency-key as usage errors.
+func (f *commandFlags) check() error {
+	if len(f.reason) > server.MaxReasonLength {
+		return usageErrorf("--reason is %d bytes, over the limit of %d", len(f.reason), server.MaxReasonLength)
+	}
+	if strings.ContainsFunc(f.reason, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
+		return usageErrorf("--reason must be one line without control characters")
+	}
+	if len(f.key) > eventstore.MaxIDLength {
+		return usageErrorf("--idempotency-key is %d bytes, over the limit of %d", len(f.key), eventstore.MaxIDLength)
+	}
+	return nil
+}
+
 // run sends one command and prints the record after it.
 func (f *commandFlags) run(cmd *cobra.Command, a *app, id, name string, body map[string]any) error {
-	c, err := f.client()
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	c, err := f.client(0)
 	if err != nil {
 		return err
 	}
@@ -44,7 +66,7 @@ func (f *commandFlags) run(cmd *cobra.Command, a *app, id, name string, body map
 	}
 	res, err := c.Command(cmd.Context(), id, name, body, key)
 	if err != nil {
-		return apiError(id, err)
+		return apiError(cmd, id, err)
 	}
 	if f.output == "json" {
 		return printJSON(a.stdout, res)
@@ -62,7 +84,7 @@ func printCommandResult(a *app, name string, res server.CommandResponse) {
 	fmt.Fprintf(a.stdout, "%s: %s\n", res.ID, verb)
 	fmt.Fprintf(a.stdout, "  status %s, %s, version %d\n", s.Status, s.Recoverable, res.Version)
 	fmt.Fprintf(a.stdout, "  retries %d of %d; times out %s; next retry %s\n", s.RetryState.Retries, s.RetrySpec.MaxRetries,
-		when(s.RetryState.TimeoutAt, now), when(s.RetryState.NextRetryAt, now))
+		when(s.RetryState.TimeoutAt, now), nextRetry(&s, now))
 	fmt.Fprintf(a.stdout, "  function %s.%s@%s (%s)\n", s.Function.ProcessorName, s.Function.Name, s.Function.ContextName, s.Function.FunctionKind)
 	fmt.Fprintf(a.stdout, "see it with `amends history %s`\n", res.ID)
 }

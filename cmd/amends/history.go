@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/server"
 )
 
 func newHistoryCmd(a *app) *cobra.Command {
@@ -15,15 +17,18 @@ func newHistoryCmd(a *app) *cobra.Command {
 		Long:  "History lists every command applied to a record, newest first, with who sent it, why, and the events it produced.",
 		Args:  exactlyOneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client()
+			c, err := cf.client(0)
 			if err != nil {
 				return err
 			}
 			h, err := c.History(cmd.Context(), args[0])
 			if err != nil {
-				return apiError(args[0], err)
+				return apiError(cmd, args[0], err)
 			}
 			if cf.output == "json" {
+				if h == nil {
+					h = []server.HistoryEntry{}
+				}
 				return printJSON(a.stdout, h)
 			}
 			now := a.now()
@@ -39,8 +44,7 @@ func newHistoryCmd(a *app) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cf.add(cmd)
-	annotateEnv(cmd.Flags())
+	cf.add(a, cmd)
 	return cmd
 }
 

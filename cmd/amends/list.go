@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +19,8 @@ running), next-retry (due: what the scheduler prepares next), non-retryable
 (out of retries), succeeded, unrecoverable. --all follows the pages to the
 end; otherwise the last line gives the --cursor of the next page.
 
-Times show how long ago and when (UTC).`
+Times show how long ago and when (UTC); NEXT RETRY is "-" for a record the
+scheduler will not retry (succeeded, out of retries or unrecoverable).`
 
 func newListCmd(a *app) *cobra.Command {
 	var (
@@ -35,14 +38,24 @@ func newListCmd(a *app) *cobra.Command {
 		Long:  listLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
 			params, err := ff.params()
 			if err != nil {
 				return err
 			}
+			if limit < 1 || limit > projection.MaxLimit {
+				return usageErrorf("--limit must be from 1 to %d, got %d", projection.MaxLimit, limit)
+			}
+			if sort != "" && !slices.Contains(projection.SortFields, projection.SortField(sort)) {
+				return usageErrorf("--sort must be one of %s, got %s", sortNames(), quoteShort(sort))
+			}
+			if len(cursor) > maxCursor {
+				return usageErrorf("--cursor is %d bytes, over the limit of %d; give the cursor a list printed", len(cursor), maxCursor)
+			}
+			c, err := cf.client(0)
+			if err != nil {
+				return err
+			}
+			filters := ff.describe(params)
 			if sort != "" {
 				params.Set("sort", sort)
 			}
@@ -53,12 +66,12 @@ func newListCmd(a *app) *cobra.Command {
 			if cursor != "" {
 				params.Set("cursor", cursor)
 			}
-			var items []projection.Item
+			items := []projection.Item{}
 			next := ""
 			for {
 				page, err := c.List(cmd.Context(), ff.view, params)
 				if err != nil {
-					return apiError("", err)
+					return apiError(cmd, "", err)
 				}
 				items = append(items, page.Items...)
 				next = page.Next
@@ -70,35 +83,51 @@ func newListCmd(a *app) *cobra.Command {
 			if cf.output == "json" {
 				return printJSON(a.stdout, projection.Page{Items: items, Next: next})
 			}
-			return printItems(a, items, next)
+			return printItems(a, items, next, filters)
 		},
 	}
-	cf.add(cmd)
+	cf.add(a, cmd)
 	ff.add(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&sort, "sort", "", "order by executeAt (default), nextRetryAt or retries")
 	fs.BoolVar(&desc, "desc", false, "largest first")
-	fs.IntVar(&limit, "limit", 50, "records per page, 1 to 1000")
+	fs.IntVar(&limit, "limit", 50, fmt.Sprintf("records per page, 1 to %d", projection.MaxLimit))
 	fs.StringVar(&cursor, "cursor", "", "continue after the page that printed it")
 	fs.BoolVar(&all, "all", false, "print every page")
-	annotateEnv(fs)
 	return cmd
 }
 
-func printItems(a *app, items []projection.Item, next string) error {
+// maxCursor bounds a --cursor: the server's cursors are far shorter.
+const maxCursor = 1024
+
+func sortNames() string {
+	names := make([]string, len(projection.SortFields))
+	for i, f := range projection.SortFields {
+		names[i] = string(f)
+	}
+	return strings.Join(names, ", ")
+}
+
+// printItems prints a page; filters names the active filters ("" if none).
+func printItems(a *app, items []projection.Item, next, filters string) error {
 	now := a.now()
 	tw := newTable(a.stdout)
 	fmt.Fprintln(tw, "ID\tSTATUS\tRECOVERABLE\tFUNCTION\tRETRIES\tERROR\tLAST OUTCOME\tNEXT RETRY")
 	for _, it := range items {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s.%s@%s\t%d/%d\t%s\t%s\t%s\n", it.ID, it.Status, it.Recoverable,
 			it.Function.ProcessorName, it.Function.Name, it.Function.ContextName, it.Retries, it.MaxRetries,
-			it.ErrorCode, when(it.ExecuteAt, now), when(it.NextRetryAt, now))
+			it.ErrorCode, when(it.ExecuteAt, now), nextRetry(itemState(it), now))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(items) == 0 {
+	switch {
+	case len(items) == 0 && filters != "":
+		fmt.Fprintf(a.stdout, "no records match %s\n", filters)
+	case len(items) == 0:
 		fmt.Fprintln(a.stdout, "no records match")
+	case filters != "":
+		fmt.Fprintf(a.stdout, "%d records shown, matching %s\n", len(items), filters)
 	}
 	if next != "" {
 		fmt.Fprintf(a.stdout, "more: --cursor %s (or --all)\n", next)

@@ -2,8 +2,8 @@
 // failure-compensation engine on NATS JetStream.
 //
 // Subcommands live one per file; each keeps its help text beside its
-// flags. Every flag can also be set through an AMENDS_ environment variable
-// (see env.go). Exit codes: 0 success, 1 failure, 2 usage error (an
+// flags. Settings, not selections or confirmations, can also come from AMENDS_
+// environment variables (see env.go). Exit codes: 0 success, 1 failure, 2 usage error (an
 // unknown command or flag, a bad flag or environment value).
 package main
 
@@ -111,7 +111,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	annotateEnv(root.PersistentFlags())
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
 	root.AddCommand(newServeCmd(a), newDemoCmd(a), newBenchCmd(a),
 		newListCmd(a), newShowCmd(a), newHistoryCmd(a), newSummaryCmd(a),
 		newPrepareCmd(a), newForcePrepareCmd(a), newRetrySpecCmd(a), newMarkRecoverableCmd(a), newChangeFunctionCmd(a))

@@ -21,17 +21,16 @@ func newMarkRecoverableCmd(a *app) *cobra.Command {
 			if len(args) != 2 {
 				return usageErrorf("mark-recoverable takes a record id and RECOVERABLE, UNRECOVERABLE or UNKNOWN")
 			}
-			if _, err := aggregate.ParseRecoverability(args[1]); err != nil {
-				return usageErrorf("%v", err)
+			if err := checkEnum(args[1], aggregate.Recoverabilities); err != nil {
+				return usageErrorf("the classification %v", err)
 			}
-			return nil
+			return checkID(args[0])
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, _ := aggregate.ParseRecoverability(args[1])
 			return f.run(cmd, a, args[0], aggregate.NameMarkRecoverable, map[string]any{"recoverable": r})
 		},
 	}
-	f.add(cmd, false)
-	annotateEnv(cmd.Flags())
+	f.add(a, cmd, false)
 	return cmd
 }

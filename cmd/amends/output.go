@@ -6,6 +6,9 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
 )
 
 func printJSON(w io.Writer, v any) error {
@@ -49,4 +52,23 @@ func relative(t, now time.Time) string {
 		return "in " + s
 	}
 	return s + suffix
+}
+
+// nextRetry shows when the scheduler retries s next: "-" for a record it
+// will not retry (succeeded, out of retries, or not auto-retried), with
+// the aggregate's predicates.
+func nextRetry(s *aggregate.State, now time.Time) string {
+	if !s.Recoverable.AutoRetried() || !s.IsRetryable() {
+		return "-"
+	}
+	return when(s.RetryState.NextRetryAt, now)
+}
+
+// itemState is the part of a record's state that a list item carries.
+func itemState(it projection.Item) *aggregate.State {
+	return &aggregate.State{
+		ID: it.ID, Status: it.Status, Recoverable: it.Recoverable, ExecuteAt: it.ExecuteAt,
+		RetrySpec:  aggregate.RetrySpec{MaxRetries: it.MaxRetries},
+		RetryState: aggregate.RetryState{Retries: it.Retries, TimeoutAt: it.TimeoutAt, NextRetryAt: it.NextRetryAt},
+	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -12,7 +14,9 @@ to that function alone. It is accepted for a FAILED record, or a PREPARED
 one whose attempt timed out, while retries remain (see force-prepare).
 
 With filters instead of an id it prepares every matching record: --dry-run
-shows what would happen, --yes does it, paced by --rate.`
+shows what would happen, --yes does it, paced by --rate. A run in which any
+record was rejected or failed exits 1. --yes and the filters are never taken
+from the environment.`
 
 func newPrepareCmd(a *app) *cobra.Command {
 	return newPrepareLikeCmd(a, "prepare", aggregate.NamePrepareCompensation, false,
@@ -25,7 +29,8 @@ count; never for a SUCCEEDED record. --reason is required: it is recorded in
 the audit trail. Make sure the function is idempotent before replaying.
 
 With filters instead of an id it force-prepares every matching record:
---dry-run shows what would happen, --yes does it, paced by --rate.`
+--dry-run shows what would happen, --yes does it, paced by --rate. A run in
+which any record was rejected or failed exits 1.`
 
 func newForcePrepareCmd(a *app) *cobra.Command {
 	return newPrepareLikeCmd(a, "force-prepare", aggregate.NameForcePrepareCompensation, true,
@@ -42,22 +47,32 @@ func newPrepareLikeCmd(a *app, use, name string, reasonRequired bool, short, lon
 		Use:   use + " [ID]",
 		Short: short,
 		Long:  long,
-		Args:  cobra.MaximumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch len(args) {
+			case 0:
+				return nil
+			case 1:
+				return checkID(args[0])
+			}
+			return usageErrorf("%s takes one record id, or filters for a batch; got %d arguments", cmd.CommandPath(), len(args))
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			params, err := ff.params()
 			if err != nil {
 				return err
 			}
-			filtered := len(params) > 0 || ff.view != ""
-			if reasonRequired && f.reason == "" && !bf.dryRun {
+			filtered := ff.active(params)
+			if reasonRequired && strings.TrimSpace(f.reason) == "" && !bf.dryRun {
 				return usageErrorf("%s needs --reason: it is recorded in the record's history", use)
 			}
 			switch {
 			case len(args) == 1 && filtered:
 				return usageErrorf("give a record id or filters, not both")
 			case len(args) == 1:
-				if bf.dryRun || bf.yes {
-					return usageErrorf("--dry-run and --yes are for batches over filters; a single record needs neither")
+				for _, name := range []string{"dry-run", "yes", "rate", "limit", "request-id"} {
+					if cmd.Flags().Changed(name) {
+						return usageErrorf("--%s is for batches over filters; a single record does not take it", name)
+					}
 				}
 				return f.run(cmd, a, args[0], name, nil)
 			case !filtered:
@@ -66,9 +81,8 @@ func newPrepareLikeCmd(a *app, use, name string, reasonRequired bool, short, lon
 			return runBatch(cmd, a, &f, &ff, &bf, name, params)
 		},
 	}
-	f.add(cmd, reasonRequired)
+	f.add(a, cmd, reasonRequired)
 	ff.add(cmd)
 	bf.add(cmd)
-	annotateEnv(cmd.Flags())
 	return cmd
 }

@@ -27,16 +27,27 @@ func newRetrySpecCmd(a *app) *cobra.Command {
 					return usageErrorf("retry-spec needs --%s (all three of --max-retries, --min-backoff and --execution-timeout)", name)
 				}
 			}
+			for _, fv := range []struct {
+				name string
+				v    int32
+			}{{"max-retries", maxRetries}, {"min-backoff", minBackoff}, {"execution-timeout", execTimeout}} {
+				if fv.v < 0 {
+					return usageErrorf("--%s must be 0 or more, got %d", fv.name, fv.v)
+				}
+			}
+			spec := aggregate.RetrySpec{MaxRetries: maxRetries, MinBackoff: minBackoff, ExecutionTimeout: execTimeout}
+			if err := aggregate.ValidateRetrySpec(spec); err != nil {
+				return usageErrorf("--max-retries %d with --min-backoff %d: the last backoff is too long to compute (%v); lower one of them", maxRetries, minBackoff, err)
+			}
 			return f.run(cmd, a, args[0], aggregate.NameApplyRetrySpec, map[string]any{
 				"maxRetries": maxRetries, "minBackoff": minBackoff, "executionTimeout": execTimeout,
 			})
 		},
 	}
-	f.add(cmd, false)
+	f.add(a, cmd, false)
 	fs := cmd.Flags()
 	fs.Int32Var(&maxRetries, "max-retries", 0, "scheduled retries the record gets")
 	fs.Int32Var(&minBackoff, "min-backoff", 0, "first backoff in seconds; it doubles with each retry")
 	fs.Int32Var(&execTimeout, "execution-timeout", 0, "seconds a prepared replay may run before it may be prepared again")
-	annotateEnv(fs)
 	return cmd
 }

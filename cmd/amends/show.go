@@ -2,8 +2,13 @@ package main
 
 import (
 	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/eventstore"
 )
 
 func newShowCmd(a *app) *cobra.Command {
@@ -14,13 +19,13 @@ func newShowCmd(a *app) *cobra.Command {
 		Long:  "Show prints a record: the failed event and function, the last error, the retry spec and state, and what may be done with it now.",
 		Args:  exactlyOneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client()
+			c, err := cf.client(0)
 			if err != nil {
 				return err
 			}
 			v, err := c.Get(cmd.Context(), args[0])
 			if err != nil {
-				return apiError(args[0], err)
+				return apiError(cmd, args[0], err)
 			}
 			if cf.output == "json" {
 				return printJSON(a.stdout, v)
@@ -40,7 +45,7 @@ func newShowCmd(a *app) *cobra.Command {
 				{"retries", fmt.Sprintf("%d of %d (min backoff %ds, execution timeout %ds)", s.RetryState.Retries, s.RetrySpec.MaxRetries, s.RetrySpec.MinBackoff, s.RetrySpec.ExecutionTimeout)},
 				{"retry at", when(s.RetryState.RetryAt, now)},
 				{"timeout at", when(s.RetryState.TimeoutAt, now)},
-				{"next retry", when(s.RetryState.NextRetryAt, now)},
+				{"next retry", nextRetry(&s, now)},
 				{"can prepare", fmt.Sprint(s.CanRetry(now))},
 				{"can force-prepare", fmt.Sprint(s.CanForceRetry(now))},
 				{"scheduled", fmt.Sprint(s.Schedulable(now))},
@@ -57,8 +62,7 @@ func newShowCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	cf.add(cmd)
-	annotateEnv(cmd.Flags())
+	cf.add(a, cmd)
 	return cmd
 }
 
@@ -66,6 +70,20 @@ func newShowCmd(a *app) *cobra.Command {
 func exactlyOneID(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 || args[0] == "" {
 		return usageErrorf("%s takes one record id; find ids with `amends list`", cmd.CommandPath())
+	}
+	return checkID(args[0])
+}
+
+// checkID checks a record id as the event store does: 1 to
+// eventstore.MaxIDLength bytes of UTF-8 without control characters.
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return usageErrorf("the record id is empty; find ids with `amends list`")
+	case len(id) > eventstore.MaxIDLength:
+		return usageErrorf("the record id %s is over the limit of %d bytes; find ids with `amends list`", quoteShort(id), eventstore.MaxIDLength)
+	case !utf8.ValidString(id) || strings.ContainsFunc(id, unicode.IsControl):
+		return usageErrorf("the record id %s has a byte that is not text; find ids with `amends list`", quoteShort(id))
 	}
 	return nil
 }

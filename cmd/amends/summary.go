@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
 )
 
 func newSummaryCmd(a *app) *cobra.Command {
@@ -19,44 +20,70 @@ func newSummaryCmd(a *app) *cobra.Command {
 		Long:  "Summary groups the records by failing function and error code, largest group first, with how many are still retryable, exhausted and prepared, and when the open failures happened. Start here in an incident.",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
 			params, err := ff.params()
 			if err != nil {
 				return err
 			}
+			c, err := cf.client(0)
+			if err != nil {
+				return err
+			}
+			filters := ff.describe(params)
 			if ff.view != "" {
 				params.Set("view", ff.view)
 			}
 			s, err := c.Summary(cmd.Context(), params)
 			if err != nil {
-				return apiError("", err)
+				return apiError(cmd, "", err)
 			}
+			s = withEveryView(s)
 			if cf.output == "json" {
 				return printJSON(a.stdout, s)
 			}
-			now := a.now()
-			tw := newTable(a.stdout)
-			fmt.Fprintln(tw, "FUNCTION\tERROR\tTOTAL\tRETRYABLE\tEXHAUSTED\tPREPARED\tOLDEST OPEN\tNEWEST OPEN")
-			for _, g := range s.Groups {
-				fmt.Fprintf(tw, "%s.%s@%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", g.Processor, g.Function, g.FunctionContext, g.ErrorCode,
-					g.Total, g.Retryable, g.Exhausted, g.Prepared, when(g.OldestFailureAt, now), when(g.NewestFailureAt, now))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "\n%d records;", s.Total)
-			for _, v := range aggregate.Views {
-				fmt.Fprintf(a.stdout, " %s %d", v, s.Views[v])
-			}
-			fmt.Fprintln(a.stdout)
-			return nil
+			return printSummary(a, s, filters)
 		},
 	}
-	cf.add(cmd)
+	cf.add(a, cmd)
 	ff.add(cmd)
-	annotateEnv(cmd.Flags())
 	return cmd
+}
+
+// withEveryView gives s a count, maybe 0, for every view, and empty lists
+// rather than null.
+func withEveryView(s projection.Summary) projection.Summary {
+	views := make(map[aggregate.View]int, len(aggregate.Views))
+	for _, v := range aggregate.Views {
+		views[v] = s.Views[v]
+	}
+	s.Views = views
+	if s.Groups == nil {
+		s.Groups = []projection.FailureGroup{}
+	}
+	if s.ByStatus == nil {
+		s.ByStatus = []projection.StatusCount{}
+	}
+	return s
+}
+
+func printSummary(a *app, s projection.Summary, filters string) error {
+	now := a.now()
+	tw := newTable(a.stdout)
+	fmt.Fprintln(tw, "FUNCTION\tERROR\tTOTAL\tRETRYABLE\tEXHAUSTED\tPREPARED\tOLDEST OPEN\tNEWEST OPEN")
+	for _, g := range s.Groups {
+		fmt.Fprintf(tw, "%s.%s@%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", g.Processor, g.Function, g.FunctionContext, g.ErrorCode,
+			g.Total, g.Retryable, g.Exhausted, g.Prepared, when(g.OldestFailureAt, now), when(g.NewestFailureAt, now))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "\n%d records", s.Total)
+	if filters != "" {
+		fmt.Fprintf(a.stdout, " matching %s", filters)
+	}
+	fmt.Fprint(a.stdout, ";")
+	for _, v := range aggregate.Views {
+		fmt.Fprintf(a.stdout, " %s %d", v, s.Views[v])
+	}
+	fmt.Fprintln(a.stdout)
+	return nil
 }
