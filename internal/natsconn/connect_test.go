@@ -65,6 +65,7 @@ func TestConnectInvalidConfig(t *testing.T) {
 			_, err := natsconn.Connect(tc.cfg)
 			require.ErrorIs(t, err, natsconn.ErrInvalidConfig)
 			assert.ErrorContains(t, err, tc.want)
+			assert.NotContains(t, err.Error(), "natsconn", "the sentinel's package-prefixed text must not reach users")
 		})
 	}
 }
