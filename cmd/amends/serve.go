@@ -103,7 +103,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.SortFlags = false
 	fs.StringVar(&f.configFile, "config", "", "file of settings, one flag-name: value per line (see above)")
 	fs.StringVar(&f.dataDir, "data-dir", "./amends-data", "directory the embedded NATS server keeps its JetStream data in")
-	fs.StringVar(&f.listen, "nats-listen", "127.0.0.1:4222", "host:port the embedded NATS server accepts clients on; port 0 or -1 picks a free port, an empty host means all interfaces")
+	fs.StringVar(&f.listen, "nats-listen", "127.0.0.1:4222", "host:port on loopback the embedded NATS server accepts clients on (it has no authentication); port 0 or -1 picks a free port")
 	fs.BoolVar(&f.syncAlways, "sync-always", false, "make the embedded server fsync every write before acknowledging it (much slower; see Durability)")
 	fs.BoolVar(&f.natsDebug, "nats-debug", false, "log the embedded server's notices and debug lines, not only its warnings and errors")
 	fs.StringVar(&f.natsURL, "nats-url", "", "connect to this NATS server or cluster instead of starting the embedded one (comma-separated URLs)")
@@ -114,16 +114,16 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.StringVar(&f.tlsKey, "nats-tls-key", "", "PEM client key for --nats-url (with --nats-tls-cert)")
 	fs.StringVar(&f.storage, "storage", "file", "storage of the event store streams: file or memory (memory loses everything on restart)")
 	fs.IntVar(&f.replicas, "replicas", 1, "replicas of the event store streams, 1 to 5: 1 on one server, 3 in a cluster")
-	fs.Int32Var(&f.maxMsgSize, "max-msg-size", jsstore.DefaultMaxMsgSize, "largest stored command in bytes, at least 1024; the server's max_payload must allow it")
-	fs.StringVar(&f.http, "http", "127.0.0.1:8080", "host:port of the HTTP API, /metrics and health checks; beyond loopback it needs tokens")
+	fs.Int32Var(&f.maxMsgSize, "max-msg-size", jsstore.DefaultMaxMsgSize, "largest stored command in bytes, 1024 to 67108864 (64 MiB); the server's max_payload must allow it")
+	fs.StringVar(&f.http, "http", "127.0.0.1:8080", "host:port of the HTTP API, /metrics and health checks (port 0 picks a free one); beyond loopback it needs tokens")
 	fs.StringVar(&f.tokensFile, "tokens-file", "", "file of API tokens, one name:role:secret per line (roles viewer, operator)")
 	fs.StringVar(&f.tokens, "tokens", "", "API tokens as name:role:secret,... (prefer AMENDS_TOKENS or --tokens-file: flags show in process lists)")
 	fs.BoolVar(&f.scheduler, "scheduler", true, "run the retry scheduler (one instance is active at a time across servers)")
-	fs.DurationVar(&f.period, "scheduler-period", scheduler.DefaultPeriod, "how often the active scheduler prepares due records")
-	fs.DurationVar(&f.delay, "scheduler-initial-delay", scheduler.DefaultInitialDelay, "wait before the first scheduler pass")
-	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "most records prepared per pass")
-	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL: the longest a dead scheduler blocks another from taking over")
+	fs.DurationVar(&f.period, "scheduler-period", scheduler.DefaultPeriod, "how often the active scheduler prepares due records, up to 24h")
+	fs.DurationVar(&f.delay, "scheduler-initial-delay", scheduler.DefaultInitialDelay, "wait before the first scheduler pass, 0 to 24h")
+	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "most records prepared per pass, 1 to 10000")
+	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once, 1 to 256")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
 	annotateEnv(fs)
 	return cmd
 }
@@ -135,7 +135,9 @@ var embeddedOnly = []string{"data-dir", "nats-listen", "sync-always", "nats-debu
 var clientOnly = []string{"nats-creds", "nats-nkey", "nats-tls-ca", "nats-tls-cert", "nats-tls-key"}
 
 // config validates the flags and returns the configuration of run. Every
-// error is a usage error naming the flag.
+// flag is checked before anything starts, whether it came from the command
+// line, its AMENDS_ variable or --config; every error is a usage error
+// naming the flag and its rule.
 func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 	cfg := serveConfig{replicas: f.replicas, maxMsgSize: f.maxMsgSize, http: f.http}
 	if err := f.controlPlane(&cfg); err != nil {
@@ -151,11 +153,12 @@ func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 	}
 	// The store checks these again; checking here makes a bad value a usage
 	// error before anything starts.
-	if f.replicas < 1 || f.replicas > 5 {
-		return cfg, usageErrorf("--replicas must be between 1 and 5, got %d", f.replicas)
+	if err := checkRange("replicas", f.replicas, 1, 5, ""); err != nil {
+		return cfg, err
 	}
-	if f.maxMsgSize < 1024 {
-		return cfg, usageErrorf("--max-msg-size must be at least 1024 bytes, got %d", f.maxMsgSize)
+	if err := checkRange("max-msg-size", f.maxMsgSize, minMaxMsgSize, maxMaxMsgSize,
+		" bytes (64 MiB is the largest max_payload of a NATS server)"); err != nil {
+		return cfg, err
 	}
 
 	changed := cmd.Flags().Changed
@@ -205,6 +208,8 @@ func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 const natsDefaultMaxPayload = 1 << 20
 
 // parseListen parses --nats-listen; port 0 and -1 both pick a free port.
+// The embedded server has no authentication, so it listens only on
+// loopback.
 func parseListen(s string) (host string, port int, err error) {
 	bad := func() (string, int, error) {
 		return "", 0, usageErrorf("--nats-listen %q: want host:port with a port from 1 to 65535, such as 127.0.0.1:4222, or port 0 or -1 for a free one", s)
@@ -217,11 +222,17 @@ func parseListen(s string) (host string, port int, err error) {
 	if err != nil || port < -1 || port > 65535 {
 		return bad()
 	}
+	if !isLoopback(host) {
+		what := "is not a loopback address"
+		if host == "" {
+			what = "listens on every interface"
+		}
+		return "", 0, usageErrorf("--nats-listen %s %s, and the embedded NATS server has no authentication: anyone who could reach it could read and change the event store. "+
+			"Bind it to loopback (--nats-listen %s; reach it from elsewhere through an SSH tunnel), or run a NATS server with authentication and point --nats-url at it",
+			s, what, loopbackHint(s))
+	}
 	if port == 0 {
 		port = natsconn.RandomPort
-	}
-	if host == "" {
-		host = "0.0.0.0"
 	}
 	return host, port, nil
 }

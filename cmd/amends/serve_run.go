@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"time"
 
@@ -125,10 +124,6 @@ func openNATS(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*natsC
 	}
 
 	ecfg := *cfg.embedded
-	if !isLoopback(ecfg.Host) {
-		logger.Warn("the embedded NATS server has no authentication: anyone who can reach it can read and change the event store",
-			"listen_host", ecfg.Host)
-	}
 	ecfg.Logger = logger.With("component", "nats-server")
 	e, err := natsconn.StartEmbedded(ctx, ecfg)
 	if err != nil {
@@ -143,20 +138,13 @@ func openNATS(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*natsC
 	return &natsConn{nc: nc, url: e.ClientURL(), embedded: e}, nil
 }
 
-// isLoopback reports whether host only accepts connections from this
-// machine.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // settingError makes an error of a bad natsconn setting a usage error.
 func settingError(err error) error {
 	if errors.Is(err, natsconn.ErrInvalidConfig) {
 		return usageError{err}
+	}
+	if errors.Is(err, natsconn.ErrDataDirLocked) {
+		return fmt.Errorf("--data-dir: %w", err)
 	}
 	return err
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestServeRefusesBadSettings runs serve with each bad value from the
+// command line, from its AMENDS_ variable and from --config: each is a
+// usage error (exit 2) that names the flag and its rule, says nothing of
+// Go packages, and starts nothing.
+func TestServeRefusesBadSettings(t *testing.T) {
+	for _, tc := range []struct {
+		flag, value string
+		want        string
+	}{
+		{"max-msg-size", "99999999", "--max-msg-size must be between 1024 and 67108864 bytes (64 MiB is the largest max_payload of a NATS server), got 99999999"},
+		{"max-msg-size", "1000", "--max-msg-size must be between 1024 and 67108864 bytes"},
+		{"lease-ttl", "1ms", "--lease-ttl must be between 1s and 24h, got 1ms"},
+		{"lease-ttl", "25h", "--lease-ttl must be between 1s and 24h, got 25h"},
+		{"http", ":99999", `--http ":99999": want host:port with a port from 0 (a free port) to 65535, such as 127.0.0.1:8080`},
+		{"http", "127.0.0.1", `--http "127.0.0.1": want host:port`},
+		{"http", "127.0.0.1:-1", `--http "127.0.0.1:-1": want host:port`},
+		{"nats-listen", "127.0.0.1:70000", `--nats-listen "127.0.0.1:70000": want host:port with a port from 1 to 65535`},
+		{"nats-listen", "0.0.0.0:4222", "--nats-listen 0.0.0.0:4222 is not a loopback address, and the embedded NATS server has no authentication"},
+		{"nats-listen", ":4222", "--nats-listen :4222 listens on every interface, and the embedded NATS server has no authentication"},
+		{"nats-listen", "192.0.2.1:4222", "Bind it to loopback (--nats-listen 127.0.0.1:4222"},
+		{"replicas", "0", "--replicas must be between 1 and 5, got 0"},
+		{"replicas", "6", "--replicas must be between 1 and 5, got 6"},
+		{"storage", "disk", `--storage must be file or memory, got "disk"`},
+		{"scheduler-period", "0s", "--scheduler-period must be between 1ms and 24h, got 0s"},
+		{"scheduler-period", "48h", "--scheduler-period must be between 1ms and 24h, got 48h"},
+		{"scheduler-initial-delay", "-1s", "--scheduler-initial-delay must be between 0s and 24h, got -1s"},
+		{"scheduler-batch", "0", "--scheduler-batch must be between 1 and 10000, got 0"},
+		{"scheduler-batch", "10001", "--scheduler-batch must be between 1 and 10000, got 10001"},
+		{"scheduler-concurrency", "0", "--scheduler-concurrency must be between 1 and 256, got 0"},
+		{"scheduler-concurrency", "1000", "--scheduler-concurrency must be between 1 and 256, got 1000"},
+		{"data-dir", "", "--data-dir must not be empty"},
+		{"max-msg-size", "3000000000", `invalid argument "3000000000" for "--max-msg-size"`},
+	} {
+		t.Run(tc.flag+"="+tc.value, func(t *testing.T) {
+			dir := t.TempDir()
+			base := [][2]string{{"--data-dir", filepath.Join(dir, "data")}, {"--nats-listen", "127.0.0.1:-1"}, {"--http", "127.0.0.1:0"}}
+			args := func(extra ...string) []string {
+				out := []string{"serve"}
+				for _, kv := range base {
+					if kv[0] != "--"+tc.flag { // the flag under test comes from elsewhere
+						out = append(out, kv[0], kv[1])
+					}
+				}
+				return append(out, extra...)
+			}
+			check := func(t *testing.T, c *cli, code int, source string) {
+				t.Helper()
+				stderr := c.stderr.String()
+				assert.Equal(t, exitUsage, code, "%s: a bad --%s is a usage error; stderr:\n%s", source, tc.flag, stderr)
+				assert.Contains(t, stderr, tc.want, source)
+				assert.NotRegexp(t, `\b(natsconn|scheduler|server|jsstore|projection): `, stderr, "%s: no package prefixes", source)
+				assert.NotContains(t, stderr, "level=INFO", "%s: nothing starts", source)
+				assert.NoDirExists(t, filepath.Join(dir, "data"), "%s: nothing starts", source)
+			}
+
+			var c cli
+			check(t, &c, c.run(t, args("--"+tc.flag, tc.value)...), "flag")
+
+			if tc.value != "" { // an empty variable counts as unset
+				c = cli{env: map[string]string{envName(tc.flag): tc.value}}
+				code := c.run(t, args()...)
+				if strings.HasPrefix(tc.want, "invalid argument") {
+					tc.want = envName(tc.flag) // the variable's own wording
+				}
+				check(t, &c, code, "environment")
+			}
+
+			cfg := filepath.Join(dir, "amends.conf")
+			require.NoError(t, os.WriteFile(cfg, []byte(tc.flag+": \""+tc.value+"\"\n"), 0o600))
+			c = cli{}
+			code := c.run(t, args("--config", cfg)...)
+			if tc.value == "" || strings.HasPrefix(tc.want, "invalid argument") || tc.want == envName(tc.flag) {
+				assert.Equal(t, exitUsage, code, "config file: stderr:\n%s", c.stderr.String())
+				return
+			}
+			check(t, &c, code, "config file")
+		})
+	}
+}
