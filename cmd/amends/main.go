@@ -74,7 +74,7 @@ func execute(ctx context.Context, a *app, args []string) int {
 }
 
 func newRootCmd(a *app) *cobra.Command {
-	var logLevel string
+	var logLevel, logFormat string
 	root := &cobra.Command{
 		Use:   "amends",
 		Short: "An event-sourced failure-compensation engine on NATS JetStream",
@@ -103,13 +103,22 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageErrorf("--log-level %q: want debug, info, warn or error", logLevel)
 			}
-			a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			opts := &slog.HandlerOptions{Level: level}
+			switch logFormat {
+			case "text":
+				a.logger = slog.New(slog.NewTextHandler(a.stderr, opts))
+			case "json":
+				a.logger = slog.New(slog.NewJSONHandler(a.stderr, opts))
+			default:
+				return usageErrorf("--log-format %q: want text or json", logFormat)
+			}
 			return nil
 		},
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line, for log shippers)")
 	annotateEnv(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServeCmd(a), newDemoCmd(a), newBenchCmd(a),

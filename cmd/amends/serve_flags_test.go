@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,5 +88,32 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			}
 			check(t, &c, code, "config file")
 		})
+	}
+}
+
+func TestServeLogsJSON(t *testing.T) {
+	c := cli{env: map[string]string{"AMENDS_LOG_FORMAT": "json"}}
+	r := c.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1")
+	require.Equal(t, exitOK, r.stop(t), "stderr:\n%s", c.stderr.String())
+	lines := strings.Split(strings.TrimSpace(c.stderr.String()), "\n")
+	require.NotEmpty(t, lines)
+	var msgs []string
+	for _, line := range lines {
+		var rec struct{ Time, Level, Msg string }
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), "every log line is a JSON object: %q", line)
+		assert.NotEmpty(t, rec.Time, line)
+		assert.NotEmpty(t, rec.Level, line)
+		msgs = append(msgs, rec.Msg)
+	}
+	assert.Contains(t, msgs, "amends serving; stop with SIGINT or SIGTERM")
+	assert.Contains(t, msgs, "amends stopped")
+}
+
+func TestLogFormatMustBeTextOrJSON(t *testing.T) {
+	for _, cmd := range []string{"serve", "demo"} {
+		var c cli
+		code := c.run(t, cmd, "--log-format", "xml")
+		assert.Equal(t, exitUsage, code, "%s: stderr:\n%s", cmd, c.stderr.String())
+		assert.Contains(t, c.stderr.String(), `--log-format "xml": want text or json`, cmd)
 	}
 }
