@@ -259,7 +259,8 @@ type serveConfig struct {
 	ready func(serveInfo)
 	// extra, when set, adds components that run beside the control plane
 	// (amends demo's example service).
-	extra func(ctx context.Context, js jetstream.JetStream, httpURL string) ([]component, error)
+	// info is what serve will pass to ready.
+	extra func(ctx context.Context, js jetstream.JetStream, info serveInfo) ([]component, error)
 }
 
 type schedulerConfig struct {

@@ -76,15 +76,16 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	if err != nil {
 		return err
 	}
+	info := serveInfo{NATSURL: conn.url, Stream: stream, HTTPURL: httpURL}
 	if cfg.extra != nil {
-		more, err := cfg.extra(ctx, js, httpURL)
+		more, err := cfg.extra(ctx, js, info)
 		if err != nil {
 			return err
 		}
 		components = append(components, more...)
 	}
 	if cfg.ready != nil {
-		cfg.ready(serveInfo{NATSURL: conn.url, Stream: stream, HTTPURL: httpURL})
+		cfg.ready(info)
 	}
 	logger.Info("amends serving; stop with SIGINT or SIGTERM")
 	err = runComponents(ctx, logger, components...)
