@@ -68,6 +68,7 @@ type serveFlags struct {
 	maxMsgSize int32
 
 	http        string
+	maxConns    int
 	tokensFile  string
 	tokens      string
 	scheduler   bool
@@ -116,6 +117,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.IntVar(&f.replicas, "replicas", 1, "replicas of the event store streams, 1 to 5: 1 on one server, 3 in a cluster")
 	fs.Int32Var(&f.maxMsgSize, "max-msg-size", jsstore.DefaultMaxMsgSize, "largest stored command in bytes, 1024 to 67108864 (64 MiB); the server's max_payload must allow it")
 	fs.StringVar(&f.http, "http", "127.0.0.1:8080", "host:port of the HTTP API, /metrics and health checks (port 0 picks a free one); beyond loopback it needs tokens")
+	fs.IntVar(&f.maxConns, "http-max-connections", 0, "most HTTP connections open at once (0: half the open-file limit, at most 4096); beyond it the longest-idle one is closed or new ones wait")
 	fs.StringVar(&f.tokensFile, "tokens-file", "", "file of API tokens, one name:role:secret per line (roles viewer, operator)")
 	fs.StringVar(&f.tokens, "tokens", "", "API tokens as name:role:secret,... (prefer AMENDS_TOKENS or --tokens-file: flags show in process lists)")
 	fs.BoolVar(&f.scheduler, "scheduler", true, "run the retry scheduler (one instance is active at a time across servers)")
@@ -139,7 +141,10 @@ var clientOnly = []string{"nats-creds", "nats-nkey", "nats-tls-ca", "nats-tls-ce
 // line, its AMENDS_ variable or --config; every error is a usage error
 // naming the flag and its rule.
 func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
-	cfg := serveConfig{replicas: f.replicas, maxMsgSize: f.maxMsgSize, http: f.http}
+	cfg := serveConfig{replicas: f.replicas, maxMsgSize: f.maxMsgSize, http: f.http, httpMaxConns: f.maxConns}
+	if err := checkRange("http-max-connections", f.maxConns, 0, maxHTTPConnections, " (0: automatic)"); err != nil {
+		return cfg, err
+	}
 	if err := f.controlPlane(&cfg); err != nil {
 		return cfg, err
 	}
@@ -251,6 +256,9 @@ type serveConfig struct {
 	// http is the API's address; tokens authenticate it.
 	http   string
 	tokens []server.Token
+	// httpMaxConns caps the API's connections; 0 means from the open-file
+	// limit (see fileLimits).
+	httpMaxConns int
 	// scheduler configures the scheduler; nil disables it.
 	scheduler *schedulerConfig
 

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -46,6 +44,11 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if err != nil {
 		return nil, "", err
 	}
+	health, err := openHealth(ctx, js, cfg.storage, cfg.replicas)
+	if err != nil {
+		return nil, "", err
+	}
+	probe := newWriteProbe(health, time.Now)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.Records(index), metrics.Projector(proj))
@@ -69,17 +72,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	api := server.New(server.Config{
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg,
 		Logger: logger.With("component", "http"),
-		Ready: func() error {
-			if !nc.IsConnected() {
-				return fmt.Errorf("not connected to NATS (%s)", nc.Status())
-			}
-			select {
-			case <-index.Ready():
-				return nil
-			default:
-				return errors.New("the index is still loading the views")
-			}
-		},
+		Ready:  readiness(natsConnected(nc), indexLoaded(index), probe.check),
 	})
 	l, err := net.Listen("tcp", cfg.http)
 	if err != nil {
@@ -89,21 +82,10 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if len(cfg.tokens) == 0 {
 		logger.Warn("the HTTP API has no tokens: anyone on this machine can read and steer records", "http", url)
 	}
-	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(l, api.Handler(), cfg.httpMaxConns, httpWriteTimeout, logger.With("component", "http"))
 	components = append(components, component{"http", func(ctx context.Context) error {
-		errc := make(chan error, 1)
-		go func() { errc <- hs.Serve(l) }()
-		logger.Info("HTTP API serving", "url", url, "tokens", len(cfg.tokens))
-		select {
-		case err := <-errc:
-			return err
-		case <-ctx.Done():
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
-		err := hs.Shutdown(sctx) // drains in-flight requests
-		<-errc
-		return err
+		logger.Info("HTTP API serving", "url", url, "tokens", len(cfg.tokens), "max_connections", cfg.httpMaxConns)
+		return hs.run(ctx)
 	}})
 	return components, url, nil
 }

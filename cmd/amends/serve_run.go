@@ -30,6 +30,13 @@ const (
 // returns an error if starting fails or a component fails; settings that
 // natsconn rejects are usage errors.
 func run(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
+	lim := raiseFileLimit()
+	conns, err := httpConnCap(cfg.httpMaxConns, lim)
+	if err != nil {
+		return err
+	}
+	cfg.httpMaxConns = conns
+	logFileLimits(logger, lim, conns)
 	conn, err := openNATS(ctx, cfg, logger)
 	if err != nil {
 		return err
