@@ -20,7 +20,9 @@ then stops cleanly.
 
 By default it starts an embedded NATS server with JetStream, storing its
 data in --data-dir and listening for clients on --nats-listen; nothing else
-needs to be installed. With --nats-url it connects to an existing NATS
+needs to be installed. The embedded server has no authentication, so it
+listens on loopback only. It locks --data-dir (the file amends.lock holds
+the pid): a second serve on the same directory exits 1 naming that pid. With --nats-url it connects to an existing NATS
 server or cluster instead, authenticating with --nats-creds or --nats-nkey
 and verifying TLS with --nats-tls-ca, --nats-tls-cert and --nats-tls-key.
 
@@ -30,7 +32,14 @@ existing stream with other settings is reported, never changed. Then it
 runs the projection of the records (a KV bucket of views and an in-memory
 index), the retry scheduler (--scheduler; one active instance across
 servers, elected with a lease) and the HTTP API on --http: /api/v1 (see
-/api/v1/openapi.json), /metrics, /healthz and /readyz.
+/api/v1/openapi.json), /metrics, /healthz and /readyz. /readyz answers 503
+until NATS is connected, the index is loaded and JetStream acknowledges a
+write to the amends_health bucket (checked at most once a second).
+
+The API closes connections idle for 60s and gives each write 60s; it holds
+at most --http-max-connections connections, closing the longest-idle one
+for a new client. At start serve raises its open-file limit to the hard
+limit where allowed, and logs it.
 
 The API authenticates bearer tokens (--tokens-file, AMENDS_TOKENS) with the
 role viewer (read) or operator (commands). Without tokens it serves only on

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -56,6 +57,10 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 
 	if sc := cfg.scheduler; sc != nil {
 		leases, err := scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
+		if errors.Is(err, scheduler.ErrIncompatibleBucket) {
+			return nil, "", fmt.Errorf("--lease-ttl %s (or --replicas %d): %w; every serve shares the lease bucket, so use the settings it was created with, or delete it (nats kv del %s) while no serve runs",
+				show(sc.leaseTTL), cfg.replicas, err, scheduler.DefaultLeaseBucket)
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
@@ -63,7 +68,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 			scheduler.WithPeriod(sc.period), scheduler.WithInitialDelay(sc.delay), scheduler.WithBatch(sc.batch),
 			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler")))
 		if err != nil {
-			return nil, "", usageErrorf("scheduler: %v", err)
+			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
 		reg.MustRegister(metrics.Scheduler(sched, index))
 		components = append(components, component{"scheduler", sched.Run})

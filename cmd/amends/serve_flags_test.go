@@ -117,3 +117,28 @@ func TestLogFormatMustBeTextOrJSON(t *testing.T) {
 		assert.Contains(t, c.stderr.String(), `--log-format "xml": want text or json`, cmd)
 	}
 }
+
+// TestServeSettingsThatConflictWithTheStore restarts serve on one data
+// directory with settings that its stream or lease bucket cannot take: the
+// error names the flags and no package's sentinel.
+func TestServeSettingsThatConflictWithTheStore(t *testing.T) {
+	dir := t.TempDir()
+	var first cli
+	r := first.startServe(t, "serve", "--data-dir", dir, "--nats-listen", "127.0.0.1:-1")
+	require.Equal(t, exitOK, r.stop(t), first.stderr.String())
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-msg-size", "2048"}, "(--storage, --replicas and --max-msg-size must match the existing stream): stream AMENDS_compensation exists with max message size 1048576 (wanted 2048)"},
+		{[]string{"--lease-ttl", "10s"}, "--lease-ttl 10s (or --replicas 1): lease bucket amends_scheduler_lease: exists with TTL 30s"},
+	} {
+		var c cli
+		code := c.run(t, append([]string{"serve", "--data-dir", dir, "--nats-listen", "127.0.0.1:-1", "--http", "127.0.0.1:0"}, tc.args...)...)
+		stderr := c.stderr.String()
+		assert.Equal(t, exitFailure, code, "%v: stderr:\n%s", tc.args, stderr)
+		assert.Contains(t, stderr, tc.want, tc.args)
+		assert.NotRegexp(t, `(jsstore|scheduler): (incompatible|invalid)`, stderr, tc.args)
+	}
+}

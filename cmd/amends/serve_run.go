@@ -14,6 +14,8 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natsconn"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/scheduler"
 )
 
 const (
@@ -41,7 +43,7 @@ func run(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	err = serve(ctx, cfg, conn, logger)
+	err = plainError(serve(ctx, cfg, conn, logger))
 	conn.close(logger)
 	if err != nil && ctx.Err() != nil {
 		// Stopped by a signal before it was up: a clean stop, not a failure.
@@ -74,8 +76,12 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	err = store.Provision(pctx, aggregate.Context)
 	cancel()
 	if err != nil {
+		hint := provisionHint(err)
+		if errors.Is(err, jsstore.ErrIncompatibleStream) {
+			hint = " (--storage, --replicas and --max-msg-size must match the existing stream)"
+		}
 		return fmt.Errorf("provision the event store stream %s (storage %s, replicas %d) on NATS at %s%s: %w",
-			stream, strings.ToLower(cfg.storage.String()), cfg.replicas, conn.url, provisionHint(err), err)
+			stream, strings.ToLower(cfg.storage.String()), cfg.replicas, conn.url, hint, err)
 	}
 	logger.Info("event store ready", "nats_url", conn.url, "stream", stream, "storage", strings.ToLower(cfg.storage.String()), "replicas", cfg.replicas)
 
@@ -169,3 +175,38 @@ func (c *natsConn) close(logger *slog.Logger) {
 		logger.Info("embedded NATS server stopped")
 	}
 }
+
+// sentinels are the package-prefixed texts of errors serve may return at
+// the end of a message; plainError drops them, since the rest of the
+// message already says what is wrong.
+var sentinels = []error{
+	jsstore.ErrInvalidOption, jsstore.ErrIncompatibleStream, jsstore.ErrCorrupt,
+	scheduler.ErrInvalidOption, scheduler.ErrIncompatibleBucket,
+	projection.ErrInvalidOption, projection.ErrIncompatibleBucket, projection.ErrCorruptView,
+}
+
+// plainError returns err with the text of any sentinel it wraps removed
+// from its message; errors.Is and errors.As still see through it.
+func plainError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			msg = strings.ReplaceAll(msg, ": "+s.Error(), "")
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &plainErr{msg: msg, err: err}
+}
+
+type plainErr struct {
+	msg string
+	err error
+}
+
+func (e *plainErr) Error() string { return e.msg }
+func (e *plainErr) Unwrap() error { return e.err }
