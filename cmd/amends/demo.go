@@ -61,6 +61,9 @@ func newDemoCmd(a *app) *cobra.Command {
 				return err
 			}
 			if f.natsURL != "" {
+				if err := natsconn.CheckURLs(f.natsURL); err != nil {
+					return usageErrorf("--nats-url: %v", err)
+				}
 				if _, err := client.New(f.server, f.token, nil); err != nil {
 					return usageErrorf("--server: %v", err)
 				}

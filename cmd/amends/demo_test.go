@@ -121,6 +121,7 @@ func TestDemoRefusesBadFlags(t *testing.T) {
 		{[]string{"--http", ":99999"}, `--http ":99999": want host:port`},
 		{[]string{"--http", "0.0.0.0:8080"}, "--http 0.0.0.0:8080 is not a loopback address: the demo's API has no tokens"},
 		{[]string{"--nats-url", "nats://127.0.0.1:1", "--server", "ftp://x"}, `--server: server address "ftp://x" must be an http or https URL`},
+		{[]string{"--nats-url", "nats://127.0.0.1:0"}, "--nats-url: NATS URL nats://127.0.0.1:0 has the port 0: use 1 to 65535"},
 	} {
 		var c cli
 		code := c.run(t, append([]string{"demo"}, tc.args...)...)

@@ -177,6 +177,9 @@ func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 
 	changed := cmd.Flags().Changed
 	if f.natsURL != "" {
+		if err := natsconn.CheckURLs(f.natsURL); err != nil {
+			return cfg, usageErrorf("--nats-url: %v", err)
+		}
 		for _, name := range embeddedOnly {
 			if changed(name) {
 				return cfg, usageErrorf("--%s configures the embedded server, which --nats-url replaces: drop one of them", name)

@@ -142,3 +142,13 @@ func TestServeSettingsThatConflictWithTheStore(t *testing.T) {
 		assert.NotRegexp(t, `(jsstore|scheduler): (incompatible|invalid)`, stderr, tc.args)
 	}
 }
+
+func TestServeRefusesABadNATSURL(t *testing.T) {
+	for _, url := range []string{"nats://127.0.0.1:99999", "http://127.0.0.1:4222"} {
+		var c cli
+		code := c.run(t, "serve", "--nats-url", url, "--http", "127.0.0.1:0")
+		assert.Equal(t, exitUsage, code, "%s: stderr:\n%s", url, c.stderr.String())
+		assert.Contains(t, c.stderr.String(), "amends: --nats-url: NATS URL "+url+" has the", url)
+		assert.NotContains(t, c.stderr.String(), "natsconn", url)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,6 +78,9 @@ func Connect(cfg ClientConfig) (*nats.Conn, error) {
 func clientOptions(cfg ClientConfig) ([]nats.Option, error) {
 	if strings.TrimSpace(cfg.URL) == "" {
 		return nil, invalidConfig("NATS URL is empty: give one or more comma-separated server URLs such as nats://host:4222")
+	}
+	if err := CheckURLs(cfg.URL); err != nil {
+		return nil, err
 	}
 	name := cfg.Name
 	if name == "" {
@@ -202,4 +206,39 @@ func redactURLs(urls string) string {
 		parts[i] = p
 	}
 	return strings.Join(parts, ",")
+}
+
+// natsSchemes are the URL schemes nats.go dials.
+var natsSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}
+
+// CheckURLs checks each comma-separated server URL as nats.go reads it (a
+// bare host:port means nats://): a nats, tls, ws or wss scheme, a host and
+// a port from 1 to 65535 if one is given. The error matches
+// ErrInvalidConfig and names the bad URL with its password masked. Connect
+// runs it too; call it to check a setting before anything starts.
+func CheckURLs(urls string) error {
+	for i, raw := range strings.Split(urls, ",") {
+		raw = strings.TrimSpace(raw)
+		full := raw
+		if !strings.Contains(full, "://") {
+			full = "nats://" + full
+		}
+		u, err := url.Parse(full)
+		if err != nil {
+			return invalidConfig("NATS URL %d of %q is not a URL: give server URLs such as nats://host:4222", i+1, redactURLs(urls))
+		}
+		shown := redactURLs(raw)
+		switch {
+		case !natsSchemes[u.Scheme]:
+			return invalidConfig("NATS URL %s has the scheme %q: use nats, tls, ws or wss", shown, u.Scheme)
+		case u.Hostname() == "":
+			return invalidConfig("NATS URL %s has no host: give server URLs such as nats://host:4222", shown)
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return invalidConfig("NATS URL %s has the port %s: use 1 to 65535", shown, p)
+			}
+		}
+	}
+	return nil
 }
