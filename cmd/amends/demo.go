@@ -28,9 +28,11 @@ API on --http so that the other commands work in another terminal:
 
     go run ./cmd/amends list --view succeeded
 
-With --nats-url (and --server) it runs only the example service against an
-amends serve you started; records are then prepared when that server's
-scheduler passes (--scheduler-period).
+With --nats-url (and --server, and --token if that API has tokens) it runs
+only the example service against an amends serve you started; records are
+then prepared when that server's scheduler passes (--scheduler-period).
+It prints the NATS URL (for natscli) and the API's, and names each record
+by its record id, which the other commands take, beside its order id.
 
 It prints each record's steps as the API shows them, then the commands to
 look at them, and runs until Ctrl-C (or, with --exit, until every record
