@@ -52,6 +52,8 @@ type app struct {
 
 	// logger is built from --log-level before a subcommand runs.
 	logger *slog.Logger
+	// jsonLogs is set when logger writes JSON (--log-format json).
+	jsonLogs bool
 }
 
 // execute runs the command line args and returns the process exit code.
@@ -65,12 +67,20 @@ func execute(ctx context.Context, a *app, args []string) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(a.stderr, "amends: %v\n", err)
+	code := exitFailure
 	if ue := (usageError{}); errors.As(err, &ue) {
-		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
-		return exitUsage
+		code = exitUsage
 	}
-	return exitFailure
+	if a.jsonLogs {
+		// With --log-format json every line of stderr is a JSON object.
+		a.logger.Error("amends: "+err.Error(), "command", cmd.CommandPath(), "exit_code", code)
+		return code
+	}
+	fmt.Fprintf(a.stderr, "amends: %v\n", err)
+	if code == exitUsage {
+		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
 }
 
 func newRootCmd(a *app) *cobra.Command {
@@ -108,7 +118,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 			case "text":
 				a.logger = slog.New(slog.NewTextHandler(a.stderr, opts))
 			case "json":
-				a.logger = slog.New(slog.NewJSONHandler(a.stderr, opts))
+				a.logger, a.jsonLogs = slog.New(slog.NewJSONHandler(a.stderr, opts)), true
 			default:
 				return usageErrorf("--log-format %q: want text or json", logFormat)
 			}

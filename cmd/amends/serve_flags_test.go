@@ -109,6 +109,20 @@ func TestServeLogsJSON(t *testing.T) {
 	assert.Contains(t, msgs, "amends stopped")
 }
 
+func TestServeFailureLogsJSON(t *testing.T) {
+	var c cli
+	code := c.run(t, "--log-format", "json", "serve", "--replicas", "0")
+	assert.Equal(t, exitUsage, code)
+	var rec struct {
+		Level, Msg string
+		ExitCode   int `json:"exit_code"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(c.stderr.String())), &rec), "the error is one JSON object: %q", c.stderr.String())
+	assert.Equal(t, "ERROR", rec.Level)
+	assert.Equal(t, "amends: --replicas must be between 1 and 5, got 0", rec.Msg)
+	assert.Equal(t, exitUsage, rec.ExitCode)
+}
+
 func TestLogFormatMustBeTextOrJSON(t *testing.T) {
 	for _, cmd := range []string{"serve", "demo"} {
 		var c cli
