@@ -36,6 +36,10 @@ func (s *Scheduler) lead(ctx context.Context) {
 		s.mu.Lock()
 		s.active = nil
 		s.mu.Unlock()
+		if err == nil && why == "stopping" {
+			s.opts.logger.Info("scheduler: stepped down", "instance", s.opts.instance, "reason", why) // a clean stop
+			return
+		}
 		s.opts.logger.Warn("scheduler: stepped down", "instance", s.opts.instance, "reason", why, "err", err)
 	}
 	extend := func() {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/internal/natsconn"
 	"github.com/amends-dev/amends/scheduler"
 )
@@ -27,9 +28,11 @@ API on --http so that the other commands work in another terminal:
 
     go run ./cmd/amends list --view succeeded
 
-With --nats-url (and --server) it runs only the example service against an
-amends serve you started; records are then prepared when that server's
-scheduler passes (--scheduler-period).
+With --nats-url (and --server, and --token if that API has tokens) it runs
+only the example service against an amends serve you started; records are
+then prepared when that server's scheduler passes (--scheduler-period).
+It prints the NATS URL (for natscli) and the API's, and names each record
+by its record id, which the other commands take, beside its order id.
 
 It prints each record's steps as the API shows them, then the commands to
 look at them, and runs until Ctrl-C (or, with --exit, until every record
@@ -38,6 +41,7 @@ succeeded).`
 type demoFlags struct {
 	natsURL string
 	server  string
+	token   string
 	http    string
 	orders  int
 	exit    bool
@@ -52,11 +56,28 @@ func newDemoCmd(a *app) *cobra.Command {
 		Long:  demoLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.orders < 1 || f.orders > 100 {
-				return usageErrorf("--orders must be between 1 and 100, got %d", f.orders)
+			if err := checkRange("orders", f.orders, 1, 100, ""); err != nil {
+				return err
+			}
+			if err := checkRange("timeout", f.timeout, time.Second, 24*time.Hour, ""); err != nil {
+				return err
 			}
 			if f.natsURL != "" {
+				if err := natsconn.CheckURLs(f.natsURL); err != nil {
+					return usageErrorf("--nats-url: %v", err)
+				}
+				if _, err := client.New(f.server, f.token, nil); err != nil {
+					return usageErrorf("--server: %v", err)
+				}
 				return demoAgainstServer(cmd.Context(), a, &f)
+			}
+			host, _, err := parseHostPort("http", f.http, "127.0.0.1:8080")
+			if err != nil {
+				return err
+			}
+			if !isLoopback(host) {
+				return usageErrorf("--http %s is not a loopback address: the demo's API has no tokens, so it serves only this machine; bind to loopback (--http %s)",
+					f.http, loopbackHint(f.http))
 			}
 			return demoEmbedded(cmd.Context(), a, &f)
 		},
@@ -64,10 +85,11 @@ func newDemoCmd(a *app) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&f.natsURL, "nats-url", "", "run only the example service against this NATS (an amends serve's); default: run everything here")
 	fs.StringVar(&f.server, "server", "http://127.0.0.1:8080", "with --nats-url: the API of that amends serve")
-	fs.StringVar(&f.http, "http", "127.0.0.1:8080", "without --nats-url: where this demo serves the API (a free port if this one is taken)")
-	fs.IntVar(&f.orders, "orders", 3, "orders to place")
+	fs.StringVar(&f.token, "token", "", "with --nats-url: a viewer or operator token of that API, if it has tokens")
+	fs.StringVar(&f.http, "http", "127.0.0.1:8080", "without --nats-url: where this demo serves the API, on loopback (a free port if this one is taken)")
+	fs.IntVar(&f.orders, "orders", 3, "orders to place, 1 to 100")
 	fs.BoolVar(&f.exit, "exit", false, "stop once every record succeeded")
-	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "with --exit: give up after this long")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "with --exit: give up after this long, 1s to 24h")
 	annotateEnv(fs)
 	return cmd
 }
@@ -93,8 +115,8 @@ func demoEmbedded(ctx context.Context, a *app, f *demoFlags) error {
 		http:       addr,
 		scheduler:  &schedulerConfig{period: time.Second, batch: 100, workers: 4, leaseTTL: scheduler.DefaultLeaseTTL},
 		ready:      a.serveReady,
-		extra: func(ctx context.Context, js jetstream.JetStream, httpURL string) ([]component, error) {
-			d := &demo{a: a, f: f, js: js, api: httpURL}
+		extra: func(ctx context.Context, js jetstream.JetStream, info serveInfo) ([]component, error) {
+			d := &demo{a: a, f: f, js: js, api: info.HTTPURL, natsURL: info.NATSURL}
 			return []component{{"demo", d.run}}, nil
 		},
 	}
@@ -113,14 +135,15 @@ func demoAgainstServer(ctx context.Context, a *app, f *demoFlags) error {
 	if err != nil {
 		return err
 	}
-	d := &demo{a: a, f: f, js: js, api: f.server}
+	d := &demo{a: a, f: f, js: js, api: f.server, token: f.token, natsURL: nc.ConnectedUrlRedacted()}
 	err = runComponents(ctx, a.logger, component{"demo", d.run})
 	return err
 }
 
-func printDemoIntro(a *app, api string, orders int) {
+func printDemoIntro(a *app, api, natsURL string, orders int) {
 	fmt.Fprintf(a.stdout, `amends demo: an orders service whose mailer fails the first 4 sends of each mail.
-API %s: in another terminal,  export AMENDS_SERVER=%s
+API  %s: in another terminal,  export AMENDS_SERVER=%s
+NATS %s: for natscli,  nats --server %s stream ls
 placing %d orders...
-`, api, api, orders)
+`, api, api, natsURL, natsURL, orders)
 }

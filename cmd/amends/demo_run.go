@@ -2,8 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +29,13 @@ type demo struct {
 	f   *demoFlags
 	js  jetstream.JetStream
 	api string
+	// token authenticates the demo's reads of the API (none if empty).
+	token string
+	// natsURL is the NATS server the example service uses, for natscli.
+	natsURL string
+	// pageLimit is the page size of the demo's reads (0: the server's
+	// default).
+	pageLimit int
 }
 
 // demoFailures is how many sends of each mail fail: the first call and its
@@ -64,11 +77,11 @@ func (d *demo) run(ctx context.Context) error {
 		return nil
 	}
 
-	c, err := client.New(d.api, "", nil)
+	c, err := client.New(d.api, d.token, nil)
 	if err != nil {
 		return err
 	}
-	printDemoIntro(d.a, d.api, d.f.orders)
+	printDemoIntro(d.a, d.api, d.natsURL, d.f.orders)
 	run := uuid.NewString()[:8]
 	for i := range d.f.orders {
 		id := fmt.Sprintf("demo-%s-%d", run, i+1)
@@ -78,18 +91,22 @@ func (d *demo) run(ctx context.Context) error {
 		}
 		fmt.Fprintf(d.a.stdout, "placed order %s\n", id)
 	}
-	ok := d.watch(ctx, c, run)
+	ids, err := d.watch(ctx, c, run)
+	if err != nil {
+		return err
+	}
+	ok := len(ids) == d.f.orders
 	if ok {
 		fmt.Fprintf(d.a.stdout, `
 every record SUCCEEDED: the mail server took %d sends for %d mails, and only the
 mailer was replayed: the inventory projector ran once per order (%d calls).
 `, mail.Tries(), d.f.orders, svc.Processor.FunctionMetrics("InventoryProjector", "onPlaced").Calls.Load())
 		fmt.Fprintf(d.a.stdout, `
-look at the records:
+look at the records (commands take record ids, not order ids):
   go run ./cmd/amends list --view succeeded%[1]s
-  go run ./cmd/amends history <ID>%[1]s
+  go run ./cmd/amends history %[2]s%[1]s
   go run ./cmd/amends summary%[1]s
-`, serverFlag(d.api))
+`, serverFlag(d.api), ids[0])
 	}
 	if d.f.exit {
 		if !ok {
@@ -103,21 +120,27 @@ look at the records:
 }
 
 // watch prints every change of the demo's records until all succeeded, and
-// reports whether they did (false if ctx ended or --exit's timeout passed).
-func (d *demo) watch(ctx context.Context, c *client.Client, run string) bool {
+// returns their record ids in the order of the orders (fewer if ctx ended
+// or --exit's timeout passed first). It prints a failed read to stderr once
+// per distinct error and goes on; it returns an error if the API refuses
+// the demo's credentials, since waiting cannot help then.
+func (d *demo) watch(ctx context.Context, c *client.Client, run string) ([]string, error) {
 	if d.f.exit {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.f.timeout)
 		defer cancel()
 	}
 	seen := map[string]uint64{}
+	var lastErr string
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		page, err := c.List(ctx, "", nil)
-		if err == nil {
-			done := 0
-			for _, it := range page.Items {
+		items, err := d.list(ctx, c)
+		switch {
+		case err == nil:
+			lastErr = ""
+			var done []projection.Item
+			for _, it := range items {
 				if !d.mine(it, run) {
 					continue
 				}
@@ -126,23 +149,61 @@ func (d *demo) watch(ctx context.Context, c *client.Client, run string) bool {
 					d.printStep(it)
 				}
 				if it.Status == aggregate.StatusSucceeded {
-					done++
+					done = append(done, it)
 				}
 			}
-			if done == d.f.orders {
-				return true
+			if len(done) == d.f.orders {
+				slices.SortFunc(done, func(a, b projection.Item) int {
+					return strings.Compare(a.Aggregate.AggregateID, b.Aggregate.AggregateID)
+				})
+				ids := make([]string, len(done))
+				for i, it := range done {
+					ids[i] = it.ID
+				}
+				return ids, nil
+			}
+		case ctx.Err() != nil:
+		default:
+			var ae *client.Error
+			if errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
+				return nil, fmt.Errorf("the API at %s refused to list the records (%d %s): %v; give a viewer token with --token or AMENDS_TOKEN",
+					d.api, ae.Status, http.StatusText(ae.Status), err)
+			}
+			if msg := err.Error(); msg != lastErr {
+				lastErr = msg
+				fmt.Fprintf(d.a.stderr, "amends demo: cannot list the records at %s (retrying): %v\n", d.api, err)
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return nil, nil
 		case <-tick.C:
 		}
 	}
 }
 
+// list reads every record of the example's mailer, page by page.
+func (d *demo) list(ctx context.Context, c *client.Client) ([]projection.Item, error) {
+	params := url.Values{"processor": {"Mailer"}}
+	if d.pageLimit > 0 {
+		params.Set("limit", strconv.Itoa(d.pageLimit))
+	}
+	var items []projection.Item
+	for {
+		page, err := c.List(ctx, "", params)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, page.Items...)
+		if page.Next == "" {
+			return items, nil
+		}
+		params.Set("cursor", page.Next)
+	}
+}
+
 func (d *demo) mine(it projection.Item, run string) bool {
-	return len(it.Aggregate.AggregateID) > len("demo-"+run) && it.Aggregate.AggregateID[:len("demo-"+run)] == "demo-"+run
+	return strings.HasPrefix(it.Aggregate.AggregateID, "demo-"+run+"-")
 }
 
 func (d *demo) printStep(it projection.Item) {
@@ -152,7 +213,7 @@ func (d *demo) printStep(it projection.Item) {
 		aggregate.StatusPrepared:  fmt.Sprintf("PREPARED   replay attempt %d", it.Retries),
 		aggregate.StatusSucceeded: fmt.Sprintf("SUCCEEDED  after %d scheduled replays", it.Retries),
 	}[it.Status]
-	fmt.Fprintf(d.a.stdout, "%s  %s  %s.%s  %s\n", now.Format("15:04:05.000"), it.Aggregate.AggregateID,
+	fmt.Fprintf(d.a.stdout, "%s  order %s  record %s  %s.%s  %s\n", now.Format("15:04:05.000"), it.Aggregate.AggregateID, it.ID,
 		it.Function.ProcessorName, it.Function.Name, step)
 }
 

@@ -52,6 +52,8 @@ type app struct {
 
 	// logger is built from --log-level before a subcommand runs.
 	logger *slog.Logger
+	// jsonLogs is set when logger writes JSON (--log-format json).
+	jsonLogs bool
 }
 
 // execute runs the command line args and returns the process exit code.
@@ -65,16 +67,24 @@ func execute(ctx context.Context, a *app, args []string) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(a.stderr, "amends: %v\n", err)
+	code := exitFailure
 	if ue := (usageError{}); errors.As(err, &ue) {
-		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
-		return exitUsage
+		code = exitUsage
 	}
-	return exitFailure
+	if a.jsonLogs {
+		// With --log-format json every line of stderr is a JSON object.
+		a.logger.Error("amends: "+err.Error(), "command", cmd.CommandPath(), "exit_code", code)
+		return code
+	}
+	fmt.Fprintf(a.stderr, "amends: %v\n", err)
+	if code == exitUsage {
+		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
 }
 
 func newRootCmd(a *app) *cobra.Command {
-	var logLevel string
+	var logLevel, logFormat string
 	root := &cobra.Command{
 		Use:   "amends",
 		Short: "An event-sourced failure-compensation engine on NATS JetStream",
@@ -103,13 +113,22 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageErrorf("--log-level %q: want debug, info, warn or error", logLevel)
 			}
-			a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			opts := &slog.HandlerOptions{Level: level}
+			switch logFormat {
+			case "text":
+				a.logger = slog.New(slog.NewTextHandler(a.stderr, opts))
+			case "json":
+				a.logger, a.jsonLogs = slog.New(slog.NewJSONHandler(a.stderr, opts)), true
+			default:
+				return usageErrorf("--log-format %q: want text or json", logFormat)
+			}
 			return nil
 		},
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line, for log shippers)")
 	annotateEnv(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
 	root.AddCommand(newServeCmd(a), newDemoCmd(a), newBenchCmd(a),

@@ -25,7 +25,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"six replicas", []string{"serve", "--nats-url", "nats://x", "--replicas", "6"}, nil, "--replicas must be between 1 and 5, got 6"},
 		{"replicas on embedded", []string{"serve", "--replicas", "3"}, nil, "--replicas 3 needs a NATS cluster"},
 		{"storage", []string{"serve", "--storage", "disk"}, nil, `--storage must be file or memory, got "disk"`},
-		{"max msg size", []string{"serve", "--max-msg-size", "10"}, nil, "--max-msg-size must be at least 1024 bytes, got 10"},
+		{"max msg size", []string{"serve", "--max-msg-size", "10"}, nil, "--max-msg-size must be between 1024 and 67108864 bytes (64 MiB is the largest max_payload of a NATS server), got 10"},
 		{"listen without port", []string{"serve", "--nats-listen", "localhost"}, nil, `--nats-listen "localhost": want host:port`},
 		{"listen port range", []string{"serve", "--nats-listen", "127.0.0.1:70000"}, nil, `--nats-listen "127.0.0.1:70000"`},
 		{"empty data dir", []string{"serve", "--data-dir", ""}, nil, "--data-dir must not be empty"},

@@ -20,7 +20,9 @@ then stops cleanly.
 
 By default it starts an embedded NATS server with JetStream, storing its
 data in --data-dir and listening for clients on --nats-listen; nothing else
-needs to be installed. With --nats-url it connects to an existing NATS
+needs to be installed. The embedded server has no authentication, so it
+listens on loopback only. It locks --data-dir (the file amends.lock holds
+the pid): a second serve on the same directory exits 1 naming that pid. With --nats-url it connects to an existing NATS
 server or cluster instead, authenticating with --nats-creds or --nats-nkey
 and verifying TLS with --nats-tls-ca, --nats-tls-cert and --nats-tls-key.
 
@@ -30,7 +32,14 @@ existing stream with other settings is reported, never changed. Then it
 runs the projection of the records (a KV bucket of views and an in-memory
 index), the retry scheduler (--scheduler; one active instance across
 servers, elected with a lease) and the HTTP API on --http: /api/v1 (see
-/api/v1/openapi.json), /metrics, /healthz and /readyz.
+/api/v1/openapi.json), /metrics, /healthz and /readyz. /readyz answers 503
+until NATS is connected, the index is loaded and JetStream acknowledges a
+write to the amends_health bucket (checked at most once a second).
+
+The API closes connections idle for 60s and gives each write 60s; it holds
+at most --http-max-connections connections, closing the longest-idle one
+for a new client. At start serve raises its open-file limit to the hard
+limit where allowed, and logs it.
 
 The API authenticates bearer tokens (--tokens-file, AMENDS_TOKENS) with the
 role viewer (read) or operator (commands). Without tokens it serves only on
@@ -68,6 +77,7 @@ type serveFlags struct {
 	maxMsgSize int32
 
 	http        string
+	maxConns    int
 	tokensFile  string
 	tokens      string
 	scheduler   bool
@@ -103,7 +113,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.SortFlags = false
 	fs.StringVar(&f.configFile, "config", "", "file of settings, one flag-name: value per line (see above)")
 	fs.StringVar(&f.dataDir, "data-dir", "./amends-data", "directory the embedded NATS server keeps its JetStream data in")
-	fs.StringVar(&f.listen, "nats-listen", "127.0.0.1:4222", "host:port the embedded NATS server accepts clients on; port 0 or -1 picks a free port, an empty host means all interfaces")
+	fs.StringVar(&f.listen, "nats-listen", "127.0.0.1:4222", "host:port on loopback the embedded NATS server accepts clients on (it has no authentication); port 0 or -1 picks a free port")
 	fs.BoolVar(&f.syncAlways, "sync-always", false, "make the embedded server fsync every write before acknowledging it (much slower; see Durability)")
 	fs.BoolVar(&f.natsDebug, "nats-debug", false, "log the embedded server's notices and debug lines, not only its warnings and errors")
 	fs.StringVar(&f.natsURL, "nats-url", "", "connect to this NATS server or cluster instead of starting the embedded one (comma-separated URLs)")
@@ -114,16 +124,17 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.StringVar(&f.tlsKey, "nats-tls-key", "", "PEM client key for --nats-url (with --nats-tls-cert)")
 	fs.StringVar(&f.storage, "storage", "file", "storage of the event store streams: file or memory (memory loses everything on restart)")
 	fs.IntVar(&f.replicas, "replicas", 1, "replicas of the event store streams, 1 to 5: 1 on one server, 3 in a cluster")
-	fs.Int32Var(&f.maxMsgSize, "max-msg-size", jsstore.DefaultMaxMsgSize, "largest stored command in bytes, at least 1024; the server's max_payload must allow it")
-	fs.StringVar(&f.http, "http", "127.0.0.1:8080", "host:port of the HTTP API, /metrics and health checks; beyond loopback it needs tokens")
+	fs.Int32Var(&f.maxMsgSize, "max-msg-size", jsstore.DefaultMaxMsgSize, "largest stored command in bytes, 1024 to 67108864 (64 MiB); the server's max_payload must allow it")
+	fs.StringVar(&f.http, "http", "127.0.0.1:8080", "host:port of the HTTP API, /metrics and health checks (port 0 picks a free one); beyond loopback it needs tokens")
+	fs.IntVar(&f.maxConns, "http-max-connections", 0, "most HTTP connections open at once (0: half the open-file limit, at most 4096); beyond it the longest-idle one is closed or new ones wait")
 	fs.StringVar(&f.tokensFile, "tokens-file", "", "file of API tokens, one name:role:secret per line (roles viewer, operator)")
 	fs.StringVar(&f.tokens, "tokens", "", "API tokens as name:role:secret,... (prefer AMENDS_TOKENS or --tokens-file: flags show in process lists)")
 	fs.BoolVar(&f.scheduler, "scheduler", true, "run the retry scheduler (one instance is active at a time across servers)")
-	fs.DurationVar(&f.period, "scheduler-period", scheduler.DefaultPeriod, "how often the active scheduler prepares due records")
-	fs.DurationVar(&f.delay, "scheduler-initial-delay", scheduler.DefaultInitialDelay, "wait before the first scheduler pass")
-	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "most records prepared per pass")
-	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL: the longest a dead scheduler blocks another from taking over")
+	fs.DurationVar(&f.period, "scheduler-period", scheduler.DefaultPeriod, "how often the active scheduler prepares due records, up to 24h")
+	fs.DurationVar(&f.delay, "scheduler-initial-delay", scheduler.DefaultInitialDelay, "wait before the first scheduler pass, 0 to 24h")
+	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "most records prepared per pass, 1 to 10000")
+	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once, 1 to 256")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
 	annotateEnv(fs)
 	return cmd
 }
@@ -135,9 +146,14 @@ var embeddedOnly = []string{"data-dir", "nats-listen", "sync-always", "nats-debu
 var clientOnly = []string{"nats-creds", "nats-nkey", "nats-tls-ca", "nats-tls-cert", "nats-tls-key"}
 
 // config validates the flags and returns the configuration of run. Every
-// error is a usage error naming the flag.
+// flag is checked before anything starts, whether it came from the command
+// line, its AMENDS_ variable or --config; every error is a usage error
+// naming the flag and its rule.
 func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
-	cfg := serveConfig{replicas: f.replicas, maxMsgSize: f.maxMsgSize, http: f.http}
+	cfg := serveConfig{replicas: f.replicas, maxMsgSize: f.maxMsgSize, http: f.http, httpMaxConns: f.maxConns}
+	if err := checkRange("http-max-connections", f.maxConns, 0, maxHTTPConnections, " (0: automatic)"); err != nil {
+		return cfg, err
+	}
 	if err := f.controlPlane(&cfg); err != nil {
 		return cfg, err
 	}
@@ -151,15 +167,19 @@ func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 	}
 	// The store checks these again; checking here makes a bad value a usage
 	// error before anything starts.
-	if f.replicas < 1 || f.replicas > 5 {
-		return cfg, usageErrorf("--replicas must be between 1 and 5, got %d", f.replicas)
+	if err := checkRange("replicas", f.replicas, 1, 5, ""); err != nil {
+		return cfg, err
 	}
-	if f.maxMsgSize < 1024 {
-		return cfg, usageErrorf("--max-msg-size must be at least 1024 bytes, got %d", f.maxMsgSize)
+	if err := checkRange("max-msg-size", f.maxMsgSize, minMaxMsgSize, maxMaxMsgSize,
+		" bytes (64 MiB is the largest max_payload of a NATS server)"); err != nil {
+		return cfg, err
 	}
 
 	changed := cmd.Flags().Changed
 	if f.natsURL != "" {
+		if err := natsconn.CheckURLs(f.natsURL); err != nil {
+			return cfg, usageErrorf("--nats-url: %v", err)
+		}
 		for _, name := range embeddedOnly {
 			if changed(name) {
 				return cfg, usageErrorf("--%s configures the embedded server, which --nats-url replaces: drop one of them", name)
@@ -205,6 +225,8 @@ func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 const natsDefaultMaxPayload = 1 << 20
 
 // parseListen parses --nats-listen; port 0 and -1 both pick a free port.
+// The embedded server has no authentication, so it listens only on
+// loopback.
 func parseListen(s string) (host string, port int, err error) {
 	bad := func() (string, int, error) {
 		return "", 0, usageErrorf("--nats-listen %q: want host:port with a port from 1 to 65535, such as 127.0.0.1:4222, or port 0 or -1 for a free one", s)
@@ -217,11 +239,17 @@ func parseListen(s string) (host string, port int, err error) {
 	if err != nil || port < -1 || port > 65535 {
 		return bad()
 	}
+	if !isLoopback(host) {
+		what := "is not a loopback address"
+		if host == "" {
+			what = "listens on every interface"
+		}
+		return "", 0, usageErrorf("--nats-listen %s %s, and the embedded NATS server has no authentication: anyone who could reach it could read and change the event store. "+
+			"Bind it to loopback (--nats-listen %s; reach it from elsewhere through an SSH tunnel), or run a NATS server with authentication and point --nats-url at it",
+			s, what, loopbackHint(s))
+	}
 	if port == 0 {
 		port = natsconn.RandomPort
-	}
-	if host == "" {
-		host = "0.0.0.0"
 	}
 	return host, port, nil
 }
@@ -240,6 +268,9 @@ type serveConfig struct {
 	// http is the API's address; tokens authenticate it.
 	http   string
 	tokens []server.Token
+	// httpMaxConns caps the API's connections; 0 means from the open-file
+	// limit (see fileLimits).
+	httpMaxConns int
 	// scheduler configures the scheduler; nil disables it.
 	scheduler *schedulerConfig
 
@@ -248,7 +279,8 @@ type serveConfig struct {
 	ready func(serveInfo)
 	// extra, when set, adds components that run beside the control plane
 	// (amends demo's example service).
-	extra func(ctx context.Context, js jetstream.JetStream, httpURL string) ([]component, error)
+	// info is what serve will pass to ready.
+	extra func(ctx context.Context, js jetstream.JetStream, info serveInfo) ([]component, error)
 }
 
 type schedulerConfig struct {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -46,6 +45,11 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if err != nil {
 		return nil, "", err
 	}
+	health, err := openHealth(ctx, js, cfg.storage, cfg.replicas)
+	if err != nil {
+		return nil, "", err
+	}
+	probe := newWriteProbe(health, time.Now)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.Records(index), metrics.Projector(proj))
@@ -53,6 +57,10 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 
 	if sc := cfg.scheduler; sc != nil {
 		leases, err := scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
+		if errors.Is(err, scheduler.ErrIncompatibleBucket) {
+			return nil, "", fmt.Errorf("--lease-ttl %s (or --replicas %d): %w; every serve shares the lease bucket, so use the settings it was created with, or delete it (nats kv del %s) while no serve runs",
+				show(sc.leaseTTL), cfg.replicas, err, scheduler.DefaultLeaseBucket)
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
@@ -60,7 +68,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 			scheduler.WithPeriod(sc.period), scheduler.WithInitialDelay(sc.delay), scheduler.WithBatch(sc.batch),
 			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler")))
 		if err != nil {
-			return nil, "", usageErrorf("scheduler: %v", err)
+			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
 		reg.MustRegister(metrics.Scheduler(sched, index))
 		components = append(components, component{"scheduler", sched.Run})
@@ -69,17 +77,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	api := server.New(server.Config{
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg,
 		Logger: logger.With("component", "http"),
-		Ready: func() error {
-			if !nc.IsConnected() {
-				return fmt.Errorf("not connected to NATS (%s)", nc.Status())
-			}
-			select {
-			case <-index.Ready():
-				return nil
-			default:
-				return errors.New("the index is still loading the views")
-			}
-		},
+		Ready:  readiness(natsConnected(nc), indexLoaded(index), probe.check),
 	})
 	l, err := net.Listen("tcp", cfg.http)
 	if err != nil {
@@ -89,21 +87,10 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if len(cfg.tokens) == 0 {
 		logger.Warn("the HTTP API has no tokens: anyone on this machine can read and steer records", "http", url)
 	}
-	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(l, api.Handler(), cfg.httpMaxConns, httpWriteTimeout, logger.With("component", "http"))
 	components = append(components, component{"http", func(ctx context.Context) error {
-		errc := make(chan error, 1)
-		go func() { errc <- hs.Serve(l) }()
-		logger.Info("HTTP API serving", "url", url, "tokens", len(cfg.tokens))
-		select {
-		case err := <-errc:
-			return err
-		case <-ctx.Done():
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
-		err := hs.Shutdown(sctx) // drains in-flight requests
-		<-errc
-		return err
+		logger.Info("HTTP API serving", "url", url, "tokens", len(cfg.tokens), "max_connections", cfg.httpMaxConns)
+		return hs.run(ctx)
 	}})
 	return components, url, nil
 }

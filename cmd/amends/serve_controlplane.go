@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"time"
+
 	"github.com/amends-dev/amends/server"
 )
 
@@ -20,22 +23,31 @@ func (f *serveFlags) controlPlane(cfg *serveConfig) error {
 		}
 		cfg.tokens = append(cfg.tokens, tokens...)
 	}
+	if _, _, err := parseHostPort("http", f.http, "127.0.0.1:8080"); err != nil {
+		return err
+	}
 	if err := server.CheckBind(f.http, cfg.tokens); err != nil {
-		return usageErrorf("--http: %v", err)
+		if errors.Is(err, server.ErrInsecureBind) {
+			return usageErrorf("--http %s is not a loopback address and no tokens are configured: anyone who could reach it could read and steer records. "+
+				"Configure tokens (--tokens-file or AMENDS_TOKENS) or bind to loopback (--http %s)", f.http, loopbackHint(f.http))
+		}
+		return usageErrorf("--http %s: %v", f.http, err)
 	}
-	if !f.scheduler {
-		return nil
+	// The scheduler's flags are checked even when it is off, so that a
+	// mistake shows before it is turned on.
+	for _, err := range []error{
+		checkRange("scheduler-period", f.period, time.Millisecond, maxSchedulerDuration, ""),
+		checkRange("scheduler-initial-delay", f.delay, 0, maxSchedulerDuration, ""),
+		checkRange("scheduler-batch", f.batch, 1, maxSchedulerBatch, ""),
+		checkRange("scheduler-concurrency", f.concurrency, 1, maxSchedulerConcurrency, ""),
+		checkRange("lease-ttl", f.leaseTTL, minLeaseTTL, maxSchedulerDuration, ""),
+	} {
+		if err != nil {
+			return err
+		}
 	}
-	switch {
-	case f.period <= 0:
-		return usageErrorf("--scheduler-period must be positive, got %s", f.period)
-	case f.delay < 0:
-		return usageErrorf("--scheduler-initial-delay must not be negative, got %s", f.delay)
-	case f.batch < 1:
-		return usageErrorf("--scheduler-batch must be at least 1, got %d", f.batch)
-	case f.concurrency < 1:
-		return usageErrorf("--scheduler-concurrency must be at least 1, got %d", f.concurrency)
+	if f.scheduler {
+		cfg.scheduler = &schedulerConfig{period: f.period, delay: f.delay, batch: f.batch, workers: f.concurrency, leaseTTL: f.leaseTTL}
 	}
-	cfg.scheduler = &schedulerConfig{period: f.period, delay: f.delay, batch: f.batch, workers: f.concurrency, leaseTTL: f.leaseTTL}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"time"
 
@@ -15,6 +14,8 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natsconn"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/scheduler"
 )
 
 const (
@@ -31,11 +32,18 @@ const (
 // returns an error if starting fails or a component fails; settings that
 // natsconn rejects are usage errors.
 func run(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
+	lim := raiseFileLimit()
+	conns, err := httpConnCap(cfg.httpMaxConns, lim)
+	if err != nil {
+		return err
+	}
+	cfg.httpMaxConns = conns
+	logFileLimits(logger, lim, conns)
 	conn, err := openNATS(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	err = serve(ctx, cfg, conn, logger)
+	err = plainError(serve(ctx, cfg, conn, logger))
 	conn.close(logger)
 	if err != nil && ctx.Err() != nil {
 		// Stopped by a signal before it was up: a clean stop, not a failure.
@@ -68,8 +76,12 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	err = store.Provision(pctx, aggregate.Context)
 	cancel()
 	if err != nil {
+		hint := provisionHint(err)
+		if errors.Is(err, jsstore.ErrIncompatibleStream) {
+			hint = " (--storage, --replicas and --max-msg-size must match the existing stream)"
+		}
 		return fmt.Errorf("provision the event store stream %s (storage %s, replicas %d) on NATS at %s%s: %w",
-			stream, strings.ToLower(cfg.storage.String()), cfg.replicas, conn.url, provisionHint(err), err)
+			stream, strings.ToLower(cfg.storage.String()), cfg.replicas, conn.url, hint, err)
 	}
 	logger.Info("event store ready", "nats_url", conn.url, "stream", stream, "storage", strings.ToLower(cfg.storage.String()), "replicas", cfg.replicas)
 
@@ -77,15 +89,16 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	if err != nil {
 		return err
 	}
+	info := serveInfo{NATSURL: conn.url, Stream: stream, HTTPURL: httpURL}
 	if cfg.extra != nil {
-		more, err := cfg.extra(ctx, js, httpURL)
+		more, err := cfg.extra(ctx, js, info)
 		if err != nil {
 			return err
 		}
 		components = append(components, more...)
 	}
 	if cfg.ready != nil {
-		cfg.ready(serveInfo{NATSURL: conn.url, Stream: stream, HTTPURL: httpURL})
+		cfg.ready(info)
 	}
 	logger.Info("amends serving; stop with SIGINT or SIGTERM")
 	err = runComponents(ctx, logger, components...)
@@ -125,10 +138,6 @@ func openNATS(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*natsC
 	}
 
 	ecfg := *cfg.embedded
-	if !isLoopback(ecfg.Host) {
-		logger.Warn("the embedded NATS server has no authentication: anyone who can reach it can read and change the event store",
-			"listen_host", ecfg.Host)
-	}
 	ecfg.Logger = logger.With("component", "nats-server")
 	e, err := natsconn.StartEmbedded(ctx, ecfg)
 	if err != nil {
@@ -143,20 +152,13 @@ func openNATS(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*natsC
 	return &natsConn{nc: nc, url: e.ClientURL(), embedded: e}, nil
 }
 
-// isLoopback reports whether host only accepts connections from this
-// machine.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // settingError makes an error of a bad natsconn setting a usage error.
 func settingError(err error) error {
 	if errors.Is(err, natsconn.ErrInvalidConfig) {
 		return usageError{err}
+	}
+	if errors.Is(err, natsconn.ErrDataDirLocked) {
+		return fmt.Errorf("--data-dir: %w", err)
 	}
 	return err
 }
@@ -173,3 +175,38 @@ func (c *natsConn) close(logger *slog.Logger) {
 		logger.Info("embedded NATS server stopped")
 	}
 }
+
+// sentinels are the package-prefixed texts of errors serve may return at
+// the end of a message; plainError drops them, since the rest of the
+// message already says what is wrong.
+var sentinels = []error{
+	jsstore.ErrInvalidOption, jsstore.ErrIncompatibleStream, jsstore.ErrCorrupt,
+	scheduler.ErrInvalidOption, scheduler.ErrIncompatibleBucket,
+	projection.ErrInvalidOption, projection.ErrIncompatibleBucket, projection.ErrCorruptView,
+}
+
+// plainError returns err with the text of any sentinel it wraps removed
+// from its message; errors.Is and errors.As still see through it.
+func plainError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			msg = strings.ReplaceAll(msg, ": "+s.Error(), "")
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &plainErr{msg: msg, err: err}
+}
+
+type plainErr struct {
+	msg string
+	err error
+}
+
+func (e *plainErr) Error() string { return e.msg }
+func (e *plainErr) Unwrap() error { return e.err }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,7 +77,10 @@ func Connect(cfg ClientConfig) (*nats.Conn, error) {
 
 func clientOptions(cfg ClientConfig) ([]nats.Option, error) {
 	if strings.TrimSpace(cfg.URL) == "" {
-		return nil, fmt.Errorf("NATS URL is empty: give one or more comma-separated server URLs such as nats://host:4222: %w", ErrInvalidConfig)
+		return nil, invalidConfig("NATS URL is empty: give one or more comma-separated server URLs such as nats://host:4222")
+	}
+	if err := CheckURLs(cfg.URL); err != nil {
+		return nil, err
 	}
 	name := cfg.Name
 	if name == "" {
@@ -113,8 +117,8 @@ func clientOptions(cfg ClientConfig) ([]nats.Option, error) {
 	}
 
 	if cfg.CredsFile != "" && cfg.NKeySeedFile != "" {
-		return nil, fmt.Errorf("both a credentials file (%s) and an NKey seed file (%s) are set: a credentials file carries its own seed, set only one: %w",
-			cfg.CredsFile, cfg.NKeySeedFile, ErrInvalidConfig)
+		return nil, invalidConfig("both a credentials file (%s) and an NKey seed file (%s) are set: a credentials file carries its own seed, set only one",
+			cfg.CredsFile, cfg.NKeySeedFile)
 	}
 	if cfg.CredsFile != "" {
 		if err := checkFile("credentials file", cfg.CredsFile); err != nil {
@@ -128,7 +132,7 @@ func clientOptions(cfg ClientConfig) ([]nats.Option, error) {
 		}
 		opt, err := nats.NkeyOptionFromSeed(cfg.NKeySeedFile)
 		if err != nil {
-			return nil, fmt.Errorf("NKey seed file %s: %w: it must hold a user seed (SU...): %w", cfg.NKeySeedFile, err, ErrInvalidConfig)
+			return nil, invalidConfig("NKey seed file %s: %w: it must hold a user seed (SU...)", cfg.NKeySeedFile, err)
 		}
 		opts = append(opts, opt)
 	}
@@ -149,12 +153,12 @@ func tlsOptions(cfg ClientConfig) ([]nats.Option, error) {
 		}
 		opt := nats.RootCAs(cfg.TLSCAFile)
 		if err := opt(&nats.Options{}); err != nil {
-			return nil, fmt.Errorf("TLS CA file %s: %w: it must hold PEM certificates: %w", cfg.TLSCAFile, err, ErrInvalidConfig)
+			return nil, invalidConfig("TLS CA file %s: %w: it must hold PEM certificates", cfg.TLSCAFile, err)
 		}
 		opts = append(opts, opt)
 	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
-		return nil, fmt.Errorf("TLS client certificate %q and key %q: set both or neither: %w", cfg.TLSCertFile, cfg.TLSKeyFile, ErrInvalidConfig)
+		return nil, invalidConfig("TLS client certificate %q and key %q: set both or neither", cfg.TLSCertFile, cfg.TLSKeyFile)
 	}
 	if cfg.TLSCertFile != "" {
 		if err := checkFile("TLS client certificate file", cfg.TLSCertFile); err != nil {
@@ -165,8 +169,8 @@ func tlsOptions(cfg ClientConfig) ([]nats.Option, error) {
 		}
 		opt := nats.ClientCert(cfg.TLSCertFile, cfg.TLSKeyFile)
 		if err := opt(&nats.Options{}); err != nil {
-			return nil, fmt.Errorf("TLS client certificate %s with key %s: %w: they must be a matching PEM certificate and key: %w",
-				cfg.TLSCertFile, cfg.TLSKeyFile, err, ErrInvalidConfig)
+			return nil, invalidConfig("TLS client certificate %s with key %s: %w: they must be a matching PEM certificate and key",
+				cfg.TLSCertFile, cfg.TLSKeyFile, err)
 		}
 		opts = append(opts, opt)
 	}
@@ -177,11 +181,11 @@ func tlsOptions(cfg ClientConfig) ([]nats.Option, error) {
 func checkFile(setting, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w: check the path and that this process may read it: %w", setting, path, pathErr(err), ErrInvalidConfig)
+		return invalidConfig("%s %s: %w: check the path and that this process may read it", setting, path, pathErr(err))
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return fmt.Errorf("%s %s: is a directory, not a file: %w", setting, path, ErrInvalidConfig)
+		return invalidConfig("%s %s: is a directory, not a file", setting, path)
 	}
 	return nil
 }
@@ -202,4 +206,39 @@ func redactURLs(urls string) string {
 		parts[i] = p
 	}
 	return strings.Join(parts, ",")
+}
+
+// natsSchemes are the URL schemes nats.go dials.
+var natsSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}
+
+// CheckURLs checks each comma-separated server URL as nats.go reads it (a
+// bare host:port means nats://): a nats, tls, ws or wss scheme, a host and
+// a port from 1 to 65535 if one is given. The error matches
+// ErrInvalidConfig and names the bad URL with its password masked. Connect
+// runs it too; call it to check a setting before anything starts.
+func CheckURLs(urls string) error {
+	for i, raw := range strings.Split(urls, ",") {
+		raw = strings.TrimSpace(raw)
+		full := raw
+		if !strings.Contains(full, "://") {
+			full = "nats://" + full
+		}
+		u, err := url.Parse(full)
+		if err != nil {
+			return invalidConfig("NATS URL %d of %q is not a URL: give server URLs such as nats://host:4222", i+1, redactURLs(urls))
+		}
+		shown := redactURLs(raw)
+		switch {
+		case !natsSchemes[u.Scheme]:
+			return invalidConfig("NATS URL %s has the scheme %q: use nats, tls, ws or wss", shown, u.Scheme)
+		case u.Hostname() == "":
+			return invalidConfig("NATS URL %s has no host: give server URLs such as nats://host:4222", shown)
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return invalidConfig("NATS URL %s has the port %s: use 1 to 65535", shown, p)
+			}
+		}
+	}
+	return nil
 }

@@ -50,6 +50,11 @@ func TestConnectInvalidConfig(t *testing.T) {
 		want string
 	}{
 		{"no URL", natsconn.ClientConfig{URL: " "}, "NATS URL is empty"},
+		{"port out of range", natsconn.ClientConfig{URL: "nats://127.0.0.1:99999"}, "NATS URL nats://127.0.0.1:99999 has the port 99999: use 1 to 65535"},
+		{"second URL bad", natsconn.ClientConfig{URL: "nats://a:4222, http://b:4222"}, `NATS URL http://b:4222 has the scheme "http": use nats, tls, ws or wss`},
+		{"no host", natsconn.ClientConfig{URL: "nats://:4222"}, "NATS URL nats://:4222 has no host"},
+		{"not a URL", natsconn.ClientConfig{URL: "nats://u:s3cret@a:4222,nats://%zz"}, `NATS URL 2 of "nats://u:xxxxx@a:4222,nats://%zz" is not a URL`},
+		{"password masked", natsconn.ClientConfig{URL: "nats://u:s3cret@a:0"}, "NATS URL nats://u:xxxxx@a:0 has the port 0"},
 		{"creds and nkey", natsconn.ClientConfig{URL: url, CredsFile: garbage, NKeySeedFile: garbage}, "set only one"},
 		{"creds is a directory", natsconn.ClientConfig{URL: url, CredsFile: dir}, "credentials file " + dir + ": is a directory"},
 		{"missing nkey", natsconn.ClientConfig{URL: url, NKeySeedFile: filepath.Join(dir, "x.nk")}, "NKey seed file " + filepath.Join(dir, "x.nk") + ": no such file"},
@@ -65,6 +70,8 @@ func TestConnectInvalidConfig(t *testing.T) {
 			_, err := natsconn.Connect(tc.cfg)
 			require.ErrorIs(t, err, natsconn.ErrInvalidConfig)
 			assert.ErrorContains(t, err, tc.want)
+			assert.NotContains(t, err.Error(), "natsconn", "the sentinel's package-prefixed text must not reach users")
+			assert.NotContains(t, err.Error(), "s3cret", "never the password")
 		})
 	}
 }

@@ -10,6 +10,8 @@
 // the same process connect over TCP loopback (Embedded.Connect) rather than
 // through an in-process pipe, which serialises concurrent callers. The
 // server logs through log/slog; by default only its warnings and errors.
+// It holds an exclusive lock on its data directory (LockFileName, holding
+// the pid) while it runs, so two servers never share one JetStream store.
 //
 // # Durability
 //

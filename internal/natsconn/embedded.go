@@ -66,12 +66,19 @@ type Embedded struct {
 	srv       *server.Server
 	clientURL string
 	dataDir   string
+	lock      *dirLock
 	once      sync.Once
 }
 
 // StartEmbedded starts a nats-server with JetStream as cfg describes and
 // returns once it accepts client connections. ctx bounds only the start:
 // the server runs until Shutdown, which the caller must call.
+//
+// While it runs, the Embedded holds an exclusive lock on the data directory
+// (the file LockFileName in it, holding the pid): a second StartEmbedded on
+// the same directory, in this process or another, returns an error matching
+// ErrDataDirLocked that names the directory and the holder's pid. Shutdown
+// releases the lock; the kernel releases it when the process ends.
 //
 // It returns an error wrapping ErrInvalidConfig for a setting it cannot use
 // (an empty DataDir, a port out of range), and an error quoting the
@@ -84,14 +91,19 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(opts.StoreDir, 0o750); err != nil {
-		return nil, fmt.Errorf("data directory %s: %w: choose a directory this process can create and write: %w",
-			opts.StoreDir, pathErr(err), ErrInvalidConfig)
+		return nil, invalidConfig("data directory %s: %w: choose a directory this process can create and write",
+			opts.StoreDir, pathErr(err))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start embedded NATS server: %w", err)
 	}
+	lock, err := lockDataDir(opts.StoreDir)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
+		lock.unlock()
 		return nil, fmt.Errorf("start embedded NATS server: %w", err)
 	}
 	logger := newSlogLogger(cfg.Logger, cfg.Debug)
@@ -101,6 +113,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	fail := func(reason string) (*Embedded, error) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
+		lock.unlock()
 		return nil, fmt.Errorf("start embedded NATS server on %s with data in %s: %s", listen, opts.StoreDir, reason)
 	}
 	// Start synchronously: it binds the listener and enables JetStream
@@ -118,16 +131,16 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		}
 		return fail("not ready for connections in time")
 	}
-	return &Embedded{srv: srv, clientURL: clientURL(opts.Host, srv.Addr()), dataDir: opts.StoreDir}, nil
+	return &Embedded{srv: srv, clientURL: clientURL(opts.Host, srv.Addr()), dataDir: opts.StoreDir, lock: lock}, nil
 }
 
 func serverOptions(cfg EmbeddedConfig) (*server.Options, error) {
 	if cfg.DataDir == "" {
-		return nil, fmt.Errorf("data directory is empty: set the directory JetStream stores its data in: %w", ErrInvalidConfig)
+		return nil, invalidConfig("data directory is empty: set the directory JetStream stores its data in")
 	}
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
-		return nil, fmt.Errorf("data directory %s: %w: %w", cfg.DataDir, err, ErrInvalidConfig)
+		return nil, invalidConfig("data directory %s: %w", cfg.DataDir, err)
 	}
 	host := cfg.Host
 	if host == "" {
@@ -138,10 +151,10 @@ func serverOptions(cfg EmbeddedConfig) (*server.Options, error) {
 	case port == 0:
 		port = DefaultPort
 	case port < RandomPort || port > 65535:
-		return nil, fmt.Errorf("port %d is out of range: use 1-65535, or %d for a free port: %w", port, RandomPort, ErrInvalidConfig)
+		return nil, invalidConfig("port %d is out of range: use 1-65535, or %d for a free port", port, RandomPort)
 	}
 	if cfg.MaxPayload < 0 {
-		return nil, fmt.Errorf("max payload %d is negative: use 0 for the default of 1 MiB or a size in bytes: %w", cfg.MaxPayload, ErrInvalidConfig)
+		return nil, invalidConfig("max payload %d is negative: use 0 for the default of 1 MiB or a size in bytes", cfg.MaxPayload)
 	}
 	name := cfg.ServerName
 	if name == "" {
@@ -216,11 +229,13 @@ func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
 }
 
 // Shutdown stops the server, closing its client connections, and returns
-// once it has stopped and flushed its store. It is idempotent; concurrent
-// callers all return after the server has stopped.
+// once it has stopped and flushed its store, then releases the lock of the
+// data directory. It is idempotent; concurrent callers all return after the
+// server has stopped.
 func (e *Embedded) Shutdown() {
 	e.once.Do(func() {
 		e.srv.Shutdown()
 		e.srv.WaitForShutdown()
+		e.lock.unlock()
 	})
 }

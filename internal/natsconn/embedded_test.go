@@ -3,6 +3,8 @@ package natsconn_test
 import (
 	"context"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,6 +110,7 @@ func TestStartEmbeddedInvalidConfig(t *testing.T) {
 			_, err := natsconn.StartEmbedded(t.Context(), tc.cfg)
 			require.ErrorIs(t, err, natsconn.ErrInvalidConfig)
 			assert.ErrorContains(t, err, tc.want)
+			assert.NotContains(t, err.Error(), "natsconn", "the sentinel's package-prefixed text must not reach users")
 		})
 	}
 }
@@ -141,4 +144,29 @@ func TestStartEmbeddedLogsQuietlyByDefault(t *testing.T) {
 	assert.NotContains(t, quiet.String(), "Starting nats-server", "notices must be dropped by default")
 	assert.Contains(t, debug.String(), "Starting nats-server", "Debug must log notices")
 	assert.Contains(t, debug.String(), "level=INFO")
+}
+
+func TestStartEmbeddedLocksTheDataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	first, err := natsconn.StartEmbedded(t.Context(), natsconn.EmbeddedConfig{DataDir: dir, Port: natsconn.RandomPort})
+	require.NoError(t, err)
+	t.Cleanup(first.Shutdown)
+	pid := strconv.Itoa(os.Getpid())
+	b, err := os.ReadFile(filepath.Join(dir, natsconn.LockFileName))
+	require.NoError(t, err)
+	assert.Equal(t, pid+"\n", string(b), "the lock file holds the pid of its holder")
+
+	_, err = natsconn.StartEmbedded(t.Context(), natsconn.EmbeddedConfig{DataDir: dir, Port: natsconn.RandomPort})
+	require.ErrorIs(t, err, natsconn.ErrDataDirLocked, "a second server on one data directory must not start")
+	assert.NotErrorIs(t, err, natsconn.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "data directory "+dir+" is in use by process "+pid+" (this one)")
+	assert.Contains(t, err.Error(), "stop that process or choose another data directory")
+	assert.NotContains(t, err.Error(), "natsconn")
+	assert.True(t, first.Server().Running(), "the refused start must leave the first server running")
+
+	first.Shutdown()
+	second := startEmbedded(t, natsconn.EmbeddedConfig{DataDir: dir})
+	_, js := connectJS(t, second)
+	_, err = js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "T", Subjects: []string{"t"}})
+	require.NoError(t, err, "after Shutdown the directory is free again")
 }
