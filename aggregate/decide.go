@@ -22,8 +22,17 @@ func Decide(s State, c Command, now time.Time) ([]Event, error) {
 // Decide returns the events command c produces on state s at time now, or
 // the *Error that rejects it. It never changes s; apply the events with
 // Evolve. The guards, in order, and their messages are Wow's (see the
-// package documentation for what amends adds).
+// package documentation for what amends adds). A refusal on an existing
+// record carries that state: see (*Error).Details.
 func (d Decider) Decide(s State, c Command, now time.Time) ([]Event, error) {
+	events, err := d.decide(s, c, now)
+	if err != nil {
+		return nil, d.withDecision(err, s, now)
+	}
+	return events, nil
+}
+
+func (d Decider) decide(s State, c Command, now time.Time) ([]Event, error) {
 	if create, ok := c.(CreateExecutionFailed); ok {
 		return d.create(s, create)
 	}

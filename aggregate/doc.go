@@ -28,7 +28,10 @@
 // Decide's errors are *Error values. Each matches one sentinel with
 // errors.Is (ErrIllegalState, ErrIllegalArgument, ErrArithmetic,
 // ErrNotFound, ErrAlreadyRecorded, ErrStaleAttempt) and its Error() is the
-// reference message, e.g. "ExecutionFailed can not retry.".
+// reference message, e.g. "ExecutionFailed can not retry.". A refusal on
+// an existing record also says why: Details gives the status, retries and
+// limit, timeoutAt, recoverability and the replay commands that Decide
+// accepts instead (found by asking Decide, not by a copy of its guards).
 //
 // # Service
 //

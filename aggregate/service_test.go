@@ -267,3 +267,43 @@ func TestServicesSeeEachOthersChanges(t *testing.T) {
 	assert.Equal(t, res.State, got)
 	assert.Equal(t, uint64(4), version)
 }
+
+// A refusal by the Service says why: the state it decided on, at the
+// clock's time, and which replay command is accepted instead.
+func TestServiceRefusalsCarryTheirState(t *testing.T) {
+	store := newJSStore(t)
+	clock := newClock(t0)
+	svc := NewService(store, WithClock(clock))
+	limited := create
+	limited.RetrySpec = &RetrySpec{MaxRetries: 1, MinBackoff: 1, ExecutionTimeout: 1}
+	_, err := svc.Execute(t.Context(), "r", limited, Meta{})
+	require.NoError(t, err)
+	clock.SetMillis(t0 + 1000)
+	_, err = svc.Execute(t.Context(), "r", PrepareCompensation{}, Meta{})
+	require.NoError(t, err)
+	_, err = svc.Execute(t.Context(), "r", ApplyExecutionFailed{Error: boom, ExecuteAt: t0 + 1500}, Meta{})
+	require.NoError(t, err)
+
+	_, err = svc.Execute(t.Context(), "r", PrepareCompensation{}, Meta{})
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.EqualError(t, err, "ExecutionFailed can not retry.")
+	assert.Equal(t, map[string]any{
+		"status": "FAILED", "retries": int32(1), "maxRetries": int32(1),
+		"timeoutAt": t0 + 2000, "nextRetryAt": t0 + 3000, "recoverable": "UNKNOWN",
+		"accepted": []string{NameForcePrepareCompensation},
+	}, e.Details(), "an exhausted record: force prepare is what is accepted")
+
+	_, err = svc.Execute(t.Context(), "r", ForcePrepareCompensation{}, Meta{Reason: "fixed"})
+	require.NoError(t, err)
+	_, err = svc.Execute(t.Context(), "r", ApplyExecutionSuccess{ExecuteAt: t0 + 1600}, Meta{})
+	require.NoError(t, err)
+	_, err = svc.Execute(t.Context(), "r", ForcePrepareCompensation{}, Meta{})
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "SUCCEEDED", e.Details()["status"])
+	assert.Equal(t, []string{}, e.Details()["accepted"], "nothing replays a SUCCEEDED record")
+
+	_, err = svc.Execute(t.Context(), "missing", PrepareCompensation{}, Meta{})
+	require.ErrorAs(t, err, &e)
+	assert.Nil(t, e.Details(), "a missing record has no state")
+}
