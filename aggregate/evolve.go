@@ -9,13 +9,13 @@ func Evolve(s State, e Event) State {
 	switch e := e.(type) {
 	case ExecutionFailedCreated:
 		s.EventID, s.Function, s.Error, s.ExecuteAt = e.EventID, e.Function, e.Error, e.ExecuteAt
-		s.RetryState, s.RetrySpec, s.Recoverable = e.RetryState, e.RetrySpec, e.Recoverable
+		s.RetryState, s.RetrySpec, s.Recoverable = e.RetryState, e.RetrySpec, orUnknown(e.Recoverable)
 		s.Status = StatusFailed
 	case CompensationPrepared:
 		s.RetryState = e.RetryState
 		s.Status = StatusPrepared
 	case ExecutionFailedApplied:
-		s.ExecuteAt, s.Error, s.Recoverable = e.ExecuteAt, e.Error, e.Recoverable
+		s.ExecuteAt, s.Error, s.Recoverable = e.ExecuteAt, e.Error, orUnknown(e.Recoverable)
 		s.Status = StatusFailed
 	case ExecutionSuccessApplied:
 		s.ExecuteAt = e.ExecuteAt
@@ -25,7 +25,7 @@ func Evolve(s State, e Event) State {
 	case FunctionChanged:
 		s.Function = FunctionInfo{FunctionKind: e.FunctionKind, ContextName: e.ContextName, ProcessorName: e.ProcessorName, Name: e.Name}
 	case RecoverableMarked:
-		s.Recoverable = e.Recoverable
+		s.Recoverable = orUnknown(e.Recoverable)
 	}
 	return s
 }

@@ -165,7 +165,6 @@ func CarriedState(st eventstore.Stream) (State, bool) {
 // shape, and without a MarshalJSON method, which encoding/json would make
 // it scan twice.
 func (s snapshot) encode() ([]byte, error) {
-	type plainState State
 	return json.Marshal(struct {
 		State      plainState `json:"state"`
 		CommandIDs []string   `json:"commandIds,omitempty"`

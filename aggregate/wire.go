@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-
 	"fmt"
-	jsonv2 "github.com/go-json-experiment/json"
 	"slices"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The JSON shapes are Wow's: camelCase fields, enums by name (read
@@ -23,6 +24,65 @@ func (s State) MarshalJSON() ([]byte, error) {
 		IsBelowRetryThreshold bool `json:"isBelowRetryThreshold"`
 		IsRetryable           bool `json:"isRetryable"`
 	}{plain(s), s.IsBelowRetryThreshold(), s.IsRetryable()})
+}
+
+// plainState is State without its JSON methods.
+type plainState State
+
+// stateWire is how a state is read: recoverable apart, so that a record
+// whose document lacks it reads as UNKNOWN.
+type stateWire struct {
+	plainState
+	Recoverable *string `json:"recoverable"`
+}
+
+func (w *stateWire) state() (State, error) {
+	s := State(w.plainState)
+	switch {
+	case w.Recoverable != nil && *w.Recoverable != "":
+		r, err := ParseRecoverability(*w.Recoverable)
+		if err != nil {
+			return State{}, err
+		}
+		s.Recoverable = r
+	case s.Exists():
+		// Wow's state starts UNKNOWN; snapshots and streams written before
+		// Wow had the field lack it.
+		s.Recoverable = RecoverabilityUnknown
+	}
+	return s, nil
+}
+
+// UnmarshalJSON reads a state in Wow's shape (the derived fields are
+// ignored). A record (status set) whose recoverable is absent, null or ""
+// reads as UNKNOWN, the value Wow's state starts with; an unknown value is
+// an ErrIllegalArgument naming the field.
+func (s *State) UnmarshalJSON(b []byte) error {
+	var w stateWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	st, err := w.state()
+	if err != nil {
+		return err
+	}
+	*s = st
+	return nil
+}
+
+// UnmarshalJSONFrom is UnmarshalJSON for json/v2, which the Service and
+// the event store decode with.
+func (s *State) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	var w stateWire
+	if err := jsonv2.UnmarshalDecode(dec, &w); err != nil {
+		return err
+	}
+	st, err := w.state()
+	if err != nil {
+		return err
+	}
+	*s = st
+	return nil
 }
 
 // MarshalJSON writes the details with Wow's derived field succeeded.
@@ -44,7 +104,9 @@ func EncodeEvent(e Event) (string, []byte, error) {
 }
 
 // DecodeEvent reads an event from its name and JSON body. An unknown name
-// or a malformed body is an ErrIllegalArgument naming the problem.
+// or a malformed body is an ErrIllegalArgument naming the problem. The
+// recoverable of an ExecutionFailedCreated or ExecutionFailedApplied body
+// without one (absent or null) is UNKNOWN, Wow's default.
 func DecodeEvent(name string, body []byte) (Event, error) {
 	var (
 		e   Event
@@ -70,6 +132,16 @@ func DecodeEvent(name string, body []byte) (Event, error) {
 	}
 	if err != nil {
 		return nil, illegalArgument(fmt.Sprintf("event %s has a malformed body: %v", name, err))
+	}
+	// Streams written before Wow had recoverable lack it; Wow's default is
+	// UNKNOWN.
+	switch ev := e.(type) {
+	case ExecutionFailedCreated:
+		ev.Recoverable = orUnknown(ev.Recoverable)
+		e = ev
+	case ExecutionFailedApplied:
+		ev.Recoverable = orUnknown(ev.Recoverable)
+		e = ev
 	}
 	return e, nil
 }
