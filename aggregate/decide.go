@@ -7,11 +7,14 @@ import (
 )
 
 // Decider decides commands with a default retry spec for creations that
-// carry none. The zero Decider uses DefaultRetrySpec.
+// carry none. The zero Decider uses DefaultRetrySpec. A Decider is a value:
+// safe for concurrent use.
 type Decider struct {
-	// DefaultRetrySpec applies to CreateExecutionFailed without a spec; the
-	// zero value means DefaultRetrySpec.
-	DefaultRetrySpec RetrySpec
+	// DefaultRetrySpec applies to CreateExecutionFailed without a spec; nil
+	// means the package's DefaultRetrySpec (10/180/120). Any spec set here
+	// is used as given, 0/0/0 included, and is validated with the
+	// creation (ValidateRetrySpec's errors).
+	DefaultRetrySpec *RetrySpec
 }
 
 // Decide is Decider{}.Decide.
@@ -120,9 +123,9 @@ func (d Decider) create(s State, c CreateExecutionFailed) ([]Event, error) {
 	if s.Status == StatusFailed || s.Status == StatusPrepared {
 		return nil, &Error{Kind: ErrAlreadyRecorded, Message: fmt.Sprintf("ExecutionFailed %s already records this failure and is %s.", s.ID, s.Status)}
 	}
-	spec := d.DefaultRetrySpec
-	if spec == (RetrySpec{}) {
-		spec = DefaultRetrySpec
+	spec := DefaultRetrySpec
+	if d.DefaultRetrySpec != nil {
+		spec = *d.DefaultRetrySpec
 	}
 	if c.RetrySpec != nil {
 		spec = *c.RetrySpec

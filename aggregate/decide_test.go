@@ -255,3 +255,35 @@ func TestEvolveKeepsWhatWowKeeps(t *testing.T) {
 	assert.Equal(t, t0+9, s.ExecuteAt)
 	assert.Equal(t, evtID, s.EventID, "CompensationPrepared does not change the event id")
 }
+
+func TestInjectedDefaultSpecIsUsedAsGiven(t *testing.T) {
+	zero := RetrySpec{}
+	custom := RetrySpec{MaxRetries: 2, MinBackoff: 5, ExecutionTimeout: 7}
+	own := RetrySpec{MaxRetries: 1, MinBackoff: 1, ExecutionTimeout: 1}
+	withOwn := create
+	withOwn.RetrySpec = &own
+	cases := []struct {
+		name    string
+		decider Decider
+		when    CreateExecutionFailed
+		want    RetrySpec
+	}{
+		{"zero Decider: Wow's default", Decider{}, create, DefaultRetrySpec},
+		{"injected 0/0/0 is used, not replaced by the default", Decider{DefaultRetrySpec: &zero}, create, zero},
+		{"injected spec", Decider{DefaultRetrySpec: &custom}, create, custom},
+		{"the command's own spec wins", Decider{DefaultRetrySpec: &zero}, withOwn, own},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			events, err := c.decider.Decide(State{ID: "rec-1"}, c.when, at(t0))
+			require.NoError(t, err)
+			rs, err := NextRetryState(c.want, 0, t0)
+			require.NoError(t, err)
+			assert.Equal(t, []Event{ExecutionFailedCreated{EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0,
+				RetrySpec: c.want, RetryState: rs, Recoverable: RecoverabilityUnknown}}, events)
+		})
+	}
+	_, err := Decider{DefaultRetrySpec: &RetrySpec{MaxRetries: -1}}.Decide(State{ID: "rec-1"}, create, at(t0))
+	assert.ErrorIs(t, err, ErrIllegalArgument, "an invalid injected spec fails the creation with Wow's message")
+	assert.EqualError(t, err, "maxRetries must be greater than or equal to 0.")
+}

@@ -107,9 +107,11 @@ type ServiceOption func(*Service)
 func WithClock(c Clock) ServiceOption { return func(s *Service) { s.clock = c } }
 
 // WithDefaultRetrySpec sets the spec of creations that carry none
-// (default DefaultRetrySpec). Validate it first with ValidateRetrySpec.
+// (default DefaultRetrySpec). The spec is used as given, 0/0/0 included;
+// validate it first with ValidateRetrySpec, or each such creation fails
+// with its error.
 func WithDefaultRetrySpec(spec RetrySpec) ServiceOption {
-	return func(s *Service) { s.decider.DefaultRetrySpec = spec }
+	return func(s *Service) { s.decider.DefaultRetrySpec = &spec }
 }
 
 // WithConflictRetries sets how many times a command is decided again after

@@ -307,3 +307,12 @@ func TestServiceRefusalsCarryTheirState(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	assert.Nil(t, e.Details(), "a missing record has no state")
 }
+
+func TestServiceUsesAnInjectedZeroSpec(t *testing.T) {
+	svc := NewService(newJSStore(t), WithClock(newClock(t0)), WithDefaultRetrySpec(RetrySpec{}))
+	res, err := svc.Execute(t.Context(), "r", create, Meta{})
+	require.NoError(t, err)
+	assert.Equal(t, RetrySpec{}, res.State.RetrySpec, "0/0/0 was injected and is not the default 10/180/120")
+	assert.Equal(t, RetryState{RetryAt: t0, TimeoutAt: t0, NextRetryAt: t0}, res.State.RetryState)
+	assert.False(t, res.State.IsBelowRetryThreshold(), "0 retries: only force prepare replays it")
+}
