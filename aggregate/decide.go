@@ -57,7 +57,7 @@ func (d Decider) decide(s State, c Command, now time.Time) ([]Event, error) {
 		}
 		return prepare(s, now)
 	case ApplyExecutionFailed:
-		if err := checkResult(s, c.Attempt); err != nil {
+		if err := checkResult(s, c.Attempt, c.PreparedVersion); err != nil {
 			return nil, err
 		}
 		if err := checkError("error", c.Error); err != nil {
@@ -68,13 +68,13 @@ func (d Decider) decide(s State, c Command, now time.Time) ([]Event, error) {
 		}
 		return []Event{ExecutionFailedApplied{Error: c.Error, ExecuteAt: c.ExecuteAt, Recoverable: orUnknown(c.Recoverable), Attempt: c.Attempt}}, nil
 	case ApplyExecutionSuccess:
-		if err := checkResult(s, c.Attempt); err != nil {
+		if err := checkResult(s, c.Attempt, c.PreparedVersion); err != nil {
 			return nil, err
 		}
 		if err := checkExecuteAt(c.ExecuteAt); err != nil {
 			return nil, err
 		}
-		return []Event{ExecutionSuccessApplied(c)}, nil
+		return []Event{ExecutionSuccessApplied{ExecuteAt: c.ExecuteAt, Attempt: c.Attempt}}, nil
 	case ApplyRetrySpec:
 		if err := ValidateRetrySpec(RetrySpec(c)); err != nil {
 			return nil, err
@@ -156,13 +156,20 @@ func prepare(s State, now time.Time) ([]Event, error) {
 }
 
 // checkResult applies the guard of ApplyExecutionSuccess/Failed: the record
-// is PREPARED, and (beyond Wow) a given attempt is the current one.
-func checkResult(s State, attempt int32) error {
+// is PREPARED, and (beyond Wow) a given attempt is the current one and a
+// given prepared version is the one the current attempt was prepared at
+// (when the state knows it).
+func checkResult(s State, attempt int32, preparedVersion uint64) error {
 	if s.Status != StatusPrepared {
 		return illegalState("ExecutionFailed is not prepared.")
 	}
 	if attempt != 0 && attempt != s.Attempt() {
 		return &Error{Kind: ErrStaleAttempt, Message: fmt.Sprintf("ExecutionFailed attempt %d is stale; the current attempt is %d.", attempt, s.Attempt())}
+	}
+	if preparedVersion != 0 && s.PreparedVersion != 0 && preparedVersion != s.PreparedVersion {
+		return &Error{Kind: ErrStaleAttempt, Message: fmt.Sprintf(
+			"ExecutionFailed attempt prepared at version %d is stale; the current attempt %d was prepared at version %d.",
+			preparedVersion, s.Attempt(), s.PreparedVersion)}
 	}
 	return nil
 }

@@ -287,3 +287,70 @@ func TestInjectedDefaultSpecIsUsedAsGiven(t *testing.T) {
 	assert.ErrorIs(t, err, ErrIllegalArgument, "an invalid injected spec fails the creation with Wow's message")
 	assert.EqualError(t, err, "maxRetries must be greater than or equal to 0.")
 }
+
+// A record re-opened after it succeeded numbers its attempts from 1 again:
+// the prepared version tells the attempts apart.
+func TestResultsAreFencedByPreparedVersion(t *testing.T) {
+	spec := DefaultRetrySpec
+	rs1, _ := NextRetryState(spec, 1, t0+1000)
+	history := EvolveAt(State{ID: "rec-1"}, 1, created(spec, 0)...)
+	history = EvolveAt(history, 2, CompensationPrepared{EventID: evtID, Function: fn, RetryState: rs1}) // attempt 1 at v2
+	history = EvolveAt(history, 3, ExecutionSuccessApplied{ExecuteAt: t0 + 2000, Attempt: 1})
+	history = EvolveAt(history, 4, created(spec, 0)...)                                                 // re-opened
+	history = EvolveAt(history, 5, CompensationPrepared{EventID: evtID, Function: fn, RetryState: rs1}) // attempt 1 again, at v5
+	require.Equal(t, uint64(5), history.PreparedVersion)
+	require.Equal(t, int32(1), history.Attempt())
+	withoutVersion := given(preparedAfter(spec, 1)...) // evolved without versions: unknown
+
+	cases := []struct {
+		name  string
+		state State
+		when  Command
+		then  []Event
+		msg   string
+	}{
+		{name: "success of the attempt before the re-open is stale", state: history,
+			when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, Attempt: 1, PreparedVersion: 2},
+			msg:  "ExecutionFailed attempt prepared at version 2 is stale; the current attempt 1 was prepared at version 5."},
+		{name: "failure of the attempt before the re-open is stale", state: history,
+			when: ApplyExecutionFailed{Error: boom, ExecuteAt: t0 + 9, Attempt: 1, PreparedVersion: 2},
+			msg:  "ExecutionFailed attempt prepared at version 2 is stale; the current attempt 1 was prepared at version 5."},
+		{name: "a prepared version alone is fenced", state: history,
+			when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, PreparedVersion: 2},
+			msg:  "ExecutionFailed attempt prepared at version 2 is stale; the current attempt 1 was prepared at version 5."},
+		{name: "the current attempt's result is applied", state: history,
+			when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, Attempt: 1, PreparedVersion: 5},
+			then: []Event{ExecutionSuccessApplied{ExecuteAt: t0 + 9, Attempt: 1}}},
+		{name: "a failure of the current attempt is applied", state: history,
+			when: ApplyExecutionFailed{Error: boom, ExecuteAt: t0 + 9, Attempt: 1, PreparedVersion: 5},
+			then: []Event{ExecutionFailedApplied{Error: boom, ExecuteAt: t0 + 9, Recoverable: RecoverabilityUnknown, Attempt: 1}}},
+		{name: "without a prepared version: Wow's rule (and the attempt's)", state: history,
+			when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, Attempt: 1},
+			then: []Event{ExecutionSuccessApplied{ExecuteAt: t0 + 9, Attempt: 1}}},
+		{name: "a state that does not know its prepared version is not fenced by it", state: withoutVersion,
+			when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, Attempt: 1, PreparedVersion: 2},
+			then: []Event{ExecutionSuccessApplied{ExecuteAt: t0 + 9, Attempt: 1}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			events, err := Decide(c.state, c.when, at(t0+5000))
+			if c.msg != "" {
+				require.ErrorIs(t, err, ErrStaleAttempt)
+				assert.EqualError(t, err, c.msg)
+				assert.Empty(t, events)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.then, events)
+		})
+	}
+}
+
+func TestEvolveForgetsAnOldPreparedVersion(t *testing.T) {
+	s := EvolveAt(given(created(DefaultRetrySpec, 0)...), 2, CompensationPrepared{RetryState: RetryState{Retries: 1}})
+	require.Equal(t, uint64(2), s.PreparedVersion)
+	s = Evolve(Evolve(s, ExecutionFailedApplied{Error: boom, ExecuteAt: t0}), CompensationPrepared{RetryState: RetryState{Retries: 2}})
+	assert.Zero(t, s.PreparedVersion, "a prepare evolved without its version leaves it unknown, not the old one")
+	s = EvolveAt(s, 9, RecoverableMarked{Recoverable: Recoverable})
+	assert.Zero(t, s.PreparedVersion, "only a prepare sets it")
+}

@@ -21,7 +21,13 @@
 //   - Fencing: every prepare increments retries, and that number is the
 //     attempt. ApplyExecutionSuccess and ApplyExecutionFailed may carry it;
 //     a result for any other attempt fails with ErrStaleAttempt, so a slow
-//     attempt that timed out cannot overwrite a newer one.
+//     attempt that timed out cannot overwrite a newer one. They may also
+//     carry the version of the prepare (preparedVersion), which the state
+//     keeps (PreparedVersion, set by EvolveAt): a result whose prepared
+//     version is not the current attempt's fails with ErrStaleAttempt too,
+//     so a result from before a SUCCEEDED record was re-opened (whose
+//     attempts number from 1 again) cannot settle the new attempt. A
+//     result without them keeps Wow's rule (the record is PREPARED).
 //
 // # Errors
 //

@@ -14,6 +14,7 @@ func Evolve(s State, e Event) State {
 	case CompensationPrepared:
 		s.RetryState = e.RetryState
 		s.Status = StatusPrepared
+		s.PreparedVersion = 0 // unknown here; EvolveAt knows it
 	case ExecutionFailedApplied:
 		s.ExecuteAt, s.Error, s.Recoverable = e.ExecuteAt, e.Error, orUnknown(e.Recoverable)
 		s.Status = StatusFailed
@@ -34,6 +35,19 @@ func Evolve(s State, e Event) State {
 func EvolveAll(s State, events ...Event) State {
 	for _, e := range events {
 		s = Evolve(s, e)
+	}
+	return s
+}
+
+// EvolveAt applies the events of the stream at version version, in order,
+// and records that version as PreparedVersion if they prepared an attempt.
+// The Service evolves its records with it.
+func EvolveAt(s State, version uint64, events ...Event) State {
+	for _, e := range events {
+		s = Evolve(s, e)
+		if _, ok := e.(CompensationPrepared); ok {
+			s.PreparedVersion = version
+		}
 	}
 	return s
 }

@@ -215,7 +215,7 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 		if err != nil {
 			return Result{}, err
 		}
-		next := snapshot{State: EvolveAll(snap.State, events...)}
+		next := snapshot{State: EvolveAt(snap.State, version+1, events...)}
 		next.CommandIDs = append([]string{meta.CommandID}, snap.CommandIDs[:min(len(snap.CommandIDs), recentCommands-1)]...)
 		streamID := uuid.NewSHA1(streamNamespace, []byte(meta.CommandID+"@"+strconv.FormatUint(version+1, 10))).String()
 		if assumeNew {
@@ -279,7 +279,9 @@ func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error)
 	if err != nil {
 		return snapshot{}, 0, fmt.Errorf("load ExecutionFailed %s: %w", id, err)
 	}
-	if snap, ok := carried(last); ok {
+	// A PREPARED state carried without its prepared version was written
+	// before the Service recorded it: replay the history to learn it.
+	if snap, ok := carried(last); ok && (snap.State.Status != StatusPrepared || snap.State.PreparedVersion != 0) {
 		s.cache.put(id, cachedRecord{seq: last.Seq, version: last.Version, snap: snap})
 		return snap, last.Version, nil
 	}
@@ -295,13 +297,15 @@ func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error)
 		}
 	}
 	for _, st := range streams {
+		events := make([]Event, 0, len(st.Events))
 		for _, e := range st.Events {
 			ev, err := DecodeEvent(e.Name, e.Body)
 			if err != nil {
 				return snapshot{}, 0, fmt.Errorf("ExecutionFailed %s version %d: %w", id, st.Version, err)
 			}
-			snap.State = Evolve(snap.State, ev)
+			events = append(events, ev)
 		}
+		snap.State = EvolveAt(snap.State, st.Version, events...)
 	}
 	return snap, last.Version, nil
 }

@@ -77,6 +77,29 @@ func TestWireCommands(t *testing.T) {
 	}
 }
 
+// goldenExtensions are the shapes amends added after the first goldens were
+// published, each in a file of its own: name.variant.json.
+var goldenExtensions = []struct {
+	file string
+	cmd  Command
+}{
+	{NameApplyExecutionSuccess + ".prepared_version", ApplyExecutionSuccess{ExecuteAt: 1735000180000, Attempt: 1, PreparedVersion: 2}},
+	{NameApplyExecutionFailed + ".prepared_version", ApplyExecutionFailed{Error: goldenError, ExecuteAt: 1735000180000, Recoverable: Recoverable, Attempt: 1, PreparedVersion: 2}},
+}
+
+func TestWireCommandExtensions(t *testing.T) {
+	for _, g := range goldenExtensions {
+		t.Run(g.file, func(t *testing.T) {
+			name, body, err := EncodeCommand(g.cmd)
+			require.NoError(t, err)
+			file := golden(t, filepath.Join(wireDir, "commands", g.file+".json"), body)
+			back, err := DecodeCommand(name, file)
+			require.NoError(t, err)
+			assert.Equal(t, g.cmd, back, "decode(golden) == value")
+		})
+	}
+}
+
 func TestWireEvents(t *testing.T) {
 	require.Len(t, goldenEvents, len(EventNames), "every event has a golden file")
 	for _, name := range EventNames {
