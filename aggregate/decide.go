@@ -98,7 +98,7 @@ func (d Decider) decide(s State, c Command, now time.Time) ([]Event, error) {
 		}
 		return []Event{RecoverableMarked(c)}, nil
 	default:
-		return nil, illegalArgument(fmt.Sprintf("unknown command %T.", c))
+		return nil, illegalArgument(fmt.Sprintf("unknown command %s; pass commands by value.", c.CommandName()))
 	}
 }
 
@@ -131,7 +131,10 @@ func (d Decider) create(s State, c CreateExecutionFailed) ([]Event, error) {
 		spec = *c.RetrySpec
 	}
 	if err := ValidateRetrySpec(spec); err != nil {
-		return nil, err
+		if c.RetrySpec == nil {
+			return nil, atField("", err) // the injected spec is no field of the command
+		}
+		return nil, atField("retrySpec.", err)
 	}
 	rs, err := NextRetryState(spec, 0, c.ExecuteAt)
 	if err != nil {
@@ -183,7 +186,7 @@ func orUnknown(r Recoverability) Recoverability {
 
 func checkExecuteAt(ms int64) error {
 	if ms <= 0 {
-		return illegalArgument(fmt.Sprintf("executeAt must be an epoch-millisecond time greater than 0, got %d.", ms))
+		return invalidField("executeAt", fmt.Sprintf("executeAt must be an epoch-millisecond time greater than 0, got %d.", ms))
 	}
 	return nil
 }
@@ -196,11 +199,11 @@ func checkEventID(e EventID) error {
 		{"eventId.aggregateId.aggregateId", e.AggregateID.AggregateID},
 	} {
 		if strings.TrimSpace(f.value) == "" {
-			return illegalArgument(f.name + " must not be blank.")
+			return invalidField(f.name, f.name+" must not be blank.")
 		}
 	}
 	if e.Version < 1 {
-		return illegalArgument(fmt.Sprintf("eventId.version must be greater than or equal to 1, got %d.", e.Version))
+		return invalidField("eventId.version", fmt.Sprintf("eventId.version must be greater than or equal to 1, got %d.", e.Version))
 	}
 	return nil
 }
@@ -212,7 +215,7 @@ func checkFunction(prefix string, f FunctionInfo) error {
 		{"contextName", f.ContextName}, {"processorName", f.ProcessorName}, {"name", f.Name},
 	} {
 		if strings.TrimSpace(fld.value) == "" {
-			return illegalArgument(prefix + fld.name + " must not be blank.")
+			return invalidField(prefix+fld.name, prefix+fld.name+" must not be blank.")
 		}
 	}
 	if _, err := parseEnum(prefix+"functionKind", string(f.FunctionKind), FunctionKinds); err != nil {
@@ -223,7 +226,7 @@ func checkFunction(prefix string, f FunctionInfo) error {
 
 func checkError(field string, e ErrorDetails) error {
 	if strings.TrimSpace(e.ErrorCode) == "" {
-		return illegalArgument(field + ".errorCode must not be blank.")
+		return invalidField(field+".errorCode", field+".errorCode must not be blank.")
 	}
 	return nil
 }

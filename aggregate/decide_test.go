@@ -130,7 +130,7 @@ func TestCreate(t *testing.T) {
 		{name: "blank processor", when: func() Command { c := create; c.Function.ProcessorName = ""; return c }(),
 			err: ErrIllegalArgument, msg: "function.processorName must not be blank."},
 		{name: "unknown kind", when: func() Command { c := create; c.Function.FunctionKind = "LAMBDA"; return c }(),
-			err: ErrIllegalArgument, msg: `function.functionKind must be one of COMMAND, SOURCING, EVENT, STATE_EVENT, ERROR, got "LAMBDA".`},
+			err: ErrIllegalArgument, msg: `function.functionKind must be COMMAND, SOURCING, EVENT, STATE_EVENT or ERROR, got "LAMBDA".`},
 		{name: "blank error code", when: func() Command { c := create; c.Error.ErrorCode = ""; return c }(),
 			err: ErrIllegalArgument, msg: "error.errorCode must not be blank."},
 		{name: "no executeAt", when: func() Command { c := create; c.ExecuteAt = 0; return c }(),
@@ -230,7 +230,7 @@ func TestOperatorCommandsInEveryStatus(t *testing.T) {
 				{name: "mark the same class", given: history, when: MarkRecoverable{Recoverable: RecoverabilityUnknown},
 					err: ErrIllegalArgument, msg: "ExecutionFailed recoverable is already marked to UNKNOWN."},
 				{name: "mark an unknown class", given: history, when: MarkRecoverable{Recoverable: "MAYBE"},
-					err: ErrIllegalArgument, msg: `recoverable must be one of RECOVERABLE, UNRECOVERABLE, UNKNOWN, got "MAYBE".`},
+					err: ErrIllegalArgument, msg: `recoverable must be RECOVERABLE, UNRECOVERABLE or UNKNOWN, got "MAYBE".`},
 			})
 		})
 	}

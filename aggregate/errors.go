@@ -36,6 +36,10 @@ type Error struct {
 	Kind error
 	// Message is the reference message, e.g. "ExecutionFailed can not retry.".
 	Message string
+	// Field is the JSON path of the command field the error is about, e.g.
+	// "recoverable" or "eventId.version"; "" if it is about none. See
+	// ErrorField.
+	Field string
 
 	// decided is the record Decide refused the command on; nil if the
 	// record did not exist or the error did not come from Decide.
@@ -121,6 +125,39 @@ func (d Decider) withDecision(err error, s State, now time.Time) error {
 	return err
 }
 
+// ErrorField returns the JSON path of the command field that err (a
+// DecodeCommand or Decide error, possibly wrapped) is about, e.g.
+// "recoverable", "executeAt", "eventId.version" or "retrySpec.maxRetries";
+// "" if err names no field.
+func ErrorField(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Field
+	}
+	return ""
+}
+
 func illegalState(msg string) error    { return &Error{Kind: ErrIllegalState, Message: msg} }
 func illegalArgument(msg string) error { return &Error{Kind: ErrIllegalArgument, Message: msg} }
 func arithmetic(msg string) error      { return &Error{Kind: ErrArithmetic, Message: msg} }
+
+// invalidField is an ErrIllegalArgument about the field at path.
+func invalidField(path, msg string) error {
+	return &Error{Kind: ErrIllegalArgument, Message: msg, Field: path}
+}
+
+// atField returns err with its field under prefix (e.g. "retrySpec."),
+// for an *Error about a field; prefix "" means the error is about no field
+// of the command.
+func atField(prefix string, err error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Field == "" {
+		return err
+	}
+	c := *e
+	c.Field = ""
+	if prefix != "" {
+		c.Field = prefix + e.Field
+	}
+	return &c
+}

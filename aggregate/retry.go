@@ -23,7 +23,7 @@ const (
 // result does not fit in 64-bit milliseconds.
 func NextRetryAt(minBackoff, retries int32, currentRetryAt int64) (int64, error) {
 	if minBackoff < 0 {
-		return 0, illegalArgument(msgMinBackoff)
+		return 0, invalidField("minBackoff", msgMinBackoff)
 	}
 	if retries < 0 {
 		return 0, illegalArgument(msgRetries)
@@ -51,7 +51,7 @@ func NextRetryAt(minBackoff, retries int32, currentRetryAt int64) (int64, error)
 // ErrIllegalArgument for a negative executionTimeout.
 func NextRetryState(spec RetrySpec, retries int32, retryAt int64) (RetryState, error) {
 	if spec.ExecutionTimeout < 0 {
-		return RetryState{}, illegalArgument(msgExecutionTimeout)
+		return RetryState{}, invalidField("executionTimeout", msgExecutionTimeout)
 	}
 	next, err := NextRetryAt(spec.MinBackoff, retries, retryAt)
 	if err != nil {
@@ -74,7 +74,7 @@ func NextRetryState(spec RetrySpec, retries int32, retryAt int64) (RetryState, e
 // reference message, e.g. "maxRetries must be greater than or equal to 0.".
 func ValidateRetrySpec(spec RetrySpec) error {
 	if spec.MaxRetries < 0 {
-		return illegalArgument(msgMaxRetries)
+		return invalidField("maxRetries", msgMaxRetries)
 	}
 	_, err := NextRetryState(spec, spec.MaxRetries, 0)
 	return err
