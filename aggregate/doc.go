@@ -38,6 +38,8 @@
 // an existing record also says why: Details gives the status, retries and
 // limit, timeoutAt, recoverability and the replay commands that Decide
 // accepts instead (found by asking Decide, not by a copy of its guards).
+// Errors about a command field (from DecodeCommand, DecodeEvent or Decide)
+// carry its JSON path, which ErrorField returns; no message shows Go types.
 //
 // # Service
 //
