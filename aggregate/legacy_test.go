@@ -111,3 +111,25 @@ func TestServiceReadsStoredEventWithoutRecoverable(t *testing.T) {
 	assert.Equal(t, RecoverabilityUnknown, s.Recoverable, "the history without recoverable")
 	assert.True(t, s.Schedulable(at(1700000180000)))
 }
+
+func TestStateDecodeErrorsNameTheField(t *testing.T) {
+	for _, c := range []struct{ body, field, msg string }{
+		{`{"id":"r","status":"BROKEN"}`, "status", `status must be FAILED, PREPARED or SUCCEEDED, got "BROKEN".`},
+		{`{"id":"r","status":"FAILED","retryState":{"retries":"1"}}`, "retryState.retries", "retryState.retries must be an integer from -2147483648 to 2147483647, got string."},
+		{`{"id":"r","status":"FAILED","recoverable":"MAYBE"}`, "recoverable", `recoverable must be RECOVERABLE, UNRECOVERABLE or UNKNOWN, got "MAYBE".`},
+	} {
+		var v1, v2 State
+		err := json.Unmarshal([]byte(c.body), &v1)
+		require.ErrorIs(t, err, ErrIllegalArgument, c.body)
+		assert.Contains(t, err.Error(), c.msg)
+		assert.Equal(t, c.field, ErrorField(err))
+		assert.NotContains(t, err.Error(), "Go ")
+		assert.NotContains(t, err.Error(), "aggregate.")
+		// json/v2 wraps a method's error with the Go type; the field and
+		// the kind are still there.
+		err = jsonv2.Unmarshal([]byte(c.body), &v2)
+		require.ErrorIs(t, err, ErrIllegalArgument, c.body)
+		assert.Contains(t, err.Error(), c.msg)
+		assert.Equal(t, c.field, ErrorField(err))
+	}
+}

@@ -58,12 +58,13 @@ func (w *stateWire) state() (State, error) {
 
 // UnmarshalJSON reads a state in Wow's shape (the derived fields are
 // ignored). A record (status set) whose recoverable is absent, null or ""
-// reads as UNKNOWN, the value Wow's state starts with; an unknown value is
-// an ErrIllegalArgument naming the field.
+// reads as UNKNOWN, the value Wow's state starts with. A value of the wrong
+// type or an unknown enum value is an ErrIllegalArgument naming the field
+// (see ErrorField), without Go types.
 func (s *State) UnmarshalJSON(b []byte) error {
 	var w stateWire
 	if err := json.Unmarshal(b, &w); err != nil {
-		return err
+		return stateDecodeError(err)
 	}
 	st, err := w.state()
 	if err != nil {
@@ -73,12 +74,31 @@ func (s *State) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// stateDecodeError is decodeError for a state read with encoding/json.
+func stateDecodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		field := strings.TrimPrefix(te.Field, "plainState.")
+		return invalidField(field, fmt.Sprintf("state: %s must be %s, got %s.", field, describeType(te.Type), te.Value))
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return illegalArgument(fmt.Sprintf("state: not valid JSON at offset %d.", syn.Offset))
+	}
+	return illegalArgument("state must be a JSON object.")
+}
+
 // UnmarshalJSONFrom is UnmarshalJSON for json/v2, which the Service and
-// the event store decode with.
+// the event store decode with. (json/v2 wraps a method's error with the Go
+// type; ErrorField and errors.Is still see through it.)
 func (s *State) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	var w stateWire
 	if err := jsonv2.UnmarshalDecode(dec, &w); err != nil {
-		return err
+		return v2DecodeError("state", err)
 	}
 	st, err := w.state()
 	if err != nil {
@@ -134,7 +154,7 @@ func DecodeEvent(name string, body []byte) (Event, error) {
 		return nil, illegalArgument(fmt.Sprintf("unknown ExecutionFailed event %q; known events are %v.", name, EventNames))
 	}
 	if err != nil {
-		return nil, eventDecodeError(name, err)
+		return nil, v2DecodeError("event "+name+" has a malformed body", err)
 	}
 	// Streams written before Wow had recoverable lack it; Wow's default is
 	// UNKNOWN.
@@ -149,16 +169,21 @@ func DecodeEvent(name string, body []byte) (Event, error) {
 	return e, nil
 }
 
-// eventDecodeError turns a json/v2 error of event name's body into an
-// ErrIllegalArgument that names the field and the rule, without Go types.
-func eventDecodeError(name string, err error) error {
+// v2DecodeError turns a json/v2 error into an ErrIllegalArgument that
+// names the field and the rule, without Go types; what says what was
+// decoded ("event x has a malformed body").
+func v2DecodeError(what string, err error) error {
 	var se *jsonv2.SemanticError
 	if !errors.As(err, &se) {
 		var syn *jsontext.SyntacticError
 		if errors.As(err, &syn) {
-			return illegalArgument(fmt.Sprintf("event %s has a malformed body: not valid JSON at offset %d.", name, syn.ByteOffset))
+			return illegalArgument(fmt.Sprintf("%s: not valid JSON at offset %d.", what, syn.ByteOffset))
 		}
-		return illegalArgument(fmt.Sprintf("event %s has a malformed body.", name))
+		var e *Error
+		if errors.As(err, &e) {
+			return e
+		}
+		return illegalArgument(what + ".")
 	}
 	var path []string
 	for tok := range se.JSONPointer.Tokens() {
@@ -168,16 +193,16 @@ func eventDecodeError(name string, err error) error {
 	var e *Error
 	if errors.As(se.Err, &e) {
 		// An enum's error: it names the values.
-		return invalidField(field, fmt.Sprintf("event %s has a malformed body: %s", name, strings.Replace(e.Message, e.Field, field, 1)))
+		return invalidField(field, fmt.Sprintf("%s: %s", what, strings.Replace(e.Message, e.Field, field, 1)))
 	}
 	got := kindName(se.JSONKind)
 	if se.JSONKind == '0' && len(se.JSONValue) > 0 {
 		got += " " + string(se.JSONValue)
 	}
 	if field == "" || se.GoType == nil {
-		return illegalArgument(fmt.Sprintf("event %s has a malformed body: it must be a JSON object, got %s.", name, got))
+		return illegalArgument(fmt.Sprintf("%s: it must be a JSON object, got %s.", what, got))
 	}
-	return invalidField(field, fmt.Sprintf("event %s has a malformed body: %s must be %s, got %s.", name, field, describeType(se.GoType), got))
+	return invalidField(field, fmt.Sprintf("%s: %s must be %s, got %s.", what, field, describeType(se.GoType), got))
 }
 
 // kindName names a JSON kind as encoding/json's errors do.
