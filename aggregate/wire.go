@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-
 	"fmt"
-	jsonv2 "github.com/go-json-experiment/json"
 	"slices"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The JSON shapes are Wow's: camelCase fields, enums by name (read
@@ -23,6 +24,67 @@ func (s State) MarshalJSON() ([]byte, error) {
 		IsBelowRetryThreshold bool `json:"isBelowRetryThreshold"`
 		IsRetryable           bool `json:"isRetryable"`
 	}{plain(s), s.IsBelowRetryThreshold(), s.IsRetryable()})
+}
+
+// plainState is State without its JSON methods.
+type plainState State
+
+// stateWire is how a state is read: recoverable apart, so that a record
+// whose document lacks it reads as UNKNOWN.
+type stateWire struct {
+	plainState
+	Recoverable *string `json:"recoverable"`
+}
+
+func (w *stateWire) state() (State, error) {
+	s := State(w.plainState)
+	switch {
+	case w.Recoverable != nil && *w.Recoverable != "":
+		r, err := ParseRecoverability(*w.Recoverable)
+		if err != nil {
+			return State{}, err
+		}
+		s.Recoverable = r
+	case s.Exists():
+		// Wow's state starts UNKNOWN; snapshots and streams written before
+		// Wow had the field lack it.
+		s.Recoverable = RecoverabilityUnknown
+	}
+	return s, nil
+}
+
+// UnmarshalJSON reads a state in Wow's shape (the derived fields are
+// ignored). A record (status set) whose recoverable is absent, null or ""
+// reads as UNKNOWN, the value Wow's state starts with. A value of the wrong
+// type or an unknown enum value is an ErrIllegalArgument naming the field
+// (see ErrorField), without Go types.
+func (s *State) UnmarshalJSON(b []byte) error {
+	var w stateWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return stateDecodeError(err)
+	}
+	st, err := w.state()
+	if err != nil {
+		return err
+	}
+	*s = st
+	return nil
+}
+
+// UnmarshalJSONFrom is UnmarshalJSON for json/v2, which the Service and
+// the event store decode with. (json/v2 wraps a method's error with the Go
+// type; ErrorField and errors.Is still see through it.)
+func (s *State) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	var w stateWire
+	if err := jsonv2.UnmarshalDecode(dec, &w); err != nil {
+		return v2DecodeError("state", err)
+	}
+	st, err := w.state()
+	if err != nil {
+		return err
+	}
+	*s = st
+	return nil
 }
 
 // MarshalJSON writes the details with Wow's derived field succeeded.
@@ -44,7 +106,9 @@ func EncodeEvent(e Event) (string, []byte, error) {
 }
 
 // DecodeEvent reads an event from its name and JSON body. An unknown name
-// or a malformed body is an ErrIllegalArgument naming the problem.
+// or a malformed body is an ErrIllegalArgument naming the problem. The
+// recoverable of an ExecutionFailedCreated or ExecutionFailedApplied body
+// without one (absent or null) is UNKNOWN, Wow's default.
 func DecodeEvent(name string, body []byte) (Event, error) {
 	var (
 		e   Event
@@ -69,7 +133,17 @@ func DecodeEvent(name string, body []byte) (Event, error) {
 		return nil, illegalArgument(fmt.Sprintf("unknown ExecutionFailed event %q; known events are %v.", name, EventNames))
 	}
 	if err != nil {
-		return nil, illegalArgument(fmt.Sprintf("event %s has a malformed body: %v", name, err))
+		return nil, v2DecodeError("event "+name+" has a malformed body", err)
+	}
+	// Streams written before Wow had recoverable lack it; Wow's default is
+	// UNKNOWN.
+	switch ev := e.(type) {
+	case ExecutionFailedCreated:
+		ev.Recoverable = orUnknown(ev.Recoverable)
+		e = ev
+	case ExecutionFailedApplied:
+		ev.Recoverable = orUnknown(ev.Recoverable)
+		e = ev
 	}
 	return e, nil
 }
@@ -114,8 +188,11 @@ func EncodeCommand(c Command) (string, []byte, error) {
 
 // DecodeCommand reads a command from its snake_case name and JSON body, as
 // the HTTP API receives them. An empty body is {}. An unknown name, a
-// malformed body, an unknown enum value or a missing required field is an
-// ErrIllegalArgument that names it.
+// malformed body, a value of the wrong type or range, an unknown enum value
+// or a missing required field is an *Error matching ErrIllegalArgument
+// whose message names the field, the rule and the value (e.g.
+// `maxRetries must be an integer from -2147483648 to 2147483647, got number
+// 2147483648.`), without Go types; ErrorField returns the field's JSON path.
 func DecodeCommand(name string, body []byte) (Command, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
@@ -125,11 +202,15 @@ func DecodeCommand(name string, body []byte) (Command, error) {
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, illegalArgument(fmt.Sprintf("%s body must be a JSON object, got %s.", name, te.Value))
+		}
 		return nil, illegalArgument(fmt.Sprintf("%s body must be a JSON object: %v.", name, err))
 	}
 	for _, f := range requiredFields[name] {
 		if v, ok := fields[f]; !ok || string(v) == "null" {
-			return nil, illegalArgument(fmt.Sprintf("%s requires the field %s.", name, f))
+			return nil, invalidField(f, fmt.Sprintf("%s requires the field %s.", name, f))
 		}
 	}
 	var (
@@ -138,40 +219,24 @@ func DecodeCommand(name string, body []byte) (Command, error) {
 	)
 	switch name {
 	case NameCreateExecutionFailed:
-		c, err = decodeCommand[CreateExecutionFailed](body)
+		c, err = decodeCommandBody[CreateExecutionFailed](body)
 	case NamePrepareCompensation:
 		c = PrepareCompensation{}
 	case NameForcePrepareCompensation:
 		c = ForcePrepareCompensation{}
 	case NameApplyExecutionSuccess:
-		c, err = decodeCommand[ApplyExecutionSuccess](body)
+		c, err = decodeCommandBody[ApplyExecutionSuccess](body)
 	case NameApplyExecutionFailed:
-		c, err = decodeCommand[ApplyExecutionFailed](body)
+		c, err = decodeCommandBody[ApplyExecutionFailed](body)
 	case NameApplyRetrySpec:
-		c, err = decodeCommand[ApplyRetrySpec](body)
+		c, err = decodeCommandBody[ApplyRetrySpec](body)
 	case NameChangeFunction:
-		c, err = decodeCommand[ChangeFunction](body)
+		c, err = decodeCommandBody[ChangeFunction](body)
 	case NameMarkRecoverable:
-		c, err = decodeCommand[MarkRecoverable](body)
+		c, err = decodeCommandBody[MarkRecoverable](body)
 	}
 	if err != nil {
-		if errors.As(err, new(*Error)) {
-			return nil, err
-		}
-		return nil, illegalArgument(fmt.Sprintf("%s body: %v.", name, err))
+		return nil, decodeError(name, err)
 	}
 	return c, nil
-}
-
-func decodeCommand[T Command](body []byte) (Command, error) {
-	v, err := decodeCommandBody[T](body)
-	if err != nil {
-		// An enum's own error already names the field and the values.
-		var ae *Error
-		if errors.As(err, &ae) {
-			return nil, ae
-		}
-		return nil, err
-	}
-	return v, nil
 }

@@ -47,7 +47,7 @@ func evolveView(stored *View, st *eventstore.Stream) (View, error) {
 		if err != nil {
 			return View{}, fmt.Errorf("record %s version %d event %d: %w", st.Aggregate.ID, st.Version, i, err)
 		}
-		s = aggregate.Evolve(s, ev)
+		s = aggregate.EvolveAt(s, st.Version, ev)
 	}
 	return View{State: s, Version: st.Version, UpdatedAt: st.CreateTime, Seq: st.Seq}, nil
 }

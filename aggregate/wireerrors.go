@@ -1,0 +1,154 @@
+package aggregate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// The decoders' errors name the field (by its JSON path), the rule and the
+// value, and never show Go types: encoding/json's and json/v2's errors are
+// translated here.
+
+// stateDecodeError is decodeError for a state read with encoding/json.
+func stateDecodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		field := strings.TrimPrefix(te.Field, "plainState.")
+		return invalidField(field, fmt.Sprintf("state: %s must be %s, got %s.", field, describeType(te.Type), te.Value))
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return illegalArgument(fmt.Sprintf("state: not valid JSON at offset %d.", syn.Offset))
+	}
+	return illegalArgument("state must be a JSON object.")
+}
+
+// v2DecodeError turns a json/v2 error into an ErrIllegalArgument that
+// names the field and the rule, without Go types; what says what was
+// decoded ("event x has a malformed body").
+func v2DecodeError(what string, err error) error {
+	var se *jsonv2.SemanticError
+	if !errors.As(err, &se) {
+		var syn *jsontext.SyntacticError
+		if errors.As(err, &syn) {
+			return illegalArgument(fmt.Sprintf("%s: not valid JSON at offset %d.", what, syn.ByteOffset))
+		}
+		var e *Error
+		if errors.As(err, &e) {
+			return e
+		}
+		return illegalArgument(what + ".")
+	}
+	var path []string
+	for tok := range se.JSONPointer.Tokens() {
+		path = append(path, tok)
+	}
+	field := strings.Join(path, ".")
+	var e *Error
+	if errors.As(se.Err, &e) {
+		// An enum's error: it names the values.
+		return invalidField(field, fmt.Sprintf("%s: %s", what, strings.Replace(e.Message, e.Field, field, 1)))
+	}
+	got := kindName(se.JSONKind)
+	if se.JSONKind == '0' && len(se.JSONValue) > 0 {
+		got += " " + string(se.JSONValue)
+	}
+	if field == "" || se.GoType == nil {
+		return illegalArgument(fmt.Sprintf("%s: it must be a JSON object, got %s.", what, got))
+	}
+	return invalidField(field, fmt.Sprintf("%s: %s must be %s, got %s.", what, field, describeType(se.GoType), got))
+}
+
+// kindName names a JSON kind as encoding/json's errors do.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	default:
+		return "another JSON value"
+	}
+}
+
+// enumPrefixes are the paths of enums nested in a command's body: an
+// enum's own error knows only its field name.
+var enumPrefixes = map[string]map[string]string{
+	NameCreateExecutionFailed: {"functionKind": "function."},
+}
+
+// decodeError turns an encoding/json error of command name's body into an
+// *Error that names the field, the rule and the value.
+func decodeError(name string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		// An enum's error: it names the field and the values.
+		if prefix := enumPrefixes[name][e.Field]; prefix != "" {
+			c := *e
+			c.Field, c.Message = prefix+e.Field, prefix+e.Message
+			return &c
+		}
+		return e
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return invalidField(te.Field, fmt.Sprintf("%s must be %s, got %s.", te.Field, describeType(te.Type), te.Value))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return illegalArgument(fmt.Sprintf("%s body is not valid JSON at offset %d: %v.", name, se.Offset, err))
+	}
+	return illegalArgument(fmt.Sprintf("%s body is not valid.", name))
+}
+
+// describeType says what JSON a field of Go type t takes.
+func describeType(t reflect.Type) string {
+	switch t {
+	case reflect.TypeFor[Recoverability]():
+		return oneOf(Recoverabilities)
+	case reflect.TypeFor[FunctionKind]():
+		return oneOf(FunctionKinds)
+	case reflect.TypeFor[Status]():
+		return oneOf(Statuses)
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := t.Bits()
+		return fmt.Sprintf("an integer from %d to %d", int64(-1)<<(bits-1), int64(uint64(1)<<(bits-1)-1))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64)>>(64-t.Bits()))
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return describeType(t.Elem())
+	default:
+		return "another JSON value"
+	}
+}
