@@ -102,7 +102,61 @@ func apiError(cmd *cobra.Command, id string, err error) error {
 		field, _ := ce.Body.Details["field"].(string)
 		return usageError{errors.New(nameFlag(ce.Body.Message, lastSegment(field), flag))}
 	}
+	if ce.Status == 409 {
+		if why := refusalDetails(ce.Body.Details); why != "" {
+			return fmt.Errorf("%s %s", ce.Body.Message, why)
+		}
+	}
 	return errors.New(ce.Body.Message)
+}
+
+// cliCommands maps the wire names of operator commands to their
+// subcommands.
+var cliCommands = map[string]string{
+	"prepare_compensation":       "prepare",
+	"force_prepare_compensation": "force-prepare",
+	"apply_retry_spec":           "retry-spec",
+	"mark_recoverable":           "mark-recoverable",
+	"change_function":            "change-function",
+}
+
+// refusalDetails says what a refused command's details tell an operator:
+// the record's status and retries, and the command that would be accepted
+// ("(status FAILED, retries 10/10, recoverable UNKNOWN; force-prepare
+// would be accepted)"). It returns "" for details without a status.
+func refusalDetails(d map[string]any) string {
+	status, _ := d["status"].(string)
+	if status == "" {
+		return ""
+	}
+	parts := []string{"status " + status}
+	if r, ok := d["retries"].(float64); ok {
+		if m, ok := d["maxRetries"].(float64); ok {
+			parts = append(parts, fmt.Sprintf("retries %d/%d", int64(r), int64(m)))
+		}
+	}
+	if rec, _ := d["recoverable"].(string); rec != "" {
+		parts = append(parts, "recoverable "+rec)
+	}
+	if t, ok := d["timeoutAt"].(float64); ok && t > 0 && status == "PREPARED" {
+		parts = append(parts, "times out at "+time.UnixMilli(int64(t)).UTC().Format(time.RFC3339))
+	}
+	out := "(" + strings.Join(parts, ", ")
+	var accepted []string
+	if list, ok := d["accepted"].([]any); ok {
+		for _, a := range list {
+			if name, ok := a.(string); ok {
+				if sub, ok := cliCommands[name]; ok {
+					name = sub
+				}
+				accepted = append(accepted, "amends "+name)
+			}
+		}
+	}
+	if len(accepted) > 0 {
+		out += "; " + strings.Join(accepted, " or ") + " would be accepted"
+	}
+	return out + ")"
 }
 
 // fieldFlag returns the flag of cmd that sets details' "field", if the
