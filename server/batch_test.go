@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -132,4 +134,27 @@ func TestBatchRequestErrors(t *testing.T) {
 			assert.Contains(t, r.apiError(t).Message, c.msg)
 		})
 	}
+}
+
+// A batch's filter as the client sends it (a marshalled projection.Filter,
+// times as RFC 3339 strings) reads as the list's filter does.
+func TestBatchFilterAsTheClientSendsIt(t *testing.T) {
+	e := newEnv(t)
+	for i := range 3 {
+		e.create(t, i, nil)
+	}
+	req := server.BatchRequest{DryRun: true, Filter: projection.Filter{
+		Processor: "Mailer", Status: aggregate.StatusFailed, Recoverable: aggregate.RecoverabilityUnknown, FunctionKind: aggregate.KindEvent,
+		ExecuteAtFrom: time.UnixMilli(t0 + 1).UTC(), ExecuteAtTo: time.UnixMilli(t0 + 10).UTC(), MinRetries: 0,
+		View: aggregate.ViewToRetry, Now: time.UnixMilli(t0 + 100_000_000).UTC(),
+	}}
+	var res server.BatchResult
+	r := e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, req)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	r.json(t, &res)
+	assert.Equal(t, 2, res.Matched, "records 1 and 2 are from t0+1 on")
+	r = e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, `{"dryRun":true,"filter":{"executeAtFrom":`+strconv.FormatInt(t0+2, 10)+`,"minRetries":0}}`)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	r.json(t, &res)
+	assert.Equal(t, 1, res.Matched, "times may be epoch milliseconds")
 }
