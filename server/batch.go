@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -272,6 +273,9 @@ func (s *Server) batchIDs(req BatchRequest) ([]string, int, error) {
 	for len(ids) < req.Limit {
 		page, err := s.cfg.Queries.List(q)
 		if err != nil {
+			if ae := queryError("", err); ae != nil {
+				return nil, 0, ae
+			}
 			return nil, 0, err
 		}
 		for _, it := range page.Items {
@@ -290,14 +294,14 @@ func (s *Server) batchIDs(req BatchRequest) ([]string, int, error) {
 func (s *Server) dryRun(ctx context.Context, id string, cmd aggregate.Command) BatchOutcome {
 	v, err := s.cfg.Queries.Get(ctx, id)
 	if err != nil {
-		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Message: err.Error()}
+		return s.failed(id, cmd, err)
 	}
 	if _, err := aggregate.Decide(v.State, cmd, s.cfg.Clock.Now()); err != nil {
 		var ae *aggregate.Error
 		if errors.As(err, &ae) {
 			return BatchOutcome{ID: id, Outcome: OutcomeWouldNot, Code: ae.Code(), Message: ae.Message, Version: v.Version}
 		}
-		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Message: err.Error()}
+		return s.failed(id, cmd, err)
 	}
 	return BatchOutcome{ID: id, Outcome: OutcomeWould, Version: v.Version}
 }
@@ -317,9 +321,26 @@ func (s *Server) runOne(ctx context.Context, id string, cmd aggregate.Command, p
 	case errors.As(err, &ae):
 		return BatchOutcome{ID: id, Outcome: OutcomeRejected, Code: ae.Code(), Message: ae.Message}
 	default:
-		s.log.Warn("batch command failed", "id", id, "command", cmd.CommandName(), "err", err)
-		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Message: err.Error()}
+		return s.failed(id, cmd, err)
 	}
+}
+
+// failed is the outcome of a record whose command failed for a reason
+// other than a refusal. Its message says what to do, without the error's
+// internals, which go to the log.
+func (s *Server) failed(id string, cmd aggregate.Command, err error) BatchOutcome {
+	switch {
+	case errors.Is(err, projection.ErrNotFound):
+		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Code: "NotFound", Message: "the record has no view any more"}
+	case errors.Is(err, eventstore.ErrConflict):
+		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Code: "Conflict", Message: "the record changed while the command ran; run the batch again with the same requestId"}
+	}
+	s.log.Warn("batch command failed", "id", id, "command", cmd.CommandName(), "err", err)
+	code, msg := "Internal", "internal error; the server log has the details"
+	if unavailable(err) {
+		code, msg = "Unavailable", "the server could not reach NATS; run the batch again with the same requestId"
+	}
+	return BatchOutcome{ID: id, Outcome: OutcomeFailed, Code: code, Message: msg}
 }
 
 // emitter records an outcome in res and, when streaming, writes it.

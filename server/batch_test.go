@@ -3,12 +3,16 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -157,4 +161,36 @@ func TestBatchFilterAsTheClientSendsIt(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	r.json(t, &res)
 	assert.Equal(t, 1, res.Matched, "times may be epoch milliseconds")
+}
+
+// brokenGets is an index whose record reads fail as a store would.
+type brokenGets struct {
+	server.Queries
+	err error
+}
+
+func (b brokenGets) Get(context.Context, string) (projection.View, error) {
+	return projection.View{}, b.err
+}
+
+// A record that fails in a batch for a reason other than a refusal gets an
+// outcome that says what to do, without the error's Go internals.
+func TestBatchOutcomeOfAFailedRecordShowsNoInternals(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, 1, nil)
+	for err, want := range map[error]server.BatchOutcome{
+		fmt.Errorf("record x has no view: %w", projection.ErrNotFound):        {Outcome: server.OutcomeFailed, Code: "NotFound", Message: "the record has no view any more"},
+		fmt.Errorf("read the view of record x: %w", nats.ErrConnectionClosed): {Outcome: server.OutcomeFailed, Code: "Unavailable", Message: "the server could not reach NATS; run the batch again with the same requestId"},
+		errors.New("jsstore: decode: projection: corrupt view"):               {Outcome: server.OutcomeFailed, Code: "Internal", Message: "internal error; the server log has the details"},
+	} {
+		b := e.with(t, func(c *server.Config) { c.Queries = brokenGets{Queries: e.index, err: err} })
+		var res server.BatchResult
+		r := b.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, map[string]any{"dryRun": true})
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		r.json(t, &res)
+		require.Len(t, res.Records, 1)
+		got := res.Records[0]
+		got.ID = ""
+		assert.Equal(t, want, got, "outcome of %v", err)
+	}
 }

@@ -43,7 +43,8 @@ type env struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	stream  string // the event store's stream of the records
-	ready   atomic.Pointer[error]
+	cfg     server.Config
+	ready   *atomic.Pointer[error]
 	// indexDone is closed when the index's Run returns (its watch stopped).
 	indexDone chan struct{}
 }
@@ -57,7 +58,7 @@ func newEnv(tb testing.TB) *env {
 	require.NoError(tb, err)
 	batches, err := server.OpenBatches(tb.Context(), js, 1)
 	require.NoError(tb, err)
-	e := &env{clock: fakeclock.At(t0), nc: nc, js: js, stream: store.StreamName(aggregate.Context), indexDone: make(chan struct{})}
+	e := &env{clock: fakeclock.At(t0), nc: nc, js: js, stream: store.StreamName(aggregate.Context), indexDone: make(chan struct{}), ready: new(atomic.Pointer[error])}
 	e.svc = aggregate.NewService(store, aggregate.WithClock(e.clock))
 	proj, err := projection.NewProjector(js, store, views)
 	require.NoError(tb, err)
@@ -70,7 +71,7 @@ func newEnv(tb testing.TB) *env {
 	})
 	tokens, err := server.ParseTokens("alice:viewer:" + viewerKey + "\nbob:operator:" + operatorKey)
 	require.NoError(tb, err)
-	srv := server.New(server.Config{
+	e.cfg = server.Config{
 		Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock,
 		Ready: func() error {
 			if p := e.ready.Load(); p != nil {
@@ -78,11 +79,22 @@ func newEnv(tb testing.TB) *env {
 			}
 			return nil
 		},
-	})
-	e.handler = srv.Handler()
+	}
+	e.handler = server.New(e.cfg).Handler()
 	e.http = httptest.NewServer(e.handler)
 	tb.Cleanup(e.http.Close)
 	return e
+}
+
+// with returns a copy of e whose server has a changed config.
+func (e *env) with(tb testing.TB, change func(*server.Config)) *env {
+	tb.Helper()
+	c := *e
+	change(&c.cfg)
+	c.handler = server.New(c.cfg).Handler()
+	c.http = httptest.NewServer(c.handler)
+	tb.Cleanup(c.http.Close)
+	return &c
 }
 
 // lastSeq is the last sequence of the records' stream: a request that
