@@ -28,18 +28,24 @@ type ForcePrepareCompensation struct{}
 
 // ApplyExecutionSuccess reports that a replay succeeded. Attempt (beyond
 // Wow) is the attempt the replay ran as; 0 means unknown and is not fenced.
+// PreparedVersion (beyond Wow) is the record's version after the
+// CompensationPrepared the replay ran for; it tells apart the attempts of
+// a record re-opened after it succeeded, whose attempt numbers start again
+// at 1. 0 means unknown and is not fenced.
 type ApplyExecutionSuccess struct {
-	ExecuteAt int64 `json:"executeAt"`
-	Attempt   int32 `json:"attempt,omitempty"`
+	ExecuteAt       int64  `json:"executeAt"`
+	Attempt         int32  `json:"attempt,omitempty"`
+	PreparedVersion uint64 `json:"preparedVersion,omitempty"`
 }
 
-// ApplyExecutionFailed reports that a replay failed again. Attempt as for
-// ApplyExecutionSuccess.
+// ApplyExecutionFailed reports that a replay failed again. Attempt and
+// PreparedVersion as for ApplyExecutionSuccess.
 type ApplyExecutionFailed struct {
-	Error       ErrorDetails   `json:"error"`
-	ExecuteAt   int64          `json:"executeAt"`
-	Recoverable Recoverability `json:"recoverable,omitempty"`
-	Attempt     int32          `json:"attempt,omitempty"`
+	Error           ErrorDetails   `json:"error"`
+	ExecuteAt       int64          `json:"executeAt"`
+	Recoverable     Recoverability `json:"recoverable,omitempty"`
+	Attempt         int32          `json:"attempt,omitempty"`
+	PreparedVersion uint64         `json:"preparedVersion,omitempty"`
 }
 
 // ApplyRetrySpec replaces the retry spec; it applies from the next prepare.

@@ -7,11 +7,14 @@ import (
 )
 
 // Decider decides commands with a default retry spec for creations that
-// carry none. The zero Decider uses DefaultRetrySpec.
+// carry none. The zero Decider uses DefaultRetrySpec. A Decider is a value:
+// safe for concurrent use.
 type Decider struct {
-	// DefaultRetrySpec applies to CreateExecutionFailed without a spec; the
-	// zero value means DefaultRetrySpec.
-	DefaultRetrySpec RetrySpec
+	// DefaultRetrySpec applies to CreateExecutionFailed without a spec; nil
+	// means the package's DefaultRetrySpec (10/180/120). Any spec set here
+	// is used as given, 0/0/0 included, and is validated with the
+	// creation (ValidateRetrySpec's errors).
+	DefaultRetrySpec *RetrySpec
 }
 
 // Decide is Decider{}.Decide.
@@ -22,8 +25,17 @@ func Decide(s State, c Command, now time.Time) ([]Event, error) {
 // Decide returns the events command c produces on state s at time now, or
 // the *Error that rejects it. It never changes s; apply the events with
 // Evolve. The guards, in order, and their messages are Wow's (see the
-// package documentation for what amends adds).
+// package documentation for what amends adds). A refusal on an existing
+// record carries that state: see (*Error).Details.
 func (d Decider) Decide(s State, c Command, now time.Time) ([]Event, error) {
+	events, err := d.decide(s, c, now)
+	if err != nil {
+		return nil, d.withDecision(err, s, now)
+	}
+	return events, nil
+}
+
+func (d Decider) decide(s State, c Command, now time.Time) ([]Event, error) {
 	if create, ok := c.(CreateExecutionFailed); ok {
 		return d.create(s, create)
 	}
@@ -45,7 +57,7 @@ func (d Decider) Decide(s State, c Command, now time.Time) ([]Event, error) {
 		}
 		return prepare(s, now)
 	case ApplyExecutionFailed:
-		if err := checkResult(s, c.Attempt); err != nil {
+		if err := checkResult(s, c.Attempt, c.PreparedVersion); err != nil {
 			return nil, err
 		}
 		if err := checkError("error", c.Error); err != nil {
@@ -56,13 +68,13 @@ func (d Decider) Decide(s State, c Command, now time.Time) ([]Event, error) {
 		}
 		return []Event{ExecutionFailedApplied{Error: c.Error, ExecuteAt: c.ExecuteAt, Recoverable: orUnknown(c.Recoverable), Attempt: c.Attempt}}, nil
 	case ApplyExecutionSuccess:
-		if err := checkResult(s, c.Attempt); err != nil {
+		if err := checkResult(s, c.Attempt, c.PreparedVersion); err != nil {
 			return nil, err
 		}
 		if err := checkExecuteAt(c.ExecuteAt); err != nil {
 			return nil, err
 		}
-		return []Event{ExecutionSuccessApplied(c)}, nil
+		return []Event{ExecutionSuccessApplied{ExecuteAt: c.ExecuteAt, Attempt: c.Attempt}}, nil
 	case ApplyRetrySpec:
 		if err := ValidateRetrySpec(RetrySpec(c)); err != nil {
 			return nil, err
@@ -86,7 +98,7 @@ func (d Decider) Decide(s State, c Command, now time.Time) ([]Event, error) {
 		}
 		return []Event{RecoverableMarked(c)}, nil
 	default:
-		return nil, illegalArgument(fmt.Sprintf("unknown command %T.", c))
+		return nil, illegalArgument(fmt.Sprintf("unknown command %s; pass commands by value.", c.CommandName()))
 	}
 }
 
@@ -111,15 +123,18 @@ func (d Decider) create(s State, c CreateExecutionFailed) ([]Event, error) {
 	if s.Status == StatusFailed || s.Status == StatusPrepared {
 		return nil, &Error{Kind: ErrAlreadyRecorded, Message: fmt.Sprintf("ExecutionFailed %s already records this failure and is %s.", s.ID, s.Status)}
 	}
-	spec := d.DefaultRetrySpec
-	if spec == (RetrySpec{}) {
-		spec = DefaultRetrySpec
+	spec := DefaultRetrySpec
+	if d.DefaultRetrySpec != nil {
+		spec = *d.DefaultRetrySpec
 	}
 	if c.RetrySpec != nil {
 		spec = *c.RetrySpec
 	}
 	if err := ValidateRetrySpec(spec); err != nil {
-		return nil, err
+		if c.RetrySpec == nil {
+			return nil, atField("", err) // the injected spec is no field of the command
+		}
+		return nil, atField("retrySpec.", err)
 	}
 	rs, err := NextRetryState(spec, 0, c.ExecuteAt)
 	if err != nil {
@@ -144,13 +159,20 @@ func prepare(s State, now time.Time) ([]Event, error) {
 }
 
 // checkResult applies the guard of ApplyExecutionSuccess/Failed: the record
-// is PREPARED, and (beyond Wow) a given attempt is the current one.
-func checkResult(s State, attempt int32) error {
+// is PREPARED, and (beyond Wow) a given attempt is the current one and a
+// given prepared version is the one the current attempt was prepared at
+// (when the state knows it).
+func checkResult(s State, attempt int32, preparedVersion uint64) error {
 	if s.Status != StatusPrepared {
 		return illegalState("ExecutionFailed is not prepared.")
 	}
 	if attempt != 0 && attempt != s.Attempt() {
 		return &Error{Kind: ErrStaleAttempt, Message: fmt.Sprintf("ExecutionFailed attempt %d is stale; the current attempt is %d.", attempt, s.Attempt())}
+	}
+	if preparedVersion != 0 && s.PreparedVersion != 0 && preparedVersion != s.PreparedVersion {
+		return &Error{Kind: ErrStaleAttempt, Message: fmt.Sprintf(
+			"ExecutionFailed attempt prepared at version %d is stale; the current attempt %d was prepared at version %d.",
+			preparedVersion, s.Attempt(), s.PreparedVersion)}
 	}
 	return nil
 }
@@ -164,7 +186,7 @@ func orUnknown(r Recoverability) Recoverability {
 
 func checkExecuteAt(ms int64) error {
 	if ms <= 0 {
-		return illegalArgument(fmt.Sprintf("executeAt must be an epoch-millisecond time greater than 0, got %d.", ms))
+		return invalidField("executeAt", fmt.Sprintf("executeAt must be an epoch-millisecond time greater than 0, got %d.", ms))
 	}
 	return nil
 }
@@ -177,11 +199,11 @@ func checkEventID(e EventID) error {
 		{"eventId.aggregateId.aggregateId", e.AggregateID.AggregateID},
 	} {
 		if strings.TrimSpace(f.value) == "" {
-			return illegalArgument(f.name + " must not be blank.")
+			return invalidField(f.name, f.name+" must not be blank.")
 		}
 	}
 	if e.Version < 1 {
-		return illegalArgument(fmt.Sprintf("eventId.version must be greater than or equal to 1, got %d.", e.Version))
+		return invalidField("eventId.version", fmt.Sprintf("eventId.version must be greater than or equal to 1, got %d.", e.Version))
 	}
 	return nil
 }
@@ -193,7 +215,7 @@ func checkFunction(prefix string, f FunctionInfo) error {
 		{"contextName", f.ContextName}, {"processorName", f.ProcessorName}, {"name", f.Name},
 	} {
 		if strings.TrimSpace(fld.value) == "" {
-			return illegalArgument(prefix + fld.name + " must not be blank.")
+			return invalidField(prefix+fld.name, prefix+fld.name+" must not be blank.")
 		}
 	}
 	if _, err := parseEnum(prefix+"functionKind", string(f.FunctionKind), FunctionKinds); err != nil {
@@ -204,7 +226,7 @@ func checkFunction(prefix string, f FunctionInfo) error {
 
 func checkError(field string, e ErrorDetails) error {
 	if strings.TrimSpace(e.ErrorCode) == "" {
-		return illegalArgument(field + ".errorCode must not be blank.")
+		return invalidField(field+".errorCode", field+".errorCode must not be blank.")
 	}
 	return nil
 }

@@ -130,7 +130,7 @@ func TestCreate(t *testing.T) {
 		{name: "blank processor", when: func() Command { c := create; c.Function.ProcessorName = ""; return c }(),
 			err: ErrIllegalArgument, msg: "function.processorName must not be blank."},
 		{name: "unknown kind", when: func() Command { c := create; c.Function.FunctionKind = "LAMBDA"; return c }(),
-			err: ErrIllegalArgument, msg: `function.functionKind must be one of COMMAND, SOURCING, EVENT, STATE_EVENT, ERROR, got "LAMBDA".`},
+			err: ErrIllegalArgument, msg: `function.functionKind must be COMMAND, SOURCING, EVENT, STATE_EVENT or ERROR, got "LAMBDA".`},
 		{name: "blank error code", when: func() Command { c := create; c.Error.ErrorCode = ""; return c }(),
 			err: ErrIllegalArgument, msg: "error.errorCode must not be blank."},
 		{name: "no executeAt", when: func() Command { c := create; c.ExecuteAt = 0; return c }(),
@@ -230,7 +230,7 @@ func TestOperatorCommandsInEveryStatus(t *testing.T) {
 				{name: "mark the same class", given: history, when: MarkRecoverable{Recoverable: RecoverabilityUnknown},
 					err: ErrIllegalArgument, msg: "ExecutionFailed recoverable is already marked to UNKNOWN."},
 				{name: "mark an unknown class", given: history, when: MarkRecoverable{Recoverable: "MAYBE"},
-					err: ErrIllegalArgument, msg: `recoverable must be one of RECOVERABLE, UNRECOVERABLE, UNKNOWN, got "MAYBE".`},
+					err: ErrIllegalArgument, msg: `recoverable must be RECOVERABLE, UNRECOVERABLE or UNKNOWN, got "MAYBE".`},
 			})
 		})
 	}
@@ -254,4 +254,103 @@ func TestEvolveKeepsWhatWowKeeps(t *testing.T) {
 	assert.Equal(t, Unrecoverable, s.Recoverable)
 	assert.Equal(t, t0+9, s.ExecuteAt)
 	assert.Equal(t, evtID, s.EventID, "CompensationPrepared does not change the event id")
+}
+
+func TestInjectedDefaultSpecIsUsedAsGiven(t *testing.T) {
+	zero := RetrySpec{}
+	custom := RetrySpec{MaxRetries: 2, MinBackoff: 5, ExecutionTimeout: 7}
+	own := RetrySpec{MaxRetries: 1, MinBackoff: 1, ExecutionTimeout: 1}
+	withOwn := create
+	withOwn.RetrySpec = &own
+	cases := []struct {
+		name    string
+		decider Decider
+		when    CreateExecutionFailed
+		want    RetrySpec
+	}{
+		{"zero Decider: Wow's default", Decider{}, create, DefaultRetrySpec},
+		{"injected 0/0/0 is used, not replaced by the default", Decider{DefaultRetrySpec: &zero}, create, zero},
+		{"injected spec", Decider{DefaultRetrySpec: &custom}, create, custom},
+		{"the command's own spec wins", Decider{DefaultRetrySpec: &zero}, withOwn, own},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			events, err := c.decider.Decide(State{ID: "rec-1"}, c.when, at(t0))
+			require.NoError(t, err)
+			rs, err := NextRetryState(c.want, 0, t0)
+			require.NoError(t, err)
+			assert.Equal(t, []Event{ExecutionFailedCreated{EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0,
+				RetrySpec: c.want, RetryState: rs, Recoverable: RecoverabilityUnknown}}, events)
+		})
+	}
+	_, err := Decider{DefaultRetrySpec: &RetrySpec{MaxRetries: -1}}.Decide(State{ID: "rec-1"}, create, at(t0))
+	assert.ErrorIs(t, err, ErrIllegalArgument, "an invalid injected spec fails the creation with Wow's message")
+	assert.EqualError(t, err, "maxRetries must be greater than or equal to 0.")
+}
+
+// A record re-opened after it succeeded numbers its attempts from 1 again:
+// the prepared version tells the attempts apart.
+func TestResultsAreFencedByPreparedVersion(t *testing.T) {
+	spec := DefaultRetrySpec
+	rs1, _ := NextRetryState(spec, 1, t0+1000)
+	history := EvolveAt(State{ID: "rec-1"}, 1, created(spec, 0)...)
+	history = EvolveAt(history, 2, CompensationPrepared{EventID: evtID, Function: fn, RetryState: rs1}) // attempt 1 at v2
+	history = EvolveAt(history, 3, ExecutionSuccessApplied{ExecuteAt: t0 + 2000, Attempt: 1})
+	history = EvolveAt(history, 4, created(spec, 0)...)                                                 // re-opened
+	history = EvolveAt(history, 5, CompensationPrepared{EventID: evtID, Function: fn, RetryState: rs1}) // attempt 1 again, at v5
+	require.Equal(t, uint64(5), history.PreparedVersion)
+	require.Equal(t, int32(1), history.Attempt())
+	withoutVersion := given(preparedAfter(spec, 1)...) // evolved without versions: unknown
+
+	cases := []struct {
+		name  string
+		state State
+		when  Command
+		then  []Event
+		msg   string
+	}{
+		{name: "success of the attempt before the re-open is stale", state: history,
+			when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, Attempt: 1, PreparedVersion: 2},
+			msg:  "ExecutionFailed attempt prepared at version 2 is stale; the current attempt 1 was prepared at version 5."},
+		{name: "failure of the attempt before the re-open is stale", state: history,
+			when: ApplyExecutionFailed{Error: boom, ExecuteAt: t0 + 9, Attempt: 1, PreparedVersion: 2},
+			msg:  "ExecutionFailed attempt prepared at version 2 is stale; the current attempt 1 was prepared at version 5."},
+		{name: "a prepared version alone is fenced", state: history,
+			when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, PreparedVersion: 2},
+			msg:  "ExecutionFailed attempt prepared at version 2 is stale; the current attempt 1 was prepared at version 5."},
+		{name: "the current attempt's result is applied", state: history,
+			when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, Attempt: 1, PreparedVersion: 5},
+			then: []Event{ExecutionSuccessApplied{ExecuteAt: t0 + 9, Attempt: 1}}},
+		{name: "a failure of the current attempt is applied", state: history,
+			when: ApplyExecutionFailed{Error: boom, ExecuteAt: t0 + 9, Attempt: 1, PreparedVersion: 5},
+			then: []Event{ExecutionFailedApplied{Error: boom, ExecuteAt: t0 + 9, Recoverable: RecoverabilityUnknown, Attempt: 1}}},
+		{name: "without a prepared version: Wow's rule (and the attempt's)", state: history,
+			when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, Attempt: 1},
+			then: []Event{ExecutionSuccessApplied{ExecuteAt: t0 + 9, Attempt: 1}}},
+		{name: "a state that does not know its prepared version is not fenced by it", state: withoutVersion,
+			when: ApplyExecutionSuccess{ExecuteAt: t0 + 9, Attempt: 1, PreparedVersion: 2},
+			then: []Event{ExecutionSuccessApplied{ExecuteAt: t0 + 9, Attempt: 1}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			events, err := Decide(c.state, c.when, at(t0+5000))
+			if c.msg != "" {
+				require.ErrorIs(t, err, ErrStaleAttempt)
+				assert.EqualError(t, err, c.msg)
+				assert.Empty(t, events)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.then, events)
+		})
+	}
+}
+
+func TestEvolveForgetsAnOldPreparedVersion(t *testing.T) {
+	s := EvolveAt(given(created(DefaultRetrySpec, 0)...), 2, CompensationPrepared{RetryState: RetryState{Retries: 1}})
+	require.Equal(t, uint64(2), s.PreparedVersion)
+	s = Evolve(Evolve(s, ExecutionFailedApplied{Error: boom, ExecuteAt: t0}), CompensationPrepared{RetryState: RetryState{Retries: 2}})
+	assert.Zero(t, s.PreparedVersion, "a prepare evolved without its version leaves it unknown, not the old one")
+	s = EvolveAt(s, 9, RecoverableMarked{Recoverable: Recoverable})
+	assert.Zero(t, s.PreparedVersion, "only a prepare sets it")
 }

@@ -21,14 +21,25 @@
 //   - Fencing: every prepare increments retries, and that number is the
 //     attempt. ApplyExecutionSuccess and ApplyExecutionFailed may carry it;
 //     a result for any other attempt fails with ErrStaleAttempt, so a slow
-//     attempt that timed out cannot overwrite a newer one.
+//     attempt that timed out cannot overwrite a newer one. They may also
+//     carry the version of the prepare (preparedVersion), which the state
+//     keeps (PreparedVersion, set by EvolveAt): a result whose prepared
+//     version is not the current attempt's fails with ErrStaleAttempt too,
+//     so a result from before a SUCCEEDED record was re-opened (whose
+//     attempts number from 1 again) cannot settle the new attempt. A
+//     result without them keeps Wow's rule (the record is PREPARED).
 //
 // # Errors
 //
 // Decide's errors are *Error values. Each matches one sentinel with
 // errors.Is (ErrIllegalState, ErrIllegalArgument, ErrArithmetic,
 // ErrNotFound, ErrAlreadyRecorded, ErrStaleAttempt) and its Error() is the
-// reference message, e.g. "ExecutionFailed can not retry.".
+// reference message, e.g. "ExecutionFailed can not retry.". A refusal on
+// an existing record also says why: Details gives the status, retries and
+// limit, timeoutAt, recoverability and the replay commands that Decide
+// accepts instead (found by asking Decide, not by a copy of its guards).
+// Errors about a command field (from DecodeCommand, DecodeEvent or Decide)
+// carry its JSON path, which ErrorField returns; no message shows Go types.
 //
 // # Service
 //

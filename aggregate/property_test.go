@@ -3,6 +3,7 @@ package aggregate_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -24,7 +25,15 @@ func genRecoverability() *rapid.Generator[Recoverability] {
 	return rapid.SampledFrom([]Recoverability{"", Recoverable, Unrecoverable, RecoverabilityUnknown})
 }
 
-func genCommand(now int64) *rapid.Generator[Command] {
+func genCommand(now int64, prepared []uint64) *rapid.Generator[Command] {
+	// A result's prepared version: none, or that of any attempt so far
+	// (the current one or a stale one).
+	genPrepared := rapid.Custom(func(t *rapid.T) uint64 {
+		if rapid.Bool().Draw(t, "withoutPrepared") || len(prepared) == 0 {
+			return 0
+		}
+		return rapid.SampledFrom(prepared).Draw(t, "prepared")
+	})
 	return rapid.Custom(func(t *rapid.T) Command {
 		switch rapid.IntRange(0, 7).Draw(t, "command") {
 		case 0:
@@ -41,9 +50,10 @@ func genCommand(now int64) *rapid.Generator[Command] {
 		case 2:
 			return ForcePrepareCompensation{}
 		case 3:
-			return ApplyExecutionSuccess{ExecuteAt: now, Attempt: rapid.Int32Range(0, 4).Draw(t, "attempt")}
+			return ApplyExecutionSuccess{ExecuteAt: now, Attempt: rapid.Int32Range(0, 4).Draw(t, "attempt"), PreparedVersion: genPrepared.Draw(t, "preparedVersion")}
 		case 4:
-			return ApplyExecutionFailed{Error: boom, ExecuteAt: now, Recoverable: genRecoverability().Draw(t, "recoverable"), Attempt: rapid.Int32Range(0, 4).Draw(t, "attempt")}
+			return ApplyExecutionFailed{Error: boom, ExecuteAt: now, Recoverable: genRecoverability().Draw(t, "recoverable"), Attempt: rapid.Int32Range(0, 4).Draw(t, "attempt"),
+				PreparedVersion: genPrepared.Draw(t, "preparedVersion")}
 		case 5:
 			return ApplyRetrySpec(genSpec().Draw(t, "spec"))
 		case 6:
@@ -65,10 +75,12 @@ func TestStateMachineProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := State{ID: "rec-p"}
 		now := t0
+		var version uint64    // the record's version, as a Service counts it
+		var prepared []uint64 // the versions that prepared an attempt
 		steps := rapid.IntRange(1, 60).Draw(t, "steps")
 		for range steps {
 			now += rapid.SampledFrom([]int64{0, 1, 999, 30_000, 120_000, 120_001, 400_000, 3_600_000}).Draw(t, "advance")
-			c := genCommand(now).Draw(t, "cmd")
+			c := genCommand(now, prepared).Draw(t, "cmd")
 			before := s
 			events, err := Decide(s, c, at(now))
 			again, err2 := Decide(s, c, at(now))
@@ -80,9 +92,15 @@ func TestStateMachineProperties(t *testing.T) {
 				if !errors.As(err, &ae) || !matchesOneKind(err) {
 					t.Fatalf("%T rejected with %v, not an *Error of a known kind", c, err)
 				}
+				checkDetails(t, s, ae, now)
 				continue
 			}
-			s = EvolveAll(s, events...)
+			checkFenced(t, s, c)
+			version++
+			s = EvolveAt(s, version, events...)
+			if s.Status == StatusPrepared && s.PreparedVersion == version {
+				prepared = append(prepared, version)
+			}
 
 			_, isCreate := c.(CreateExecutionFailed)
 			if before.Status == StatusSucceeded && !isCreate && s.Status != StatusSucceeded {
@@ -95,6 +113,43 @@ func TestStateMachineProperties(t *testing.T) {
 			checkRoundTrip(t, s)
 		}
 	})
+}
+
+// checkDetails: a refusal on an existing record carries its state, and
+// lists as accepted exactly the replay commands Decide accepts.
+func checkDetails(t *rapid.T, s State, e *Error, now int64) {
+	d := e.Details()
+	if !s.Exists() {
+		if d != nil {
+			t.Fatalf("a refusal on a missing record has details %v", d)
+		}
+		return
+	}
+	if d == nil || d["status"] != string(s.Status) || d["retries"] != s.RetryState.Retries {
+		t.Fatalf("a refusal on a %s record has details %v", s.Status, d)
+	}
+	accepted := d["accepted"].([]string)
+	for _, c := range []Command{PrepareCompensation{}, ForcePrepareCompensation{}} {
+		_, err := Decide(s, c, at(now))
+		if (err == nil) != slices.Contains(accepted, c.CommandName()) {
+			t.Fatalf("accepted %v disagrees with Decide on %s: %v", accepted, c.CommandName(), err)
+		}
+	}
+}
+
+// checkFenced: an accepted result that names a prepared version names the
+// current attempt's.
+func checkFenced(t *rapid.T, s State, c Command) {
+	var pv uint64
+	switch c := c.(type) {
+	case ApplyExecutionSuccess:
+		pv = c.PreparedVersion
+	case ApplyExecutionFailed:
+		pv = c.PreparedVersion
+	}
+	if pv != 0 && pv != s.PreparedVersion {
+		t.Fatalf("%T prepared at version %d was accepted by the attempt prepared at version %d", c, pv, s.PreparedVersion)
+	}
 }
 
 func matchesOneKind(err error) bool {

@@ -23,7 +23,7 @@ const (
 // result does not fit in 64-bit milliseconds.
 func NextRetryAt(minBackoff, retries int32, currentRetryAt int64) (int64, error) {
 	if minBackoff < 0 {
-		return 0, illegalArgument(msgMinBackoff)
+		return 0, invalidField("minBackoff", msgMinBackoff)
 	}
 	if retries < 0 {
 		return 0, illegalArgument(msgRetries)
@@ -51,7 +51,7 @@ func NextRetryAt(minBackoff, retries int32, currentRetryAt int64) (int64, error)
 // ErrIllegalArgument for a negative executionTimeout.
 func NextRetryState(spec RetrySpec, retries int32, retryAt int64) (RetryState, error) {
 	if spec.ExecutionTimeout < 0 {
-		return RetryState{}, illegalArgument(msgExecutionTimeout)
+		return RetryState{}, invalidField("executionTimeout", msgExecutionTimeout)
 	}
 	next, err := NextRetryAt(spec.MinBackoff, retries, retryAt)
 	if err != nil {
@@ -68,13 +68,30 @@ func NextRetryState(spec RetrySpec, retries int32, retryAt int64) (RetryState, e
 	return RetryState{Retries: retries, RetryAt: retryAt, TimeoutAt: timeoutAt, NextRetryAt: next}, nil
 }
 
-// ValidateRetrySpec checks a spec: maxRetries >= 0, and the largest backoff
-// it can produce (after maxRetries retries, from time 0) fits in 64-bit
-// milliseconds. It fails with ErrIllegalArgument or ErrArithmetic and the
-// reference message, e.g. "maxRetries must be greater than or equal to 0.".
+// ValidateRetrySpec is exactly Wow's NextRetryAtCalculator.validate: it
+// checks maxRetries >= 0 and then computes the retry state of the last
+// retry (retries = maxRetries, from time 0), so it refuses, in this order
+// and with Wow's messages:
+//
+//   - maxRetries < 0: ErrIllegalArgument "maxRetries must be greater than
+//     or equal to 0." (Field "maxRetries");
+//   - executionTimeout < 0: ErrIllegalArgument "executionTimeout must be
+//     greater than or equal to 0." (Field "executionTimeout");
+//   - minBackoff < 0: ErrIllegalArgument "minBackoff must be greater than
+//     or equal to 0." (Field "minBackoff");
+//   - minBackoff > 0 and maxRetries >= 63: ErrArithmetic "Retry backoff
+//     exceeds the supported millisecond range.";
+//   - minBackoff·2^maxRetries seconds not fitting in 64-bit milliseconds:
+//     ErrArithmetic "long overflow".
+//
+// Everything else is valid, zeros included: maxRetries 0 (only force
+// prepares replay the record), minBackoff 0 (every retry is due at once),
+// executionTimeout 0 (an attempt times out 1 ms after it is prepared).
+// Stricter rules, such as the HTTP API refusing executionTimeout 0, belong
+// to their callers, not here, so that every spec Wow accepts is accepted.
 func ValidateRetrySpec(spec RetrySpec) error {
 	if spec.MaxRetries < 0 {
-		return illegalArgument(msgMaxRetries)
+		return invalidField("maxRetries", msgMaxRetries)
 	}
 	_, err := NextRetryState(spec, spec.MaxRetries, 0)
 	return err

@@ -65,12 +65,18 @@ func TestNextRetryStateAndValidate(t *testing.T) {
 		{RetrySpec{MaxRetries: 54, MinBackoff: 1}, "long overflow"},
 		{RetrySpec{MaxRetries: 63, MinBackoff: 1}, "Retry backoff exceeds the supported millisecond range."},
 		{RetrySpec{MaxRetries: 2147483647, MinBackoff: 1}, "Retry backoff exceeds the supported millisecond range."},
+		// Wow's order: maxRetries, then executionTimeout, then minBackoff.
+		{RetrySpec{MaxRetries: -1, MinBackoff: -1, ExecutionTimeout: -1}, "maxRetries must be greater than or equal to 0."},
+		{RetrySpec{MaxRetries: 1, MinBackoff: -1, ExecutionTimeout: -1}, "executionTimeout must be greater than or equal to 0."},
+		{RetrySpec{MaxRetries: 63, MinBackoff: -1}, "minBackoff must be greater than or equal to 0."},
 	} {
 		assert.EqualError(t, ValidateRetrySpec(c.spec), c.msg, "%+v", c.spec)
 	}
 	for _, ok := range []RetrySpec{
 		DefaultRetrySpec, {}, {MaxRetries: 53, MinBackoff: 1}, {MaxRetries: 2147483647},
 		{MaxRetries: 1, MinBackoff: 2147483647, ExecutionTimeout: 2147483647},
+		// Wow accepts an execution timeout of 0; stricter rules are the API's.
+		{MaxRetries: 10, MinBackoff: 180, ExecutionTimeout: 0}, {MaxRetries: 0, MinBackoff: 0, ExecutionTimeout: 0},
 	} {
 		assert.NoError(t, ValidateRetrySpec(ok), "%+v is valid", ok)
 	}

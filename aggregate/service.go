@@ -107,9 +107,11 @@ type ServiceOption func(*Service)
 func WithClock(c Clock) ServiceOption { return func(s *Service) { s.clock = c } }
 
 // WithDefaultRetrySpec sets the spec of creations that carry none
-// (default DefaultRetrySpec). Validate it first with ValidateRetrySpec.
+// (default DefaultRetrySpec). The spec is used as given, 0/0/0 included;
+// validate it first with ValidateRetrySpec, or each such creation fails
+// with its error.
 func WithDefaultRetrySpec(spec RetrySpec) ServiceOption {
-	return func(s *Service) { s.decider.DefaultRetrySpec = spec }
+	return func(s *Service) { s.decider.DefaultRetrySpec = &spec }
 }
 
 // WithConflictRetries sets how many times a command is decided again after
@@ -165,7 +167,6 @@ func CarriedState(st eventstore.Stream) (State, bool) {
 // shape, and without a MarshalJSON method, which encoding/json would make
 // it scan twice.
 func (s snapshot) encode() ([]byte, error) {
-	type plainState State
 	return json.Marshal(struct {
 		State      plainState `json:"state"`
 		CommandIDs []string   `json:"commandIds,omitempty"`
@@ -214,7 +215,7 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 		if err != nil {
 			return Result{}, err
 		}
-		next := snapshot{State: EvolveAll(snap.State, events...)}
+		next := snapshot{State: EvolveAt(snap.State, version+1, events...)}
 		next.CommandIDs = append([]string{meta.CommandID}, snap.CommandIDs[:min(len(snap.CommandIDs), recentCommands-1)]...)
 		streamID := uuid.NewSHA1(streamNamespace, []byte(meta.CommandID+"@"+strconv.FormatUint(version+1, 10))).String()
 		if assumeNew {
@@ -278,7 +279,9 @@ func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error)
 	if err != nil {
 		return snapshot{}, 0, fmt.Errorf("load ExecutionFailed %s: %w", id, err)
 	}
-	if snap, ok := carried(last); ok {
+	// A PREPARED state carried without its prepared version was written
+	// before the Service recorded it: replay the history to learn it.
+	if snap, ok := carried(last); ok && (snap.State.Status != StatusPrepared || snap.State.PreparedVersion != 0) {
 		s.cache.put(id, cachedRecord{seq: last.Seq, version: last.Version, snap: snap})
 		return snap, last.Version, nil
 	}
@@ -294,13 +297,15 @@ func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error)
 		}
 	}
 	for _, st := range streams {
+		events := make([]Event, 0, len(st.Events))
 		for _, e := range st.Events {
 			ev, err := DecodeEvent(e.Name, e.Body)
 			if err != nil {
 				return snapshot{}, 0, fmt.Errorf("ExecutionFailed %s version %d: %w", id, st.Version, err)
 			}
-			snap.State = Evolve(snap.State, ev)
+			events = append(events, ev)
 		}
+		snap.State = EvolveAt(snap.State, st.Version, events...)
 	}
 	return snap, last.Version, nil
 }

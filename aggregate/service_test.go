@@ -2,6 +2,7 @@ package aggregate_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -266,4 +267,120 @@ func TestServicesSeeEachOthersChanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, res.State, got)
 	assert.Equal(t, uint64(4), version)
+}
+
+// A refusal by the Service says why: the state it decided on, at the
+// clock's time, and which replay command is accepted instead.
+func TestServiceRefusalsCarryTheirState(t *testing.T) {
+	store := newJSStore(t)
+	clock := newClock(t0)
+	svc := NewService(store, WithClock(clock))
+	limited := create
+	limited.RetrySpec = &RetrySpec{MaxRetries: 1, MinBackoff: 1, ExecutionTimeout: 1}
+	_, err := svc.Execute(t.Context(), "r", limited, Meta{})
+	require.NoError(t, err)
+	clock.SetMillis(t0 + 1000)
+	_, err = svc.Execute(t.Context(), "r", PrepareCompensation{}, Meta{})
+	require.NoError(t, err)
+	_, err = svc.Execute(t.Context(), "r", ApplyExecutionFailed{Error: boom, ExecuteAt: t0 + 1500}, Meta{})
+	require.NoError(t, err)
+
+	_, err = svc.Execute(t.Context(), "r", PrepareCompensation{}, Meta{})
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.EqualError(t, err, "ExecutionFailed can not retry.")
+	assert.Equal(t, map[string]any{
+		"status": "FAILED", "retries": int32(1), "maxRetries": int32(1),
+		"timeoutAt": t0 + 2000, "nextRetryAt": t0 + 3000, "recoverable": "UNKNOWN",
+		"accepted": []string{NameForcePrepareCompensation},
+	}, e.Details(), "an exhausted record: force prepare is what is accepted")
+
+	_, err = svc.Execute(t.Context(), "r", ForcePrepareCompensation{}, Meta{Reason: "fixed"})
+	require.NoError(t, err)
+	_, err = svc.Execute(t.Context(), "r", ApplyExecutionSuccess{ExecuteAt: t0 + 1600}, Meta{})
+	require.NoError(t, err)
+	_, err = svc.Execute(t.Context(), "r", ForcePrepareCompensation{}, Meta{})
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "SUCCEEDED", e.Details()["status"])
+	assert.Equal(t, []string{}, e.Details()["accepted"], "nothing replays a SUCCEEDED record")
+
+	_, err = svc.Execute(t.Context(), "missing", PrepareCompensation{}, Meta{})
+	require.ErrorAs(t, err, &e)
+	assert.Nil(t, e.Details(), "a missing record has no state")
+}
+
+func TestServiceUsesAnInjectedZeroSpec(t *testing.T) {
+	svc := NewService(newJSStore(t), WithClock(newClock(t0)), WithDefaultRetrySpec(RetrySpec{}))
+	res, err := svc.Execute(t.Context(), "r", create, Meta{})
+	require.NoError(t, err)
+	assert.Equal(t, RetrySpec{}, res.State.RetrySpec, "0/0/0 was injected and is not the default 10/180/120")
+	assert.Equal(t, RetryState{RetryAt: t0, TimeoutAt: t0, NextRetryAt: t0}, res.State.RetryState)
+	assert.False(t, res.State.IsBelowRetryThreshold(), "0 retries: only force prepare replays it")
+}
+
+// A replay of attempt 1 that finishes after the record succeeded, was
+// re-opened and prepared its new attempt 1 is stale: the Service fences it
+// by the prepare's version.
+func TestServiceFencesResultsAcrossAReopen(t *testing.T) {
+	store := newJSStore(t)
+	clock := newClock(t0)
+	svc := NewService(store, WithClock(clock))
+	exec := func(c Command) Result {
+		t.Helper()
+		res, err := svc.Execute(t.Context(), "r", c, Meta{})
+		require.NoError(t, err)
+		return res
+	}
+	exec(create)
+	old := exec(PrepareCompensation{})
+	require.Equal(t, uint64(2), old.Version)
+	require.Equal(t, uint64(2), old.State.PreparedVersion)
+	exec(ApplyExecutionSuccess{ExecuteAt: t0 + 1, Attempt: 1, PreparedVersion: 2})
+	exec(create) // re-opened at v4
+	cur := exec(PrepareCompensation{})
+	require.Equal(t, int32(1), cur.State.Attempt(), "attempts start again at 1")
+	require.Equal(t, uint64(5), cur.State.PreparedVersion)
+
+	_, err := svc.Execute(t.Context(), "r", ApplyExecutionFailed{Error: boom, ExecuteAt: t0 + 2, Attempt: 1, PreparedVersion: old.Version}, Meta{})
+	require.ErrorIs(t, err, ErrStaleAttempt, "the old attempt 1 must not settle the new one")
+	s, _, err := svc.Get(t.Context(), "r")
+	require.NoError(t, err)
+	assert.Equal(t, StatusPrepared, s.Status)
+	assert.Equal(t, uint64(5), s.PreparedVersion, "carried with the state")
+
+	fresh := NewService(store, WithClock(clock)) // no cache: reads the carried state
+	_, err = fresh.Execute(t.Context(), "r", ApplyExecutionSuccess{ExecuteAt: t0 + 2, Attempt: 1, PreparedVersion: old.Version}, Meta{})
+	require.ErrorIs(t, err, ErrStaleAttempt)
+	res, err := fresh.Execute(t.Context(), "r", ApplyExecutionSuccess{ExecuteAt: t0 + 3, Attempt: 1, PreparedVersion: cur.Version}, Meta{})
+	require.NoError(t, err)
+	assert.Equal(t, StatusSucceeded, res.State.Status)
+}
+
+// A PREPARED state carried without its prepared version (written before
+// the Service recorded it) is completed from the history.
+func TestServiceLearnsThePreparedVersionOfAnOlderStream(t *testing.T) {
+	store := newJSStore(t)
+	rs, err := NextRetryState(DefaultRetrySpec, 1, t0+1000)
+	require.NoError(t, err)
+	createdEvent := created(DefaultRetrySpec, 0)[0]
+	preparedEvent := CompensationPrepared{EventID: evtID, Function: fn, RetryState: rs}
+	old := given(createdEvent, preparedEvent) // PreparedVersion 0, as older Services carried it
+	for v, e := range []Event{createdEvent, preparedEvent} {
+		name, body, err := EncodeEvent(e)
+		require.NoError(t, err)
+		st, err := json.Marshal(map[string]any{"state": EvolveAll(State{ID: "r"}, []Event{createdEvent, preparedEvent}[:v+1]...)})
+		require.NoError(t, err)
+		_, err = store.Append(t.Context(), eventstore.Stream{
+			ID: "s-" + name, Aggregate: RecordAggregate("r"), Version: uint64(v + 1), CommandID: "c-" + name, CreateTime: t0,
+			Events: []eventstore.Event{{ID: "e-" + name, Name: name, Body: body}}, State: st,
+		}, uint64(v))
+		require.NoError(t, err)
+	}
+	require.Zero(t, old.PreparedVersion)
+	svc := NewService(store, WithClock(newClock(t0+2000)))
+	s, _, err := svc.Get(t.Context(), "r")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), s.PreparedVersion, "learned from the history")
+	_, err = svc.Execute(t.Context(), "r", ApplyExecutionSuccess{ExecuteAt: t0 + 2000, Attempt: 1, PreparedVersion: 7}, Meta{})
+	assert.ErrorIs(t, err, ErrStaleAttempt)
 }

@@ -24,6 +24,11 @@ type State struct {
 	Status Status `json:"status"`
 	// Recoverable is the failure's classification.
 	Recoverable Recoverability `json:"recoverable"`
+	// PreparedVersion (beyond Wow) is the record's version after the
+	// CompensationPrepared of the current (or last) attempt; 0 if unknown.
+	// EvolveAt sets it; results that carry a prepared version are fenced
+	// with it.
+	PreparedVersion uint64 `json:"preparedVersion,omitempty"`
 }
 
 // Exists reports whether the record has been created.

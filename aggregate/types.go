@@ -60,18 +60,28 @@ const (
 var FunctionKinds = []FunctionKind{KindCommand, KindSourcing, KindEvent, KindStateEvent, KindError}
 
 // parseEnum matches s case-insensitively against values, as Wow's server
-// reads enums. The error names the field and the allowed values.
+// reads enums. The error names the field and the allowed values, e.g.
+// `recoverable must be RECOVERABLE, UNRECOVERABLE or UNKNOWN, got "x".`,
+// and its Field is field.
 func parseEnum[T ~string](field, s string, values []T) (T, error) {
 	for _, v := range values {
 		if strings.EqualFold(s, string(v)) {
 			return v, nil
 		}
 	}
+	return "", invalidField(field, fmt.Sprintf("%s must be %s, got %q.", field, oneOf(values), s))
+}
+
+// oneOf lists values as "A, B or C".
+func oneOf[T ~string](values []T) string {
 	names := make([]string, len(values))
 	for i, v := range values {
 		names[i] = string(v)
 	}
-	return "", illegalArgument(fmt.Sprintf("%s must be one of %s, got %q.", field, strings.Join(names, ", "), s))
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // ParseStatus reads a status case-insensitively.

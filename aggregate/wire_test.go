@@ -3,7 +3,9 @@ package aggregate_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,6 +79,29 @@ func TestWireCommands(t *testing.T) {
 	}
 }
 
+// goldenExtensions are the shapes amends added after the first goldens were
+// published, each in a file of its own: name.variant.json.
+var goldenExtensions = []struct {
+	file string
+	cmd  Command
+}{
+	{NameApplyExecutionSuccess + ".prepared_version", ApplyExecutionSuccess{ExecuteAt: 1735000180000, Attempt: 1, PreparedVersion: 2}},
+	{NameApplyExecutionFailed + ".prepared_version", ApplyExecutionFailed{Error: goldenError, ExecuteAt: 1735000180000, Recoverable: Recoverable, Attempt: 1, PreparedVersion: 2}},
+}
+
+func TestWireCommandExtensions(t *testing.T) {
+	for _, g := range goldenExtensions {
+		t.Run(g.file, func(t *testing.T) {
+			name, body, err := EncodeCommand(g.cmd)
+			require.NoError(t, err)
+			file := golden(t, filepath.Join(wireDir, "commands", g.file+".json"), body)
+			back, err := DecodeCommand(name, file)
+			require.NoError(t, err)
+			assert.Equal(t, g.cmd, back, "decode(golden) == value")
+		})
+	}
+}
+
 func TestWireEvents(t *testing.T) {
 	require.Len(t, goldenEvents, len(EventNames), "every event has a golden file")
 	for _, name := range EventNames {
@@ -121,20 +146,36 @@ func TestDecodeWowState(t *testing.T) {
 }
 
 func TestDecodeCommandErrors(t *testing.T) {
-	cases := []struct{ name, body, msg string }{
-		{"nope", `{}`, `unknown ExecutionFailed command "nope"`},
-		{NameApplyRetrySpec, `{"maxRetries":5,"minBackoff":240}`, "apply_retry_spec requires the field executionTimeout."},
-		{NameMarkRecoverable, `{"recoverable":null}`, "mark_recoverable requires the field recoverable."},
-		{NameMarkRecoverable, `{"recoverable":"sometimes"}`, `recoverable must be one of RECOVERABLE, UNRECOVERABLE, UNKNOWN, got "sometimes".`},
-		{NameApplyExecutionSuccess, `[1]`, "apply_execution_success body must be a JSON object"},
-		{NameApplyRetrySpec, `{"maxRetries":"5","minBackoff":1,"executionTimeout":1}`, "apply_retry_spec body:"},
-		{NameApplyRetrySpec, `{"maxRetries":2147483648,"minBackoff":1,"executionTimeout":1}`, "apply_retry_spec body:"},
-		{NameCreateExecutionFailed, `{"eventId":{},"function":{},"error":{}}`, "create_execution_failed requires the field executeAt."},
+	cases := []struct{ name, body, msg, field string }{
+		{"nope", `{}`, `unknown ExecutionFailed command "nope"`, ""},
+		{NameApplyRetrySpec, `{"maxRetries":5,"minBackoff":240}`, "apply_retry_spec requires the field executionTimeout.", "executionTimeout"},
+		{NameMarkRecoverable, `{"recoverable":null}`, "mark_recoverable requires the field recoverable.", "recoverable"},
+		{NameMarkRecoverable, `{"recoverable":"sometimes"}`, `recoverable must be RECOVERABLE, UNRECOVERABLE or UNKNOWN, got "sometimes".`, "recoverable"},
+		{NameMarkRecoverable, `{"recoverable":5}`, `recoverable must be RECOVERABLE, UNRECOVERABLE or UNKNOWN, got number.`, "recoverable"},
+		{NameApplyExecutionFailed, `{"error":{"errorCode":"X"},"executeAt":1,"recoverable":"maybe"}`, `recoverable must be RECOVERABLE, UNRECOVERABLE or UNKNOWN, got "maybe".`, "recoverable"},
+		{NameApplyExecutionSuccess, `[1]`, "apply_execution_success body must be a JSON object, got array.", ""},
+		{NameApplyExecutionSuccess, `{"executeAt":1`, "apply_execution_success body must be a JSON object: unexpected end of JSON input.", ""},
+		{NameApplyExecutionSuccess, `{"executeAt":1,"preparedVersion":-2}`, "preparedVersion must be an integer from 0 to 18446744073709551615, got number -2.", "preparedVersion"},
+		{NameApplyRetrySpec, `{"maxRetries":"5","minBackoff":1,"executionTimeout":1}`, "maxRetries must be an integer from -2147483648 to 2147483647, got string.", "maxRetries"},
+		{NameApplyRetrySpec, `{"maxRetries":2147483648,"minBackoff":1,"executionTimeout":1}`, "maxRetries must be an integer from -2147483648 to 2147483647, got number 2147483648.", "maxRetries"},
+		{NameApplyRetrySpec, `{"maxRetries":1,"minBackoff":1.5,"executionTimeout":1}`, "minBackoff must be an integer from -2147483648 to 2147483647, got number 1.5.", "minBackoff"},
+		{NameCreateExecutionFailed, `{"eventId":{},"function":{},"error":{}}`, "create_execution_failed requires the field executeAt.", "executeAt"},
+		{NameCreateExecutionFailed, `{"eventId":"e","function":{},"error":{},"executeAt":1}`, "eventId must be an object, got string.", "eventId"},
+		{NameCreateExecutionFailed, `{"eventId":{"version":-1},"function":{},"error":{},"executeAt":1}`, "eventId.version must be an integer from 0 to 18446744073709551615, got number -1.", "eventId.version"},
+		{NameCreateExecutionFailed, `{"eventId":{},"function":{"functionKind":"LAMBDA"},"error":{},"executeAt":1}`, `function.functionKind must be COMMAND, SOURCING, EVENT, STATE_EVENT or ERROR, got "LAMBDA".`, "function.functionKind"},
+		{NameCreateExecutionFailed, `{"eventId":{},"function":{},"error":{"bindingErrors":{}},"executeAt":1}`, "error.bindingErrors must be an array, got object.", "error.bindingErrors"},
+		{NameCreateExecutionFailed, `{"eventId":{},"function":{},"error":{},"executeAt":1,"retrySpec":{"maxRetries":true}}`, "retrySpec.maxRetries must be an integer from -2147483648 to 2147483647, got bool.", "retrySpec.maxRetries"},
+		{NameChangeFunction, `{"functionKind":"X","contextName":"a","processorName":"b","name":"c"}`, `functionKind must be COMMAND, SOURCING, EVENT, STATE_EVENT or ERROR, got "X".`, "functionKind"},
 	}
 	for _, c := range cases {
 		_, err := DecodeCommand(c.name, []byte(c.body))
 		require.ErrorIs(t, err, ErrIllegalArgument, "%s %s", c.name, c.body)
 		assert.ErrorContains(t, err, c.msg)
+		assert.Equal(t, c.field, ErrorField(err), "the field of %s %s", c.name, c.body)
+		assert.Equal(t, c.field, ErrorField(fmt.Errorf("wrapped: %w", err)), "ErrorField looks through wrapping")
+		for _, internal := range []string{"Go ", "aggregate.", "int32", "uint64", "json:"} {
+			assert.NotContains(t, err.Error(), internal, "%s %s: no Go internals in %q", c.name, c.body, err)
+		}
 	}
 	c, err := DecodeCommand(NamePrepareCompensation, nil)
 	require.NoError(t, err, "an empty body is {}")
@@ -142,4 +183,54 @@ func TestDecodeCommandErrors(t *testing.T) {
 	c, err = DecodeCommand(NameMarkRecoverable, []byte(`{"recoverable":"recoverable"}`))
 	require.NoError(t, err)
 	assert.Equal(t, MarkRecoverable{Recoverable: Recoverable}, c, "enums are read case-insensitively")
+}
+
+// Decide's field errors name their field too.
+func TestDecideErrorsNameTheirField(t *testing.T) {
+	cases := []struct {
+		when  Command
+		field string
+	}{
+		{func() Command { c := create; c.EventID.Version = 0; return c }(), "eventId.version"},
+		{func() Command { c := create; c.EventID.AggregateID.AggregateID = ""; return c }(), "eventId.aggregateId.aggregateId"},
+		{func() Command { c := create; c.Function.Name = " "; return c }(), "function.name"},
+		{func() Command { c := create; c.Error.ErrorCode = ""; return c }(), "error.errorCode"},
+		{func() Command { c := create; c.ExecuteAt = -1; return c }(), "executeAt"},
+		{func() Command { c := create; c.RetrySpec = &RetrySpec{MinBackoff: -1}; return c }(), "retrySpec.minBackoff"},
+		{ApplyRetrySpec{MaxRetries: -1}, "maxRetries"},
+		{ApplyRetrySpec{ExecutionTimeout: -1}, "executionTimeout"},
+		{ChangeFunction{FunctionKind: KindEvent, ContextName: "c", ProcessorName: "", Name: "n"}, "processorName"},
+		{MarkRecoverable{Recoverable: "MAYBE"}, "recoverable"},
+		{PrepareCompensation{}, ""},
+	}
+	s := given(succeeded()...)
+	for _, c := range cases {
+		_, err := Decide(s, c.when, at(t0))
+		require.Error(t, err, "%#v", c.when)
+		assert.Equal(t, c.field, ErrorField(err), "%s: %v", c.when.CommandName(), err)
+	}
+	_, err := Decider{DefaultRetrySpec: &RetrySpec{MaxRetries: -1}}.Decide(State{ID: "r"}, create, at(t0))
+	require.ErrorIs(t, err, ErrIllegalArgument)
+	assert.Empty(t, ErrorField(err), "the injected spec is no field of the command")
+	assert.Empty(t, ErrorField(errors.New("other")))
+}
+
+func TestDecodeEventErrors(t *testing.T) {
+	cases := []struct{ name, body, msg, field string }{
+		{NameExecutionFailedApplied, `{"error":{"errorCode":5},"executeAt":1}`, "event execution_failed_applied has a malformed body: error.errorCode must be a string, got number.", "error.errorCode"},
+		{NameExecutionFailedApplied, `{"error":{},"executeAt":1,"recoverable":"x"}`, `event execution_failed_applied has a malformed body: recoverable must be RECOVERABLE, UNRECOVERABLE or UNKNOWN, got "x".`, "recoverable"},
+		{NameExecutionFailedCreated, `{"eventId":{"version":-1}}`, "event execution_failed_created has a malformed body: eventId.version must be an integer from 0 to 18446744073709551615, got number -1.", "eventId.version"},
+		{NameExecutionFailedCreated, `{"function":{"functionKind":"x"}}`, `event execution_failed_created has a malformed body: function.functionKind must be COMMAND, SOURCING, EVENT, STATE_EVENT or ERROR, got "x".`, "function.functionKind"},
+		{NameExecutionSuccessApplied, `[]`, "event execution_success_applied has a malformed body: it must be a JSON object, got array.", ""},
+		{NameExecutionSuccessApplied, `{`, "event execution_success_applied has a malformed body: not valid JSON at offset 1.", ""},
+	}
+	for _, c := range cases {
+		_, err := DecodeEvent(c.name, []byte(c.body))
+		require.ErrorIs(t, err, ErrIllegalArgument, "%s %s", c.name, c.body)
+		assert.EqualError(t, err, c.msg)
+		assert.Equal(t, c.field, ErrorField(err))
+		for _, internal := range []string{"Go ", "aggregate.", "jsontext", "json:"} {
+			assert.NotContains(t, err.Error(), internal)
+		}
+	}
 }

@@ -8,12 +8,13 @@
 //     record aggregate.RecordID(event id, function): outcome RECORDED, or
 //     ALREADY_RECORDED when that record is already FAILED or PREPARED (a
 //     redelivery). A SUCCEEDED record is re-opened.
-//   - A failed replay sends ApplyExecutionFailed with the attempt; a
-//     successful replay sends ApplyExecutionSuccess with the attempt, even
-//     for a function that opted out. Outcome APPLIED, or STALE_ATTEMPT when
-//     the record rejects it because it moved on (another attempt, or no
-//     longer PREPARED): the message is acked, since that attempt's result
-//     no longer matters.
+//   - A failed replay sends ApplyExecutionFailed with the attempt and the
+//     version of its prepare (processor.Compensation.Prepared); a
+//     successful replay sends ApplyExecutionSuccess with both, even for a
+//     function that opted out. Outcome APPLIED, or STALE_ATTEMPT when the
+//     record rejects it because it moved on (another attempt, an attempt of
+//     the same number prepared after a re-open, or no longer PREPARED): the
+//     message is acked, since that attempt's result no longer matters.
 //   - A failure without function identity is FAILURE_UNRECORDED; one of a
 //     function WithoutCompensation is FAILURE_WAIVED. Neither sends.
 //   - A send that fails is retried (by default 3 retries, backoff 1 s
@@ -25,7 +26,7 @@
 //     processor then leaves the message for redelivery.
 //
 // Commands carry deterministic command ids for applies
-// ("<command>:<record>:<attempt>"), so a send retried after a lost
+// ("<command>:<record>:<attempt>@<prepare's version>"), so a send retried after a lost
 // acknowledgement is deduplicated by the record. A create uses one fresh
 // command id per Record call, reused by its retries: a re-delivery of an
 // already recorded failure is recognised by the record's state instead

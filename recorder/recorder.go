@@ -66,7 +66,7 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 	case x.Err == nil && x.Compensation == nil:
 		return processor.OutcomeNone, nil
 	case x.Err == nil:
-		return r.apply(ctx, x, aggregate.ApplyExecutionSuccess{ExecuteAt: executeAt, Attempt: x.Compensation.Attempt})
+		return r.apply(ctx, x, aggregate.ApplyExecutionSuccess{ExecuteAt: executeAt, Attempt: x.Compensation.Attempt, PreparedVersion: x.Compensation.Prepared})
 	case x.Function == nil || x.Function.ProcessorName == "" || x.Function.Name == "" || x.Function.ContextName == "":
 		return processor.OutcomeUnrecorded, nil
 	case x.Waived:
@@ -75,7 +75,8 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 	details, recoverable := Details(x.Err), failure.Classify(x.Err, x.Rules)
 	if x.Compensation != nil {
 		return r.apply(ctx, x, aggregate.ApplyExecutionFailed{
-			Error: details, ExecuteAt: executeAt, Recoverable: recoverable, Attempt: x.Compensation.Attempt})
+			Error: details, ExecuteAt: executeAt, Recoverable: recoverable, Attempt: x.Compensation.Attempt,
+			PreparedVersion: x.Compensation.Prepared})
 	}
 	id := aggregate.RecordID(x.EventID.ID, *x.Function)
 	cmd := aggregate.CreateExecutionFailed{
@@ -93,8 +94,9 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 	}
 }
 
-// apply sends a replay's result with a command id fixed by (command,
-// record, attempt).
+// apply sends a replay's result, fenced by its attempt and the version of
+// its prepare, with a command id fixed by (command, record, attempt,
+// prepare's version).
 func (r *Recorder) apply(ctx context.Context, x processor.Execution, cmd aggregate.Command) (processor.Outcome, error) {
 	c := x.Compensation
 	commandID := uuid.NewString()

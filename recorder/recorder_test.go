@@ -103,9 +103,25 @@ func (f *fixture) state(t *testing.T) aggregate.State {
 
 func (f *fixture) prepare(t *testing.T) int32 {
 	t.Helper()
+	attempt, _ := f.prepareAt(t)
+	return attempt
+}
+
+// prepareAt force-prepares the record and returns the attempt and the
+// record's version after the prepare, as the processor's replay gets them.
+func (f *fixture) prepareAt(t *testing.T) (int32, uint64) {
+	t.Helper()
 	res, err := f.svc.Execute(context.Background(), aggregate.RecordID(eventID.ID, fn), aggregate.ForcePrepareCompensation{}, aggregate.Meta{})
 	require.NoError(t, err)
-	return res.State.Attempt()
+	return res.State.Attempt(), res.Version
+}
+
+// replayedAt is the execution of the replay of attempt, prepared at
+// version prepared.
+func replayedAt(attempt int32, prepared uint64, err error) processor.Execution {
+	x := replayed(attempt, err)
+	x.Compensation.Prepared = prepared
+	return x
 }
 
 func record(t *testing.T, f *fixture, x processor.Execution, want processor.Outcome) {
@@ -239,8 +255,8 @@ func TestResultsOfAReopenedRecordAreNotDuplicates(t *testing.T) {
 	out, err := f.rec.Record(ctx, failed(boom))
 	require.NoError(t, err)
 	require.Equal(t, processor.OutcomeRecorded, out)
-	x := replayed(f.prepare(t), nil)
-	x.Compensation.Prepared = 2
+	attempt, prepared := f.prepareAt(t)
+	x := replayedAt(attempt, prepared, nil)
 	out, err = f.rec.Record(ctx, x)
 	require.NoError(t, err)
 	require.Equal(t, processor.OutcomeApplied, out)
@@ -249,11 +265,36 @@ func TestResultsOfAReopenedRecordAreNotDuplicates(t *testing.T) {
 	out, err = f.rec.Record(ctx, failed(boom))
 	require.NoError(t, err)
 	require.Equal(t, processor.OutcomeRecorded, out, "the SUCCEEDED record is re-opened")
-	y := replayed(f.prepare(t), nil)
+	attempt, prepared = f.prepareAt(t)
+	y := replayedAt(attempt, prepared, nil)
 	require.Equal(t, int32(1), y.Compensation.Attempt, "attempts start again at 1")
-	y.Compensation.Prepared = 4
 	out, err = f.rec.Record(ctx, y)
 	require.NoError(t, err)
 	require.Equal(t, processor.OutcomeApplied, out)
 	assert.Equal(t, aggregate.StatusSucceeded, f.state(t).Status, "the new attempt's success was applied, not taken for a duplicate")
+}
+
+// A replay of attempt 1 from before a re-open that reports after the
+// record's new attempt 1 was prepared is stale: it must not settle it.
+func TestResultOfAnAttemptBeforeAReopenIsStale(t *testing.T) {
+	for _, result := range []error{nil, errBoom} {
+		t.Run(fmt.Sprintf("result %v", result), func(t *testing.T) {
+			f := newFixture(t)
+			record(t, f, failed(errBoom), processor.OutcomeRecorded)
+			oldAttempt, oldPrepared := f.prepareAt(t) // v2; its replay is slow
+			_, err := f.svc.Execute(context.Background(), aggregate.RecordID(eventID.ID, fn),
+				aggregate.ApplyExecutionSuccess{ExecuteAt: t0 + 1, Attempt: oldAttempt}, aggregate.Meta{}) // settled meanwhile (v3)
+			require.NoError(t, err)
+			record(t, f, failed(errBoom), processor.OutcomeRecorded) // re-opened (v4)
+			newAttempt, newPrepared := f.prepareAt(t)                // v5
+			require.Equal(t, oldAttempt, newAttempt, "the same attempt number")
+
+			record(t, f, replayedAt(oldAttempt, oldPrepared, result), processor.OutcomeStale)
+			st := f.state(t)
+			assert.Equal(t, aggregate.StatusPrepared, st.Status, "the new attempt is still running")
+			assert.Equal(t, newPrepared, st.PreparedVersion)
+
+			record(t, f, replayedAt(newAttempt, newPrepared, result), processor.OutcomeApplied)
+		})
+	}
 }
