@@ -57,14 +57,19 @@ func notFound(id string) *apiError {
 
 // commandError maps an error of Execute to its response. The aggregate's
 // message is kept as it is: 409 when the record's state refuses the
-// command, 422 when a value is refused.
+// command, 422 when a value is refused. details holds the record id and,
+// for a refusal on an existing record, what an operator can act on
+// (aggregate.Error.Details: status, retries, maxRetries, timeoutAt,
+// nextRetryAt, recoverable, and accepted, the replay commands the record
+// would take now, e.g. [force_prepare_compensation]); for a refused value,
+// field names it.
 func commandError(id string, err error) *apiError {
 	var ae *aggregate.Error
 	switch {
 	case errors.Is(err, aggregate.ErrNotFound):
 		return notFound(id)
 	case errors.As(err, &ae) && (errors.Is(err, aggregate.ErrIllegalState) || errors.Is(err, aggregate.ErrStaleAttempt) || errors.Is(err, aggregate.ErrAlreadyRecorded)):
-		return &apiError{status: http.StatusConflict, body: Error{Code: ae.Code(), Message: ae.Message, Details: map[string]any{"id": id}}}
+		return &apiError{status: http.StatusConflict, body: Error{Code: ae.Code(), Message: ae.Message, Details: refusalDetails(id, ae)}}
 	case errors.As(err, &ae):
 		code := ae.Code()
 		if errors.Is(err, aggregate.ErrArithmetic) {
@@ -72,11 +77,25 @@ func commandError(id string, err error) *apiError {
 			// would contradict the status.
 			code = aggregate.ErrIllegalArgument.Error()
 		}
-		return &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: code, Message: ae.Message, Details: map[string]any{"id": id}}}
+		d := refusalDetails(id, ae)
+		if ae.Field != "" {
+			d["field"] = ae.Field
+		}
+		return &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: code, Message: ae.Message, Details: d}}
 	case errors.Is(err, eventstore.ErrConflict):
 		return &apiError{status: http.StatusConflict, body: Error{Code: "Conflict", Message: "the record changed while the command ran, more often than the server retries; send the command again", Details: map[string]any{"id": id}}}
 	}
 	return nil
+}
+
+// refusalDetails are the details of a refused command: the id and the
+// aggregate's facts about the record.
+func refusalDetails(id string, ae *aggregate.Error) map[string]any {
+	d := map[string]any{"id": id}
+	for k, v := range ae.Details() {
+		d[k] = v
+	}
+	return d
 }
 
 // queryError maps an error of the projection.
