@@ -3,6 +3,7 @@ package server
 import (
 	"maps"
 	"math"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -111,8 +112,31 @@ func parseTime(q url.Values, name string) (time.Time, error) {
 	return t, nil
 }
 
+// queryValues parses a request's query string. A malformed one (a bad
+// escape, a semicolon) is refused rather than read in part.
+func queryValues(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, badRequest("query", "the query string is malformed: %s; escape values with percent-encoding", cut(strings.TrimPrefix(err.Error(), "invalid ")))
+	}
+	return q, nil
+}
+
+// requestFilter reads the filter of a count or summary request.
+func requestFilter(r *http.Request) (projection.Filter, error) {
+	q, err := queryValues(r)
+	if err != nil {
+		return projection.Filter{}, err
+	}
+	return parseFilter(q)
+}
+
 // parseQuery reads a list request.
-func parseQuery(q url.Values) (projection.Query, error) {
+func parseQuery(r *http.Request) (projection.Query, error) {
+	q, err := queryValues(r)
+	if err != nil {
+		return projection.Query{}, err
+	}
 	f, err := parseFilter(q, pageParams)
 	if err != nil {
 		return projection.Query{}, err

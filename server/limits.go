@@ -76,7 +76,14 @@ func cut(s string) string {
 
 // noQuery refuses query parameters on an endpoint that takes none.
 func noQuery(r *http.Request) error {
-	for k := range r.URL.Query() {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := queryValues(r)
+	if err != nil {
+		return err
+	}
+	for k := range q {
 		return badRequest(fieldName(k), "unknown query parameter %s; %s takes none", quote(k), r.Pattern)
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 )
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) error {
-	q, err := parseQuery(r.URL.Query())
+	q, err := parseQuery(r)
 	if err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func (s *Server) listView(w http.ResponseWriter, r *http.Request, _ principal) e
 	if err != nil {
 		return badRequest("view", "%v", err)
 	}
-	q, err := parseQuery(r.URL.Query())
+	q, err := parseQuery(r)
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ type CountResponse struct {
 }
 
 func (s *Server) count(w http.ResponseWriter, r *http.Request, _ principal) error {
-	f, err := parseFilter(r.URL.Query())
+	f, err := requestFilter(r)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, _ principal) erro
 }
 
 func (s *Server) summary(w http.ResponseWriter, r *http.Request, _ principal) error {
-	f, err := parseFilter(r.URL.Query())
+	f, err := requestFilter(r)
 	if err != nil {
 		return err
 	}
