@@ -68,7 +68,7 @@ func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, 
 		if err := decodeStrict(body, &req, what); err != nil {
 			return nil, "", err
 		}
-		if err := required(name, "maxRetries", req.MaxRetries, "minBackoff", req.MinBackoff, "executionTimeout", req.ExecutionTimeout); err != nil {
+		if err := required(name, given{"maxRetries", req.MaxRetries != nil}, given{"minBackoff", req.MinBackoff != nil}, given{"executionTimeout", req.ExecutionTimeout != nil}); err != nil {
 			return nil, "", err
 		}
 		c := aggregate.ApplyRetrySpec{MaxRetries: *req.MaxRetries, MinBackoff: *req.MinBackoff, ExecutionTimeout: *req.ExecutionTimeout}
@@ -81,7 +81,7 @@ func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, 
 		if err := decodeStrict(body, &req, what); err != nil {
 			return nil, "", err
 		}
-		if err := required(name, "recoverable", req.Recoverable); err != nil {
+		if err := required(name, given{"recoverable", req.Recoverable != nil}); err != nil {
 			return nil, "", err
 		}
 		rec, err := aggregate.ParseRecoverability(*req.Recoverable)
@@ -94,7 +94,8 @@ func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, 
 		if err := decodeStrict(body, &req, what); err != nil {
 			return nil, "", err
 		}
-		if err := required(name, "functionKind", req.FunctionKind, "contextName", req.ContextName, "processorName", req.ProcessorName, "name", req.Name); err != nil {
+		if err := required(name, given{"functionKind", req.FunctionKind != nil}, given{"contextName", req.ContextName != nil},
+			given{"processorName", req.ProcessorName != nil}, given{"name", req.Name != nil}); err != nil {
 			return nil, "", err
 		}
 		kind, err := aggregate.ParseFunctionKind(*req.FunctionKind)
@@ -119,49 +120,45 @@ func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, 
 	return cmd, r, nil
 }
 
-// required checks that the named pointer fields (name, value pairs) are
-// set, in order, with the aggregate's message.
-func required(command string, pairs ...any) error {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		field := pairs[i].(string)
-		var missing bool
-		switch v := pairs[i+1].(type) {
-		case *int32:
-			missing = v == nil
-		case *string:
-			missing = v == nil
-		}
-		if missing {
-			return badRequest(field, "%s requires the field %s.", command, field)
+// given says whether a required field is in the body (and not null).
+type given struct {
+	field string
+	ok    bool
+}
+
+// required refuses the first field that is not given, with the
+// aggregate's message.
+func required(command string, fields ...given) error {
+	for _, f := range fields {
+		if !f.ok {
+			return badRequest(f.field, "%s requires the field %s.", command, f.field)
 		}
 	}
 	return nil
 }
 
-// checkRetrySpec applies Wow's validate (maxRetries, minBackoff and
-// executionTimeout >= 0; the largest backoff fits in 64-bit milliseconds)
-// and the API's rule executionTimeout >= MinExecutionTimeout. A refusal is
-// a 422 IllegalArgument naming the field, with Wow's message where Wow
-// refuses.
+// checkRetrySpec applies Wow's validate (aggregate.ValidateRetrySpec:
+// maxRetries, executionTimeout and minBackoff >= 0, the last backoff
+// fitting in 64-bit milliseconds), then the API's rule executionTimeout >=
+// MinExecutionTimeout. A refusal is a 422 IllegalArgument naming the
+// field, with Wow's message where Wow refuses.
 func checkRetrySpec(c aggregate.ApplyRetrySpec) error {
 	unprocessable := func(field, msg string) error {
 		return &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: aggregate.ErrIllegalArgument.Error(), Message: msg, Details: map[string]any{"field": field}}}
 	}
-	switch {
-	case c.MaxRetries < 0:
-		return unprocessable("maxRetries", "maxRetries must be greater than or equal to 0.")
-	case c.MinBackoff < 0:
-		return unprocessable("minBackoff", "minBackoff must be greater than or equal to 0.")
-	case c.ExecutionTimeout < MinExecutionTimeout:
-		return unprocessable("executionTimeout", fmt.Sprintf("executionTimeout must be at least %d second (the API's rule: 0 would let a running replay be prepared again at once), got %d.", MinExecutionTimeout, c.ExecutionTimeout))
-	}
-	spec := aggregate.RetrySpec(c)
-	if err := aggregate.ValidateRetrySpec(spec); err != nil {
+	if err := aggregate.ValidateRetrySpec(aggregate.RetrySpec(c)); err != nil {
+		if field := aggregate.ErrorField(err); field != "" {
+			return unprocessable(field, errMessage(err))
+		}
+		// The retry math overflowed: the backoff, or else the timeout.
 		field := "executionTimeout"
 		if aggregate.ValidateRetrySpec(aggregate.RetrySpec{MaxRetries: c.MaxRetries, MinBackoff: c.MinBackoff}) != nil {
 			field = "minBackoff"
 		}
-		return unprocessable(field, fmt.Sprintf("%s: %s is too large for maxRetries %d (the last backoff, minBackoff·2^maxRetries seconds, and executionTimeout must fit in 64-bit milliseconds).", errMessage(err), field, c.MaxRetries))
+		return unprocessable(field, fmt.Sprintf("%s %s is too large for maxRetries %d: the last backoff (minBackoff·2^maxRetries seconds) and executionTimeout must fit in 64-bit milliseconds.", errMessage(err), field, c.MaxRetries))
+	}
+	if c.ExecutionTimeout < MinExecutionTimeout {
+		return unprocessable("executionTimeout", fmt.Sprintf("executionTimeout must be at least %d second (the API's rule: 0 would let a running replay be prepared again at once), got %d.", MinExecutionTimeout, c.ExecutionTimeout))
 	}
 	return nil
 }
