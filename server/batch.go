@@ -215,7 +215,7 @@ func batchFilter(raw map[string]json.RawMessage) (projection.Filter, error) {
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		v := raw[k]
 		if k != "now" && !slices.Contains(filterParams, k) {
-			return projection.Filter{}, badRequest("filter."+fieldName(k), "unknown field %s in the filter; the filters are %s, now", quote("filter."+k), strings.Join(filterParams, ", "))
+			return projection.Filter{}, badRequest(filterField(k), "unknown field %s in the filter; the filters are %s, now", quote("filter."+k), strings.Join(filterParams, ", "))
 		}
 		if string(v) == "null" {
 			continue
@@ -224,7 +224,7 @@ func batchFilter(raw map[string]json.RawMessage) (projection.Filter, error) {
 		if err := json.Unmarshal(v, &str); err != nil {
 			var n json.Number
 			if k != "minRetries" && k != "executeAtFrom" && k != "executeAtTo" && k != "now" || json.Unmarshal(v, &n) != nil {
-				return projection.Filter{}, badRequest("filter."+fieldName(k), "field %s: must be a string", quote("filter."+k))
+				return projection.Filter{}, badRequest(filterField(k), "field %s: must be a string", quote("filter."+k))
 			}
 			str = n.String()
 		}
@@ -245,6 +245,14 @@ func batchFilter(raw map[string]json.RawMessage) (projection.Filter, error) {
 	}
 	f.Now = now
 	return f, nil
+}
+
+// filterField is details.field of filter field k.
+func filterField(k string) string {
+	if k == "" {
+		return "filter"
+	}
+	return "filter." + fieldName(k, "")
 }
 
 // prefixField puts prefix before the field an *apiError names.

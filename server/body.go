@@ -79,7 +79,7 @@ func jsonError(err error, v any, what string) error {
 		if n, uerr := strconv.Unquote(name); uerr == nil {
 			name = n
 		}
-		return badRequest(fieldName(name), "unknown field %s in %s; the fields are %s", quote(name), what, strings.Join(jsonFields(reflect.TypeOf(v)), ", "))
+		return badRequest(fieldName(name, "body"), "unknown field %s in %s; the fields are %s", quote(name), what, strings.Join(jsonFields(reflect.TypeOf(v)), ", "))
 	}
 	return badRequest("body", "%s could not be read as JSON", what)
 }

@@ -40,7 +40,7 @@ func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if !ok[k] {
-			return projection.Filter{}, badRequest(fieldName(k), "unknown query parameter %s; the filters are %s", quote(k), strings.Join(filterParams, ", "))
+			return projection.Filter{}, badRequest(fieldName(k, "query"), "unknown query parameter %s; the filters are %s", quote(k), strings.Join(filterParams, ", "))
 		}
 		if n := len(q[k]); n > 1 {
 			return projection.Filter{}, badRequest(k, "query parameter %s is given %d times; give it once", k, n)

@@ -84,7 +84,7 @@ func FuzzHandler(f *testing.F) {
 		case 2:
 			h.Set("Authorization", "Bearer "+operatorKey)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		req := (&http.Request{
 			Method: method, URL: &url.URL{Path: path, RawQuery: query}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,

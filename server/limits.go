@@ -84,14 +84,18 @@ func noQuery(r *http.Request) error {
 		return err
 	}
 	for k := range q {
-		return badRequest(fieldName(k), "unknown query parameter %s; %s takes none", quote(k), r.Pattern)
+		return badRequest(fieldName(k, "query"), "unknown query parameter %s; %s takes none", quote(k), r.Pattern)
 	}
 	return nil
 }
 
 // fieldName is a request's name of something (a query parameter, a body
-// field) as details.field: itself, cut to MaxParamBytes.
-func fieldName(s string) string {
+// field) as details.field: itself, cut to MaxParamBytes; an empty name is
+// whole, the thing that holds it ("query", "body").
+func fieldName(s, whole string) string {
+	if s == "" {
+		return whole
+	}
 	if len(s) <= MaxParamBytes {
 		return s
 	}
