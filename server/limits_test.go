@@ -34,6 +34,19 @@ func TestLongIDIsRefusedBeforeNATS(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, r.status, string(r.body))
 	assert.Equal(t, "id", r.apiError(t).Details["field"])
 
+	// The longest id allowed, of characters that need encoding in a
+	// subject and a KV key, is an honest 404 everywhere.
+	longest := url.PathEscape(strings.Repeat("é.", 64)) // 192 bytes
+	longest += strings.Repeat("z", 64)                  // 256 bytes
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/api/v1/records/" + longest},
+		{"GET", "/api/v1/records/" + longest + "/history"},
+		{"POST", "/api/v1/records/" + longest + "/prepare_compensation"},
+	} {
+		r := e.do(t, c.method, c.path, operatorKey, nil)
+		assert.Equal(t, http.StatusNotFound, r.status, "%s %s: %s", c.method, c.path, r.body)
+	}
+
 	e.healthy(t)
 	r = e.do(t, "GET", "/api/v1/records/"+id, viewerKey, nil)
 	require.Equal(t, http.StatusOK, r.status, "a normal read still works: %s", r.body)
