@@ -34,8 +34,11 @@ func checkID(field, id string) *apiError {
 }
 
 // checkText checks a value of at most limit bytes of valid UTF-8 without
-// control characters (tab allowed).
-func checkText(field, v string, limit int) *apiError {
+// control characters.
+func checkText(field, v string, limit int) *apiError { return checkLine(field, v, limit, false) }
+
+// checkLine is checkText, with tabs allowed if tabs.
+func checkLine(field, v string, limit int, tabs bool) *apiError {
 	if len(v) > limit {
 		return badRequest(field, "%s is %d bytes, over the limit of %d", field, len(v), limit)
 	}
@@ -43,7 +46,7 @@ func checkText(field, v string, limit int) *apiError {
 		return badRequest(field, "%s %s is not valid UTF-8", field, quote(v))
 	}
 	for i, r := range v {
-		if (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		if (r < 0x20 && !(tabs && r == '\t')) || r == 0x7f || (r >= 0x80 && r < 0xa0) {
 			return badRequest(field, "%s has the control character %U at byte %d; send printable text", field, r, i)
 		}
 	}

@@ -192,7 +192,7 @@ func checkReason(command string, p *string) (string, error) {
 	if strings.ContainsFunc(reason, func(r rune) bool { return r < 0x20 && r != '\t' }) {
 		return "", badRequest("reason", "reason must be one line without control characters")
 	}
-	if ae := checkText("reason", reason, MaxReasonLength); ae != nil {
+	if ae := checkLine("reason", reason, MaxReasonLength, true); ae != nil {
 		return "", ae
 	}
 	return reason, nil
