@@ -22,6 +22,7 @@ type hostileCase struct {
 	code   string
 	field  string // details.field; "" means none is expected
 	msg    string // a part of the message
+	as     string // who sends it: "" the operator, "viewer", "nobody"
 }
 
 // TestHostileInput sends every endpoint bad input and checks the status,
@@ -107,6 +108,13 @@ func TestHostileInput(t *testing.T) {
 		{name: "batch text", method: "POST", path: "/api/v1/batch/prepare_compensation", body: `{}`, header: []string{"Content-Type", "text/plain"}, status: 415, code: "UnsupportedMediaType", field: "Content-Type"},
 		{name: "batch trailing", method: "POST", path: "/api/v1/batch/prepare_compensation", body: `{"dryRun":true}x`, status: 400, code: "BadRequest", field: "body"},
 		{name: "batch by GET", method: "GET", path: "/api/v1/batch/prepare_compensation", status: 405, code: "MethodNotAllowed"},
+		// auth
+		{name: "no token", method: "GET", path: "/api/v1/records", as: "nobody", status: 401, code: "Unauthorized"},
+		{name: "no token for a command", method: "POST", path: "/api/v1/records/{id}/prepare_compensation", as: "nobody", status: 401, code: "Unauthorized"},
+		{name: "viewer's command", method: "POST", path: "/api/v1/records/{id}/prepare_compensation", as: "viewer", status: 403, code: "Forbidden", msg: "token alice has role viewer"},
+		{name: "viewer's batch", method: "POST", path: "/api/v1/batch/prepare_compensation", body: `{"dryRun":true}`, as: "viewer", status: 403, code: "Forbidden"},
+		{name: "viewer's long id", method: "GET", path: "/api/v1/records/" + long, as: "viewer", status: 400, code: "BadRequest", field: "id"},
+		{name: "metrics without token", method: "GET", path: "/metrics", as: "nobody", status: 401, code: "Unauthorized"},
 		// elsewhere
 		{name: "no route", method: "GET", path: "/api/v2/records", status: 404, code: "NotFound", msg: "no route GET /api/v2/records"},
 		{name: "healthz by POST", method: "POST", path: "/healthz", status: 405, code: "MethodNotAllowed"},
@@ -114,7 +122,8 @@ func TestHostileInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := e.lastSeq(t)
-			r := e.do(t, c.method, strings.ReplaceAll(c.path, "{id}", id), operatorKey, c.body, c.header...)
+			token := map[string]string{"": operatorKey, "viewer": viewerKey, "nobody": ""}[c.as]
+			r := e.do(t, c.method, strings.ReplaceAll(c.path, "{id}", id), token, c.body, c.header...)
 			require.Equal(t, c.status, r.status, "body: %.400s", r.body)
 			if c.status == http.StatusOK {
 				return
@@ -133,6 +142,9 @@ func TestHostileInput(t *testing.T) {
 			assert.Less(t, len(got.Message), 1000, "the message quotes no long value")
 			for _, leak := range []string{"Go struct", "json: ", "projection: ", "eventstore: ", "aggregate.", "server: ", "int32", "*"} {
 				assert.NotContains(t, got.Message, leak, "the message shows no Go internals")
+			}
+			if c.status == http.StatusUnauthorized {
+				assert.Equal(t, `Bearer realm="amends"`, r.header.Get("WWW-Authenticate"))
 			}
 			if c.status == http.StatusMethodNotAllowed {
 				assert.NotEmpty(t, r.header.Get("Allow"), "a 405 says what is allowed")
