@@ -28,7 +28,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 			Message: "the request body is over the limit of 64 KiB", Details: map[string]any{"field": "body"}}}
 	}
 	if err != nil {
-		return nil, badRequest("body", "the request body could not be read: %v", err)
+		return nil, badRequest("body", "the request body could not be read to its end; send the request again")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return []byte("{}"), nil
