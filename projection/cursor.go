@@ -45,11 +45,19 @@ func (c cursor) String() string {
 func parseCursor(s string, query uint64) (cursor, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(b) != 24 {
-		return cursor{}, fmt.Errorf("cursor %q is not a cursor List returned: %w", s, ErrInvalidQuery)
+		return cursor{}, invalidQuery("cursor", "cursor %s is not a cursor a list returned (its next)", quoteCut(s))
 	}
 	c := cursor{query: binary.BigEndian.Uint64(b[0:]), key: int64(binary.BigEndian.Uint64(b[8:])), tie: binary.BigEndian.Uint64(b[16:])}
 	if c.query != query {
-		return cursor{}, fmt.Errorf("cursor %q belongs to another filter or sort; start again without a cursor: %w", s, ErrInvalidQuery)
+		return cursor{}, invalidQuery("cursor", "cursor %s belongs to another filter or sort; start again without a cursor", quoteCut(s))
 	}
 	return c, nil
+}
+
+// quoteCut quotes s for a message, cut to its first 40 bytes.
+func quoteCut(s string) string {
+	if len(s) > 40 {
+		return fmt.Sprintf("%q... (%d bytes)", s[:40], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }

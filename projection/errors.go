@@ -1,6 +1,9 @@
 package projection
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinels matched with errors.Is. Errors that wrap them name the value and
 // the rule that was broken.
@@ -18,3 +21,22 @@ var (
 	// ErrCorruptView: a stored view that is not a view amends wrote.
 	ErrCorruptView = errors.New("projection: corrupt view")
 )
+
+// QueryError is an invalid query: the field at fault and the rule it
+// breaks. It matches ErrInvalidQuery with errors.Is.
+type QueryError struct {
+	// Field is the query's name of the value, e.g. "cursor", "limit".
+	Field string
+	// Reason says what is wrong, without the sentinel's text.
+	Reason string
+}
+
+// Error returns the reason and the sentinel.
+func (e *QueryError) Error() string { return e.Reason + ": " + ErrInvalidQuery.Error() }
+
+// Is reports whether target is ErrInvalidQuery.
+func (e *QueryError) Is(target error) bool { return target == ErrInvalidQuery }
+
+func invalidQuery(field, format string, args ...any) error {
+	return &QueryError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}

@@ -1,8 +1,6 @@
 package projection
 
 import (
-	"fmt"
-
 	"github.com/amends-dev/amends/aggregate"
 )
 
@@ -33,7 +31,7 @@ type Page struct {
 func validate(f Filter) error {
 	if f.View != "" {
 		if _, err := aggregate.ParseView(string(f.View)); err != nil {
-			return fmt.Errorf("%v: %w", err, ErrInvalidQuery)
+			return invalidQuery("view", "%v", err)
 		}
 	}
 	return nil
@@ -57,7 +55,7 @@ func (ix *Index) List(q Query) (Page, error) {
 		limit = DefaultLimit
 	}
 	if limit < 0 || limit > MaxLimit {
-		return Page{}, fmt.Errorf("limit must be between 1 and %d, got %d: %w", MaxLimit, limit, ErrInvalidQuery)
+		return Page{}, invalidQuery("limit", "limit must be between 1 and %d, got %d", MaxLimit, limit)
 	}
 	hash := queryHash(q.Filter, q.Sort)
 	var after *cursor

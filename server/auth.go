@@ -36,11 +36,14 @@ type Token struct {
 }
 
 // ParseTokens reads tokens as "name:role:secret", separated by commas or
-// newlines; blank lines and lines starting with # are ignored. The error
-// names the entry and the rule it breaks (never the secret).
+// newlines; blank lines and lines starting with # are ignored. Names must
+// be unique, and so must secrets (a secret held by two tokens would make
+// one of them act as the other). The error names the entry and the rule it
+// breaks (never the secret).
 func ParseTokens(text string) ([]Token, error) {
 	var out []Token
 	seen := map[string]bool{}
+	secrets := map[string]string{} // secret -> name
 	sc := bufio.NewScanner(strings.NewReader(strings.ReplaceAll(text, ",", "\n")))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -61,8 +64,11 @@ func ParseTokens(text string) ([]Token, error) {
 			return nil, fmt.Errorf("token %q has a secret of %d characters; use at least %d (e.g. openssl rand -hex 24)", t.Name, len(t.Secret), MinSecretLength)
 		case seen[t.Name]:
 			return nil, fmt.Errorf("token name %q appears twice; names are the actors of the audit trail and must be unique", t.Name)
+		case secrets[t.Secret] != "":
+			return nil, fmt.Errorf("tokens %q and %q have the same secret; give every token its own secret (e.g. openssl rand -hex 24)", secrets[t.Secret], t.Name)
 		}
 		seen[t.Name] = true
+		secrets[t.Secret] = t.Name
 		out = append(out, t)
 	}
 	return out, sc.Err()
@@ -128,8 +134,9 @@ func (k *keyring) authenticate(r *http.Request) (principal, bool) {
 	if len(k.tokens) == 0 {
 		return principal{name: LocalActor, role: RoleOperator}, true
 	}
-	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	// The scheme is case-insensitive (RFC 7235 §2.1).
+	scheme, secret, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return principal{}, false
 	}
 	h := sha256.Sum256([]byte(strings.TrimSpace(secret)))

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,7 +23,8 @@ func TestParseTokens(t *testing.T) {
 		":viewer:0123456789abcdef":     "token entry 1 has an empty name",
 		"alice:admin:0123456789abcdef": `token "alice" has role "admin"; the roles are viewer and operator`,
 		"alice:viewer:short":           `token "alice" has a secret of 5 characters; use at least 16`,
-		"a:viewer:0123456789abcdef,a:operator:0123456789abcdeg": `token name "a" appears twice`,
+		"a:viewer:0123456789abcdef,a:operator:0123456789abcdeg":        `token name "a" appears twice`,
+		"ops:operator:0123456789abcdef\nwatch:viewer:0123456789abcdef": `tokens "ops" and "watch" have the same secret`,
 	} {
 		_, err := server.ParseTokens(text)
 		assert.ErrorContains(t, err, want)
@@ -45,4 +47,18 @@ func TestCheckBind(t *testing.T) {
 		}
 	}
 	assert.NoError(t, server.CheckBind("0.0.0.0:8080", []server.Token{{Name: "a", Role: server.RoleViewer, Secret: "0123456789abcdef"}}))
+}
+
+// The scheme of an Authorization header is case-insensitive (RFC 7235).
+func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
+	e := newEnv(t)
+	for _, scheme := range []string{"Bearer", "bearer", "BEARER", "bEaReR"} {
+		r := e.do(t, "GET", "/api/v1/count", "", nil, "Authorization", scheme+" "+viewerKey)
+		assert.Equal(t, http.StatusOK, r.status, "scheme %q: %s", scheme, r.body)
+	}
+	for _, h := range []string{"Basic " + viewerKey, "Bearer", "Bearer " + operatorKey + "x", viewerKey} {
+		r := e.do(t, "GET", "/api/v1/count", "", nil, "Authorization", h)
+		assert.Equal(t, http.StatusUnauthorized, r.status, "Authorization %.10q...", h)
+		assert.Equal(t, "Unauthorized", r.apiError(t).Code)
+	}
 }

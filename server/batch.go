@@ -6,14 +6,18 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -105,7 +109,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, p principal) erro
 	name := r.PathValue("command")
 	if !slices.Contains(BatchCommands, name) {
 		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
-			Message: "batches run " + strings.Join(BatchCommands, " or ") + ", not " + name}}
+			Message: "batches run " + strings.Join(BatchCommands, " or ") + ", not " + quote(name), Details: map[string]any{"field": "command"}}}
 	}
 	body, err := readBody(w, r)
 	if err != nil {
@@ -156,14 +160,27 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, p principal) erro
 	return s.finish(w, res, stream)
 }
 
+// batchBody is BatchRequest as the server reads it: strictly, with the
+// filter's values as the list's query parameters take them.
+type batchBody struct {
+	Filter        map[string]json.RawMessage `json:"filter"`
+	Limit         int                        `json:"limit"`
+	DryRun        bool                       `json:"dryRun"`
+	RatePerSecond float64                    `json:"ratePerSecond"`
+	RequestID     string                     `json:"requestId"`
+	Reason        string                     `json:"reason"`
+}
+
 func (s *Server) parseBatch(name string, body []byte) (BatchRequest, error) {
-	var req BatchRequest
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, badRequest("", "batch body: %v", err)
+	var b batchBody
+	if err := decodeStrict(body, &b, "the body of batch "+name); err != nil {
+		return BatchRequest{}, err
 	}
-	req.Reason = strings.TrimSpace(req.Reason)
+	f, err := batchFilter(b.Filter)
+	if err != nil {
+		return BatchRequest{}, err
+	}
+	req := BatchRequest{Filter: f, Limit: b.Limit, DryRun: b.DryRun, RatePerSecond: b.RatePerSecond, RequestID: b.RequestID, Reason: strings.TrimSpace(b.Reason)}
 	switch {
 	case req.Limit < 0 || req.Limit > s.cfg.MaxBatch:
 		return req, badRequest("limit", "limit must be between 1 and %d, got %d", s.cfg.MaxBatch, req.Limit)
@@ -171,10 +188,14 @@ func (s *Server) parseBatch(name string, body []byte) (BatchRequest, error) {
 		return req, badRequest("ratePerSecond", "ratePerSecond must be between 0 (the default %g) and %g, got %g", DefaultBatchRate, MaxBatchRate, req.RatePerSecond)
 	case !req.DryRun && strings.TrimSpace(req.RequestID) == "":
 		return req, badRequest("requestId", "a real batch needs a requestId, so that sending it again does not run it twice")
-	case !req.DryRun && req.Reason == "" && slices.Contains(reasonRequired, name):
-		return req, badRequest("reason", "%s needs a reason for the audit trail", name)
-	case len(req.Reason) > MaxReasonLength:
-		return req, badRequest("reason", "reason is %d bytes, over the limit of %d", len(req.Reason), MaxReasonLength)
+	}
+	if ae := checkText("requestId", req.RequestID, MaxParamBytes); ae != nil {
+		return req, ae
+	}
+	if req.Reason != "" || !req.DryRun { // a dry run needs no reason
+		if _, err := checkReason(name, &req.Reason); err != nil {
+			return req, err
+		}
 	}
 	if req.Limit == 0 {
 		req.Limit = s.cfg.MaxBatch
@@ -183,6 +204,66 @@ func (s *Server) parseBatch(name string, body []byte) (BatchRequest, error) {
 		req.RatePerSecond = DefaultBatchRate
 	}
 	return req, nil
+}
+
+// batchFilter reads a batch's filter: the list's filter parameters, each a
+// JSON string (or a number for minRetries and the times), with the list's
+// rules. Errors name the field as "filter.<name>".
+func batchFilter(raw map[string]json.RawMessage) (projection.Filter, error) {
+	q := url.Values{}
+	var now time.Time
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		v := raw[k]
+		if k != "now" && !slices.Contains(filterParams, k) {
+			return projection.Filter{}, badRequest(filterField(k), "unknown field %s in the filter; the filters are %s, now", quote("filter."+k), strings.Join(filterParams, ", "))
+		}
+		if string(v) == "null" {
+			continue
+		}
+		var str string
+		if err := json.Unmarshal(v, &str); err != nil {
+			var n json.Number
+			if k != "minRetries" && k != "executeAtFrom" && k != "executeAtTo" && k != "now" || json.Unmarshal(v, &n) != nil {
+				return projection.Filter{}, badRequest(filterField(k), "field %s: must be a string", quote("filter."+k))
+			}
+			str = n.String()
+		}
+		if k == "now" {
+			// The time views are evaluated at (projection.Filter.Now).
+			t, err := parseTime(url.Values{"now": {str}}, "now")
+			if err != nil {
+				return projection.Filter{}, prefixField("filter.", err)
+			}
+			now = t
+			continue
+		}
+		q.Set(k, str)
+	}
+	f, err := parseFilter(q)
+	if err != nil {
+		return f, prefixField("filter.", err)
+	}
+	f.Now = now
+	return f, nil
+}
+
+// filterField is details.field of filter field k.
+func filterField(k string) string {
+	if k == "" {
+		return "filter"
+	}
+	return "filter." + fieldName(k, "")
+}
+
+// prefixField puts prefix before the field an *apiError names.
+func prefixField(prefix string, err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		if f, ok := ae.body.Details["field"].(string); ok {
+			ae.body.Details["field"] = prefix + f
+		}
+	}
+	return err
 }
 
 // batchIDs lists the ids of up to req.Limit matching records, oldest
@@ -200,6 +281,9 @@ func (s *Server) batchIDs(req BatchRequest) ([]string, int, error) {
 	for len(ids) < req.Limit {
 		page, err := s.cfg.Queries.List(q)
 		if err != nil {
+			if ae := queryError("", err); ae != nil {
+				return nil, 0, ae
+			}
 			return nil, 0, err
 		}
 		for _, it := range page.Items {
@@ -218,14 +302,14 @@ func (s *Server) batchIDs(req BatchRequest) ([]string, int, error) {
 func (s *Server) dryRun(ctx context.Context, id string, cmd aggregate.Command) BatchOutcome {
 	v, err := s.cfg.Queries.Get(ctx, id)
 	if err != nil {
-		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Message: err.Error()}
+		return s.failed(id, cmd, err)
 	}
 	if _, err := aggregate.Decide(v.State, cmd, s.cfg.Clock.Now()); err != nil {
 		var ae *aggregate.Error
 		if errors.As(err, &ae) {
 			return BatchOutcome{ID: id, Outcome: OutcomeWouldNot, Code: ae.Code(), Message: ae.Message, Version: v.Version}
 		}
-		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Message: err.Error()}
+		return s.failed(id, cmd, err)
 	}
 	return BatchOutcome{ID: id, Outcome: OutcomeWould, Version: v.Version}
 }
@@ -245,9 +329,26 @@ func (s *Server) runOne(ctx context.Context, id string, cmd aggregate.Command, p
 	case errors.As(err, &ae):
 		return BatchOutcome{ID: id, Outcome: OutcomeRejected, Code: ae.Code(), Message: ae.Message}
 	default:
-		s.log.Warn("batch command failed", "id", id, "command", cmd.CommandName(), "err", err)
-		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Message: err.Error()}
+		return s.failed(id, cmd, err)
 	}
+}
+
+// failed is the outcome of a record whose command failed for a reason
+// other than a refusal. Its message says what to do, without the error's
+// internals, which go to the log.
+func (s *Server) failed(id string, cmd aggregate.Command, err error) BatchOutcome {
+	switch {
+	case errors.Is(err, projection.ErrNotFound):
+		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Code: "NotFound", Message: "the record has no view any more"}
+	case errors.Is(err, eventstore.ErrConflict):
+		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Code: "Conflict", Message: "the record changed while the command ran; run the batch again with the same requestId"}
+	}
+	s.log.Warn("batch command failed", "id", id, "command", cmd.CommandName(), "err", err)
+	code, msg := "Internal", "internal error; the server log has the details"
+	if unavailable(err) {
+		code, msg = "Unavailable", "the server could not reach NATS; run the batch again with the same requestId"
+	}
+	return BatchOutcome{ID: id, Outcome: OutcomeFailed, Code: code, Message: msg}
 }
 
 // emitter records an outcome in res and, when streaming, writes it.

@@ -3,10 +3,16 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -131,5 +137,60 @@ func TestBatchRequestErrors(t *testing.T) {
 			assert.Equal(t, c.status, r.status, string(r.body))
 			assert.Contains(t, r.apiError(t).Message, c.msg)
 		})
+	}
+}
+
+// A batch's filter as the client sends it (a marshalled projection.Filter,
+// times as RFC 3339 strings) reads as the list's filter does.
+func TestBatchFilterAsTheClientSendsIt(t *testing.T) {
+	e := newEnv(t)
+	for i := range 3 {
+		e.create(t, i, nil)
+	}
+	req := server.BatchRequest{DryRun: true, Filter: projection.Filter{
+		Processor: "Mailer", Status: aggregate.StatusFailed, Recoverable: aggregate.RecoverabilityUnknown, FunctionKind: aggregate.KindEvent,
+		ExecuteAtFrom: time.UnixMilli(t0 + 1).UTC(), ExecuteAtTo: time.UnixMilli(t0 + 10).UTC(), MinRetries: 0,
+		View: aggregate.ViewToRetry, Now: time.UnixMilli(t0 + 100_000_000).UTC(),
+	}}
+	var res server.BatchResult
+	r := e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, req)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	r.json(t, &res)
+	assert.Equal(t, 2, res.Matched, "records 1 and 2 are from t0+1 on")
+	r = e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, `{"dryRun":true,"filter":{"executeAtFrom":`+strconv.FormatInt(t0+2, 10)+`,"minRetries":0}}`)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	r.json(t, &res)
+	assert.Equal(t, 1, res.Matched, "times may be epoch milliseconds")
+}
+
+// brokenGets is an index whose record reads fail as a store would.
+type brokenGets struct {
+	server.Queries
+	err error
+}
+
+func (b brokenGets) Get(context.Context, string) (projection.View, error) {
+	return projection.View{}, b.err
+}
+
+// A record that fails in a batch for a reason other than a refusal gets an
+// outcome that says what to do, without the error's Go internals.
+func TestBatchOutcomeOfAFailedRecordShowsNoInternals(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, 1, nil)
+	for err, want := range map[error]server.BatchOutcome{
+		fmt.Errorf("record x has no view: %w", projection.ErrNotFound):        {Outcome: server.OutcomeFailed, Code: "NotFound", Message: "the record has no view any more"},
+		fmt.Errorf("read the view of record x: %w", nats.ErrConnectionClosed): {Outcome: server.OutcomeFailed, Code: "Unavailable", Message: "the server could not reach NATS; run the batch again with the same requestId"},
+		errors.New("jsstore: decode: projection: corrupt view"):               {Outcome: server.OutcomeFailed, Code: "Internal", Message: "internal error; the server log has the details"},
+	} {
+		b := e.with(t, func(c *server.Config) { c.Queries = brokenGets{Queries: e.index, err: err} })
+		var res server.BatchResult
+		r := b.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, map[string]any{"dryRun": true})
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		r.json(t, &res)
+		require.Len(t, res.Records, 1)
+		got := res.Records[0]
+		got.ID = ""
+		assert.Equal(t, want, got, "outcome of %v", err)
 	}
 }

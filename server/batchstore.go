@@ -24,7 +24,9 @@ const batchRetention = 7 * 24 * time.Hour
 const staleBatch = 10 * time.Minute
 
 // OpenBatches returns the bucket of batch results, creating it with the
-// given replicas if missing. Results are kept 7 days.
+// given replicas if missing. Results are kept 7 days, and so are the
+// Idempotency-Keys of single commands (keys "k_..."), each bound to the
+// request that first used it.
 func OpenBatches(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      DefaultBatchBucket,

@@ -2,9 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,15 +19,6 @@ var OperatorCommands = []string{
 	aggregate.NameChangeFunction,
 }
 
-// reasonRequired lists the commands that need a reason in the audit trail.
-var reasonRequired = []string{aggregate.NameForcePrepareCompensation, aggregate.NameChangeFunction}
-
-// MaxBodyBytes bounds request bodies.
-const MaxBodyBytes = 64 << 10
-
-// MaxReasonLength bounds an audit reason.
-const MaxReasonLength = 1024
-
 // CommandResponse is the body of a successful command.
 type CommandResponse struct {
 	ID        string          `json:"id"`
@@ -41,31 +29,50 @@ type CommandResponse struct {
 }
 
 func (s *Server) command(w http.ResponseWriter, r *http.Request, p principal) error {
-	id, name := r.PathValue("id"), r.PathValue("command")
+	return s.runCommand(w, r, p, r.PathValue("command"))
+}
+
+// commandFor is the handler of one operator command, for a route whose
+// path names the command.
+func (s *Server) commandFor(name string) func(http.ResponseWriter, *http.Request, principal) error {
+	return func(w http.ResponseWriter, r *http.Request, p principal) error { return s.runCommand(w, r, p, name) }
+}
+
+// runCommand runs operator command name on the path's record. Everything
+// the request carries (id, body, headers) is checked before the command
+// reaches NATS. An Idempotency-Key is bound to the first request that used
+// it (command, record and body; see claimKey): the same request again
+// answers duplicate:true, another request with the key 422.
+func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, p principal, name string) error {
 	if !slices.Contains(OperatorCommands, name) {
 		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
-			Message: "unknown command " + name + "; the commands are " + strings.Join(OperatorCommands, ", ")}}
+			Message: "unknown command " + quote(name) + "; the commands are " + strings.Join(OperatorCommands, ", "), Details: map[string]any{"field": "command"}}}
+	}
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
 	}
 	body, err := readBody(w, r)
 	if err != nil {
 		return err
 	}
-	reason, err := readReason(name, body)
+	cmd, reason, err := decodeCommandRequest(name, body)
 	if err != nil {
 		return err
 	}
-	cmd, err := aggregate.DecodeCommand(name, body)
+	meta, err := commandMeta(r, p, reason)
 	if err != nil {
-		return badRequest("", "%v", err)
+		return err
 	}
-	meta := aggregate.Meta{
-		CommandID: r.Header.Get("Idempotency-Key"),
-		RequestID: r.Header.Get("X-Request-Id"),
-		TraceID:   r.Header.Get("Traceparent"),
-		Actor:     p.name,
-		Reason:    reason,
+	release, err := s.claimKey(r.Context(), meta.CommandID, commandHash(name, id, body))
+	if err != nil {
+		return err
 	}
 	res, err := s.cfg.Commands.Execute(r.Context(), id, cmd, meta)
+	release(err)
 	if err != nil {
 		if ae := commandError(id, err); ae != nil {
 			return ae
@@ -96,45 +103,4 @@ func (s *Server) awaitIndex(ctx context.Context, id string, version uint64) {
 	if err := s.cfg.Queries.WaitFor(ctx, id, version); err != nil {
 		s.log.Debug("index lags behind a command", "id", id, "version", version, "err", err)
 	}
-}
-
-// readBody reads a JSON body of at most MaxBodyBytes; an empty body is {}.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return nil, &apiError{status: http.StatusRequestEntityTooLarge, body: Error{Code: "PayloadTooLarge",
-			Message: "the request body is over the limit of 64 KiB"}}
-	}
-	if err != nil {
-		return nil, badRequest("", "read the request body: %v", err)
-	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		body = []byte("{}")
-	}
-	return body, nil
-}
-
-// readReason takes the audit reason from the body's "reason" field.
-func readReason(command string, body []byte) (string, error) {
-	var fields struct {
-		Reason *string `json:"reason"`
-	}
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return "", badRequest("", "the body of %s must be a JSON object: %v", command, err)
-	}
-	reason := ""
-	if fields.Reason != nil {
-		reason = strings.TrimSpace(*fields.Reason)
-	}
-	if reason == "" && slices.Contains(reasonRequired, command) {
-		return "", badRequest("reason", "%s needs a reason for the audit trail: add \"reason\": \"...\" to the body (amends --reason)", command)
-	}
-	if len(reason) > MaxReasonLength {
-		return "", badRequest("reason", "reason is %d bytes, over the limit of %d", len(reason), MaxReasonLength)
-	}
-	if strings.ContainsFunc(reason, func(r rune) bool { return r < 0x20 && r != '\t' }) {
-		return "", badRequest("reason", "reason must be one line without control characters")
-	}
-	return reason, nil
 }

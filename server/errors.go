@@ -1,11 +1,16 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
@@ -51,38 +56,86 @@ func notFound(id string) *apiError {
 }
 
 // commandError maps an error of Execute to its response. The aggregate's
-// message is kept as it is.
+// message is kept as it is: 409 when the record's state refuses the
+// command, 422 when a value is refused. details holds the record id and,
+// for a refusal on an existing record, what an operator can act on
+// (aggregate.Error.Details: status, retries, maxRetries, timeoutAt,
+// nextRetryAt, recoverable, and accepted, the replay commands the record
+// would take now, e.g. [force_prepare_compensation]); for a refused value,
+// field names it.
 func commandError(id string, err error) *apiError {
 	var ae *aggregate.Error
 	switch {
 	case errors.Is(err, aggregate.ErrNotFound):
 		return notFound(id)
 	case errors.As(err, &ae) && (errors.Is(err, aggregate.ErrIllegalState) || errors.Is(err, aggregate.ErrStaleAttempt) || errors.Is(err, aggregate.ErrAlreadyRecorded)):
-		return &apiError{status: http.StatusConflict, body: Error{Code: ae.Code(), Message: ae.Message, Details: map[string]any{"id": id}}}
+		return &apiError{status: http.StatusConflict, body: Error{Code: ae.Code(), Message: ae.Message, Details: refusalDetails(id, ae)}}
 	case errors.As(err, &ae):
-		return &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: ae.Code(), Message: ae.Message, Details: map[string]any{"id": id}}}
+		code := ae.Code()
+		if errors.Is(err, aggregate.ErrArithmetic) {
+			// Wow's code of an ArithmeticException is "BadRequest", which
+			// would contradict the status.
+			code = aggregate.ErrIllegalArgument.Error()
+		}
+		d := refusalDetails(id, ae)
+		if ae.Field != "" {
+			d["field"] = ae.Field
+		}
+		return &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: code, Message: ae.Message, Details: d}}
 	case errors.Is(err, eventstore.ErrConflict):
-		return &apiError{status: http.StatusConflict, body: Error{Code: "Conflict", Message: err.Error() + "; send the command again"}}
+		return &apiError{status: http.StatusConflict, body: Error{Code: "Conflict", Message: "the record changed while the command ran, more often than the server retries; send the command again", Details: map[string]any{"id": id}}}
 	}
 	return nil
 }
 
+// refusalDetails are the details of a refused command: the id and the
+// aggregate's facts about the record.
+func refusalDetails(id string, ae *aggregate.Error) map[string]any {
+	d := map[string]any{"id": id}
+	for k, v := range ae.Details() {
+		d[k] = v
+	}
+	return d
+}
+
 // queryError maps an error of the projection.
 func queryError(id string, err error) *apiError {
+	var qe *projection.QueryError
 	switch {
 	case errors.Is(err, projection.ErrNotFound):
 		return notFound(id)
+	case errors.As(err, &qe):
+		return badRequest(qe.Field, "%s", qe.Reason)
 	case errors.Is(err, projection.ErrInvalidQuery):
-		return &apiError{status: http.StatusBadRequest, body: Error{Code: "BadRequest", Message: err.Error()}}
+		return badRequest("query", "%s", strings.TrimSuffix(err.Error(), ": "+projection.ErrInvalidQuery.Error()))
 	}
 	return nil
+}
+
+// unavailable reports whether err means NATS cannot be reached now: the
+// documented 503.
+func unavailable(err error) bool {
+	for _, target := range []error{
+		nats.ErrConnectionClosed, nats.ErrConnectionDraining, nats.ErrDisconnected, nats.ErrNoServers,
+		nats.ErrTimeout, nats.ErrNoResponders, jetstream.ErrNoStreamResponse, jetstream.ErrJetStreamNotEnabled,
+		context.DeadlineExceeded,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeError writes err as JSON. An error that is not an *apiError is an
 // internal error: logged, and reported without its text.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
-	if !errors.As(err, &ae) {
+	if !errors.As(err, &ae) && unavailable(err) && r.Context().Err() == nil {
+		s.log.Warn("request failed: NATS unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = &apiError{status: http.StatusServiceUnavailable, body: Error{Code: "Unavailable", Message: "the server cannot reach NATS now; send the request again later"}}
+	}
+	if ae == nil {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = &apiError{status: http.StatusInternalServerError, body: Error{Code: "Internal", Message: "internal error; the server log has the details"}}
 	}

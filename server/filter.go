@@ -1,7 +1,11 @@
 package server
 
 import (
+	"maps"
+	"math"
+	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,9 +38,19 @@ func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {
 			ok[p] = true
 		}
 	}
-	for k := range q {
+	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if !ok[k] {
-			return projection.Filter{}, badRequest(k, "unknown query parameter %q; the filters are %s", k, strings.Join(filterParams, ", "))
+			return projection.Filter{}, badRequest(fieldName(k, "query"), "unknown query parameter %s; the filters are %s", quote(k), strings.Join(filterParams, ", "))
+		}
+		if n := len(q[k]); n > 1 {
+			return projection.Filter{}, badRequest(k, "query parameter %s is given %d times; give it once", k, n)
+		}
+		limit := MaxParamBytes
+		if k == "id" {
+			limit = MaxIDBytes
+		}
+		if ae := checkText(k, q.Get(k), limit); ae != nil {
+			return projection.Filter{}, ae
 		}
 	}
 	f := projection.Filter{
@@ -75,7 +89,7 @@ func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {
 	if v := q.Get("minRetries"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 0 {
-			return f, badRequest("minRetries", "minRetries must be a whole number >= 0, got %q", v)
+			return f, badRequest("minRetries", "minRetries must be a whole number from 0 to %d, got %s", math.MaxInt32, quote(v))
 		}
 		f.MinRetries = int32(n)
 	}
@@ -93,31 +107,65 @@ func parseTime(q url.Values, name string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return time.Time{}, badRequest(name, "%s must be an RFC 3339 time (2026-11-30T08:00:00Z) or epoch milliseconds, got %q", name, v)
+		return time.Time{}, badRequest(name, "%s must be an RFC 3339 time (2026-11-30T08:00:00Z) or epoch milliseconds, got %s", name, quote(v))
 	}
 	return t, nil
 }
 
+// queryValues parses a request's query string. A malformed one (a bad
+// escape, a semicolon) is refused rather than read in part.
+func queryValues(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, badRequest("query", "the query string is malformed: %s; escape values with percent-encoding", cut(strings.TrimPrefix(err.Error(), "invalid ")))
+	}
+	return q, nil
+}
+
+// requestFilter reads the filter of a count or summary request.
+func requestFilter(r *http.Request) (projection.Filter, error) {
+	q, err := queryValues(r)
+	if err != nil {
+		return projection.Filter{}, err
+	}
+	return parseFilter(q)
+}
+
 // parseQuery reads a list request.
-func parseQuery(q url.Values) (projection.Query, error) {
+func parseQuery(r *http.Request) (projection.Query, error) {
+	q, err := queryValues(r)
+	if err != nil {
+		return projection.Query{}, err
+	}
 	f, err := parseFilter(q, pageParams)
 	if err != nil {
 		return projection.Query{}, err
 	}
 	pq := projection.Query{Filter: f, Cursor: q.Get("cursor"), Sort: projection.Sort{Field: projection.SortField(q.Get("sort"))}}
+	if pq.Sort.Field != "" && !slices.Contains(projection.SortFields, pq.Sort.Field) {
+		return pq, badRequest("sort", "sort must be one of %s, got %s", joinSortFields(), quote(string(pq.Sort.Field)))
+	}
 	switch q.Get("order") {
 	case "", "asc":
 	case "desc":
 		pq.Sort.Desc = true
 	default:
-		return pq, badRequest("order", "order must be asc or desc, got %q", q.Get("order"))
+		return pq, badRequest("order", "order must be asc or desc, got %s", quote(q.Get("order")))
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > projection.MaxLimit {
-			return pq, badRequest("limit", "limit must be a whole number from 1 to %d, got %q", projection.MaxLimit, v)
+			return pq, badRequest("limit", "limit must be a whole number from 1 to %d, got %s", projection.MaxLimit, quote(v))
 		}
 		pq.Limit = n
 	}
 	return pq, nil
+}
+
+func joinSortFields() string {
+	names := make([]string, len(projection.SortFields))
+	for i, f := range projection.SortFields {
+		names[i] = string(f)
+	}
+	return strings.Join(names, ", ")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,12 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amends-dev/amends/internal/fakeclock"
-
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/fakeclock"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/server"
@@ -33,33 +35,43 @@ const (
 // env is a server on a real JetStream, with the projector and index
 // running, and tokens for a viewer (alice) and an operator (bob).
 type env struct {
-	svc   *aggregate.Service
-	index *projection.Index
-	clock *fakeclock.Clock
-	http  *httptest.Server
-	ready atomic.Pointer[error]
+	svc     *aggregate.Service
+	index   *projection.Index
+	clock   *fakeclock.Clock
+	http    *httptest.Server
+	handler http.Handler
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	stream  string // the event store's stream of the records
+	cfg     server.Config
+	ready   *atomic.Pointer[error]
+	// indexDone is closed when the index's Run returns (its watch stopped).
+	indexDone chan struct{}
 }
 
 func newEnv(tb testing.TB) *env {
 	tb.Helper()
-	js := natstest.New(tb).JetStream()
+	nc, js := natstest.New(tb).Connect()
 	store, err := jsstore.New(js)
 	require.NoError(tb, err)
 	views, err := projection.OpenViews(tb.Context(), js)
 	require.NoError(tb, err)
 	batches, err := server.OpenBatches(tb.Context(), js, 1)
 	require.NoError(tb, err)
-	e := &env{clock: fakeclock.At(t0)}
+	e := &env{clock: fakeclock.At(t0), nc: nc, js: js, stream: store.StreamName(aggregate.Context), indexDone: make(chan struct{}), ready: new(atomic.Pointer[error])}
 	e.svc = aggregate.NewService(store, aggregate.WithClock(e.clock))
 	proj, err := projection.NewProjector(js, store, views)
 	require.NoError(tb, err)
 	e.index, err = projection.NewIndex(views, store, projection.WithClock(e.clock))
 	require.NoError(tb, err)
 	runInBackground(tb, proj.Run)
-	runInBackground(tb, e.index.Run)
+	runInBackground(tb, func(ctx context.Context) error {
+		defer close(e.indexDone)
+		return e.index.Run(ctx)
+	})
 	tokens, err := server.ParseTokens("alice:viewer:" + viewerKey + "\nbob:operator:" + operatorKey)
 	require.NoError(tb, err)
-	srv := server.New(server.Config{
+	e.cfg = server.Config{
 		Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock,
 		Ready: func() error {
 			if p := e.ready.Load(); p != nil {
@@ -67,10 +79,48 @@ func newEnv(tb testing.TB) *env {
 			}
 			return nil
 		},
-	})
-	e.http = httptest.NewServer(srv.Handler())
+	}
+	e.handler = server.New(e.cfg).Handler()
+	e.http = httptest.NewServer(e.handler)
 	tb.Cleanup(e.http.Close)
 	return e
+}
+
+// with returns a copy of e whose server has a changed config.
+func (e *env) with(tb testing.TB, change func(*server.Config)) *env {
+	tb.Helper()
+	c := *e
+	change(&c.cfg)
+	c.handler = server.New(c.cfg).Handler()
+	c.http = httptest.NewServer(c.handler)
+	tb.Cleanup(c.http.Close)
+	return &c
+}
+
+// lastSeq is the last sequence of the records' stream: a request that
+// writes nothing leaves it as it was.
+func (e *env) lastSeq(tb testing.TB) uint64 {
+	tb.Helper()
+	st, err := e.js.Stream(tb.Context(), e.stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0
+	}
+	require.NoError(tb, err)
+	info, err := st.Info(tb.Context())
+	require.NoError(tb, err)
+	return info.State.LastSeq
+}
+
+// healthy fails the test if the NATS connection or the index's watch went
+// down.
+func (e *env) healthy(tb testing.TB) {
+	tb.Helper()
+	require.True(tb, e.nc.IsConnected(), "the NATS connection is %v, want connected", e.nc.Status())
+	select {
+	case <-e.indexDone:
+		tb.Fatal("the index's watch of the views bucket stopped")
+	default:
+	}
 }
 
 func runInBackground(tb testing.TB, run func(context.Context) error) {
@@ -130,7 +180,8 @@ func (r response) apiError(tb testing.TB) server.Error {
 }
 
 // do sends a request with the given token ("" for none) and JSON body (nil
-// for none).
+// for none, sent as Content-Type application/json), with the given header
+// pairs (which may replace the Content-Type).
 func (e *env) do(tb testing.TB, method, path, token string, body any, header ...string) response {
 	tb.Helper()
 	var rd io.Reader
@@ -147,6 +198,9 @@ func (e *env) do(tb testing.TB, method, path, token string, body any, header ...
 	require.NoError(tb, err)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])

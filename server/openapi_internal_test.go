@@ -169,9 +169,9 @@ func TestOpenAPIParametersMatchTheHandlers(t *testing.T) {
 	assert.Equal(t, kinds, enum("FunctionKind"))
 }
 
-// jsonFields lists the JSON names of a struct's fields and those without
+// tagFields lists the JSON names of a struct's fields and those without
 // omitempty or omitzero, which a decoder cannot tell from absent.
-func jsonFields(v any) (all, required []string) {
+func tagFields(v any) (all, required []string) {
 	rt := reflect.TypeOf(v)
 	for i := range rt.NumField() {
 		name, opts, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
@@ -213,7 +213,7 @@ func TestOpenAPICommandBodiesMatchTheAggregate(t *testing.T) {
 			require.NotNil(t, op)
 			body := requestSchema(doc, op)
 			require.NotNil(t, body, "a typed JSON body")
-			all, required := jsonFields(commands[name])
+			all, required := tagFields(commands[name])
 			all = sorted(all, []string{"reason"})
 			if slices.Contains(reasonRequired, name) {
 				required = sorted(required, []string{"reason"})
@@ -232,11 +232,11 @@ func TestOpenAPICommandBodiesMatchTheAggregate(t *testing.T) {
 
 	batch := requestSchema(doc, ops["POST /api/v1/batch/"+BatchCommands[0]])
 	require.NotNil(t, batch, "a typed batch body")
-	all, _ := jsonFields(BatchRequest{})
+	all, _ := tagFields(BatchRequest{})
 	assert.Equal(t, all, keys(batch["properties"].(obj)), "the batch body's fields")
 	assert.Equal(t, false, batch["additionalProperties"])
 	filter := deref(doc, get(batch, "properties", "filter"))
-	all, _ = jsonFields(projection.Filter{})
+	all, _ = tagFields(projection.Filter{})
 	assert.Equal(t, all, keys(filter["properties"].(obj)), "the batch filter's fields")
 	assert.Equal(t, false, filter["additionalProperties"], "the batch decoder refuses unknown filter fields too")
 }
@@ -340,7 +340,7 @@ func TestOpenAPIResponsesMatchTheServer(t *testing.T) {
 	} {
 		schema := deref(doc, obj{"$ref": "#/components/schemas/" + name})
 		require.NotNil(t, schema, name)
-		all, required := jsonFields(v)
+		all, required := tagFields(v)
 		assert.Equal(t, all, keys(schema["properties"].(obj)), "%s: the fields", name)
 		var documented []string
 		if schema["required"] != nil {

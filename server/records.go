@@ -9,7 +9,7 @@ import (
 )
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) error {
-	q, err := parseQuery(r.URL.Query())
+	q, err := parseQuery(r)
 	if err != nil {
 		return err
 	}
@@ -17,11 +17,15 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) error
 }
 
 func (s *Server) listView(w http.ResponseWriter, r *http.Request, _ principal) error {
-	v, err := aggregate.ParseView(r.PathValue("view"))
+	raw := r.PathValue("view")
+	if ae := checkText("view", raw, MaxParamBytes); ae != nil {
+		return ae
+	}
+	v, err := aggregate.ParseView(raw)
 	if err != nil {
 		return badRequest("view", "%v", err)
 	}
-	q, err := parseQuery(r.URL.Query())
+	q, err := parseQuery(r)
 	if err != nil {
 		return err
 	}
@@ -50,7 +54,7 @@ type CountResponse struct {
 }
 
 func (s *Server) count(w http.ResponseWriter, r *http.Request, _ principal) error {
-	f, err := parseFilter(r.URL.Query())
+	f, err := requestFilter(r)
 	if err != nil {
 		return err
 	}
@@ -66,7 +70,7 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, _ principal) erro
 }
 
 func (s *Server) summary(w http.ResponseWriter, r *http.Request, _ principal) error {
-	f, err := parseFilter(r.URL.Query())
+	f, err := requestFilter(r)
 	if err != nil {
 		return err
 	}
@@ -82,7 +86,13 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request, _ principal) er
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, _ principal) error {
-	id := r.PathValue("id")
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
 	v, err := s.cfg.Queries.Get(r.Context(), id)
 	if err != nil {
 		if ae := queryError(id, err); ae != nil {
@@ -117,7 +127,13 @@ type HistoryEvent struct {
 }
 
 func (s *Server) history(w http.ResponseWriter, r *http.Request, _ principal) error {
-	id := r.PathValue("id")
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
 	changes, err := s.cfg.Queries.History(r.Context(), id)
 	if err != nil {
 		if ae := queryError(id, err); ae != nil {

@@ -24,7 +24,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/api/v1/records/{id}/history", role: RoleViewer, handler: s.history},
 	}
 	for _, name := range OperatorCommands {
-		routes = append(routes, route{method: "POST", pattern: "/api/v1/records/{id}/" + name, role: RoleOperator, handler: withCommand(name, s.command)})
+		routes = append(routes, route{method: "POST", pattern: "/api/v1/records/{id}/" + name, role: RoleOperator, handler: s.commandFor(name)})
 	}
 	for _, name := range BatchCommands {
 		routes = append(routes, route{method: "POST", pattern: "/api/v1/batch/" + name, role: RoleOperator, handler: withCommand(name, s.batch)})
@@ -37,8 +37,8 @@ func (s *Server) routeTable() []route {
 	)
 }
 
-// withCommand runs h as the route of command name: h reads the name as
-// the path value "command", as it does on a fallback route.
+// withCommand runs the batch handler h as the route of command name: h
+// reads the name as the path value "command", as on a fallback route.
 func withCommand(name string, h func(http.ResponseWriter, *http.Request, principal) error) func(http.ResponseWriter, *http.Request, principal) error {
 	return func(w http.ResponseWriter, r *http.Request, p principal) error {
 		r.SetPathValue("command", name)

@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -91,9 +93,7 @@ func New(cfg Config) *Server {
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.method+" "+rt.pattern, s.wrap(rt))
 	}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, Error{Code: "NotFound", Message: "no route " + r.Method + " " + r.URL.Path + "; the API is described at /api/v1/openapi.json"})
-	})
+	s.mux.HandleFunc("/", s.noRoute)
 	return s
 }
 
@@ -153,4 +153,40 @@ func (w *statusWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// noRoute answers a request no route takes: 405 with Allow if the path has
+// routes for other methods, 404 otherwise.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	if allow := s.allowed(r); len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, Error{Code: "MethodNotAllowed",
+			Message: fmt.Sprintf("%s is not allowed on %s; use %s", cut(r.Method), cut(r.URL.Path), strings.Join(allow, " or ")),
+			Details: map[string]any{"allow": allow}})
+		return
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/records/"); ok && r.Method == http.MethodPost {
+		if _, name, ok := strings.Cut(rest, "/"); ok && !strings.Contains(name, "/") {
+			writeJSON(w, http.StatusNotFound, Error{Code: "NotFound",
+				Message: "unknown command " + quote(name) + "; the commands are " + strings.Join(OperatorCommands, ", "), Details: map[string]any{"field": "command"}})
+			return
+		}
+	}
+	writeJSON(w, http.StatusNotFound, Error{Code: "NotFound", Message: "no route " + cut(r.Method) + " " + cut(r.URL.Path) + "; the API is described at /api/v1/openapi.json"})
+}
+
+// allowed lists the methods that have a route for r's path.
+func (s *Server) allowed(r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }

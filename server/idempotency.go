@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+// storedKey is the bucket entry of a single command's Idempotency-Key: a
+// hash of the request it was first used for.
+type storedKey struct {
+	Hash string `json:"hash"`
+	At   int64  `json:"at"`
+}
+
+func idempotencyKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "k_" + hex.EncodeToString(sum[:20])
+}
+
+// commandHash identifies a single command request: the command, the record
+// and the body (JSON normalised, so key order and spacing do not count).
+func commandHash(name, id string, body []byte) string {
+	return bodyHash(name+"\x00"+id, body)
+}
+
+// claimKey binds Idempotency-Key key to the request with hash, in the
+// batch bucket (Config.Batches; kept as long as batch results), so that
+// the key cannot be reused for another command, record or body: that is a
+// 422 IdempotencyKeyReused. The same request again passes, and the
+// aggregate's command id answers it as a duplicate. release is called with
+// the command's error: a command refused without writing (an
+// *aggregate.Error) frees the key again, so a corrected request may use
+// it. No key, or a server without a batch bucket, claims nothing (the
+// record then only recognises the key of a command it ran).
+func (s *Server) claimKey(ctx context.Context, key, hash string) (release func(error), err error) {
+	none := func(error) {}
+	kv := s.cfg.Batches
+	if key == "" || kv == nil {
+		return none, nil
+	}
+	k := idempotencyKey(key)
+	data, _ := json.Marshal(storedKey{Hash: hash, At: s.cfg.Clock.Now().UnixMilli()})
+	for range 3 {
+		rev, err := kv.Create(ctx, k, data)
+		if err == nil {
+			return func(err error) {
+				if err == nil || !errors.As(err, new(*aggregate.Error)) {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := kv.Delete(ctx, k, jetstream.LastRevision(rev)); err != nil {
+					s.log.Warn("free an idempotency key", "err", err)
+				}
+			}, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return none, fmt.Errorf("claim the idempotency key: %w", err)
+		}
+		e, err := kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue // freed meanwhile: claim it again
+		}
+		if err != nil {
+			return none, fmt.Errorf("read the idempotency key: %w", err)
+		}
+		var st storedKey
+		if err := json.Unmarshal(e.Value(), &st); err != nil || st.Hash != hash {
+			return none, &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: "IdempotencyKeyReused",
+				Message: fmt.Sprintf("Idempotency-Key %s was used for another request (another command, record or body); send a new key for a new request", quote(key)),
+				Details: map[string]any{"field": "Idempotency-Key"}}}
+		}
+		return none, nil
+	}
+	return none, &apiError{status: http.StatusConflict, body: Error{Code: "Conflict",
+		Message: fmt.Sprintf("Idempotency-Key %s is being claimed by concurrent requests; send the request again", quote(key)),
+		Details: map[string]any{"field": "Idempotency-Key"}}}
+}
