@@ -65,7 +65,8 @@ func TestOperatorCommandsAndExitCodes(t *testing.T) {
 
 	c = e.cli(operatorKey)
 	assert.Equal(t, exitFailure, c.run(t, "prepare", id))
-	assert.Equal(t, "amends: ExecutionFailed can not retry.\n", c.stderr.String())
+	assert.Equal(t, "amends: ExecutionFailed can not retry. (status PREPARED, retries 1/10, recoverable UNKNOWN, times out at 2024-12-24T00:28:40Z)\n", c.stderr.String(),
+		"a refusal says the record's state")
 
 	c = e.cli(operatorKey)
 	require.Equal(t, exitOK, c.run(t, "retry-spec", id, "--max-retries", "3", "--min-backoff", "1", "--execution-timeout", "5", "-o", "json"))

@@ -168,3 +168,22 @@ func TestBatchIdleTimeoutFollowsTheRate(t *testing.T) {
 		assert.Equal(t, tc.want, bf.idle(30*time.Second), "rate %g", tc.rate)
 	}
 }
+
+func TestRefusalDetailsNameTheAcceptedCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		details map[string]any
+		want    string
+	}{
+		{"exhausted", map[string]any{"id": "r", "status": "FAILED", "retries": 10.0, "maxRetries": 10.0, "recoverable": "RECOVERABLE",
+			"accepted": []any{"force_prepare_compensation"}},
+			"(status FAILED, retries 10/10, recoverable RECOVERABLE; amends force-prepare would be accepted)"},
+		{"succeeded", map[string]any{"status": "SUCCEEDED", "retries": 2.0, "maxRetries": 10.0, "accepted": []any{}},
+			"(status SUCCEEDED, retries 2/10)"},
+		{"no state", map[string]any{"id": "r"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, refusalDetails(tc.details))
+		})
+	}
+}
