@@ -171,6 +171,9 @@ func (r *runner) pull(stopping context.Context, queues []*queue) {
 		case <-stopping.Done():
 		case <-lost:
 			log.Warn("amends processor: consumer lost; re-creating it", "consumer", r.cfg.Durable)
+		case <-cc.Closed():
+			log.Warn("amends processor: consumer stopped; re-creating it", "consumer", r.cfg.Durable)
+			_ = Sleep(stopping, time.Second)
 		}
 		cc.Stop()
 		<-cc.Closed()
