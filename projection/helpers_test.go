@@ -123,7 +123,7 @@ func (e *env) waitViews(tb testing.TB, want map[string]uint64) {
 			}
 		}
 		return true
-	}, 20*time.Second, 5*time.Millisecond, "views at %v", want)
+	}, 30*time.Second, 5*time.Millisecond, "views at %v", want)
 }
 
 func evt(i int) string { return fmt.Sprintf("evt-%05d", i) }

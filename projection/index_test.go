@@ -82,7 +82,7 @@ func populate(t *testing.T, e *env, ix *projection.Index, from, n int) {
 		want[id] = v
 	}
 	for id, v := range want {
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		require.NoError(t, ix.WaitFor(ctx, id, v))
 		cancel()
 	}
@@ -104,7 +104,7 @@ func TestIndexRebuiltAfterRestartAnswersLikeTheLiveOne(t *testing.T) {
 	run(t, rebuilt)
 	select {
 	case <-rebuilt.Ready():
-	case <-time.After(20 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the rebuilt index is not ready")
 	}
 	assert.Equal(t, live.Len(), rebuilt.Len())

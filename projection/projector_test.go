@@ -104,13 +104,13 @@ func TestProjectorTerminatesCorruptMessages(t *testing.T) {
 	require.NoError(t, err)
 	id := e.create(t, evt(1), fnA, "E", nil)
 	e.waitViews(t, map[string]uint64{id: 1})
-	require.Eventually(t, func() bool { return p.Stats().Corrupt == 1 }, 10*time.Second, 5*time.Millisecond, "the corrupt message is counted")
+	require.Eventually(t, func() bool { return p.Stats().Corrupt == 1 }, 30*time.Second, 5*time.Millisecond, "the corrupt message is counted")
 	info, err := e.js.Consumer(t.Context(), e.store.StreamName(aggregate.Context), projection.DefaultDurable)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		ci, err := info.Info(t.Context())
 		return err == nil && ci.NumAckPending == 0 && ci.NumPending == 0
-	}, 10*time.Second, 5*time.Millisecond, "nothing left pending: the corrupt message was terminated, not redelivered")
+	}, 30*time.Second, 5*time.Millisecond, "nothing left pending: the corrupt message was terminated, not redelivered")
 }
 
 func TestProjectorsShareTheWork(t *testing.T) {

@@ -89,7 +89,7 @@ func TestIndexRestartsItsWatchAndEqualsAFreshLoad(t *testing.T) {
 	waitHealthy(t, ix)
 	_, err = e.views.Put(t.Context(), "corrupt-1", []byte("not a view"))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return ix.Corrupt() == 1 }, 20*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return ix.Corrupt() == 1 }, 30*time.Second, 5*time.Millisecond)
 	before := ix.Len()
 
 	views.breakWatches(t)
