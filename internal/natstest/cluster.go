@@ -112,10 +112,11 @@ func (c *Cluster) URLs() string {
 	return strings.Join(urls, ",")
 }
 
-// APITimeout bounds a JetStream API request made without a deadline on a
-// cluster's connection. Replicated requests wait for a quorum, and after a
-// node is lost for an election, which takes far longer than the client's
-// 5 s default when the machine is busy.
+// APITimeout bounds a JetStream API request made without a deadline on the
+// connections of Server.Connect and Cluster.Connect. A busy machine running
+// tests in parallel, a replicated request waiting for its quorum or an
+// election after a node is lost take far longer than the client's 5 s
+// default.
 const APITimeout = 30 * time.Second
 
 // Connect opens a client connection to all running nodes (so it survives the
