@@ -116,6 +116,8 @@ func TestTakeoverAfterTheActiveSchedulerDies(t *testing.T) {
 		}
 		return n == records
 	}, 60*time.Second, 10*time.Millisecond, "b prepares the rest")
+	// b counts a prepare once it is stored: the count may trail the store.
+	require.Eventually(t, func() bool { return b.Stats().Prepared >= records-(dieAt-1) }, 30*time.Second, time.Millisecond, "b counted its prepares")
 	byA := a.Stats().Prepared
 	t.Logf("a prepared %d before it died, b %d (b's duplicates and rejections: %d, %d)", byA, b.Stats().Prepared, b.Stats().Duplicates, b.Stats().Rejected)
 	for id := range versions {
