@@ -10,7 +10,7 @@ import (
 )
 
 // readyTimeout bounds how long a test waits for a server to accept clients.
-const readyTimeout = 10 * time.Second
+const readyTimeout = 30 * time.Second
 
 // Server is one in-process NATS server with JetStream, owned by a test.
 type Server struct {
