@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/scheduler"
 )
@@ -69,4 +71,34 @@ amends_scheduler_active 1
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want),
 		"amends_scheduler_backlog", "amends_scheduler_oldest_due_age_seconds", "amends_scheduler_active"))
 	require.Equal(t, 7.0, testutil.ToFloat64(filterMetric(t, c, "prepared")))
+}
+
+func TestProcessorMessagesOfLiveAndReplayConsumersApart(t *testing.T) {
+	var m processor.Metrics
+	m.Delivered.Add(3)
+	m.Acked.Add(2)
+	m.Replay.Delivered.Add(7)
+	m.Replay.Acked.Add(5)
+	m.Replay.Terminated.Add(1)
+	msgs, replayMsgs := processorMessageDescs()
+	c := &collector{descs: []*prometheus.Desc{msgs, replayMsgs}, read: func() []sample { return messageSamples(msgs, replayMsgs, &m, "shop") }}
+	want := `
+# HELP amends_processor_messages_total Messages the processor's function consumers handled, by disposition.
+# TYPE amends_processor_messages_total counter
+amends_processor_messages_total{context="shop",disposition="ack_error"} 0
+amends_processor_messages_total{context="shop",disposition="acked"} 2
+amends_processor_messages_total{context="shop",disposition="delivered"} 3
+amends_processor_messages_total{context="shop",disposition="naked"} 0
+amends_processor_messages_total{context="shop",disposition="terminated"} 0
+amends_processor_messages_total{context="shop",disposition="undecodable"} 0
+# HELP amends_processor_replay_messages_total Messages of the compensation stream the processor's replay consumer handled, by disposition.
+# TYPE amends_processor_replay_messages_total counter
+amends_processor_replay_messages_total{context="shop",disposition="ack_error"} 0
+amends_processor_replay_messages_total{context="shop",disposition="acked"} 5
+amends_processor_replay_messages_total{context="shop",disposition="delivered"} 7
+amends_processor_replay_messages_total{context="shop",disposition="naked"} 0
+amends_processor_replay_messages_total{context="shop",disposition="terminated"} 1
+amends_processor_replay_messages_total{context="shop",disposition="undecodable"} 0
+`
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want)))
 }

@@ -7,22 +7,22 @@ import (
 	"github.com/amends-dev/amends/recorder"
 )
 
-// Processor reports a service's processor: deliveries by disposition,
-// replays, and executions per function (calls, successes, failures,
-// immediate retries, replays), with the bounded context as a label.
+// Processor reports a service's processor: deliveries by disposition, of
+// the function consumers (amends_processor_messages_total) and of the
+// replay consumer (amends_processor_replay_messages_total, which reads
+// every command of every record), replays, and executions per function
+// (calls, successes, failures, immediate retries, replays), with the
+// bounded context as a label.
 func Processor(p *processor.Processor) prometheus.Collector {
-	msgs := desc("processor_messages_total", "Messages the processor's consumers handled, by disposition.", "context", "disposition")
+	msgs, replayMsgs := processorMessageDescs()
 	replays := desc("processor_replays_total", "Prepared compensations of this context, by what happened.", "context", "result")
 	fn := desc("processor_function_executions_total", "Executions per function, by result.", "context", "processor", "function", "result")
-	return &collector{descs: []*prometheus.Desc{msgs, replays, fn}, read: func() []sample {
+	return &collector{descs: []*prometheus.Desc{msgs, replayMsgs, replays, fn}, read: func() []sample {
 		m, c := p.Metrics(), p.Context()
-		out := []sample{
-			counter(msgs, m.Delivered.Load(), c, "delivered"), counter(msgs, m.Acked.Load(), c, "acked"),
-			counter(msgs, m.Naked.Load(), c, "naked"), counter(msgs, m.Terminated.Load(), c, "terminated"),
-			counter(msgs, m.Undecodable.Load(), c, "undecodable"), counter(msgs, m.AckErrors.Load(), c, "ack_error"),
+		out := messageSamples(msgs, replayMsgs, m, c)
+		out = append(out,
 			counter(replays, m.Replays.Load(), c, "received"), counter(replays, m.ReplaysSkipped.Load(), c, "skipped"),
-			counter(replays, m.ReplaysMissing.Load(), c, "missing"),
-		}
+			counter(replays, m.ReplaysMissing.Load(), c, "missing"))
 		for _, f := range p.Functions() {
 			s := p.FunctionMetrics(f.ProcessorName, f.Name)
 			if s == nil {
@@ -35,6 +35,24 @@ func Processor(p *processor.Processor) prometheus.Collector {
 		}
 		return out
 	}}
+}
+
+func processorMessageDescs() (msgs, replayMsgs *prometheus.Desc) {
+	return desc("processor_messages_total", "Messages the processor's function consumers handled, by disposition.", "context", "disposition"),
+		desc("processor_replay_messages_total", "Messages of the compensation stream the processor's replay consumer handled, by disposition.", "context", "disposition")
+}
+
+// messageSamples reports the live and the replay consumers' counters, each
+// under its own metric.
+func messageSamples(msgs, replayMsgs *prometheus.Desc, m *processor.Metrics, c string) []sample {
+	var out []sample
+	for d, cm := range map[*prometheus.Desc]*processor.ConsumerMetrics{msgs: &m.ConsumerMetrics, replayMsgs: &m.Replay} {
+		out = append(out,
+			counter(d, cm.Delivered.Load(), c, "delivered"), counter(d, cm.Acked.Load(), c, "acked"),
+			counter(d, cm.Naked.Load(), c, "naked"), counter(d, cm.Terminated.Load(), c, "terminated"),
+			counter(d, cm.Undecodable.Load(), c, "undecodable"), counter(d, cm.AckErrors.Load(), c, "ack_error"))
+	}
+	return out
 }
 
 // Recorder reports a recorder's outcomes (amends_recorder_outcomes_total)

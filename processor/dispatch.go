@@ -17,7 +17,7 @@ import (
 func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) disposition {
 	st, err := p.store.DecodeMsg(m)
 	if err != nil {
-		p.undecodable(m, err)
+		p.undecodable(&p.metrics.ConsumerMetrics, m, err)
 		return term
 	}
 	fns := g.byType[st.Aggregate.Type]
@@ -129,8 +129,8 @@ func (p *Processor) record(ctx context.Context, x Execution) Outcome {
 }
 
 // undecodable logs and counts a message that can never be handled.
-func (p *Processor) undecodable(m jetstream.Msg, err error) {
-	p.metrics.Undecodable.Add(1)
+func (p *Processor) undecodable(c *ConsumerMetrics, m jetstream.Msg, err error) {
+	c.Undecodable.Add(1)
 	var stream string
 	var seq uint64
 	if md, mdErr := m.Metadata(); mdErr == nil {

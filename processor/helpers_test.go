@@ -33,7 +33,9 @@ const (
 )
 
 var (
-	waitFor = 10 * time.Second
+	// waitFor bounds every wait for something that normally takes
+	// milliseconds: generous, so it holds on a busy machine.
+	waitFor = 30 * time.Second
 	tick    = 5 * time.Millisecond
 )
 

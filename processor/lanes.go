@@ -30,6 +30,7 @@ type runner struct {
 	cfg     jetstream.ConsumerConfig
 	lanes   int
 	handle  func(ctx context.Context, m jetstream.Msg) disposition
+	metrics *ConsumerMetrics // of this kind of consumer (live or replay)
 	current []atomic.Pointer[jetstream.Msg]
 }
 
@@ -89,19 +90,19 @@ func (r *runner) settle(m jetstream.Msg, d disposition) {
 	var counter *atomic.Uint64
 	switch d {
 	case ack:
-		err, counter = m.Ack(), &r.p.metrics.Acked
+		err, counter = m.Ack(), &r.metrics.Acked
 	case nak:
-		err, counter = m.NakWithDelay(r.p.o.nakDelay), &r.p.metrics.Naked
+		err, counter = m.NakWithDelay(r.p.o.nakDelay), &r.metrics.Naked
 	case interrupted:
-		err, counter = m.Nak(), &r.p.metrics.Naked
+		err, counter = m.Nak(), &r.metrics.Naked
 	case term:
-		err, counter = m.Term(), &r.p.metrics.Terminated
+		err, counter = m.Term(), &r.metrics.Terminated
 	}
 	if err == nil {
 		counter.Add(1)
 		return
 	}
-	r.p.metrics.AckErrors.Add(1)
+	r.metrics.AckErrors.Add(1)
 	r.p.o.logger.Warn("amends processor: could not settle message; the server redelivers it after AckWait",
 		"consumer", r.cfg.Durable, "subject", m.Subject(), "err", err)
 }
@@ -159,7 +160,7 @@ func (r *runner) pull(stopping context.Context, queues []*queue) {
 			log.Debug("amends processor: consume", "consumer", r.cfg.Durable, "err", err)
 		})
 		cc, err := cons.Consume(func(m jetstream.Msg) {
-			r.p.metrics.Delivered.Add(1)
+			r.metrics.Delivered.Add(1)
 			queues[laneOf(m.Subject(), len(queues))].push(m)
 		}, append(opts, onErr)...)
 		if err != nil {
@@ -171,6 +172,9 @@ func (r *runner) pull(stopping context.Context, queues []*queue) {
 		case <-stopping.Done():
 		case <-lost:
 			log.Warn("amends processor: consumer lost; re-creating it", "consumer", r.cfg.Durable)
+		case <-cc.Closed():
+			log.Warn("amends processor: consumer stopped; re-creating it", "consumer", r.cfg.Durable)
+			_ = Sleep(stopping, time.Second)
 		}
 		cc.Stop()
 		<-cc.Closed()

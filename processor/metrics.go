@@ -8,8 +8,31 @@ import (
 
 // Metrics are a Processor's counters, updated atomically while it runs.
 // Read them with Load; they only grow.
+//
+// The embedded ConsumerMetrics count the messages of the function
+// consumers, on the context's own stream. Replay counts those of the
+// replay consumer, which reads every command of every record on the
+// compensation stream (the record's creation included), so its numbers
+// mean something else and are kept apart.
 type Metrics struct {
-	// Delivered counts messages received by the processors' consumers.
+	ConsumerMetrics
+	// Replay counts the replay consumer's messages.
+	Replay ConsumerMetrics
+	// Replays counts CompensationPrepared events of this context received.
+	Replays atomic.Uint64
+	// ReplaysSkipped counts replays not run because the record had moved on
+	// (needs WithRecords).
+	ReplaysSkipped atomic.Uint64
+	// ReplaysMissing counts replays whose function or event is gone.
+	ReplaysMissing atomic.Uint64
+	// Outcomes counts recorder outcomes as the processor saw them.
+	Outcomes [8]atomic.Uint64
+}
+
+// ConsumerMetrics count one kind of consumer's messages by what became of
+// them.
+type ConsumerMetrics struct {
+	// Delivered counts messages received.
 	Delivered atomic.Uint64
 	// Acked counts messages acked: handled, or failures recorded, waived or
 	// unrecordable, or nothing to do.
@@ -25,15 +48,6 @@ type Metrics struct {
 	// AckErrors counts acks, naks and terms the client could not send; the
 	// server then redelivers after AckWait.
 	AckErrors atomic.Uint64
-	// Replays counts CompensationPrepared events of this context received.
-	Replays atomic.Uint64
-	// ReplaysSkipped counts replays not run because the record had moved on
-	// (needs WithRecords).
-	ReplaysSkipped atomic.Uint64
-	// ReplaysMissing counts replays whose function or event is gone.
-	ReplaysMissing atomic.Uint64
-	// Outcomes counts recorder outcomes as the processor saw them.
-	Outcomes [8]atomic.Uint64
 }
 
 var outcomeIndex = map[Outcome]int{

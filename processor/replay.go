@@ -18,7 +18,7 @@ import (
 func (p *Processor) dispatchReplay(ctx context.Context, m jetstream.Msg) disposition {
 	rec, err := p.store.DecodeMsg(m)
 	if err != nil {
-		p.undecodable(m, err)
+		p.undecodable(&p.metrics.Replay, m, err)
 		return term
 	}
 	result := ack

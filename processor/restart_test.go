@@ -35,7 +35,7 @@ func TestRestartBetweenFailureAndAck(t *testing.T) {
 	mailer := newCounter()
 	mailer.failWith(errBoom)
 	newProc := func(opts ...processor.Option) *processor.Processor {
-		p := e.processor(append(opts, processor.WithAckWait(200*time.Millisecond))...)
+		p := e.processor(append(opts, processor.WithAckWait(2*time.Second))...)
 		require.NoError(t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
 		return p
 	}

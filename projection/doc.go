@@ -22,7 +22,14 @@
 // interned) and answers List, Count, Summary and Due from memory; Get and
 // History read the bucket and the event store. It is built from the bucket
 // when Run starts, without replaying events, and kept current by watching
-// the bucket, so several server instances can each keep their own.
+// the bucket, so several server instances can each keep their own. A watch
+// that ends is started again after a capped backoff, and its replay of the
+// bucket leaves the index as a fresh load would; Healthy says whether the
+// index is current.
+//
+// Get, GetView and History refuse an id that cannot be a record id
+// (CheckID: over 256 bytes, not UTF-8, control characters) with
+// ErrInvalidQuery before anything reaches NATS.
 //
 // Every selection that depends on a record's state (the six operator
 // views, Due, the summary's counts) calls the aggregate's predicates

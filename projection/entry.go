@@ -20,6 +20,7 @@ type entry struct {
 	fnContext, fnProcessor   uint32
 	fnName, errorCode        uint32
 	kind, status, recover    uint8
+	gen                      uint32 // the watch that delivered it last (see Index.gen)
 }
 
 // enumIndex returns v's 1-based position in values, 0 if absent.

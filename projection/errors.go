@@ -20,6 +20,9 @@ var (
 	ErrIncompatibleBucket = errors.New("projection: incompatible bucket")
 	// ErrCorruptView: a stored view that is not a view amends wrote.
 	ErrCorruptView = errors.New("projection: corrupt view")
+	// ErrNotCurrent: the index may not hold the bucket's latest views (not
+	// loaded yet, or its watch is being restarted); see Index.Healthy.
+	ErrNotCurrent = errors.New("projection: index not current")
 )
 
 // QueryError is an invalid query: the field at fault and the rule it

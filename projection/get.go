@@ -14,7 +14,8 @@ import (
 
 // GetView reads the view of record id from the views bucket: one KV get.
 // A record without a view is an error matching ErrNotFound; a stored value
-// that is not a view, ErrCorruptView.
+// that is not a view, ErrCorruptView; an id that cannot be a record id
+// (CheckID), ErrInvalidQuery, and nothing is sent.
 func GetView(ctx context.Context, views jetstream.KeyValue, id string) (View, error) {
 	key, err := EncodeKey(id)
 	if err != nil {
@@ -52,8 +53,12 @@ type Change struct {
 
 // History returns the commands applied to record id, newest first, read
 // from the event store. A record that does not exist is an error matching
-// ErrNotFound. Safe for concurrent use.
+// ErrNotFound; an id that cannot be a record id (CheckID), ErrInvalidQuery,
+// and nothing is sent. Safe for concurrent use.
 func (ix *Index) History(ctx context.Context, id string) ([]Change, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
 	streams, err := ix.history.Load(ctx, aggregate.RecordAggregate(id), 1)
 	if errors.Is(err, eventstore.ErrNotFound) {
 		return nil, fmt.Errorf("record %s has no history: %w", id, ErrNotFound)

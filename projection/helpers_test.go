@@ -123,7 +123,34 @@ func (e *env) waitViews(tb testing.TB, want map[string]uint64) {
 			}
 		}
 		return true
-	}, 20*time.Second, 5*time.Millisecond, "views at %v", want)
+	}, 30*time.Second, 5*time.Millisecond, "views at %v", want)
 }
 
 func evt(i int) string { return fmt.Sprintf("evt-%05d", i) }
+
+// drained waits until the projector's durable consumer has nothing
+// pending or unacknowledged: everything was projected and acked.
+func (e *env) drained(tb testing.TB) {
+	tb.Helper()
+	require.Eventually(tb, func() bool {
+		c, err := e.js.Consumer(tb.Context(), e.store.StreamName(aggregate.Context), projection.DefaultDurable)
+		if err != nil {
+			return false
+		}
+		ci, err := c.Info(tb.Context())
+		return err == nil && ci.NumAckPending == 0 && ci.NumPending == 0
+	}, 30*time.Second, 5*time.Millisecond, "the projector acked everything")
+}
+
+// handled waits until p counts n streams projected, rebuilt or skipped:
+// p counts a stream after its view is written, so the count may trail
+// the bucket a moment.
+func handled(tb testing.TB, p *projection.Projector, n uint64) projection.ProjectorStats {
+	tb.Helper()
+	var st projection.ProjectorStats
+	require.Eventually(tb, func() bool {
+		st = p.Stats()
+		return st.Projected+st.Rebuilt+st.Skipped >= n
+	}, 30*time.Second, 5*time.Millisecond, "the projector handled %d streams", n)
+	return st
+}

@@ -3,6 +3,7 @@ package projection
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -32,6 +33,7 @@ type Index struct {
 	views   jetstream.KeyValue
 	history HistoryStore
 	clock   aggregate.Clock
+	logger  *slog.Logger
 
 	mu      sync.RWMutex
 	names   *interner
@@ -40,10 +42,15 @@ type Index struct {
 	orders  [numSortFields]*btree.BTreeG[pos]
 	due     *btree.BTreeG[pos]
 	waiters map[string][]waiter
+	// gen counts the watches Run started; every entry and corrupt key
+	// remembers the watch that last delivered it, so a restarted watch's
+	// initial values can sweep what the bucket no longer holds.
+	gen     uint32
+	corrupt map[string]uint32 // keys holding a value that is not a view → gen
 
 	ready     chan struct{}
 	readyOnce sync.Once
-	corrupt   atomic.Uint64
+	health    atomic.Pointer[error] // nil: current
 }
 
 // IndexOption configures an Index. An option that cannot be applied makes
@@ -62,6 +69,18 @@ func WithClock(c aggregate.Clock) IndexOption {
 	}
 }
 
+// WithIndexLogger sets the logger of the index's watch (default
+// slog.Default()): it logs when the watch stops and is restarted.
+func WithIndexLogger(l *slog.Logger) IndexOption {
+	return func(ix *Index) error {
+		if l == nil {
+			return fmt.Errorf("logger is nil: %w", ErrInvalidOption)
+		}
+		ix.logger = l
+		return nil
+	}
+}
+
 // NewIndex returns an empty index of the views bucket; Run fills it.
 // history serves History; it does no I/O.
 func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOption) (*Index, error) {
@@ -69,12 +88,15 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 		views:   views,
 		history: history,
 		clock:   aggregate.ClockFunc(timeNow),
+		logger:  slog.Default(),
 		names:   newInterner(),
 		byID:    make(map[string]uint32),
 		due:     newOrder(),
 		waiters: make(map[string][]waiter),
+		corrupt: make(map[string]uint32),
 		ready:   make(chan struct{}),
 	}
+	ix.setHealth(errNotLoaded)
 	for i := range ix.orders {
 		ix.orders[i] = newOrder()
 	}
@@ -99,19 +121,28 @@ func (ix *Index) Len() int {
 
 // put adds or replaces the record of v. A view older than the one held is
 // ignored. The caller holds the write lock.
-func (ix *Index) put(v *View) {
+func (ix *Index) put(v *View) { ix.putAt(v, false) }
+
+// putAt is put that marks the record as delivered by the current watch
+// and, with force, takes v even if it is older than the one held (the
+// bucket's value replayed by a restarted watch is the truth). The caller
+// holds the write lock.
+func (ix *Index) putAt(v *View, force bool) {
 	slot, ok := ix.byID[v.State.ID]
 	if ok {
 		old := ix.slots.at(slot)
-		if old.version > v.Version {
+		old.gen = ix.gen
+		if old.version > v.Version && !force {
 			return
 		}
 		ix.unorder(old, slot)
 		id := old.id // the byID key shares its bytes
 		*old = newEntry(v, ix.names)
-		old.id = id
+		old.id, old.gen = id, ix.gen
 	} else {
-		slot = ix.slots.add(newEntry(v, ix.names))
+		e := newEntry(v, ix.names)
+		e.gen = ix.gen
+		slot = ix.slots.add(e)
 		ix.byID[ix.slots.at(slot).id] = slot
 	}
 	e := ix.slots.at(slot)

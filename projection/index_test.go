@@ -82,7 +82,7 @@ func populate(t *testing.T, e *env, ix *projection.Index, from, n int) {
 		want[id] = v
 	}
 	for id, v := range want {
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		require.NoError(t, ix.WaitFor(ctx, id, v))
 		cancel()
 	}
@@ -95,6 +95,7 @@ func TestIndexRebuiltAfterRestartAnswersLikeTheLiveOne(t *testing.T) {
 	stopLive := run(t, live)
 	populate(t, e, live, 0, 80)
 	want := answers(t, live)
+	e.drained(t) // every stream acked before the restart
 	stopLive()
 	stopProjector()
 
@@ -104,7 +105,7 @@ func TestIndexRebuiltAfterRestartAnswersLikeTheLiveOne(t *testing.T) {
 	run(t, rebuilt)
 	select {
 	case <-rebuilt.Ready():
-	case <-time.After(20 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the rebuilt index is not ready")
 	}
 	assert.Equal(t, live.Len(), rebuilt.Len())
@@ -115,7 +116,7 @@ func TestIndexRebuiltAfterRestartAnswersLikeTheLiveOne(t *testing.T) {
 	p := e.projector(t)
 	run(t, p)
 	populate(t, e, rebuilt, 80, 10)
-	st := p.Stats()
+	st := handled(t, p, uint64(len(streamsSince(t, e, 80))))
 	assert.Equal(t, st.Projected+st.Rebuilt+st.Skipped, uint64(len(streamsSince(t, e, 80))), "only the new streams: %+v", st)
 }
 

@@ -2,10 +2,12 @@ package projection_test
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -18,7 +20,7 @@ func FuzzKeyRoundTrip(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, id string) {
 		key, err := projection.EncodeKey(id)
-		if id == "" {
+		if projection.CheckID(id) != nil {
 			require.ErrorIs(t, err, projection.ErrInvalidQuery)
 			return
 		}
@@ -28,6 +30,20 @@ func FuzzKeyRoundTrip(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, id, back)
 	})
+}
+
+func TestEncodeKeyRefusesWhatCannotBeARecordID(t *testing.T) {
+	long := strings.Repeat("x", eventstore.MaxIDLength)
+	for name, id := range map[string]string{
+		"empty": "", "over 256 bytes": long + "x", "4000 characters": strings.Repeat("a", 4000),
+		"not UTF-8": "a\xffb", "control character": "a\nb", "DEL": "a\x7f",
+	} {
+		_, err := projection.EncodeKey(id)
+		require.ErrorIs(t, err, projection.ErrInvalidQuery, name)
+	}
+	key, err := projection.EncodeKey(long)
+	require.NoError(t, err, "256 bytes is the limit, not over it")
+	require.Regexp(t, kvKey, key)
 }
 
 func FuzzDecodeKey(f *testing.F) {

@@ -2,6 +2,7 @@ package projection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -12,7 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // DefaultDurable is the name of the projector's durable consumer.
@@ -191,25 +194,58 @@ func (p *Projector) ConsumerConfig() jetstream.ConsumerConfig {
 	}
 }
 
+// The backoff between attempts to set up or resume the consumer: doubled
+// after each attempt that failed, up to the cap, and reset once a consumer
+// ran for longer than the cap.
+const (
+	consumerBackoffMin = 100 * time.Millisecond
+	consumerBackoffMax = 10 * time.Second
+)
+
 // Run provisions the compensation stream and the durable consumer, then
 // projects until ctx ends. It resumes where the consumer's acknowledgements
-// stopped. It returns nil after ctx ended and every worker stopped, or an
-// error if the stream or consumer cannot be set up before ctx ends. Messages in flight when
-// ctx ends are redelivered later.
+// stopped. If the stream or consumer cannot be set up, or the consumer
+// stops while ctx is live (deleted, the connection closed), Run logs it and
+// sets them up again after a capped backoff (100ms doubling to 10s). It
+// returns nil after ctx ended and every worker stopped, or an error wrapping
+// jsstore.ErrIncompatibleStream or eventstore.ErrInvalid if the stream's
+// configuration can never work. Messages in flight when ctx ends are
+// redelivered later.
 func (p *Projector) Run(ctx context.Context) error {
-	if err := p.store.Provision(ctx, aggregate.Context); err != nil {
+	backoff := consumerBackoffMin
+	for attempt := 1; ; attempt++ {
+		started := time.Now()
+		err := p.consume(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("projector: %w", err)
+		if errors.Is(err, jsstore.ErrIncompatibleStream) || errors.Is(err, eventstore.ErrInvalid) {
+			return fmt.Errorf("projector: %w", err)
+		}
+		if time.Since(started) > consumerBackoffMax {
+			backoff, attempt = consumerBackoffMin, 1
+		}
+		p.opts.logger.Warn("projector: consumer stopped; setting it up again", "consumer", p.opts.durable, "err", err, "attempt", attempt, "backoff", backoff)
+		if wait.Sleep(ctx, backoff) != nil {
+			return nil
+		}
+		backoff = min(2*backoff, consumerBackoffMax)
+	}
+}
+
+// errConsumerEnded: the consumer stopped delivering on its own.
+var errConsumerEnded = errors.New("the consumer stopped")
+
+// consume sets up the stream and the consumer and projects until ctx ends
+// (nil) or the consumer stops (why).
+func (p *Projector) consume(ctx context.Context) error {
+	if err := p.store.Provision(ctx, aggregate.Context); err != nil {
+		return err
 	}
 	stream := p.store.StreamName(aggregate.Context)
 	cons, err := p.js.CreateOrUpdateConsumer(ctx, stream, p.ConsumerConfig())
-	if ctx.Err() != nil {
-		return nil
-	}
 	if err != nil {
-		return fmt.Errorf("projector: consumer %s on %s: %w", p.opts.durable, stream, err)
+		return fmt.Errorf("consumer %s on %s: %w", p.opts.durable, stream, err)
 	}
 	stopping := make(chan struct{})
 	work := make([]chan jetstream.Msg, p.opts.workers)
@@ -222,6 +258,7 @@ func (p *Projector) Run(ctx context.Context) error {
 			}
 		})
 	}
+	lost := make(chan error, 1)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		h := fnv.New32a()
 		h.Write([]byte(m.Subject()))
@@ -230,20 +267,34 @@ func (p *Projector) Run(ctx context.Context) error {
 		case <-stopping: // not acked: redelivered
 		}
 	}, jetstream.PullMaxMessages(min(p.opts.maxAckPending, 1024)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConnectionClosed) {
+			select {
+			case lost <- err:
+			default:
+			}
+		}
 		p.opts.logger.Debug("projector consumer", "err", err)
 	}))
 	if err == nil {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case err = <-lost:
+		case <-cc.Closed():
+			err = errConsumerEnded
+		}
 		close(stopping)
 		cc.Stop()
 		<-cc.Closed()
+	} else {
+		err = fmt.Errorf("consume %s: %w", p.opts.durable, err)
+		close(stopping)
 	}
 	for _, w := range work {
 		close(w)
 	}
 	wg.Wait()
-	if err != nil {
-		return fmt.Errorf("projector: consume %s: %w", p.opts.durable, err)
+	if ctx.Err() != nil {
+		return nil
 	}
-	return nil
+	return err
 }

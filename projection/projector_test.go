@@ -52,8 +52,9 @@ func TestProjectorAppliesEveryEventKind(t *testing.T) {
 		want[id] = v
 	}
 	assertViewsMatchAggregate(t, e, want)
-	assert.Equal(t, uint64(18), p.Stats().Projected, "every stream applied with Evolve")
-	assert.Zero(t, p.Stats().Rebuilt)
+	st := handled(t, p, 18)
+	assert.Equal(t, uint64(18), st.Projected, "every stream applied with Evolve")
+	assert.Zero(t, st.Rebuilt)
 }
 
 func TestProjectorResumesWhereItStopped(t *testing.T) {
@@ -65,6 +66,7 @@ func TestProjectorResumesWhereItStopped(t *testing.T) {
 		want[e.create(t, evt(i), fnA, "E", nil)] = 1
 	}
 	e.waitViews(t, want)
+	e.drained(t) // and acked, so the second projector gets none of these
 	stop()
 
 	for i := 5; i < 10; i++ {
@@ -77,7 +79,7 @@ func TestProjectorResumesWhereItStopped(t *testing.T) {
 	second := e.projector(t)
 	run(t, second)
 	assertViewsMatchAggregate(t, e, want)
-	st := second.Stats()
+	st := handled(t, second, 6)
 	assert.Equal(t, uint64(6), st.Projected+st.Skipped+st.Rebuilt, "the second projector sees only the 6 new streams: %+v", st)
 	assert.Equal(t, uint64(6), st.Projected)
 }
@@ -92,7 +94,7 @@ func TestProjectorRebuildsAMissingView(t *testing.T) {
 	require.NoError(t, e.views.Delete(t.Context(), id))
 	r := e.exec(t, id, aggregate.MarkRecoverable{Recoverable: aggregate.Recoverable})
 	assertViewsMatchAggregate(t, e, map[string]uint64{id: r.Version})
-	assert.Equal(t, uint64(1), p.Stats().Rebuilt, "rebuilt from the state the stream carries")
+	assert.Equal(t, uint64(1), handled(t, p, 7).Rebuilt, "rebuilt from the state the stream carries")
 }
 
 func TestProjectorTerminatesCorruptMessages(t *testing.T) {
@@ -104,13 +106,13 @@ func TestProjectorTerminatesCorruptMessages(t *testing.T) {
 	require.NoError(t, err)
 	id := e.create(t, evt(1), fnA, "E", nil)
 	e.waitViews(t, map[string]uint64{id: 1})
-	require.Eventually(t, func() bool { return p.Stats().Corrupt == 1 }, 10*time.Second, 5*time.Millisecond, "the corrupt message is counted")
+	require.Eventually(t, func() bool { return p.Stats().Corrupt == 1 }, 30*time.Second, 5*time.Millisecond, "the corrupt message is counted")
 	info, err := e.js.Consumer(t.Context(), e.store.StreamName(aggregate.Context), projection.DefaultDurable)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		ci, err := info.Info(t.Context())
 		return err == nil && ci.NumAckPending == 0 && ci.NumPending == 0
-	}, 10*time.Second, 5*time.Millisecond, "nothing left pending: the corrupt message was terminated, not redelivered")
+	}, 30*time.Second, 5*time.Millisecond, "nothing left pending: the corrupt message was terminated, not redelivered")
 }
 
 func TestProjectorsShareTheWork(t *testing.T) {
@@ -124,7 +126,11 @@ func TestProjectorsShareTheWork(t *testing.T) {
 		want[id] = v
 	}
 	assertViewsMatchAggregate(t, e, want)
-	sa, sb := a.Stats(), b.Stats()
+	var sa, sb projection.ProjectorStats
+	require.Eventually(t, func() bool {
+		sa, sb = a.Stats(), b.Stats()
+		return sa.Projected+sa.Rebuilt+sa.Skipped+sb.Projected+sb.Rebuilt+sb.Skipped >= 120
+	}, 30*time.Second, 5*time.Millisecond, "the projectors counted every stream")
 	assert.Equal(t, uint64(120), sa.Projected+sa.Rebuilt+sa.Skipped+sb.Projected+sb.Rebuilt+sb.Skipped, "every stream handled once: %+v %+v", sa, sb)
 }
 
@@ -136,7 +142,7 @@ func TestProjectorCountsEventsOnce(t *testing.T) {
 	e.exec(t, id, aggregate.PrepareCompensation{})
 	r := e.exec(t, id, aggregate.ApplyExecutionSuccess{ExecuteAt: e.clock.Now().UnixMilli()})
 	e.waitViews(t, map[string]uint64{id: r.Version})
-	ev := p.Stats().Events
+	ev := handled(t, p, 3).Events
 	assert.Equal(t, uint64(1), ev[aggregate.NameExecutionFailedCreated])
 	assert.Equal(t, uint64(1), ev[aggregate.NameCompensationPrepared])
 	assert.Equal(t, uint64(1), ev[aggregate.NameExecutionSuccessApplied])

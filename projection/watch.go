@@ -2,44 +2,101 @@ package projection
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // batchSize bounds how many bucket updates are applied under one lock.
 const batchSize = 1024
 
+// The backoff between restarts of the watch: doubled after each watch that
+// failed before it delivered the bucket's values, up to the cap.
+const (
+	watchBackoffMin = 100 * time.Millisecond
+	watchBackoffMax = 10 * time.Second
+)
+
+var (
+	errNotLoaded = fmt.Errorf("the index has not loaded the views bucket yet: %w", ErrNotCurrent)
+	errWatchEnd  = errors.New("the watch ended (subscription closed)")
+	errStopped   = fmt.Errorf("the index has stopped watching the views bucket: %w", ErrNotCurrent)
+)
+
 // Run loads every view of the bucket into the index, closes Ready, and
 // keeps the index current by watching the bucket until ctx ends; then it
-// stops the watch and returns nil. It returns an error if the watch cannot
-// start or stops on its own (e.g. the connection closed). A value that is
-// not a view is skipped and counted (Corrupt). Call Run once per Index.
+// stops the watch and returns nil once it has stopped.
+//
+// A watch that cannot start, or stops on its own while ctx is live (the
+// connection closed, the bucket's stream was lost), is logged and started
+// again after a capped backoff (100ms doubling to 10s); meanwhile the
+// index keeps answering from what it holds and Healthy reports why it may
+// be stale. A restarted watch replays the bucket: the index then holds
+// exactly what a fresh load would (records the bucket no longer has are
+// dropped, no record is counted twice). The only error is for an index
+// without a bucket (NewIndex(nil, ...)). A value that is not a view is
+// skipped and counted (Corrupt). Call Run once per Index.
 func (ix *Index) Run(ctx context.Context) error {
-	w, err := ix.views.WatchAll(ctx)
-	if ctx.Err() != nil {
-		if err == nil {
-			w.Stop()
+	if ix.views == nil {
+		return fmt.Errorf("index: no views bucket to watch (NewIndex was given nil): %w", ErrInvalidOption)
+	}
+	defer ix.setHealth(errStopped)
+	backoff := watchBackoffMin
+	for attempt := 1; ; attempt++ {
+		synced, err := ix.watch(ctx)
+		if ctx.Err() != nil {
+			return nil
 		}
-		return nil
+		if synced {
+			backoff, attempt = watchBackoffMin, 1
+		}
+		ix.setHealth(fmt.Errorf("the watch of the views bucket stopped (%v); restarting it (attempt %d), answers may be stale meanwhile: %w",
+			err, attempt, ErrNotCurrent))
+		ix.logger.Warn("index: the watch of the views bucket stopped; restarting it", "err", err, "attempt", attempt, "backoff", backoff)
+		if wait.Sleep(ctx, backoff) != nil {
+			return nil
+		}
+		backoff = min(2*backoff, watchBackoffMax)
 	}
+}
+
+// watch runs one watch of the bucket until ctx ends or the watch ends. It
+// reports whether the watch delivered the bucket's initial values, and why
+// it ended.
+func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := ix.views.WatchAll(wctx)
 	if err != nil {
-		return fmt.Errorf("index: watch the views bucket: %w", err)
+		return false, fmt.Errorf("start the watch: %w", err)
 	}
-	defer w.Stop()
 	updates := w.Updates()
+	defer func() {
+		_ = w.Stop()
+		// The watch's callback may be blocked on a full channel; drain it
+		// so that its subscription can close.
+		go func() {
+			for range updates {
+			}
+		}()
+	}()
+	ix.mu.Lock()
+	ix.gen++
+	gen := ix.gen
+	ix.mu.Unlock()
 	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
 	for {
 		batch = batch[:0]
 		select {
 		case <-ctx.Done():
-			return nil
+			return synced, ctx.Err()
 		case e, ok := <-updates:
 			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("index: the watch of the views bucket stopped")
+				return synced, errWatchEnd
 			}
 			batch = append(batch, e)
 		}
@@ -55,19 +112,27 @@ func (ix *Index) Run(ctx context.Context) error {
 				break more
 			}
 		}
-		ix.applyBatch(batch)
+		if ix.applyBatch(batch, gen, synced) {
+			synced = true
+			ix.setHealth(nil)
+		}
 	}
 }
 
 // change is one decoded bucket update.
 type change struct {
 	view    View
+	key     string // the bucket key
 	deleted string // the id of a deleted record
+	corrupt bool   // the value is not a view
 	ready   bool   // the watch has delivered every initial value
 }
 
 // applyBatch decodes updates outside the lock and applies them under it.
-func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry) {
+// gen is the watch that delivered them, synced whether it had delivered
+// its initial values before; applyBatch reports whether they end in this
+// batch.
+func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32, synced bool) (ready bool) {
 	changes := make([]change, 0, len(batch))
 	for _, e := range batch {
 		switch {
@@ -76,34 +141,98 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry) {
 		case e.Operation() == jetstream.KeyValuePut:
 			v, err := decodeView(e.Value())
 			if err != nil {
-				ix.corrupt.Add(1)
+				changes = append(changes, change{key: e.Key(), corrupt: true})
 				continue
 			}
-			changes = append(changes, change{view: v})
+			changes = append(changes, change{key: e.Key(), view: v})
 		default: // deleted or purged
 			id, err := DecodeKey(e.Key())
 			if err != nil {
-				ix.corrupt.Add(1)
+				changes = append(changes, change{key: e.Key()}) // not a record: only forget the key
 				continue
 			}
-			changes = append(changes, change{deleted: id})
+			changes = append(changes, change{key: e.Key(), deleted: id})
 		}
 	}
 	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	for i := range changes {
 		c := &changes[i]
 		switch {
 		case c.ready:
+			if gen > 1 {
+				ix.sweep(gen)
+			}
+			synced, ready = true, true
 			ix.readyOnce.Do(func() { close(ix.ready) })
+		case c.corrupt:
+			ix.corrupt[c.key] = gen
 		case c.deleted != "":
+			delete(ix.corrupt, c.key)
 			ix.remove(c.deleted)
+		case c.view.State.ID != "":
+			delete(ix.corrupt, c.key)
+			// Before its initial values are in, a restarted watch replays
+			// the bucket's current values: they win over what the index
+			// kept from before.
+			ix.putAt(&c.view, gen > 1 && !synced)
 		default:
-			ix.put(&c.view)
+			delete(ix.corrupt, c.key)
 		}
 	}
-	ix.mu.Unlock()
+	return ready
 }
 
-// Corrupt returns how many bucket values the index skipped because they
-// were not views.
-func (ix *Index) Corrupt() uint64 { return ix.corrupt.Load() }
+// sweep drops the records and corrupt keys the watch gen did not deliver
+// among its initial values: the bucket lost them while no watch was
+// running. The caller holds the write lock.
+func (ix *Index) sweep(gen uint32) {
+	var gone []string
+	ix.slots.each(func(_ uint32, e *entry) bool {
+		if e.gen != gen {
+			gone = append(gone, e.id)
+		}
+		return true
+	})
+	for _, id := range gone {
+		ix.remove(id)
+	}
+	for k, g := range ix.corrupt {
+		if g != gen {
+			delete(ix.corrupt, k)
+		}
+	}
+	if len(gone) > 0 {
+		ix.logger.Info("index: dropped records the views bucket no longer holds", "records", len(gone))
+	}
+}
+
+// Corrupt returns how many keys of the bucket hold a value that is not a
+// view, as far as the index has seen: each is skipped, and counted once
+// however often a watch delivers it. Safe for concurrent use.
+func (ix *Index) Corrupt() uint64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return uint64(len(ix.corrupt))
+}
+
+// Healthy returns nil while the index is current: Run has loaded the
+// bucket and its watch is running. Otherwise it returns an error matching
+// ErrNotCurrent that says why: the bucket is not loaded yet, or the watch
+// stopped (with its cause) and is being restarted; the index then still
+// answers from the records it holds, which may be stale. A /readyz check
+// can use it. Safe for concurrent use.
+func (ix *Index) Healthy() error {
+	if p := ix.health.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (ix *Index) setHealth(err error) {
+	if err == nil {
+		ix.health.Store(nil)
+		return
+	}
+	ix.health.Store(&err)
+}

@@ -95,7 +95,7 @@ func (e *env) create(tb testing.TB, i int, rec aggregate.Recoverability) (string
 func (e *env) indexed(tb testing.TB, versions map[string]uint64) {
 	tb.Helper()
 	for id, v := range versions {
-		ctx, cancel := context.WithTimeout(tb.Context(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(tb.Context(), 30*time.Second)
 		require.NoError(tb, e.index.WaitFor(ctx, id, v), "index has %s v%d", id, v)
 		cancel()
 	}

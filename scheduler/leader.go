@@ -59,7 +59,7 @@ func (s *Scheduler) lead(ctx context.Context) {
 		var active context.Context
 		active, cancel = context.WithCancel(ctx)
 		s.mu.Lock()
-		s.active = active
+		s.active, s.since = active, s.opts.leaseClock.Now()
 		s.mu.Unlock()
 		extend()
 		s.acquired.Add(1)

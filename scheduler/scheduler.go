@@ -51,6 +51,7 @@ type Scheduler struct {
 	mu       sync.Mutex
 	active   context.Context // non-nil while this instance holds the lease
 	deadline time.Time       // when the holder stops preparing
+	since    time.Time       // when the server granted the current or last tenure
 
 	passes, idle, prepared, rejected, duplicates, failed, acquired, lost atomic.Uint64
 }
@@ -73,6 +74,15 @@ type Stats struct {
 	Failed uint64
 	// Acquired and Lost count lease acquisitions and losses.
 	Acquired, Lost uint64
+	// ActiveSince is when the current or last tenure began: the lease
+	// clock's time once the server had granted the lease. Zero if never.
+	ActiveSince time.Time
+	// ValidUntil is when the current or last tenure's validity ends or
+	// ended: the instance prepares nothing at or after it unless it renewed
+	// the lease. Another instance is granted the lease only after the key
+	// expired, TTL after the holder's last write, so its ActiveSince is
+	// later than this by at least the safety margin.
+	ValidUntil time.Time
 }
 
 // New returns a scheduler that reads due records from due, sends commands
@@ -101,10 +111,10 @@ func New(due DueSource, exec Executor, leases *Leases, opts ...Option) (*Schedul
 // Stats returns the scheduler's counters.
 func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
-	active := s.active != nil
+	active, since, until := s.active != nil, s.since, s.deadline
 	s.mu.Unlock()
 	return Stats{
-		Active: active, Passes: s.passes.Load(), Idle: s.idle.Load(),
+		Active: active, ActiveSince: since, ValidUntil: until, Passes: s.passes.Load(), Idle: s.idle.Load(),
 		Prepared: s.prepared.Load(), Rejected: s.rejected.Load(), Duplicates: s.duplicates.Load(), Failed: s.failed.Load(),
 		Acquired: s.acquired.Load(), Lost: s.lost.Load(),
 	}

@@ -17,6 +17,10 @@ const (
 	DefaultMaxMsgSize    = 1 << 20
 	DefaultDuplicates    = 2 * time.Minute
 	DefaultAPIPrefix     = "$JS.API."
+	// MaxPrefixLength is the longest subject, stream or API prefix, in
+	// bytes: it keeps every subject the store sends within
+	// MaxSubjectLength.
+	MaxPrefixLength = 128
 )
 
 // Option configures a Store. An option that cannot be applied makes New
@@ -53,9 +57,13 @@ func invalidOption(format string, args ...any) error {
 
 // WithSubjectPrefix sets the first token of every subject (default
 // "amends"): a context's events live on "<prefix>.<context>.>". It may hold
-// several dot-separated tokens of [A-Za-z0-9_-].
+// several dot-separated tokens of [A-Za-z0-9_-], MaxPrefixLength bytes in
+// all.
 func WithSubjectPrefix(prefix string) Option {
 	return func(o *options) error {
+		if len(prefix) > MaxPrefixLength {
+			return invalidOption("subject prefix is %d bytes, over the limit of %d", len(prefix), MaxPrefixLength)
+		}
 		for _, tok := range strings.Split(prefix, ".") {
 			if err := eventstore.ValidateName("subject prefix token", tok); err != nil {
 				return invalidOption("subject prefix %q: %v", prefix, err)
@@ -67,9 +75,12 @@ func WithSubjectPrefix(prefix string) Option {
 }
 
 // WithStreamPrefix sets the prefix of stream names (default "AMENDS_"): a
-// context's stream is "<prefix><context>".
+// context's stream is "<prefix><context>". At most MaxPrefixLength bytes.
 func WithStreamPrefix(prefix string) Option {
 	return func(o *options) error {
+		if len(prefix) > MaxPrefixLength {
+			return invalidOption("stream prefix is %d bytes, over the limit of %d", len(prefix), MaxPrefixLength)
+		}
 		if strings.ContainsAny(prefix, ". *>/\\\t\r\n") {
 			return invalidOption("stream prefix %q contains a character stream names forbid (. * > / \\ or whitespace)", prefix)
 		}
@@ -130,9 +141,13 @@ func WithDuplicateWindow(d time.Duration) Option {
 }
 
 // WithAPIPrefix sets the JetStream API prefix (default "$JS.API."), for a
-// JetStream domain or an imported API. It must end with a dot.
+// JetStream domain or an imported API. It must end with a dot and be at
+// most MaxPrefixLength bytes.
 func WithAPIPrefix(prefix string) Option {
 	return func(o *options) error {
+		if len(prefix) > MaxPrefixLength {
+			return invalidOption("api prefix is %d bytes, over the limit of %d", len(prefix), MaxPrefixLength)
+		}
 		if !strings.HasSuffix(prefix, ".") {
 			return invalidOption("api prefix %q must end with a dot", prefix)
 		}

@@ -34,11 +34,24 @@ func DecodeID(tok string) (string, error) {
 	return id, nil
 }
 
-// subject returns "<prefix>.<context>.<type>.<encoded id>".
+// MaxSubjectLength is the longest subject the store sends, in bytes. A
+// NATS server refuses a protocol line over 4096 bytes by closing the
+// connection, and a direct get puts the API prefix and the stream name in
+// front of the subject; with the limits on ids, names and prefixes, every
+// valid aggregate's subject is far below it. The store checks it anyway
+// before it sends anything.
+const MaxSubjectLength = 1024
+
+// subject returns "<prefix>.<context>.<type>.<encoded id>". A subject over
+// MaxSubjectLength, or an id that cannot be encoded, is an error matching
+// eventstore.ErrInvalid.
 func subject(prefix string, a eventstore.AggregateID) (string, error) {
 	tok, err := EncodeID(a.ID)
 	if err != nil {
 		return "", err
+	}
+	if n := len(prefix) + len(a.Context) + len(a.Type) + len(tok) + 3; n > MaxSubjectLength {
+		return "", fmt.Errorf("the subject of %.80s... would be %d bytes, over the limit of %d: %w", a.String(), n, MaxSubjectLength, eventstore.ErrInvalid)
 	}
 	var b strings.Builder
 	b.Grow(len(prefix) + len(a.Context) + len(a.Type) + len(tok) + 3)

@@ -47,7 +47,7 @@ func TestWalkthrough(t *testing.T) {
 	placed := orders.Placed{Customer: "Ada", Email: "ada@example.com", Lines: []orders.Line{{SKU: "tea", Qty: 2}}}
 	st1, err := app.Orders.Place(ctx, "o-1", placed)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(mail.Sent()) == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(mail.Sent()) == 1 }, 30*time.Second, 5*time.Millisecond)
 	assert.Equal(t, "ada@example.com: Order o-1 confirmed: 1 lines", mail.Sent()[st1.Events[0].ID])
 
 	// 2. The mail server greylists: the mailer retries at once (3 times),
@@ -61,7 +61,7 @@ func TestWalkthrough(t *testing.T) {
 	require.Eventually(t, func() bool {
 		rec, _, err = app.Records.Get(ctx, recordID)
 		return err == nil
-	}, 10*time.Second, 5*time.Millisecond)
+	}, 30*time.Second, 5*time.Millisecond)
 	assert.Equal(t, aggregate.StatusFailed, rec.Status)
 	assert.Equal(t, aggregate.Recoverable, rec.Recoverable, "the mailer marks greylisting recoverable")
 	assert.Equal(t, "send to bob@example.com: 451 greylisted, try again later", rec.Error.ErrorMsg)
@@ -71,7 +71,7 @@ func TestWalkthrough(t *testing.T) {
 	require.Eventually(t, func() bool {
 		lines, err := app.Inventory.Reserved(ctx, "o-2")
 		return err == nil && len(lines) == 1
-	}, 10*time.Second, 5*time.Millisecond, "the projector reserved o-2's stock")
+	}, 30*time.Second, 5*time.Millisecond, "the projector reserved o-2's stock")
 	projectorCalls := app.Processor.FunctionMetrics("InventoryProjector", "onPlaced").Calls.Load()
 
 	// 3. The mail server recovers; the scheduler (here: the test) prepares
@@ -82,7 +82,7 @@ func TestWalkthrough(t *testing.T) {
 	require.Eventually(t, func() bool {
 		rec, _, err = app.Records.Get(ctx, recordID)
 		return err == nil && rec.Status == aggregate.StatusSucceeded
-	}, 10*time.Second, 5*time.Millisecond)
+	}, 30*time.Second, 5*time.Millisecond)
 	assert.Equal(t, "bob@example.com: Order o-2 confirmed: 1 lines", mail.Sent()[st2.Events[0].ID])
 	assert.Equal(t, projectorCalls, app.Processor.FunctionMetrics("InventoryProjector", "onPlaced").Calls.Load(),
 		"the replay did not run the projector again")
@@ -96,7 +96,7 @@ func TestWalkthrough(t *testing.T) {
 	require.Eventually(t, func() bool {
 		rec, _, err = app.Records.Get(ctx, aggregate.RecordID(st3.Events[0].ID, mailer))
 		return err == nil
-	}, 10*time.Second, 5*time.Millisecond)
+	}, 30*time.Second, 5*time.Millisecond)
 	assert.Equal(t, aggregate.Unrecoverable, rec.Recoverable)
 	assert.False(t, rec.Schedulable(now.Add(time.Hour)), "the scheduler skips unrecoverable records")
 	assert.Equal(t, tries+1, mail.Tries(), "not retried at once")
@@ -107,6 +107,6 @@ func TestWalkthrough(t *testing.T) {
 	require.Eventually(t, func() bool {
 		snap, err := processor.ReadSnapshot(ctx, app.Snapshots, eventstore.AggregateID{Context: orders.Context, Type: orders.AggregateType, ID: "o-1"})
 		return err == nil && snap.Version == 2
-	}, 10*time.Second, 5*time.Millisecond)
+	}, 30*time.Second, 5*time.Millisecond)
 	assert.Equal(t, uint64(2), app.Recorder.Metrics().Recorded.Load(), "two failures recorded in all")
 }

@@ -90,7 +90,7 @@ func TestFailTwiceThenSucceedThroughTheScheduler(t *testing.T) {
 
 	view := func(version uint64) projection.View {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		require.NoError(t, index.WaitFor(ctx, id, version), "record %s at version %d", id, version)
 		v, err := index.Get(t.Context(), id)
@@ -102,9 +102,12 @@ func TestFailTwiceThenSucceedThroughTheScheduler(t *testing.T) {
 		clk.SetMillis(at)
 		before := sched.Stats().Passes
 		ticks <- time.UnixMilli(at)
-		require.Eventually(t, func() bool { return sched.Stats().Passes > before }, 20*time.Second, time.Millisecond, "pass at %d", at)
+		require.Eventually(t, func() bool { return sched.Stats().Passes > before }, 30*time.Second, time.Millisecond, "pass at %d", at)
 	}
 
+	// A tick while the scheduler does not hold the lease yet is idle, not a
+	// pass: wait for the lease first.
+	require.Eventually(t, func() bool { return sched.Stats().Active }, 30*time.Second, time.Millisecond, "the scheduler takes the lease")
 	v := view(1)
 	assert.Equal(t, aggregate.StatusFailed, v.State.Status)
 	assert.Equal(t, st.Seq, v.State.EventID.Seq, "the record knows where the event is stored")

@@ -112,8 +112,16 @@ func (c *Cluster) URLs() string {
 	return strings.Join(urls, ",")
 }
 
+// APITimeout bounds a JetStream API request made without a deadline on the
+// connections of Server.Connect and Cluster.Connect. A busy machine running
+// tests in parallel, a replicated request waiting for its quorum or an
+// election after a node is lost take far longer than the client's 5 s
+// default.
+const APITimeout = 30 * time.Second
+
 // Connect opens a client connection to all running nodes (so it survives the
-// loss of one), closed by the test's cleanup, and a JetStream context on it.
+// loss of one), closed by the test's cleanup, and a JetStream context on it
+// whose requests time out after APITimeout.
 func (c *Cluster) Connect() (*nats.Conn, jetstream.JetStream) {
 	c.tb.Helper()
 	nc, err := nats.Connect(c.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond), nats.Name(c.tb.Name()))
@@ -121,7 +129,7 @@ func (c *Cluster) Connect() (*nats.Conn, jetstream.JetStream) {
 		c.tb.Fatalf("natstest: connect to cluster: %v", err)
 	}
 	c.tb.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(APITimeout))
 	if err != nil {
 		c.tb.Fatalf("natstest: jetstream: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // readyTimeout bounds how long a test waits for a server to accept clients.
-const readyTimeout = 10 * time.Second
+const readyTimeout = 30 * time.Second
 
 // Server is one in-process NATS server with JetStream, owned by a test.
 type Server struct {
@@ -57,7 +57,9 @@ func start(tb testing.TB, dir string) *Server {
 }
 
 // Connect opens an in-process client connection, closed by the test's
-// cleanup, and a JetStream context on it.
+// cleanup, and a JetStream context on it whose requests without a deadline
+// time out after APITimeout (the client's default of 5 s does not hold
+// when a busy machine runs tests in parallel).
 func (s *Server) Connect() (*nats.Conn, jetstream.JetStream) {
 	s.tb.Helper()
 	nc, err := nats.Connect("", nats.InProcessServer(s.Server), nats.Name(s.tb.Name()))
@@ -65,7 +67,7 @@ func (s *Server) Connect() (*nats.Conn, jetstream.JetStream) {
 		s.tb.Fatalf("natstest: connect: %v", err)
 	}
 	s.tb.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(APITimeout))
 	if err != nil {
 		s.tb.Fatalf("natstest: jetstream: %v", err)
 	}
