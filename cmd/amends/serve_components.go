@@ -77,7 +77,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	api := server.New(server.Config{
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg,
 		Logger: logger.With("component", "http"),
-		Ready:  readiness(natsConnected(nc), indexLoaded(index), probe.check),
+		Ready:  readiness(natsConnected(nc), indexCurrent(index), probe.check),
 	})
 	l, err := net.Listen("tcp", cfg.http)
 	if err != nil {

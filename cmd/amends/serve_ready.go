@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,15 +59,15 @@ func natsConnected(nc *nats.Conn) readyCheck {
 	}
 }
 
-// indexLoaded is ready once the index has loaded the views.
-func indexLoaded(ix *projection.Index) readyCheck {
+// indexCurrent is ready once the index has loaded the views and while its
+// watch of the views bucket runs (it is restarted when it stops; until
+// then answers may be stale).
+func indexCurrent(ix *projection.Index) readyCheck {
 	return func(context.Context) error {
-		select {
-		case <-ix.Ready():
-			return nil
-		default:
-			return errors.New("the index is still loading the views")
+		if err := ix.Healthy(); err != nil {
+			return errors.New(strings.TrimSuffix(err.Error(), ": "+projection.ErrNotCurrent.Error()))
 		}
+		return nil
 	}
 }
 

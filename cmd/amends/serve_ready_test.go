@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/projection"
 )
 
 // readyz returns /readyz's status and message.
@@ -69,4 +73,30 @@ func TestReadyzChecksThatJetStreamAcceptsWrites(t *testing.T) {
 		return code == http.StatusOK
 	}, waitLimit, 10*time.Millisecond, "ready again once writes are accepted")
 	require.Equal(t, exitOK, r.stop(t), "stderr:\n%s", c.stderr.String())
+}
+
+// TestReadyzNeedsACurrentIndex: not ready before the index has loaded the
+// views, ready while its watch runs, not ready once it stopped; the reason
+// carries no package prefix.
+func TestReadyzNeedsACurrentIndex(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	views, err := projection.OpenViews(t.Context(), js)
+	require.NoError(t, err)
+	ix, err := projection.NewIndex(views, nil)
+	require.NoError(t, err)
+	check := indexCurrent(ix)
+
+	err = check(t.Context())
+	require.Error(t, err, "an index that has not loaded is not ready")
+	assert.Contains(t, err.Error(), "not loaded the views bucket yet")
+	assert.NotContains(t, err.Error(), "projection:")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- ix.Run(ctx) }()
+	require.Eventually(t, func() bool { return check(t.Context()) == nil }, waitLimit, 10*time.Millisecond,
+		"ready once the watch has loaded the bucket")
+	cancel()
+	require.NoError(t, <-done)
+	assert.Error(t, check(t.Context()), "an index that stopped watching is not ready")
 }
