@@ -35,14 +35,14 @@ var (
 // A watch that cannot start, or stops on its own while ctx is live (the
 // connection closed, the bucket's stream was lost, or the bucket was
 // deleted and created again, which the index checks every 30s, see
-// WithBucketCheck), is logged and started
-// again after a capped backoff (100ms doubling to 10s); meanwhile the
-// index keeps answering from what it holds and Healthy reports why it may
-// be stale. A restarted watch replays the bucket: the index then holds
-// exactly what a fresh load would (records the bucket no longer has are
-// dropped, no record is counted twice). The only error is for an index
-// without a bucket (NewIndex(nil, ...)). A value that is not a view is
-// skipped and counted (Corrupt). Call Run once per Index.
+// WithBucketCheck), is logged and started again after a capped backoff
+// (100ms doubling to 10s); meanwhile the index keeps answering from what
+// it holds and Healthy reports why it may be stale. A restarted watch
+// replays the bucket: the index then holds exactly what a fresh load
+// would (records the bucket no longer has are dropped, no record is
+// counted twice). The only error is for an index without a bucket
+// (NewIndex(nil, ...)). A value that is not a view is skipped and counted
+// (Corrupt). Call Run once per Index.
 func (ix *Index) Run(ctx context.Context) error {
 	if ix.views == nil {
 		return fmt.Errorf("index: no views bucket to watch (NewIndex was given nil): %w", ErrInvalidOption)
