@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/btree"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,6 +35,9 @@ type Index struct {
 	history HistoryStore
 	clock   aggregate.Clock
 	logger  *slog.Logger
+	// checkEvery is how often the watch checks that the bucket is still
+	// the one it started on.
+	checkEvery time.Duration
 
 	mu      sync.RWMutex
 	names   *interner
@@ -81,20 +85,36 @@ func WithIndexLogger(l *slog.Logger) IndexOption {
 	}
 }
 
+// WithBucketCheck sets how often the index checks that the bucket it
+// watches is still the one it loaded (default 30s): a bucket deleted and
+// created again (the read model rebuilt) continues its sequence numbers
+// from 1, which the watch cannot notice by itself; the index then loads
+// the new bucket. d must be positive.
+func WithBucketCheck(d time.Duration) IndexOption {
+	return func(ix *Index) error {
+		if d <= 0 {
+			return fmt.Errorf("bucket check interval must be positive, got %s: %w", d, ErrInvalidOption)
+		}
+		ix.checkEvery = d
+		return nil
+	}
+}
+
 // NewIndex returns an empty index of the views bucket; Run fills it.
 // history serves History; it does no I/O.
 func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOption) (*Index, error) {
 	ix := &Index{
-		views:   views,
-		history: history,
-		clock:   aggregate.ClockFunc(timeNow),
-		logger:  slog.Default(),
-		names:   newInterner(),
-		byID:    make(map[string]uint32),
-		due:     newOrder(),
-		waiters: make(map[string][]waiter),
-		corrupt: make(map[string]uint32),
-		ready:   make(chan struct{}),
+		views:      views,
+		history:    history,
+		clock:      aggregate.ClockFunc(timeNow),
+		logger:     slog.Default(),
+		names:      newInterner(),
+		checkEvery: 30 * time.Second,
+		byID:       make(map[string]uint32),
+		due:        newOrder(),
+		waiters:    make(map[string][]waiter),
+		corrupt:    make(map[string]uint32),
+		ready:      make(chan struct{}),
 	}
 	ix.setHealth(errNotLoaded)
 	for i := range ix.orders {

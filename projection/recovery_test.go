@@ -197,3 +197,39 @@ func TestInvalidIDsNeverReachNATS(t *testing.T) {
 	assert.ErrorIs(t, err, projection.ErrNotFound, "the connection still works")
 	waitHealthy(t, ix)
 }
+
+// The views bucket is deleted and created again under a running index (an
+// operator rebuilding the read model): its sequence numbers start again
+// at 1, which the watch alone would not notice. The index loads the new
+// bucket, without the records of the old one.
+func TestIndexFollowsARecreatedBucket(t *testing.T) {
+	e := newEnv(t)
+	stopProjector := run(t, e.projector(t))
+	ix := e.index(t, projection.WithBucketCheck(20*time.Millisecond))
+	run(t, ix)
+	populate(t, e, ix, 0, 10)
+	e.drained(t)
+	stopProjector()
+
+	require.NoError(t, e.js.DeleteKeyValue(t.Context(), projection.DefaultBucket))
+	views, err := projection.OpenViews(t.Context(), e.js)
+	require.NoError(t, err)
+	e.views = views
+	_, err = views.Put(t.Context(), "corrupt-1", []byte("not a view"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return ix.Len() == 0 && ix.Corrupt() == 1 }, 30*time.Second, 5*time.Millisecond,
+		"the index holds what the new bucket holds")
+	waitHealthy(t, ix)
+
+	// Re-project into the new bucket; the index follows it.
+	require.NoError(t, e.js.DeleteConsumer(t.Context(), e.store.StreamName(aggregate.Context), projection.DefaultDurable))
+	p2 := e.projector(t)
+	run(t, p2)
+	handled(t, p2, 1)
+	e.drained(t)
+	fresh := e.index(t)
+	run(t, fresh)
+	<-fresh.Ready()
+	require.Eventually(t, func() bool { return ix.Len() == fresh.Len() && ix.Len() == 10 }, 30*time.Second, 5*time.Millisecond)
+	assert.Equal(t, answers(t, fresh), answers(t, ix), "the index equals a fresh load of the new bucket")
+}

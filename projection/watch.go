@@ -24,6 +24,7 @@ const (
 var (
 	errNotLoaded = fmt.Errorf("the index has not loaded the views bucket yet: %w", ErrNotCurrent)
 	errWatchEnd  = errors.New("the watch ended (subscription closed)")
+	errRecreated = errors.New("the views bucket was deleted and created again")
 	errStopped   = fmt.Errorf("the index has stopped watching the views bucket: %w", ErrNotCurrent)
 )
 
@@ -32,14 +33,16 @@ var (
 // stops the watch and returns nil once it has stopped.
 //
 // A watch that cannot start, or stops on its own while ctx is live (the
-// connection closed, the bucket's stream was lost), is logged and started
-// again after a capped backoff (100ms doubling to 10s); meanwhile the
-// index keeps answering from what it holds and Healthy reports why it may
-// be stale. A restarted watch replays the bucket: the index then holds
-// exactly what a fresh load would (records the bucket no longer has are
-// dropped, no record is counted twice). The only error is for an index
-// without a bucket (NewIndex(nil, ...)). A value that is not a view is
-// skipped and counted (Corrupt). Call Run once per Index.
+// connection closed, the bucket's stream was lost, or the bucket was
+// deleted and created again, which the index checks every 30s, see
+// WithBucketCheck), is logged and started again after a capped backoff
+// (100ms doubling to 10s); meanwhile the index keeps answering from what
+// it holds and Healthy reports why it may be stale. A restarted watch
+// replays the bucket: the index then holds exactly what a fresh load
+// would (records the bucket no longer has are dropped, no record is
+// counted twice). The only error is for an index without a bucket
+// (NewIndex(nil, ...)). A value that is not a view is skipped and counted
+// (Corrupt). Call Run once per Index.
 func (ix *Index) Run(ctx context.Context) error {
 	if ix.views == nil {
 		return fmt.Errorf("index: no views bucket to watch (NewIndex was given nil): %w", ErrInvalidOption)
@@ -68,6 +71,10 @@ func (ix *Index) Run(ctx context.Context) error {
 // reports whether the watch delivered the bucket's initial values, and why
 // it ended.
 func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
+	created, err := ix.bucketCreated(ctx)
+	if err != nil {
+		return false, err
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := ix.views.WatchAll(wctx)
@@ -88,12 +95,25 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	ix.gen++
 	gen := ix.gen
 	ix.mu.Unlock()
+	check := time.NewTicker(ix.checkEvery)
+	defer check.Stop()
 	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
 	for {
 		batch = batch[:0]
 		select {
 		case <-ctx.Done():
 			return synced, ctx.Err()
+		case <-check.C:
+			now, err := ix.bucketCreated(ctx)
+			switch {
+			case errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
+				return synced, err
+			case err != nil:
+				ix.logger.Debug("index: cannot check the views bucket", "err", err) // the watch goes on
+			case !now.Equal(created):
+				return synced, errRecreated
+			}
+			continue
 		case e, ok := <-updates:
 			if !ok {
 				return synced, errWatchEnd
@@ -118,6 +138,24 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 		}
 	}
 }
+
+// bucketCreated returns when the bucket's stream was created, or the zero
+// time for a bucket that does not tell. A bucket that is gone is an error.
+func (ix *Index) bucketCreated(ctx context.Context) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, bucketCheckTimeout)
+	defer cancel()
+	st, err := ix.views.Status(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the status of the views bucket: %w", err)
+	}
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
+		return bs.StreamInfo().Created, nil
+	}
+	return time.Time{}, nil
+}
+
+// bucketCheckTimeout bounds one status request of the bucket check.
+const bucketCheckTimeout = 10 * time.Second
 
 // change is one decoded bucket update.
 type change struct {
