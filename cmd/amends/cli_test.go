@@ -109,7 +109,7 @@ func TestForcePrepareOnSucceededRecord(t *testing.T) {
 
 	c := e.cli(operatorKey)
 	assert.Equal(t, exitFailure, c.run(t, "force-prepare", id, "--reason", "try again"))
-	assert.Equal(t, "amends: ExecutionFailed can not force retry.\n", c.stderr.String())
+	assert.Equal(t, "amends: ExecutionFailed can not force retry. (status SUCCEEDED, retries 1/10, recoverable UNKNOWN)\n", c.stderr.String())
 }
 
 func TestCommandUsageErrors(t *testing.T) {

@@ -126,7 +126,7 @@ func TestConnectionCapClosesTheLongestIdleForANewClient(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.True(t, closed(t, r1), "the longest-idle connection makes room")
-	assert.Len(t, s.limiter.slots, 2, "never more than the cap")
+	assert.LessOrEqual(t, len(s.limiter.slots), 2, "never more than the cap")
 	_ = r2
 }
 
