@@ -5,9 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/internal/natstest"
 )
 
 var discard = slog.New(slog.DiscardHandler)
@@ -54,4 +57,24 @@ func TestRunComponentsFailureStopsTheOthers(t *testing.T) {
 func TestRunComponentsEarlyReturnIsAFailure(t *testing.T) {
 	err := runComponents(t.Context(), discard, component{name: "http", run: func(context.Context) error { return nil }})
 	assert.EqualError(t, err, "http: stopped before shutdown")
+}
+
+func TestServeStopsWhenItsNATSConnectionIsClosedForGood(t *testing.T) {
+	nc, _ := natstest.New(t).Connect()
+	done := make(chan error, 1)
+	go func() { done <- watchClosed(t.Context(), nc, 5*time.Millisecond) }()
+	nc.Close()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "the NATS connection was closed and will not reconnect")
+	case <-time.After(waitLimit):
+		t.Fatal("watchClosed did not notice the closed connection")
+	}
+
+	nc2, _ := natstest.New(t).Connect()
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { done <- watchClosed(ctx, nc2, 5*time.Millisecond) }()
+	cancel()
+	assert.NoError(t, <-done, "a stop is not a failure")
 }

@@ -89,6 +89,7 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	if err != nil {
 		return err
 	}
+	components = append(components, component{"nats", func(ctx context.Context) error { return watchClosed(ctx, conn.nc, time.Second) }})
 	info := serveInfo{NATSURL: conn.url, Stream: stream, HTTPURL: httpURL}
 	if cfg.extra != nil {
 		more, err := cfg.extra(ctx, js, info)
@@ -210,3 +211,27 @@ type plainErr struct {
 
 func (e *plainErr) Error() string { return e.msg }
 func (e *plainErr) Unwrap() error { return e.err }
+
+// watchClosed returns nil when ctx ends, or an error once nc is closed for
+// good, checked every period. The connection reconnects by itself after
+// network failures; it closes only when the server refused it in a way
+// nats.go does not retry (a protocol error, say). Nothing of serve works
+// then, so serve stops with the cause rather than stay up and unready.
+func watchClosed(ctx context.Context, nc *nats.Conn, period time.Duration) error {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if nc.IsClosed() && ctx.Err() == nil {
+			cause := "no error reported"
+			if err := nc.LastError(); err != nil {
+				cause = err.Error()
+			}
+			return fmt.Errorf("the NATS connection was closed and will not reconnect (%s); start amends serve again", cause)
+		}
+	}
+}
