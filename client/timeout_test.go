@@ -3,10 +3,8 @@ package client_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,42 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/client"
+	"github.com/amends-dev/amends/internal/silent"
 	"github.com/amends-dev/amends/server"
 )
-
-// silentServer accepts connections and never answers; it returns the
-// base URL. The test's cleanup closes everything.
-func silentServer(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	tb.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
 
 // within runs f and fails the test if it does not return within 30 s
 // (a hang is the bug these tests catch).
@@ -67,7 +32,7 @@ func within(tb testing.TB, f func() error) error {
 }
 
 func TestCallsTimeOutAgainstASilentServer(t *testing.T) {
-	base := silentServer(t)
+	base := silent.Server(t)
 	c, err := client.New(base, "", nil, client.WithTimeout(200*time.Millisecond))
 	require.NoError(t, err)
 	for name, call := range map[string]func() error{
@@ -95,7 +60,7 @@ func TestCallsTimeOutAgainstASilentServer(t *testing.T) {
 
 func TestBatchIdleTimeout(t *testing.T) {
 	t.Run("no answer", func(t *testing.T) {
-		c, err := client.New(silentServer(t), "", nil, client.WithIdleTimeout(200*time.Millisecond))
+		c, err := client.New(silent.Server(t), "", nil, client.WithIdleTimeout(200*time.Millisecond))
 		require.NoError(t, err)
 		err = within(t, func() error {
 			_, err := c.Batch(t.Context(), "prepare_compensation", server.BatchRequest{DryRun: true}, client.BatchProgress{})
@@ -136,7 +101,7 @@ func TestNewRejectsBadTimeouts(t *testing.T) {
 
 // A caller's own cancellation is not reported as a timeout.
 func TestCancelIsNotATimeout(t *testing.T) {
-	c, err := client.New(silentServer(t), "", nil)
+	c, err := client.New(silent.Server(t), "", nil)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -9,42 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-)
 
-// silentServer accepts connections and never answers; it returns the
-// base URL. The test's cleanup closes everything.
-func silentServer(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	tb.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
+	"github.com/amends-dev/amends/internal/silent"
+)
 
 // runWithin runs the command line and fails the test if it hangs.
 func (c *cli) runWithin(tb testing.TB, args ...string) int {
@@ -61,7 +27,7 @@ func (c *cli) runWithin(tb testing.TB, args ...string) int {
 }
 
 func TestClientCommandsTimeOut(t *testing.T) {
-	base := silentServer(t)
+	base := silent.Server(t)
 	for _, args := range [][]string{
 		{"list"}, {"summary"}, {"show", "some-id"}, {"history", "some-id"},
 		{"prepare", "some-id"}, {"mark-recoverable", "some-id", "RECOVERABLE"},
