@@ -35,7 +35,7 @@ const (
 // body (or a valid document at a fuzzed version when body is empty) on an
 // aggregate's subject of a real in-process JetStream shared by the fuzz
 // process, then reads it back with every read: DecodeMsg (through a
-// consumer), LoadLast, LoadLastIfChanged, Load and LoadVersion. Each read
+// consumer), LoadLast, LoadLastIfChanged, Load, LoadAt and LoadVersion. Each read
 // must succeed with a consistent result or fail as ErrCorrupt, ErrInvalid
 // or ErrNotFound; none may panic or allocate more than maxAllocPerInput.
 func FuzzDecodeAndLoad(f *testing.F) {
@@ -171,7 +171,13 @@ func reads(t *testing.T, st *jsstore.Store, cons jetstream.Consumer, a eventstor
 	require.Equal(t, lastOK, !terminal("LoadLastIfChanged", err), "LoadLastIfChanged agrees with LoadLast")
 
 	hist, err := st.Load(ctx, a, 1)
-	if !terminal("Load", err) {
+	histOK := !terminal("Load", err)
+	at, err := st.LoadAt(ctx, a, 1, seq)
+	require.Equal(t, histOK, !terminal("LoadAt", err), "LoadAt at the last sequence agrees with Load")
+	if histOK {
+		require.Equal(t, hist, at, "LoadAt at the last sequence is Load")
+	}
+	if histOK {
 		require.True(t, lastOK, "a history loads only if its last stream does")
 		require.NotEmpty(t, hist)
 		for i, s := range hist {

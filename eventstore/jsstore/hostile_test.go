@@ -207,3 +207,37 @@ func TestForgedPointersIntoTheAggregateItselfAreChecked(t *testing.T) {
 	require.NoError(t, err, "a genuine version before the gap still loads")
 	assert.Equal(t, histB[2], got)
 }
+
+// LoadAt reads the history as of one stream, so what was appended after it
+// (a forged tail here) does not matter, and it refuses a sequence that is
+// not the aggregate's.
+func TestLoadAtReadsTheHistoryAsOfAStream(t *testing.T) {
+	st, js, _ := newStore(t)
+	a := order("at")
+	hist := make([]eventstore.Stream, 0, 30)
+	for v := uint64(0); v < 30; v++ {
+		hist = append(hist, appendN(t, st, a, v, 1)...)
+		appendN(t, st, order("noise"), v, 1)
+	}
+	forge(t, st, js, a, forged{version: 1000, first: strconv.FormatUint(hist[0].Seq, 10), prevs: prevsOf(hist)})
+	_, err := st.Load(t.Context(), a, 1)
+	require.ErrorIs(t, err, jsstore.ErrCorrupt, "the forged tail spoils the latest history")
+
+	for _, tc := range []struct{ from, at uint64 }{{1, 1}, {1, 10}, {1, 17}, {1, 18}, {1, 30}, {5, 10}, {20, 30}, {31, 30}} {
+		got, err := st.LoadAt(t.Context(), a, tc.from, hist[tc.at-1].Seq)
+		require.NoError(t, err, "from %d at version %d", tc.from, tc.at)
+		if tc.from > tc.at {
+			assert.Empty(t, got)
+			continue
+		}
+		assert.Equal(t, hist[tc.from-1:tc.at], got, "from %d at version %d", tc.from, tc.at)
+	}
+	noise, err := st.LoadLast(t.Context(), order("noise"))
+	require.NoError(t, err)
+	_, err = st.LoadAt(t.Context(), a, 1, noise.Seq)
+	assert.ErrorIs(t, err, jsstore.ErrCorrupt, "a sequence of another aggregate")
+	_, err = st.LoadAt(t.Context(), a, 1, 1<<40)
+	assert.ErrorIs(t, err, eventstore.ErrNotFound, "a sequence past the stream")
+	_, err = st.LoadAt(t.Context(), a, 1, 0)
+	assert.ErrorIs(t, err, eventstore.ErrInvalid, "sequence 0")
+}

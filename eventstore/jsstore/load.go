@@ -36,11 +36,56 @@ func (s *Store) LoadLast(ctx context.Context, a eventstore.AggregateID) (eventst
 // message of the history is inconsistent with its place (see the package
 // documentation). Memory is bounded by the messages actually read.
 func (s *Store) Load(ctx context.Context, a eventstore.AggregateID, from uint64) ([]eventstore.Stream, error) {
-	from = max(from, 1)
 	h, subj, last, p, err := s.last(ctx, a)
 	if err != nil {
 		return nil, err
 	}
+	return s.history(ctx, h, subj, last, p, from)
+}
+
+// LoadAt returns the aggregate's streams from version from (1 if 0) to the
+// one stored at sequence seq, in version order, whatever was appended
+// after it: the history as of that stream, in as many round trips as Load.
+// It returns an error matching eventstore.ErrNotFound if the stream has no
+// message at seq, one matching ErrCorrupt if that message is not the
+// aggregate's or its history is inconsistent (as Load), and an empty slice
+// if from is past its version.
+func (s *Store) LoadAt(ctx context.Context, a eventstore.AggregateID, from, seq uint64) ([]eventstore.Stream, error) {
+	if seq == 0 {
+		return nil, fmt.Errorf("load %s at sequence 0: sequences start at 1: %w", a, eventstore.ErrInvalid)
+	}
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	h, err := s.stream(ctx, a.Context)
+	if err != nil {
+		return nil, err
+	}
+	subj, err := subject(s.opts.subjectPrefix, a)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.msgAt(ctx, h, seq)
+	if errors.Is(err, eventstore.ErrNotFound) {
+		return nil, fmt.Errorf("stream %s has no message at sequence %d: %w", h.name, seq, eventstore.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.subject != subj {
+		return nil, fmt.Errorf("%s: the message at sequence %d is on %s: %w", subj, seq, m.subject, ErrCorrupt)
+	}
+	p, err := m.pos()
+	if err != nil {
+		return nil, err
+	}
+	return s.history(ctx, h, subj, m, p, from)
+}
+
+// history reads the streams from version from to last, whose position is p.
+func (s *Store) history(ctx context.Context, h *streamHandle, subj string, last *rawMsg, p position, from uint64) ([]eventstore.Stream, error) {
+	from = max(from, 1)
+	var err error
 	if from > p.version {
 		return nil, nil
 	}
