@@ -40,12 +40,20 @@ func (e *env) forge(a eventstore.AggregateID, version uint64, first, prevs strin
 
 func (e *env) snapshotProcessor(tb testing.TB, opts ...processor.Option) (*processor.Processor, jetstream.KeyValue) {
 	tb.Helper()
+	p, kv := e.newSnapshotProcessor(tb, opts...)
+	run(tb, p)
+	return p, kv
+}
+
+// newSnapshotProcessor returns a processor with the order snapshot
+// function, not started.
+func (e *env) newSnapshotProcessor(tb testing.TB, opts ...processor.Option) (*processor.Processor, jetstream.KeyValue) {
+	tb.Helper()
 	kv, err := e.js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "snapshots"})
 	require.NoError(tb, err)
 	p := e.processor(opts...)
 	require.NoError(tb, p.RegisterAggregate("order", cartEvolve))
 	require.NoError(tb, p.Snapshot("order", kv))
-	run(tb, p)
 	return p, kv
 }
 
@@ -94,4 +102,27 @@ func TestForgedPointersIntoAnotherOrderDoNotReachItsSnapshot(t *testing.T) {
 	assert.Equal(t, uint64(5), snap.Version, "the forged v6 made no snapshot")
 	assert.JSONEq(t, `{"id":"X","items":5}`, string(snap.State), "X's own state, none of Y's")
 	assert.Equal(t, uint64(1), p.FunctionMetrics(processor.SnapshotProcessor, "order").Failed.Load(), "the state load failed once")
+}
+
+// A state is built from the history as of its stream: a forged stream
+// appended later does not spoil the states of the genuine ones before it,
+// even when they are handled after it was appended.
+func TestStateLoadIgnoresWhatCameAfterTheStream(t *testing.T) {
+	e := newEnv(t)
+	p, kv := e.newSnapshotProcessor(t, processor.WithStateCache(0)) // every stream loads its history
+	var seqsY []string                                              // newest first
+	for v := uint64(1); v <= 5; v++ {
+		e.emit(order("X"), v, ev("item_added", map[string]int{"qty": 1}))
+		y := e.emit(order("Y"), v, ev("item_added", map[string]int{"qty": 100}))
+		seqsY = append([]string{strconv.FormatUint(y.Seq, 10)}, seqsY...)
+	}
+	e.forge(order("X"), 6, seqsY[len(seqsY)-1], strings.Join(seqsY, ","), 1)
+	run(t, p) // started after everything was published
+	require.Eventually(t, func() bool { return e.settled(processor.SnapshotProcessor) }, waitFor, tick)
+
+	snap, err := processor.ReadSnapshot(context.Background(), kv, order("X"))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), snap.Version)
+	assert.JSONEq(t, `{"id":"X","items":5}`, string(snap.State))
+	assert.Equal(t, uint64(1), p.FunctionMetrics(processor.SnapshotProcessor, "order").Failed.Load(), "only the forged stream's state failed")
 }
