@@ -1,6 +1,7 @@
 package aggregate_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,4 +95,104 @@ func TestServiceRefusesAHistoryPointingIntoAnotherRecord(t *testing.T) {
 	stA, _, err := svc.Get(t.Context(), "A")
 	require.NoError(t, err)
 	assert.Equal(t, "A", stA.ID)
+}
+
+// racingStore appends a stream to the record between the Service's read
+// of its last stream and of its history, and can drop a version from the
+// history it returns. It hides LoadAt, so the Service uses Load.
+type racingStore struct {
+	Store
+	t       *testing.T
+	next    *eventstore.Stream
+	dropped uint64
+}
+
+func (r *racingStore) LoadLast(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error) {
+	last, err := r.Store.LoadLast(ctx, a)
+	if err == nil && r.next != nil {
+		_, aerr := r.Store.Append(ctx, *r.next, last.Version)
+		require.NoError(r.t, aerr)
+		r.next = nil
+	}
+	return last, err
+}
+
+func (r *racingStore) Load(ctx context.Context, a eventstore.AggregateID, from uint64) ([]eventstore.Stream, error) {
+	ss, err := r.Store.Load(ctx, a, from)
+	if r.dropped == 0 || err != nil {
+		return ss, err
+	}
+	var out []eventstore.Stream
+	for _, s := range ss {
+		if s.Version != r.dropped {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// stateless returns streams of record id without carried state, as another
+// writer could append: created, then prepared.
+func stateless(t *testing.T, id string) (created, prepared eventstore.Stream) {
+	t.Helper()
+	_, c, err := EncodeEvent(ExecutionFailedCreated{EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0, RetrySpec: DefaultRetrySpec,
+		RetryState: RetryState{RetryAt: t0, TimeoutAt: t0 + 120_000, NextRetryAt: t0 + 180_000}, Recoverable: Recoverable})
+	require.NoError(t, err)
+	_, p, err := EncodeEvent(CompensationPrepared{EventID: evtID, Function: fn, RetryState: RetryState{RetryAt: t0, TimeoutAt: t0 + 120_000, NextRetryAt: t0 + 180_000}})
+	require.NoError(t, err)
+	created = eventstore.Stream{ID: id + "-1", Aggregate: RecordAggregate(id), CreateTime: t0,
+		Events: []eventstore.Event{{ID: id + "-e1", Name: NameExecutionFailedCreated, Body: c}}}
+	prepared = eventstore.Stream{ID: id + "-2", Aggregate: RecordAggregate(id), CreateTime: t0,
+		Events: []eventstore.Event{{ID: id + "-e2", Name: NameCompensationPrepared, Body: p}}}
+	return created, prepared
+}
+
+// A history replayed for a record without carried state is the history
+// up to the last stream read: a stream appended in between is not mixed
+// into the state of the version before it.
+func TestServiceReplaysTheHistoryAsOfTheLastStream(t *testing.T) {
+	for name, at := range map[string]bool{"LoadAt": true, "Load": false} {
+		t.Run(name, func(t *testing.T) {
+			js := natstest.New(t).JetStream()
+			store, err := jsstore.New(js)
+			require.NoError(t, err)
+			created, prepared := stateless(t, "raced")
+			_, err = store.Append(t.Context(), created, 0)
+			require.NoError(t, err)
+			rs := &racingStore{Store: store, t: t, next: &prepared}
+			var s Store = rs
+			if at {
+				s = struct {
+					*racingStore
+					atLoaderOf
+				}{rs, atLoaderOf{store}}
+			}
+			st, v, err := NewService(s, WithClock(newClock(t0))).Get(t.Context(), "raced")
+			require.NoError(t, err)
+			assert.Equal(t, uint64(1), v)
+			assert.Equal(t, StatusFailed, st.Status, "the state of version 1, not of the version appended after it was read")
+		})
+	}
+}
+
+// atLoaderOf exposes a jsstore's LoadAt.
+type atLoaderOf struct{ s *jsstore.Store }
+
+func (a atLoaderOf) LoadAt(ctx context.Context, id eventstore.AggregateID, from, seq uint64) ([]eventstore.Stream, error) {
+	return a.s.LoadAt(ctx, id, from, seq)
+}
+
+// A store that returns a history with a gap is refused, not evolved.
+func TestServiceRefusesAHistoryWithAGap(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	store, err := jsstore.New(js)
+	require.NoError(t, err)
+	created, prepared := stateless(t, "gap")
+	_, err = store.Append(t.Context(), created, 0)
+	require.NoError(t, err)
+	_, err = store.Append(t.Context(), prepared, 1)
+	require.NoError(t, err)
+	_, _, err = NewService(&racingStore{Store: store, t: t, dropped: 1}, WithClock(newClock(t0))).Get(t.Context(), "gap")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "the history has version 2 at position 1")
 }
