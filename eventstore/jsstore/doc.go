@@ -9,7 +9,7 @@
 // one subject, "<prefix>.<context>.<type>.<encoded id>", and each
 // eventstore.Stream is one message on it: the JSON document from
 // eventstore.Encode plus the headers Nats-Msg-Id (the stream id),
-// Amends-Version, Amends-Prev-Seq and Amends-First-Seq. Ids that are not
+// Amends-Version, Amends-Prev-Seqs and Amends-First-Seq. Ids that are not
 // plain subject tokens are encoded reversibly (EncodeID).
 //
 // Streams are created with file storage (or memory), a replica count,
