@@ -285,7 +285,7 @@ func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error)
 		s.cache.put(id, cachedRecord{seq: last.Seq, version: last.Version, snap: snap})
 		return snap, last.Version, nil
 	}
-	streams, err := s.store.Load(ctx, a, 1)
+	streams, err := s.history(ctx, a, last)
 	if err != nil {
 		return snapshot{}, 0, fmt.Errorf("load ExecutionFailed %s history: %w", id, err)
 	}
@@ -308,6 +308,40 @@ func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error)
 		snap.State = EvolveAt(snap.State, st.Version, events...)
 	}
 	return snap, last.Version, nil
+}
+
+// atLoader is what a Store may offer to read a history as of one stream,
+// whatever was appended after it. *jsstore.Store does.
+type atLoader interface {
+	LoadAt(ctx context.Context, a eventstore.AggregateID, from, seq uint64) ([]eventstore.Stream, error)
+}
+
+// history returns the record's streams from version 1 to last, checked to
+// be exactly those versions in order.
+func (s *Service) history(ctx context.Context, a eventstore.AggregateID, last eventstore.Stream) ([]eventstore.Stream, error) {
+	var streams []eventstore.Stream
+	var err error
+	if al, ok := s.store.(atLoader); ok && last.Seq != 0 {
+		streams, err = al.LoadAt(ctx, a, 1, last.Seq)
+	} else {
+		streams, err = s.store.Load(ctx, a, 1)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Load may include streams appended after last; they are not ours yet.
+	for len(streams) > 0 && streams[len(streams)-1].Version > last.Version {
+		streams = streams[:len(streams)-1]
+	}
+	for i := range streams {
+		if streams[i].Version != uint64(i+1) {
+			return nil, fmt.Errorf("the history has version %d at position %d; it must hold versions 1 to %d in order", streams[i].Version, i+1, last.Version)
+		}
+	}
+	if uint64(len(streams)) != last.Version {
+		return nil, fmt.Errorf("the history has %d versions; the last stream is version %d", len(streams), last.Version)
+	}
+	return streams, nil
 }
 
 // errUnchanged: the record's last stream is the one the cache holds.

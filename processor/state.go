@@ -73,7 +73,16 @@ func (p *Processor) stateAfter(ctx context.Context, st *eventstore.Stream, cache
 	}
 	state := ev.initial(st.Aggregate)
 	if st.Version > 1 {
-		history, err := p.store.Load(ctx, st.Aggregate, 1)
+		// The history as of st, whatever came after it: read through st's
+		// own previous sequences, every message checked to be the
+		// aggregate's, in as many round trips as a load of the latest.
+		var history []eventstore.Stream
+		var err error
+		if st.Seq != 0 {
+			history, err = p.store.LoadAt(ctx, st.Aggregate, 1, st.Seq)
+		} else {
+			history, err = p.store.Load(ctx, st.Aggregate, 1)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("load the history of %s to build its state: %w", st.Aggregate, err)
 		}

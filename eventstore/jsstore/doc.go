@@ -9,7 +9,7 @@
 // one subject, "<prefix>.<context>.<type>.<encoded id>", and each
 // eventstore.Stream is one message on it: the JSON document from
 // eventstore.Encode plus the headers Nats-Msg-Id (the stream id),
-// Amends-Version, Amends-Prev-Seq and Amends-First-Seq. Ids that are not
+// Amends-Version, Amends-Prev-Seqs and Amends-First-Seq. Ids that are not
 // plain subject tokens are encoded reversibly (EncodeID).
 //
 // Streams are created with file storage (or memory), a replica count,
@@ -38,8 +38,17 @@
 // JetStream keeps no per-subject index of a history, so an aggregate's
 // earlier streams are found through the previous-sequence header of each
 // message: a short tail is read with direct gets by sequence, a long history
-// with batch direct gets starting at the aggregate's first sequence. No read
-// creates a consumer. Direct gets may be answered by a replica that lags
+// with batch direct gets starting at the aggregate's first sequence, in pages
+// of 512 messages. No read creates a consumer.
+//
+// Nothing a message says is trusted to size an allocation or a loop. Its
+// position headers must agree with where it is stored (a version no larger
+// than the messages between the aggregate's first sequence and its own, a
+// previous-sequence list of the right length, descending, from the first
+// sequence), and every message read by sequence or walked to must be on the
+// aggregate's subject, at the expected version, with the same first
+// sequence. Anything else fails the read with ErrCorrupt, naming the
+// message's sequence and subject and the header at fault. Direct gets may be answered by a replica that lags
 // the leader by a few milliseconds; a stale read can only make an append
 // conflict, never lose a write.
 //

@@ -40,45 +40,96 @@ type rawMsg struct {
 	data    []byte
 }
 
-// pos reads the position headers of a stored message.
+// pos reads the position headers of a stored message and checks that they
+// are consistent with where it is stored: versions 1 to v of an aggregate
+// are v messages with sequences from the first stream's to this one's, so
+// no version is larger than that range. Nothing read here may size an
+// allocation beyond what that check allows.
 func (m *rawMsg) pos() (position, error) {
-	v, err := strconv.ParseUint(m.header.Get(HeaderVersion), 10, 64)
+	raw := m.header.Get(HeaderVersion)
+	v, err := strconv.ParseUint(raw, 10, 64)
 	if err != nil || v == 0 {
-		return position{}, fmt.Errorf("message %d on %s has no valid %s header: %w", m.seq, m.subject, HeaderVersion, ErrCorrupt)
+		return position{}, fmt.Errorf("message %d on %s has no valid %s header (%q; versions are integers from 1): %w", m.seq, m.subject, HeaderVersion, clip(raw), ErrCorrupt)
 	}
 	p := position{version: v, seq: m.seq, firstSeq: m.seq}
 	if v > 1 {
-		first, err := strconv.ParseUint(m.header.Get(HeaderFirstSeq), 10, 64)
+		rawFirst := m.header.Get(HeaderFirstSeq)
+		first, err := strconv.ParseUint(rawFirst, 10, 64)
+		if err != nil || first == 0 || first >= m.seq {
+			return position{}, fmt.Errorf("message %d on %s (version %d) has an invalid %s header %q: the first stream's sequence must be from 1 to %d: %w",
+				m.seq, m.subject, v, HeaderFirstSeq, clip(rawFirst), m.seq-min(m.seq, 1), ErrCorrupt)
+		}
+		if v-1 > m.seq-first {
+			return position{}, fmt.Errorf("message %d on %s has %s %d, more than the %d messages from %s %d to it can hold: %w",
+				m.seq, m.subject, HeaderVersion, v, m.seq-first+1, HeaderFirstSeq, first, ErrCorrupt)
+		}
 		p.prevs = m.header.Get(HeaderPrevSeqs)
-		if err != nil || first == 0 || first >= m.seq || p.prevs == "" {
-			return position{}, fmt.Errorf("message %d on %s has invalid %s/%s headers: %w", m.seq, m.subject, HeaderFirstSeq, HeaderPrevSeqs, ErrCorrupt)
+		if p.prevs == "" {
+			return position{}, fmt.Errorf("message %d on %s (version %d) has no %s header: %w", m.seq, m.subject, v, HeaderPrevSeqs, ErrCorrupt)
 		}
 		p.firstSeq = first
+		var buf [maxPrevSeqs]uint64
+		if _, err := p.parsePrevs(m.subject, buf[:0]); err != nil {
+			return position{}, err
+		}
 	}
 	return p, nil
 }
 
-// prevSeqs parses the previous-sequence list of a position, newest first,
-// and checks it against the version: version v lists min(v-1, maxPrevSeqs)
-// sequences, each below the one before.
+// clip shortens a header value quoted in an error.
+func clip(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// prevSeqs parses the previous-sequence list of a position, newest first.
 func (p position) prevSeqs(subject string) ([]uint64, error) {
+	return p.parsePrevs(subject, make([]uint64, 0, maxPrevSeqs))
+}
+
+// parsePrevs appends the previous-sequence list of p to out, newest first,
+// and checks it against the version: version v lists min(v-1, maxPrevSeqs)
+// sequences, each below the one before and none below the first stream's,
+// the last one the first stream's if the list reaches back to version 1.
+// It never appends more than maxPrevSeqs.
+func (p position) parsePrevs(subject string, out []uint64) ([]uint64, error) {
 	want := int(min(p.version-1, maxPrevSeqs))
-	out := make([]uint64, 0, want)
-	rest, last := p.prevs, p.seq
-	for rest != "" {
+	rest, last, n0 := p.prevs, p.seq, len(out)
+	ok := true
+	for ok && rest != "" {
 		var tok string
 		tok, rest, _ = strings.Cut(rest, ",")
 		n, err := strconv.ParseUint(tok, 10, 64)
-		if err != nil || n == 0 || n >= last {
-			return nil, fmt.Errorf("message %d on %s has an invalid %s header %q: %w", p.seq, subject, HeaderPrevSeqs, p.prevs, ErrCorrupt)
-		}
+		ok = err == nil && n >= p.firstSeq && n < last && len(out)-n0 < want
 		out = append(out, n)
 		last = n
 	}
-	if len(out) != want {
-		return nil, fmt.Errorf("message %d on %s (version %d) lists %d previous sequences, not %d: %w", p.seq, subject, p.version, len(out), want, ErrCorrupt)
+	got := out[n0:]
+	if !ok || len(got) != want || (want > 0 && p.version-1 <= maxPrevSeqs && got[want-1] != p.firstSeq) {
+		return nil, fmt.Errorf("message %d on %s (version %d) has an invalid %s header %q: it lists %d sequences, each below the one before, from %d (%s): %w",
+			p.seq, subject, p.version, HeaderPrevSeqs, clip(p.prevs), want, p.firstSeq, HeaderFirstSeq, ErrCorrupt)
 	}
 	return out, nil
+}
+
+// at checks that m, read by sequence for the aggregate on subj whose first
+// stream is at sequence first, is that aggregate's version v.
+func (m *rawMsg) at(subj string, first, v uint64) error {
+	if m.subject != subj {
+		return fmt.Errorf("%s: version %d should be at sequence %d, which holds a message on %s: %w", subj, v, m.seq, m.subject, ErrCorrupt)
+	}
+	p, err := m.pos()
+	if err != nil {
+		return err
+	}
+	if p.version != v || p.firstSeq != first {
+		return fmt.Errorf("message %d on %s has %s %d and %s %d, not version %d of the aggregate whose first stream is at %d: %w",
+			m.seq, subj, HeaderVersion, p.version, HeaderFirstSeq, p.firstSeq, v, first, ErrCorrupt)
+	}
+	return nil
 }
 
 // nextPrevs is the previous-sequence list of the stream appended after p.

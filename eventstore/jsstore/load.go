@@ -19,7 +19,8 @@ import (
 
 // LoadLast returns the aggregate's latest stream: one direct get. It
 // returns an error matching eventstore.ErrNotFound if the aggregate has no
-// streams.
+// streams, and one matching ErrCorrupt if its last message is not a stream
+// amends wrote there.
 func (s *Store) LoadLast(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error) {
 	_, _, last, _, err := s.last(ctx, a)
 	if err != nil {
@@ -30,14 +31,61 @@ func (s *Store) LoadLast(ctx context.Context, a eventstore.AggregateID) (eventst
 
 // Load returns the aggregate's streams from version from (1 if 0) to the
 // latest, in version order. It returns an error matching
-// eventstore.ErrNotFound if the aggregate has no streams, and an empty
-// slice if from is past the latest version.
+// eventstore.ErrNotFound if the aggregate has no streams, an empty slice if
+// from is past the latest version, and an error matching ErrCorrupt if a
+// message of the history is inconsistent with its place (see the package
+// documentation). Memory is bounded by the messages actually read.
 func (s *Store) Load(ctx context.Context, a eventstore.AggregateID, from uint64) ([]eventstore.Stream, error) {
-	from = max(from, 1)
 	h, subj, last, p, err := s.last(ctx, a)
 	if err != nil {
 		return nil, err
 	}
+	return s.history(ctx, h, subj, last, p, from)
+}
+
+// LoadAt returns the aggregate's streams from version from (1 if 0) to the
+// one stored at sequence seq, in version order, whatever was appended
+// after it: the history as of that stream, in as many round trips as Load.
+// It returns an error matching eventstore.ErrNotFound if the stream has no
+// message at seq, one matching ErrCorrupt if that message is not the
+// aggregate's or its history is inconsistent (as Load), and an empty slice
+// if from is past its version.
+func (s *Store) LoadAt(ctx context.Context, a eventstore.AggregateID, from, seq uint64) ([]eventstore.Stream, error) {
+	if seq == 0 {
+		return nil, fmt.Errorf("load %s at sequence 0: sequences start at 1: %w", a, eventstore.ErrInvalid)
+	}
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	h, err := s.stream(ctx, a.Context)
+	if err != nil {
+		return nil, err
+	}
+	subj, err := subject(s.opts.subjectPrefix, a)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.msgAt(ctx, h, seq)
+	if errors.Is(err, eventstore.ErrNotFound) {
+		return nil, fmt.Errorf("stream %s has no message at sequence %d: %w", h.name, seq, eventstore.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.subject != subj {
+		return nil, fmt.Errorf("%s: the message at sequence %d is on %s: %w", subj, seq, m.subject, ErrCorrupt)
+	}
+	p, err := m.pos()
+	if err != nil {
+		return nil, err
+	}
+	return s.history(ctx, h, subj, m, p, from)
+}
+
+// history reads the streams from version from to last, whose position is p.
+func (s *Store) history(ctx context.Context, h *streamHandle, subj string, last *rawMsg, p position, from uint64) ([]eventstore.Stream, error) {
+	from = max(from, 1)
+	var err error
 	if from > p.version {
 		return nil, nil
 	}
@@ -58,16 +106,14 @@ func (s *Store) Load(ctx context.Context, a eventstore.AggregateID, from uint64)
 		}
 		msgs = append(msgs, last)
 	} else {
-		msgs = make([]*rawMsg, 0, p.version-from+1)
-		err = s.batchFrom(ctx, h, subj, p.firstSeq, func(m *rawMsg) (bool, error) {
-			mp, err := m.pos()
-			if err != nil {
-				return false, err
-			}
-			if mp.version >= from {
+		// The capacity is bounded: p.version is only known to be below the
+		// stream's last sequence, and the walk stops at what it reads.
+		msgs = make([]*rawMsg, 0, min(p.version-from+1, batchSize))
+		err = s.walk(ctx, h, subj, p, func(m *rawMsg, v uint64) bool {
+			if v >= from {
 				msgs = append(msgs, m)
 			}
-			return mp.version < p.version, nil
+			return v < p.version
 		})
 		if err != nil {
 			return nil, err
@@ -75,11 +121,11 @@ func (s *Store) Load(ctx context.Context, a eventstore.AggregateID, from uint64)
 	}
 	out := make([]eventstore.Stream, len(msgs))
 	for i, m := range msgs {
-		if out[i], err = s.decode(m); err != nil {
+		if err := m.at(subj, p.firstSeq, from+uint64(i)); err != nil {
 			return nil, err
 		}
-		if out[i].Version != from+uint64(i) {
-			return nil, fmt.Errorf("%s: expected version %d at sequence %d, found version %d: %w", a, from+uint64(i), m.seq, out[i].Version, ErrCorrupt)
+		if out[i], err = s.decode(m); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -87,7 +133,7 @@ func (s *Store) Load(ctx context.Context, a eventstore.AggregateID, from uint64)
 
 // LoadVersion returns the aggregate's stream at version v. It returns an
 // error matching eventstore.ErrNotFound if the aggregate or that version
-// does not exist.
+// does not exist, and one matching ErrCorrupt as Load.
 func (s *Store) LoadVersion(ctx context.Context, a eventstore.AggregateID, v uint64) (eventstore.Stream, error) {
 	if v == 0 {
 		return eventstore.Stream{}, fmt.Errorf("load %s version 0: versions start at 1: %w", a, eventstore.ErrInvalid)
@@ -178,19 +224,21 @@ func (s *Store) findVersion(ctx context.Context, h *streamHandle, subj string, l
 		if errors.Is(err, eventstore.ErrNotFound) {
 			return nil, fmt.Errorf("%s version %d at sequence %d is missing: %w", subj, v, prevs[back-1], ErrCorrupt)
 		}
-		return m, err
+		if err != nil {
+			return nil, err
+		}
+		if err := m.at(subj, p.firstSeq, v); err != nil {
+			return nil, err
+		}
+		return m, nil
 	}
 	var found *rawMsg
-	err = s.batchFrom(ctx, h, subj, p.firstSeq, func(m *rawMsg) (bool, error) {
-		mp, err := m.pos()
-		if err != nil {
-			return false, err
-		}
-		if mp.version == v {
+	err = s.walk(ctx, h, subj, p, func(m *rawMsg, mv uint64) bool {
+		if mv == v {
 			found = m
-			return false, nil
+			return false
 		}
-		return mp.version < v, nil
+		return true
 	})
 	if err != nil {
 		return nil, err
@@ -199,6 +247,37 @@ func (s *Store) findVersion(ctx context.Context, h *streamHandle, subj string, l
 		return nil, fmt.Errorf("%s: version %d is missing from the stream: %w", subj, v, ErrCorrupt)
 	}
 	return found, nil
+}
+
+// walk reads the aggregate's messages on subj from its first stream on, in
+// pages of batchSize, checking that each is the next version (1, 2, ...)
+// up to p, the aggregate's last known stream. It calls fn with each message
+// and its version until fn returns false or version p.version was read.
+// The walk reads only what the stream holds and stops at p's sequence, so
+// its length is bounded by the stream, never by a number in a header.
+func (s *Store) walk(ctx context.Context, h *streamHandle, subj string, p position, fn func(m *rawMsg, v uint64) bool) error {
+	next, done := uint64(1), false
+	err := s.batchFrom(ctx, h, subj, p.firstSeq, func(m *rawMsg) (bool, error) {
+		if m.seq > p.seq {
+			return false, fmt.Errorf("%s: version %d is missing between sequences %d and %d: %w", subj, next, p.firstSeq, p.seq, ErrCorrupt)
+		}
+		if err := m.at(subj, p.firstSeq, next); err != nil {
+			return false, err
+		}
+		if next == p.version && m.seq != p.seq {
+			return false, fmt.Errorf("%s: version %d is at sequence %d and at %d: %w", subj, next, m.seq, p.seq, ErrCorrupt)
+		}
+		done = !fn(m, next) || next == p.version
+		next++
+		return !done, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !done {
+		return fmt.Errorf("%s: version %d is missing between sequences %d and %d: %w", subj, next, p.firstSeq, p.seq, ErrCorrupt)
+	}
+	return nil
 }
 
 // msgsAt reads the messages at seqs with direct gets sent at once, and
