@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // Option configures a Processor. An option that cannot be applied makes
@@ -30,6 +31,8 @@ type options struct {
 	logger          *slog.Logger
 	stateCache      int
 	replay          bool
+	quarantine      *quarantine.Quarantine // nil: New makes one
+	replayRetry     quarantine.Retry       // First 0: nakDelay
 }
 
 func defaultOptions() options {
