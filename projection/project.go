@@ -120,15 +120,19 @@ func (p *Projector) nak(m jetstream.Msg, delay time.Duration) {
 	}
 }
 
-// quarantine records m in the quarantine and terminates it; if it cannot
+// quarantine records m in the quarantine and terminates it. If it cannot
 // be recorded, m is redelivered later, so that nothing is terminated
-// without a trace.
+// without a trace, until its deliveries are exhausted: then it is
+// terminated with only a log line as its trace.
 func (p *Projector) quarantine(ctx context.Context, m jetstream.Msg, reason quarantine.Reason, cause error) {
 	if err := p.opts.quarantine.Record(ctx, m, p.opts.durable, reason, cause); err != nil {
-		p.failed.Add(1)
-		p.opts.logger.Warn("projector: cannot quarantine a message; redelivering", "subject", m.Subject(), "reason", string(reason), "cause", cause, "err", err)
-		p.nak(m, p.delay(deliveries(m)))
-		return
+		if n := deliveries(m); ctx.Err() != nil || !p.opts.retry.Exhausted(n) {
+			p.failed.Add(1)
+			p.opts.logger.Warn("projector: cannot quarantine a message; redelivering", "subject", m.Subject(), "reason", string(reason), "cause", cause, "err", err)
+			p.nak(m, p.delay(n))
+			return
+		}
+		p.opts.logger.Error("projector: message terminated; the quarantine could not record it", "subject", m.Subject(), "reason", string(reason), "cause", cause, "err", err)
 	}
 	p.corrupt.Add(1)
 	if err := m.Term(); err != nil {
