@@ -96,10 +96,21 @@ func WithReplicas(n int) Option {
 	}
 }
 
-// WithMemoryStorage keeps the stream in memory instead of files (tests).
-func WithMemoryStorage() Option {
-	return func(o *options) error { o.storage = jetstream.MemoryStorage; return nil }
+// WithStorage sets the storage of the stream when it is created (default
+// jetstream.FileStorage).
+func WithStorage(st jetstream.StorageType) Option {
+	return func(o *options) error {
+		if st != jetstream.FileStorage && st != jetstream.MemoryStorage {
+			return fmt.Errorf("storage %d is neither file nor memory: %w", st, ErrInvalidOption)
+		}
+		o.storage = st
+		return nil
+	}
 }
+
+// WithMemoryStorage is WithStorage(jetstream.MemoryStorage): entries are
+// lost when the server restarts (tests).
+func WithMemoryStorage() Option { return WithStorage(jetstream.MemoryStorage) }
 
 // WithMaxEntries bounds the entries kept when the stream is created
 // (default DefaultMaxEntries); beyond it the oldest are dropped.

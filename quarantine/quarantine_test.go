@@ -158,6 +158,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"negative age":      quarantine.WithMaxAge(-time.Second),
 		"nil logger":        quarantine.WithLogger(nil, 0),
 		"nil clock":         quarantine.WithClock(nil),
+		"unknown storage":   quarantine.WithStorage(7),
 	} {
 		_, err := quarantine.New(js, opt)
 		require.ErrorIs(t, err, quarantine.ErrInvalidOption, name)
