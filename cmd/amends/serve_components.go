@@ -80,7 +80,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	}
 
 	api := server.New(server.Config{
-		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg,
+		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar,
 		Logger: logger.With("component", "http"),
 		Ready:  readiness(natsConnected(nc), indexCurrent(index), probe.check),
 	})
