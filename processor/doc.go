@@ -74,7 +74,9 @@
 //     of it runs again, so delivery is at least once and functions must be
 //     idempotent on the event's identity;
 //   - terminated when it cannot be decoded: it is logged with its stream and
-//     sequence, counted (Metrics.Undecodable) and never blocks the consumer.
+//     sequence, counted (Metrics.Undecodable), recorded in the quarantine
+//     (WithQuarantine) with the consumer's name, and never blocks the
+//     consumer.
 //
 // When Run stops, messages not yet started are nak'ed for immediate
 // redelivery elsewhere; running handlers get WithShutdownTimeout to finish,

@@ -10,8 +10,8 @@ import (
 	"github.com/amends-dev/amends/quarantine"
 )
 
-// WithQuarantine sets where the replay consumer records the messages it
-// can never handle (default: a quarantine.Quarantine on the processor's
+// WithQuarantine sets where the consumers record the messages they can
+// never handle (default: a quarantine.Quarantine on the processor's
 // JetStream, with the compensation stream's replica count). Share one
 // between the processors and the projector of a process to count them
 // together.

@@ -143,3 +143,26 @@ func TestReplayQuarantinesAfterBoundedRetries(t *testing.T) {
 	assert.Contains(t, entries[0].Error, "timeout")
 	assert.Equal(t, aggregate.StatusPrepared, e.record(stuckEvt, info("Mailer", "onPlaced")).Status, "left prepared: it times out and is prepared again")
 }
+
+// A message a function consumer cannot decode is quarantined under that
+// consumer's name, and the messages behind it are handled.
+func TestUndecodableMessageIsQuarantined(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	c := newCounter()
+	require.NoError(t, p.Register(fn("Projector", "onAny"), c.handle))
+	run(t, p)
+	for i := range poisonCount {
+		_, err := e.js.Publish(context.Background(), fmt.Sprintf("amends.shop.order.broken-%d", i), []byte("{not json"))
+		require.NoError(t, err)
+	}
+	after := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	require.Eventually(t, func() bool { return c.count(after.Events[0].ID) == 1 }, waitFor, tick, "the event behind the poison is handled")
+	entries := quarantined(t, p.Quarantine(), poisonCount)
+	require.Len(t, entries, poisonCount)
+	for _, q := range entries {
+		assert.Equal(t, processor.DurableName(ctxName, "Projector"), q.Consumer)
+		assert.Equal(t, quarantine.ReasonUndecodable, q.Reason)
+		assert.Equal(t, e.store.StreamName(ctxName), q.Stream)
+	}
+}
