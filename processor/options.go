@@ -122,7 +122,8 @@ func WithAckWait(d time.Duration) Option {
 }
 
 // WithNakDelay sets how long a message whose failure could not be recorded
-// waits before its redelivery (default 5 s).
+// waits before its redelivery (default 5 s). A replay message waits that
+// long before its first redelivery, then longer (WithReplayRetry).
 func WithNakDelay(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {

@@ -37,11 +37,12 @@ const defaultWorkers = 16
 // with its stream, sequence, subject and reason, then Term, counted in
 // Stats.Corrupt. Any other error (a KV or store failure, a timeout) →
 // Nak with a delay growing from the nak delay with each delivery
-// (WithRetry), counted in Stats.Failed, and quarantined once the deliveries
-// are exhausted; so poison messages never hold the consumer's ack-pending
-// slots for long, and good messages behind them are projected. Several projectors may
-// share the durable consumer (on one or several machines): writes are
-// compare-and-set on the KV revision, so the view never goes backwards.
+// (WithRetry), counted in Stats.Failed, and quarantined once the
+// deliveries are exhausted; so poison messages never hold the consumer's
+// ack-pending slots for long, and good messages behind them are projected.
+// Several projectors may share the durable consumer (on one or several
+// machines): writes are compare-and-set on the KV revision, so the view
+// never goes backwards.
 //
 // A Projector is safe for concurrent use; Run it once at a time.
 type Projector struct {
