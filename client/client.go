@@ -210,6 +210,13 @@ func (c *Client) Summary(ctx context.Context, params url.Values) (projection.Sum
 	return s, c.get(ctx, "/api/v1/summary"+query(params), &s)
 }
 
+// Quarantine returns a page of the messages consumers quarantined, oldest
+// first; params are the query parameters (consumer, limit, cursor).
+func (c *Client) Quarantine(ctx context.Context, params url.Values) (server.QuarantinePage, error) {
+	var p server.QuarantinePage
+	return p, c.get(ctx, "/api/v1/quarantine"+query(params), &p)
+}
+
 // Get returns one record.
 func (c *Client) Get(ctx context.Context, id string) (projection.View, error) {
 	var v projection.View

@@ -9,6 +9,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // dispatch handles one message of group g's consumer: every event of the
@@ -18,7 +19,7 @@ func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) dis
 	st, err := p.store.DecodeMsg(m)
 	if err != nil {
 		p.undecodable(&p.metrics.ConsumerMetrics, m, err)
-		return term
+		return p.quarantine(ctx, m, DurableName(p.context, g.name), quarantine.ReasonUndecodable, err)
 	}
 	fns := g.byType[st.Aggregate.Type]
 	result := ack

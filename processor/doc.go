@@ -74,7 +74,9 @@
 //     of it runs again, so delivery is at least once and functions must be
 //     idempotent on the event's identity;
 //   - terminated when it cannot be decoded: it is logged with its stream and
-//     sequence, counted (Metrics.Undecodable) and never blocks the consumer.
+//     sequence, counted (Metrics.Undecodable), recorded in the quarantine
+//     (WithQuarantine) with the consumer's name, and never blocks the
+//     consumer.
 //
 // When Run stops, messages not yet started are nak'ed for immediate
 // redelivery elsewhere; running handlers get WithShutdownTimeout to finish,
@@ -93,8 +95,20 @@
 // attempt, which the record fences. A function no longer registered is
 // reported as failed with code FunctionNotFound, UNRECOVERABLE; a missing
 // event with EventNotFound. With WithRecords the record is read first and a
-// prepared attempt that is no longer current is skipped. Replays have the
-// same ack contract.
+// prepared attempt that is no longer current is skipped.
+//
+// Replays have the same ack contract, except that no replay message is
+// retried forever. One that can never be replayed (it or its prepare does
+// not decode, its record's history is corrupt) is quarantined: recorded in
+// a quarantine.Quarantine (WithQuarantine; by default one on the
+// processor's JetStream, stream quarantine.DefaultStream) with its stream,
+// sequence, subject, consumer and reason, counted, logged at most once per
+// interval, and terminated. One that failed with an error that may be
+// transient (the record or the event could not be read, the result could
+// not be recorded) is nak'ed with a delay growing with its deliveries and
+// quarantined once they are exhausted (WithReplayRetry); its record stays
+// PREPARED, times out and is prepared again. So replays behind poison
+// messages still run.
 //
 // # Concurrency and lifecycle
 //

@@ -16,7 +16,7 @@ type disposition int
 const (
 	ack         disposition = iota // done
 	nak                            // recording failed: redeliver after the nak delay
-	term                           // undecodable: never redeliver
+	term                           // undecodable or quarantined: never redeliver
 	interrupted                    // stopped midway: redeliver at once
 )
 
@@ -31,6 +31,7 @@ type runner struct {
 	lanes   int
 	handle  func(ctx context.Context, m jetstream.Msg) disposition
 	metrics *ConsumerMetrics // of this kind of consumer (live or replay)
+	backoff bool             // nak delays grow with deliveries (replays)
 	current []atomic.Pointer[jetstream.Msg]
 }
 
@@ -92,7 +93,7 @@ func (r *runner) settle(m jetstream.Msg, d disposition) {
 	case ack:
 		err, counter = m.Ack(), &r.metrics.Acked
 	case nak:
-		err, counter = m.NakWithDelay(r.p.o.nakDelay), &r.metrics.Naked
+		err, counter = m.NakWithDelay(r.nakDelay(m)), &r.metrics.Naked
 	case interrupted:
 		err, counter = m.Nak(), &r.metrics.Naked
 	case term:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // Option configures a Processor. An option that cannot be applied makes
@@ -30,6 +31,8 @@ type options struct {
 	logger          *slog.Logger
 	stateCache      int
 	replay          bool
+	quarantine      *quarantine.Quarantine // nil: New makes one
+	replayRetry     quarantine.Retry       // First 0: nakDelay
 }
 
 func defaultOptions() options {
@@ -119,7 +122,8 @@ func WithAckWait(d time.Duration) Option {
 }
 
 // WithNakDelay sets how long a message whose failure could not be recorded
-// waits before its redelivery (default 5 s).
+// waits before its redelivery (default 5 s). A replay message waits that
+// long before its first redelivery, then longer (WithReplayRetry).
 func WithNakDelay(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {

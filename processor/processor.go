@@ -67,8 +67,8 @@ func New(js jetstream.JetStream, store *jsstore.Store, context string, opts ...O
 	if o.maxAckPending == 0 {
 		o.maxAckPending = max(1000, o.concurrency*o.laneBuffer)
 	}
-	return &Processor{
-		js: js, store: store, context: context, o: o,
+	p := &Processor{
+		js: js, store: store, context: context,
 		byName:    make(map[string]*group),
 		functions: make(map[key]*function),
 		evolvers:  make(map[string]Evolver),
@@ -76,7 +76,12 @@ func New(js jetstream.JetStream, store *jsstore.Store, context string, opts ...O
 		stopCh:    make(chan struct{}),
 		ready:     make(chan struct{}),
 		closed:    make(chan struct{}),
-	}, nil
+	}
+	if err := o.defaultQuarantine(p); err != nil {
+		return nil, err
+	}
+	p.o = o
+	return p, nil
 }
 
 // Context returns the bounded context the processor runs.

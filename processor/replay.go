@@ -11,17 +11,28 @@ import (
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // dispatchReplay handles one message of the compensation stream: each
 // CompensationPrepared of a function of this context is replayed.
+//
+// A message that can never be replayed (it does not decode, one of its
+// prepares does not decode, or its record's history is corrupt) is
+// quarantined and terminated. One that failed with an error that may be
+// transient (the record or the original event could not be read, the
+// result could not be recorded) is redelivered after a delay growing with
+// its deliveries, and quarantined once they are exhausted (see
+// WithReplayRetry). So poison messages never keep the consumer's
+// ack-pending slots, and the replays behind them run.
 func (p *Processor) dispatchReplay(ctx context.Context, m jetstream.Msg) disposition {
+	consumer := ReplayDurableName(p.context)
 	rec, err := p.store.DecodeMsg(m)
 	if err != nil {
-		p.undecodable(&p.metrics.Replay, m, err)
-		return term
+		p.metrics.Replay.Undecodable.Add(1)
+		return p.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable, err)
 	}
-	result := ack
+	var preps []aggregate.CompensationPrepared
 	for i := range rec.Events {
 		e := &rec.Events[i]
 		if e.Name != aggregate.NameCompensationPrepared {
@@ -29,37 +40,50 @@ func (p *Processor) dispatchReplay(ctx context.Context, m jetstream.Msg) disposi
 		}
 		ev, err := aggregate.DecodeEvent(e.Name, e.Body)
 		if err != nil {
-			p.o.logger.Error("amends processor: undecodable compensation event skipped",
-				"record", rec.Aggregate.ID, "seq", rec.Seq, "event", e.ID, "err", err)
-			continue
+			p.metrics.Replay.Undecodable.Add(1)
+			return p.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable,
+				fmt.Errorf("record %s version %d event %s: %w", rec.Aggregate.ID, rec.Version, e.ID, err))
 		}
-		prep := ev.(aggregate.CompensationPrepared)
-		if prep.Function.ContextName != p.context {
-			continue
-		}
-		if d := p.replay(ctx, rec.Aggregate.ID, rec.Version, prep); d != ack {
-			result = d
+		if prep := ev.(aggregate.CompensationPrepared); prep.Function.ContextName == p.context {
+			preps = append(preps, prep)
 		}
 	}
-	return result
+	var retry error
+	for _, prep := range preps {
+		switch d, err := p.replay(ctx, rec.Aggregate.ID, rec.Version, prep); d {
+		case term:
+			return p.quarantine(ctx, m, consumer, quarantine.ReasonCorrupt, err)
+		case interrupted:
+			return interrupted
+		case nak:
+			retry = err
+		}
+	}
+	if retry != nil {
+		return p.retryReplay(ctx, m, retry)
+	}
+	return ack
 }
 
 // replay runs one prepared attempt: the recorded function alone, on the
 // original event, with the compensation in its context; then reports the
-// result with the attempt.
-func (p *Processor) replay(ctx context.Context, id string, version uint64, prep aggregate.CompensationPrepared) disposition {
+// result with the attempt. A nak or term comes with its cause.
+func (p *Processor) replay(ctx context.Context, id string, version uint64, prep aggregate.CompensationPrepared) (disposition, error) {
 	p.metrics.Replays.Add(1)
 	c := Compensation{ID: id, Attempt: prep.RetryState.Retries, Prepared: version}
 	fn := prep.Function
 	if p.o.records != nil {
 		st, _, err := p.o.records.Get(ctx, id)
-		if err != nil && !errors.Is(err, aggregate.ErrNotFound) {
-			p.o.logger.Warn("amends processor: cannot read the record to replay; retrying later", "record", id, "err", err)
-			return nak
+		switch {
+		case err == nil, errors.Is(err, aggregate.ErrNotFound):
+		case errors.Is(err, jsstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid), errors.Is(err, aggregate.ErrIllegalArgument):
+			return term, fmt.Errorf("read record %s to replay it: %w", id, err)
+		default:
+			return nak, fmt.Errorf("read record %s to replay it: %w", id, err)
 		}
 		if err != nil || st.Status != aggregate.StatusPrepared || st.Attempt() != c.Attempt || st.Function.ContextName != p.context {
 			p.metrics.ReplaysSkipped.Add(1)
-			return ack
+			return ack, nil
 		}
 		fn = st.Function
 	}
@@ -69,35 +93,34 @@ func (p *Processor) replay(ctx context.Context, id string, version uint64, prep 
 		p.metrics.ReplaysMissing.Add(1)
 		x.Err = failure.Unrecoverable(&codedError{code: "FunctionNotFound", kind: ErrFunctionNotFound,
 			msg: fmt.Sprintf("function %s.%s is not registered in context %s; change the record's function if it was renamed", fn.ProcessorName, fn.Name, p.context)})
-		return p.settleReplay(ctx, x)
+		return p.settleReplay(ctx, id, x)
 	}
 	st, idx, err := p.original(ctx, prep.EventID)
 	if errors.Is(err, ErrEventNotFound) {
 		p.metrics.ReplaysMissing.Add(1)
 		x.Err = failure.Unrecoverable(&codedError{code: "EventNotFound", kind: ErrEventNotFound, msg: err.Error()})
 		x.RetrySpec, x.Waived, x.Rules = f.retrySpec, f.waived, f.rules
-		return p.settleReplay(ctx, x)
+		return p.settleReplay(ctx, id, x)
 	}
 	if err != nil {
-		p.o.logger.Warn("amends processor: cannot load the event to replay; retrying later", "record", id, "err", err)
-		return nak
+		return nak, fmt.Errorf("load the event to replay record %s: %w", id, err)
 	}
 	d := &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info}
 	err = p.execute(WithCompensation(ctx, c), f, d, false)
 	if err != nil && ctx.Err() != nil {
-		return interrupted
+		return interrupted, nil
 	}
 	f.stats.Replayed.Add(1)
 	x = p.execution(f, d, &c, err)
 	x.Function = &fn
-	return p.settleReplay(ctx, x)
+	return p.settleReplay(ctx, id, x)
 }
 
-func (p *Processor) settleReplay(ctx context.Context, x Execution) disposition {
+func (p *Processor) settleReplay(ctx context.Context, id string, x Execution) (disposition, error) {
 	if p.record(ctx, x) == OutcomeRecordingFailed {
-		return nak
+		return nak, fmt.Errorf("the result of replaying record %s could not be recorded", id)
 	}
-	return ack
+	return ack, nil
 }
 
 // original loads the stream holding event eid: by its recorded sequence

@@ -111,7 +111,7 @@ func (p *Processor) runners(ctx context.Context, groups []*group) ([]*runner, er
 	if _, err := p.ensureConsumer(ctx, stream, cfg); err != nil {
 		return nil, err
 	}
-	return append(out, &runner{p: p, stream: stream, cfg: cfg, lanes: p.o.replayLanes, metrics: &p.metrics.Replay, handle: p.dispatchReplay}), nil
+	return append(out, &runner{p: p, stream: stream, cfg: cfg, lanes: p.o.replayLanes, metrics: &p.metrics.Replay, backoff: true, handle: p.dispatchReplay}), nil
 }
 
 // Stop makes Run return; it does not wait (see Closed). Safe to call more

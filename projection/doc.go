@@ -15,6 +15,14 @@
 // the state the stream carries (aggregate.Service stores the record's
 // state with every stream), or from the record's history.
 //
+// A message the projector can never project (it does not decode, the
+// record's history does not load, or the view it makes is one the readers
+// would refuse: every view is checked with their decoder before it is
+// written) is quarantined (package quarantine) and terminated;
+// other errors are retried with a growing delay and quarantined after a
+// bounded number of deliveries. So the records behind a poison message
+// still reach the views.
+//
 // # Index
 //
 // An Index holds every record in memory in a compact form (about 120 bytes

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // casAttempts bounds how often one message is projected again after
@@ -23,7 +27,7 @@ var errLostRace = errors.New("view changed concurrently")
 func (p *Projector) handle(ctx context.Context, m jetstream.Msg) {
 	st, err := p.store.DecodeMsg(m)
 	if err != nil {
-		p.terminate(m, err)
+		p.quarantine(ctx, m, quarantine.ReasonUndecodable, err)
 		return
 	}
 	if st.Aggregate.Context != aggregate.Context || st.Aggregate.Type != aggregate.AggregateType {
@@ -37,22 +41,71 @@ func (p *Projector) handle(ctx context.Context, m jetstream.Msg) {
 			break
 		}
 	}
-	switch {
-	case err == nil:
+	if err == nil {
 		[...]*atomic.Uint64{skip: &p.skipped, evolve: &p.projected, rebuild: &p.rebuilt}[done].Add(1)
 		if done != skip {
 			p.countEvents(&st)
 		}
 		p.ack(m)
-	case errors.Is(err, aggregate.ErrIllegalArgument):
-		p.terminate(m, err) // an event that does not decode, and no carried state
-	default:
-		p.failed.Add(1)
-		p.opts.logger.Warn("projector: view not written; redelivering", "seq", st.Seq, "record", st.Aggregate.ID, "version", st.Version, "err", err)
-		if err := m.NakWithDelay(p.opts.nakDelay); err != nil {
-			p.opts.logger.Debug("projector: nak", "seq", st.Seq, "err", err)
-		}
+		return
 	}
+	if reason, ok := terminal(err); ok {
+		p.quarantine(ctx, m, reason, err)
+		return
+	}
+	p.retry(ctx, m, &st, err)
+}
+
+// terminal classifies an error of project: the reason a message can never
+// be projected, or false if the error may be transient (the bucket or the
+// store unavailable, a timeout, a lost race every time).
+func terminal(err error) (quarantine.Reason, bool) {
+	switch {
+	case errors.Is(err, aggregate.ErrIllegalArgument):
+		return quarantine.ReasonUndecodable, true // an event that does not decode, and no carried state
+	case errors.Is(err, ErrCorruptView):
+		return quarantine.ReasonInvalidView, true // a view the reader would reject
+	case errors.Is(err, jsstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid), errors.Is(err, ErrInvalidQuery):
+		return quarantine.ReasonCorrupt, true // a history that does not load, an id that cannot be a key
+	}
+	return "", false
+}
+
+// retry hands m back for redelivery after a delay growing with its
+// deliveries, or quarantines it once they are exhausted.
+func (p *Projector) retry(ctx context.Context, m jetstream.Msg, st *eventstore.Stream, cause error) {
+	if ctx.Err() != nil {
+		p.nak(m, 0) // stopping: not the message's fault
+		return
+	}
+	delivered := deliveries(m)
+	if p.opts.retry.Exhausted(delivered) {
+		p.quarantine(ctx, m, quarantine.ReasonRetriesExhausted, cause)
+		return
+	}
+	p.failed.Add(1)
+	level := slog.LevelDebug
+	if delivered <= 1 {
+		level = slog.LevelWarn
+	}
+	p.opts.logger.Log(ctx, level, "projector: view not written; redelivering", "seq", st.Seq, "record", st.Aggregate.ID,
+		"version", st.Version, "deliveries", delivered, "err", cause)
+	p.nak(m, p.delay(delivered))
+}
+
+// delay is the wait before redelivering a message delivered n times.
+func (p *Projector) delay(n uint64) time.Duration {
+	if p.opts.nakDelay == 0 && p.opts.retry.First == 0 {
+		return 0
+	}
+	return p.opts.retry.Delay(n)
+}
+
+func deliveries(m jetstream.Msg) uint64 {
+	if md, err := m.Metadata(); err == nil {
+		return md.NumDelivered
+	}
+	return 1
 }
 
 func (p *Projector) ack(m jetstream.Msg) {
@@ -61,15 +114,29 @@ func (p *Projector) ack(m jetstream.Msg) {
 	}
 }
 
-func (p *Projector) terminate(m jetstream.Msg, cause error) {
-	p.corrupt.Add(1)
-	var seq uint64
-	if md, err := m.Metadata(); err == nil {
-		seq = md.Sequence.Stream
+func (p *Projector) nak(m jetstream.Msg, delay time.Duration) {
+	if err := m.NakWithDelay(delay); err != nil {
+		p.opts.logger.Debug("projector: nak", "subject", m.Subject(), "err", err)
 	}
-	p.opts.logger.Error("projector: message cannot be projected; terminated", "seq", seq, "subject", m.Subject(), "err", cause)
+}
+
+// quarantine records m in the quarantine and terminates it. If it cannot
+// be recorded, m is redelivered later, so that nothing is terminated
+// without a trace, until its deliveries are exhausted: then it is
+// terminated with only a log line as its trace.
+func (p *Projector) quarantine(ctx context.Context, m jetstream.Msg, reason quarantine.Reason, cause error) {
+	if err := p.opts.quarantine.Record(ctx, m, p.opts.durable, reason, cause); err != nil {
+		if n := deliveries(m); ctx.Err() != nil || !p.opts.retry.Exhausted(n) {
+			p.failed.Add(1)
+			p.opts.logger.Warn("projector: cannot quarantine a message; redelivering", "subject", m.Subject(), "reason", string(reason), "cause", cause, "err", err)
+			p.nak(m, p.delay(n))
+			return
+		}
+		p.opts.logger.Error("projector: message terminated; the quarantine could not record it", "subject", m.Subject(), "reason", string(reason), "cause", cause, "err", err)
+	}
+	p.corrupt.Add(1)
 	if err := m.Term(); err != nil {
-		p.opts.logger.Debug("projector: term", "seq", seq, "err", err)
+		p.opts.logger.Debug("projector: term", "subject", m.Subject(), "err", err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/wait"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // DefaultDurable is the name of the projector's durable consumer.
@@ -30,11 +31,18 @@ const defaultWorkers = 16
 // stored view with aggregate.Evolve.
 //
 // Ack semantics: a view written, or a stream at or below the stored
-// version (skipped) → Ack; a message that does not decode → Term, logged
-// with its sequence and counted in Stats.Corrupt; a KV failure → Nak with
-// the configured delay, counted in Stats.Failed. Several projectors may
-// share the durable consumer (on one or several machines): writes are
-// compare-and-set on the KV revision, so the view never goes backwards.
+// version (skipped) → Ack. A message that can never be projected (it does
+// not decode, its history does not load, or the view it makes would not
+// read back) is quarantined: recorded in the quarantine (WithQuarantine)
+// with its stream, sequence, subject and reason, then Term, counted in
+// Stats.Corrupt. Any other error (a KV or store failure, a timeout) →
+// Nak with a delay growing from the nak delay with each delivery
+// (WithRetry), counted in Stats.Failed, and quarantined once the
+// deliveries are exhausted; so poison messages never hold the consumer's
+// ack-pending slots for long, and good messages behind them are projected.
+// Several projectors may share the durable consumer (on one or several
+// machines): writes are compare-and-set on the KV revision, so the view
+// never goes backwards.
 //
 // A Projector is safe for concurrent use; Run it once at a time.
 type Projector struct {
@@ -74,6 +82,8 @@ type projectorOptions struct {
 	cacheSize     int
 	nakDelay      time.Duration
 	logger        *slog.Logger
+	quarantine    *quarantine.Quarantine // nil: NewProjector makes one
+	retry         quarantine.Retry       // First 0: nakDelay
 }
 
 // ProjectorOption configures a Projector. An option that cannot be applied
@@ -128,8 +138,8 @@ func WithViewCache(n int) ProjectorOption {
 	}
 }
 
-// WithNakDelay sets how long a message that failed waits before it is
-// redelivered (default 1s).
+// WithNakDelay sets how long a message that failed waits before its first
+// redelivery (default 1s); the wait doubles with each delivery (WithRetry).
 func WithNakDelay(d time.Duration) ProjectorOption {
 	return func(o *projectorOptions) error {
 		if d < 0 {
@@ -159,6 +169,9 @@ func NewProjector(js jetstream.JetStream, store *jsstore.Store, views jetstream.
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
+	}
+	if err := o.defaultQuarantine(js, store); err != nil {
+		return nil, err
 	}
 	return &Projector{js: js, store: store, views: views, opts: o, cache: newViewCache(o.cacheSize)}, nil
 }

@@ -24,8 +24,21 @@ type View struct {
 	Seq uint64 `json:"seq"`
 }
 
-// encodeView returns the stored JSON of v.
-func encodeView(v *View) ([]byte, error) { return json.Marshal(v) }
+// encodeView returns the stored JSON of v, after checking that
+// decodeView reads it back: a view is only written if every reader (the
+// index, Get, the API) accepts it, whatever state Evolve made of the
+// events. The error matches ErrCorruptView and names what the reader
+// refuses.
+func encodeView(v *View) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode view: %v: %w", err, ErrCorruptView)
+	}
+	if _, err := decodeView(data); err != nil {
+		return nil, fmt.Errorf("record %s version %d would not read back: %w", v.State.ID, v.Version, err)
+	}
+	return data, nil
+}
 
 // decodeView parses a stored view. Decoding is on the rebuild path of every
 // index, so it uses the json/v2 prototype, as the event store does. An

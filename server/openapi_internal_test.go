@@ -16,6 +16,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // obj is a JSON object of the document.
@@ -136,6 +137,7 @@ func TestOpenAPIParametersMatchTheHandlers(t *testing.T) {
 		queryParams(doc, ops["GET /api/v1/views/{view}"]))
 	assert.Equal(t, sorted(filterParams), queryParams(doc, ops["GET /api/v1/count"]))
 	assert.Equal(t, sorted(filterParams), queryParams(doc, ops["GET /api/v1/summary"]))
+	assert.Equal(t, sorted(quarantineParams), queryParams(doc, ops["GET /api/v1/quarantine"]))
 
 	for _, name := range OperatorCommands {
 		assert.NotNil(t, ops["POST /api/v1/records/{id}/"+name], "%s has its own path", name)
@@ -167,6 +169,11 @@ func TestOpenAPIParametersMatchTheHandlers(t *testing.T) {
 	assert.Equal(t, statuses, enum("Status"))
 	assert.Equal(t, recs, enum("Recoverability"))
 	assert.Equal(t, kinds, enum("FunctionKind"))
+	var reasons []string
+	for _, r := range quarantine.Reasons {
+		reasons = append(reasons, string(r))
+	}
+	assert.Equal(t, reasons, enum("QuarantineReason"))
 }
 
 // tagFields lists the JSON names of a struct's fields and those without
@@ -328,15 +335,17 @@ func TestOpenAPINamesCannotCollide(t *testing.T) {
 func TestOpenAPIResponsesMatchTheServer(t *testing.T) {
 	doc := loadDoc(t)
 	for name, v := range map[string]any{
-		"CommandResult": CommandResponse{},
-		"RecordView":    projection.View{},
-		"Count":         CountResponse{},
-		"BatchResult":   BatchResult{},
-		"BatchOutcome":  BatchOutcome{},
-		"BatchStart":    BatchStart{},
-		"BatchLine":     BatchLine{},
-		"HistoryEntry":  HistoryEntry{},
-		"HistoryEvent":  HistoryEvent{},
+		"CommandResult":   CommandResponse{},
+		"RecordView":      projection.View{},
+		"Count":           CountResponse{},
+		"BatchResult":     BatchResult{},
+		"BatchOutcome":    BatchOutcome{},
+		"BatchStart":      BatchStart{},
+		"BatchLine":       BatchLine{},
+		"HistoryEntry":    HistoryEntry{},
+		"HistoryEvent":    HistoryEvent{},
+		"QuarantinePage":  QuarantinePage{},
+		"QuarantineEntry": quarantine.Entry{},
 	} {
 		schema := deref(doc, obj{"$ref": "#/components/schemas/" + name})
 		require.NotNil(t, schema, name)

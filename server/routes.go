@@ -22,6 +22,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/api/v1/summary", role: RoleViewer, handler: s.summary},
 		{method: "GET", pattern: "/api/v1/records/{id}", role: RoleViewer, handler: s.get},
 		{method: "GET", pattern: "/api/v1/records/{id}/history", role: RoleViewer, handler: s.history},
+		{method: "GET", pattern: "/api/v1/quarantine", role: RoleViewer, handler: s.listQuarantine},
 	}
 	for _, name := range OperatorCommands {
 		routes = append(routes, route{method: "POST", pattern: "/api/v1/records/{id}/" + name, role: RoleOperator, handler: s.commandFor(name)})

@@ -42,6 +42,9 @@ type Config struct {
 	// Tokens authenticate requests; none means every request is the local
 	// operator (see CheckBind).
 	Tokens []Token
+	// Quarantine lists the messages consumers quarantined (GET
+	// /api/v1/quarantine); nil answers that route 404.
+	Quarantine QuarantineLister
 	// Ready reports whether the server can answer (NATS connected, index
 	// loaded); nil means always.
 	Ready func() error

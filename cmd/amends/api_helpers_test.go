@@ -63,7 +63,7 @@ func newAPIEnv(tb testing.TB) *apiEnv {
 	tb.Cleanup(func() { cancel(); wg.Wait() })
 	tokens, err := server.ParseTokens("alice:viewer:" + viewerKey + ",bob:operator:" + operatorKey)
 	require.NoError(tb, err)
-	api := server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock}).Handler()
+	api := server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock, Quarantine: proj.Quarantine()}).Handler()
 	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.requests.Add(1)
 		if r.Method != http.MethodGet {

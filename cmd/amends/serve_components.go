@@ -17,6 +17,7 @@ import (
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/metrics"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
 )
@@ -32,7 +33,11 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if err != nil {
 		return nil, "", fmt.Errorf("projection: %w", err)
 	}
-	proj, err := projection.NewProjector(js, store, views, projection.WithLogger(logger.With("component", "projector")))
+	quar, err := quarantine.New(js, quarantine.WithReplicas(cfg.replicas), quarantine.WithStorage(cfg.storage), quarantine.WithLogger(logger.With("component", "quarantine"), 0))
+	if err != nil {
+		return nil, "", fmt.Errorf("quarantine: %w", err)
+	}
+	proj, err := projection.NewProjector(js, store, views, projection.WithLogger(logger.With("component", "projector")), projection.WithQuarantine(quar))
 	if err != nil {
 		return nil, "", err
 	}
@@ -52,7 +57,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	probe := newWriteProbe(health, time.Now)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metrics.Records(index), metrics.Projector(proj))
+		metrics.Records(index), metrics.Projector(proj), metrics.Quarantine(quar))
 	components := []component{{"projector", proj.Run}, {"index", index.Run}}
 
 	if sc := cfg.scheduler; sc != nil {
@@ -75,7 +80,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	}
 
 	api := server.New(server.Config{
-		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg,
+		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar,
 		Logger: logger.With("component", "http"),
 		Ready:  readiness(natsConnected(nc), indexCurrent(index), probe.check),
 	})
