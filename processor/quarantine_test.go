@@ -21,22 +21,23 @@ import (
 const poisonCount = 300
 
 // publishForgedPrepare publishes a compensation_prepared of function f for
-// record id at version 3, which decodes but whose history cannot load: its
-// headers list one previous sequence where version 3 needs two.
+// record id at version 2, which decodes but whose history cannot load: its
+// headers point at sequence 1 for version 1, a message of another aggregate
+// (or none).
 func (e *env) publishForgedPrepare(id string, f aggregate.FunctionInfo) {
 	e.t.Helper()
 	_, body, err := aggregate.EncodeEvent(aggregate.CompensationPrepared{Function: f, RetryState: aggregate.RetryState{Retries: 1},
 		EventID: aggregate.EventID{ID: "evt-" + id, AggregateID: aggregate.AggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-" + id}, Version: 1}})
 	require.NoError(e.t, err)
 	st := eventstore.Stream{ID: "forged-" + id, Aggregate: eventstore.AggregateID{Context: aggregate.Context, Type: aggregate.AggregateType, ID: id},
-		Version: 3, CreateTime: t0, Events: []eventstore.Event{{ID: "ev-" + id, Name: aggregate.NameCompensationPrepared, Body: body}}}
+		Version: 2, CreateTime: t0, Events: []eventstore.Event{{ID: "ev-" + id, Name: aggregate.NameCompensationPrepared, Body: body}}}
 	data, err := eventstore.Encode(&st)
 	require.NoError(e.t, err)
 	subj, err := e.store.Subject(st.Aggregate)
 	require.NoError(e.t, err)
 	m := nats.NewMsg(subj)
 	m.Data = data
-	m.Header.Set(jsstore.HeaderVersion, "3")
+	m.Header.Set(jsstore.HeaderVersion, "2")
 	m.Header.Set(jsstore.HeaderFirstSeq, "1")
 	m.Header.Set(jsstore.HeaderPrevSeqs, "1")
 	_, err = e.js.PublishMsg(context.Background(), m)

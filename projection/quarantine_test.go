@@ -32,12 +32,12 @@ func recordAggregate(id string) eventstore.AggregateID {
 	return eventstore.AggregateID{Context: aggregate.Context, Type: aggregate.AggregateType, ID: id}
 }
 
-// publishBrokenHistory publishes a stream of record id at version 3 that
+// publishBrokenHistory publishes a stream of record id at version 2 that
 // decodes, carries no state and whose history cannot load: its headers
-// list one previous sequence where version 3 needs two.
+// point at sequence 1 for version 1, a message of another record.
 func (e *env) publishBrokenHistory(tb testing.TB, id string) {
 	tb.Helper()
-	st := eventstore.Stream{ID: "forged-" + id, Aggregate: recordAggregate(id), Version: 3, CreateTime: t0.UnixMilli(),
+	st := eventstore.Stream{ID: "forged-" + id, Aggregate: recordAggregate(id), Version: 2, CreateTime: t0.UnixMilli(),
 		Events: []eventstore.Event{{ID: "ev-" + id, Name: aggregate.NameRecoverableMarked, Body: []byte(`{"recoverable":"RECOVERABLE"}`)}}}
 	data, err := eventstore.Encode(&st)
 	require.NoError(tb, err)
@@ -45,7 +45,7 @@ func (e *env) publishBrokenHistory(tb testing.TB, id string) {
 	require.NoError(tb, err)
 	m := nats.NewMsg(subj)
 	m.Data = data
-	m.Header.Set(jsstore.HeaderVersion, "3")
+	m.Header.Set(jsstore.HeaderVersion, "2")
 	m.Header.Set(jsstore.HeaderFirstSeq, "1")
 	m.Header.Set(jsstore.HeaderPrevSeqs, "1")
 	_, err = e.js.PublishMsg(tb.Context(), m)
