@@ -151,6 +151,23 @@ func (c *Cluster) WaitForMetaLeader() {
 	})
 }
 
+// MetaLeader waits for and returns the index of the node that is the
+// JetStream meta leader.
+func (c *Cluster) MetaLeader() int {
+	c.tb.Helper()
+	leader := -1
+	c.waitFor("JetStream meta leader", func() bool {
+		for i, s := range c.Servers {
+			if s != nil && s.JetStreamIsLeader() {
+				leader = i
+				return true
+			}
+		}
+		return false
+	})
+	return leader
+}
+
 // StreamLeader waits for and returns the index of the node that leads the
 // stream in the global account.
 func (c *Cluster) StreamLeader(stream string) int {
