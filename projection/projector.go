@@ -32,7 +32,10 @@ const defaultWorkers = 16
 // Ack semantics: a view written, or a stream at or below the stored
 // version (skipped) → Ack; a message that does not decode → Term, logged
 // with its sequence and counted in Stats.Corrupt; a KV failure → Nak with
-// the configured delay, counted in Stats.Failed. Several projectors may
+// the configured delay, counted in Stats.Failed. A message a projector
+// received and never settled (it died) is redelivered after the consumer's
+// AckWait (DefaultAckWait, 5 s); messages a live projector holds, queued or
+// being projected, are kept with InProgress meanwhile. Several projectors may
 // share the durable consumer (on one or several machines): writes are
 // compare-and-set on the KV revision, so the view never goes backwards.
 //
@@ -73,8 +76,15 @@ type projectorOptions struct {
 	maxAckPending int
 	cacheSize     int
 	nakDelay      time.Duration
+	ackWait       time.Duration
 	logger        *slog.Logger
 }
+
+// DefaultAckWait is the projector consumer's AckWait: how soon the server
+// redelivers a message whose projector died before acknowledging it.
+// Messages the projector holds longer (queued or being projected) are
+// kept with InProgress every third of it.
+const DefaultAckWait = 5 * time.Second
 
 // ProjectorOption configures a Projector. An option that cannot be applied
 // makes NewProjector return an error wrapping ErrInvalidOption.
@@ -140,6 +150,21 @@ func WithNakDelay(d time.Duration) ProjectorOption {
 	}
 }
 
+// WithAckWait sets the consumer's AckWait (default DefaultAckWait; at
+// least 1s): a message a dead projector received is redelivered to
+// another after it. While a projector holds a message it sends InProgress
+// every third of it, so a slow projection is not redelivered meanwhile.
+// It applies when the consumer is created or updated.
+func WithAckWait(d time.Duration) ProjectorOption {
+	return func(o *projectorOptions) error {
+		if d < time.Second {
+			return fmt.Errorf("ack wait must be at least 1s, got %s: %w", d, ErrInvalidOption)
+		}
+		o.ackWait = d
+		return nil
+	}
+}
+
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) ProjectorOption {
 	return func(o *projectorOptions) error {
@@ -154,7 +179,7 @@ func WithLogger(l *slog.Logger) ProjectorOption {
 // NewProjector returns a projector from store's compensation stream into
 // views (see OpenViews). It does no I/O.
 func NewProjector(js jetstream.JetStream, store *jsstore.Store, views jetstream.KeyValue, opts ...ProjectorOption) (*Projector, error) {
-	o := projectorOptions{durable: DefaultDurable, workers: defaultWorkers, maxAckPending: 1024, cacheSize: 1 << 14, nakDelay: time.Second, logger: slog.Default()}
+	o := projectorOptions{durable: DefaultDurable, workers: defaultWorkers, maxAckPending: 1024, cacheSize: 1 << 14, nakDelay: time.Second, ackWait: DefaultAckWait, logger: slog.Default()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -188,7 +213,7 @@ func (p *Projector) ConsumerConfig() jetstream.ConsumerConfig {
 		FilterSubject: p.store.FilterSubject(aggregate.Context, aggregate.AggregateType),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       p.opts.ackWait,
 		MaxDeliver:    -1,
 		MaxAckPending: p.opts.maxAckPending,
 	}
@@ -248,6 +273,9 @@ func (p *Projector) consume(ctx context.Context) error {
 		return fmt.Errorf("consumer %s on %s: %w", p.opts.durable, stream, err)
 	}
 	stopping := make(chan struct{})
+	held := newHeld()
+	var hb sync.WaitGroup
+	hb.Go(func() { held.heartbeat(stopping, p.opts.ackWait/3) })
 	work := make([]chan jetstream.Msg, p.opts.workers)
 	var wg sync.WaitGroup
 	for i := range work {
@@ -255,6 +283,7 @@ func (p *Projector) consume(ctx context.Context) error {
 		wg.Go(func() {
 			for m := range work[i] {
 				p.handle(ctx, m)
+				held.drop(m)
 			}
 		})
 	}
@@ -262,9 +291,11 @@ func (p *Projector) consume(ctx context.Context) error {
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		h := fnv.New32a()
 		h.Write([]byte(m.Subject()))
+		held.add(m)
 		select {
 		case work[h.Sum32()%uint32(len(work))] <- m:
 		case <-stopping: // not acked: redelivered
+			held.drop(m)
 		}
 	}, jetstream.PullMaxMessages(min(p.opts.maxAckPending, 1024)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConnectionClosed) {
@@ -293,6 +324,7 @@ func (p *Projector) consume(ctx context.Context) error {
 		close(w)
 	}
 	wg.Wait()
+	hb.Wait()
 	if ctx.Err() != nil {
 		return nil
 	}
