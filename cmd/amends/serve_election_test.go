@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +15,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/processor"
 )
 
 // Regression: serve exited 1 when it started while the cluster had no
@@ -70,4 +75,70 @@ func TestServeStartsDuringAnElection(t *testing.T) {
 	cancel()
 	require.Equal(t, exitOK, <-code, "stderr:\n%s", c.stderr.String())
 	code <- exitOK
+}
+
+// serve's start-up and a processor's provisioning succeed while the event
+// store stream's leader keeps stepping down.
+func TestServeAndProcessorStartWhileTheStreamLeaderStepsDown(t *testing.T) {
+	cluster := natstest.NewCluster(t, 3)
+	_, js := cluster.Connect()
+	store, err := jsstore.New(js, jsstore.WithReplicas(3))
+	require.NoError(t, err)
+	require.NoError(t, store.Provision(t.Context(), aggregate.Context))
+	stream := store.StreamName(aggregate.Context)
+
+	// Start-up begins right after the stream leader stepped down, and it
+	// keeps stepping down until start-up is done.
+	require.NoError(t, cluster.StepDownStream(stream))
+	stop := make(chan struct{})
+	var stepped atomic.Int32
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		pace := time.NewTicker(100 * time.Millisecond)
+		defer pace.Stop()
+		for {
+			if cluster.StepDownStream(stream) == nil {
+				stepped.Add(1)
+			}
+			select {
+			case <-stop:
+				return
+			case <-pace.C:
+			}
+		}
+	})
+	t.Cleanup(func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	})
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p, err := processor.New(js, store, "shop", processor.WithLogger(log))
+	require.NoError(t, err)
+	require.NoError(t, p.Register(processor.Function{Processor: "Mailer", Name: "onPlaced", AggregateTypes: []string{"order"}},
+		func(context.Context, *processor.Delivery) error { return nil }))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(ctx) }()
+
+	var c cli
+	r := c.startServe(t, "serve", "--nats-url", cluster.URLs(), "--replicas", "3")
+	select {
+	case <-p.Ready():
+	case err := <-errc:
+		t.Fatalf("Run returned %v while leaders stepped down", err)
+	case <-time.After(processor.ProvisionTimeout):
+		t.Fatalf("processor not ready within %s", processor.ProvisionTimeout)
+	}
+	close(stop)
+	wg.Wait()
+	require.Equal(t, exitOK, r.stop(t), "stderr:\n%s", c.stderr.String())
+	cancel()
+	require.NoError(t, <-errc)
+	t.Logf("%d more step-downs during start-up", stepped.Load())
 }

@@ -168,6 +168,18 @@ func (c *Cluster) MetaLeader() int {
 	return leader
 }
 
+// StepDownStream makes the leader of stream (in the global account) step
+// down, so its replicas elect another. It returns an error if no running
+// node leads the stream now (for example during an election).
+func (c *Cluster) StepDownStream(stream string) error {
+	for _, s := range c.Servers {
+		if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+			return s.JetStreamStepdownStream(server.DEFAULT_GLOBAL_ACCOUNT, stream)
+		}
+	}
+	return fmt.Errorf("natstest: no running node leads stream %s", stream)
+}
+
 // StreamLeader waits for and returns the index of the node that leads the
 // stream in the global account.
 func (c *Cluster) StreamLeader(stream string) int {
