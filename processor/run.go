@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/transient"
 )
 
 // Run provisions the streams, creates or updates the durable consumers and
@@ -18,7 +19,10 @@ import (
 // only after every goroutine it started has stopped: nil after a normal
 // stop, or the error that kept it from starting (a consumer that cannot be
 // created, a STATE_EVENT function without evolve: ErrInvalidFunction). A
-// second Run returns ErrRunning.
+// transient error while provisioning (a timeout or a cluster without a
+// leader, during an election) is logged and retried with backoff for up to
+// ProvisionTimeout; a refused configuration returns at once. A second Run
+// returns ErrRunning.
 func (p *Processor) Run(ctx context.Context) error {
 	p.mu.Lock()
 	if p.running {
@@ -81,20 +85,35 @@ func (p *Processor) Run(ctx context.Context) error {
 	return nil
 }
 
+// ProvisionTimeout bounds how long Run retries provisioning its streams
+// and consumers through transient errors (a leader election, a lost
+// server) before it gives up and returns the last error.
+const ProvisionTimeout = 60 * time.Second
+
 // runners provisions the streams and consumers and returns one runner per
-// consumer.
+// consumer. Transient errors are retried, with backoff, for up to
+// ProvisionTimeout; others return at once.
 func (p *Processor) runners(ctx context.Context, groups []*group) ([]*runner, error) {
 	if len(groups) == 0 {
 		return nil, nil
 	}
-	if err := p.store.Provision(ctx, p.context); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
+	defer cancel()
+	log := p.o.logger.With("processor_context", p.context)
+	stream := p.store.StreamName(p.context)
+	if err := transient.Retry(ctx, log, "the stream "+stream, func(ctx context.Context) error { return p.store.Provision(ctx, p.context) }); err != nil {
 		return nil, fmt.Errorf("processor of context %s: %w", p.context, err)
 	}
-	stream := p.store.StreamName(p.context)
+	ensure := func(stream string, cfg jetstream.ConsumerConfig) error {
+		return transient.Retry(ctx, log, "the consumer "+cfg.Durable+" on "+stream, func(ctx context.Context) error {
+			_, err := p.ensureConsumer(ctx, stream, cfg)
+			return err
+		})
+	}
 	var out []*runner
 	for _, g := range groups {
 		cfg := p.consumerConfig(g)
-		if _, err := p.ensureConsumer(ctx, stream, cfg); err != nil {
+		if err := ensure(stream, cfg); err != nil {
 			return nil, err
 		}
 		out = append(out, &runner{p: p, stream: stream, cfg: cfg, lanes: p.o.concurrency, metrics: &p.metrics.ConsumerMetrics,
@@ -103,12 +122,12 @@ func (p *Processor) runners(ctx context.Context, groups []*group) ([]*runner, er
 	if p.o.recorder == nil || !p.o.replay {
 		return out, nil
 	}
-	if err := p.store.Provision(ctx, aggregate.Context); err != nil {
+	stream = p.store.StreamName(aggregate.Context)
+	if err := transient.Retry(ctx, log, "the stream "+stream, func(ctx context.Context) error { return p.store.Provision(ctx, aggregate.Context) }); err != nil {
 		return nil, fmt.Errorf("processor of context %s: replays: %w", p.context, err)
 	}
-	stream = p.store.StreamName(aggregate.Context)
 	cfg := p.replayConfig()
-	if _, err := p.ensureConsumer(ctx, stream, cfg); err != nil {
+	if err := ensure(stream, cfg); err != nil {
 		return nil, err
 	}
 	return append(out, &runner{p: p, stream: stream, cfg: cfg, lanes: p.o.replayLanes, metrics: &p.metrics.Replay, backoff: true, handle: p.dispatchReplay}), nil

@@ -40,9 +40,12 @@ const defaultWorkers = 16
 // (WithRetry), counted in Stats.Failed, and quarantined once the
 // deliveries are exhausted; so poison messages never hold the consumer's
 // ack-pending slots for long, and good messages behind them are projected.
-// Several projectors may share the durable consumer (on one or several
-// machines): writes are compare-and-set on the KV revision, so the view
-// never goes backwards.
+// A message a projector received and never settled (it died) is
+// redelivered after the consumer's AckWait (DefaultAckWait, 5 s); messages
+// a live projector holds, queued or being projected, are kept with
+// InProgress meanwhile. Several projectors may share the durable consumer
+// (on one or several machines): writes are compare-and-set on the KV
+// revision, so the view never goes backwards.
 //
 // A Projector is safe for concurrent use; Run it once at a time.
 type Projector struct {
@@ -81,10 +84,17 @@ type projectorOptions struct {
 	maxAckPending int
 	cacheSize     int
 	nakDelay      time.Duration
+	ackWait       time.Duration
 	logger        *slog.Logger
 	quarantine    *quarantine.Quarantine // nil: NewProjector makes one
 	retry         quarantine.Retry       // First 0: nakDelay
 }
+
+// DefaultAckWait is the projector consumer's AckWait: how soon the server
+// redelivers a message whose projector died before acknowledging it.
+// Messages the projector holds longer (queued or being projected) are
+// kept with InProgress every third of it.
+const DefaultAckWait = 5 * time.Second
 
 // ProjectorOption configures a Projector. An option that cannot be applied
 // makes NewProjector return an error wrapping ErrInvalidOption.
@@ -150,6 +160,21 @@ func WithNakDelay(d time.Duration) ProjectorOption {
 	}
 }
 
+// WithAckWait sets the consumer's AckWait (default DefaultAckWait; at
+// least 1s): a message a dead projector received is redelivered to
+// another after it. While a projector holds a message it sends InProgress
+// every third of it, so a slow projection is not redelivered meanwhile.
+// It applies when the consumer is created or updated.
+func WithAckWait(d time.Duration) ProjectorOption {
+	return func(o *projectorOptions) error {
+		if d < time.Second {
+			return fmt.Errorf("ack wait must be at least 1s, got %s: %w", d, ErrInvalidOption)
+		}
+		o.ackWait = d
+		return nil
+	}
+}
+
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) ProjectorOption {
 	return func(o *projectorOptions) error {
@@ -164,7 +189,7 @@ func WithLogger(l *slog.Logger) ProjectorOption {
 // NewProjector returns a projector from store's compensation stream into
 // views (see OpenViews). It does no I/O.
 func NewProjector(js jetstream.JetStream, store *jsstore.Store, views jetstream.KeyValue, opts ...ProjectorOption) (*Projector, error) {
-	o := projectorOptions{durable: DefaultDurable, workers: defaultWorkers, maxAckPending: 1024, cacheSize: 1 << 14, nakDelay: time.Second, logger: slog.Default()}
+	o := projectorOptions{durable: DefaultDurable, workers: defaultWorkers, maxAckPending: 1024, cacheSize: 1 << 14, nakDelay: time.Second, ackWait: DefaultAckWait, logger: slog.Default()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -201,7 +226,7 @@ func (p *Projector) ConsumerConfig() jetstream.ConsumerConfig {
 		FilterSubject: p.store.FilterSubject(aggregate.Context, aggregate.AggregateType),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       p.opts.ackWait,
 		MaxDeliver:    -1,
 		MaxAckPending: p.opts.maxAckPending,
 	}
@@ -261,6 +286,9 @@ func (p *Projector) consume(ctx context.Context) error {
 		return fmt.Errorf("consumer %s on %s: %w", p.opts.durable, stream, err)
 	}
 	stopping := make(chan struct{})
+	held := newHeld()
+	var hb sync.WaitGroup
+	hb.Go(func() { held.heartbeat(stopping, p.opts.ackWait/3) })
 	work := make([]chan jetstream.Msg, p.opts.workers)
 	var wg sync.WaitGroup
 	for i := range work {
@@ -268,6 +296,7 @@ func (p *Projector) consume(ctx context.Context) error {
 		wg.Go(func() {
 			for m := range work[i] {
 				p.handle(ctx, m)
+				held.drop(m)
 			}
 		})
 	}
@@ -275,9 +304,11 @@ func (p *Projector) consume(ctx context.Context) error {
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		h := fnv.New32a()
 		h.Write([]byte(m.Subject()))
+		held.add(m)
 		select {
 		case work[h.Sum32()%uint32(len(work))] <- m:
 		case <-stopping: // not acked: redelivered
+			held.drop(m)
 		}
 	}, jetstream.PullMaxMessages(min(p.opts.maxAckPending, 1024)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConnectionClosed) {
@@ -306,6 +337,7 @@ func (p *Projector) consume(ctx context.Context) error {
 		close(w)
 	}
 	wg.Wait()
+	hb.Wait()
 	if ctx.Err() != nil {
 		return nil
 	}

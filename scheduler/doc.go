@@ -8,6 +8,15 @@
 // once. A rejection because the record moved on since the index saw it is
 // normal: it is counted, not logged as an error.
 //
+// A prepare that fails for another reason (the record's state cannot be
+// loaded, the store is unreachable) is counted (Stats.Failed, the metric
+// amends_scheduler_prepares_total{result="failed"}) and the record backs
+// off: passes skip it for a time that doubles with each failure, capped
+// (WithFailureBackoff), on the pass clock, and ask the index for one more
+// record per record backing off, so records it cannot prepare never keep
+// the ones behind them from being prepared. Their WARN lines are limited to
+// a few a minute.
+//
 // # One active instance
 //
 // Every instance runs a Scheduler; only the holder of a lease in a KV

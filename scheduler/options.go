@@ -25,6 +25,8 @@ type options struct {
 	key, instance        string
 	renewEvery, margin   time.Duration
 	logger               *slog.Logger
+	backoffMin           time.Duration
+	backoffMax           time.Duration
 }
 
 // Option configures a Scheduler. An option that cannot be applied makes
@@ -148,4 +150,19 @@ func notNil[T comparable](name string, v T) error {
 		return fmt.Errorf("%s is nil: %w", name, ErrInvalidOption)
 	}
 	return nil
+}
+
+// WithFailureBackoff sets how long passes skip a record whose prepare
+// failed for another reason than a rejection: min after the first failure,
+// doubling with each further one, at most max (defaults
+// DefaultFailureBackoff and DefaultMaxFailureBackoff), measured on the
+// pass clock (WithClock). Both must be positive and min at most max.
+func WithFailureBackoff(min, max time.Duration) Option {
+	return func(o *options) error {
+		o.backoffMin, o.backoffMax = min, max
+		if err := positive("failure backoff", min); err != nil {
+			return err
+		}
+		return positive("maximum failure backoff", max)
+	}
 }

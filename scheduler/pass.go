@@ -54,7 +54,11 @@ func (s *Scheduler) pass() {
 	now := s.opts.clock.Now()
 	sem := make(chan struct{}, s.opts.concurrency)
 	var wg sync.WaitGroup
-	for _, d := range s.due.Due(now, s.opts.batch) {
+	limit := s.opts.batch + s.backoff.extra()
+	listed := s.due.Due(now, limit)
+	due, skipped := s.backoff.filter(listed, now, s.opts.batch, len(listed) < limit)
+	s.skipped.Add(uint64(skipped))
+	for _, d := range due {
 		select {
 		case sem <- struct{}{}:
 		case <-active.Done():
@@ -64,14 +68,15 @@ func (s *Scheduler) pass() {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			s.prepare(active, d)
+			s.prepare(active, now, d)
 		})
 	}
 	wg.Wait()
 }
 
-// prepare sends PrepareCompensation for d and counts the outcome.
-func (s *Scheduler) prepare(ctx context.Context, d projection.Due) {
+// prepare sends PrepareCompensation for d and counts the outcome. A record
+// that fails for another reason than a rejection backs off from now.
+func (s *Scheduler) prepare(ctx context.Context, now time.Time, d projection.Due) {
 	meta := aggregate.Meta{
 		Actor:     Actor,
 		Reason:    fmt.Sprintf("retry %d due at %s", d.Retries+1, time.UnixMilli(d.NextRetryAt).UTC().Format(time.RFC3339Nano)),
@@ -81,17 +86,20 @@ func (s *Scheduler) prepare(ctx context.Context, d projection.Due) {
 	switch {
 	case err == nil && r.Duplicate:
 		s.duplicates.Add(1)
+		s.backoff.succeeded(d.ID)
 	case err == nil:
 		s.prepared.Add(1)
+		s.backoff.succeeded(d.ID)
 	case errors.Is(err, aggregate.ErrIllegalState), errors.Is(err, aggregate.ErrNotFound):
 		s.rejected.Add(1)
+		s.backoff.succeeded(d.ID)
 		s.opts.logger.Debug("scheduler: record moved on", "record", d.ID, "reason", err)
 	case ctx.Err() != nil:
 		// The tenure ended while the command was in flight: not a failure
 		// of the record.
 	default:
 		s.failed.Add(1)
-		s.opts.logger.Warn("scheduler: prepare failed", "record", d.ID, "err", err)
+		s.backoff.failed(d, now, err)
 	}
 }
 

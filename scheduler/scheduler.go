@@ -53,7 +53,9 @@ type Scheduler struct {
 	deadline time.Time       // when the holder stops preparing
 	since    time.Time       // when the server granted the current or last tenure
 
-	passes, idle, prepared, rejected, duplicates, failed, acquired, lost atomic.Uint64
+	backoff *backoffs
+
+	passes, idle, prepared, rejected, duplicates, failed, skipped, acquired, lost atomic.Uint64
 }
 
 // Stats counts what a scheduler did since it was created.
@@ -70,8 +72,16 @@ type Stats struct {
 	Rejected uint64
 	// Duplicates counts prepares already applied for the same due time.
 	Duplicates uint64
-	// Failed counts prepares that failed for another reason (logged).
+	// Failed counts prepares that failed for another reason (logged, at
+	// most a few lines a minute). Such a record backs off: the passes skip
+	// it for a time that doubles with each failure (WithFailureBackoff), so
+	// it never keeps the records behind it from being prepared.
 	Failed uint64
+	// Skipped counts due records passes left out because they were backing
+	// off; BackingOff is how many records are backing off or will be tried
+	// again after a failure.
+	Skipped    uint64
+	BackingOff int
 	// Acquired and Lost count lease acquisitions and losses.
 	Acquired, Lost uint64
 	// ActiveSince is when the current or last tenure began: the lease
@@ -96,6 +106,7 @@ func New(due DueSource, exec Executor, leases *Leases, opts ...Option) (*Schedul
 		period: DefaultPeriod, initialDelay: DefaultInitialDelay, batch: DefaultBatch, concurrency: DefaultConcurrency,
 		clock: aggregate.ClockFunc(time.Now), leaseClock: aggregate.ClockFunc(time.Now),
 		key: DefaultLeaseKey, instance: uuid.NewString(), renewEvery: ttl / 3, margin: ttl / 5, logger: slog.Default(),
+		backoffMin: DefaultFailureBackoff, backoffMax: DefaultMaxFailureBackoff,
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -105,7 +116,10 @@ func New(due DueSource, exec Executor, leases *Leases, opts ...Option) (*Schedul
 	if o.renewEvery+o.margin >= ttl {
 		return nil, fmt.Errorf("renew interval %s plus safety margin %s must be less than the lease TTL %s: %w", o.renewEvery, o.margin, ttl, ErrInvalidOption)
 	}
-	return &Scheduler{due: due, exec: exec, leases: leases, opts: o}, nil
+	if o.backoffMin > o.backoffMax {
+		return nil, fmt.Errorf("failure backoff %s must not exceed its maximum %s: %w", o.backoffMin, o.backoffMax, ErrInvalidOption)
+	}
+	return &Scheduler{due: due, exec: exec, leases: leases, opts: o, backoff: newBackoffs(o.backoffMin, o.backoffMax, o.logger)}, nil
 }
 
 // Stats returns the scheduler's counters.
@@ -116,6 +130,7 @@ func (s *Scheduler) Stats() Stats {
 	return Stats{
 		Active: active, ActiveSince: since, ValidUntil: until, Passes: s.passes.Load(), Idle: s.idle.Load(),
 		Prepared: s.prepared.Load(), Rejected: s.rejected.Load(), Duplicates: s.duplicates.Load(), Failed: s.failed.Load(),
+		Skipped: s.skipped.Load(), BackingOff: s.backoff.extra(),
 		Acquired: s.acquired.Load(), Lost: s.lost.Load(),
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/transient"
 	"github.com/amends-dev/amends/metrics"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
@@ -28,8 +29,13 @@ const shutdownTimeout = 15 * time.Second
 
 // controlPlane builds the projection, the scheduler and the HTTP API, binds
 // the API's listener, and returns them as components with the API's URL.
+// It opens the buckets within ctx, retrying through transient errors (an
+// election); ctx bounds start-up only, the components run on their own.
 func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstream.JetStream, store *jsstore.Store, logger *slog.Logger) ([]component, string, error) {
-	views, err := projection.OpenViews(ctx, js, projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))
+	startup := logger.With("component", "startup")
+	views, err := retryOpen(ctx, startup, "the views bucket "+projection.DefaultBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return projection.OpenViews(ctx, js, projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))
+	})
 	if err != nil {
 		return nil, "", fmt.Errorf("projection: %w", err)
 	}
@@ -46,11 +52,15 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		return nil, "", err
 	}
 	svc := aggregate.NewService(store)
-	batches, err := server.OpenBatches(ctx, js, cfg.replicas)
+	batches, err := retryOpen(ctx, startup, "the batch bucket "+server.DefaultBatchBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return server.OpenBatches(ctx, js, cfg.replicas)
+	})
 	if err != nil {
 		return nil, "", err
 	}
-	health, err := openHealth(ctx, js, cfg.storage, cfg.replicas)
+	health, err := retryOpen(ctx, startup, "the health bucket "+healthBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return openHealth(ctx, js, cfg.storage, cfg.replicas)
+	})
 	if err != nil {
 		return nil, "", err
 	}
@@ -61,7 +71,9 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	components := []component{{"projector", proj.Run}, {"index", index.Run}}
 
 	if sc := cfg.scheduler; sc != nil {
-		leases, err := scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
+		leases, err := retryOpen(ctx, startup, "the lease bucket "+scheduler.DefaultLeaseBucket, func(ctx context.Context) (*scheduler.Leases, error) {
+			return scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
+		})
 		if errors.Is(err, scheduler.ErrIncompatibleBucket) {
 			return nil, "", fmt.Errorf("--lease-ttl %s (or --replicas %d): %w; every serve shares the lease bucket, so use the settings it was created with, or delete it (nats kv del %s) while no serve runs",
 				show(sc.leaseTTL), cfg.replicas, err, scheduler.DefaultLeaseBucket)
@@ -98,4 +110,16 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		return hs.run(ctx)
 	}})
 	return components, url, nil
+}
+
+// retryOpen opens something at start-up through transient errors (see
+// transient.Retry), logging what it waits for; other errors return at once.
+func retryOpen[T any](ctx context.Context, logger *slog.Logger, what string, open func(context.Context) (T, error)) (T, error) {
+	var v T
+	err := transient.Retry(ctx, logger, what, func(ctx context.Context) error {
+		var err error
+		v, err = open(ctx)
+		return err
+	})
+	return v, err
 }

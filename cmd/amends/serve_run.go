@@ -14,13 +14,16 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natsconn"
+	"github.com/amends-dev/amends/internal/transient"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/scheduler"
 )
 
 const (
-	// provisionTimeout bounds provisioning the event store at start.
-	provisionTimeout = 30 * time.Second
+	// startupTimeout bounds start-up: provisioning the event store and
+	// opening the buckets, each retried through transient errors (a
+	// leader election, a lost server) until then.
+	startupTimeout = 60 * time.Second
 	// drainTimeout bounds draining the NATS connection at shutdown.
 	drainTimeout = 30 * time.Second
 )
@@ -72,9 +75,13 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 		return fmt.Errorf("event store: %w", err)
 	}
 	stream := store.StreamName(aggregate.Context)
-	pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
-	err = store.Provision(pctx, aggregate.Context)
-	cancel()
+	// Start-up rides out an election: transient errors are retried until
+	// startupTimeout; the HTTP API, and with it /readyz, is not up before.
+	sctx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	err = transient.Retry(sctx, logger, "the event store stream "+stream, func(ctx context.Context) error {
+		return store.Provision(ctx, aggregate.Context)
+	})
 	if err != nil {
 		hint := provisionHint(err)
 		if errors.Is(err, jsstore.ErrIncompatibleStream) {
@@ -85,10 +92,11 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	}
 	logger.Info("event store ready", "nats_url", conn.url, "stream", stream, "storage", strings.ToLower(cfg.storage.String()), "replicas", cfg.replicas)
 
-	components, httpURL, err := controlPlane(ctx, cfg, conn.nc, js, store, logger)
+	components, httpURL, err := controlPlane(sctx, cfg, conn.nc, js, store, logger)
 	if err != nil {
 		return err
 	}
+	cancel()
 	components = append(components, component{"nats", func(ctx context.Context) error { return watchClosed(ctx, conn.nc, time.Second) }})
 	info := serveInfo{NATSURL: conn.url, Stream: stream, HTTPURL: httpURL}
 	if cfg.extra != nil {

@@ -151,6 +151,35 @@ func (c *Cluster) WaitForMetaLeader() {
 	})
 }
 
+// MetaLeader waits for and returns the index of the node that is the
+// JetStream meta leader.
+func (c *Cluster) MetaLeader() int {
+	c.tb.Helper()
+	leader := -1
+	c.waitFor("JetStream meta leader", func() bool {
+		for i, s := range c.Servers {
+			if s != nil && s.JetStreamIsLeader() {
+				leader = i
+				return true
+			}
+		}
+		return false
+	})
+	return leader
+}
+
+// StepDownStream makes the leader of stream (in the global account) step
+// down, so its replicas elect another. It returns an error if no running
+// node leads the stream now (for example during an election).
+func (c *Cluster) StepDownStream(stream string) error {
+	for _, s := range c.Servers {
+		if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+			return s.JetStreamStepdownStream(server.DEFAULT_GLOBAL_ACCOUNT, stream)
+		}
+	}
+	return fmt.Errorf("natstest: no running node leads stream %s", stream)
+}
+
 // StreamLeader waits for and returns the index of the node that leads the
 // stream in the global account.
 func (c *Cluster) StreamLeader(stream string) int {
