@@ -49,19 +49,9 @@ func quarantined(t testing.TB, q *quarantine.Quarantine, n int) []quarantine.Ent
 	t.Helper()
 	var all []quarantine.Entry
 	require.Eventually(t, func() bool {
-		all = all[:0]
-		var after uint64
-		for {
-			p, err := q.List(context.Background(), quarantine.Query{After: after, Limit: quarantine.MaxLimit})
-			if err != nil {
-				return false
-			}
-			all = append(all, p.Entries...)
-			if p.Next == 0 {
-				return len(all) >= n
-			}
-			after = p.Next
-		}
+		var err error
+		all, err = q.All(context.Background(), quarantine.Query{})
+		return err == nil && len(all) >= n
 	}, waitFor, 10*time.Millisecond, "%d messages quarantined", n)
 	return all
 }

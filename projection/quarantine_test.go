@@ -69,19 +69,9 @@ func quarantined(tb testing.TB, q *quarantine.Quarantine, n int) []quarantine.En
 	tb.Helper()
 	var all []quarantine.Entry
 	require.Eventually(tb, func() bool {
-		all = all[:0]
-		var after uint64
-		for {
-			p, err := q.List(tb.Context(), quarantine.Query{After: after, Limit: quarantine.MaxLimit})
-			if err != nil {
-				return false
-			}
-			all = append(all, p.Entries...)
-			if p.Next == 0 {
-				return len(all) >= n
-			}
-			after = p.Next
-		}
+		var err error
+		all, err = q.All(tb.Context(), quarantine.Query{})
+		return err == nil && len(all) >= n
 	}, 30*time.Second, 10*time.Millisecond, "%d messages quarantined", n)
 	return all
 }

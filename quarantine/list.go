@@ -81,6 +81,27 @@ func (q *Quarantine) List(ctx context.Context, query Query) (Page, error) {
 }
 
 // decodeEntry reads a stored entry.
+// All returns every entry that query selects from query.After on, oldest
+// first, paging through List with the largest page. It returns List's
+// errors. Meant for tests and small quarantines: the result is not bounded
+// beyond the stream's own cap on entries (WithMaxEntries). Safe for
+// concurrent use.
+func (q *Quarantine) All(ctx context.Context, query Query) ([]Entry, error) {
+	query.Limit = MaxLimit
+	var all []Entry
+	for {
+		p, err := q.List(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, p.Entries...)
+		if p.Next == 0 {
+			return all, nil
+		}
+		query.After = p.Next
+	}
+}
+
 func decodeEntry(raw *jetstream.RawStreamMsg) Entry {
 	var e Entry
 	if len(raw.Data) > maxEntrySize {

@@ -52,6 +52,14 @@ func TestPutListPages(t *testing.T) {
 	}
 	assert.Equal(t, []uint64{2, 3, 4, 5, 6, 7, 1}, seqs, "oldest first; the re-quarantined message once, last")
 
+	all, err := q.All(ctx, quarantine.Query{})
+	require.NoError(t, err)
+	var allSeqs []uint64
+	for _, e := range all {
+		allSeqs = append(allSeqs, e.Seq)
+	}
+	assert.Equal(t, seqs, allSeqs, "All pages through what List pages through")
+
 	p, err := q.List(ctx, quarantine.Query{Consumer: "replay"})
 	require.NoError(t, err)
 	require.Len(t, p.Entries, 3)
