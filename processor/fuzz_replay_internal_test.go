@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
@@ -16,32 +15,6 @@ import (
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/quarantine"
 )
-
-// fuzzMsg is a message as a consumer delivers it, with whatever subject,
-// headers, body and delivery count the fuzzer makes.
-type fuzzMsg struct {
-	subject        string
-	header         nats.Header
-	data           []byte
-	seq, delivered uint64
-}
-
-func (m *fuzzMsg) Metadata() (*jetstream.MsgMetadata, error) {
-	return &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: m.seq, Consumer: m.seq}, NumDelivered: m.delivered, Stream: "AMENDS_compensation", Consumer: "amends_replay_shop"}, nil
-}
-func (m *fuzzMsg) Data() []byte                       { return m.data }
-func (m *fuzzMsg) Headers() nats.Header               { return m.header }
-func (m *fuzzMsg) Subject() string                    { return m.subject }
-func (m *fuzzMsg) Reply() string                      { return "" }
-func (m *fuzzMsg) Ack() error                         { return nil }
-func (m *fuzzMsg) DoubleAck(context.Context) error    { return nil }
-func (m *fuzzMsg) Nak() error                         { return nil }
-func (m *fuzzMsg) NakWithDelay(time.Duration) error   { return nil }
-func (m *fuzzMsg) InProgress() error                  { return nil }
-func (m *fuzzMsg) Term() error                        { return nil }
-func (m *fuzzMsg) TermWithReason(reason string) error { return nil }
-
-var _ jetstream.Msg = (*fuzzMsg)(nil)
 
 // FuzzDispatchReplay feeds arbitrary subjects, position headers, bodies
 // and delivery counts to the replay consumer's handler, on a real
@@ -114,7 +87,7 @@ func FuzzDispatchReplay(f *testing.F) {
 	}
 	h := raw.Header
 	// The fixture reaches the replay: the genuine message runs the function.
-	genuine := &fuzzMsg{subject: raw.Subject, header: h, data: raw.Data, seq: raw.Sequence, delivered: 1}
+	genuine := &natstest.Msg{Subj: raw.Subject, Header: h, Body: raw.Data, Seq: raw.Sequence, Delivered: 1, Stream: "AMENDS_compensation", Consumer: "amends_replay_shop"}
 	if d := p.dispatchReplay(ctx, genuine); d != ack || p.metrics.Replays.Load() != 1 || p.FunctionMetrics("Mailer", "onPlaced").Replayed.Load() != 1 {
 		f.Fatalf("the genuine prepare: disposition %d, %d replays, want ack and 1", d, p.metrics.Replays.Load())
 	}
@@ -125,10 +98,11 @@ func FuzzDispatchReplay(f *testing.F) {
 	f.Add("x", "1", "", "", []byte("{not json"), uint64(2), uint8(1))
 
 	f.Fuzz(func(t *testing.T, rid, version, firstSeq, prevSeqs string, data []byte, seq uint64, delivered uint8) {
-		m := &fuzzMsg{subject: "amends.compensation.execution_failed." + rid, header: nats.Header{}, data: data, seq: seq, delivered: uint64(delivered)}
+		m := &natstest.Msg{Subj: "amends.compensation.execution_failed." + rid, Header: nats.Header{}, Body: data, Seq: seq, Delivered: uint64(delivered),
+			Stream: "AMENDS_compensation", Consumer: "amends_replay_shop"}
 		for k, v := range map[string]string{jsstore.HeaderVersion: version, jsstore.HeaderFirstSeq: firstSeq, jsstore.HeaderPrevSeqs: prevSeqs} {
 			if v != "" {
-				m.header.Set(k, v)
+				m.Header.Set(k, v)
 			}
 		}
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)

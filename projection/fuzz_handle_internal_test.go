@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
@@ -16,35 +15,6 @@ import (
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/quarantine"
 )
-
-// fuzzMsg is a message as a consumer delivers it, with whatever subject,
-// headers, body and delivery count the fuzzer makes; it counts how it was
-// settled.
-type fuzzMsg struct {
-	subject         string
-	header          nats.Header
-	data            []byte
-	seq, delivered  uint64
-	acks, naks, ins int
-	terms           int
-}
-
-func (m *fuzzMsg) Metadata() (*jetstream.MsgMetadata, error) {
-	return &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: m.seq, Consumer: m.seq}, NumDelivered: m.delivered, Stream: "AMENDS_compensation", Consumer: DefaultDurable}, nil
-}
-func (m *fuzzMsg) Data() []byte                       { return m.data }
-func (m *fuzzMsg) Headers() nats.Header               { return m.header }
-func (m *fuzzMsg) Subject() string                    { return m.subject }
-func (m *fuzzMsg) Reply() string                      { return "" }
-func (m *fuzzMsg) Ack() error                         { m.acks++; return nil }
-func (m *fuzzMsg) DoubleAck(context.Context) error    { m.acks++; return nil }
-func (m *fuzzMsg) Nak() error                         { m.naks++; return nil }
-func (m *fuzzMsg) NakWithDelay(time.Duration) error   { m.naks++; return nil }
-func (m *fuzzMsg) InProgress() error                  { m.ins++; return nil }
-func (m *fuzzMsg) Term() error                        { m.terms++; return nil }
-func (m *fuzzMsg) TermWithReason(reason string) error { m.terms++; return nil }
-
-var _ jetstream.Msg = (*fuzzMsg)(nil)
 
 // FuzzProjectorHandle feeds arbitrary subjects, position headers, bodies
 // and delivery counts to the projector's handler, on a real JetStream
@@ -108,19 +78,21 @@ func FuzzProjectorHandle(f *testing.F) {
 	f.Add("x", "1", "", "", []byte("{not json"), uint64(2), uint8(1))
 
 	f.Fuzz(func(t *testing.T, rid, version, firstSeq, prevSeqs string, body []byte, seq uint64, delivered uint8) {
-		m := &fuzzMsg{subject: "amends.compensation.execution_failed." + rid, header: nats.Header{}, data: body, seq: seq, delivered: uint64(delivered)}
+		m := &natstest.Msg{Subj: "amends.compensation.execution_failed." + rid, Header: nats.Header{}, Body: body, Seq: seq, Delivered: uint64(delivered),
+			Stream: "AMENDS_compensation", Consumer: DefaultDurable}
 		for k, v := range map[string]string{jsstore.HeaderVersion: version, jsstore.HeaderFirstSeq: firstSeq, jsstore.HeaderPrevSeqs: prevSeqs} {
 			if v != "" {
-				m.header.Set(k, v)
+				m.Header.Set(k, v)
 			}
 		}
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		p.handle(hctx, m)
-		if settled := m.acks + m.naks + m.terms; settled != 1 {
-			t.Fatalf("settled %d times (acks %d, naks %d, terms %d), want once", settled, m.acks, m.naks, m.terms)
+		acks, naks, terms, _ := m.Settled()
+		if settled := acks + naks + terms; settled != 1 {
+			t.Fatalf("settled %d times (acks %d, naks %d, terms %d), want once", settled, acks, naks, terms)
 		}
-		if m.naks == 1 && hctx.Err() == nil && uint64(delivered) >= 3 {
+		if naks == 1 && hctx.Err() == nil && uint64(delivered) >= 3 {
 			t.Fatalf("redelivered after %d deliveries, beyond the retry bound of 3", delivered)
 		}
 		key, err := EncodeKey(rid)
