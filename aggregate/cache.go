@@ -15,6 +15,15 @@ type lastChecker interface {
 	LoadLastIfChanged(ctx context.Context, a eventstore.AggregateID, known uint64) (eventstore.Stream, bool, error)
 }
 
+// leaderLoader is what a Store may offer to read an aggregate's last
+// stream from where every acknowledged write is, when its usual reads may
+// be answered by a replica that lags: *jsstore.Store does. The Service
+// asks it before it reports a rejection or a missing record, so that
+// neither is decided on a stale read.
+type leaderLoader interface {
+	LoadLastFromLeader(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error)
+}
+
 // recordCacheSize bounds how many records a Service keeps decoded.
 const recordCacheSize = 4096
 
@@ -39,11 +48,16 @@ func (c *recordCache) get(id string) (cachedRecord, bool) {
 	return r, ok
 }
 
+// put keeps r unless the cache holds the record at a later version: an
+// answer from a replica that lags never replaces what was seen committed.
 func (c *recordCache) put(id string, r cachedRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.items == nil {
 		c.items = make(map[string]cachedRecord)
+	}
+	if old, ok := c.items[id]; ok && old.version > r.version {
+		return
 	}
 	if len(c.items) >= recordCacheSize {
 		n := len(c.items) / 2 // forget about half, at random

@@ -195,7 +195,11 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 	// reading first, and load only if the record turns out to exist.
 	_, assumeNew := c.(CreateExecutionFailed)
 	var lastErr error
-	for attempt := range s.maxAttempts {
+	// fromLeader: the next load asks the stream leader, because a decision
+	// made on what the last load returned would be a rejection that a
+	// replica lagging behind may have caused.
+	fromLeader, leaderRead := false, false
+	for attempt := 0; attempt < s.maxAttempts; attempt++ {
 		if attempt > 0 && lastErr != nil {
 			if err := backoff(ctx, attempt); err != nil {
 				return Result{}, err
@@ -204,7 +208,7 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 		snap, version := snapshot{State: State{ID: id}}, uint64(0)
 		if !assumeNew {
 			var err error
-			if snap, version, err = s.load(ctx, id); err != nil {
+			if snap, version, err = s.load(ctx, id, fromLeader); err != nil {
 				return Result{}, err
 			}
 		}
@@ -213,8 +217,16 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 		}
 		events, err := s.decider.Decide(snap.State, c, s.clock.Now())
 		if err != nil {
+			// A rejection is final only once the stream leader's state
+			// says so: decide once more on what it holds.
+			if !assumeNew && !leaderRead && s.readsReplicas() && !errors.Is(err, ErrIllegalArgument) {
+				fromLeader, leaderRead, lastErr = true, true, nil
+				attempt-- // not a lost race: at most once per state read
+				continue
+			}
 			return Result{}, err
 		}
+		fromLeader = false
 		next := snapshot{State: EvolveAt(snap.State, version+1, events...)}
 		next.CommandIDs = append([]string{meta.CommandID}, snap.CommandIDs[:min(len(snap.CommandIDs), recentCommands-1)]...)
 		streamID := uuid.NewSHA1(streamNamespace, []byte(meta.CommandID+"@"+strconv.FormatUint(version+1, 10))).String()
@@ -234,7 +246,7 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 				assumeNew = false // it exists: read it and decide again, at once
 				continue
 			}
-			lastErr = err
+			lastErr, leaderRead = err, false // the record moved: a new rejection is checked again
 			continue
 		}
 		if err != nil {
@@ -248,11 +260,27 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 
 // Get returns record id and its version. A missing record returns an
 // *Error matching ErrNotFound.
+//
+// Get never returns a version older than one this Service has committed
+// or read before, and on a store that may answer from a lagging replica
+// it asks the stream leader before it reports a record missing.
 func (s *Service) Get(ctx context.Context, id string) (State, uint64, error) {
+	return s.GetAtLeast(ctx, id, 1)
+}
+
+// GetAtLeast is Get for a caller that knows version v of the record was
+// committed (it holds the message of that version, say): if the usual
+// read returns an older version, or none, the stream leader is asked, and
+// its answer is returned whatever it is. v 0 is Get without that check for
+// missing records.
+func (s *Service) GetAtLeast(ctx context.Context, id string, v uint64) (State, uint64, error) {
 	if err := eventstore.ValidateID("ExecutionFailed id", id); err != nil {
 		return State{}, 0, illegalArgument(err.Error())
 	}
-	snap, version, err := s.load(ctx, id)
+	snap, version, err := s.load(ctx, id, false)
+	if err == nil && version < v && s.readsReplicas() {
+		snap, version, err = s.load(ctx, id, true)
+	}
 	if err != nil {
 		return State{}, 0, err
 	}
@@ -262,22 +290,43 @@ func (s *Service) Get(ctx context.Context, id string) (State, uint64, error) {
 	return snap.State, version, nil
 }
 
+// readsReplicas reports whether the store can read from the stream leader
+// where its usual reads may come from a replica.
+func (s *Service) readsReplicas() bool {
+	_, ok := s.store.(leaderLoader)
+	return ok
+}
+
 // load returns the record's snapshot and version; version 0 and a state
 // with only the id if it does not exist. It reads only the last stream,
 // unless that stream carries no state (not written by a Service), in which
 // case it replays the history.
-func (s *Service) load(ctx context.Context, id string) (snapshot, uint64, error) {
+//
+// An answer older than the record this Service holds in its cache (from a
+// replica that lags, or a store that has no such guard) is never taken:
+// the cached record is newer and committed. With fromLeader, the last
+// stream is read from the stream leader and taken as it is.
+func (s *Service) load(ctx context.Context, id string, fromLeader bool) (snapshot, uint64, error) {
 	a := RecordAggregate(id)
-	last, err := s.loadLast(ctx, a)
+	cached, hit := s.cache.get(id)
+	last, err := s.loadLast(ctx, a, cached, hit, fromLeader)
 	if errors.Is(err, errUnchanged) {
-		c, _ := s.cache.get(id)
-		return c.snap, c.version, nil
+		return cached.snap, cached.version, nil
 	}
 	if errors.Is(err, eventstore.ErrNotFound) {
+		if hit && !fromLeader {
+			return cached.snap, cached.version, nil
+		}
 		return snapshot{State: State{ID: id}}, 0, nil
 	}
 	if err != nil {
 		return snapshot{}, 0, fmt.Errorf("load ExecutionFailed %s: %w", id, err)
+	}
+	if hit && !fromLeader && last.Version < cached.version {
+		return cached.snap, cached.version, nil
+	}
+	if hit && last.Version == cached.version && last.Seq == cached.seq && last.Seq != 0 {
+		return cached.snap, cached.version, nil
 	}
 	// A PREPARED state carried without its prepared version was written
 	// before the Service recorded it: replay the history to learn it.
@@ -348,10 +397,13 @@ func (s *Service) history(ctx context.Context, a eventstore.AggregateID, last ev
 var errUnchanged = errors.New("unchanged")
 
 // loadLast reads the record's last stream, or returns errUnchanged without
-// decoding it if the cache holds the record as of that stream.
-func (s *Service) loadLast(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error) {
+// decoding it if the cache holds the record as of that stream. With
+// fromLeader it reads from the stream leader if the store can.
+func (s *Service) loadLast(ctx context.Context, a eventstore.AggregateID, c cachedRecord, hit, fromLeader bool) (eventstore.Stream, error) {
+	if ll, ok := s.store.(leaderLoader); ok && fromLeader {
+		return ll.LoadLastFromLeader(ctx, a)
+	}
 	lc, ok := s.store.(lastChecker)
-	c, hit := s.cache.get(a.ID)
 	if !ok || !hit {
 		return s.store.LoadLast(ctx, a)
 	}

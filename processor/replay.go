@@ -73,7 +73,7 @@ func (p *Processor) replay(ctx context.Context, id string, version uint64, prep 
 	c := Compensation{ID: id, Attempt: prep.RetryState.Retries, Prepared: version}
 	fn := prep.Function
 	if p.o.records != nil {
-		st, _, err := p.o.records.Get(ctx, id)
+		st, _, err := p.readRecord(ctx, id, version)
 		switch {
 		case err == nil, errors.Is(err, aggregate.ErrNotFound):
 		case errors.Is(err, jsstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid), errors.Is(err, aggregate.ErrIllegalArgument):
@@ -114,6 +114,18 @@ func (p *Processor) replay(ctx context.Context, id string, version uint64, prep 
 	x = p.execution(f, d, &c, err)
 	x.Function = &fn
 	return p.settleReplay(ctx, id, x)
+}
+
+// readRecord reads record id, which the replayed message shows at version
+// or later: a reader that can is asked for at least that version, so that
+// a replica lagging behind the message never makes the replay look stale.
+func (p *Processor) readRecord(ctx context.Context, id string, version uint64) (aggregate.State, uint64, error) {
+	if r, ok := p.o.records.(interface {
+		GetAtLeast(ctx context.Context, id string, v uint64) (aggregate.State, uint64, error)
+	}); ok {
+		return r.GetAtLeast(ctx, id, version)
+	}
+	return p.o.records.Get(ctx, id)
 }
 
 func (p *Processor) settleReplay(ctx context.Context, id string, x Execution) (disposition, error) {

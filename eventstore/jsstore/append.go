@@ -125,18 +125,13 @@ func (s *Store) expected(ctx context.Context, h *streamHandle, subj string, a ev
 	if p, ok := s.positions.get(subj); ok && p.version == v {
 		return p, nil
 	}
-	m, err := s.lastMsg(ctx, h, subj)
+	_, p, err := s.freshLast(ctx, h, subj, 0)
 	if errors.Is(err, eventstore.ErrNotFound) {
 		return position{}, &eventstore.ConflictError{Aggregate: a, Expected: v}
 	}
 	if err != nil {
 		return position{}, err
 	}
-	p, err := m.pos()
-	if err != nil {
-		return position{}, err
-	}
-	s.positions.put(subj, p)
 	if p.version != v {
 		return position{}, &eventstore.ConflictError{Aggregate: a, Expected: v, Actual: p.version}
 	}

@@ -48,9 +48,36 @@
 // sequence), and every message read by sequence or walked to must be on the
 // aggregate's subject, at the expected version, with the same first
 // sequence. Anything else fails the read with ErrCorrupt, naming the
-// message's sequence and subject and the header at fault. Direct gets may be answered by a replica that lags
-// the leader by a few milliseconds; a stale read can only make an append
-// conflict, never lose a write.
+// message's sequence and subject and the header at fault.
+//
+// # Replicas that lag
+//
+// On a replicated stream a direct get may be answered by any replica,
+// including one that has not yet applied the latest writes. An older
+// answer does not lose a write (an append at a version the aggregate has
+// passed conflicts on the leader), but a caller that decides on it can be
+// wrong: a command rejected because the record "is not prepared" or "not
+// found" although the leader holds a state that accepts it. So the store
+// never lets a read go back behind what it has seen committed:
+//
+//   - it remembers the position of each recently used aggregate (from its
+//     own appends, reads and the leader's answer to a conflict); a direct
+//     get that answers with an older last message, or with none, is asked
+//     again of the stream leader (a JetStream API request);
+//   - LoadLastIfChanged never takes an answer older than the known sequence
+//     for a change;
+//   - a message by sequence that a direct get does not find is looked up on
+//     the leader before it counts as missing; a batch read that stops short
+//     of a message known to exist resumes a few times before the history
+//     counts as corrupt;
+//   - LoadLastFromLeader reads from the leader for a caller whose decision
+//     rests on a read (aggregate.Service asks it before any rejection or
+//     "not found").
+//
+// What the store has not seen (a write by another process since its last
+// read) it cannot know about: such a read may still be older, which only
+// makes an append conflict. LaggingReads counts the reads that found a
+// replica behind.
 //
 // # Durability
 //

@@ -181,11 +181,17 @@ func (s *Store) lastMsg(ctx context.Context, h *streamHandle, subj string) (*raw
 	return fromRaw(r), nil
 }
 
-// msgAt reads the message with sequence seq with a direct get.
+// msgAt reads the message with sequence seq with a direct get. A replica
+// that lags the leader may not hold seq yet, so a direct get that finds
+// nothing asks the stream leader before reporting eventstore.ErrNotFound.
 func (s *Store) msgAt(ctx context.Context, h *streamHandle, seq uint64) (*rawMsg, error) {
 	r, err := h.stream.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, eventstore.ErrNotFound
+		m, err := s.leaderGet(ctx, h, leaderRequest{Seq: seq})
+		if err == nil {
+			s.laggingReads.Add(1)
+		}
+		return m, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get message %d of %s: %w", seq, h.name, err)
@@ -197,7 +203,28 @@ func (s *Store) msgAt(ctx context.Context, h *streamHandle, seq uint64) (*rawMsg
 // has every acknowledged write; direct gets may be served by a replica
 // that lags behind.
 func (s *Store) leaderLast(ctx context.Context, h *streamHandle, subj string) (*rawMsg, error) {
-	req, _ := json.Marshal(map[string]string{"last_by_subj": subj})
+	return s.leaderGet(ctx, h, leaderRequest{LastBySubject: subj})
+}
+
+// leaderRequest is a message get answered by the stream leader: by
+// sequence or the last on a subject.
+type leaderRequest struct {
+	Seq           uint64 `json:"seq,omitempty"`
+	LastBySubject string `json:"last_by_subj,omitempty"`
+}
+
+func (r leaderRequest) String() string {
+	if r.LastBySubject != "" {
+		return "last message on " + r.LastBySubject
+	}
+	return "message " + strconv.FormatUint(r.Seq, 10)
+}
+
+// leaderGet reads one message through the JetStream API, which only the
+// stream leader answers. It returns an error matching eventstore.ErrNotFound
+// if there is no such message.
+func (s *Store) leaderGet(ctx context.Context, h *streamHandle, lr leaderRequest) (*rawMsg, error) {
+	req, _ := json.Marshal(lr)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
@@ -205,7 +232,7 @@ func (s *Store) leaderLast(ctx context.Context, h *streamHandle, subj string) (*
 	}
 	resp, err := s.nc.RequestWithContext(ctx, s.opts.apiPrefix+"STREAM.MSG.GET."+h.name, req)
 	if err != nil {
-		return nil, fmt.Errorf("get last message on %s from the leader: %w", subj, err)
+		return nil, fmt.Errorf("get %s of %s from the leader: %w", lr, h.name, err)
 	}
 	var out struct {
 		Message *struct {
@@ -217,21 +244,24 @@ func (s *Store) leaderLast(ctx context.Context, h *streamHandle, subj string) (*
 		Error *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(resp.Data, &out); err != nil {
-		return nil, fmt.Errorf("get last message on %s from the leader: bad response: %w", subj, err)
+		return nil, fmt.Errorf("get %s of %s from the leader: bad response: %w", lr, h.name, err)
 	}
 	if out.Error != nil {
 		if out.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
 			return nil, eventstore.ErrNotFound
 		}
-		return nil, fmt.Errorf("get last message on %s from the leader: %w", subj, out.Error)
+		return nil, fmt.Errorf("get %s of %s from the leader: %w", lr, h.name, out.Error)
 	}
 	if out.Message == nil {
-		return nil, fmt.Errorf("get last message on %s from the leader: empty response", subj)
+		return nil, fmt.Errorf("get %s of %s from the leader: empty response", lr, h.name)
+	}
+	if lr.Seq != 0 && out.Message.Seq != lr.Seq {
+		return nil, fmt.Errorf("get %s of %s from the leader: answered with message %d: %w", lr, h.name, out.Message.Seq, ErrCorrupt)
 	}
 	m := &rawMsg{subject: out.Message.Subject, seq: out.Message.Seq, data: out.Message.Data}
 	if len(out.Message.Header) > 0 {
 		if m.header, err = nats.DecodeHeadersMsg(out.Message.Header); err != nil {
-			return nil, fmt.Errorf("message %d on %s: headers: %v: %w", m.seq, subj, err, ErrCorrupt)
+			return nil, fmt.Errorf("message %d on %s: headers: %v: %w", m.seq, m.subject, err, ErrCorrupt)
 		}
 	}
 	return m, nil

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // Reading an aggregate: its last message lists the sequences of up to
@@ -190,19 +192,74 @@ func (s *Store) last(ctx context.Context, a eventstore.AggregateID) (*streamHand
 	if err != nil {
 		return nil, "", nil, position{}, err
 	}
-	m, err := s.lastMsg(ctx, h, subj)
+	m, p, err := s.freshLast(ctx, h, subj, 0)
 	if errors.Is(err, eventstore.ErrNotFound) {
 		return nil, "", nil, position{}, fmt.Errorf("aggregate %s has no streams: %w", a, eventstore.ErrNotFound)
 	}
 	if err != nil {
 		return nil, "", nil, position{}, err
 	}
+	return h, subj, m, p, nil
+}
+
+// freshLast reads the last message on subj with a direct get, which any
+// replica may answer, and remembers its position. If the answer is older
+// than what this Store has seen committed on subj (an append it made, a
+// read it made, a conflict the leader reported), or older than sequence
+// atLeast, or there is no answer although the Store knows a stream is
+// there, the replica lags: the stream leader, which has every acknowledged
+// write, is asked instead. So a read never goes back behind a write or read
+// of this Store.
+func (s *Store) freshLast(ctx context.Context, h *streamHandle, subj string, atLeast uint64) (*rawMsg, position, error) {
+	if known, ok := s.positions.get(subj); ok {
+		atLeast = max(atLeast, known.seq)
+	}
+	m, err := s.lastMsg(ctx, h, subj)
+	if errors.Is(err, eventstore.ErrNotFound) && atLeast > 0 || err == nil && m.seq < atLeast {
+		s.laggingReads.Add(1)
+		m, err = s.leaderLast(ctx, h, subj)
+	}
+	if err != nil {
+		return nil, position{}, err
+	}
 	p, err := m.pos()
 	if err != nil {
-		return nil, "", nil, position{}, err
+		return nil, position{}, err
 	}
 	s.positions.put(subj, p)
-	return h, subj, m, p, nil
+	return m, p, nil
+}
+
+// LoadLastFromLeader returns the aggregate's latest stream as the stream
+// leader has it: a JetStream API request, slower than the direct get of
+// LoadLast, but never answered by a replica that lags. Use it before
+// acting on an answer that a lagging replica may have given (a rejection,
+// a missing aggregate). Errors as LoadLast.
+func (s *Store) LoadLastFromLeader(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error) {
+	if err := a.Validate(); err != nil {
+		return eventstore.Stream{}, err
+	}
+	h, err := s.stream(ctx, a.Context)
+	if err != nil {
+		return eventstore.Stream{}, err
+	}
+	subj, err := subject(s.opts.subjectPrefix, a)
+	if err != nil {
+		return eventstore.Stream{}, err
+	}
+	m, err := s.leaderLast(ctx, h, subj)
+	if errors.Is(err, eventstore.ErrNotFound) {
+		return eventstore.Stream{}, fmt.Errorf("aggregate %s has no streams: %w", a, eventstore.ErrNotFound)
+	}
+	if err != nil {
+		return eventstore.Stream{}, err
+	}
+	p, err := m.pos()
+	if err != nil {
+		return eventstore.Stream{}, err
+	}
+	s.positions.put(subj, p)
+	return s.decode(m)
 }
 
 // findVersion returns the message of version v, given the aggregate's last
@@ -255,30 +312,45 @@ func (s *Store) findVersion(ctx context.Context, h *streamHandle, subj string, l
 // and its version until fn returns false or version p.version was read.
 // The walk reads only what the stream holds and stops at p's sequence, so
 // its length is bounded by the stream, never by a number in a header.
+//
+// A batch direct get may be answered by a replica that has not yet applied
+// the last messages up to p: a walk that ends before p's sequence resumes
+// where it stopped, a few times, before the history counts as corrupt.
 func (s *Store) walk(ctx context.Context, h *streamHandle, subj string, p position, fn func(m *rawMsg, v uint64) bool) error {
-	next, done := uint64(1), false
-	err := s.batchFrom(ctx, h, subj, p.firstSeq, func(m *rawMsg) (bool, error) {
-		if m.seq > p.seq {
-			return false, fmt.Errorf("%s: version %d is missing between sequences %d and %d: %w", subj, next, p.firstSeq, p.seq, ErrCorrupt)
+	next, done, from := uint64(1), false, p.firstSeq
+	for attempt := 0; ; attempt++ {
+		err := s.batchFrom(ctx, h, subj, from, func(m *rawMsg) (bool, error) {
+			if m.seq > p.seq {
+				return false, fmt.Errorf("%s: version %d is missing between sequences %d and %d: %w", subj, next, p.firstSeq, p.seq, ErrCorrupt)
+			}
+			if err := m.at(subj, p.firstSeq, next); err != nil {
+				return false, err
+			}
+			if next == p.version && m.seq != p.seq {
+				return false, fmt.Errorf("%s: version %d is at sequence %d and at %d: %w", subj, next, m.seq, p.seq, ErrCorrupt)
+			}
+			done = !fn(m, next) || next == p.version
+			next++
+			from = m.seq + 1
+			return !done, nil
+		})
+		if err != nil || done {
+			return err
 		}
-		if err := m.at(subj, p.firstSeq, next); err != nil {
-			return false, err
+		if attempt >= laggingRetries {
+			return fmt.Errorf("%s: version %d is missing between sequences %d and %d: %w", subj, next, p.firstSeq, p.seq, ErrCorrupt)
 		}
-		if next == p.version && m.seq != p.seq {
-			return false, fmt.Errorf("%s: version %d is at sequence %d and at %d: %w", subj, next, m.seq, p.seq, ErrCorrupt)
+		s.laggingReads.Add(1)
+		if err := wait.Sleep(ctx, time.Duration(attempt+1)*5*time.Millisecond); err != nil {
+			return err
 		}
-		done = !fn(m, next) || next == p.version
-		next++
-		return !done, nil
-	})
-	if err != nil {
-		return err
 	}
-	if !done {
-		return fmt.Errorf("%s: version %d is missing between sequences %d and %d: %w", subj, next, p.firstSeq, p.seq, ErrCorrupt)
-	}
-	return nil
 }
+
+// laggingRetries is how many times a batch read that stopped short of a
+// message known to exist is resumed: replicas apply a write within
+// milliseconds of the leader.
+const laggingRetries = 4
 
 // msgsAt reads the messages at seqs with direct gets sent at once, and
 // returns them in the order of seqs.
@@ -303,12 +375,35 @@ func (s *Store) msgsAt(ctx context.Context, h *streamHandle, seqs []uint64) ([]*
 
 // LoadLastIfChanged returns the aggregate's latest stream and true, or, if
 // that stream is still the one at sequence known, no stream and false
-// without decoding it: one direct get either way. A caller that keeps what
-// it decoded last uses it to skip the decoding. Errors as LoadLast.
+// without decoding it: usually one direct get either way. A caller that
+// keeps what it decoded last uses it to skip the decoding. A direct get
+// that answers with a message before known (a replica that lags) is never
+// taken for a change: the stream leader is asked instead. Errors as
+// LoadLast, and ErrCorrupt if even the leader has nothing as recent as
+// known.
 func (s *Store) LoadLastIfChanged(ctx context.Context, a eventstore.AggregateID, known uint64) (eventstore.Stream, bool, error) {
-	_, _, last, _, err := s.last(ctx, a)
+	if err := a.Validate(); err != nil {
+		return eventstore.Stream{}, false, err
+	}
+	h, err := s.stream(ctx, a.Context)
 	if err != nil {
 		return eventstore.Stream{}, false, err
+	}
+	subj, err := subject(s.opts.subjectPrefix, a)
+	if err != nil {
+		return eventstore.Stream{}, false, err
+	}
+	// An answer older than known comes from a lagging replica, never from
+	// a change: freshLast asks the leader then.
+	last, _, err := s.freshLast(ctx, h, subj, known)
+	if errors.Is(err, eventstore.ErrNotFound) {
+		return eventstore.Stream{}, false, fmt.Errorf("aggregate %s has no streams: %w", a, eventstore.ErrNotFound)
+	}
+	if err != nil {
+		return eventstore.Stream{}, false, err
+	}
+	if last.seq < known {
+		return eventstore.Stream{}, false, fmt.Errorf("%s: the stream leader's last message is %d, before the known message %d: %w", subj, last.seq, known, ErrCorrupt)
 	}
 	if known != 0 && last.seq == known {
 		return eventstore.Stream{}, false, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,7 +29,16 @@ type Store struct {
 	streams map[string]*streamHandle
 
 	positions *positionCache
+
+	laggingReads atomic.Uint64
 }
+
+// LaggingReads returns how many reads of this Store found the replica that
+// answered a direct get behind what the Store knew to be committed (an
+// older last message, or none where one must be) and were asked again of
+// the stream leader or resumed (see the package documentation). On a
+// single server it stays 0. Safe for concurrent use.
+func (s *Store) LaggingReads() uint64 { return s.laggingReads.Load() }
 
 type streamHandle struct {
 	once   sync.Once

@@ -1,0 +1,306 @@
+package jsstore_test
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
+)
+
+// laggingAPI stands between a store and JetStream under the API prefix
+// "LAG.API.", and plays a replica that stopped applying writes: once
+// frozen, a direct get (which on a cluster any replica may answer) gets
+// the answer it got when the replica froze, or "not found" for what came
+// after. Everything else, the stream leader's API included, is forwarded
+// as it is. That makes a lagging replica happen on every read, on one
+// server.
+type laggingAPI struct {
+	nc *nats.Conn
+
+	mu     sync.Mutex
+	frozen bool
+	seen   map[string]*nats.Msg // direct get request -> its last answer
+	served int                  // answers given from the frozen replica
+	cutAt  uint64               // the next batch get stops after this sequence
+}
+
+const lagPrefix = "LAG.API."
+
+func newLaggingAPI(tb testing.TB, srv *natstest.Server) *laggingAPI {
+	tb.Helper()
+	nc, _ := srv.Connect()
+	l := &laggingAPI{nc: nc, seen: map[string]*nats.Msg{}}
+	_, err := nc.Subscribe(lagPrefix+">", l.handle)
+	require.NoError(tb, err)
+	require.NoError(tb, nc.Flush())
+	return l
+}
+
+func (l *laggingAPI) handle(m *nats.Msg) {
+	real := "$JS.API." + strings.TrimPrefix(m.Subject, lagPrefix)
+	direct := strings.HasPrefix(real, "$JS.API.DIRECT.GET.")
+	single := direct && !strings.Contains(string(m.Data), `"batch"`)
+	l.mu.Lock()
+	cut := l.cutAt
+	if direct && !single {
+		l.cutAt = 0
+	}
+	l.mu.Unlock()
+	if direct && !single && cut > 0 {
+		l.cutBatch(m, real, cut)
+		return
+	}
+	if !single {
+		_ = l.nc.PublishMsg(&nats.Msg{Subject: real, Reply: m.Reply, Header: m.Header, Data: m.Data})
+		return
+	}
+	key := real + "|" + string(m.Data)
+	l.mu.Lock()
+	if l.frozen {
+		old, ok := l.seen[key]
+		l.served++
+		l.mu.Unlock()
+		if !ok {
+			old = &nats.Msg{Header: nats.Header{"Status": []string{"404"}, "Description": []string{"Message Not Found"}}}
+		}
+		_ = l.nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: old.Header, Data: old.Data})
+		return
+	}
+	l.mu.Unlock()
+	resp, err := l.nc.RequestMsg(&nats.Msg{Subject: real, Header: m.Header, Data: m.Data}, natstest.APITimeout)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	l.seen[key] = resp
+	l.mu.Unlock()
+	_ = l.nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: resp.Header, Data: resp.Data})
+}
+
+// cutBatch answers a batch get as a replica that has applied the stream
+// only up to sequence cut: the messages after it are left out and the
+// batch ends there.
+func (l *laggingAPI) cutBatch(m *nats.Msg, real string, cut uint64) {
+	inbox := nats.NewInbox()
+	sub, err := l.nc.SubscribeSync(inbox)
+	if err != nil {
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if l.nc.PublishMsg(&nats.Msg{Subject: real, Reply: inbox, Data: m.Data}) != nil {
+		return
+	}
+	eob := &nats.Msg{Subject: m.Reply, Header: nats.Header{"Status": []string{"204"}, "Description": []string{"EOB"}, "Nats-Num-Pending": []string{"0"}}}
+	for {
+		r, err := sub.NextMsg(natstest.APITimeout)
+		if err != nil {
+			return
+		}
+		if r.Header.Get("Status") != "" {
+			_ = l.nc.PublishMsg(eob)
+			return
+		}
+		if s, _ := strconv.ParseUint(r.Header.Get("Nats-Sequence"), 10, 64); s > cut {
+			_ = l.nc.PublishMsg(eob)
+			return
+		}
+		l.mu.Lock()
+		l.served++
+		l.mu.Unlock()
+		_ = l.nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: r.Header, Data: r.Data})
+	}
+}
+
+// cutNextBatch makes the next batch get end after sequence seq, as if
+// answered by a replica that has applied no more.
+func (l *laggingAPI) cutNextBatch(seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cutAt = seq
+}
+
+// freeze makes the replica stop applying writes.
+func (l *laggingAPI) freeze() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.frozen = true
+}
+
+func (l *laggingAPI) servedStale() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.served
+}
+
+// laggingStore returns a store reading through a lagging replica, and a
+// store on the same server reading JetStream directly.
+func laggingStore(tb testing.TB) (lagging, direct *jsstore.Store, lag *laggingAPI) {
+	tb.Helper()
+	srv := natstest.New(tb)
+	lag = newLaggingAPI(tb, srv)
+	nc, _ := srv.Connect()
+	ljs, err := jetstream.NewWithAPIPrefix(nc, lagPrefix)
+	require.NoError(tb, err)
+	lagging, err = jsstore.New(ljs, jsstore.WithAPIPrefix(lagPrefix))
+	require.NoError(tb, err)
+	require.NoError(tb, lagging.Provision(tb.Context(), "orders"))
+	direct, err = jsstore.New(srv.JetStream())
+	require.NoError(tb, err)
+	require.NoError(tb, direct.Provision(tb.Context(), "orders"))
+	return lagging, direct, lag
+}
+
+// A store never reads back behind what it wrote or read itself, however
+// far the replica that answers lags.
+func TestLaggingReplicaNeverTakesAStoreBackBehindItsOwnWrites(t *testing.T) {
+	st, _, lag := laggingStore(t)
+	a := order("own")
+	appendN(t, st, a, 0, 2)
+	_, err := st.LoadLast(t.Context(), a) // the replica answers version 2
+	require.NoError(t, err)
+	lag.freeze()
+	committed := appendN(t, st, a, 2, 3) // versions 3 to 5, which the replica never sees
+
+	last, err := st.LoadLast(t.Context(), a)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), last.Version, "LoadLast went back to the replica's version")
+
+	got, changed, err := st.LoadLastIfChanged(t.Context(), a, committed[2].Seq)
+	require.NoError(t, err)
+	assert.False(t, changed, "an older answer than the known sequence is no change")
+	assert.Zero(t, got.Version)
+
+	all, err := st.Load(t.Context(), a, 1)
+	require.NoError(t, err, "versions the replica lacks are read from the leader, not reported corrupt")
+	assert.Equal(t, seq(1, 5), versions(all))
+
+	v4, err := st.LoadVersion(t.Context(), a, 4)
+	require.NoError(t, err)
+	assert.Equal(t, committed[1].Seq, v4.Seq)
+
+	got4, err := st.GetSeq(t.Context(), "orders", committed[1].Seq)
+	require.NoError(t, err, "a message the replica lacks is found on the leader")
+	assert.Equal(t, uint64(4), got4.Version)
+
+	assert.Positive(t, lag.servedStale(), "the frozen replica answered")
+	assert.Positive(t, st.LaggingReads(), "the store noticed the lag")
+}
+
+// A write by another process is invisible on the lagging replica; the
+// leader has it, and LoadLastFromLeader reads it there.
+func TestLoadLastFromLeaderSeesWhatTheReplicaLacks(t *testing.T) {
+	st, other, lag := laggingStore(t)
+	a := order("theirs")
+	appendN(t, other, a, 0, 1)
+	_, err := st.LoadLast(t.Context(), a)
+	require.NoError(t, err)
+	lag.freeze()
+	appendN(t, other, a, 1, 2)
+
+	stale, err := st.LoadLast(t.Context(), a)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), stale.Version, "the replica lags: without a known position the store cannot tell")
+
+	fresh, err := st.LoadLastFromLeader(t.Context(), a)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), fresh.Version)
+	again, err := st.LoadLast(t.Context(), a)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), again.Version, "once the leader's position is known, the replica's older answer is not taken")
+
+	_, err = st.LoadLastFromLeader(t.Context(), order("missing"))
+	require.ErrorIs(t, err, eventstore.ErrNotFound)
+}
+
+// An append at a version the lagging replica still shows loses to the
+// leader's newer stream: a conflict, never a lost write.
+func TestAppendOnALaggingReplicaConflicts(t *testing.T) {
+	st, other, lag := laggingStore(t)
+	a := order("race")
+	appendN(t, other, a, 0, 1)
+	_, err := st.LoadLast(t.Context(), a)
+	require.NoError(t, err)
+	lag.freeze()
+	appendN(t, other, a, 1, 1)
+
+	_, err = st.Append(t.Context(), newStream(a, "late", map[string]int{}), 1)
+	require.ErrorIs(t, err, eventstore.ErrConflict)
+	last, err := st.LoadLast(t.Context(), a)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), last.Version, "the conflict taught the store the leader's position")
+}
+
+// A long history is read with batch gets, which a replica may answer
+// before it has applied the aggregate's last streams: the read resumes
+// where the replica stopped instead of calling the history corrupt.
+func TestLongHistoryFromALaggingReplicaResumes(t *testing.T) {
+	st, _, lag := laggingStore(t)
+	a := order("long")
+	committed := appendN(t, st, a, 0, 40) // more than the previous-sequence header lists
+	lag.cutNextBatch(committed[24].Seq)
+	all, err := st.Load(t.Context(), a, 1)
+	require.NoError(t, err)
+	assert.Equal(t, seq(1, 40), versions(all))
+	assert.Positive(t, lag.servedStale(), "the cut batch was served")
+	assert.Positive(t, st.LaggingReads(), "the store noticed the short batch")
+}
+
+// Commands of a Service whose reads come from a lagging replica: a
+// rejection or a missing record is only reported once the stream leader
+// agrees, so neither comes from the replica's older state.
+func TestServiceDecidesOnTheLeaderBeforeRejecting(t *testing.T) {
+	st, other, lag := laggingStore(t)
+	require.NoError(t, st.Provision(t.Context(), aggregate.Context))
+	require.NoError(t, other.Provision(t.Context(), aggregate.Context))
+	writer, reader := aggregate.NewService(other), aggregate.NewService(st)
+	create := func(id string) {
+		t.Helper()
+		_, err := writer.Execute(t.Context(), id, aggregate.CreateExecutionFailed{
+			EventID:   aggregate.EventID{ID: "evt-" + id, AggregateID: aggregate.AggregateID{ContextName: "orders", AggregateName: "order", AggregateID: "o-" + id, TenantID: aggregate.DefaultTenantID}, Version: 1},
+			Function:  aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "orders", ProcessorName: "Mailer", Name: "onOrderPlaced"},
+			Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
+			ExecuteAt: 1735000000000,
+		}, aggregate.Meta{})
+		require.NoError(t, err)
+	}
+	create("seen")
+	_, _, err := reader.Get(t.Context(), "seen") // the replica has it FAILED
+	require.NoError(t, err)
+	lag.freeze()
+
+	prepared, err := writer.Execute(t.Context(), "seen", aggregate.PrepareCompensation{}, aggregate.Meta{})
+	require.NoError(t, err)
+	_, err = reader.Execute(t.Context(), "seen", aggregate.ApplyExecutionSuccess{
+		ExecuteAt: 1735000000001, Attempt: prepared.State.Attempt(), PreparedVersion: prepared.Version,
+	}, aggregate.Meta{})
+	require.NoError(t, err, "the replica's FAILED state made a final 'not prepared' rejection")
+
+	create("unseen") // after the freeze: the replica has never heard of it
+	_, err = reader.Execute(t.Context(), "unseen", aggregate.PrepareCompensation{}, aggregate.Meta{})
+	require.NoError(t, err, "the replica's 'not found' was reported as final")
+	state, v, err := reader.Get(t.Context(), "unseen")
+	require.NoError(t, err, "Get after an acknowledged prepare")
+	assert.Equal(t, uint64(2), v, "Get read its own write")
+	assert.Equal(t, aggregate.StatusPrepared, state.Status)
+
+	create("other")
+	_, v, err = reader.Get(t.Context(), "other")
+	require.NoError(t, err, "a record missing on the replica is looked up on the leader")
+	assert.Equal(t, uint64(1), v)
+
+	// A genuine rejection is still one: the leader agrees.
+	_, err = reader.Execute(t.Context(), "seen", aggregate.PrepareCompensation{}, aggregate.Meta{})
+	require.ErrorIs(t, err, aggregate.ErrIllegalState)
+	_, err = reader.Execute(t.Context(), "nobody", aggregate.PrepareCompensation{}, aggregate.Meta{})
+	require.ErrorIs(t, err, aggregate.ErrNotFound)
+}
