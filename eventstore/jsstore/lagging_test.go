@@ -1,13 +1,8 @@
 package jsstore_test
 
 import (
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,141 +12,13 @@ import (
 	"github.com/amends-dev/amends/internal/natstest"
 )
 
-// laggingAPI stands between a store and JetStream under the API prefix
-// "LAG.API.", and plays a replica that stopped applying writes: once
-// frozen, a direct get (which on a cluster any replica may answer) gets
-// the answer it got when the replica froze, or "not found" for what came
-// after. Everything else, the stream leader's API included, is forwarded
-// as it is. That makes a lagging replica happen on every read, on one
-// server.
-type laggingAPI struct {
-	nc *nats.Conn
-
-	mu     sync.Mutex
-	frozen bool
-	seen   map[string]*nats.Msg // direct get request -> its last answer
-	served int                  // answers given from the frozen replica
-	cutAt  uint64               // the next batch get stops after this sequence
-}
-
-const lagPrefix = "LAG.API."
-
-func newLaggingAPI(tb testing.TB, srv *natstest.Server) *laggingAPI {
-	tb.Helper()
-	nc, _ := srv.Connect()
-	l := &laggingAPI{nc: nc, seen: map[string]*nats.Msg{}}
-	_, err := nc.Subscribe(lagPrefix+">", l.handle)
-	require.NoError(tb, err)
-	require.NoError(tb, nc.Flush())
-	return l
-}
-
-func (l *laggingAPI) handle(m *nats.Msg) {
-	real := "$JS.API." + strings.TrimPrefix(m.Subject, lagPrefix)
-	direct := strings.HasPrefix(real, "$JS.API.DIRECT.GET.")
-	single := direct && !strings.Contains(string(m.Data), `"batch"`)
-	l.mu.Lock()
-	cut := l.cutAt
-	if direct && !single {
-		l.cutAt = 0
-	}
-	l.mu.Unlock()
-	if direct && !single && cut > 0 {
-		l.cutBatch(m, real, cut)
-		return
-	}
-	if !single {
-		_ = l.nc.PublishMsg(&nats.Msg{Subject: real, Reply: m.Reply, Header: m.Header, Data: m.Data})
-		return
-	}
-	key := real + "|" + string(m.Data)
-	l.mu.Lock()
-	if l.frozen {
-		old, ok := l.seen[key]
-		l.served++
-		l.mu.Unlock()
-		if !ok {
-			old = &nats.Msg{Header: nats.Header{"Status": []string{"404"}, "Description": []string{"Message Not Found"}}}
-		}
-		_ = l.nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: old.Header, Data: old.Data})
-		return
-	}
-	l.mu.Unlock()
-	resp, err := l.nc.RequestMsg(&nats.Msg{Subject: real, Header: m.Header, Data: m.Data}, natstest.APITimeout)
-	if err != nil {
-		return
-	}
-	l.mu.Lock()
-	l.seen[key] = resp
-	l.mu.Unlock()
-	_ = l.nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: resp.Header, Data: resp.Data})
-}
-
-// cutBatch answers a batch get as a replica that has applied the stream
-// only up to sequence cut: the messages after it are left out and the
-// batch ends there.
-func (l *laggingAPI) cutBatch(m *nats.Msg, real string, cut uint64) {
-	inbox := nats.NewInbox()
-	sub, err := l.nc.SubscribeSync(inbox)
-	if err != nil {
-		return
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if l.nc.PublishMsg(&nats.Msg{Subject: real, Reply: inbox, Data: m.Data}) != nil {
-		return
-	}
-	eob := &nats.Msg{Subject: m.Reply, Header: nats.Header{"Status": []string{"204"}, "Description": []string{"EOB"}, "Nats-Num-Pending": []string{"0"}}}
-	for {
-		r, err := sub.NextMsg(natstest.APITimeout)
-		if err != nil {
-			return
-		}
-		if r.Header.Get("Status") != "" {
-			_ = l.nc.PublishMsg(eob)
-			return
-		}
-		if s, _ := strconv.ParseUint(r.Header.Get("Nats-Sequence"), 10, 64); s > cut {
-			_ = l.nc.PublishMsg(eob)
-			return
-		}
-		l.mu.Lock()
-		l.served++
-		l.mu.Unlock()
-		_ = l.nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: r.Header, Data: r.Data})
-	}
-}
-
-// cutNextBatch makes the next batch get end after sequence seq, as if
-// answered by a replica that has applied no more.
-func (l *laggingAPI) cutNextBatch(seq uint64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.cutAt = seq
-}
-
-// freeze makes the replica stop applying writes.
-func (l *laggingAPI) freeze() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.frozen = true
-}
-
-func (l *laggingAPI) servedStale() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.served
-}
-
 // laggingStore returns a store reading through a lagging replica, and a
 // store on the same server reading JetStream directly.
-func laggingStore(tb testing.TB) (lagging, direct *jsstore.Store, lag *laggingAPI) {
+func laggingStore(tb testing.TB) (lagging, direct *jsstore.Store, lag *natstest.LaggingAPI) {
 	tb.Helper()
 	srv := natstest.New(tb)
-	lag = newLaggingAPI(tb, srv)
-	nc, _ := srv.Connect()
-	ljs, err := jetstream.NewWithAPIPrefix(nc, lagPrefix)
-	require.NoError(tb, err)
-	lagging, err = jsstore.New(ljs, jsstore.WithAPIPrefix(lagPrefix))
+	lag = srv.LaggingAPI()
+	lagging, err := jsstore.New(lag.JetStream(), jsstore.WithAPIPrefix(natstest.LaggingAPIPrefix))
 	require.NoError(tb, err)
 	require.NoError(tb, lagging.Provision(tb.Context(), "orders"))
 	direct, err = jsstore.New(srv.JetStream())
@@ -168,7 +35,7 @@ func TestLaggingReplicaNeverTakesAStoreBackBehindItsOwnWrites(t *testing.T) {
 	appendN(t, st, a, 0, 2)
 	_, err := st.LoadLast(t.Context(), a) // the replica answers version 2
 	require.NoError(t, err)
-	lag.freeze()
+	lag.Freeze()
 	committed := appendN(t, st, a, 2, 3) // versions 3 to 5, which the replica never sees
 
 	last, err := st.LoadLast(t.Context(), a)
@@ -192,7 +59,7 @@ func TestLaggingReplicaNeverTakesAStoreBackBehindItsOwnWrites(t *testing.T) {
 	require.NoError(t, err, "a message the replica lacks is found on the leader")
 	assert.Equal(t, uint64(4), got4.Version)
 
-	assert.Positive(t, lag.servedStale(), "the frozen replica answered")
+	assert.Positive(t, lag.Served(), "the frozen replica answered")
 	assert.Positive(t, st.LaggingReads(), "the store noticed the lag")
 }
 
@@ -204,7 +71,7 @@ func TestLoadLastFromLeaderSeesWhatTheReplicaLacks(t *testing.T) {
 	appendN(t, other, a, 0, 1)
 	_, err := st.LoadLast(t.Context(), a)
 	require.NoError(t, err)
-	lag.freeze()
+	lag.Freeze()
 	appendN(t, other, a, 1, 2)
 
 	stale, err := st.LoadLast(t.Context(), a)
@@ -230,7 +97,7 @@ func TestAppendOnALaggingReplicaConflicts(t *testing.T) {
 	appendN(t, other, a, 0, 1)
 	_, err := st.LoadLast(t.Context(), a)
 	require.NoError(t, err)
-	lag.freeze()
+	lag.Freeze()
 	appendN(t, other, a, 1, 1)
 
 	_, err = st.Append(t.Context(), newStream(a, "late", map[string]int{}), 1)
@@ -247,11 +114,11 @@ func TestLongHistoryFromALaggingReplicaResumes(t *testing.T) {
 	st, _, lag := laggingStore(t)
 	a := order("long")
 	committed := appendN(t, st, a, 0, 40) // more than the previous-sequence header lists
-	lag.cutNextBatch(committed[24].Seq)
+	lag.CutNextBatch(committed[24].Seq)
 	all, err := st.Load(t.Context(), a, 1)
 	require.NoError(t, err)
 	assert.Equal(t, seq(1, 40), versions(all))
-	assert.Positive(t, lag.servedStale(), "the cut batch was served")
+	assert.Positive(t, lag.Served(), "the cut batch was served")
 	assert.Positive(t, st.LaggingReads(), "the store noticed the short batch")
 }
 
@@ -276,7 +143,7 @@ func TestServiceDecidesOnTheLeaderBeforeRejecting(t *testing.T) {
 	create("seen")
 	_, _, err := reader.Get(t.Context(), "seen") // the replica has it FAILED
 	require.NoError(t, err)
-	lag.freeze()
+	lag.Freeze()
 
 	prepared, err := writer.Execute(t.Context(), "seen", aggregate.PrepareCompensation{}, aggregate.Meta{})
 	require.NoError(t, err)
