@@ -50,6 +50,8 @@ type benchFlags struct {
 	output      string
 	quick       bool
 	list        bool
+	cluster     int
+	replicas    int
 }
 
 func newBenchCmd(a *app) *cobra.Command {
@@ -73,6 +75,8 @@ func newBenchCmd(a *app) *cobra.Command {
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "measured time per scenario, shared by its two sides")
 	fs.IntVar(&f.concurrency, "concurrency", 1, "workers per side")
 	fs.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	fs.IntVar(&f.cluster, "cluster", 0, "start an embedded loopback cluster of this many nodes (3 or 5) instead of one server")
+	fs.IntVar(&f.replicas, "replicas", 0, "replicas of the scenarios' streams (default: the --cluster size, else 1)")
 	fs.BoolVar(&f.quick, "quick", false, "run every scenario for about a second with small fixtures (a smoke test for CI)")
 	fs.BoolVar(&f.list, "list", false, "list the scenarios and exit")
 	annotateEnv(fs)
@@ -111,6 +115,20 @@ func runBench(ctx context.Context, a *app, f *benchFlags, names []string) error 
 	default:
 		return usageErrorf("--storage must be file or memory, got %q", f.storage)
 	}
+	switch {
+	case f.cluster != 0 && f.natsURL != "":
+		return usageErrorf("--cluster starts its own servers; it cannot be combined with --nats-url")
+	case f.cluster != 0 && f.cluster != 3 && f.cluster != 5:
+		return usageErrorf("--cluster must be 3 or 5 nodes, got %d", f.cluster)
+	case f.replicas < 0 || f.replicas > 5:
+		return usageErrorf("--replicas must be between 1 and 5, got %d", f.replicas)
+	case f.replicas > 1 && f.natsURL == "" && f.replicas > f.cluster:
+		return usageErrorf("--replicas %d needs at least as many servers: add --cluster %d or --nats-url", f.replicas, max(f.replicas, 3))
+	}
+	env.Replicas = max(f.replicas, 1)
+	if f.replicas == 0 && f.cluster > 0 {
+		env.Replicas = f.cluster
+	}
 	duration := f.duration
 	if f.quick {
 		duration = time.Second
@@ -148,6 +166,9 @@ func benchConnect(ctx context.Context, f *benchFlags) (*nats.Conn, func(), error
 			return nil, nil, err
 		}
 		return nc, nc.Close, nil
+	}
+	if f.cluster > 0 {
+		return benchCluster(ctx, f.cluster)
 	}
 	dir, err := os.MkdirTemp("", "amends-bench-")
 	if err != nil {

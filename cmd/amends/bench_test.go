@@ -27,10 +27,15 @@ func TestBenchQuickPrintsARatioPerScenario(t *testing.T) {
 
 func TestBenchUsageErrors(t *testing.T) {
 	for want, args := range map[string][]string{
-		`unknown scenario "nope"`:          {"bench", "nope"},
-		"--output must be table or json":   {"bench", "-o", "yaml"},
-		"--concurrency must be at least 1": {"bench", "--concurrency", "0"},
-		"--storage must be file or memory": {"bench", "--storage", "tape"},
+		`unknown scenario "nope"`:                                      {"bench", "nope"},
+		"--output must be table or json":                               {"bench", "-o", "yaml"},
+		"--concurrency must be at least 1":                             {"bench", "--concurrency", "0"},
+		"--storage must be file or memory":                             {"bench", "--storage", "tape"},
+		"--cluster must be 3 or 5 nodes, got 4":                        {"bench", "--cluster", "4"},
+		"cannot be combined with --nats-url":                           {"bench", "--cluster", "3", "--nats-url", "nats://127.0.0.1:1"},
+		"--replicas must be between 1 and 5, got 7":                    {"bench", "--replicas", "7"},
+		"--replicas 3 needs at least as many servers":                  {"bench", "--replicas", "3"},
+		"--replicas 5 needs at least as many servers: add --cluster 5": {"bench", "--cluster", "3", "--replicas", "5"},
 	} {
 		var c cli
 		assert.Equal(t, exitUsage, c.run(t, args...), "%v", args)

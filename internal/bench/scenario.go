@@ -22,6 +22,9 @@ type Env struct {
 	// Quick asks scenarios for small fixtures: the run only checks that
 	// every scenario works and produces a ratio.
 	Quick bool
+	// Replicas is the replica count of the scenarios' event streams (0 or
+	// 1: one). Both sides of a scenario use the same streams.
+	Replicas int
 }
 
 // Pair is a prepared scenario: its two sides and how to clean up.

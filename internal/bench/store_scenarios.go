@@ -22,7 +22,8 @@ func newStore(ctx context.Context, env *Env, name string, contexts ...string) (*
 	st, err := jsstore.New(env.JS,
 		jsstore.WithSubjectPrefix("bench"+env.Prefix+name),
 		jsstore.WithStreamPrefix("BENCH_"+env.Prefix+"_"+name+"_"),
-		jsstore.WithStorage(env.Storage))
+		jsstore.WithStorage(env.Storage),
+		jsstore.WithReplicas(max(env.Replicas, 1)))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// benchCluster starts n JetStream servers clustered over loopback, each
+// with its own temporary data directory, waits until they have a meta
+// leader, and connects to all of them. The returned function closes the
+// connection, shuts the servers down and removes their data.
+func benchCluster(ctx context.Context, n int) (*nats.Conn, func(), error) {
+	dir, err := os.MkdirTemp("", "amends-bench-cluster-")
+	if err != nil {
+		return nil, nil, err
+	}
+	servers := make([]*server.Server, 0, n)
+	shutdown := func() {
+		for _, s := range servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+		_ = os.RemoveAll(dir)
+	}
+	ports, err := loopbackPorts(n)
+	if err != nil {
+		shutdown()
+		return nil, nil, err
+	}
+	for i := range n {
+		var routes []*url.URL
+		for j, p := range ports {
+			if j != i {
+				routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+			}
+		}
+		s, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("bench-%d", i), Host: "127.0.0.1", Port: -1,
+			JetStream: true, StoreDir: filepath.Join(dir, fmt.Sprint(i)), NoSigs: true, NoLog: true,
+			Cluster: server.ClusterOpts{Name: "amends-bench", Host: "127.0.0.1", Port: ports[i]},
+			Routes:  routes,
+		})
+		if err != nil {
+			shutdown()
+			return nil, nil, fmt.Errorf("bench cluster node %d: %w", i, err)
+		}
+		s.Start()
+		servers = append(servers, s)
+	}
+	var urls []string
+	for i, s := range servers {
+		if !s.ReadyForConnections(10 * time.Second) {
+			shutdown()
+			return nil, nil, fmt.Errorf("bench cluster node %d did not accept connections within 10s", i)
+		}
+		urls = append(urls, s.ClientURL())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !clusterReady(servers) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			shutdown()
+			return nil, nil, fmt.Errorf("bench cluster of %d nodes elected no JetStream meta leader within 30s", n)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the servers' own state
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.Name("amends bench"))
+	if err != nil {
+		shutdown()
+		return nil, nil, err
+	}
+	return nc, func() { nc.Close(); shutdown() }, nil
+}
+
+// clusterReady reports whether a node is meta leader and knows every
+// node as a peer, so replicated streams can be placed at once.
+func clusterReady(servers []*server.Server) bool {
+	for _, s := range servers {
+		if s.JetStreamIsLeader() {
+			return len(s.JetStreamClusterPeers()) == len(servers)
+		}
+	}
+	return false
+}
+
+// loopbackPorts finds n loopback ports that are free now.
+func loopbackPorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
