@@ -205,12 +205,20 @@ func (p *Projector) read(ctx context.Context, key string, version uint64, reread
 }
 
 // rebuild returns the view after st from the state st carries or, if it
-// carries none, from the record's history in the event store.
+// carries none, from the record's history in the event store as of st:
+// neither a replica that has not applied st yet nor later streams change
+// what st's view is.
 func (p *Projector) rebuild(ctx context.Context, st *eventstore.Stream) (View, error) {
 	if v, ok := carriedView(st); ok {
 		return v, nil
 	}
-	streams, err := p.store.Load(ctx, st.Aggregate, 1)
+	var streams []eventstore.Stream
+	var err error
+	if st.Seq != 0 {
+		streams, err = p.store.LoadAt(ctx, st.Aggregate, 1, st.Seq)
+	} else {
+		streams, err = p.store.Load(ctx, st.Aggregate, 1)
+	}
 	if err != nil {
 		return View{}, fmt.Errorf("load the history of record %s: %w", st.Aggregate.ID, err)
 	}

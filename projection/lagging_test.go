@@ -1,0 +1,54 @@
+package projection_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/projection"
+)
+
+// noState stores streams without the record state a Service puts on
+// them, as an older writer did, so the projector must rebuild views from
+// the history.
+type noState struct{ *jsstore.Store }
+
+func (s noState) Append(ctx context.Context, st eventstore.Stream, expected uint64) (eventstore.Stream, error) {
+	st.State = nil
+	return s.Store.Append(ctx, st, expected)
+}
+
+// A view rebuilt from the history is the view as of the message being
+// projected, read so that a replica which has not applied that message
+// (here: one that has applied nothing) neither stalls the projector nor
+// makes it write an older view.
+func TestProjectorRebuildsFromALaggingReplica(t *testing.T) {
+	e := newEnv(t)
+	lag := e.srv.LaggingAPI()
+	lag.Freeze()
+	lagging, err := jsstore.New(lag.JetStream(), jsstore.WithAPIPrefix(natstest.LaggingAPIPrefix))
+	require.NoError(t, err)
+	p, err := projection.NewProjector(e.js, lagging, e.views)
+	require.NoError(t, err)
+	run(t, p)
+	e.svc = aggregate.NewService(noState{e.store}, aggregate.WithClock(e.clock))
+
+	id := e.create(t, evt(1), fnA, "Timeout", nil)
+	e.waitViews(t, map[string]uint64{id: 1})
+	require.NoError(t, e.views.Delete(t.Context(), id)) // the next stream must rebuild it
+	e.exec(t, id, aggregate.MarkRecoverable{Recoverable: aggregate.Recoverable})
+	r := e.exec(t, id, aggregate.PrepareCompensation{})
+	e.waitViews(t, map[string]uint64{id: r.Version})
+	got, err := projection.GetView(t.Context(), e.views, id)
+	require.NoError(t, err)
+	assert.Equal(t, aggregate.StatusPrepared, got.State.Status)
+	assert.Equal(t, aggregate.Recoverable, got.State.Recoverable)
+	assert.Positive(t, p.Stats().Rebuilt, "the view was rebuilt from the history")
+	assert.Positive(t, lagging.LaggingReads(), "the history was read past the lagging replica")
+}
