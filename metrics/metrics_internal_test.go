@@ -55,7 +55,7 @@ amends_records_in_view{view="unrecoverable"} 0
 func TestSchedulerCollector(t *testing.T) {
 	now := time.UnixMilli(1_735_000_000_000)
 	c := schedulerCollector(func() scheduler.Stats {
-		return scheduler.Stats{Active: true, Passes: 4, Prepared: 7, Rejected: 1}
+		return scheduler.Stats{Active: true, Passes: 4, Prepared: 7, Rejected: 1, Skipped: 12, BackingOff: 3}
 	}, fakeIndex{}, func() time.Time { return now })
 	want := `
 # HELP amends_scheduler_backlog Records due now (the next-retry view).
@@ -67,9 +67,16 @@ amends_scheduler_oldest_due_age_seconds 90
 # HELP amends_scheduler_active 1 if this instance holds the scheduler lease.
 # TYPE amends_scheduler_active gauge
 amends_scheduler_active 1
+# HELP amends_scheduler_skipped_total Due records passes left out because a prepare of theirs failed and they are backing off.
+# TYPE amends_scheduler_skipped_total counter
+amends_scheduler_skipped_total 12
+# HELP amends_scheduler_backing_off Records backing off after a failed prepare, to be tried again later.
+# TYPE amends_scheduler_backing_off gauge
+amends_scheduler_backing_off 3
 `
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want),
-		"amends_scheduler_backlog", "amends_scheduler_oldest_due_age_seconds", "amends_scheduler_active"))
+		"amends_scheduler_backlog", "amends_scheduler_oldest_due_age_seconds", "amends_scheduler_active",
+		"amends_scheduler_skipped_total", "amends_scheduler_backing_off"))
 	require.Equal(t, 7.0, testutil.ToFloat64(filterMetric(t, c, "prepared")))
 }
 

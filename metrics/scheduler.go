@@ -30,12 +30,15 @@ func schedulerCollector(stats func() scheduler.Stats, due DueIndex, now func() t
 	leases := desc("scheduler_lease_changes_total", "Lease acquisitions and losses of this instance.", "change")
 	backlog := desc("scheduler_backlog", "Records due now (the next-retry view).")
 	oldest := desc("scheduler_oldest_due_age_seconds", "How long the oldest due record has been due; 0 if none is.")
-	return &collector{descs: []*prometheus.Desc{prepares, passes, active, leases, backlog, oldest}, read: func() []sample {
+	skipped := desc("scheduler_skipped_total", "Due records passes left out because a prepare of theirs failed and they are backing off.")
+	backingOff := desc("scheduler_backing_off", "Records backing off after a failed prepare, to be tried again later.")
+	return &collector{descs: []*prometheus.Desc{prepares, passes, active, leases, backlog, oldest, skipped, backingOff}, read: func() []sample {
 		s := stats()
 		out := []sample{
 			counter(prepares, s.Prepared, "prepared"), counter(prepares, s.Rejected, "rejected"),
 			counter(prepares, s.Duplicates, "duplicate"), counter(prepares, s.Failed, "failed"),
 			counter(passes, s.Passes), counter(leases, s.Acquired, "acquired"), counter(leases, s.Lost, "lost"),
+			counter(skipped, s.Skipped), gauge(backingOff, float64(s.BackingOff)),
 		}
 		a := 0.0
 		if s.Active {
