@@ -59,7 +59,19 @@ func (ix *Index) History(ctx context.Context, id string) ([]Change, error) {
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	streams, err := ix.history.Load(ctx, aggregate.RecordAggregate(id), 1)
+	a := aggregate.RecordAggregate(id)
+	streams, err := ix.history.Load(ctx, a, 1)
+	// The index may have seen a version that the replica which answered
+	// the read has not applied yet: read from the stream leader then, so
+	// the history is never older than the record the index shows.
+	if indexed := ix.version(id); indexed > 0 && (errors.Is(err, eventstore.ErrNotFound) || err == nil && uint64(len(streams)) < indexed) {
+		if ls, ok := ix.history.(leaderHistory); ok {
+			var last eventstore.Stream
+			if last, err = ls.LoadLastFromLeader(ctx, a); err == nil {
+				streams, err = ls.LoadAt(ctx, a, 1, last.Seq)
+			}
+		}
+	}
 	if errors.Is(err, eventstore.ErrNotFound) {
 		return nil, fmt.Errorf("record %s has no history: %w", id, ErrNotFound)
 	}
@@ -80,4 +92,21 @@ func (ix *Index) History(ctx context.Context, id string) ([]Change, error) {
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// leaderHistory is what a HistoryStore may offer to read a history from
+// the stream leader when a replica lags: *jsstore.Store does.
+type leaderHistory interface {
+	LoadLastFromLeader(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error)
+	LoadAt(ctx context.Context, a eventstore.AggregateID, from, seq uint64) ([]eventstore.Stream, error)
+}
+
+// version returns the version of record id the index holds; 0 if none.
+func (ix *Index) version(id string) uint64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if slot, ok := ix.byID[id]; ok {
+		return ix.slots.at(slot).version
+	}
+	return 0
 }

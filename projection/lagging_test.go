@@ -52,3 +52,36 @@ func TestProjectorRebuildsFromALaggingReplica(t *testing.T) {
 	assert.Positive(t, p.Stats().Rebuilt, "the view was rebuilt from the history")
 	assert.Positive(t, lagging.LaggingReads(), "the history was read past the lagging replica")
 }
+
+// A record's history, read for a viewer, is never older than the record
+// the index shows, even when the replica answering the read lags.
+func TestHistoryIsNotOlderThanTheIndex(t *testing.T) {
+	e := newEnv(t)
+	lag := e.srv.LaggingAPI()
+	lagging, err := jsstore.New(lag.JetStream(), jsstore.WithAPIPrefix(natstest.LaggingAPIPrefix))
+	require.NoError(t, err)
+	run(t, e.projector(t))
+	ix, err := projection.NewIndex(e.views, lagging, projection.WithClock(e.clock))
+	require.NoError(t, err)
+	run(t, ix)
+
+	id := e.create(t, evt(1), fnA, "Timeout", nil)
+	require.NoError(t, ix.WaitFor(t.Context(), id, 1))
+	h, err := ix.History(t.Context(), id)
+	require.NoError(t, err)
+	require.Len(t, h, 1)
+	lag.Freeze() // the replica stays at version 1
+	r := e.exec(t, id, aggregate.MarkRecoverable{Recoverable: aggregate.Recoverable})
+	require.NoError(t, ix.WaitFor(t.Context(), id, r.Version))
+
+	h, err = ix.History(t.Context(), id)
+	require.NoError(t, err)
+	require.Len(t, h, 2, "the history holds the version the index shows")
+	assert.Equal(t, r.Version, h[0].Stream.Version)
+
+	other := e.create(t, evt(2), fnA, "Timeout", nil) // never seen by the replica
+	require.NoError(t, ix.WaitFor(t.Context(), other, 1))
+	h, err = ix.History(t.Context(), other)
+	require.NoError(t, err, "a record the replica lacks is read from the leader")
+	assert.Len(t, h, 1)
+}
