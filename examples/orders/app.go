@@ -80,7 +80,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*App, error) 
 		Orders: NewOrders(store), Inventory: NewInventory(inventoryKV), Mailer: NewMailer(cfg.Mail, cfg.mailSpec()),
 		Processor: p, Records: records, Recorder: rec, Snapshots: snapshots,
 	}
-	if err := p.RegisterAggregate(AggregateType, processor.Evolve(Initial, Evolve)); err != nil {
+	if err := p.RegisterAggregate(AggregateType, processor.Evolve(Initial, Evolve, EventPlaced, EventShipped, EventCancelled)); err != nil {
 		return nil, err
 	}
 	for _, register := range []func(*processor.Processor) error{app.Inventory.Register, app.Mailer.Register} {
