@@ -61,3 +61,9 @@ func TestAppendStampsAZeroCreateTime(t *testing.T) {
 	_, err = jsstore.New(nil, jsstore.WithClock(nil))
 	require.ErrorIs(t, err, jsstore.ErrInvalidOption)
 }
+
+func TestOptionMessagesCarryOneSentinel(t *testing.T) {
+	_, err := jsstore.New(nil, jsstore.WithSubjectPrefix("a.b c"))
+	require.ErrorIs(t, err, jsstore.ErrInvalidOption)
+	assert.Equal(t, `subject prefix "a.b c": subject prefix token "b c" has ' ' at byte 1; only [A-Za-z0-9_-] are allowed: jsstore: invalid option`, err.Error())
+}

@@ -68,7 +68,7 @@ func WithSubjectPrefix(prefix string) Option {
 		}
 		for _, tok := range strings.Split(prefix, ".") {
 			if err := eventstore.ValidateName("subject prefix token", tok); err != nil {
-				return invalidOption("subject prefix %q: %v", prefix, err)
+				return invalidOption("subject prefix %q: %s", prefix, strings.TrimSuffix(err.Error(), ": "+eventstore.ErrInvalid.Error()))
 			}
 		}
 		o.subjectPrefix = prefix
