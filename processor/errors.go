@@ -10,7 +10,7 @@ var (
 	// blank or malformed name, no aggregate type, a STATE_EVENT function of
 	// an aggregate type with no registered evolve, an event name its
 	// aggregate types do not have (when Evolve was given their events), an
-	// invalid retry spec. The message begins with "function
+	// invalid retry spec. A message about a function begins with "function
 	// <processor>.<name>:" and says what to change.
 	ErrInvalidFunction = errors.New("processor: invalid function")
 	// ErrDuplicateFunction reports a second function with the identity
