@@ -8,6 +8,9 @@
 // headers, creation time). An aggregate's history is the ordered list of its
 // streams; the n-th stream has Version n (1-based). Appending a stream is
 // atomic: either all of its events become part of the history or none do.
+// NewStream builds a stream from event names and bodies, with the ids and
+// the time given to it; jsstore.Store.AppendEvents does that with random
+// ids and its clock, and a store stamps a stream whose CreateTime is 0.
 //
 // # Optimistic concurrency and idempotency
 //

@@ -2,6 +2,7 @@ package eventstore
 
 import (
 	"encoding/json"
+	"fmt"
 )
 
 // DefaultRevision is the revision an Event gets when it names none.
@@ -84,10 +85,10 @@ func (s *Stream) validate(checkJSON bool) error {
 	for i := range s.Events {
 		e := &s.Events[i]
 		if err := ValidateID("event id", e.ID); err != nil {
-			return invalid("stream %s event %d: %v", describe(s.ID), i, err)
+			return fmt.Errorf("stream %s event %d: %w", describe(s.ID), i, err)
 		}
 		if err := ValidateName("event name", e.Name); err != nil {
-			return invalid("stream %s event %d: %v", describe(s.ID), i, err)
+			return fmt.Errorf("stream %s event %d: %w", describe(s.ID), i, err)
 		}
 		if len(e.Revision) > MaxNameLength {
 			return invalid("stream %s event %d revision is %d characters, over the limit of %d", describe(s.ID), i, len(e.Revision), MaxNameLength)

@@ -70,7 +70,13 @@ func (p *Processor) execute(ctx context.Context, f *function, d *Delivery, cache
 			return err
 		}
 		f.stats.Retries.Add(1)
-		if p.o.sleep(ctx, f.retry.Backoff.Delay(attempt)) != nil {
+		delay := f.retry.Backoff.Delay(attempt)
+		if p.o.logger.Enabled(ctx, slog.LevelDebug) {
+			p.o.logger.Debug("amends processor: recoverable failure; retrying in process",
+				"context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "event", d.Event.ID,
+				"retry", attempt+1, "of", f.retry.Retries, "delay", delay, "err", err.Error())
+		}
+		if p.o.sleep(ctx, delay) != nil {
 			f.stats.Failed.Add(1)
 			return err
 		}
@@ -121,8 +127,11 @@ func (p *Processor) record(ctx context.Context, x Execution) Outcome {
 			attrs = append(attrs, "sendErr", se.SendError())
 		}
 		p.o.logger.Error("amends processor: recording failed; the message will be redelivered", append(attrs, "err", rerr.Error())...)
+	case x.Err != nil && (out == OutcomeUnrecorded || out == OutcomeNone):
+		p.o.logger.Warn("amends processor: function failed and was not recorded", append(attrs, "err", x.Err.Error())...)
 	case x.Err != nil:
-		p.o.logger.Warn("amends processor: function failed", append(attrs, "err", x.Err.Error())...)
+		// Recorded (or waived, or stale): amends has it in hand.
+		p.o.logger.Info("amends processor: function failed", append(attrs, "err", x.Err.Error())...)
 	case p.o.logger.Enabled(ctx, slog.LevelDebug):
 		p.o.logger.Debug("amends processor: replay succeeded", attrs...)
 	}

@@ -57,7 +57,13 @@
 // filter) is called again: by default 3 times, after 2 s, 4 s and 8 s, each
 // ±50 % jitter (DefaultRetry; WithImmediateRetry, ImmediateRetry).
 // STATE_EVENT functions are never retried at once: their first failure is
-// recorded. The waits go through an injectable Sleeper (WithSleeper).
+// recorded. The waits go through an injectable Sleeper (WithSleeper). A
+// replay runs the function with the same immediate retries. Only an error
+// marked failure.Recoverable (or otherwise RECOVERABLE by the global
+// classification, such as a timeout) is retried: RecoverableOn and
+// UnrecoverableOn classify the function's record, they do not trigger
+// immediate retries. Each retry is logged at Debug, a final failure that
+// was recorded at Info, one that could not be recorded at Warn.
 //
 // # Acknowledgement contract
 //
@@ -112,8 +118,15 @@
 //
 // # Concurrency and lifecycle
 //
-// Register before Run. Run returns after everything it started has
-// stopped; Stop is idempotent; Ready and Closed report the lifecycle.
+// Register functions, and RegisterAggregate before the STATE_EVENT
+// functions and snapshots of its type, before Run or Start: a registration
+// after it returns ErrRunning. Start runs Run in a goroutine and returns
+// once the processor is ready, or Run's error if it could not start; Stop
+// makes it stop, and Wait returns Run's result. Run returns after
+// everything it started has stopped; Stop is idempotent; Ready and Closed
+// report the lifecycle. Run logs when it begins to stop and when the
+// shutdown timeout cancels handlers still running, and warns at start when
+// functions are registered without a recorder.
 // Metrics and FunctionMetrics are atomic counters, readable at any time.
 // Handlers of different aggregates run concurrently and must be safe for
 // that.

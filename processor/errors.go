@@ -8,7 +8,10 @@ var (
 	ErrInvalidOption = errors.New("processor: invalid option")
 	// ErrInvalidFunction reports a function that cannot be registered: a
 	// blank or malformed name, no aggregate type, a STATE_EVENT function of
-	// an aggregate type with no registered evolve, an invalid retry spec.
+	// an aggregate type with no registered evolve, an event name its
+	// aggregate types do not have (when Evolve was given their events), an
+	// invalid retry spec. A message about a function begins with "function
+	// <processor>.<name>:" and says what to change.
 	ErrInvalidFunction = errors.New("processor: invalid function")
 	// ErrDuplicateFunction reports a second function with the identity
 	// (processor, name) of one already registered.

@@ -2,6 +2,7 @@ package processor
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/amends-dev/amends/eventstore"
 )
@@ -11,6 +12,7 @@ import (
 type Evolver struct {
 	initial func(id eventstore.AggregateID) any
 	evolve  func(state any, s *eventstore.Stream, e *eventstore.Event) (any, error)
+	events  []string // nil: not known
 }
 
 // Evolve returns the Evolver of an aggregate type whose state is an S:
@@ -18,8 +20,13 @@ type Evolver struct {
 // one event. evolve must not change the state it is given (return a new
 // value, or a copy), since the processor keeps recent states; it returns an
 // error only for an event it cannot read.
-func Evolve[S any](initial func(id eventstore.AggregateID) S, evolve func(state S, e *eventstore.Event) (S, error)) Evolver {
+//
+// events, when given, are all the event names of the aggregate type:
+// RegisterAggregate then refuses a function that names another one (a
+// typo such as "invoice_payed" would otherwise never fire).
+func Evolve[S any](initial func(id eventstore.AggregateID) S, evolve func(state S, e *eventstore.Event) (S, error), events ...string) Evolver {
 	return Evolver{
+		events:  slices.Clone(events),
 		initial: func(id eventstore.AggregateID) any { return initial(id) },
 		evolve: func(state any, _ *eventstore.Stream, e *eventstore.Event) (any, error) {
 			s, ok := state.(S)

@@ -2,6 +2,7 @@ package processor
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
@@ -46,7 +47,7 @@ type FunctionOption func(*function) error
 func WithRetrySpec(spec aggregate.RetrySpec) FunctionOption {
 	return func(f *function) error {
 		if err := aggregate.ValidateRetrySpec(spec); err != nil {
-			return fmt.Errorf("%s: retry spec: %v: %w", f.info.Name, err, ErrInvalidFunction)
+			return f.invalid("retry spec: %s", reason(err))
 		}
 		f.retrySpec = &spec
 		return nil
@@ -79,7 +80,7 @@ func UnrecoverableOn(ms ...failure.Matcher) FunctionOption {
 func ImmediateRetry(r Retry) FunctionOption {
 	return func(f *function) error {
 		if err := r.validate(); err != nil {
-			return fmt.Errorf("%s: %v: %w", f.info.Name, err, ErrInvalidFunction)
+			return f.invalid("immediate retry: %s", reason(err))
 		}
 		f.retry = r
 		return nil
@@ -108,18 +109,18 @@ func newFunction(context string, fn Function, h Handler, def Retry, opts []Funct
 		fn.Kind = aggregate.KindEvent
 	}
 	if fn.Kind != aggregate.KindEvent && fn.Kind != aggregate.KindStateEvent {
-		return nil, fmt.Errorf("function %s.%s: kind must be EVENT or STATE_EVENT, got %q: %w", fn.Processor, fn.Name, fn.Kind, ErrInvalidFunction)
+		return nil, invalidFunction(fn, "kind must be EVENT or STATE_EVENT, got %q", fn.Kind)
 	}
 	for _, c := range []struct{ field, v string }{{"processor name", fn.Processor}, {"function name", fn.Name}} {
 		if err := eventstore.ValidateName(c.field, c.v); err != nil {
-			return nil, fmt.Errorf("function %s.%s: %v: %w", fn.Processor, fn.Name, err, ErrInvalidFunction)
+			return nil, invalidFunction(fn, "%s", reason(err))
 		}
 	}
 	if h == nil {
-		return nil, fmt.Errorf("function %s.%s: the handler is nil: %w", fn.Processor, fn.Name, ErrInvalidFunction)
+		return nil, invalidFunction(fn, "the handler is nil")
 	}
 	if len(fn.AggregateTypes) == 0 {
-		return nil, fmt.Errorf("function %s.%s: name at least one aggregate type it reacts to: %w", fn.Processor, fn.Name, ErrInvalidFunction)
+		return nil, invalidFunction(fn, "name at least one aggregate type it reacts to")
 	}
 	f := &function{
 		info:    aggregate.FunctionInfo{FunctionKind: fn.Kind, ContextName: context, ProcessorName: fn.Processor, Name: fn.Name},
@@ -130,7 +131,7 @@ func newFunction(context string, fn Function, h Handler, def Retry, opts []Funct
 	}
 	for _, t := range fn.AggregateTypes {
 		if err := eventstore.ValidateName("aggregate type", t); err != nil {
-			return nil, fmt.Errorf("function %s.%s: %v: %w", fn.Processor, fn.Name, err, ErrInvalidFunction)
+			return nil, invalidFunction(fn, "%s", reason(err))
 		}
 		f.types[t] = true
 	}
@@ -138,7 +139,7 @@ func newFunction(context string, fn Function, h Handler, def Retry, opts []Funct
 		f.events = make(map[string]bool)
 		for _, e := range fn.Events {
 			if err := eventstore.ValidateName("event name", e); err != nil {
-				return nil, fmt.Errorf("function %s.%s: %v: %w", fn.Processor, fn.Name, err, ErrInvalidFunction)
+				return nil, invalidFunction(fn, "%s", reason(err))
 			}
 			f.events[e] = true
 		}
@@ -152,4 +153,22 @@ func newFunction(context string, fn Function, h Handler, def Retry, opts []Funct
 		f.retry = Retry{} // recorded on the first failure
 	}
 	return f, nil
+}
+
+// invalid returns an error matching ErrInvalidFunction about f.
+func (f *function) invalid(format string, args ...any) error {
+	return fmt.Errorf("function %s.%s: %s: %w", f.info.ProcessorName, f.info.Name, fmt.Sprintf(format, args...), ErrInvalidFunction)
+}
+
+// invalidFunction returns an error matching ErrInvalidFunction about fn.
+func invalidFunction(fn Function, format string, args ...any) error {
+	return fmt.Errorf("function %s.%s: %s: %w", fn.Processor, fn.Name, fmt.Sprintf(format, args...), ErrInvalidFunction)
+}
+
+// reason returns err's message without the eventstore.ErrInvalid sentinel
+// and the closing period the reference's messages end with, so the
+// message it goes into has one sentinel and no doubled punctuation.
+func reason(err error) string {
+	msg := strings.TrimSuffix(err.Error(), ": "+eventstore.ErrInvalid.Error())
+	return strings.TrimSuffix(msg, ".")
 }

@@ -2,10 +2,14 @@ package processor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 )
@@ -33,6 +37,7 @@ type Processor struct {
 	metrics Metrics
 
 	stopOnce sync.Once
+	runErr   error // Run's result, set before closed is closed
 	stopCh   chan struct{}
 	ready    chan struct{}
 	closed   chan struct{}
@@ -56,7 +61,7 @@ func New(js jetstream.JetStream, store *jsstore.Store, context string, opts ...O
 		return nil, invalidOption("jetstream and store must not be nil")
 	}
 	if err := eventstore.ValidateName("context", context); err != nil {
-		return nil, invalidOption("%v", err)
+		return nil, invalidOption("%s", reason(err))
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -88,8 +93,11 @@ func New(js jetstream.JetStream, store *jsstore.Store, context string, opts ...O
 func (p *Processor) Context() string { return p.context }
 
 // Register adds a function. It fails with ErrDuplicateFunction if a
-// function with the same (Processor, Name) exists, ErrInvalidFunction if fn
-// or an option is invalid, ErrRunning after Run started.
+// function with the same (Processor, Name) exists; ErrInvalidFunction if fn
+// or an option is invalid, if fn is STATE_EVENT and an aggregate type it
+// reacts to has no evolve yet (call RegisterAggregate first), or if fn
+// names an event its aggregate types do not have (when RegisterAggregate
+// was given their event names); ErrRunning once Run has started.
 func (p *Processor) Register(fn Function, h Handler, opts ...FunctionOption) error {
 	f, err := newFunction(p.context, fn, h, p.o.retry, opts)
 	if err != nil {
@@ -98,11 +106,21 @@ func (p *Processor) Register(fn Function, h Handler, opts ...FunctionOption) err
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running {
-		return fmt.Errorf("register %s.%s: %w", fn.Processor, fn.Name, ErrRunning)
+		return fmt.Errorf("register %s.%s: functions must be registered before Run or Start; build another Processor to add functions: %w", fn.Processor, fn.Name, ErrRunning)
 	}
 	k := key{fn.Processor, fn.Name}
 	if _, dup := p.functions[k]; dup {
 		return fmt.Errorf("function %s.%s of context %s is already registered; identities must be unique: %w", fn.Processor, fn.Name, p.context, ErrDuplicateFunction)
+	}
+	if f.info.FunctionKind == aggregate.KindStateEvent {
+		for _, t := range fn.AggregateTypes {
+			if _, ok := p.evolvers[t]; !ok {
+				return f.invalid("a STATE_EVENT function of aggregate type %s needs its evolve: call RegisterAggregate(%q, ...) before registering it", t, t)
+			}
+		}
+	}
+	if err := p.checkEvents(f); err != nil {
+		return err
 	}
 	g := p.byName[fn.Processor]
 	if g == nil {
@@ -118,26 +136,76 @@ func (p *Processor) Register(fn Function, h Handler, opts ...FunctionOption) err
 	return nil
 }
 
+// checkEvents refuses a function that names an event none of its aggregate
+// types has, when the event names of all its types are known. p.mu held.
+func (p *Processor) checkEvents(f *function) error {
+	if f.events == nil {
+		return nil
+	}
+	var known []string
+	for t := range f.types {
+		ev, ok := p.evolvers[t]
+		if !ok || ev.events == nil {
+			return nil // some type's events are not known
+		}
+		known = append(known, ev.events...)
+	}
+	slices.Sort(known)
+	known = slices.Compact(known)
+	var unknown []string
+	for e := range f.events {
+		if _, found := slices.BinarySearch(known, e); !found {
+			unknown = append(unknown, e)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	types := slices.Sorted(maps.Keys(f.types))
+	return f.invalid("it reacts to %s, which aggregate type %s does not have (its events: %s); check the spelling",
+		strings.Join(unknown, ", "), strings.Join(types, ", "), strings.Join(known, ", "))
+}
+
 // RegisterAggregate sets the evolve of an aggregate type, which STATE_EVENT
-// functions and snapshots of that type need. It fails with
-// ErrInvalidFunction for an invalid type or a second registration, and
+// functions and snapshots of that type need: register it before them. When
+// ev names the type's events (Evolve's events), functions naming an event
+// it does not list are refused, those registered before as well as after.
+// It fails with ErrInvalidFunction for an invalid type or event name, a
+// second registration, or an earlier function naming an unknown event, and
 // ErrRunning after Run started.
 func (p *Processor) RegisterAggregate(aggregateType string, ev Evolver) error {
 	if err := eventstore.ValidateName("aggregate type", aggregateType); err != nil {
-		return fmt.Errorf("register aggregate: %v: %w", err, ErrInvalidFunction)
+		return fmt.Errorf("register aggregate: %s: %w", reason(err), ErrInvalidFunction)
 	}
 	if ev.initial == nil || ev.evolve == nil {
 		return fmt.Errorf("register aggregate %s: build the Evolver with Evolve: %w", aggregateType, ErrInvalidFunction)
 	}
+	for _, e := range ev.events {
+		if err := eventstore.ValidateName("event name", e); err != nil {
+			return fmt.Errorf("register aggregate %s: %s: %w", aggregateType, reason(err), ErrInvalidFunction)
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running {
-		return fmt.Errorf("register aggregate %s: %w", aggregateType, ErrRunning)
+		return fmt.Errorf("register aggregate %s: aggregates must be registered before Run or Start: %w", aggregateType, ErrRunning)
 	}
 	if _, dup := p.evolvers[aggregateType]; dup {
 		return fmt.Errorf("aggregate type %s already has an evolve: %w", aggregateType, ErrInvalidFunction)
 	}
 	p.evolvers[aggregateType] = ev
+	for _, g := range p.groups {
+		for _, f := range g.functions {
+			if !f.types[aggregateType] {
+				continue
+			}
+			if err := p.checkEvents(f); err != nil {
+				delete(p.evolvers, aggregateType)
+				return err
+			}
+		}
+	}
 	return nil
 }
 

@@ -37,7 +37,7 @@ func TestFailureYieldsOneRecord(t *testing.T) {
 		Seq:         st.Seq,
 	}, rec.EventID)
 	assert.Equal(t, info("Mailer", "onPlaced"), rec.Function)
-	assert.Equal(t, "BadRequest", rec.Error.ErrorCode, "a plain error has the generic code")
+	assert.Equal(t, "Unclassified", rec.Error.ErrorCode, "a plain error has the neutral generic code")
 	assert.Equal(t, "boom", rec.Error.ErrorMsg)
 	assert.Equal(t, spec, rec.RetrySpec)
 	assert.Equal(t, aggregate.Unrecoverable, rec.Recoverable)

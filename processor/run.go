@@ -22,25 +22,83 @@ import (
 // transient error while provisioning (a timeout or a cluster without a
 // leader, during an election) is logged and retried with backoff for up to
 // ProvisionTimeout; a refused configuration returns at once. A second Run
-// returns ErrRunning.
+// returns ErrRunning. It logs a warning at start when functions are
+// registered but no recorder is, an Info line when it begins to stop and a
+// Warn line when the shutdown timeout cancels handlers still running.
 func (p *Processor) Run(ctx context.Context) error {
-	p.mu.Lock()
-	if p.running {
-		p.mu.Unlock()
-		return fmt.Errorf("run processor of context %s: %w", p.context, ErrRunning)
-	}
-	if err := p.check(); err != nil {
-		p.mu.Unlock()
+	groups, err := p.begin()
+	if err != nil {
 		return err
 	}
-	p.running = true
-	groups := p.groups
-	p.mu.Unlock()
-	defer close(p.closed)
+	return p.finish(p.run(ctx, groups))
+}
 
+// begin marks p running and returns its groups, or why it cannot run.
+func (p *Processor) begin() ([]*group, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running {
+		return nil, fmt.Errorf("run processor of context %s: Run or Start was called before; call it once per Processor: %w", p.context, ErrRunning)
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	p.running = true
+	return p.groups, nil
+}
+
+// finish records Run's result for Wait and closes Closed.
+func (p *Processor) finish(err error) error {
+	p.runErr = err
+	close(p.closed)
+	return err
+}
+
+// Start runs Run in a goroutine and returns once the processor is ready to
+// handle messages (nil) or Run has returned without becoming ready (Run's
+// error: a refused configuration, provisioning that failed, ctx ended).
+// ctx is Run's: cancelling it, or Stop, stops the processor; Wait then
+// returns Run's result. A second Start or Run returns ErrRunning.
+//
+//	if err := p.Start(ctx); err != nil {
+//		return err
+//	}
+//	defer func() { p.Stop(); _ = p.Wait() }()
+func (p *Processor) Start(ctx context.Context) error {
+	groups, err := p.begin()
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- p.finish(p.run(ctx, groups)) }()
+	select {
+	case <-p.ready:
+		return nil
+	case err := <-errc:
+		if err == nil {
+			err = fmt.Errorf("processor of context %s stopped before it was ready: %w", p.context, context.Cause(ctx))
+		}
+		return err
+	}
+}
+
+// Wait blocks until Run has returned and returns its result: nil after a
+// normal stop, or the error that kept it from starting. It blocks forever
+// if Run (or Start) was never called. Safe to call from any goroutine, any
+// number of times.
+func (p *Processor) Wait() error {
+	<-p.closed
+	return p.runErr
+}
+
+func (p *Processor) run(ctx context.Context, groups []*group) error {
 	runners, err := p.runners(ctx, groups)
 	if err != nil {
 		return err
+	}
+	log := p.o.logger.With("processor_context", p.context)
+	if p.o.recorder == nil && len(groups) > 0 {
+		log.Warn("amends processor: no recorder (processor.WithRecorder, or amends.New); final failures will be logged and acked as FAILURE_UNRECORDED, never recorded or replayed")
 	}
 	close(p.ready)
 
@@ -63,8 +121,12 @@ func (p *Processor) Run(ctx context.Context) error {
 	var timer *time.Timer
 	var timerMu sync.Mutex
 	unregister := context.AfterFunc(stopping, func() {
+		log.Info("amends processor: stopping; running handlers may finish within the shutdown timeout", "shutdownTimeout", p.o.shutdownTimeout)
 		timerMu.Lock()
-		timer = time.AfterFunc(p.o.shutdownTimeout, cancelWork)
+		timer = time.AfterFunc(p.o.shutdownTimeout, func() {
+			log.Warn("amends processor: shutdown timeout passed; cancelling the handlers still running, their messages will be redelivered", "shutdownTimeout", p.o.shutdownTimeout)
+			cancelWork()
+		})
 		timerMu.Unlock()
 	})
 	defer func() {

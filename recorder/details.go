@@ -13,9 +13,13 @@ import (
 	"github.com/amends-dev/amends/failure"
 )
 
-// GenericCode is the code of an error that names none, as the reference's
-// converter gives any other exception.
-const GenericCode = "BadRequest"
+// GenericCode is the code of an error that names none: no Code() method,
+// no RegisterCode entry and no built-in match. The reference's converter
+// gives such exceptions "BadRequest", which reads as the caller's mistake
+// in lists and summaries (an SMTP greylisting reply is none); amends uses
+// this neutral code instead. Give your errors a Code() method or
+// RegisterCode them to group records by a name of your own.
+const GenericCode = "Unclassified"
 
 // Validation is implemented by validation errors: the invalid fields become
 // the record's binding errors.

@@ -42,7 +42,7 @@ func TestDetails(t *testing.T) {
 		{name: "registered sentinel", err: fmt.Errorf("reserve: %w", errOutOfStock), code: "OutOfStock", msg: "reserve: out of stock"},
 		{name: "deadline", err: fmt.Errorf("call: %w", context.DeadlineExceeded), code: "RequestTimeout", msg: "call: context deadline exceeded"},
 		{name: "net-style timeout", err: os.ErrDeadlineExceeded, code: "RequestTimeout", msg: "i/o timeout"},
-		{name: "generic", err: stderrors.New("boom"), code: recorder.GenericCode, msg: "boom"},
+		{name: "generic", err: stderrors.New("boom"), code: "Unclassified", msg: "boom"},
 		{name: "stack from cockroachdb", err: errors.Wrap(stderrors.New("boom"), "send"), code: recorder.GenericCode, msg: "send: boom", stack: true},
 		{name: "binding errors", err: fmt.Errorf("place: %w", invalidOrder{}), code: recorder.GenericCode, msg: "place: order is invalid",
 			binding: []aggregate.BindingError{{Name: "qty", Msg: "must be positive"}}},

@@ -37,7 +37,8 @@
 //
 // Details derives the record's ErrorDetails from a Go error: the code (an
 // error's own Code() string, else a code registered with RegisterCode, else
-// a built-in one, else "BadRequest" as in the reference), the message, the
+// a built-in one, else GenericCode, "Unclassified"; the reference says
+// "BadRequest" there, which blames the caller), the message, the
 // stack trace when the error carries one (cockroachdb/errors) and binding
 // errors from an error implementing Validation. Recoverability comes from
 // failure.Classify with the function's rules.

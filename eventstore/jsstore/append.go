@@ -30,12 +30,20 @@ const unavailableRetries = 5
 // st.ID at that version (the same append retried after a lost
 // acknowledgement), Append returns that committed stream and no error.
 //
-// The returned stream has Seq set. Invalid streams, and streams whose
+// A CreateTime of 0 is set to the store's clock (WithClock); a negative one
+// is refused. The returned stream has Seq set. Invalid streams, and streams whose
 // document exceeds the max message size, return an error matching
 // eventstore.ErrInvalid that names the field or the limit.
 func (s *Store) Append(ctx context.Context, st eventstore.Stream, expectedVersion uint64) (eventstore.Stream, error) {
 	if st.Version == 0 {
 		st.Version = expectedVersion + 1
+	}
+	switch {
+	case st.CreateTime == 0:
+		st.CreateTime = s.opts.now().UnixMilli()
+	case st.CreateTime < 0:
+		return eventstore.Stream{}, fmt.Errorf("stream %q createTime is %d; it must be epoch milliseconds after 1970, or 0 for now: %w",
+			st.ID, st.CreateTime, eventstore.ErrInvalid)
 	}
 	if st.Version != expectedVersion+1 {
 		return eventstore.Stream{}, fmt.Errorf("stream %q has version %d but the append expects version %d, so it must be %d: %w",

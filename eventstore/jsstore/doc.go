@@ -36,7 +36,7 @@
 // # Reading
 //
 // JetStream keeps no per-subject index of a history, so an aggregate's
-// earlier streams are found through the previous-sequence header of each
+// earlier streams are found through the Amends-Prev-Seqs header of each
 // message: a short tail is read with direct gets by sequence, a long history
 // with batch direct gets starting at the aggregate's first sequence, in pages
 // of 512 messages. No read creates a consumer.

@@ -36,6 +36,7 @@ type options struct {
 	duplicates    time.Duration
 	apiPrefix     string
 	cacheSize     int
+	now           func() time.Time
 }
 
 func defaultOptions() options {
@@ -48,6 +49,7 @@ func defaultOptions() options {
 		duplicates:    DefaultDuplicates,
 		apiPrefix:     DefaultAPIPrefix,
 		cacheSize:     1 << 16,
+		now:           time.Now,
 	}
 }
 
@@ -66,7 +68,7 @@ func WithSubjectPrefix(prefix string) Option {
 		}
 		for _, tok := range strings.Split(prefix, ".") {
 			if err := eventstore.ValidateName("subject prefix token", tok); err != nil {
-				return invalidOption("subject prefix %q: %v", prefix, err)
+				return invalidOption("subject prefix %q: %s", prefix, strings.TrimSuffix(err.Error(), ": "+eventstore.ErrInvalid.Error()))
 			}
 		}
 		o.subjectPrefix = prefix
@@ -165,6 +167,18 @@ func WithPositionCache(n int) Option {
 			return invalidOption("position cache size must be >= 0, got %d", n)
 		}
 		o.cacheSize = n
+		return nil
+	}
+}
+
+// WithClock sets the clock that stamps streams appended without a
+// CreateTime, and those AppendEvents builds (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return invalidOption("clock is nil")
+		}
+		o.now = now
 		return nil
 	}
 }

@@ -51,7 +51,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*App, error) 
 		_ = recorder.RegisterCode(ErrGreylisted, "Greylisted")
 		_ = recorder.RegisterCode(ErrMailboxFull, "MailboxFull")
 	})
-	store, err := jsstore.New(js)
+	store, err := jsstore.New(js, jsstore.WithClock(cfg.Clock.Now))
 	if err != nil {
 		return nil, err
 	}
@@ -77,10 +77,10 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*App, error) 
 		return nil, err
 	}
 	app := &App{
-		Orders: NewOrders(store, cfg.Clock.Now), Inventory: NewInventory(inventoryKV), Mailer: NewMailer(cfg.Mail, cfg.mailSpec()),
+		Orders: NewOrders(store), Inventory: NewInventory(inventoryKV), Mailer: NewMailer(cfg.Mail, cfg.mailSpec()),
 		Processor: p, Records: records, Recorder: rec, Snapshots: snapshots,
 	}
-	if err := p.RegisterAggregate(AggregateType, processor.Evolve(Initial, Evolve)); err != nil {
+	if err := p.RegisterAggregate(AggregateType, processor.Evolve(Initial, Evolve, EventPlaced, EventShipped, EventCancelled)); err != nil {
 		return nil, err
 	}
 	for _, register := range []func(*processor.Processor) error{app.Inventory.Register, app.Mailer.Register} {

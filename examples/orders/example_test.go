@@ -13,7 +13,8 @@ import (
 	"github.com/amends-dev/amends/recorder"
 )
 
-// The README's snippets, kept compiling here.
+// The wiring by hand, part by part, as amends.New does it (the README shows
+// examples/billing, which uses amends.New), kept compiling here.
 
 func wire(js jetstream.JetStream) (*processor.Processor, error) {
 	store, err := jsstore.New(js)

@@ -2,12 +2,8 @@ package orders
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
@@ -18,12 +14,12 @@ import (
 // history. Safe for concurrent use.
 type Orders struct {
 	store *jsstore.Store
-	now   func() time.Time
 }
 
-// NewOrders returns Orders on store; now stamps the streams.
-func NewOrders(store *jsstore.Store, now func() time.Time) *Orders {
-	return &Orders{store: store, now: now}
+// NewOrders returns Orders on store, whose clock (jsstore.WithClock) stamps
+// the streams.
+func NewOrders(store *jsstore.Store) *Orders {
+	return &Orders{store: store}
 }
 
 // ErrInvalidState reports a command the order's state does not allow.
@@ -66,14 +62,7 @@ func (o *Orders) Get(ctx context.Context, id string) (Order, uint64, error) {
 }
 
 func (o *Orders) append(ctx context.Context, id string, version uint64, name string, body any) (eventstore.Stream, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return eventstore.Stream{}, err
-	}
-	return o.store.Append(ctx, eventstore.Stream{
-		ID: uuid.NewString(), Aggregate: aggregateID(id), CommandID: uuid.NewString(), CreateTime: o.now().UnixMilli(),
-		Events: []eventstore.Event{{ID: uuid.NewString(), Name: name, Body: b}},
-	}, version)
+	return o.store.AppendEvents(ctx, aggregateID(id), version, eventstore.NewEvent{Name: name, Body: body})
 }
 
 func aggregateID(id string) eventstore.AggregateID {

@@ -1,0 +1,9 @@
+package amends
+
+import (
+	"fmt"
+
+	"github.com/amends-dev/amends/processor"
+)
+
+func processorError(msg string) error { return fmt.Errorf("%s: %w", msg, processor.ErrInvalidOption) }
