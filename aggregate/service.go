@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -185,8 +186,8 @@ func (s snapshot) encode() ([]byte, error) {
 // an error matching ErrIllegalArgument. Store failures are returned
 // wrapped; retrying with the same Meta.CommandID is then safe.
 func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) (Result, error) {
-	if err := eventstore.ValidateID("ExecutionFailed id", id); err != nil {
-		return Result{}, illegalArgument(err.Error())
+	if err := checkRecordID(id); err != nil {
+		return Result{}, err
 	}
 	if meta.CommandID == "" {
 		meta.CommandID = uuid.NewString()
@@ -274,8 +275,8 @@ func (s *Service) Get(ctx context.Context, id string) (State, uint64, error) {
 // its answer is returned whatever it is. v 0 is Get without that check for
 // missing records.
 func (s *Service) GetAtLeast(ctx context.Context, id string, v uint64) (State, uint64, error) {
-	if err := eventstore.ValidateID("ExecutionFailed id", id); err != nil {
-		return State{}, 0, illegalArgument(err.Error())
+	if err := checkRecordID(id); err != nil {
+		return State{}, 0, err
 	}
 	snap, version, err := s.load(ctx, id, false)
 	if err == nil && version < v && s.readsReplicas() {
@@ -288,6 +289,16 @@ func (s *Service) GetAtLeast(ctx context.Context, id string, v uint64) (State, u
 		return State{}, 0, &Error{Kind: ErrNotFound, Message: fmt.Sprintf("ExecutionFailed %s not found.", id)}
 	}
 	return snap.State, version, nil
+}
+
+// checkRecordID refuses an id that cannot be a record's with an *Error
+// matching ErrIllegalArgument, whose message names the rule broken (and not
+// the event store's sentinel).
+func checkRecordID(id string) error {
+	if err := eventstore.ValidateID("ExecutionFailed id", id); err != nil {
+		return illegalArgument(strings.TrimSuffix(err.Error(), ": "+eventstore.ErrInvalid.Error()))
+	}
+	return nil
 }
 
 // readsReplicas reports whether the store can read from the stream leader

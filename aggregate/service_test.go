@@ -91,6 +91,7 @@ func TestServiceRejectionsWriteNothing(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotFound)
 	_, err = svc.Execute(t.Context(), "", PrepareCompensation{}, Meta{})
 	assert.ErrorIs(t, err, ErrIllegalArgument)
+	assert.EqualError(t, err, "ExecutionFailed id is empty; it must be 1 to 256 bytes of UTF-8 text", "one message, without the event store's sentinel")
 
 	_, err = svc.Execute(t.Context(), "r", create, Meta{})
 	require.NoError(t, err)
