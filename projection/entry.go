@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // entry is a record as the index keeps it: the fields filters, sorts,
@@ -89,26 +90,9 @@ func (e *entry) dueCandidate() bool {
 	return s.Schedulable(endOfTime)
 }
 
-// Item is a record as List returns it: what the index holds. Get returns
-// the full record (error message, stack trace, retry spec, ...).
-type Item struct {
-	ID      string `json:"id"`
-	Version uint64 `json:"version"`
-	EventID string `json:"eventId"`
-	// Aggregate is the failed event's aggregate in Wow's shape: its id is
-	// Aggregate.AggregateID (not .ID); Aggregate.StoreID() is the
-	// eventstore.AggregateID.
-	Aggregate   aggregate.WireAggregateID `json:"aggregate"`
-	Function    aggregate.FunctionInfo    `json:"function"`
-	Status      aggregate.Status          `json:"status"`
-	Recoverable aggregate.Recoverability  `json:"recoverable"`
-	ErrorCode   string                    `json:"errorCode"`
-	ExecuteAt   int64                     `json:"executeAt"`
-	Retries     int32                     `json:"retries"`
-	MaxRetries  int32                     `json:"maxRetries"`
-	TimeoutAt   int64                     `json:"timeoutAt"`
-	NextRetryAt int64                     `json:"nextRetryAt"`
-}
+// Item is a record as List returns it: what the index holds (the API's
+// type). Get returns the full record.
+type Item = api.Item
 
 // item expands e.
 func (e *entry) item(in *interner) Item {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // OperatorCommands are the commands the API accepts, by wire name. Create
@@ -20,13 +21,7 @@ var OperatorCommands = []string{
 }
 
 // CommandResponse is the body of a successful command.
-type CommandResponse struct {
-	ID        string          `json:"id"`
-	State     aggregate.State `json:"state"`
-	Version   uint64          `json:"version"`
-	Events    []HistoryEvent  `json:"events"`
-	Duplicate bool            `json:"duplicate"`
-}
+type CommandResponse = api.CommandResponse
 
 func (s *Server) command(w http.ResponseWriter, r *http.Request, p principal) error {
 	return s.runCommand(w, r, p, r.PathValue("command"))
