@@ -23,7 +23,7 @@ import (
 )
 
 // BatchCommands are the commands a batch can run.
-var BatchCommands = []string{aggregate.NamePrepareCompensation, aggregate.NameForcePrepareCompensation}
+var BatchCommands = commandNames(api.BatchCommands)
 
 // Batch defaults and limits.
 const (

@@ -12,12 +12,15 @@ import (
 
 // OperatorCommands are the commands the API accepts, by wire name. Create
 // and the execution results come from services' recorders, not operators.
-var OperatorCommands = []string{
-	aggregate.NamePrepareCompensation,
-	aggregate.NameForcePrepareCompensation,
-	aggregate.NameApplyRetrySpec,
-	aggregate.NameMarkRecoverable,
-	aggregate.NameChangeFunction,
+var OperatorCommands = commandNames(api.OperatorCommands)
+
+// commandNames returns the wire names of commands.
+func commandNames(commands []api.Command) []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = string(c)
+	}
+	return names
 }
 
 // CommandResponse is the body of a successful command.
