@@ -17,7 +17,7 @@ func at(ms int64) time.Time { return time.UnixMilli(ms) }
 
 var (
 	fn     = FunctionInfo{FunctionKind: KindEvent, ContextName: "order", ProcessorName: "OrderProjector", Name: "onEvent"}
-	evtID  = EventID{ID: "evt-1", AggregateID: AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1", TenantID: DefaultTenantID}, Version: 3, Seq: 42}
+	evtID  = EventID{ID: "evt-1", AggregateID: WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1", TenantID: DefaultTenantID}, Version: 3, Seq: 42}
 	boom   = ErrorDetails{ErrorCode: "IllegalState", ErrorMsg: "boom", StackTrace: "main.go:1"}
 	create = CreateExecutionFailed{EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0}
 )

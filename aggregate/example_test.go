@@ -1,10 +1,12 @@
 package aggregate_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 )
 
 // A record's life: created on a failure, prepared when due, replayed with
@@ -25,7 +27,7 @@ func ExampleDecide() {
 	}
 
 	run(aggregate.CreateExecutionFailed{
-		EventID:   aggregate.EventID{ID: "evt-1", AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1"}, Version: 1},
+		EventID:   aggregate.EventID{ID: "evt-1", AggregateID: aggregate.WireAggregateIDOf(eventstore.AggregateID{Context: "order", Type: "order", ID: "o-1"}), Version: 1},
 		Function:  aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "order", ProcessorName: "Mailer", Name: "onOrderPlaced"},
 		Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
 		ExecuteAt: created.UnixMilli(), RetrySpec: &spec, Recoverable: aggregate.Recoverable,
@@ -40,4 +42,18 @@ func ExampleDecide() {
 	// prepare_compensation -> PREPARED, retries 1, due 3m0s
 	// prepare_compensation rejected: ExecutionFailed can not retry.
 	// apply_execution_success -> SUCCEEDED, retries 1, due 3m0s
+}
+
+// A record names the failed event's aggregate in Wow's wire shape; the
+// event store and every Go API take eventstore.AggregateID. Convert, don't
+// copy fields: the aggregate's own id is AggregateID there, ID here.
+func ExampleWireAggregateID() {
+	order := eventstore.AggregateID{Context: "shop", Type: "order", ID: "o-1"}
+	wire := aggregate.WireAggregateIDOf(order)
+	data, _ := json.Marshal(wire)
+	fmt.Println(string(data))
+	fmt.Println(wire.AggregateID, wire.StoreID() == order, wire.StoreID())
+	// Output:
+	// {"contextName":"shop","aggregateName":"order","aggregateId":"o-1","tenantId":"(0)"}
+	// o-1 true shop.order/o-1
 }

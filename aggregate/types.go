@@ -3,6 +3,8 @@ package aggregate
 import (
 	"fmt"
 	"strings"
+
+	"github.com/amends-dev/amends/eventstore"
 )
 
 // Status is the state of a record: FAILED, PREPARED or SUCCEEDED. The zero
@@ -118,16 +120,49 @@ func (k *FunctionKind) UnmarshalText(b []byte) (err error) {
 // DefaultTenantID is the tenant Wow gives every ExecutionFailed aggregate.
 const DefaultTenantID = "(0)"
 
-// AggregateID names the aggregate whose event failed, in Wow's shape.
-type AggregateID struct {
-	// ContextName is the aggregate's bounded context.
+// WireAggregateID is an aggregate id in Wow's wire shape
+// ({contextName, aggregateName, aggregateId, tenantId}), as records
+// (EventID.AggregateID) and the projection's items (projection.Item's
+// Aggregate) carry it in JSON.
+//
+// It names the same thing as eventstore.AggregateID, the id the event
+// store and every Go API take, with other field names:
+//
+//	WireAggregateID            eventstore.AggregateID
+//	ContextName                Context
+//	AggregateName              Type
+//	AggregateID                ID
+//	TenantID (always "(0)")    -
+//
+// So the aggregate's own id is w.AggregateID, not w.ID. Convert with
+// w.StoreID() and WireAggregateIDOf; don't copy the fields by hand.
+type WireAggregateID struct {
+	// ContextName is the aggregate's bounded context
+	// (eventstore.AggregateID.Context).
 	ContextName string `json:"contextName"`
-	// AggregateName is the aggregate type.
+	// AggregateName is the aggregate type (eventstore.AggregateID.Type).
 	AggregateName string `json:"aggregateName"`
-	// AggregateID is the aggregate's id.
+	// AggregateID is the aggregate's id (eventstore.AggregateID.ID).
 	AggregateID string `json:"aggregateId"`
 	// TenantID is kept for wire compatibility; amends writes DefaultTenantID.
 	TenantID string `json:"tenantId"`
+}
+
+// AggregateID is the former name of WireAggregateID.
+//
+// Deprecated: use WireAggregateID in wire shapes and eventstore.AggregateID
+// everywhere else; the two are easy to confuse under one name.
+type AggregateID = WireAggregateID
+
+// WireAggregateIDOf returns a in Wow's wire shape, with DefaultTenantID.
+func WireAggregateIDOf(a eventstore.AggregateID) WireAggregateID {
+	return WireAggregateID{ContextName: a.Context, AggregateName: a.Type, AggregateID: a.ID, TenantID: DefaultTenantID}
+}
+
+// StoreID returns w as the event store names it. The tenant is dropped:
+// amends keeps one tenant, DefaultTenantID.
+func (w WireAggregateID) StoreID() eventstore.AggregateID {
+	return eventstore.AggregateID{Context: w.ContextName, Type: w.AggregateName, ID: w.AggregateID}
 }
 
 // EventID identifies the failed event: its id, its aggregate and the
@@ -136,8 +171,10 @@ type AggregateID struct {
 type EventID struct {
 	// ID is the failed event's id.
 	ID string `json:"id"`
-	// AggregateID is the aggregate the event belongs to.
-	AggregateID AggregateID `json:"aggregateId"`
+	// AggregateID is the aggregate the event belongs to, in Wow's shape:
+	// its id is AggregateID.AggregateID; AggregateID.StoreID() is the
+	// eventstore.AggregateID.
+	AggregateID WireAggregateID `json:"aggregateId"`
 	// Version is the aggregate version of the event's stream.
 	Version uint64 `json:"version"`
 	// Seq is the store sequence of the event's stream; 0 if unknown.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	. "github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 )
 
 var update = flag.Bool("update", false, "write the golden files of testdata/wire (only for new shapes: a published golden is never edited)")
@@ -135,7 +136,7 @@ func TestDecodeWowState(t *testing.T) {
 	assert.Equal(t, State{
 		ID: "E2E-TR-14", Status: StatusFailed, Recoverable: Recoverable,
 		Error: ErrorDetails{ErrorCode: "E2E_ERROR", ErrorMsg: "Connection prematurely closed BEFORE response", StackTrace: "at e2e...", BindingErrors: []BindingError{}},
-		EventID: EventID{ID: "event-e2e-14", Version: 656, AggregateID: AggregateID{
+		EventID: EventID{ID: "event-e2e-14", Version: 656, AggregateID: WireAggregateID{
 			ContextName: "openapi-service", AggregateName: "quotation", AggregateID: "quotation-e2e-14", TenantID: "(0)"}},
 		ExecuteAt:  1735000000000,
 		Function:   FunctionInfo{ContextName: "openapi-service", ProcessorName: "QuotationSaga", Name: "onQuotationApplied", FunctionKind: KindEvent},
@@ -233,4 +234,21 @@ func TestDecodeEventErrors(t *testing.T) {
 			assert.NotContains(t, err.Error(), internal)
 		}
 	}
+}
+
+// The wire aggregate id and the event store's are one id in two shapes:
+// the conversions lose nothing but the (fixed) tenant.
+func TestWireAggregateIDConversions(t *testing.T) {
+	for _, a := range []eventstore.AggregateID{
+		{Context: "shop", Type: "order", ID: "o-1"},
+		{Context: "billing", Type: "invoice", ID: "inv 2026/11 ünïcode"},
+		{},
+	} {
+		w := WireAggregateIDOf(a)
+		assert.Equal(t, WireAggregateID{ContextName: a.Context, AggregateName: a.Type, AggregateID: a.ID, TenantID: DefaultTenantID}, w)
+		assert.Equal(t, a, w.StoreID(), "StoreID undoes WireAggregateIDOf")
+	}
+	var w WireAggregateID
+	require.NoError(t, json.Unmarshal([]byte(`{"contextName":"c","aggregateName":"t","aggregateId":"i","tenantId":"other"}`), &w))
+	assert.Equal(t, eventstore.AggregateID{Context: "c", Type: "t", ID: "i"}, w.StoreID(), "the wire names map to Context, Type and ID")
 }

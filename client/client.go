@@ -1,9 +1,6 @@
-// Package client is a Go client of the amends HTTP API (package server),
-// used by the amends command line and usable from scripts and services.
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,20 +10,20 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/amends-dev/amends/projection"
-	"github.com/amends-dev/amends/server"
+	"github.com/amends-dev/amends/api"
 )
 
-// Client calls one amends server. It is safe for concurrent use.
+// Client calls one amends server. It is safe for concurrent use by
+// several goroutines; it keeps no state between calls.
 //
 // Every call fails with a *Error (errors.As) when the server answers with
 // an error, whose Body is the server's {code, message, details}; with an
 // error matching ErrTimeout when the server does not answer in time (see
-// WithTimeout, WithIdleTimeout); and otherwise with an error naming the
-// request, such as a refused connection.
+// WithTimeout, WithIdleTimeout); with an error matching ErrInvalidRequest
+// for a request the client will not send; and otherwise with an error
+// naming the request, such as a refused connection.
 type Client struct {
 	base    string
 	shown   string // base without a password, for messages
@@ -99,8 +96,10 @@ func New(baseURL, token string, hc *http.Client, opts ...Option) (*Client, error
 type Error struct {
 	// Status is the HTTP status.
 	Status int
-	// Body is the server's {code, message, details}.
-	Body server.Error
+	// Body is the server's {code, message, details}; for an answer that
+	// is not the API's, Code is the status text and Message names the
+	// request and quotes the answer.
+	Body api.Error
 }
 
 // Error returns the server's message.
@@ -187,126 +186,6 @@ func (c *Client) get(ctx context.Context, path string, out any) error {
 	return c.call(ctx, http.MethodGet, path, nil, nil, out)
 }
 
-// List returns a page of records; params are the list's query parameters
-// (filters, sort, order, limit, cursor). view, if set, lists that view.
-func (c *Client) List(ctx context.Context, view string, params url.Values) (projection.Page, error) {
-	var p projection.Page
-	path := "/api/v1/records"
-	if view != "" {
-		path = "/api/v1/views/" + url.PathEscape(view)
-	}
-	return p, c.get(ctx, path+query(params), &p)
-}
-
-// Count counts the records matching the filter parameters.
-func (c *Client) Count(ctx context.Context, params url.Values) (int, error) {
-	var r server.CountResponse
-	return r.Count, c.get(ctx, "/api/v1/count"+query(params), &r)
-}
-
-// Summary returns the failure summary of the records matching params.
-func (c *Client) Summary(ctx context.Context, params url.Values) (projection.Summary, error) {
-	var s projection.Summary
-	return s, c.get(ctx, "/api/v1/summary"+query(params), &s)
-}
-
-// Quarantine returns a page of the messages consumers quarantined, oldest
-// first; params are the query parameters (consumer, limit, cursor).
-func (c *Client) Quarantine(ctx context.Context, params url.Values) (server.QuarantinePage, error) {
-	var p server.QuarantinePage
-	return p, c.get(ctx, "/api/v1/quarantine"+query(params), &p)
-}
-
-// Get returns one record.
-func (c *Client) Get(ctx context.Context, id string) (projection.View, error) {
-	var v projection.View
-	return v, c.get(ctx, "/api/v1/records/"+url.PathEscape(id), &v)
-}
-
-// History returns a record's commands, newest first.
-func (c *Client) History(ctx context.Context, id string) ([]server.HistoryEntry, error) {
-	var h []server.HistoryEntry
-	return h, c.get(ctx, "/api/v1/records/"+url.PathEscape(id)+"/history", &h)
-}
-
-// Command runs an operator command (server.OperatorCommands) on a record.
-// body holds the command's fields and "reason"; idempotencyKey, if set,
-// makes a retry of the same call run the command once.
-func (c *Client) Command(ctx context.Context, id, command string, body map[string]any, idempotencyKey string) (server.CommandResponse, error) {
-	h := http.Header{}
-	if idempotencyKey != "" {
-		h.Set("Idempotency-Key", idempotencyKey)
-	}
-	if body == nil {
-		body = map[string]any{}
-	}
-	var out server.CommandResponse
-	return out, c.call(ctx, http.MethodPost, "/api/v1/records/"+url.PathEscape(id)+"/"+url.PathEscape(command), body, h, &out)
-}
-
-// BatchProgress receives a streamed batch as it runs.
-type BatchProgress struct {
-	// Start is called once with how many records match and will be touched.
-	Start func(server.BatchStart)
-	// Outcome is called for every record.
-	Outcome func(server.BatchOutcome)
-}
-
-// Batch runs a batch command, streaming its progress to p. The idle
-// timeout bounds the wait for the answer and for each line after it; an
-// error matching ErrTimeout says the stream stalled (the batch may still be
-// running on the server: the same request id reads its result).
-func (c *Client) Batch(ctx context.Context, command string, req server.BatchRequest, p BatchProgress) (server.BatchResult, error) {
-	path := "/api/v1/batch/" + url.PathEscape(command)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var (
-		mu sync.Mutex
-		te = &timeoutError{method: http.MethodPost, url: c.shown + path, after: c.idle, stream: true}
-	)
-	idle := time.AfterFunc(c.idle, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		cancel(te)
-	})
-	defer idle.Stop()
-	resp, err := c.do(ctx, http.MethodPost, path, req, http.Header{"Accept": {"application/x-ndjson"}})
-	if err != nil {
-		return server.BatchResult{}, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		mu.Lock()
-		if context.Cause(ctx) == nil {
-			te.lines++
-			idle.Reset(c.idle)
-		}
-		mu.Unlock()
-		var line server.BatchLine
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			return server.BatchResult{}, fmt.Errorf("POST %s: line %d of the batch stream is not a batch line: %s", c.shown+path, te.lines, jsonProblem(err))
-		}
-		if line.Start != nil && p.Start != nil {
-			p.Start(*line.Start)
-		}
-		if line.Outcome != nil && p.Outcome != nil {
-			p.Outcome(*line.Outcome)
-		}
-		if line.Result != nil {
-			return *line.Result, nil
-		}
-	}
-	if err := timedOut(ctx); err != nil {
-		return server.BatchResult{}, err
-	}
-	if err := sc.Err(); err != nil {
-		return server.BatchResult{}, fmt.Errorf("POST %s: reading the batch stream: %w", c.shown+path, err)
-	}
-	return server.BatchResult{}, fmt.Errorf("the batch response ended without a result; send the same request id again to read it")
-}
-
 // pathOnly is path without its query.
 func pathOnly(path string) string { return strings.SplitN(path, "?", 2)[0] }
 
@@ -329,6 +208,7 @@ func jsonProblem(err error) string {
 	return err.Error()
 }
 
+// query is v as a query string, "" if v is empty.
 func query(v url.Values) string {
 	if len(v) == 0 {
 		return ""

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
 )
 
@@ -35,7 +36,7 @@ func TestErrorsCarryTheServersBody(t *testing.T) {
 	assert.Equal(t, "NotFound", ce.Body.Code)
 	assert.EqualError(t, err, "no ExecutionFailed record with id x")
 
-	_, err = c.Count(t.Context(), nil)
+	_, err = c.Count(t.Context(), api.Filter{})
 	require.True(t, errors.As(err, &ce))
 	assert.Equal(t, "Bad Gateway", ce.Body.Code, "a body that is not an API error keeps the status")
 	assert.Contains(t, err.Error(), "upstream down")
@@ -64,16 +65,16 @@ func TestUnexpectedAnswersNameNoGoTypes(t *testing.T) {
 	c, err := client.New(srv.URL, "", nil)
 	require.NoError(t, err)
 
-	_, err = c.Count(t.Context(), nil)
+	_, err = c.Count(t.Context(), api.Filter{})
 	assert.EqualError(t, err, "GET "+srv.URL+"/api/v1/count: the answer is not the API's JSON: count is a JSON string, not what the API sends")
-	_, err = c.Summary(t.Context(), nil)
+	_, err = c.Summary(t.Context(), api.Filter{})
 	assert.EqualError(t, err, "GET "+srv.URL+"/api/v1/summary: the answer is not the API's JSON: the answer ended early")
-	_, err = c.List(t.Context(), "", nil)
+	_, err = c.List(t.Context(), api.Query{})
 	assert.EqualError(t, err, "GET "+srv.URL+"/api/v1/records: the answer is not the API's JSON: invalid JSON at byte 1")
 
 	c, err = client.New("http://127.0.0.1:1", "", nil)
 	require.NoError(t, err)
-	_, err = c.List(t.Context(), "", map[string][]string{"limit": {"5"}})
+	_, err = c.List(t.Context(), api.Query{Limit: 5})
 	require.Error(t, err)
 	assert.Equal(t, 1, strings.Count(err.Error(), "127.0.0.1:1/api/v1/records"), "the address once: %v", err)
 }
@@ -81,7 +82,7 @@ func TestUnexpectedAnswersNameNoGoTypes(t *testing.T) {
 func TestMessagesHideThePasswordOfTheAddress(t *testing.T) {
 	c, err := client.New("http://ops:hunter2@127.0.0.1:1", "", nil)
 	require.NoError(t, err)
-	_, err = c.List(t.Context(), "", nil)
+	_, err = c.List(t.Context(), api.Query{})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "hunter2")
 	assert.Contains(t, err.Error(), "http://ops:xxxxx@127.0.0.1:1/api/v1/records")

@@ -13,7 +13,20 @@ var (
 	ErrTimeout = errors.New("client: no answer in time")
 	// ErrInvalidOption matches the error of New for an option it refuses.
 	ErrInvalidOption = errors.New("client: invalid option")
+	// ErrInvalidRequest matches the error of a call the client refuses to
+	// send, such as a filter with a Now outside a batch.
+	ErrInvalidRequest = errors.New("client: invalid request")
 )
+
+// requestError is the error of a request the client refuses. Its text
+// says what to change, not the sentinel it matches.
+type requestError struct{ msg string }
+
+func invalidRequest(msg string) error { return &requestError{msg} }
+
+func (e *requestError) Error() string { return e.msg }
+
+func (e *requestError) Is(target error) bool { return target == ErrInvalidRequest }
 
 // timeoutError is the error of a call that timed out. Its text names the
 // request and the limit, not the sentinel it matches.

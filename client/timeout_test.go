@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/internal/silent"
 	"github.com/amends-dev/amends/server"
@@ -36,13 +37,13 @@ func TestCallsTimeOutAgainstASilentServer(t *testing.T) {
 	c, err := client.New(base, "", nil, client.WithTimeout(200*time.Millisecond))
 	require.NoError(t, err)
 	for name, call := range map[string]func() error{
-		"list":    func() error { _, err := c.List(t.Context(), "", nil); return err },
-		"count":   func() error { _, err := c.Count(t.Context(), nil); return err },
-		"summary": func() error { _, err := c.Summary(t.Context(), nil); return err },
+		"list":    func() error { _, err := c.List(t.Context(), api.Query{}); return err },
+		"count":   func() error { _, err := c.Count(t.Context(), api.Filter{}); return err },
+		"summary": func() error { _, err := c.Summary(t.Context(), api.Filter{}); return err },
 		"get":     func() error { _, err := c.Get(t.Context(), "x"); return err },
 		"history": func() error { _, err := c.History(t.Context(), "x"); return err },
 		"command": func() error {
-			_, err := c.Command(t.Context(), "x", "prepare_compensation", nil, "")
+			_, err := c.Prepare(t.Context(), "x", client.CommandOptions{})
 			return err
 		},
 	} {
@@ -54,7 +55,7 @@ func TestCallsTimeOutAgainstASilentServer(t *testing.T) {
 		assert.NotContains(t, err.Error(), "client:", "%s: no package prefix in %q", name, err)
 	}
 
-	_, err = c.List(t.Context(), "", map[string][]string{"processor": {"Mailer"}})
+	_, err = c.List(t.Context(), api.Query{Filter: api.Filter{Processor: "Mailer"}})
 	assert.EqualError(t, err, "GET "+base+"/api/v1/records: no answer within 200ms", "the message names the request without its query")
 }
 
@@ -105,7 +106,7 @@ func TestCancelIsNotATimeout(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err = c.List(ctx, "", nil)
+	_, err = c.List(ctx, api.Query{})
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, client.ErrTimeout), "%v", err)
 }

@@ -15,7 +15,13 @@ const (
 )
 
 // AggregateID identifies one aggregate: the bounded context (service) that
-// owns it, its type and its id within that type.
+// owns it, its type and its id within that type. It is the aggregate id of
+// every Go API of amends.
+//
+// ExecutionFailed records and the projection's items carry the same id in
+// Wow's JSON shape, as aggregate.WireAggregateID (ContextName,
+// AggregateName, AggregateID, TenantID); aggregate.WireAggregateIDOf and
+// WireAggregateID.StoreID convert between the two.
 type AggregateID struct {
 	// Context is the bounded context, a name (see ValidateName).
 	Context string `json:"context"`

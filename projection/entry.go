@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // entry is a record as the index keeps it: the fields filters, sorts,
@@ -89,23 +90,9 @@ func (e *entry) dueCandidate() bool {
 	return s.Schedulable(endOfTime)
 }
 
-// Item is a record as List returns it: what the index holds. Get returns
-// the full record (error message, stack trace, retry spec, ...).
-type Item struct {
-	ID          string                   `json:"id"`
-	Version     uint64                   `json:"version"`
-	EventID     string                   `json:"eventId"`
-	Aggregate   aggregate.AggregateID    `json:"aggregate"`
-	Function    aggregate.FunctionInfo   `json:"function"`
-	Status      aggregate.Status         `json:"status"`
-	Recoverable aggregate.Recoverability `json:"recoverable"`
-	ErrorCode   string                   `json:"errorCode"`
-	ExecuteAt   int64                    `json:"executeAt"`
-	Retries     int32                    `json:"retries"`
-	MaxRetries  int32                    `json:"maxRetries"`
-	TimeoutAt   int64                    `json:"timeoutAt"`
-	NextRetryAt int64                    `json:"nextRetryAt"`
-}
+// Item is a record as List returns it: what the index holds (the API's
+// type). Get returns the full record.
+type Item = api.Item
 
 // item expands e.
 func (e *entry) item(in *interner) Item {
@@ -113,7 +100,7 @@ func (e *entry) item(in *interner) Item {
 		ID:      e.id,
 		Version: e.version,
 		EventID: e.eventID,
-		Aggregate: aggregate.AggregateID{ContextName: in.name(e.aggContext), AggregateName: in.name(e.aggType),
+		Aggregate: aggregate.WireAggregateID{ContextName: in.name(e.aggContext), AggregateName: in.name(e.aggType),
 			AggregateID: e.aggregateID, TenantID: aggregate.DefaultTenantID},
 		Function: aggregate.FunctionInfo{FunctionKind: enumValue(aggregate.FunctionKinds, e.kind),
 			ContextName: in.name(e.fnContext), ProcessorName: in.name(e.fnProcessor), Name: in.name(e.fnName)},

@@ -4,42 +4,12 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
-// Filter selects records. Every field that is set must match (AND); the
-// zero Filter selects every record. String fields match exactly.
-type Filter struct {
-	// ID is the record id.
-	ID string `json:"id,omitempty"`
-	// EventID is the id of the event whose handling failed.
-	EventID string `json:"eventId,omitempty"`
-	// AggregateContext, AggregateType and AggregateID identify the
-	// aggregate of that event.
-	AggregateContext string `json:"aggregateContext,omitempty"`
-	AggregateType    string `json:"aggregateType,omitempty"`
-	AggregateID      string `json:"aggregateId,omitempty"`
-	// FunctionContext, Processor, Function and FunctionKind identify the
-	// function that failed.
-	FunctionContext string                 `json:"functionContext,omitempty"`
-	Processor       string                 `json:"processor,omitempty"`
-	Function        string                 `json:"function,omitempty"`
-	FunctionKind    aggregate.FunctionKind `json:"functionKind,omitempty"`
-	// Status and Recoverable match the record's.
-	Status      aggregate.Status         `json:"status,omitempty"`
-	Recoverable aggregate.Recoverability `json:"recoverable,omitempty"`
-	// ErrorCode is the last failure's code.
-	ErrorCode string `json:"errorCode,omitempty"`
-	// ExecuteAtFrom and ExecuteAtTo bound executeAt: from inclusive, to
-	// exclusive; zero is unbounded.
-	ExecuteAtFrom time.Time `json:"executeAtFrom,omitzero"`
-	ExecuteAtTo   time.Time `json:"executeAtTo,omitzero"`
-	// MinRetries selects records with retries >= MinRetries.
-	MinRetries int32 `json:"minRetries,omitempty"`
-	// View selects one of the operator views (aggregate.View.Contains).
-	View aggregate.View `json:"view,omitempty"`
-	// Now is the time View is evaluated at; zero means the index's clock.
-	Now time.Time `json:"now,omitzero"`
-}
+// Filter selects records (the API's type). Every field that is set must
+// match (AND); the zero Filter selects every record.
+type Filter = api.Filter
 
 // matcher is a Filter compiled against an index's names.
 type matcher struct {

@@ -2,31 +2,20 @@ package projection
 
 import (
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // Page limits.
 const (
-	DefaultLimit = 50
-	MaxLimit     = 1000
+	DefaultLimit = api.DefaultLimit
+	MaxLimit     = api.MaxLimit
 )
 
-// Query is a List request.
-type Query struct {
-	Filter Filter `json:"filter"`
-	Sort   Sort   `json:"sort"`
-	// Limit is the page size: 0 means DefaultLimit; at most MaxLimit.
-	Limit int `json:"limit,omitempty"`
-	// Cursor continues after the page that returned it; "" starts at the
-	// beginning.
-	Cursor string `json:"cursor,omitempty"`
-}
+// Query is a List request (the API's type).
+type Query = api.Query
 
-// Page is one page of List.
-type Page struct {
-	Items []Item `json:"items"`
-	// Next continues the listing; "" on the last page.
-	Next string `json:"next,omitempty"`
-}
+// Page is one page of List (the API's type).
+type Page = api.Page
 
 func validate(f Filter) error {
 	if f.View != "" {
@@ -43,7 +32,7 @@ func validate(f Filter) error {
 // invalid sort, limit, view or cursor is an error matching ErrInvalidQuery.
 // Safe for concurrent use.
 func (ix *Index) List(q Query) (Page, error) {
-	field, err := q.Sort.field()
+	field, err := fieldOf(q.Sort)
 	if err != nil {
 		return Page{}, err
 	}

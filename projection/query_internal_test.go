@@ -96,7 +96,7 @@ func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
 	for range 400 {
 		f := randomFilter(r, &views[r.IntN(len(views))], now)
 		sort := Sort{Field: SortFields[r.IntN(len(SortFields))], Desc: r.IntN(2) == 0}
-		field, err := sort.field()
+		field, err := fieldOf(sort)
 		require.NoError(t, err)
 		var want []string
 		sorted := slices.Clone(all)

@@ -3,39 +3,33 @@ package projection
 import (
 	"fmt"
 	"slices"
+
+	"github.com/amends-dev/amends/api"
 )
 
-// SortField is what List orders by.
-type SortField string
+// SortField is what List orders by (the API's type).
+type SortField = api.SortField
 
 // The sort fields.
 const (
-	// SortExecuteAt orders by the time of the last outcome.
-	SortExecuteAt SortField = "executeAt"
-	// SortNextRetryAt orders by when the record is next due.
-	SortNextRetryAt SortField = "nextRetryAt"
-	// SortRetries orders by the retry count.
-	SortRetries SortField = "retries"
+	SortExecuteAt   = api.SortExecuteAt
+	SortNextRetryAt = api.SortNextRetryAt
+	SortRetries     = api.SortRetries
 )
 
 // SortFields lists the sort fields.
-var SortFields = []SortField{SortExecuteAt, SortNextRetryAt, SortRetries}
+var SortFields = api.SortFields
 
-// Sort is List's order. Records with equal keys are in a fixed order that
-// every index shares. The zero Sort is executeAt ascending.
-type Sort struct {
-	// Field is the key; "" means SortExecuteAt.
-	Field SortField `json:"field,omitempty"`
-	// Desc orders from the largest key down.
-	Desc bool `json:"desc,omitempty"`
-}
+// Sort is List's order (the API's type). The zero Sort is executeAt
+// ascending.
+type Sort = api.Sort
 
 // sortField is a SortField's position in SortFields and in Index.orders.
 type sortField int
 
 const numSortFields = 3
 
-func (s Sort) field() (sortField, error) {
+func fieldOf(s Sort) (sortField, error) {
 	if s.Field == "" {
 		return 0, nil
 	}

@@ -5,51 +5,19 @@ import (
 	"slices"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
-// Summary is the failure overview of the records a filter selects.
-type Summary struct {
-	// Total is the number of records.
-	Total int `json:"total"`
-	// Groups count the records per failing function and error code, the
-	// largest group first.
-	Groups []FailureGroup `json:"groups"`
-	// ByStatus counts the records per status and recoverability.
-	ByStatus []StatusCount `json:"byStatus"`
-	// Views counts the records in each operator view at the filter's now.
-	Views map[aggregate.View]int `json:"views"`
-}
+// Summary is the failure overview of the records a filter selects (the
+// API's type).
+type Summary = api.Summary
 
 // FailureGroup is the records of one (function context, processor,
 // function, error code).
-type FailureGroup struct {
-	FunctionContext string `json:"functionContext"`
-	Processor       string `json:"processor"`
-	Function        string `json:"function"`
-	ErrorCode       string `json:"errorCode"`
-	// Total counts every record of the group.
-	Total int `json:"total"`
-	// Retryable counts records neither succeeded nor out of retries
-	// (State.IsRetryable).
-	Retryable int `json:"retryable"`
-	// Exhausted counts records not succeeded and out of retries (not
-	// State.IsBelowRetryThreshold): only an operator moves them on.
-	Exhausted int `json:"exhausted"`
-	// Prepared counts records with a replay under way.
-	Prepared int `json:"prepared"`
-	// OldestFailureAt and NewestFailureAt are the smallest and largest
-	// executeAt (epoch ms) of the group's unfinished records: when the
-	// still-open failures happened. Zero if every record succeeded.
-	OldestFailureAt int64 `json:"oldestFailureAt,omitempty"`
-	NewestFailureAt int64 `json:"newestFailureAt,omitempty"`
-}
+type FailureGroup = api.FailureGroup
 
 // StatusCount is the number of records of one status and recoverability.
-type StatusCount struct {
-	Status      aggregate.Status         `json:"status"`
-	Recoverable aggregate.Recoverability `json:"recoverable"`
-	Count       int                      `json:"count"`
-}
+type StatusCount = api.StatusCount
 
 type groupKey struct{ ctx, proc, fn, code uint32 }
 
@@ -86,7 +54,7 @@ func (ix *Index) Summary(f Filter) (Summary, error) {
 				Function: ix.names.name(k.fn), ErrorCode: ix.names.name(k.code)}
 			groups[k] = g
 		}
-		g.add(&s)
+		addTo(g, &s)
 		return true
 	})
 	for _, g := range groups {
@@ -97,7 +65,7 @@ func (ix *Index) Summary(f Filter) (Summary, error) {
 			cmp.Compare(a.Processor, b.Processor), cmp.Compare(a.Function, b.Function), cmp.Compare(a.ErrorCode, b.ErrorCode))
 	})
 	for k, n := range statuses {
-		sum.ByStatus = append(sum.ByStatus, StatusCount{enumValue(aggregate.Statuses, k.s), enumValue(aggregate.Recoverabilities, k.r), n})
+		sum.ByStatus = append(sum.ByStatus, StatusCount{Status: enumValue(aggregate.Statuses, k.s), Recoverable: enumValue(aggregate.Recoverabilities, k.r), Count: n})
 	}
 	slices.SortFunc(sum.ByStatus, func(a, b StatusCount) int {
 		return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.Recoverable, b.Recoverable))
@@ -105,8 +73,8 @@ func (ix *Index) Summary(f Filter) (Summary, error) {
 	return sum, nil
 }
 
-// add counts record s in g.
-func (g *FailureGroup) add(s *aggregate.State) {
+// addTo counts record s in g.
+func addTo(g *FailureGroup, s *aggregate.State) {
 	g.Total++
 	if s.IsRetryable() {
 		g.Retryable++

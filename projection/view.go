@@ -7,22 +7,14 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 )
 
 // View is the persisted read model of one record: its state after the
-// stream of version Version, which the store holds at sequence Seq.
-type View struct {
-	// State is the record.
-	State aggregate.State `json:"state"`
-	// Version is the record's version (the number of commands applied).
-	Version uint64 `json:"version"`
-	// UpdatedAt is when the last command ran (its stream's create time),
-	// in epoch ms.
-	UpdatedAt int64 `json:"updatedAt"`
-	// Seq is the event-store sequence of the record's last stream.
-	Seq uint64 `json:"seq"`
-}
+// stream of version Version, which the store holds at sequence Seq. It is
+// the API's type, the body of GET /api/v1/records/{id}.
+type View = api.View
 
 // encodeView returns the stored JSON of v, after checking that
 // decodeView reads it back: a view is only written if every reader (the

@@ -1,24 +1,28 @@
 package quarantine
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
 
-// Reason says why a message was quarantined. The values are stable: they
-// are metric labels and appear in the API.
-type Reason string
+	"github.com/amends-dev/amends/api"
+)
+
+// Reason says why a message was quarantined (the API's type). The values
+// are stable: they are metric labels and appear in the API.
+type Reason = api.QuarantineReason
 
 const (
 	// ReasonUndecodable: the message, or one of its events, does not
 	// decode.
-	ReasonUndecodable Reason = "undecodable"
+	ReasonUndecodable = api.QuarantineUndecodable
 	// ReasonCorrupt: the message decodes, but what it refers to (the
 	// record's history, the stream it points into) is corrupt or invalid.
-	ReasonCorrupt Reason = "corrupt"
+	ReasonCorrupt = api.QuarantineCorrupt
 	// ReasonInvalidView: the view the message would produce is one the
 	// reader would reject, so it is not written.
-	ReasonInvalidView Reason = "invalid_view"
+	ReasonInvalidView = api.QuarantineInvalidView
 	// ReasonRetriesExhausted: an error that might have been transient
 	// persisted through the bounded number of deliveries (Retry).
-	ReasonRetriesExhausted Reason = "retries_exhausted"
+	ReasonRetriesExhausted = api.QuarantineRetriesExhausted
 )
 
 // Reasons lists every reason, in a stable order.
@@ -28,26 +32,9 @@ var Reasons = []Reason{ReasonUndecodable, ReasonCorrupt, ReasonInvalidView, Reas
 const maxErrorLen = 1024
 
 // Entry is one quarantined message, as Record stores it and List returns
-// it.
-type Entry struct {
-	// ID is the entry's sequence in the quarantine stream: List's cursor.
-	// Record ignores it.
-	ID uint64 `json:"id,omitempty"`
-	// Stream and Seq locate the message: its stream and stream sequence.
-	Stream string `json:"stream"`
-	Seq    uint64 `json:"seq"`
-	// Subject is the message's subject.
-	Subject string `json:"subject"`
-	// Consumer is the durable consumer that quarantined it.
-	Consumer string `json:"consumer"`
-	// Reason says why, Error says what (at most 1 KiB).
-	Reason Reason `json:"reason"`
-	Error  string `json:"error"`
-	// Deliveries is how often the consumer had received the message.
-	Deliveries uint64 `json:"deliveries"`
-	// At is when it was quarantined, in epoch ms.
-	At int64 `json:"at"`
-}
+// it (the API's type). Record ignores its ID, the entry's sequence in the
+// quarantine stream and List's cursor.
+type Entry = api.QuarantineEntry
 
 // truncate cuts s to at most n bytes on a rune boundary, marking the cut.
 func truncate(s string, n int) string {

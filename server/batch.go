@@ -17,91 +17,46 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
 )
 
 // BatchCommands are the commands a batch can run.
-var BatchCommands = []string{aggregate.NamePrepareCompensation, aggregate.NameForcePrepareCompensation}
+var BatchCommands = commandNames(api.BatchCommands)
 
 // Batch defaults and limits.
 const (
-	DefaultBatchRate = 50.0
-	MaxBatchRate     = 1000.0
+	DefaultBatchRate = api.DefaultBatchRate
+	MaxBatchRate     = api.MaxBatchRate
 )
 
 // BatchRequest is the body of POST /api/v1/batch/{command}.
-type BatchRequest struct {
-	// Filter selects the records, as the list filters do.
-	Filter projection.Filter `json:"filter"`
-	// Limit is the most records to touch (default and maximum: the
-	// server's batch limit).
-	Limit int `json:"limit,omitempty"`
-	// DryRun reports what would happen and touches nothing.
-	DryRun bool `json:"dryRun,omitempty"`
-	// RatePerSecond paces a real run (default 50, at most 1000).
-	RatePerSecond float64 `json:"ratePerSecond,omitempty"`
-	// RequestID makes a real run idempotent: the same id returns the
-	// stored result, and each record gets one command per request id.
-	RequestID string `json:"requestId,omitempty"`
-	// Reason is recorded on every command; force-prepare needs one.
-	Reason string `json:"reason,omitempty"`
-}
+type BatchRequest = api.BatchRequest
 
 // Batch outcomes of one record.
 const (
-	OutcomeApplied   = "applied"   // the command ran
-	OutcomeDuplicate = "duplicate" // an earlier run of this request ran it
-	OutcomeRejected  = "rejected"  // the record's state refused it
-	OutcomeFailed    = "failed"    // an error other than a rejection
-	OutcomeWould     = "would-apply"
-	OutcomeWouldNot  = "would-reject"
+	OutcomeApplied   = api.OutcomeApplied
+	OutcomeDuplicate = api.OutcomeDuplicate
+	OutcomeRejected  = api.OutcomeRejected
+	OutcomeFailed    = api.OutcomeFailed
+	OutcomeWould     = api.OutcomeWould
+	OutcomeWouldNot  = api.OutcomeWouldNot
 )
 
 // BatchOutcome is what happened (or would) to one record.
-type BatchOutcome struct {
-	ID      string `json:"id"`
-	Outcome string `json:"outcome"`
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
-	Version uint64 `json:"version,omitempty"`
-}
+type BatchOutcome = api.BatchOutcome
 
 // BatchResult is the result of a batch.
-type BatchResult struct {
-	Command   string `json:"command"`
-	RequestID string `json:"requestId,omitempty"`
-	DryRun    bool   `json:"dryRun"`
-	// Matched counts the records the filter selects; at most Limit of
-	// them are touched.
-	Matched int `json:"matched"`
-	// Counts per outcome.
-	Counts map[string]int `json:"counts"`
-	// Records lists each record's outcome.
-	Records []BatchOutcome `json:"records"`
-	// Complete is false if the run stopped early (the client went away);
-	// running it again with the same request id finishes it.
-	Complete bool `json:"complete"`
-	// Replayed is true when the result is the stored one of an earlier run.
-	Replayed bool `json:"replayed,omitempty"`
-	// BodyHash identifies the request body the result belongs to.
-	BodyHash string `json:"bodyHash,omitempty"`
-}
+type BatchResult = api.BatchResult
 
 // BatchLine is one line of a streamed batch (Accept: application/x-ndjson):
 // first the start, then an outcome per record, then the result.
-type BatchLine struct {
-	Start   *BatchStart   `json:"start,omitempty"`
-	Outcome *BatchOutcome `json:"outcome,omitempty"`
-	Result  *BatchResult  `json:"result,omitempty"`
-}
+type BatchLine = api.BatchLine
 
 // BatchStart opens a streamed batch: how many records match and how many
 // outcome lines follow.
-type BatchStart struct {
-	Matched int `json:"matched"`
-	Total   int `json:"total"`
-}
+type BatchStart = api.BatchStart
 
 var batchNamespace = uuid.MustParse("9d3f3b0e-3c1a-4f57-8d43-2d8a1b6e0c55")
 

@@ -7,26 +7,24 @@ import (
 	"strings"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // OperatorCommands are the commands the API accepts, by wire name. Create
 // and the execution results come from services' recorders, not operators.
-var OperatorCommands = []string{
-	aggregate.NamePrepareCompensation,
-	aggregate.NameForcePrepareCompensation,
-	aggregate.NameApplyRetrySpec,
-	aggregate.NameMarkRecoverable,
-	aggregate.NameChangeFunction,
+var OperatorCommands = commandNames(api.OperatorCommands)
+
+// commandNames returns the wire names of commands.
+func commandNames(commands []api.Command) []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = string(c)
+	}
+	return names
 }
 
 // CommandResponse is the body of a successful command.
-type CommandResponse struct {
-	ID        string          `json:"id"`
-	State     aggregate.State `json:"state"`
-	Version   uint64          `json:"version"`
-	Events    []HistoryEvent  `json:"events"`
-	Duplicate bool            `json:"duplicate"`
-}
+type CommandResponse = api.CommandResponse
 
 func (s *Server) command(w http.ResponseWriter, r *http.Request, p principal) error {
 	return s.runCommand(w, r, p, r.PathValue("command"))

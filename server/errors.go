@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
 )
@@ -20,15 +21,8 @@ import (
 // ErrInsecureBind: the server would listen beyond loopback without tokens.
 var ErrInsecureBind = errors.New("server: refusing to serve without tokens beyond loopback")
 
-// Error is the body of every error response.
-type Error struct {
-	// Code is a stable machine-readable code, e.g. "IllegalState".
-	Code string `json:"code"`
-	// Message says what was wrong and what to do.
-	Message string `json:"message"`
-	// Details carries structured facts, e.g. the offending field.
-	Details map[string]any `json:"details,omitempty"`
-}
+// Error is the body of every error response (the API's type).
+type Error = api.Error
 
 // apiError is an error with its HTTP status.
 type apiError struct {

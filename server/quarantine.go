@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -27,10 +28,7 @@ const defaultQuarantineLimit = 100
 
 // QuarantinePage is the body of GET /api/v1/quarantine: entries oldest
 // first, and the cursor of the next page.
-type QuarantinePage struct {
-	Entries []quarantine.Entry `json:"entries"`
-	Next    string             `json:"next,omitempty"`
-}
+type QuarantinePage = api.QuarantinePage
 
 func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ principal) error {
 	q, err := queryValues(r)

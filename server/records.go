@@ -1,10 +1,10 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -49,9 +49,7 @@ func (s *Server) writePage(w http.ResponseWriter, q projection.Query) error {
 }
 
 // CountResponse is the body of GET /api/v1/count.
-type CountResponse struct {
-	Count int `json:"count"`
-}
+type CountResponse = api.CountResponse
 
 func (s *Server) count(w http.ResponseWriter, r *http.Request, _ principal) error {
 	f, err := requestFilter(r)
@@ -105,26 +103,10 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, _ principal) error 
 }
 
 // HistoryEntry is one command in GET /api/v1/records/{id}/history.
-type HistoryEntry struct {
-	Version    uint64            `json:"version"`
-	Seq        uint64            `json:"seq"`
-	Command    string            `json:"command,omitempty"`
-	CommandID  string            `json:"commandId,omitempty"`
-	RequestID  string            `json:"requestId,omitempty"`
-	TraceID    string            `json:"traceId,omitempty"`
-	Actor      string            `json:"actor,omitempty"`
-	Reason     string            `json:"reason,omitempty"`
-	CreateTime int64             `json:"createTime"`
-	Headers    map[string]string `json:"headers,omitempty"`
-	Events     []HistoryEvent    `json:"events"`
-}
+type HistoryEntry = api.HistoryEntry
 
 // HistoryEvent is one event of a HistoryEntry, in its wire shape.
-type HistoryEvent struct {
-	ID   string          `json:"id"`
-	Name string          `json:"name"`
-	Body json.RawMessage `json:"body"`
-}
+type HistoryEvent = api.HistoryEvent
 
 func (s *Server) history(w http.ResponseWriter, r *http.Request, _ principal) error {
 	if err := noQuery(r); err != nil {

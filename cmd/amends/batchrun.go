@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/server"
@@ -29,7 +30,7 @@ func (f *batchFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.BoolVar(&f.dryRun, "dry-run", false, "batch: show how many and which records would be touched, touch none")
 	fs.BoolVar(&f.yes, "yes", false, "batch: do it")
-	fs.Float64Var(&f.rate, "rate", 0, fmt.Sprintf("batch: records per second, up to %g (default the server's, %g)", server.MaxBatchRate, server.DefaultBatchRate))
+	fs.Float64Var(&f.rate, "rate", 0, fmt.Sprintf("batch: records per second, up to %g (default the server's, %g)", api.MaxBatchRate, api.DefaultBatchRate))
 	fs.IntVar(&f.limit, "limit", 0, "batch: at most this many records (default the server's limit)")
 	fs.StringVar(&f.requestID, "request-id", "", "batch: idempotency key of the batch; sending it again returns the first run's result (default: new)")
 }
@@ -40,8 +41,8 @@ func (f *batchFlags) check() error {
 	case f.dryRun == f.yes:
 		return usageErrorf("a batch needs --dry-run (to see what it would do) or --yes (to do it), not %s",
 			map[bool]string{true: "both", false: "neither"}[f.dryRun])
-	case f.rate < 0 || f.rate > server.MaxBatchRate || f.rate != f.rate:
-		return usageErrorf("--rate must be from 0 (the server's default, %g) to %g records per second, got %g", server.DefaultBatchRate, server.MaxBatchRate, f.rate)
+	case f.rate < 0 || f.rate > api.MaxBatchRate || f.rate != f.rate:
+		return usageErrorf("--rate must be from 0 (the server's default, %g) to %g records per second, got %g", api.DefaultBatchRate, api.MaxBatchRate, f.rate)
 	case f.limit < 0:
 		return usageErrorf("--limit must be 0 (the server's limit) or more, got %d", f.limit)
 	case len(f.requestID) > eventstore.MaxIDLength:
@@ -61,7 +62,7 @@ func (f *batchFlags) idle(timeout time.Duration) time.Duration {
 	return timeout
 }
 
-func runBatch(cmd *cobra.Command, a *app, f *commandFlags, ff *filterFlags, bf *batchFlags, name string, params url.Values) error {
+func runBatch(cmd *cobra.Command, a *app, f *commandFlags, ff *filterFlags, bf *batchFlags, name api.Command, params url.Values) error {
 	if err := bf.check(); err != nil {
 		return err
 	}
@@ -80,11 +81,11 @@ func runBatch(cmd *cobra.Command, a *app, f *commandFlags, ff *filterFlags, bf *
 	if err != nil {
 		return err
 	}
-	req := server.BatchRequest{Filter: filter, Limit: bf.limit, DryRun: bf.dryRun, RatePerSecond: bf.rate, RequestID: bf.requestID, Reason: f.reason}
+	req := api.BatchRequest{Filter: filter, Limit: bf.limit, DryRun: bf.dryRun, RatePerSecond: bf.rate, RequestID: bf.requestID, Reason: f.reason}
 	if !req.DryRun && req.RequestID == "" {
 		req.RequestID = uuid.NewString()
 	}
-	pr := &progress{w: a.stderr, tty: isTerminal(a.stderr), on: f.output == "table" && !req.DryRun, name: name}
+	pr := &progress{w: a.stderr, tty: isTerminal(a.stderr), on: f.output == "table" && !req.DryRun, name: string(name)}
 	res, err := c.Batch(cmd.Context(), name, req, client.BatchProgress{Start: pr.start, Outcome: pr.outcome})
 	pr.end()
 	if err != nil {
@@ -113,9 +114,9 @@ type progress struct {
 	drawn       bool
 }
 
-func (p *progress) start(s server.BatchStart) { p.total = s.Total }
+func (p *progress) start(s api.BatchStart) { p.total = s.Total }
 
-func (p *progress) outcome(o server.BatchOutcome) {
+func (p *progress) outcome(o api.BatchOutcome) {
 	p.done++
 	if p.counts == nil {
 		p.counts = map[string]int{}
@@ -164,7 +165,7 @@ func bar(done, total int) string {
 
 func countsText(counts map[string]int) string {
 	var parts []string
-	for _, k := range []string{server.OutcomeApplied, server.OutcomeDuplicate, server.OutcomeRejected, server.OutcomeFailed, server.OutcomeWould, server.OutcomeWouldNot} {
+	for _, k := range []string{api.OutcomeApplied, api.OutcomeDuplicate, api.OutcomeRejected, api.OutcomeFailed, api.OutcomeWould, api.OutcomeWouldNot} {
 		if counts[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
 		}
@@ -175,7 +176,7 @@ func countsText(counts map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func printBatch(a *app, res server.BatchResult, filters string) error {
+func printBatch(a *app, res api.BatchResult, filters string) error {
 	tw := newTable(a.stdout)
 	fmt.Fprintln(tw, "ID\tOUTCOME\tMESSAGE")
 	for _, o := range res.Records {
@@ -200,16 +201,16 @@ func printBatch(a *app, res server.BatchResult, filters string) error {
 
 // batchError is the failure of a real batch that stopped early or in which
 // a record was rejected or failed; nil otherwise, and for a dry run.
-func batchError(res server.BatchResult) error {
+func batchError(res api.BatchResult) error {
 	if res.DryRun {
 		return nil
 	}
 	if !res.Complete {
 		return fmt.Errorf("the batch stopped before the end; run it again with --request-id %s to finish it", res.RequestID)
 	}
-	if bad := res.Counts[server.OutcomeRejected] + res.Counts[server.OutcomeFailed]; bad > 0 {
+	if bad := res.Counts[api.OutcomeRejected] + res.Counts[api.OutcomeFailed]; bad > 0 {
 		return fmt.Errorf("%d of %d records were not changed (%s); their outcomes say why (`amends show ID` for more)",
-			bad, len(res.Records), countsText(map[string]int{server.OutcomeRejected: res.Counts[server.OutcomeRejected], server.OutcomeFailed: res.Counts[server.OutcomeFailed]}))
+			bad, len(res.Records), countsText(map[string]int{api.OutcomeRejected: res.Counts[api.OutcomeRejected], api.OutcomeFailed: res.Counts[api.OutcomeFailed]}))
 	}
 	return nil
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	stdcontext "context"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/client"
 )
 
 const changeFunctionLong = `Change-function retargets a record at another function after the failed
@@ -34,9 +37,10 @@ func newChangeFunctionCmd(a *app) *cobra.Command {
 				return usageErrorf("--kind %v", err)
 			}
 			k, _ := aggregate.ParseFunctionKind(kind)
-			return f.run(cmd, a, args[0], aggregate.NameChangeFunction, map[string]any{
-				"contextName": strings.TrimSpace(context), "processorName": strings.TrimSpace(processor),
-				"name": strings.TrimSpace(name), "functionKind": k,
+			id := args[0]
+			fn := aggregate.FunctionInfo{FunctionKind: k, ContextName: strings.TrimSpace(context), ProcessorName: strings.TrimSpace(processor), Name: strings.TrimSpace(name)}
+			return f.run(cmd, a, id, api.CommandChangeFunction, func(ctx stdcontext.Context, c *client.Client, o client.CommandOptions) (api.CommandResponse, error) {
+				return c.ChangeFunction(ctx, id, fn, o.Reason, o)
 			})
 		},
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
 )
 
@@ -112,12 +113,12 @@ func apiError(cmd *cobra.Command, id string, err error) error {
 
 // cliCommands maps the wire names of operator commands to their
 // subcommands.
-var cliCommands = map[string]string{
-	"prepare_compensation":       "prepare",
-	"force_prepare_compensation": "force-prepare",
-	"apply_retry_spec":           "retry-spec",
-	"mark_recoverable":           "mark-recoverable",
-	"change_function":            "change-function",
+var cliCommands = map[api.Command]string{
+	api.CommandPrepare:         "prepare",
+	api.CommandForcePrepare:    "force-prepare",
+	api.CommandApplyRetrySpec:  "retry-spec",
+	api.CommandMarkRecoverable: "mark-recoverable",
+	api.CommandChangeFunction:  "change-function",
 }
 
 // refusalDetails says what a refused command's details tell an operator:
@@ -146,7 +147,7 @@ func refusalDetails(d map[string]any) string {
 	if list, ok := d["accepted"].([]any); ok {
 		for _, a := range list {
 			if name, ok := a.(string); ok {
-				if sub, ok := cliCommands[name]; ok {
+				if sub, ok := cliCommands[api.Command(name)]; ok {
 					name = sub
 				}
 				accepted = append(accepted, "amends "+name)

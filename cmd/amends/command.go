@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/server"
 )
@@ -42,8 +45,12 @@ func (f *commandFlags) check() error {
 	return nil
 }
 
+// send runs one command on a client; opts carry --reason and the
+// idempotency key.
+type send func(ctx context.Context, c *client.Client, opts client.CommandOptions) (api.CommandResponse, error)
+
 // run sends one command and prints the record after it.
-func (f *commandFlags) run(cmd *cobra.Command, a *app, id, name string, body map[string]any) error {
+func (f *commandFlags) run(cmd *cobra.Command, a *app, id string, name api.Command, send send) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
@@ -54,28 +61,22 @@ func (f *commandFlags) run(cmd *cobra.Command, a *app, id, name string, body map
 	if err != nil {
 		return err
 	}
-	if body == nil {
-		body = map[string]any{}
-	}
-	if f.reason != "" {
-		body["reason"] = f.reason
-	}
 	key := f.key
 	if key == "" {
 		key = uuid.NewString()
 	}
-	res, err := c.Command(cmd.Context(), id, name, body, key)
+	res, err := send(cmd.Context(), c, client.CommandOptions{Reason: f.reason, IdempotencyKey: key})
 	if err != nil {
 		return apiError(cmd, id, err)
 	}
 	if f.output == "json" {
 		return printJSON(a.stdout, res)
 	}
-	printCommandResult(a, name, res)
+	printCommandResult(a, string(name), res)
 	return nil
 }
 
-func printCommandResult(a *app, name string, res server.CommandResponse) {
+func printCommandResult(a *app, name string, res api.CommandResponse) {
 	s, now := res.State, a.now()
 	verb := name
 	if res.Duplicate {

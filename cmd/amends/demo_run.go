@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/examples/orders"
 	"github.com/amends-dev/amends/processor"
@@ -184,13 +183,10 @@ func (d *demo) watch(ctx context.Context, c *client.Client, run string) ([]strin
 
 // list reads every record of the example's mailer, page by page.
 func (d *demo) list(ctx context.Context, c *client.Client) ([]projection.Item, error) {
-	params := url.Values{"processor": {"Mailer"}}
-	if d.pageLimit > 0 {
-		params.Set("limit", strconv.Itoa(d.pageLimit))
-	}
+	q := api.Query{Filter: api.Filter{Processor: "Mailer"}, Limit: max(d.pageLimit, 0)}
 	var items []projection.Item
 	for {
-		page, err := c.List(ctx, "", params)
+		page, err := c.List(ctx, q)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +194,7 @@ func (d *demo) list(ctx context.Context, c *client.Client) ([]projection.Item, e
 		if page.Next == "" {
 			return items, nil
 		}
-		params.Set("cursor", page.Next)
+		q.Cursor = page.Next
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 )
 
@@ -98,6 +99,40 @@ func (f *filterFlags) params() (url.Values, error) {
 
 // active reports whether any filter or a view is set (after params).
 func (f *filterFlags) active(params url.Values) bool { return len(params) > 0 || f.view != "" }
+
+// filter returns checked params (from params) and the view as the API's
+// filter. Values params holds passed checkFilter, so they parse.
+func (f *filterFlags) filter(params url.Values) api.Filter {
+	ff := api.Filter{
+		ID: params.Get("id"), EventID: params.Get("eventId"),
+		AggregateContext: params.Get("aggregateContext"), AggregateType: params.Get("aggregateType"), AggregateID: params.Get("aggregateId"),
+		FunctionContext: params.Get("functionContext"), Processor: params.Get("processor"), Function: params.Get("function"),
+		ErrorCode: params.Get("errorCode"),
+	}
+	if v := params.Get("functionKind"); v != "" {
+		ff.FunctionKind, _ = aggregate.ParseFunctionKind(v)
+	}
+	if v := params.Get("status"); v != "" {
+		ff.Status, _ = aggregate.ParseStatus(v)
+	}
+	if v := params.Get("recoverable"); v != "" {
+		ff.Recoverable, _ = aggregate.ParseRecoverability(v)
+	}
+	if v := params.Get("executeAtFrom"); v != "" {
+		ff.ExecuteAtFrom, _ = parseTimeFlag(v)
+	}
+	if v := params.Get("executeAtTo"); v != "" {
+		ff.ExecuteAtTo, _ = parseTimeFlag(v)
+	}
+	if v := params.Get("minRetries"); v != "" {
+		n, _ := strconv.ParseInt(v, 10, 32)
+		ff.MinRetries = int32(n)
+	}
+	if f.view != "" {
+		ff.View, _ = aggregate.ParseView(f.view)
+	}
+	return ff
+}
 
 // describe names the active filters as the user gave them, for table
 // output: "processor=Mailer, view=to-retry"; "" if none.

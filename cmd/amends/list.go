@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -56,20 +56,11 @@ func newListCmd(a *app) *cobra.Command {
 				return err
 			}
 			filters := ff.describe(params)
-			if sort != "" {
-				params.Set("sort", sort)
-			}
-			if desc {
-				params.Set("order", "desc")
-			}
-			params.Set("limit", strconv.Itoa(limit))
-			if cursor != "" {
-				params.Set("cursor", cursor)
-			}
-			items := []projection.Item{}
+			q := api.Query{Filter: ff.filter(params), Sort: api.Sort{Field: api.SortField(sort), Desc: desc}, Limit: limit, Cursor: cursor}
+			items := []api.Item{}
 			next := ""
 			for {
-				page, err := c.List(cmd.Context(), ff.view, params)
+				page, err := c.List(cmd.Context(), q)
 				if err != nil {
 					return apiError(cmd, "", err)
 				}
@@ -78,7 +69,7 @@ func newListCmd(a *app) *cobra.Command {
 				if !all || next == "" {
 					break
 				}
-				params.Set("cursor", next)
+				q.Cursor = next
 			}
 			if cf.output == "json" {
 				return printJSON(a.stdout, projection.Page{Items: items, Next: next})

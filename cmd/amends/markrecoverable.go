@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/client"
 )
 
 const markRecoverableLong = `Mark-recoverable reclassifies a record's failure: RECOVERABLE or UNKNOWN
@@ -28,7 +32,10 @@ func newMarkRecoverableCmd(a *app) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, _ := aggregate.ParseRecoverability(args[1])
-			return f.run(cmd, a, args[0], aggregate.NameMarkRecoverable, map[string]any{"recoverable": r})
+			id := args[0]
+			return f.run(cmd, a, id, api.CommandMarkRecoverable, func(ctx context.Context, c *client.Client, o client.CommandOptions) (api.CommandResponse, error) {
+				return c.MarkRecoverable(ctx, id, r, o)
+			})
 		},
 	}
 	f.add(a, cmd, false)

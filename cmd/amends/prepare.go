@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/client"
 )
 
 const prepareLong = `Prepare asks for a replay of a failed execution now: the record becomes
@@ -19,7 +21,7 @@ record was rejected or failed exits 1. --yes and the filters are never taken
 from the environment.`
 
 func newPrepareCmd(a *app) *cobra.Command {
-	return newPrepareLikeCmd(a, "prepare", aggregate.NamePrepareCompensation, false,
+	return newPrepareLikeCmd(a, "prepare", api.CommandPrepare, false,
 		"Prepare the replay of a failed execution (or of every matching one)", prepareLong)
 }
 
@@ -33,11 +35,11 @@ With filters instead of an id it force-prepares every matching record:
 which any record was rejected or failed exits 1.`
 
 func newForcePrepareCmd(a *app) *cobra.Command {
-	return newPrepareLikeCmd(a, "force-prepare", aggregate.NameForcePrepareCompensation, true,
+	return newPrepareLikeCmd(a, "force-prepare", api.CommandForcePrepare, true,
 		"Prepare a replay beyond the retry limit (or of every matching record)", forcePrepareLong)
 }
 
-func newPrepareLikeCmd(a *app, use, name string, reasonRequired bool, short, long string) *cobra.Command {
+func newPrepareLikeCmd(a *app, use string, name api.Command, reasonRequired bool, short, long string) *cobra.Command {
 	var (
 		f  commandFlags
 		ff filterFlags
@@ -74,7 +76,13 @@ func newPrepareLikeCmd(a *app, use, name string, reasonRequired bool, short, lon
 						return usageErrorf("--%s is for batches over filters; a single record does not take it", name)
 					}
 				}
-				return f.run(cmd, a, args[0], name, nil)
+				id := args[0]
+				return f.run(cmd, a, id, name, func(ctx context.Context, c *client.Client, o client.CommandOptions) (api.CommandResponse, error) {
+					if name == api.CommandForcePrepare {
+						return c.ForcePrepare(ctx, id, o.Reason, o)
+					}
+					return c.Prepare(ctx, id, o)
+				})
 			case !filtered:
 				return usageErrorf("%s needs a record id, or filters (--filter key=value, --view, --processor, ...) for a batch", use)
 			}

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/server"
 )
@@ -69,17 +69,11 @@ func newQuarantineListCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			params := url.Values{"limit": {strconv.Itoa(limit)}}
-			if consumer != "" {
-				params.Set("consumer", consumer)
-			}
-			if cursor != "" {
-				params.Set("cursor", cursor)
-			}
+			q := api.QuarantineQuery{Limit: limit, Consumer: consumer, Cursor: cursor}
 			entries := []quarantine.Entry{}
 			next := ""
 			for {
-				page, err := c.Quarantine(cmd.Context(), params)
+				page, err := c.Quarantine(cmd.Context(), q)
 				if err != nil {
 					return apiError(cmd, "", err)
 				}
@@ -88,7 +82,7 @@ func newQuarantineListCmd(a *app) *cobra.Command {
 				if !all || next == "" {
 					break
 				}
-				params.Set("cursor", next)
+				q.Cursor = next
 			}
 			if cf.output == "json" {
 				return printJSON(a.stdout, server.QuarantinePage{Entries: entries, Next: next})

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/client"
 )
 
 const retrySpecLong = `Retry-spec replaces a record's retry policy: how many scheduled retries it
@@ -39,8 +43,9 @@ func newRetrySpecCmd(a *app) *cobra.Command {
 			if err := aggregate.ValidateRetrySpec(spec); err != nil {
 				return usageErrorf("--max-retries %d with --min-backoff %d: the last backoff is too long to compute (%v); lower one of them", maxRetries, minBackoff, err)
 			}
-			return f.run(cmd, a, args[0], aggregate.NameApplyRetrySpec, map[string]any{
-				"maxRetries": maxRetries, "minBackoff": minBackoff, "executionTimeout": execTimeout,
+			id := args[0]
+			return f.run(cmd, a, id, api.CommandApplyRetrySpec, func(ctx context.Context, c *client.Client, o client.CommandOptions) (api.CommandResponse, error) {
+				return c.ChangeRetrySpec(ctx, id, spec, o)
 			})
 		},
 	}

@@ -29,10 +29,7 @@ func newSummaryCmd(a *app) *cobra.Command {
 				return err
 			}
 			filters := ff.describe(params)
-			if ff.view != "" {
-				params.Set("view", ff.view)
-			}
-			s, err := c.Summary(cmd.Context(), params)
+			s, err := c.Summary(cmd.Context(), ff.filter(params))
 			if err != nil {
 				return apiError(cmd, "", err)
 			}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"net/url"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/server"
@@ -129,10 +129,10 @@ func oneSecondOfLoad(ctx context.Context, c *client.Client, ids []string, round 
 			t := time.Now()
 			var err error
 			if isList {
-				_, err = c.List(ctx, "", url.Values{"processor": {"Mailer"}, "status": {"FAILED"}, "limit": {"50"}})
+				_, err = c.List(ctx, api.Query{Filter: api.Filter{Processor: "Mailer", Status: aggregate.StatusFailed}, Limit: 50})
 			} else {
 				id := ids[(round*total+k)%len(ids)]
-				_, err = c.Command(ctx, id, aggregate.NameApplyRetrySpec, map[string]any{"maxRetries": 5, "minBackoff": 60, "executionTimeout": 30 + k%2}, "")
+				_, err = c.ChangeRetrySpec(ctx, id, aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: int32(30 + k%2)}, client.CommandOptions{})
 			}
 			d := time.Since(t)
 			mu.Lock()
