@@ -148,12 +148,6 @@ type WireAggregateID struct {
 	TenantID string `json:"tenantId"`
 }
 
-// AggregateID is the former name of WireAggregateID.
-//
-// Deprecated: use WireAggregateID in wire shapes and eventstore.AggregateID
-// everywhere else; the two are easy to confuse under one name.
-type AggregateID = WireAggregateID
-
 // WireAggregateIDOf returns a in Wow's wire shape, with DefaultTenantID.
 func WireAggregateIDOf(a eventstore.AggregateID) WireAggregateID {
 	return WireAggregateID{ContextName: a.Context, AggregateName: a.Type, AggregateID: a.ID, TenantID: DefaultTenantID}

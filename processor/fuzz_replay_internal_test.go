@@ -52,7 +52,7 @@ func FuzzDispatchReplay(f *testing.F) {
 		f.Fatal(err)
 	}
 	fn := aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "shop", ProcessorName: "Mailer", Name: "onPlaced"}
-	eid := aggregate.EventID{ID: "evt-1", AggregateID: aggregate.AggregateID{ContextName: "shop", AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 1, Seq: orig.Seq}
+	eid := aggregate.EventID{ID: "evt-1", AggregateID: aggregate.WireAggregateID{ContextName: "shop", AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 1, Seq: orig.Seq}
 	id := aggregate.RecordID(eid.ID, fn)
 	for _, c := range []aggregate.Command{
 		aggregate.CreateExecutionFailed{EventID: eid, Function: fn, Error: aggregate.ErrorDetails{ErrorCode: "E", ErrorMsg: "boom"}, ExecuteAt: 1},

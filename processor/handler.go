@@ -40,7 +40,7 @@ func (d *Delivery) EventID() aggregate.EventID { return eventIDOf(d.Stream, d.Ev
 func eventIDOf(s *eventstore.Stream, e *eventstore.Event) aggregate.EventID {
 	return aggregate.EventID{
 		ID: e.ID,
-		AggregateID: aggregate.AggregateID{
+		AggregateID: aggregate.WireAggregateID{
 			ContextName:   s.Aggregate.Context,
 			AggregateName: s.Aggregate.Type,
 			AggregateID:   s.Aggregate.ID,

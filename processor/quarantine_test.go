@@ -27,7 +27,7 @@ const poisonCount = 300
 func (e *env) publishForgedPrepare(id string, f aggregate.FunctionInfo) {
 	e.t.Helper()
 	_, body, err := aggregate.EncodeEvent(aggregate.CompensationPrepared{Function: f, RetryState: aggregate.RetryState{Retries: 1},
-		EventID: aggregate.EventID{ID: "evt-" + id, AggregateID: aggregate.AggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-" + id}, Version: 1}})
+		EventID: aggregate.EventID{ID: "evt-" + id, AggregateID: aggregate.WireAggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-" + id}, Version: 1}})
 	require.NoError(e.t, err)
 	st := eventstore.Stream{ID: "forged-" + id, Aggregate: eventstore.AggregateID{Context: aggregate.Context, Type: aggregate.AggregateType, ID: id},
 		Version: 2, CreateTime: t0, Events: []eventstore.Event{{ID: "ev-" + id, Name: aggregate.NameCompensationPrepared, Body: body}}}

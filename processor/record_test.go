@@ -32,7 +32,7 @@ func TestFailureYieldsOneRecord(t *testing.T) {
 	require.Equal(t, aggregate.StatusFailed, rec.Status, "the mailer's failure is recorded")
 	assert.Equal(t, aggregate.EventID{
 		ID:          evt.ID,
-		AggregateID: aggregate.AggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID},
+		AggregateID: aggregate.WireAggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID},
 		Version:     1,
 		Seq:         st.Seq,
 	}, rec.EventID)

@@ -139,7 +139,7 @@ func (p *Processor) settleReplay(ctx context.Context, id string, x Execution) (d
 // (one direct get), checking it is that event, else by aggregate and
 // version. It returns an error matching ErrEventNotFound if neither has it.
 func (p *Processor) original(ctx context.Context, eid aggregate.EventID) (eventstore.Stream, int, error) {
-	a := eventstore.AggregateID{Context: eid.AggregateID.ContextName, Type: eid.AggregateID.AggregateName, ID: eid.AggregateID.AggregateID}
+	a := eid.AggregateID.StoreID()
 	if eid.Seq > 0 {
 		st, err := p.store.GetSeq(ctx, a.Context, eid.Seq)
 		if err == nil && st.Aggregate == a && st.Version == eid.Version {

@@ -132,7 +132,7 @@ func TestReplayOfUnknownFunction(t *testing.T) {
 	gone := info("Renamed", "handler")
 	id := aggregate.RecordID(st.Events[0].ID, gone)
 	_, err := e.svc.Execute(context.Background(), id, aggregate.CreateExecutionFailed{
-		EventID:  aggregate.EventID{ID: st.Events[0].ID, AggregateID: aggregate.AggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 1, Seq: st.Seq},
+		EventID:  aggregate.EventID{ID: st.Events[0].ID, AggregateID: aggregate.WireAggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 1, Seq: st.Seq},
 		Function: gone, Error: aggregate.ErrorDetails{ErrorCode: "X"}, ExecuteAt: t0,
 	}, aggregate.Meta{})
 	require.NoError(t, err)
@@ -161,7 +161,7 @@ func TestReplayFallsBackToAggregateAndVersion(t *testing.T) {
 	f := info("Mailer", "onPlaced")
 	id := aggregate.RecordID(st.Events[0].ID, f)
 	_, err := e.svc.Execute(context.Background(), id, aggregate.CreateExecutionFailed{
-		EventID: aggregate.EventID{ID: st.Events[0].ID, AggregateID: aggregate.AggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID},
+		EventID: aggregate.EventID{ID: st.Events[0].ID, AggregateID: aggregate.WireAggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID},
 			Version: 1, Seq: other.Seq}, // the wrong message
 		Function: f, Error: aggregate.ErrorDetails{ErrorCode: "X"}, ExecuteAt: t0,
 	}, aggregate.Meta{})

@@ -98,7 +98,7 @@ func BenchmarkProjector(b *testing.B) {
 				evt := fmt.Sprintf("evt-%d", i)
 				f := aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "order", ProcessorName: "P", Name: "on"}
 				_, err := svc.Execute(context.Background(), aggregate.RecordID(evt, f), aggregate.CreateExecutionFailed{
-					EventID:  aggregate.EventID{ID: evt, AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: evt}, Version: 1},
+					EventID:  aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: evt}, Version: 1},
 					Function: f, Error: aggregate.ErrorDetails{ErrorCode: "E", ErrorMsg: "boom"}, ExecuteAt: base,
 				}, aggregate.Meta{})
 				if err != nil {

@@ -49,7 +49,7 @@ func FuzzProjectorHandle(f *testing.F) {
 	fn := aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "order", ProcessorName: "Mailer", Name: "onPlaced"}
 	id := aggregate.RecordID("evt-1", fn)
 	if _, err := svc.Execute(ctx, id, aggregate.CreateExecutionFailed{
-		EventID:  aggregate.EventID{ID: "evt-1", AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 1},
+		EventID:  aggregate.EventID{ID: "evt-1", AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 1},
 		Function: fn, Error: aggregate.ErrorDetails{ErrorCode: "E", ErrorMsg: "boom"}, ExecuteAt: 1,
 	}, aggregate.Meta{Actor: "fuzz"}); err != nil {
 		f.Fatal(err)

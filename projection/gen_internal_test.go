@@ -24,7 +24,7 @@ func randomView(r *rand.Rand, i int) View {
 			ID: uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "rec-%d", i)).String(),
 			EventID: aggregate.EventID{
 				ID:          uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "evt-%d", i)).String(),
-				AggregateID: aggregate.AggregateID{ContextName: fmt.Sprintf("ctx-%d", r.IntN(5)), AggregateName: fmt.Sprintf("agg-%d", r.IntN(10)), AggregateID: fmt.Sprintf("order-%08d", r.IntN(1_000_000)), TenantID: aggregate.DefaultTenantID},
+				AggregateID: aggregate.WireAggregateID{ContextName: fmt.Sprintf("ctx-%d", r.IntN(5)), AggregateName: fmt.Sprintf("agg-%d", r.IntN(10)), AggregateID: fmt.Sprintf("order-%08d", r.IntN(1_000_000)), TenantID: aggregate.DefaultTenantID},
 				Version:     uint64(r.IntN(100) + 1),
 			},
 			Function: aggregate.FunctionInfo{

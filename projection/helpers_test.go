@@ -94,7 +94,7 @@ func (e *env) create(tb testing.TB, evt string, fn aggregate.FunctionInfo, code 
 	tb.Helper()
 	id := aggregate.RecordID(evt, fn)
 	_, err := e.svc.Execute(tb.Context(), id, aggregate.CreateExecutionFailed{
-		EventID:   aggregate.EventID{ID: evt, AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt, TenantID: aggregate.DefaultTenantID}, Version: 1},
+		EventID:   aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt, TenantID: aggregate.DefaultTenantID}, Version: 1},
 		Function:  fn,
 		Error:     aggregate.ErrorDetails{ErrorCode: code, ErrorMsg: "boom"},
 		ExecuteAt: e.clock.Now().UnixMilli(),

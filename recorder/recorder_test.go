@@ -24,7 +24,7 @@ const t0 = int64(1735000000000)
 
 var (
 	fn      = aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "shop", ProcessorName: "Mailer", Name: "onPlaced"}
-	eventID = aggregate.EventID{ID: "evt-1", AggregateID: aggregate.AggregateID{ContextName: "shop", AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 3, Seq: 42}
+	eventID = aggregate.EventID{ID: "evt-1", AggregateID: aggregate.WireAggregateID{ContextName: "shop", AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 3, Seq: 42}
 	errBoom = stderrors.New("boom")
 )
 

@@ -80,7 +80,7 @@ func (e *env) create(tb testing.TB, i int, rec aggregate.Recoverability) (string
 	evt := fmt.Sprintf("evt-%05d", i)
 	id := aggregate.RecordID(evt, fn)
 	r, err := e.svc.Execute(tb.Context(), id, aggregate.CreateExecutionFailed{
-		EventID:     aggregate.EventID{ID: evt, AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt}, Version: 1},
+		EventID:     aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt}, Version: 1},
 		Function:    fn,
 		Error:       aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "boom"},
 		ExecuteAt:   e.clock.Now().UnixMilli(),

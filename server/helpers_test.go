@@ -142,7 +142,7 @@ func (e *env) create(tb testing.TB, i int, spec *aggregate.RetrySpec) string {
 	evt := fmt.Sprintf("evt-%04d", i)
 	id := aggregate.RecordID(evt, fn)
 	res, err := e.svc.Execute(tb.Context(), id, aggregate.CreateExecutionFailed{
-		EventID:   aggregate.EventID{ID: evt, AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt, TenantID: aggregate.DefaultTenantID}, Version: 1},
+		EventID:   aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt, TenantID: aggregate.DefaultTenantID}, Version: 1},
 		Function:  fn,
 		Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
 		ExecuteAt: e.clock.Now().UnixMilli() + int64(i),

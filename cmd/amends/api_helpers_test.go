@@ -83,7 +83,7 @@ func (e *apiEnv) create(tb testing.TB, i int) string {
 	evt := fmt.Sprintf("evt-%03d", i)
 	id := aggregate.RecordID(evt, mailer)
 	res, err := e.svc.Execute(tb.Context(), id, aggregate.CreateExecutionFailed{
-		EventID:   aggregate.EventID{ID: evt, AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 1},
+		EventID:   aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 1},
 		Function:  mailer,
 		Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
 		ExecuteAt: t0 - 90_000,

@@ -133,7 +133,7 @@ func TestServiceDecidesOnTheLeaderBeforeRejecting(t *testing.T) {
 	create := func(id string) {
 		t.Helper()
 		_, err := writer.Execute(t.Context(), id, aggregate.CreateExecutionFailed{
-			EventID:   aggregate.EventID{ID: "evt-" + id, AggregateID: aggregate.AggregateID{ContextName: "orders", AggregateName: "order", AggregateID: "o-" + id, TenantID: aggregate.DefaultTenantID}, Version: 1},
+			EventID:   aggregate.EventID{ID: "evt-" + id, AggregateID: aggregate.WireAggregateID{ContextName: "orders", AggregateName: "order", AggregateID: "o-" + id, TenantID: aggregate.DefaultTenantID}, Version: 1},
 			Function:  aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "orders", ProcessorName: "Mailer", Name: "onOrderPlaced"},
 			Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
 			ExecuteAt: 1735000000000,

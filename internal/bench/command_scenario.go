@@ -66,7 +66,7 @@ func prepareCommand(ctx context.Context, env *Env) (*Pair, error) {
 func benchCreate(side string, w, i int) aggregate.CreateExecutionFailed {
 	return aggregate.CreateExecutionFailed{
 		EventID: aggregate.EventID{ID: fmt.Sprintf("evt-%s-%d-%d", side, w, i), Version: 1, Seq: 1,
-			AggregateID: aggregate.AggregateID{ContextName: benchContext, AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}},
+			AggregateID: aggregate.WireAggregateID{ContextName: benchContext, AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}},
 		Function:  aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: benchContext, ProcessorName: "Mailer", Name: "onOrderPlaced"},
 		Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout", StackTrace: "main.send\n\tmailer.go:42"},
 		ExecuteAt: 1735000000000,

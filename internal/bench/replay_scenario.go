@@ -62,7 +62,7 @@ func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
 		}
 		seqs[k] = st.Seq
 		creates[k] = aggregate.CreateExecutionFailed{
-			EventID: aggregate.EventID{ID: st.Events[0].ID, Version: 1, Seq: st.Seq, AggregateID: aggregate.AggregateID{
+			EventID: aggregate.EventID{ID: st.Events[0].ID, Version: 1, Seq: st.Seq, AggregateID: aggregate.WireAggregateID{
 				ContextName: benchContext, AggregateName: "order", AggregateID: st.Aggregate.ID, TenantID: aggregate.DefaultTenantID}},
 			Function: billing, Error: aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "gateway timeout"},
 			ExecuteAt: time.Now().UnixMilli(), RetrySpec: &spec,

@@ -88,7 +88,7 @@ var errStaleGet = errors.New("stale get")
 func lifecycle(ctx context.Context, id string, create, prepare, apply *aggregate.Service) error {
 	evt := "evt-" + id
 	res, err := create.Execute(ctx, id, aggregate.CreateExecutionFailed{
-		EventID:   aggregate.EventID{ID: evt, AggregateID: aggregate.AggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + id, TenantID: aggregate.DefaultTenantID}, Version: 1},
+		EventID:   aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + id, TenantID: aggregate.DefaultTenantID}, Version: 1},
 		Function:  aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "order", ProcessorName: "Mailer", Name: "onOrderPlaced"},
 		Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
 		ExecuteAt: t0,
