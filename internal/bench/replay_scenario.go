@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -158,21 +159,30 @@ func newRawReplay(ctx context.Context, env *Env, r *rig, seqs []uint64) (*rawRep
 	return x, err
 }
 
-// publish reads the last message of record k and publishes after it.
+// publish reads the last message of record k and publishes after it. On
+// a replicated stream the direct get may come from a replica that lags,
+// and the publish then fails with a wrong last sequence: like any writer
+// with optimistic concurrency, it reads and publishes again.
 func (x *rawReplay) publish(ctx context.Context, k int, kind string, data []byte) error {
 	subj := x.subject(k)
-	last := "0"
-	if m, err := x.stream.GetLastMsgForSubject(ctx, subj); err == nil {
-		last = strconv.FormatUint(m.Sequence, 10)
+	for attempt := 0; ; attempt++ {
+		last := "0"
+		if m, err := x.stream.GetLastMsgForSubject(ctx, subj); err == nil {
+			last = strconv.FormatUint(m.Sequence, 10)
+		}
+		msg := nats.NewMsg(subj)
+		msg.Data = data
+		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, last)
+		msg.Header.Set(jetstream.MsgIDHeader, uuid.NewString())
+		msg.Header.Set("Kind", kind)
+		msg.Header.Set("Record", strconv.Itoa(k))
+		_, err := x.env.JS.PublishMsg(ctx, msg)
+		var apiErr *jetstream.APIError
+		if err == nil || attempt >= 100 || !errors.As(err, &apiErr) ||
+			apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence && apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequenceConstant {
+			return err
+		}
 	}
-	msg := nats.NewMsg(subj)
-	msg.Data = data
-	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, last)
-	msg.Header.Set(jetstream.MsgIDHeader, uuid.NewString())
-	msg.Header.Set("Kind", kind)
-	msg.Header.Set("Record", strconv.Itoa(k))
-	_, err := x.env.JS.PublishMsg(ctx, msg)
-	return err
 }
 
 func (x *rawReplay) cycle(ctx context.Context, k int) error {
