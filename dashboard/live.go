@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"slices"
 	"net/http"
 	"sync"
 	"time"
@@ -29,7 +30,14 @@ type Counts struct {
 	// been due, in ms (0 when none is).
 	Due          int   `json:"due"`
 	OldestDueAge int64 `json:"oldestDueAge"`
+	// Groups are the largest failure groups (function × error code) of
+	// the summary, at most MaxGroups; GroupCount counts them all.
+	Groups     []projection.FailureGroup `json:"groups"`
+	GroupCount int                       `json:"groupCount"`
 }
+
+// MaxGroups bounds the failure groups a counts event carries.
+const MaxGroups = 50
 
 // Changed is a record that changed, in a "records" event: the pages
 // showing it reload it.
@@ -133,7 +141,11 @@ func (d *Dashboard) counts() (Counts, error) {
 	if err != nil {
 		return Counts{}, err
 	}
-	c := Counts{At: now.UnixMilli(), Total: sum.Total, Views: sum.Views, Due: sum.Views[aggregate.ViewNextRetry]}
+	c := Counts{At: now.UnixMilli(), Total: sum.Total, Views: sum.Views, Due: sum.Views[aggregate.ViewNextRetry],
+		Groups: sum.Groups[:min(len(sum.Groups), MaxGroups)], GroupCount: len(sum.Groups)}
+	if c.Groups == nil {
+		c.Groups = []projection.FailureGroup{}
+	}
 	if due := d.cfg.Index.Due(now, 1); len(due) == 1 {
 		c.OldestDueAge = max(0, now.UnixMilli()-due[0].NextRetryAt)
 	}
@@ -142,6 +154,9 @@ func (d *Dashboard) counts() (Counts, error) {
 
 // liveLoop recomputes the counts after changes (gathered for Debounce) and
 // every Refresh, and publishes them when they differ from the last ones.
+// The counts are computed once for every open stream; a computation that
+// took t waits at least 3t before the next, so that on a large index under
+// constant change the summary costs at most a quarter of a core.
 func (d *Dashboard) liveLoop(ctx context.Context, changes <-chan change) {
 	defer d.hub.close()
 	tick := time.NewTicker(d.cfg.Refresh)
@@ -149,7 +164,10 @@ func (d *Dashboard) liveLoop(ctx context.Context, changes <-chan change) {
 	var last Counts
 	var pending []change
 	var debounce <-chan time.Time
+	gap := d.cfg.Debounce
 	publish := func(force bool) {
+		start := time.Now()
+		defer func() { gap = max(d.cfg.Debounce, 3*time.Since(start)) }()
 		if len(pending) > 0 {
 			// The index applies the bucket's updates in order: once it
 			// holds the last one seen, it holds them all.
@@ -172,7 +190,7 @@ func (d *Dashboard) liveLoop(ctx context.Context, changes <-chan change) {
 		if err != nil {
 			return
 		}
-		if force || c.Total != last.Total || c.Due != last.Due || c.OldestDueAge/1000 != last.OldestDueAge/1000 || !maps.Equal(c.Views, last.Views) {
+		if force || c.Total != last.Total || c.Due != last.Due || c.OldestDueAge/1000 != last.OldestDueAge/1000 || !maps.Equal(c.Views, last.Views) || !slices.Equal(c.Groups, last.Groups) {
 			last = c
 			d.hub.publish(sse("counts", c), true)
 		}
@@ -185,7 +203,7 @@ func (d *Dashboard) liveLoop(ctx context.Context, changes <-chan change) {
 		case ch := <-changes:
 			pending = append(pending, ch)
 			if debounce == nil {
-				debounce = time.After(d.cfg.Debounce)
+				debounce = time.After(gap)
 			}
 		case <-debounce:
 			debounce = nil

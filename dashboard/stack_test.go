@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -168,4 +169,13 @@ func (s *stack) status(tb testing.TB, id string) aggregate.Status {
 	v, err := s.index.Get(tb.Context(), id)
 	require.NoError(tb, err)
 	return v.State.Status
+}
+
+// newDataServer serves d's data without authentication, for tests of the
+// dashboard alone.
+func newDataServer(tb testing.TB, d *dashboard.Dashboard) string {
+	tb.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(d.ServeData))
+	tb.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -19,23 +19,24 @@
     return q.toString();
   }
 
-  async function loadSummary() {
+  // renderSummary draws the failure groups the live counts carry (the
+  // largest first), so the overview costs the server no query of its own.
+  function renderSummary(c) {
     const box = $("#summary");
-    try {
-      const s = await api("GET", "/api/v1/summary");
-      if (!s.groups.length) { A.fill(box, el("p", { class: "muted" }, "No failures recorded.")); return; }
-      const rows = s.groups.map(g => el("tr", {},
-        el("td", {}, el("a", { href: "/search?" + groupQuery(g) }, g.processor + "." + g.function), el("div", { class: "muted" }, g.functionContext)),
-        el("td", {}, el("code", {}, g.errorCode || "–")),
-        el("td", { class: "num" }, g.total), el("td", { class: "num" }, g.retryable),
-        el("td", { class: "num" }, g.exhausted), el("td", { class: "num" }, g.prepared),
-        el("td", {}, time(g.oldestFailureAt)), el("td", {}, time(g.newestFailureAt)),
-        el("td", { class: "operator-only" }, A.isOperator() ? el("a", { href: "/search?" + groupQuery(g) + "&view=to-retry#batch", title: "batch-prepare this group's records" }, "Batch…") : null)));
-      A.fill(box, el("table", {},
-        el("thead", {}, el("tr", {}, ["Function", "Error code", "Total", "Retryable", "Exhausted", "Prepared", "Oldest open", "Newest open"].map((h, i) =>
-          el("th", { class: i >= 2 && i <= 5 ? "num" : "", scope: "col" }, h)), A.isOperator() ? el("th", { scope: "col" }, "Act") : null)),
-        el("tbody", {}, rows)));
-    } catch (err) { A.fill(box, errorBox(err)); }
+    if (!c.groups.length) { A.fill(box, el("p", { class: "muted" }, "No failures recorded.")); return; }
+    const op = A.isOperator();
+    const rows = c.groups.map(g => el("tr", {},
+      el("td", {}, el("a", { href: "/search?" + groupQuery(g) }, g.processor + "." + g.function), el("div", { class: "muted" }, g.functionContext)),
+      el("td", {}, el("code", {}, g.errorCode || "–")),
+      el("td", { class: "num" }, g.total), el("td", { class: "num" }, g.retryable),
+      el("td", { class: "num" }, g.exhausted), el("td", { class: "num" }, g.prepared),
+      el("td", { class: "nowrap" }, time(g.oldestFailureAt)), el("td", { class: "nowrap" }, time(g.newestFailureAt)),
+      op ? el("td", {}, el("a", { href: "/search?" + groupQuery(g) + "#batch", title: "batch-prepare this group's records" }, "Batch…")) : null));
+    A.fill(box, el("table", { id: "summary-table" },
+      el("thead", {}, el("tr", {}, ["Function", "Error code", "Total", "Retryable", "Exhausted", "Prepared", "Oldest open", "Newest open"].map((h, i) =>
+        el("th", { class: i >= 2 && i <= 5 ? "num" : "", scope: "col" }, h)), op ? el("th", { scope: "col" }, "Act") : null)),
+      el("tbody", {}, rows)),
+      c.groupCount > c.groups.length ? el("p", { class: "muted" }, "The " + c.groups.length + " largest of " + c.groupCount + " groups; narrow them down on the ", el("a", { href: "/search" }, "search page"), ".") : null);
   }
 
   // chart draws the samples as an inline SVG: due count (left scale) and
@@ -74,16 +75,7 @@
 
   async function start() {
     await session();
-    let pending = null;
-    live({
-      counts: c => { renderCounts(c); },
-      records: () => {
-        // Reload the summary at most once a second while records change.
-        if (pending) return;
-        pending = setTimeout(() => { pending = null; loadSummary(); }, 1000);
-      },
-    });
-    loadSummary();
+    live({ counts: c => { renderCounts(c); renderSummary(c); } });
     loadTrend();
     setInterval(loadTrend, 60000);
   }
