@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"slices"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
