@@ -40,9 +40,28 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// needBrowser returns the browser's path; without one it skips the test
+// loudly, or fails it when CI=true.
+func needBrowser(t *testing.T) string {
+	t.Helper()
+	path := chromiumPath()
+	if path == "" {
+		msg := "NO BROWSER: chromium is not installed, so the dashboard's browser tests DID NOT RUN; install it with `apt-get install -y chromium` (or set CHROMIUM)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		fmt.Fprintln(os.Stderr, "WARNING: "+msg)
+		t.Skip(msg)
+	}
+	return path
+}
+
 // chromiumPath finds Debian's chromium (or $CHROMIUM).
 func chromiumPath() string {
 	if p := os.Getenv("CHROMIUM"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			return ""
+		}
 		return p
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -58,15 +77,7 @@ func chromiumPath() string {
 // loudly, or fails when CI=true.
 func tab(t *testing.T) context.Context {
 	t.Helper()
-	path := chromiumPath()
-	if path == "" {
-		msg := "NO BROWSER: chromium is not installed, so the dashboard's browser tests DID NOT RUN; install it with `apt-get install -y chromium` (or set CHROMIUM)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		fmt.Fprintln(os.Stderr, "WARNING: "+msg)
-		t.Skip(msg)
-	}
+	path := needBrowser(t)
 	browser.once.Do(func() {
 		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 			chromedp.WindowSize(1280, 900), chromedp.Flag("disable-gpu", true))

@@ -17,6 +17,7 @@ import (
 // function × error code and the backlog chart; it stays usable on a
 // narrow window.
 func TestBrowserOverview(t *testing.T) {
+	needBrowser(t)
 	s := newStack(t, 5, 2, false)
 	ctx := tab(t)
 	do(t, ctx, "open the overview", chromedp.Navigate(s.http.URL+"/"))
@@ -45,6 +46,7 @@ func TestBrowserOverview(t *testing.T) {
 // and a record opens with its state, original event, stack trace,
 // schedule and history; a force-prepare with a reason changes it live.
 func TestBrowserSearchRecordAndForcePrepare(t *testing.T) {
+	needBrowser(t)
 	s := newStack(t, 3, 2, false)
 	want := s.withStack(t)
 	ctx := tab(t)
@@ -103,6 +105,7 @@ func TestBrowserSearchRecordAndForcePrepare(t *testing.T) {
 // The retry-spec form previews the schedule the new spec gives before it
 // is applied.
 func TestBrowserRetrySpecPreview(t *testing.T) {
+	needBrowser(t)
 	s := newStack(t, 1, 0, false)
 	ctx := tab(t)
 	do(t, ctx, "open the record", chromedp.Navigate(s.http.URL+"/record?id="+s.greylisted[0]))
@@ -118,6 +121,7 @@ func TestBrowserRetrySpecPreview(t *testing.T) {
 // rejected, then the confirmed run streams its progress and shows its
 // request id.
 func TestBrowserBatchDryRunThenApply(t *testing.T) {
+	needBrowser(t)
 	s := newStack(t, 4, 1, false)
 	s.succeed(t, s.greylisted[0])
 	ctx := tab(t)
@@ -152,6 +156,7 @@ func TestBrowserBatchDryRunThenApply(t *testing.T) {
 // A viewer signs in with a token, sees records but no action controls,
 // and the server refuses a command sent from the viewer's page anyway.
 func TestBrowserViewerSeesNoActions(t *testing.T) {
+	needBrowser(t)
 	s := newStack(t, 1, 0, true)
 	ctx := tab(t)
 	do(t, ctx, "open a record while signed out", chromedp.Navigate(s.http.URL+"/record?id="+s.greylisted[0]))
@@ -182,6 +187,7 @@ func TestBrowserViewerSeesNoActions(t *testing.T) {
 // (with the browser's session cookie, since both are on 127.0.0.1) is
 // refused, and the record is untouched.
 func TestBrowserCrossOriginPostRefused(t *testing.T) {
+	needBrowser(t)
 	s := newStack(t, 1, 0, false)
 	id := s.greylisted[0]
 	evil := newEvilSite(t, s.http.URL+"/api/v1/records/"+id+"/force_prepare_compensation")
