@@ -1,12 +1,16 @@
 package dashboard_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -38,6 +42,15 @@ func TestBrowserOverview(t *testing.T) {
 	until(t, ctx, "the replayed record is counted as succeeded", `document.querySelector('#view-succeeded .n')?.textContent === "1"`)
 	assert.Equal(t, "4", text(t, ctx, "#view-to-retry .n"))
 
+	// Legible in light and dark: the colours follow prefers-color-scheme.
+	assert.Equal(t, "rgb(247, 247, 248)", eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`))
+	do(t, ctx, "prefer dark", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return err
+	}))
+	assert.Equal(t, "rgb(17, 19, 23)", eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`))
+	assert.Equal(t, "rgb(230, 232, 235)", eval[string](t, ctx, `getComputedStyle(document.body).color`))
+
 	do(t, ctx, "narrow window", chromedp.EmulateViewport(390, 844))
 	assert.True(t, eval[bool](t, ctx, `document.documentElement.scrollWidth <= window.innerWidth + 1`), "no horizontal scrolling of the page at 390 px")
 }
@@ -52,10 +65,12 @@ func TestBrowserSearchRecordAndForcePrepare(t *testing.T) {
 	ctx := tab(t)
 	do(t, ctx, "open search", chromedp.Navigate(s.http.URL+"/search"))
 	until(t, ctx, "all records listed", `document.querySelectorAll('#records-table tbody tr').length === 6`)
+	// With the keyboard only: focus the field, type, press Enter.
 	do(t, ctx, "filter by error code",
-		chromedp.SetValue(`input[name="errorCode"]`, "MailboxFull"),
 		chromedp.SetValue(`select[name="sort"]`, "retries"),
-		chromedp.Click("#apply"))
+		chromedp.Focus(`input[name="errorCode"]`),
+		chromedp.KeyEvent("MailboxFull"),
+		chromedp.KeyEvent(kb.Enter))
 	until(t, ctx, "the filtered page", `location.search.includes("errorCode=MailboxFull") && document.querySelectorAll('#records-table tbody tr').length === 2`)
 	assert.Contains(t, eval[string](t, ctx, `location.search`), "sort=retries", "the sort is in the URL too")
 	assert.Equal(t, "2 matching records", text(t, ctx, "#count"))
