@@ -22,4 +22,11 @@
 // server); the dashboard serves only what the server lets through, and
 // sets a strict Content-Security-Policy on every page: scripts and styles
 // from the server itself only, no inline code.
+//
+// The browser tests drive chromium; they write the screenshots in docs/
+// with
+//
+//	go test ./dashboard/ -run Browser -update-screenshots
+//
+// See docs/dashboard.md.
 package dashboard
