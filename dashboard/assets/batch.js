@@ -58,6 +58,10 @@ const Batch = (() => {
       } catch (err) { A.fill(out, errorBox(err)); }
     });
 
+    function resume(expected, requestId) {
+      return el("p", {}, el("button", { type: "button", id: "batch-resume", onclick: () => run(expected, requestId) }, "Resume this batch"));
+    }
+
     function preview(res) {
       const would = res.counts["would-apply"] || 0, wouldNot = res.counts["would-reject"] || 0;
       const list = reasons(res.records);
@@ -73,8 +77,10 @@ const Batch = (() => {
       confirm.focus();
     }
 
-    async function run(expected) {
-      const requestId = newRequestId();
+    // run sends the batch; a run that stopped early (or lost its stream) is
+    // resumed with the same request id, which never runs a record twice.
+    async function run(expected, resumeId) {
+      const requestId = resumeId || newRequestId();
       const bar = el("progress", { id: "batch-progress", max: String(Math.max(1, expected)), value: "0" });
       const status = el("p", { id: "batch-status" }, "Starting…");
       A.fill(out, el("div", { class: "notice" },
@@ -111,9 +117,12 @@ const Batch = (() => {
           A.fill(status, el("span", { id: "batch-done" }, result.complete ? "Done" : "Stopped early (run it again to finish)"), ": ",
             Object.entries(result.counts).map(([k, n]) => k + " " + n).join(", "), result.replayed ? " (the stored result of an earlier run)" : "");
           if (list.length) status.after(el("ul", {}, list.map(([k, n]) => el("li", {}, n + " × " + k))));
+          if (!result.complete) out.append(resume(expected, requestId));
+        } else {
+          out.append(el("p", {}, "The stream ended before the result."), resume(expected, requestId));
         }
       } catch (err) {
-        out.append(errorBox(err));
+        out.append(errorBox(err), resume(expected, requestId));
       }
     }
   }
