@@ -225,3 +225,39 @@ func TestBrowserCrossOriginPostRefused(t *testing.T) {
 	assert.Equal(t, aggregate.StatusFailed, after.State.Status)
 	assert.True(t, strings.HasPrefix(evil, "http://127.0.0.1:"), "the other site is same-site, another origin: %s", evil)
 }
+
+// A batch whose stream is cut (here: the server drops the connection)
+// offers to resume it with the same request id, which finishes it without
+// running any record twice.
+func TestBrowserBatchResumesWithItsRequestID(t *testing.T) {
+	needBrowser(t)
+	s := newStack(t, 4, 0, false)
+	ctx := tab(t)
+	do(t, ctx, "open the batch", chromedp.Navigate(s.http.URL+"/search?processor=Mailer#batch"))
+	until(t, ctx, "the batch panel", `document.querySelector('#batch-dry') !== null`)
+	do(t, ctx, "a slow dry run", chromedp.SetValue("#batch-rate", "1"), chromedp.Click("#batch-dry"))
+	until(t, ctx, "the preview", `document.querySelector('#would-apply')?.textContent === "4"`)
+	do(t, ctx, "confirm", chromedp.Click("#batch-confirm"))
+	until(t, ctx, "the first outcome", `document.querySelector('#batch-progress')?.value >= 1`)
+	reqID := text(t, ctx, "#batch-request-id")
+	s.http.CloseClientConnections()
+	until(t, ctx, "the offer to resume", `document.querySelector('#batch-resume') !== null`)
+	do(t, ctx, "resume", chromedp.Click("#batch-resume"))
+	until(t, ctx, "the resumed run ends", `document.querySelector('#batch-done')?.textContent === "Done"`)
+	assert.Equal(t, reqID, text(t, ctx, "#batch-request-id"), "the same request id")
+	status := text(t, ctx, "#batch-status")
+	assert.NotContains(t, status, "rejected", "no record ran twice: %s", status)
+	require.Eventually(t, func() bool {
+		for _, id := range s.greylisted {
+			if s.status(t, id) != aggregate.StatusSucceeded {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 20*time.Millisecond)
+	for _, id := range s.greylisted {
+		v, err := s.index.Get(t.Context(), id)
+		require.NoError(t, err)
+		assert.Equal(t, int32(1), v.State.RetryState.Retries, "record %s was prepared once", id)
+	}
+}
