@@ -42,6 +42,14 @@ func TestBrowserOverview(t *testing.T) {
 	until(t, ctx, "the replayed record is counted as succeeded", `document.querySelector('#view-succeeded .n')?.textContent === "1"`)
 	assert.Equal(t, "4", text(t, ctx, "#view-to-retry .n"))
 
+	// A summary group opens its batch: the search of that group with the
+	// batch panel open.
+	do(t, ctx, "batch the MailboxFull group", chromedp.Click(`#summary-table tbody tr:nth-child(2) a[href$="#batch"]`))
+	until(t, ctx, "the group's batch", `location.pathname === "/search" && document.querySelector('#batch-details')?.open && document.querySelectorAll('#records-table tbody tr').length === 2`)
+	assert.Contains(t, text(t, ctx, "#batch-details"), "errorCode=MailboxFull")
+	do(t, ctx, "back to the overview", chromedp.Navigate(s.http.URL+"/"))
+	until(t, ctx, "the live counts", `document.querySelector('#view-succeeded .n')?.textContent === "1"`)
+
 	// Legible in light and dark: the colours follow prefers-color-scheme.
 	assert.Equal(t, "rgb(247, 247, 248)", eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`))
 	do(t, ctx, "prefer dark", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
