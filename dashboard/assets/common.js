@@ -8,7 +8,7 @@ const A = (() => {
   // el builds an element: el("a", {href: "/"}, "text", child...). Text is
   // always set as text, never parsed as HTML.
   function el(tag, attrs, ...children) {
-    const svg = ["svg", "path", "line", "text", "g", "polyline", "rect", "title"].includes(tag);
+    const svg = ["svg", "path", "line", "text", "g", "polyline", "rect", "title", "circle"].includes(tag);
     const e = svg ? document.createElementNS("http://www.w3.org/2000/svg", tag) : document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === undefined || v === null || v === false) continue;

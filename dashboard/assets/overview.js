@@ -61,6 +61,8 @@
       el("text", { x: W - R, y: H - 6, "text-anchor": "end" }, "now"),
       pts.length ? line("due", s => yd(s.due)) : null,
       pts.length ? line("age", s => ya(s.oldestDueAge)) : null,
+      pts.map(s => el("circle", { class: "due-pt", cx: x(s.at).toFixed(1), cy: yd(s.due).toFixed(1), r: 2.5 },
+        el("title", {}, A.abs(s.at) + ": " + s.due + " due, oldest for " + dur(s.oldestDueAge)))),
       el("title", {}, pts.length + " samples"));
     return svg;
   }
