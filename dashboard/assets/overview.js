@@ -71,7 +71,7 @@
     try {
       const b = await api("GET", "/ui/v1/backlog");
       A.fill($("#trend"), chart(b.samples, b.periodMs),
-        el("p", { class: "muted" }, b.samples.length + " samples, one every " + dur(b.periodMs)));
+        el("p", { class: "muted" }, b.samples.length + (b.samples.length === 1 ? " sample" : " samples") + ", one every " + dur(b.periodMs)));
     } catch (err) { A.fill($("#trend"), errorBox(err)); }
   }
 
