@@ -3,6 +3,8 @@ module github.com/amends-dev/amends
 go 1.26.0
 
 require (
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/cockroachdb/errors v1.14.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/google/btree v1.1.3

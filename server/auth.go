@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 )
@@ -139,6 +140,12 @@ func (k *keyring) authenticate(r *http.Request) (principal, bool) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return principal{}, false
 	}
+	return k.match(secret)
+}
+
+// match finds the token whose secret is secret, comparing hashes in
+// constant time with every token's, whichever matches.
+func (k *keyring) match(secret string) (principal, bool) {
 	h := sha256.Sum256([]byte(strings.TrimSpace(secret)))
 	found := -1
 	for i := range k.hashes {
@@ -155,4 +162,89 @@ func (k *keyring) authenticate(r *http.Request) (principal, bool) {
 // allows reports whether a principal of role p may act as role need.
 func (p principal) allows(need Role) bool {
 	return need == RoleViewer || p.role == RoleOperator
+}
+
+// safeMethod reports whether m changes nothing (RFC 9110 §9.2.1).
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// sameOrigin reports whether r may come from the page that is served at
+// r's host: it has no Origin (not a browser's cross-origin request) or an
+// Origin whose host is r's host, and the browser did not mark it as sent
+// from another site (Sec-Fetch-Site). The scheme is not compared, so that
+// a TLS-terminating proxy in front of the server does not break sign-in.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false // "null" and the like
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}
+
+// fromBrowser reports whether r carries what only browsers send: an
+// Origin, Sec-Fetch-* headers or a cookie.
+func fromBrowser(r *http.Request) bool {
+	return r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" || r.Header.Get("Cookie") != ""
+}
+
+// authorize finds r's principal and checks it may act as role need,
+// writing the error response and returning false if not:
+//
+//   - a state-changing request from another origin is refused (403
+//     CrossOrigin), however it authenticates;
+//   - a request without an Authorization header that carries a live
+//     session cookie acts as the session's principal; if it changes
+//     state it must come from the dashboard's origin and carry the
+//     session's CSRF token in X-CSRF-Token (403 CSRF otherwise);
+//   - without tokens configured, a state-changing request from a browser
+//     needs such a session too (the dashboard makes one on loopback), so
+//     that no other page the browser shows can steer records;
+//   - otherwise the bearer token decides, as before (401, 403).
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Role) (principal, bool) {
+	unsafe := !safeMethod(r.Method)
+	if unsafe && !sameOrigin(r) {
+		writeJSON(w, http.StatusForbidden, Error{Code: "CrossOrigin",
+			Message: "this request came from another site (its Origin is not this server's); state-changing requests are taken only from the dashboard's own pages"})
+		return principal{}, false
+	}
+	if r.Header.Get("Authorization") == "" {
+		if _, sess, ok := s.sessions.fromCookie(r); ok {
+			if unsafe && (r.Header.Get("Origin") == "" || !sess.checkCSRF(r.Header.Get(CSRFHeader))) {
+				writeJSON(w, http.StatusForbidden, Error{Code: "CSRF",
+					Message: "the request has no valid " + CSRFHeader + " header for this session; reload the dashboard and try again"})
+				return principal{}, false
+			}
+			return s.allow(w, sess.principal, need)
+		}
+		if unsafe && len(s.keys.tokens) == 0 && fromBrowser(r) {
+			writeJSON(w, http.StatusForbidden, Error{Code: "CSRF",
+				Message: "a browser's state-changing request needs a dashboard session and its " + CSRFHeader + " header; reload the dashboard and try again"})
+			return principal{}, false
+		}
+	}
+	p, ok := s.keys.authenticate(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="amends"`)
+		writeJSON(w, http.StatusUnauthorized, Error{Code: "Unauthorized", Message: "missing or unknown bearer token; send Authorization: Bearer <token> (AMENDS_TOKEN for the CLI) or sign in to the dashboard"})
+		return principal{}, false
+	}
+	return s.allow(w, p, need)
+}
+
+// allow checks that p may act as role need.
+func (s *Server) allow(w http.ResponseWriter, p principal, need Role) (principal, bool) {
+	if !p.allows(need) {
+		writeJSON(w, http.StatusForbidden, Error{Code: "Forbidden", Message: "token " + p.name + " has role " + string(p.role) + "; this request needs the " + string(need) + " role"})
+		return principal{}, false
+	}
+	return p, true
 }

@@ -30,6 +30,9 @@ func (s *Server) routeTable() []route {
 	for _, name := range BatchCommands {
 		routes = append(routes, route{method: "POST", pattern: "/api/v1/batch/" + name, role: RoleOperator, handler: withCommand(name, s.batch)})
 	}
+	// The dashboard's pages and data, when the server has one (they are
+	// not part of the API, so the OpenAPI document leaves them out).
+	routes = append(routes, s.dashboardRoutes()...)
 	// Any other command name reaches the handler, which answers 404 with
 	// the list of commands.
 	return append(routes,

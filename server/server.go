@@ -57,6 +57,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBatch bounds the records of one batch (default 10000).
 	MaxBatch int
+	// Dashboard, if set, is served at / next to the API, with sign-in
+	// sessions (see Dashboard).
+	Dashboard Dashboard
 	// ReadYourWrites bounds how long a command response waits for the index
 	// to reach the new version, so a list right after it sees the change
 	// (default 2s; negative disables).
@@ -65,12 +68,14 @@ type Config struct {
 
 // Server is the HTTP control plane. Its handler is safe for concurrent use.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	keys    *keyring
-	mux     *http.ServeMux
-	metrics *httpMetrics
-	routes  []route
+	cfg  Config
+	log  *slog.Logger
+	keys *keyring
+	// sessions are the dashboard's signed-in browsers.
+	sessions *sessions
+	mux      *http.ServeMux
+	metrics  *httpMetrics
+	routes   []route
 }
 
 // New returns a Server for cfg.
@@ -90,7 +95,7 @@ func New(cfg Config) *Server {
 	if cfg.ReadYourWrites == 0 {
 		cfg.ReadYourWrites = 2 * time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, keys: newKeyring(cfg.Tokens), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, log: cfg.Logger, keys: newKeyring(cfg.Tokens), sessions: newSessions(time.Now), mux: http.NewServeMux()}
 	s.metrics = newHTTPMetrics(cfg.Registry)
 	s.routes = s.routeTable()
 	for _, rt := range s.routes {
@@ -125,13 +130,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		p := principal{}
 		if rt.role != "" {
 			var ok bool
-			if p, ok = s.keys.authenticate(r); !ok {
-				sw.Header().Set("WWW-Authenticate", `Bearer realm="amends"`)
-				writeJSON(sw, http.StatusUnauthorized, Error{Code: "Unauthorized", Message: "missing or unknown bearer token; send Authorization: Bearer <token> (AMENDS_TOKEN for the CLI)"})
-				return
-			}
-			if !p.allows(rt.role) {
-				writeJSON(sw, http.StatusForbidden, Error{Code: "Forbidden", Message: "token " + p.name + " has role " + string(p.role) + "; this request needs the " + string(rt.role) + " role"})
+			if p, ok = s.authorize(sw, r, rt.role); !ok {
 				return
 			}
 		}

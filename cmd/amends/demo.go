@@ -143,6 +143,7 @@ func demoAgainstServer(ctx context.Context, a *app, f *demoFlags) error {
 func printDemoIntro(a *app, api, natsURL string, orders int) {
 	fmt.Fprintf(a.stdout, `amends demo: an orders service whose mailer fails the first 4 sends of each mail.
 API  %s: in another terminal,  export AMENDS_SERVER=%s
+Dashboard %[2]s/ in a browser
 NATS %s: for natscli,  nats --server %s stream ls
 placing %d orders...
 `, api, api, natsURL, natsURL, orders)

@@ -43,6 +43,7 @@ func TestDemoShowsRecordsReachingSucceeded(t *testing.T) {
 
 	out := c.stdout.String()
 	assert.Regexp(t, `NATS nats://127\.0\.0\.1:\d+: for natscli,  nats --server nats://127\.0\.0\.1:\d+ stream ls`, out)
+	assert.Regexp(t, `Dashboard http://127\.0\.0\.1:\d+/ in a browser`, out, "the demo names the dashboard")
 	assert.Equal(t, 55, strings.Count(out, "FAILED     Greylisted, retry 0 of 5"), "a record per order:\n%s", out)
 	assert.Equal(t, 55, strings.Count(out, "FAILED     Greylisted, retry 1 of 5"), "the first replay fails:\n%s", out)
 	assert.Equal(t, 55, strings.Count(out, "SUCCEEDED  after 2 scheduled replays"), "the second replay succeeds:\n%s", out)

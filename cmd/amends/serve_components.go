@@ -91,11 +91,15 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		components = append(components, component{"scheduler", sched.Run})
 	}
 
-	api := server.New(server.Config{
+	apiCfg := server.Config{
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar,
 		Logger: logger.With("component", "http"),
 		Ready:  readiness(natsConnected(nc), indexCurrent(index), probe.check),
-	})
+	}
+	if components, err = withDashboard(&apiCfg, components, index, store, views, logger); err != nil {
+		return nil, "", err
+	}
+	api := server.New(apiCfg)
 	l, err := net.Listen("tcp", cfg.http)
 	if err != nil {
 		return nil, "", fmt.Errorf("--http %s: %w", cfg.http, err)

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/dashboard"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/server"
+)
+
+// withDashboard mounts the dashboard on the API's config (at / next to
+// /api/v1) and adds the component that keeps its live counts and backlog
+// trend. The dashboard reads the serve's index, its event store (original
+// event bodies) and watches the views bucket for changes.
+func withDashboard(api *server.Config, components []component, index *projection.Index, store *jsstore.Store, views jetstream.KeyValue, logger *slog.Logger) ([]component, error) {
+	d, err := dashboard.New(dashboard.Config{Index: index, Events: store, Changes: views, Logger: logger.With("component", "dashboard")})
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	api.Dashboard = d
+	return append(components, component{"dashboard", d.Run}), nil
+}

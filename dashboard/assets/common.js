@@ -1,0 +1,174 @@
+// amends dashboard: shared helpers. Plain JavaScript, no library, no build.
+"use strict";
+
+const A = (() => {
+  let csrf = "";
+  let me = null;
+
+  // el builds an element: el("a", {href: "/"}, "text", child...). Text is
+  // always set as text, never parsed as HTML.
+  function el(tag, attrs, ...children) {
+    const svg = ["svg", "path", "line", "text", "g", "polyline", "rect", "title", "circle"].includes(tag);
+    const e = svg ? document.createElementNS("http://www.w3.org/2000/svg", tag) : document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") e.setAttribute("class", v);
+      else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else if (k === "value" && !svg) e.value = v;
+      else e.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const c of children.flat(Infinity)) {
+      if (c === undefined || c === null || c === false) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return e;
+  }
+
+  // fill replaces node's children, skipping null, undefined and false.
+  function fill(node, ...kids) {
+    node.replaceChildren(...kids.flat(Infinity).filter(k => k !== null && k !== undefined && k !== false));
+    return node;
+  }
+
+  function $(sel, root) { return (root || document).querySelector(sel); }
+
+  // ApiError is a refusal of the API: {code, message, details}, with the
+  // status and request id.
+  class ApiError extends Error {
+    constructor(status, body, requestId) {
+      super(body && body.message ? body.message : "the server answered " + status);
+      this.status = status;
+      this.code = body && body.code ? body.code : "HTTP" + status;
+      this.details = body && body.details ? body.details : null;
+      this.requestId = requestId || "";
+    }
+  }
+
+  function newRequestId() {
+    const b = new Uint8Array(16);
+    crypto.getRandomValues(b);
+    b[6] = (b[6] & 0x0f) | 0x40; b[8] = (b[8] & 0x3f) | 0x80;
+    const h = Array.from(b, x => x.toString(16).padStart(2, "0")).join("");
+    return h.slice(0, 8) + "-" + h.slice(8, 12) + "-" + h.slice(12, 16) + "-" + h.slice(16, 20) + "-" + h.slice(20);
+  }
+
+  // api calls the JSON API. State-changing calls carry the session's CSRF
+  // token and a request id; the cookie goes along (same origin only).
+  async function api(method, path, body, opts) {
+    opts = opts || {};
+    const headers = { "Accept": opts.accept || "application/json" };
+    if (method !== "GET") {
+      headers["Content-Type"] = "application/json";
+      headers["X-CSRF-Token"] = csrf;
+      headers["X-Request-Id"] = opts.requestId || newRequestId();
+    }
+    const res = await fetch(path, {
+      method, headers, credentials: "same-origin", cache: "no-store",
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (opts.raw && res.ok) return res;
+    const text = await res.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch (_) { data = null; }
+    if (!res.ok) {
+      if (res.status === 401 && !opts.noRedirect) {
+        toSignIn();
+        await new Promise(() => {}); // the page is going away
+      }
+      throw new ApiError(res.status, data, headers["X-Request-Id"]);
+    }
+    return data;
+  }
+
+  function toSignIn() {
+    const next = location.pathname + location.search;
+    location.assign("/signin?next=" + encodeURIComponent(next));
+  }
+
+  // session loads who we are, fills the header and returns it.
+  async function session() {
+    me = await api("GET", "/ui/v1/session");
+    csrf = me.csrf;
+    document.body.classList.toggle("is-operator", me.role === "operator");
+    const who = $("#who");
+    if (who) {
+      fill(who, 
+        el("span", { class: "live-dot", id: "live-dot", title: "live updates" }),
+        el("span", { id: "who-name" }, me.local ? "local (no tokens)" : me.name + " · " + me.role));
+      if (!me.local) who.append(el("button", { type: "button", id: "signout", onclick: signOut }, "Sign out"));
+    }
+    return me;
+  }
+
+  async function signOut() {
+    try { await api("DELETE", "/ui/v1/session", undefined, { noRedirect: true }); } catch (_) { /* signed out anyway */ }
+    location.assign("/signin");
+  }
+
+  function isOperator() { return me && me.role === "operator"; }
+
+  // live opens the event stream of counts and changed records.
+  function live(handlers) {
+    const es = new EventSource("/ui/v1/live");
+    const dot = () => $("#live-dot");
+    es.addEventListener("open", () => dot() && dot().classList.add("on"));
+    es.addEventListener("error", () => dot() && dot().classList.remove("on"));
+    if (handlers.counts) es.addEventListener("counts", ev => handlers.counts(JSON.parse(ev.data)));
+    if (handlers.records) es.addEventListener("records", ev => handlers.records(JSON.parse(ev.data)));
+    return es;
+  }
+
+  // Times: absolute (UTC ISO) and relative to now.
+  function rel(ms) {
+    if (!ms) return "";
+    const d = ms - Date.now(), a = Math.abs(d);
+    const units = [["d", 86400000], ["h", 3600000], ["m", 60000], ["s", 1000]];
+    let s = "now";
+    for (const [u, n] of units) { if (a >= n) { s = Math.floor(a / n) + u; break; } }
+    if (s === "now") return "now";
+    return d < 0 ? s + " ago" : "in " + s;
+  }
+  function abs(ms) { return ms ? new Date(ms).toISOString().replace(".000Z", "Z") : ""; }
+  function time(ms) {
+    if (!ms) return el("span", { class: "muted" }, "–");
+    return el("time", { datetime: abs(ms), title: abs(ms) }, rel(ms));
+  }
+  function dur(ms) {
+    if (!ms) return "0s";
+    const s = Math.round(ms / 1000);
+    if (s < 120) return s + "s";
+    if (s < 7200) return Math.round(s / 60) + "m";
+    if (s < 172800) return Math.round(s / 3600) + "h";
+    return Math.round(s / 86400) + "d";
+  }
+
+  function badge(kind, v) { return el("span", { class: "badge " + kind + "-" + v }, v); }
+
+  // errorBox shows a refusal with its code, message, details and request id.
+  function errorBox(err) {
+    if (!(err instanceof ApiError)) return el("div", { class: "error", role: "alert" }, String(err && err.message || err));
+    const details = err.details ? Object.entries(err.details).map(([k, v]) =>
+      el("li", {}, el("code", {}, k), ": ", typeof v === "object" ? JSON.stringify(v) : String(v))) : [];
+    return el("div", { class: "error", role: "alert" },
+      el("div", {}, el("span", { class: "code" }, err.code), " ", err.message),
+      details.length ? el("ul", {}, details) : null,
+      err.requestId ? el("div", { class: "muted" }, "request id ", el("code", {}, err.requestId)) : null);
+  }
+
+  function fnName(f) { return f.processorName + "." + f.name + "@" + f.contextName; }
+
+  const VIEWS = [
+    ["to-retry", "To retry", "warn"], ["executing", "Executing", "info"], ["next-retry", "Next retry (due)", "warn"],
+    ["non-retryable", "Non-retryable", "bad"], ["succeeded", "Succeeded", "ok"], ["unrecoverable", "Unrecoverable", "bad"],
+  ];
+  const FILTERS = ["id", "eventId", "aggregateContext", "aggregateType", "aggregateId", "functionContext", "processor", "function",
+    "functionKind", "status", "recoverable", "errorCode", "executeAtFrom", "executeAtTo", "minRetries", "view"];
+
+  function mark(nav) {
+    for (const a of document.querySelectorAll("header.top nav a")) {
+      if (a.dataset.nav === nav) a.setAttribute("aria-current", "page");
+    }
+  }
+
+  return { el, fill, $, api, ApiError, session, isOperator, live, rel, abs, time, dur, badge, errorBox, fnName, newRequestId, VIEWS, FILTERS, mark, toSignIn };
+})();

@@ -1,0 +1,111 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/projection"
+)
+
+// OriginalEvent is the body of GET /ui/v1/records/{id}/event: the event
+// whose handling failed, as the event store holds it.
+type OriginalEvent struct {
+	// StreamID, Aggregate, Version, Seq, CreateTime, CommandID and
+	// RequestID describe the stream (command) that carried the event.
+	StreamID   string                 `json:"streamId"`
+	Aggregate  eventstore.AggregateID `json:"aggregate"`
+	Version    uint64                 `json:"version"`
+	Seq        uint64                 `json:"seq"`
+	CreateTime int64                  `json:"createTime"`
+	CommandID  string                 `json:"commandId,omitempty"`
+	RequestID  string                 `json:"requestId,omitempty"`
+	// Event is the event with its body.
+	Event eventstore.Event `json:"event"`
+}
+
+// pathID reads and checks the {id} of the path.
+func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if err := eventstore.ValidateID("id", id); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequest", strings.TrimPrefix(err.Error(), "eventstore: "), map[string]any{"field": "id"})
+		return "", false
+	}
+	return id, true
+}
+
+// record loads record id from the index, answering 404 or 503 itself.
+func (d *Dashboard) record(w http.ResponseWriter, r *http.Request) (projection.View, bool) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return projection.View{}, false
+	}
+	v, err := d.cfg.Index.Get(r.Context(), id)
+	switch {
+	case errors.Is(err, projection.ErrNotFound):
+		writeError(w, http.StatusNotFound, "NotFound", "no ExecutionFailed record with id "+clip(id)+"; search for records on the dashboard's search page", map[string]any{"id": id})
+		return v, false
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "Unavailable", "the record could not be read now; try again in a moment", map[string]any{"id": id})
+		return v, false
+	}
+	return v, true
+}
+
+func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
+	v, ok := d.record(w, r)
+	if !ok {
+		return
+	}
+	st, i, err := d.original(r.Context(), v.State.EventID)
+	if errors.Is(err, eventstore.ErrNotFound) || errors.Is(err, eventstore.ErrInvalid) {
+		writeError(w, http.StatusNotFound, "EventNotFound", "the event store no longer holds event "+clip(v.State.EventID.ID)+
+			" (it may have been removed by the stream's limits); a replay of this record would fail the same way", map[string]any{"eventId": v.State.EventID.ID})
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "Unavailable", "the event store could not be read now; try again in a moment", nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, OriginalEvent{
+		StreamID: st.ID, Aggregate: st.Aggregate, Version: st.Version, Seq: st.Seq, CreateTime: st.CreateTime,
+		CommandID: st.CommandID, RequestID: st.RequestID, Event: st.Events[i],
+	})
+}
+
+// original finds the stream holding event eid, as a replay does: by its
+// recorded sequence (one direct get) when that is the event, else by
+// aggregate and version. It returns an error matching
+// eventstore.ErrNotFound if neither has it.
+func (d *Dashboard) original(ctx context.Context, eid aggregate.EventID) (eventstore.Stream, int, error) {
+	a := eventstore.AggregateID{Context: eid.AggregateID.ContextName, Type: eid.AggregateID.AggregateName, ID: eid.AggregateID.AggregateID}
+	if eid.Seq > 0 {
+		st, err := d.cfg.Events.GetSeq(ctx, a.Context, eid.Seq)
+		if err == nil && st.Aggregate == a && st.Version == eid.Version {
+			if i := eventIndex(&st, eid.ID); i >= 0 {
+				return st, i, nil
+			}
+		}
+	}
+	st, err := d.cfg.Events.LoadVersion(ctx, a, eid.Version)
+	if err != nil {
+		return st, 0, err
+	}
+	i := eventIndex(&st, eid.ID)
+	if i < 0 {
+		return st, 0, eventstore.ErrNotFound
+	}
+	return st, i, nil
+}
+
+func eventIndex(st *eventstore.Stream, id string) int {
+	for i := range st.Events {
+		if st.Events[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
