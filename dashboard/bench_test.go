@@ -39,7 +39,7 @@ func benchView(r *rand.Rand, i int) projection.View {
 		State: aggregate.State{
 			ID: uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "rec-%d", i)).String(),
 			EventID: aggregate.EventID{ID: uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "evt-%d", i)).String(),
-				AggregateID: aggregate.AggregateID{ContextName: fmt.Sprintf("ctx-%d", r.IntN(5)), AggregateName: "order", AggregateID: fmt.Sprintf("order-%08d", i), TenantID: aggregate.DefaultTenantID},
+				AggregateID: aggregate.WireAggregateID{ContextName: fmt.Sprintf("ctx-%d", r.IntN(5)), AggregateName: "order", AggregateID: fmt.Sprintf("order-%08d", i), TenantID: aggregate.DefaultTenantID},
 				Version:     uint64(r.IntN(100) + 1)},
 			Function: aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: fmt.Sprintf("svc-%d", r.IntN(5)),
 				ProcessorName: fmt.Sprintf("Processor%d", r.IntN(20)), Name: fmt.Sprintf("on%d", r.IntN(5))},

@@ -146,7 +146,7 @@ func (s *stack) withStack(tb testing.TB) string {
 	details.ErrorCode = "ConnectionReset"
 	_, err = s.svc.Execute(ctx, id, aggregate.CreateExecutionFailed{
 		EventID: aggregate.EventID{ID: st.Events[0].ID, Version: st.Version, Seq: st.Seq,
-			AggregateID: aggregate.AggregateID{ContextName: st.Aggregate.Context, AggregateName: st.Aggregate.Type, AggregateID: st.Aggregate.ID, TenantID: aggregate.DefaultTenantID}},
+			AggregateID: aggregate.WireAggregateID{ContextName: st.Aggregate.Context, AggregateName: st.Aggregate.Type, AggregateID: st.Aggregate.ID, TenantID: aggregate.DefaultTenantID}},
 		Function: mailer, Error: details, ExecuteAt: time.Now().UnixMilli(), Recoverable: aggregate.Recoverable,
 	}, aggregate.Meta{Actor: "recorder"})
 	require.NoError(tb, err)
