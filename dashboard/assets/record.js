@@ -27,7 +27,7 @@
       ["last outcome", time(s.executeAt)],
       ["retries", el("span", { id: "retries" }, rs.retries + " of " + sp.maxRetries)],
       ["retry spec", "maxRetries " + sp.maxRetries + ", minBackoff " + sp.minBackoff + "s, executionTimeout " + sp.executionTimeout + "s"],
-      ["prepared at", time(rs.retryAt)],
+      ["last prepared", rs.retries > 0 ? time(rs.retryAt) : "never"],
       ["times out", time(rs.timeoutAt)],
       ["next retry", s.status === "SUCCEEDED" ? "–" : time(rs.nextRetryAt)],
       ["updated", time(v.updatedAt)],
