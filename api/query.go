@@ -53,6 +53,10 @@ type Filter struct {
 	// exclusive; zero is unbounded. They are compared in milliseconds.
 	ExecuteAtFrom time.Time `json:"executeAtFrom,omitzero"`
 	ExecuteAtTo   time.Time `json:"executeAtTo,omitzero"`
+	// NextRetryAtFrom and NextRetryAtTo bound the retry state's nextRetryAt
+	// (when the record is or was next due) the same way.
+	NextRetryAtFrom time.Time `json:"nextRetryAtFrom,omitzero"`
+	NextRetryAtTo   time.Time `json:"nextRetryAtTo,omitzero"`
 	// MinRetries selects records with retries >= MinRetries.
 	MinRetries int32 `json:"minRetries,omitempty"`
 	// View selects one of the operator views (aggregate.View.Contains).
@@ -114,6 +118,8 @@ func (f Filter) Values() url.Values {
 	set("errorCode", f.ErrorCode)
 	set("executeAtFrom", formatTime(f.ExecuteAtFrom))
 	set("executeAtTo", formatTime(f.ExecuteAtTo))
+	set("nextRetryAtFrom", formatTime(f.NextRetryAtFrom))
+	set("nextRetryAtTo", formatTime(f.NextRetryAtTo))
 	if f.MinRetries != 0 {
 		v.Set("minRetries", strconv.FormatInt(int64(f.MinRetries), 10))
 	}

@@ -20,13 +20,15 @@ type matcher struct {
 	rec   uint8
 	from  int64
 	to    int64
-	now   time.Time
-	none  bool // a name no entry holds: nothing matches
+	// nrFrom and nrTo bound nextRetryAt.
+	nrFrom, nrTo int64
+	now          time.Time
+	none         bool // a name no entry holds: nothing matches
 }
 
 // compile resolves f's names. The caller holds the read lock.
 func (ix *Index) compile(f Filter) matcher {
-	m := matcher{f: f, from: -1 << 63, to: 1<<63 - 1, now: f.Now}
+	m := matcher{f: f, from: -1 << 63, to: 1<<63 - 1, nrFrom: -1 << 63, nrTo: 1<<63 - 1, now: f.Now}
 	for i, s := range []string{f.AggregateContext, f.AggregateType, f.FunctionContext, f.Processor, f.Function, f.ErrorCode} {
 		if s == "" {
 			continue
@@ -55,6 +57,12 @@ func (ix *Index) compile(f Filter) matcher {
 	if !f.ExecuteAtTo.IsZero() {
 		m.to = f.ExecuteAtTo.UnixMilli()
 	}
+	if !f.NextRetryAtFrom.IsZero() {
+		m.nrFrom = f.NextRetryAtFrom.UnixMilli()
+	}
+	if !f.NextRetryAtTo.IsZero() {
+		m.nrTo = f.NextRetryAtTo.UnixMilli()
+	}
 	if m.now.IsZero() {
 		m.now = ix.clock.Now()
 	}
@@ -77,6 +85,7 @@ func (m *matcher) match(e *entry) bool {
 		m.stat != 0 && e.status != m.stat,
 		m.rec != 0 && e.recover != m.rec,
 		e.executeAt < m.from || e.executeAt >= m.to,
+		e.nextRetryAt < m.nrFrom || e.nextRetryAt >= m.nrTo,
 		e.retries < m.f.MinRetries,
 		m.f.ID != "" && e.id != m.f.ID,
 		m.f.EventID != "" && e.eventID != m.f.EventID,

@@ -24,6 +24,8 @@ func matches(f Filter, s *aggregate.State, now time.Time) bool {
 		eq(string(f.Recoverable), string(s.Recoverable)) && eq(f.ErrorCode, s.Error.ErrorCode) &&
 		(f.ExecuteAtFrom.IsZero() || s.ExecuteAt >= f.ExecuteAtFrom.UnixMilli()) &&
 		(f.ExecuteAtTo.IsZero() || s.ExecuteAt < f.ExecuteAtTo.UnixMilli()) &&
+		(f.NextRetryAtFrom.IsZero() || s.RetryState.NextRetryAt >= f.NextRetryAtFrom.UnixMilli()) &&
+		(f.NextRetryAtTo.IsZero() || s.RetryState.NextRetryAt < f.NextRetryAtTo.UnixMilli()) &&
 		s.RetryState.Retries >= f.MinRetries &&
 		(f.View == "" || f.View.Contains(s, now))
 }
@@ -33,7 +35,7 @@ func randomFilter(r *rand.Rand, v *View, now time.Time) Filter {
 	s := &v.State
 	var f Filter
 	for range r.IntN(3) {
-		switch r.IntN(14) {
+		switch r.IntN(15) {
 		case 0:
 			f.ID = s.ID
 		case 1:
@@ -62,6 +64,9 @@ func randomFilter(r *rand.Rand, v *View, now time.Time) Filter {
 			f.MinRetries = int32(r.IntN(4))
 		case 13:
 			f.View, f.Now = aggregate.Views[r.IntN(len(aggregate.Views))], now
+		case 14:
+			next := s.RetryState.NextRetryAt
+			f.NextRetryAtFrom, f.NextRetryAtTo = time.UnixMilli(next-r.Int64N(600_000)), time.UnixMilli(next+r.Int64N(600_000))
 		}
 	}
 	if r.IntN(10) == 0 {

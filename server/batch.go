@@ -178,7 +178,8 @@ func batchFilter(raw map[string]json.RawMessage) (projection.Filter, error) {
 		var str string
 		if err := json.Unmarshal(v, &str); err != nil {
 			var n json.Number
-			if k != "minRetries" && k != "executeAtFrom" && k != "executeAtTo" && k != "now" || json.Unmarshal(v, &n) != nil {
+			numeric := k == "minRetries" || k == "executeAtFrom" || k == "executeAtTo" || k == "nextRetryAtFrom" || k == "nextRetryAtTo" || k == "now"
+			if !numeric || json.Unmarshal(v, &n) != nil {
 				return projection.Filter{}, badRequest(filterField(k), "field %s: must be a string", quote("filter."+k))
 			}
 			str = n.String()

@@ -18,7 +18,7 @@ import (
 var filterParams = []string{
 	"id", "eventId", "aggregateContext", "aggregateType", "aggregateId",
 	"functionContext", "processor", "function", "functionKind",
-	"status", "recoverable", "errorCode", "executeAtFrom", "executeAtTo", "minRetries", "view",
+	"status", "recoverable", "errorCode", "executeAtFrom", "executeAtTo", "nextRetryAtFrom", "nextRetryAtTo", "minRetries", "view",
 }
 
 // pageParams are the query parameters of a list page.
@@ -84,6 +84,12 @@ func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {
 		return f, err
 	}
 	if f.ExecuteAtTo, err = parseTime(q, "executeAtTo"); err != nil {
+		return f, err
+	}
+	if f.NextRetryAtFrom, err = parseTime(q, "nextRetryAtFrom"); err != nil {
+		return f, err
+	}
+	if f.NextRetryAtTo, err = parseTime(q, "nextRetryAtTo"); err != nil {
 		return f, err
 	}
 	if v := q.Get("minRetries"); v != "" {

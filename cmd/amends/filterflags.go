@@ -28,7 +28,8 @@ var filterFlagNames = [][2]string{
 	{"id", "id"}, {"event-id", "eventId"}, {"aggregate-context", "aggregateContext"}, {"aggregate-type", "aggregateType"},
 	{"aggregate-id", "aggregateId"}, {"function-context", "functionContext"}, {"processor", "processor"},
 	{"function", "function"}, {"function-kind", "functionKind"}, {"status", "status"}, {"recoverable", "recoverable"},
-	{"error-code", "errorCode"}, {"since", "executeAtFrom"}, {"until", "executeAtTo"}, {"min-retries", "minRetries"},
+	{"error-code", "errorCode"}, {"since", "executeAtFrom"}, {"until", "executeAtTo"},
+	{"next-retry-since", "nextRetryAtFrom"}, {"next-retry-until", "nextRetryAtTo"}, {"min-retries", "minRetries"},
 }
 
 func (f *filterFlags) add(cmd *cobra.Command) {
@@ -39,6 +40,8 @@ func (f *filterFlags) add(cmd *cobra.Command) {
 	}
 	fs.Lookup("since").Usage = "only records whose last outcome is at or after this time (RFC 3339 or epoch ms)"
 	fs.Lookup("until").Usage = "only records whose last outcome is before this time (RFC 3339 or epoch ms)"
+	fs.Lookup("next-retry-since").Usage = "only records whose next retry (nextRetryAt) is at or after this time (RFC 3339 or epoch ms)"
+	fs.Lookup("next-retry-until").Usage = "only records whose next retry (nextRetryAt) is before this time (RFC 3339 or epoch ms)"
 	fs.Lookup("min-retries").Usage = "only records with at least this many retries"
 	fs.Lookup("status").Usage = "only records of this status: FAILED, PREPARED or SUCCEEDED"
 	fs.Lookup("recoverable").Usage = "only records of this classification: RECOVERABLE, UNRECOVERABLE or UNKNOWN"
@@ -82,11 +85,13 @@ func (f *filterFlags) params() (url.Values, error) {
 		}
 		v.Set(k, val)
 	}
-	if from, to := v.Get("executeAtFrom"), v.Get("executeAtTo"); from != "" && to != "" {
-		a, _ := parseTimeFlag(from)
-		b, _ := parseTimeFlag(to)
-		if !a.Before(b) {
-			return nil, usageErrorf("--since %s is not before --until %s: no record could match", from, to)
+	for _, r := range [][4]string{{"executeAtFrom", "executeAtTo", "--since", "--until"}, {"nextRetryAtFrom", "nextRetryAtTo", "--next-retry-since", "--next-retry-until"}} {
+		if from, to := v.Get(r[0]), v.Get(r[1]); from != "" && to != "" {
+			a, _ := parseTimeFlag(from)
+			b, _ := parseTimeFlag(to)
+			if !a.Before(b) {
+				return nil, usageErrorf("%s %s is not before %s %s: no record could match", r[2], from, r[3], to)
+			}
 		}
 	}
 	if f.view != "" {
@@ -123,6 +128,12 @@ func (f *filterFlags) filter(params url.Values) api.Filter {
 	}
 	if v := params.Get("executeAtTo"); v != "" {
 		ff.ExecuteAtTo, _ = parseTimeFlag(v)
+	}
+	if v := params.Get("nextRetryAtFrom"); v != "" {
+		ff.NextRetryAtFrom, _ = parseTimeFlag(v)
+	}
+	if v := params.Get("nextRetryAtTo"); v != "" {
+		ff.NextRetryAtTo, _ = parseTimeFlag(v)
 	}
 	if v := params.Get("minRetries"); v != "" {
 		n, _ := strconv.ParseInt(v, 10, 32)
@@ -184,7 +195,7 @@ func checkFilter(name, val string) error {
 		return checkEnum(val, aggregate.Recoverabilities)
 	case "functionKind":
 		return checkEnum(val, aggregate.FunctionKinds)
-	case "executeAtFrom", "executeAtTo":
+	case "executeAtFrom", "executeAtTo", "nextRetryAtFrom", "nextRetryAtTo":
 		if _, err := parseTimeFlag(val); err != nil {
 			return err
 		}

@@ -45,6 +45,8 @@ func TestHostileInputPerSubcommand(t *testing.T) {
 			{"since", []string{"list", "--since", "yesterday"}, nil, exitUsage, `--since must be an RFC 3339 time (2026-11-30T08:00:00Z) or epoch milliseconds, got "yesterday"`},
 			{"until", []string{"list", "--until", "2026-13-01"}, nil, exitUsage, `--until must be an RFC 3339 time`},
 			{"since after until", []string{"list", "--since", "2026-02-01T00:00:00Z", "--until", "2026-01-01T00:00:00Z"}, nil, exitUsage, "--since 2026-02-01T00:00:00Z is not before --until 2026-01-01T00:00:00Z"},
+			{"next retry since", []string{"list", "--next-retry-since", "tomorrow"}, nil, exitUsage, `--next-retry-since must be an RFC 3339 time (2026-11-30T08:00:00Z) or epoch milliseconds, got "tomorrow"`},
+			{"next retry since after until", []string{"list", "--next-retry-since", "2026-02-01T00:00:00Z", "--next-retry-until", "2026-01-01T00:00:00Z"}, nil, exitUsage, "--next-retry-since 2026-02-01T00:00:00Z is not before --next-retry-until 2026-01-01T00:00:00Z"},
 			{"min retries negative", []string{"list", "--min-retries", "-1"}, nil, exitUsage, `--min-retries must be a whole number from 0 to 2147483647, got "-1"`},
 			{"min retries overflow", []string{"list", "--min-retries", "99999999999"}, nil, exitUsage, `--min-retries must be a whole number`},
 			{"sort", []string{"list", "--sort", "colour"}, nil, exitUsage, `--sort must be one of executeAt, nextRetryAt, retries, got "colour"`},

@@ -112,13 +112,20 @@ func closed(t *testing.T, r *bufio.Reader) bool {
 
 func TestConnectionCapClosesTheLongestIdleForANewClient(t *testing.T) {
 	s := startHTTP(t, okHandler, 2, time.Minute)
+	idle := func(n int) func() bool {
+		return func() bool {
+			s.limiter.mu.Lock()
+			defer s.limiter.mu.Unlock()
+			return len(s.limiter.idle) == n
+		}
+	}
+	// The server marks a connection idle after it wrote the response, so
+	// r1 must be idle before r2's request: else, on a busy machine, r2 may
+	// go idle first and be the longest idle.
 	_, r1 := idleConn(t, s.url)
+	require.Eventually(t, idle(1), waitLimit, 5*time.Millisecond, "the first connection goes idle")
 	_, r2 := idleConn(t, s.url)
-	require.Eventually(t, func() bool {
-		s.limiter.mu.Lock()
-		defer s.limiter.mu.Unlock()
-		return len(s.limiter.idle) == 2
-	}, waitLimit, 5*time.Millisecond, "both connections go idle")
+	require.Eventually(t, idle(2), waitLimit, 5*time.Millisecond, "both connections go idle")
 
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: waitLimit}
 	resp, err := hc.Get(s.url)

@@ -107,15 +107,37 @@ const A = (() => {
 
   function isOperator() { return me && me.role === "operator"; }
 
-  // live opens the event stream of counts and changed records.
+  // live opens the event stream of counts and changed records. A browser
+  // allows only six connections to a server over HTTP/1.1, and each open
+  // stream holds one: the stream is closed while the page is hidden or
+  // left (so background tabs and pages kept for the back button never
+  // starve the requests of the page in front), and opened again, which
+  // sends the counts afresh, when it is shown.
   function live(handlers) {
-    const es = new EventSource("/ui/v1/live");
     const dot = () => $("#live-dot");
-    es.addEventListener("open", () => dot() && dot().classList.add("on"));
-    es.addEventListener("error", () => dot() && dot().classList.remove("on"));
-    if (handlers.counts) es.addEventListener("counts", ev => handlers.counts(JSON.parse(ev.data)));
-    if (handlers.records) es.addEventListener("records", ev => handlers.records(JSON.parse(ev.data)));
-    return es;
+    let es = null, opened = 0;
+    const open = () => {
+      if (es) return;
+      // What changed while the stream was closed is not replayed: a page
+      // reloads its data (resync) when the stream is opened again.
+      if (opened++ > 0 && handlers.resync) handlers.resync();
+      es = new EventSource("/ui/v1/live");
+      es.addEventListener("open", () => dot() && dot().classList.add("on"));
+      es.addEventListener("error", () => dot() && dot().classList.remove("on"));
+      if (handlers.counts) es.addEventListener("counts", ev => handlers.counts(JSON.parse(ev.data)));
+      if (handlers.records) es.addEventListener("records", ev => handlers.records(JSON.parse(ev.data)));
+    };
+    const close = () => {
+      if (!es) return;
+      es.close();
+      es = null;
+      if (dot()) dot().classList.remove("on");
+    };
+    document.addEventListener("visibilitychange", () => (document.hidden ? close() : open()));
+    addEventListener("pagehide", close);
+    addEventListener("pageshow", () => { if (!document.hidden) open(); });
+    if (!document.hidden) open();
+    return { close };
   }
 
   // Times: absolute (UTC ISO) and relative to now.
@@ -162,7 +184,7 @@ const A = (() => {
     ["non-retryable", "Non-retryable", "bad"], ["succeeded", "Succeeded", "ok"], ["unrecoverable", "Unrecoverable", "bad"],
   ];
   const FILTERS = ["id", "eventId", "aggregateContext", "aggregateType", "aggregateId", "functionContext", "processor", "function",
-    "functionKind", "status", "recoverable", "errorCode", "executeAtFrom", "executeAtTo", "minRetries", "view"];
+    "functionKind", "status", "recoverable", "errorCode", "executeAtFrom", "executeAtTo", "nextRetryAtFrom", "nextRetryAtTo", "minRetries", "view"];
 
   function mark(nav) {
     for (const a of document.querySelectorAll("header.top nav a")) {

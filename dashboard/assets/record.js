@@ -189,7 +189,7 @@
     try { await reload(); } catch (_) { return; }
     loadEvent();
     // Live: reload when this record changes.
-    A.live({ records: m => { if (m.records.some(r => r.id === id) || m.count > m.records.length) reload(); } });
+    A.live({ records: m => { if (m.records.some(r => r.id === id) || m.count > m.records.length) reload(); }, resync: reload });
   }
   start();
 })();

@@ -4,7 +4,7 @@
 (() => {
   const { el, $, api, session, time, badge, errorBox, fnName, FILTERS, mark } = A;
   mark("search");
-  const TIMES = ["executeAtFrom", "executeAtTo"];
+  const TIMES = ["executeAtFrom", "executeAtTo", "nextRetryAtFrom", "nextRetryAtTo"];
 
   // The URL's query, as the API takes it.
   function urlQuery() { return new URLSearchParams(location.search); }
@@ -97,7 +97,7 @@
     }
     // Live: reload the page of results when records change (at most every 2s).
     let pending = null;
-    A.live({ records: () => { if (!pending) pending = setTimeout(() => { pending = null; load(); }, 2000); } });
+    A.live({ records: () => { if (!pending) pending = setTimeout(() => { pending = null; load(); }, 2000); }, resync: () => load() });
   }
   start();
 })();
