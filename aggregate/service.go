@@ -271,15 +271,23 @@ func (s *Service) Get(ctx context.Context, id string) (State, uint64, error) {
 
 // GetAtLeast is Get for a caller that knows version v of the record was
 // committed (it holds the message of that version, say): if the usual
-// read returns an older version, or none, the stream leader is asked, and
-// its answer is returned whatever it is. v 0 is Get without that check for
-// missing records.
+// read returns an older version, or none, the stream leader is asked. A
+// consumer may deliver a message a moment before the stream leader has
+// applied it, so the leader is asked a few times over about 100 ms; then
+// its answer is returned whatever it is, and a caller that gets a version
+// below v should try again later rather than act on it. v 0 is Get
+// without that check for missing records.
 func (s *Service) GetAtLeast(ctx context.Context, id string, v uint64) (State, uint64, error) {
 	if err := checkRecordID(id); err != nil {
 		return State{}, 0, err
 	}
 	snap, version, err := s.load(ctx, id, false)
-	if err == nil && version < v && s.readsReplicas() {
+	for attempt := 0; err == nil && version < v && s.readsReplicas() && attempt < leaderRetries; attempt++ {
+		if attempt > 0 {
+			if err = wait.Sleep(ctx, time.Duration(attempt)*10*time.Millisecond); err != nil {
+				break
+			}
+		}
 		snap, version, err = s.load(ctx, id, true)
 	}
 	if err != nil {
@@ -300,6 +308,10 @@ func checkRecordID(id string) error {
 	}
 	return nil
 }
+
+// leaderRetries is how many times GetAtLeast asks the stream leader for a
+// version it knows was committed.
+const leaderRetries = 5
 
 // readsReplicas reports whether the store can read from the stream leader
 // where its usual reads may come from a replica.

@@ -73,7 +73,13 @@ func (p *Processor) replay(ctx context.Context, id string, version uint64, prep 
 	c := Compensation{ID: id, Attempt: prep.RetryState.Retries, Prepared: version}
 	fn := prep.Function
 	if p.o.records != nil {
-		st, _, err := p.readRecord(ctx, id, version)
+		st, got, err := p.readRecord(ctx, id, version)
+		if err == nil && got < version {
+			// The record's version of this message is committed but not
+			// yet readable (a replica, or the stream leader, has not
+			// applied it): not stale, only early. Try again shortly.
+			return nak, fmt.Errorf("read record %s to replay it: version %d is not readable yet (read version %d)", id, version, got)
+		}
 		switch {
 		case err == nil, errors.Is(err, aggregate.ErrNotFound):
 		case errors.Is(err, jsstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid), errors.Is(err, aggregate.ErrIllegalArgument):

@@ -171,3 +171,41 @@ func TestServiceDecidesOnTheLeaderBeforeRejecting(t *testing.T) {
 	_, err = reader.Execute(t.Context(), "nobody", aggregate.PrepareCompensation{}, aggregate.Meta{})
 	require.ErrorIs(t, err, aggregate.ErrNotFound)
 }
+
+// A consumer may deliver a message before the stream leader has applied
+// it. GetAtLeast, given the version such a message shows, asks the leader
+// again for a moment; if the leader still lags, it returns what it has,
+// and the caller sees that the version is below the one it knows.
+func TestGetAtLeastWaitsForTheLeaderToApply(t *testing.T) {
+	st, other, lag := laggingStore(t)
+	require.NoError(t, st.Provision(t.Context(), aggregate.Context))
+	require.NoError(t, other.Provision(t.Context(), aggregate.Context))
+	writer, reader := aggregate.NewService(other), aggregate.NewService(st)
+	_, err := writer.Execute(t.Context(), "r", aggregate.CreateExecutionFailed{
+		EventID:   aggregate.EventID{ID: "evt-r", AggregateID: aggregate.WireAggregateID{ContextName: "orders", AggregateName: "order", AggregateID: "o-r", TenantID: aggregate.DefaultTenantID}, Version: 1},
+		Function:  aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "orders", ProcessorName: "Mailer", Name: "onOrderPlaced"},
+		Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
+		ExecuteAt: 1735000000000,
+	}, aggregate.Meta{})
+	require.NoError(t, err)
+	_, err = st.LoadLastFromLeader(t.Context(), aggregate.RecordAggregate("r")) // the leader's answer at version 1
+	require.NoError(t, err)
+	_, _, err = reader.Get(t.Context(), "r")
+	require.NoError(t, err)
+	lag.Freeze()
+	_, err = writer.Execute(t.Context(), "r", aggregate.PrepareCompensation{}, aggregate.Meta{})
+	require.NoError(t, err)
+
+	lag.LeaderLags(2)
+	state, v, err := reader.GetAtLeast(t.Context(), "r", 2)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), v, "the leader was asked again until it had applied version 2")
+	assert.Equal(t, aggregate.StatusPrepared, state.Status)
+
+	_, err = writer.Execute(t.Context(), "r", aggregate.ApplyExecutionSuccess{ExecuteAt: 1735000000001, Attempt: 1, PreparedVersion: 2}, aggregate.Meta{})
+	require.NoError(t, err)
+	lag.LeaderLags(1000)
+	_, v, err = reader.GetAtLeast(t.Context(), "r", 3)
+	require.NoError(t, err)
+	assert.Less(t, v, uint64(3), "a leader that keeps lagging: the version returned is below the one asked for")
+}

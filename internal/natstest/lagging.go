@@ -25,6 +25,10 @@ type LaggingAPI struct {
 	frozen bool
 	seen   map[string]*nats.Msg // direct get request -> its last answer
 	served int                  // answers given from the frozen replica
+	// leaderLag is how many more stream-leader gets (STREAM.MSG.GET) are
+	// answered as of the freeze, as by a leader that has not applied the
+	// latest writes yet.
+	leaderLag int
 	cutAt  uint64               // the next batch get stops after this sequence
 }
 
@@ -58,6 +62,10 @@ func (l *LaggingAPI) handle(m *nats.Msg) {
 	l.mu.Unlock()
 	if direct && !single && cut > 0 {
 		l.cutBatch(m, real, cut)
+		return
+	}
+	if strings.HasPrefix(real, "$JS.API.STREAM.MSG.GET.") {
+		l.leaderGet(m, real)
 		return
 	}
 	if !single {
@@ -119,6 +127,44 @@ func (l *LaggingAPI) cutBatch(m *nats.Msg, real string, cut uint64) {
 		l.mu.Unlock()
 		_ = l.nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: r.Header, Data: r.Data})
 	}
+}
+
+// leaderGet answers a stream-leader get: as of the freeze while the
+// leader lags (LeaderLags), else from the leader, remembering the answer.
+func (l *LaggingAPI) leaderGet(m *nats.Msg, real string) {
+	key := real + "|" + string(m.Data)
+	l.mu.Lock()
+	if l.leaderLag > 0 {
+		l.leaderLag--
+		old, ok := l.seen[key]
+		l.served++
+		l.mu.Unlock()
+		data := []byte(`{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","error":{"code":404,"err_code":10037,"description":"no message found"}}`)
+		if ok {
+			data = old.Data
+		}
+		_ = l.nc.Publish(m.Reply, data)
+		return
+	}
+	l.mu.Unlock()
+	resp, err := l.nc.Request(real, m.Data, APITimeout)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	l.seen[key] = resp
+	l.mu.Unlock()
+	_ = l.nc.Publish(m.Reply, resp.Data)
+}
+
+// LeaderLags makes the next n stream-leader gets answer as the last
+// answer this LaggingAPI saw to the same request (or "no message"), as a
+// stream leader does that has not applied a write a consumer already
+// delivered from another replica.
+func (l *LaggingAPI) LeaderLags(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leaderLag = n
 }
 
 // CutNextBatch makes the next batch get end after sequence seq, as if
