@@ -29,7 +29,7 @@ type LaggingAPI struct {
 	// answered as of the freeze, as by a leader that has not applied the
 	// latest writes yet.
 	leaderLag int
-	cutAt  uint64               // the next batch get stops after this sequence
+	cutAt     uint64 // the next batch get stops after this sequence
 }
 
 // LaggingAPIPrefix is the JetStream API prefix a LaggingAPI answers on.
