@@ -14,7 +14,7 @@ import (
 
 const goodSecret = "s3cret-value-0123456789"
 
-func env(vars map[string]string) Environment {
+func envOf(vars map[string]string) Environment {
 	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 }
 
@@ -30,7 +30,7 @@ func TestParseConfigDefaultsAndSecrets(t *testing.T) {
 		"defaultEndpoint": "ops",
 		"rules": [{"events": ["retries_exhausted"], "processor": "orders", "endpoint": "chat"}, {"errorCode": "Timeout"}],
 		"digest": {"interval": "1h"}
-	}`), env(map[string]string{"NEW": goodSecret}))
+	}`), envOf(map[string]string{"NEW": goodSecret}))
 	require.NoError(t, err)
 	assert.Equal(t, "https://amends.example.com", c.PublicURL)
 	ops, _ := c.Endpoint("ops")
@@ -49,7 +49,7 @@ func TestParseConfigRoutes(t *testing.T) {
 		{"name": "b", "url": "https://b.example.com", "secrets": [{"env": "S"}]}],
 		"defaultEndpoint": "a",
 		"rules": [{"events": ["created"], "processor": "orders"}, {"errorCode": "Timeout", "endpoint": "b"}, {"events": ["applied"], "function": "ship", "endpoint": "b"}]}`),
-		env(map[string]string{"S": goodSecret}))
+		envOf(map[string]string{"S": goodSecret}))
 	require.NoError(t, err)
 	note := func(typ, proc, fn, code string) *Notification {
 		s := &aggregate.State{}
@@ -61,7 +61,7 @@ func TestParseConfigRoutes(t *testing.T) {
 	assert.Equal(t, []string{"a", "b"}, c.routes(note("created", "orders", "x", "Timeout")), "every matching endpoint, each once")
 	assert.Equal(t, []string{"b"}, c.routes(note("applied", "billing", "ship", "Boom")))
 
-	d, err := ParseConfig([]byte(`{"endpoints": [{"name": "a", "url": "https://a.example.com", "secrets": [{"env": "S"}]}]}`), env(map[string]string{"S": goodSecret}))
+	d, err := ParseConfig([]byte(`{"endpoints": [{"name": "a", "url": "https://a.example.com", "secrets": [{"env": "S"}]}]}`), envOf(map[string]string{"S": goodSecret}))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a"}, d.routes(note(TypeRetriesExhausted, "p", "f", "c")), "without rules the default events go to the only endpoint")
 	assert.Empty(t, d.routes(note(TypePrepared, "p", "f", "c")), "prepared is not a default event")
@@ -95,7 +95,7 @@ func TestParseConfigRefuses(t *testing.T) {
 		"bad duration":        {ep(`, "timeout": "soon"`) + `}`, `"soon" is not a duration`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(tc.config), env(map[string]string{"S": goodSecret, "SHORT": "short"}))
+			_, err := ParseConfig([]byte(tc.config), envOf(map[string]string{"S": goodSecret, "SHORT": "short"}))
 			require.ErrorIs(t, err, ErrInvalidConfig)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.NotContains(t, err.Error(), goodSecret)

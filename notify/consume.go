@@ -64,6 +64,11 @@ var errConsumerEnded = errors.New("the consumer stopped")
 // order) until ctx ends (nil) or the consumer stops (why). Messages held,
 // queued or being delivered, are kept with InProgress.
 func (n *Notifier) consume(ctx context.Context, stream string, cfg jetstream.ConsumerConfig, handle func(context.Context, jetstream.Msg)) error {
+	if stream == n.store.StreamName(aggregate.Context) {
+		if err := n.store.Provision(ctx, aggregate.Context); err != nil {
+			return err
+		}
+	}
 	cons, err := n.js.CreateOrUpdateConsumer(ctx, stream, cfg)
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", cfg.Durable, stream, err)

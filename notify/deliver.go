@@ -227,7 +227,10 @@ func (n *Notifier) recordFailure(ctx context.Context, st *eventstore.Stream, not
 		code = CodeRefused
 	}
 	fn := FunctionFor(ep.Name)
-	ev := aggregate.EventID{ID: note.ID, Version: note.Version}
+	// A batch or digest has no record stream: its aggregate is the
+	// notification itself.
+	ev := aggregate.EventID{ID: note.ID, Version: max(note.Version, 1),
+		AggregateID: aggregate.WireAggregateID{ContextName: aggregate.Context, AggregateName: "notification", AggregateID: note.ID, TenantID: aggregate.DefaultTenantID}}
 	if st != nil {
 		ev.AggregateID, ev.Seq = aggregate.WireAggregateIDOf(st.Aggregate), st.Seq
 	}

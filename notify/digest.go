@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -173,7 +174,7 @@ func collectDigest(ctx context.Context, kv jetstream.KeyValue, interval time.Dur
 		}
 		rev = e.Revision()
 	}
-	lister, err := kv.ListKeysFiltered(ctx, "g_*")
+	lister, err := kv.ListKeys(ctx)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -183,7 +184,7 @@ func collectDigest(ctx context.Context, kv jetstream.KeyValue, interval time.Dur
 	}
 	var groups []read
 	for k := range lister.Keys() {
-		if len(groups) >= maxDigestGroups {
+		if !strings.HasPrefix(k, "g_") || len(groups) >= maxDigestGroups {
 			continue
 		}
 		ge, err := kv.Get(ctx, k)
@@ -204,6 +205,9 @@ func collectDigest(ctx context.Context, kv jetstream.KeyValue, interval time.Dur
 			changed = append(changed, r)
 		}
 	}
+	if len(out) == 0 {
+		return nil, nil, false, nil // nothing to say: the interval stays open
+	}
 	meta, _ := json.Marshal(digestMetaEntry{Last: now.UnixMilli()})
 	if rev == 0 {
 		_, err = kv.Create(ctx, digestMeta, meta)
@@ -212,9 +216,6 @@ func collectDigest(ctx context.Context, kv jetstream.KeyValue, interval time.Dur
 	}
 	if err != nil {
 		return nil, nil, false, nil // another server took this interval
-	}
-	if len(out) == 0 {
-		return nil, nil, false, nil
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Function != out[j].Function {
@@ -247,13 +248,13 @@ func (n *Notifier) digestLoop(ctx context.Context) {
 	t := time.NewTicker(n.opts.digestTick)
 	defer t.Stop()
 	for {
-		if _, err := n.SendDigest(ctx); err != nil && ctx.Err() == nil {
-			n.opts.logger.Warn("notifier: digest not sent", "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if _, err := n.SendDigest(ctx); err != nil && ctx.Err() == nil {
+			n.opts.logger.Warn("notifier: digest not sent", "err", err)
 		}
 	}
 }
