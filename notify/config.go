@@ -148,19 +148,19 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 func LoadConfig(path string, env Environment) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("notify config: %w: %w", err, ErrInvalidConfig)
+		return nil, fmt.Errorf("cannot open %s: %w: %w", path, errors.Unwrap(err), ErrInvalidConfig)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("notify config %s: %w: %w", path, err, ErrInvalidConfig)
+		return nil, fmt.Errorf("cannot read %s: %w: %w", path, errors.Unwrap(err), ErrInvalidConfig)
 	}
 	if len(data) > MaxConfigSize {
-		return nil, fmt.Errorf("notify config %s is larger than the limit of %d bytes: %w", path, MaxConfigSize, ErrInvalidConfig)
+		return nil, fmt.Errorf("%s is larger than the limit of %d bytes: %w", path, MaxConfigSize, ErrInvalidConfig)
 	}
 	c, err := ParseConfig(data, env)
 	if err != nil {
-		return nil, fmt.Errorf("notify config %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
 }
