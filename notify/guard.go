@@ -168,7 +168,7 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	}
 	for _, a := range addrs {
 		if r := refusedBy(a); r != "" {
-			return nil, g.refuse(fmt.Errorf("host %s resolves to %s, a %s address (every address must be public; list a trusted internal host in allowHosts): %w", host, a, r, ErrRefused))
+			return nil, g.refuse(fmt.Errorf("host %s resolves to %s, a refused %s address (every address must be public; list a trusted internal host in allowHosts): %w", host, a, r, ErrRefused))
 		}
 	}
 	return addrs, nil
