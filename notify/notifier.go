@@ -71,7 +71,7 @@ func WithDurable(name string) Option {
 	}
 }
 
-// WithWorkers sets how many messages are delivered at once (default 16);
+// WithWorkers sets how many messages are delivered at once (default 64);
 // messages of one record go to one worker, in order.
 func WithWorkers(n int) Option {
 	return func(o *options) error {
@@ -173,7 +173,7 @@ type Notifier struct {
 // New returns a notifier for cfg (see LoadConfig) on the compensation
 // stream of store, recording failed deliveries with rec. It does no I/O.
 func New(js jetstream.JetStream, store *jsstore.Store, rec Recorder, cfg *Config, opts ...Option) (*Notifier, error) {
-	o := options{durable: DefaultDurable, workers: 16, ackWait: DefaultAckWait, clock: systemClock{}, logger: slog.Default(),
+	o := options{durable: DefaultDurable, workers: 64, ackWait: DefaultAckWait, clock: systemClock{}, logger: slog.Default(),
 		replicas: 1, storage: jetstream.FileStorage, digestTick: 10 * time.Second}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {

@@ -103,7 +103,9 @@ type env struct {
 
 var t0 = time.UnixMilli(1_760_000_000_000)
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newBenchEnv(t) }
+
+func newBenchEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{srv: natstest.New(t), clock: fakeclock.At(t0.UnixMilli())}
 	e.js = e.srv.JetStream()
