@@ -163,7 +163,11 @@ and exits 0, or says which check failed and exits 1.`,
 			if err := notify.VerifyRequest(req, body, secrets, a.now(), tolerance); err != nil {
 				return fmt.Errorf("invalid: %s", strings.TrimSuffix(err.Error(), ": "+notify.ErrBadSignature.Error()))
 			}
-			fmt.Fprintf(a.stdout, "valid: event %s (%s), record %s\n", req.Header.Get(notify.HeaderEventID), req.Header.Get(notify.HeaderEventType), req.Header.Get(notify.HeaderRecordID))
+			fmt.Fprintf(a.stdout, "valid: event %s (%s)", req.Header.Get(notify.HeaderEventID), req.Header.Get(notify.HeaderEventType))
+			if id := req.Header.Get(notify.HeaderRecordID); id != "" {
+				fmt.Fprintf(a.stdout, ", record %s", id)
+			}
+			fmt.Fprintln(a.stdout)
 			return nil
 		},
 	}
