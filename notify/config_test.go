@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,4 +119,15 @@ func TestRetryDelayIsCappedAndJittered(t *testing.T) {
 	assert.Equal(t, 30*time.Second, p.delay(10, half), "capped at max")
 	assert.Equal(t, 800*time.Millisecond, p.delay(1, func() float64 { return 0 }), "jitter -20 %")
 	assert.Equal(t, 36*time.Second, p.delay(10, func() float64 { return 1 }), "jitter +20 %")
+}
+
+func TestConfigNeverPrintsSecrets(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"endpoints": [{"name": "a", "url": "https://a.example.com", "secrets": [{"env": "S"}]}]}`), envOf(map[string]string{"S": goodSecret}))
+	require.NoError(t, err)
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		out := fmt.Sprintf(verb, c) + fmt.Sprintf(verb, *c) + fmt.Sprintf(verb, c.Endpoints)
+		assert.NotContains(t, out, goodSecret, verb)
+		assert.NotContains(t, out, fmt.Sprint([]byte(goodSecret)), verb)
+	}
+	assert.Contains(t, fmt.Sprint(c.Endpoints[0]), "endpoint a (json, 1 secrets)")
 }

@@ -23,9 +23,10 @@ const (
 	TypeTest              = "test"
 )
 
-// EventTypes are the event types rules can select.
+// EventTypes are the event types rules can select. Digests go to the
+// digest's endpoint, tests to the endpoint named; rules select neither.
 var EventTypes = []string{TypeCreated, TypePrepared, TypeApplied, TypeSucceeded, TypeRecoverableMarked,
-	TypeFunctionChanged, TypeRetriesExhausted, TypeBatchCompleted, TypeDigest}
+	TypeFunctionChanged, TypeRetriesExhausted, TypeBatchCompleted}
 
 // typeOf maps record event names to notification types.
 var typeOf = map[string]string{

@@ -403,7 +403,7 @@ func TestDigestStates(t *testing.T) {
 	e := newEnv(t)
 	rcv := newReceiver(t, goodSecret)
 	cfg := e.config(t, `{"allowHosts": ["receiver.test"], "endpoints": [{"name": "ops", "url": "`+rcv.url("/")+`", "secrets": [{"env": "SECRET"}]}],
-		"rules": [{"events": ["digest"]}], "digest": {"interval": "1h"}}`)
+		"rules": [{"events": ["created"], "processor": "nobody"}], "digest": {"interval": "1h"}}`)
 	n, stop := e.start(t, cfg)
 	digests := func() [][]DigestGroup {
 		var out [][]DigestGroup
