@@ -200,4 +200,3 @@ func (r SecretRef) load(env Environment) ([]byte, error) {
 	}
 	return raw, nil
 }
-
