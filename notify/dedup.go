@@ -48,6 +48,15 @@ const (
 	duplicate                // another notification holds the key in its window
 )
 
+// keyOf is n's dedup key, or its id when dedup is off (window 0): then the
+// claim only remembers the delivery.
+func keyOf(n *Notification, window time.Duration) string {
+	if window <= 0 {
+		return n.ID
+	}
+	return n.DedupKey()
+}
+
 func dedupKey(endpoint, key string) string {
 	sum := sha256.Sum256([]byte(endpoint + "\x00" + key))
 	return "d_" + hex.EncodeToString(sum[:20])
@@ -58,11 +67,7 @@ func dedupKey(endpoint, key string) string {
 // (again, after a redelivery) until it marked the key delivered. It
 // returns the claim's revision and time for markDelivered.
 func claimKey(ctx context.Context, kv jetstream.KeyValue, endpoint string, n *Notification, window time.Duration, now time.Time) (verdict, uint64, int64, error) {
-	key := n.DedupKey()
-	if window <= 0 {
-		key = n.ID // no dedup: the claim only remembers the delivery
-	}
-	k := dedupKey(endpoint, key)
+	k := dedupKey(endpoint, keyOf(n, window))
 	mine, _ := json.Marshal(claim{Event: n.ID, At: now.UnixMilli()})
 	for range 4 {
 		rev, err := kv.Create(ctx, k, mine)
@@ -103,11 +108,13 @@ func claimKey(ctx context.Context, kv jetstream.KeyValue, endpoint string, n *No
 // markDelivered records that n was delivered to endpoint, so a redelivery
 // of its message does not send it again.
 func markDelivered(ctx context.Context, kv jetstream.KeyValue, endpoint string, n *Notification, window time.Duration, rev uint64, at int64) error {
-	key := n.DedupKey()
-	if window <= 0 {
-		key = n.ID
-	}
 	data, _ := json.Marshal(claim{Event: n.ID, At: at, Delivered: true})
-	_, err := kv.Update(ctx, dedupKey(endpoint, key), data, rev)
+	_, err := kv.Update(ctx, dedupKey(endpoint, keyOf(n, window)), data, rev)
 	return err
+}
+
+// releaseKey gives up n's claim after its delivery failed for good, so the
+// next notification with the key is sent rather than dropped.
+func releaseKey(ctx context.Context, kv jetstream.KeyValue, endpoint string, n *Notification, window time.Duration, rev uint64) error {
+	return kv.Delete(ctx, dedupKey(endpoint, keyOf(n, window)), jetstream.LastRevision(rev))
 }

@@ -118,6 +118,11 @@ func (n *Notifier) deliver(ctx context.Context, ep *Endpoint, note *Notification
 	if err != nil {
 		return err
 	}
+	release := func() {
+		if err := releaseKey(ctx, n.dedupKV(), ep.Name, note, window, rev); err != nil {
+			n.opts.logger.Debug("notifier: release the dedup key", "endpoint", ep.Name, "err", err)
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		_, err = n.post(ctx, ep, note, body)
 		if err == nil {
@@ -136,11 +141,13 @@ func (n *Notifier) deliver(ctx context.Context, ep *Endpoint, note *Notification
 		if errors.Is(err, ErrRefused) {
 			n.metrics.deliveries.WithLabelValues(ep.Name, OutcomeRefused).Inc()
 			n.opts.logger.Warn("notifier: destination refused", "endpoint", ep.Name, "err", err)
+			release()
 			return err
 		}
 		if attempt >= n.cfg.Retry.Attempts {
 			n.metrics.deliveries.WithLabelValues(ep.Name, OutcomeFailed).Inc()
 			n.opts.logger.Warn("notifier: delivery failed after the retry limit", "endpoint", ep.Name, "attempts", attempt, "err", err)
+			release()
 			return err
 		}
 		n.metrics.retries.WithLabelValues(ep.Name).Inc()

@@ -468,3 +468,22 @@ func TestDigestStates(t *testing.T) {
 	_ = stop
 	_ = strconv.Itoa
 }
+
+func TestNotifierReleasesTheKeyOfAFailedDelivery(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t, goodSecret)
+	rcv.setStatus(500)
+	cfg := e.config(t, `{"allowHosts": ["receiver.test"], "dedupWindow": "1h", "retry": {"attempts": 2, "first": "10ms", "max": "10ms"},
+		"endpoints": [{"name": "ops", "url": "`+rcv.url("/")+`", "secrets": [{"env": "SECRET"}]}], "rules": [{"events": ["applied"]}]}`)
+	n, _ := e.start(t, cfg)
+	id := e.create(t, "evt-1", fn("billing", "charge"), "Boom")
+	e.failAgain(t, id, "Boom")
+	eventually(t, "the failed delivery is recorded", func() bool { return testutil.ToFloat64(n.metrics.recorded) == 1 })
+	rcv.setStatus(200)
+	e.failAgain(t, id, "Boom") // the same key, within the window
+	eventually(t, "the next notification with the key is sent, not dropped", func() bool {
+		reqs := rcv.ofType(TypeApplied)
+		return len(reqs) == 3 && reqs[2].header.Get(HeaderEventID) != reqs[0].header.Get(HeaderEventID)
+	})
+	assert.Zero(t, testutil.ToFloat64(n.metrics.dropped.WithLabelValues("ops")))
+}
