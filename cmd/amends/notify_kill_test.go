@@ -27,6 +27,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/notify"
 )
 
@@ -160,7 +161,7 @@ func TestBinaryNotifierSurvivesKill9(t *testing.T) {
 			if err == nil || time.Now().After(deadline) {
 				return err
 			}
-			time.Sleep(20 * time.Millisecond) // NATS is down: poll until it is back
+			_ = wait.Sleep(t.Context(), 20*time.Millisecond) // a retry's backoff while NATS is down, bounded by the deadline
 		}
 	}
 	var produced atomic.Int64
