@@ -11,6 +11,7 @@ import (
 
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natsconn"
+	"github.com/amends-dev/amends/notify"
 	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
 )
@@ -52,6 +53,8 @@ server (a few thousand writes per second at most). In a cluster, use
 --replicas 3: a replicated stream keeps acknowledged writes through the loss
 of a machine.
 
+` + notifyHelp + `
+
 ` + configHelp + `
 
 ` + envHelp
@@ -86,6 +89,8 @@ type serveFlags struct {
 	batch       int
 	concurrency int
 	leaseTTL    time.Duration
+
+	notify notifyFlags
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -103,6 +108,9 @@ func newServeCmd(a *app) *cobra.Command {
 			}
 			cfg, err := f.config(cmd)
 			if err != nil {
+				return err
+			}
+			if cfg.notify, err = f.notify.config(cmd.Flags(), a.lookupEnv); err != nil {
 				return err
 			}
 			cfg.ready = a.serveReady
@@ -135,6 +143,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "most records prepared per pass, 1 to 10000")
 	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once, 1 to 256")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
+	f.notify.add(fs)
 	annotateEnv(fs)
 	return cmd
 }
@@ -273,6 +282,8 @@ type serveConfig struct {
 	httpMaxConns int
 	// scheduler configures the scheduler; nil disables it.
 	scheduler *schedulerConfig
+	// notify configures notifications; nil disables them.
+	notify *notify.Config
 
 	// ready, when set, is called once serve is ready, before it waits for
 	// the context to end.

@@ -91,6 +91,12 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		components = append(components, component{"scheduler", sched.Run})
 	}
 
+	notifier, err := notifierComponents(cfg, js, store, svc, quar, reg, logger)
+	if err != nil {
+		return nil, "", fmt.Errorf("notifier: %w", err)
+	}
+	components = append(components, notifier...)
+
 	apiCfg := server.Config{
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar,
 		Logger: logger.With("component", "http"),

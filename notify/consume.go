@@ -1,0 +1,225 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/quarantine"
+)
+
+// The backoff between attempts to set up a consumer again.
+const (
+	consumerBackoffMin = 100 * time.Millisecond
+	consumerBackoffMax = 10 * time.Second
+)
+
+// maxAckPending bounds the messages a notifier consumer holds.
+const maxAckPending = 1024
+
+func (n *Notifier) recordConsumer() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       n.opts.durable,
+		Description:   "amends: delivers notifications of ExecutionFailed record events",
+		FilterSubject: n.store.FilterSubject(aggregate.Context, aggregate.AggregateType),
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       n.opts.ackWait,
+		MaxDeliver:    -1,
+		MaxAckPending: maxAckPending,
+	}
+}
+
+// loop runs consume until ctx ends, setting it up again after a capped
+// backoff whenever it stops.
+func (n *Notifier) loop(ctx context.Context, name string, consume func(context.Context) error) {
+	backoff := consumerBackoffMin
+	for {
+		started := time.Now()
+		err := consume(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > consumerBackoffMax {
+			backoff = consumerBackoffMin
+		}
+		n.opts.logger.Warn("notifier: consumer stopped; setting it up again", "consumer", name, "err", err, "backoff", backoff)
+		if sleep(ctx, backoff) != nil {
+			return
+		}
+		backoff = min(2*backoff, consumerBackoffMax)
+	}
+}
+
+var errConsumerEnded = errors.New("the consumer stopped")
+
+// consume creates or updates the durable consumer cfg on stream and hands
+// its messages to workers (by subject, so one record's messages stay in
+// order) until ctx ends (nil) or the consumer stops (why). Messages held,
+// queued or being delivered, are kept with InProgress.
+func (n *Notifier) consume(ctx context.Context, stream string, cfg jetstream.ConsumerConfig, handle func(context.Context, jetstream.Msg)) error {
+	if stream == n.store.StreamName(aggregate.Context) {
+		if err := n.store.Provision(ctx, aggregate.Context); err != nil {
+			return err
+		}
+	}
+	cons, err := n.js.CreateOrUpdateConsumer(ctx, stream, cfg)
+	if err != nil {
+		return fmt.Errorf("consumer %s on %s: %w", cfg.Durable, stream, err)
+	}
+	stopping := make(chan struct{})
+	h := newHeld()
+	var hb sync.WaitGroup
+	hb.Go(func() { h.heartbeat(stopping, n.opts.ackWait/3) })
+	work := make([]chan jetstream.Msg, n.opts.workers)
+	var wg sync.WaitGroup
+	for i := range work {
+		work[i] = make(chan jetstream.Msg, 64)
+		wg.Go(func() {
+			for m := range work[i] {
+				handle(ctx, m)
+				h.drop(m)
+			}
+		})
+	}
+	lost := make(chan error, 1)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		f := fnv.New32a()
+		f.Write([]byte(m.Subject()))
+		h.add(m)
+		select {
+		case work[f.Sum32()%uint32(len(work))] <- m:
+		case <-stopping:
+			h.drop(m)
+		}
+	}, jetstream.PullMaxMessages(maxAckPending), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConnectionClosed) {
+			select {
+			case lost <- err:
+			default:
+			}
+		}
+		n.opts.logger.Debug("notifier consumer", "consumer", cfg.Durable, "err", err)
+	}))
+	if err == nil {
+		select {
+		case <-ctx.Done():
+		case err = <-lost:
+		case <-cc.Closed():
+			err = errConsumerEnded
+		}
+		close(stopping)
+		cc.Stop()
+		<-cc.Closed()
+	} else {
+		err = fmt.Errorf("consume %s: %w", cfg.Durable, err)
+		close(stopping)
+	}
+	for _, w := range work {
+		close(w)
+	}
+	wg.Wait()
+	hb.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// held is the set of messages received and not settled yet; heartbeat
+// keeps them from being redelivered meanwhile. Safe for concurrent use.
+type held struct {
+	mu   sync.Mutex
+	tick uint64
+	msgs map[jetstream.Msg]uint64
+}
+
+func newHeld() *held { return &held{msgs: map[jetstream.Msg]uint64{}} }
+
+func (h *held) add(m jetstream.Msg) {
+	h.mu.Lock()
+	h.msgs[m] = h.tick
+	h.mu.Unlock()
+}
+
+func (h *held) drop(m jetstream.Msg) {
+	h.mu.Lock()
+	delete(h.msgs, m)
+	h.mu.Unlock()
+}
+
+func (h *held) heartbeat(done <-chan struct{}, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var due []jetstream.Msg
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		due = due[:0]
+		for m, at := range h.msgs {
+			if at < h.tick {
+				due = append(due, m)
+			}
+		}
+		h.tick++
+		h.mu.Unlock()
+		for _, m := range due {
+			_ = m.InProgress()
+		}
+	}
+}
+
+// retryPolicy is how a message whose handling failed transiently (the KV
+// bucket or the store unavailable, recording a failure failed) is
+// redelivered, and when it is quarantined instead.
+func (n *Notifier) retryPolicy() quarantine.Retry { return n.opts.retry }
+
+func deliveries(m jetstream.Msg) uint64 {
+	if md, err := m.Metadata(); err == nil {
+		return md.NumDelivered
+	}
+	return 1
+}
+
+// later hands m back for redelivery after a growing delay, or quarantines
+// it once its deliveries are exhausted.
+func (n *Notifier) later(ctx context.Context, m jetstream.Msg, consumer string, cause error) {
+	if ctx.Err() != nil {
+		_ = m.NakWithDelay(0)
+		return
+	}
+	d := deliveries(m)
+	if n.retryPolicy().Exhausted(d) {
+		n.quarantine(ctx, m, consumer, quarantine.ReasonRetriesExhausted, cause)
+		return
+	}
+	n.opts.logger.Warn("notifier: message not handled; redelivering", "subject", m.Subject(), "deliveries", d, "err", cause)
+	_ = m.NakWithDelay(n.retryPolicy().Delay(d))
+}
+
+// quarantine records m and terminates it: a poison message never stalls
+// the consumer. If the quarantine cannot record it, m is redelivered until
+// its deliveries are exhausted.
+func (n *Notifier) quarantine(ctx context.Context, m jetstream.Msg, consumer string, reason quarantine.Reason, cause error) {
+	if q := n.opts.quarantine; q != nil {
+		if err := q.Record(ctx, m, consumer, reason, cause); err != nil {
+			if d := deliveries(m); ctx.Err() != nil || !n.retryPolicy().Exhausted(d) {
+				n.opts.logger.Warn("notifier: cannot quarantine a message; redelivering", "subject", m.Subject(), "err", err)
+				_ = m.NakWithDelay(n.retryPolicy().Delay(d))
+				return
+			}
+			n.opts.logger.Error("notifier: message terminated; the quarantine could not record it", "subject", m.Subject(), "reason", string(reason), "cause", cause, "err", err)
+		}
+	}
+	_ = m.Term()
+}
