@@ -52,7 +52,7 @@ func RecordLink(publicURL, id string) string {
 	if publicURL == "" || id == "" {
 		return ""
 	}
-	return publicURL + "/records/" + url.PathEscape(id)
+	return publicURL + "/record?id=" + url.QueryEscape(id)
 }
 
 // genericBody returns the generic body of n.

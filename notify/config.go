@@ -43,7 +43,7 @@ var DefaultEvents = []string{TypeCreated, TypeApplied, TypeRetriesExhausted, Typ
 // the documented defaults.
 type Config struct {
 	// PublicURL is the dashboard's base URL; bodies then link to
-	// PublicURL + "/records/{id}".
+	// PublicURL + "/record?id={id}", the dashboard's record page.
 	PublicURL string `json:"publicUrl,omitempty"`
 	// AllowHosts are host names (exact match) the SSRF guard lets reach
 	// any address: trusted internal receivers.

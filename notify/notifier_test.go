@@ -217,7 +217,7 @@ func TestNotifierDeliversSignedNotifications(t *testing.T) {
 	assert.Equal(t, "o-evt-1", got.header.Get(HeaderAggregateID))
 	assert.Equal(t, "trace-evt-1", got.header.Get(HeaderTraceID))
 	assert.Equal(t, got.body.ID, got.header.Get(HeaderEventID))
-	assert.Equal(t, "https://amends.example.com/records/"+id, got.body.Link, "the body links to the dashboard's record page")
+	assert.Equal(t, "https://amends.example.com/record?id="+id, got.body.Link, "the body links to the dashboard's record page")
 	require.NotNil(t, got.body.Record)
 	assert.Equal(t, "Timeout", got.body.Record.ErrorCode)
 	assert.Equal(t, "ship", got.body.Record.Function.Name)
@@ -226,7 +226,7 @@ func TestNotifierDeliversSignedNotifications(t *testing.T) {
 	assert.True(t, s.sigOK)
 	assert.Contains(t, s.slack["text"], "Failure recorded: shipping/ship")
 	assert.NotEmpty(t, s.slack["blocks"], "a Slack body has blocks")
-	assert.Contains(t, string(s.raw), "https://amends.example.com/records/"+id)
+	assert.Contains(t, string(s.raw), "https://amends.example.com/record?id="+id)
 
 	// A record whose function may not be retried is exhausted at once.
 	idu := aggregate.RecordID("evt-2", fn("shipping", "ship"))

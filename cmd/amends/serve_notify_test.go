@@ -60,7 +60,7 @@ func TestServeNotifiesAndExposesMetrics(t *testing.T) {
 	mu.Lock()
 	assert.True(t, signed[0])
 	assert.Equal(t, "created", bodies[0].Type)
-	assert.Equal(t, "https://amends.example.com/records/"+id, bodies[0].Link)
+	assert.Equal(t, "https://amends.example.com/record?id="+id, bodies[0].Link)
 	mu.Unlock()
 
 	resp, err := http.Get(r.info.HTTPURL + "/metrics")
