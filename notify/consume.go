@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/inflight"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -74,9 +75,9 @@ func (n *Notifier) consume(ctx context.Context, stream string, cfg jetstream.Con
 		return fmt.Errorf("consumer %s on %s: %w", cfg.Durable, stream, err)
 	}
 	stopping := make(chan struct{})
-	h := newHeld()
+	h := inflight.New()
 	var hb sync.WaitGroup
-	hb.Go(func() { h.heartbeat(stopping, n.opts.ackWait/3) })
+	hb.Go(func() { h.Heartbeat(stopping, n.opts.ackWait/3) })
 	work := make([]chan jetstream.Msg, n.opts.workers)
 	var wg sync.WaitGroup
 	for i := range work {
@@ -84,7 +85,7 @@ func (n *Notifier) consume(ctx context.Context, stream string, cfg jetstream.Con
 		wg.Go(func() {
 			for m := range work[i] {
 				handle(ctx, m)
-				h.drop(m)
+				h.Drop(m)
 			}
 		})
 	}
@@ -92,11 +93,11 @@ func (n *Notifier) consume(ctx context.Context, stream string, cfg jetstream.Con
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		f := fnv.New32a()
 		f.Write([]byte(m.Subject()))
-		h.add(m)
+		h.Add(m)
 		select {
 		case work[f.Sum32()%uint32(len(work))] <- m:
 		case <-stopping:
-			h.drop(m)
+			h.Drop(m)
 		}
 	}, jetstream.PullMaxMessages(maxAckPending), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConnectionClosed) {
@@ -130,53 +131,6 @@ func (n *Notifier) consume(ctx context.Context, stream string, cfg jetstream.Con
 		return nil
 	}
 	return err
-}
-
-// held is the set of messages received and not settled yet; heartbeat
-// keeps them from being redelivered meanwhile. Safe for concurrent use.
-type held struct {
-	mu   sync.Mutex
-	tick uint64
-	msgs map[jetstream.Msg]uint64
-}
-
-func newHeld() *held { return &held{msgs: map[jetstream.Msg]uint64{}} }
-
-func (h *held) add(m jetstream.Msg) {
-	h.mu.Lock()
-	h.msgs[m] = h.tick
-	h.mu.Unlock()
-}
-
-func (h *held) drop(m jetstream.Msg) {
-	h.mu.Lock()
-	delete(h.msgs, m)
-	h.mu.Unlock()
-}
-
-func (h *held) heartbeat(done <-chan struct{}, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	var due []jetstream.Msg
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
-		h.mu.Lock()
-		due = due[:0]
-		for m, at := range h.msgs {
-			if at < h.tick {
-				due = append(due, m)
-			}
-		}
-		h.tick++
-		h.mu.Unlock()
-		for _, m := range due {
-			_ = m.InProgress()
-		}
-	}
 }
 
 // retryPolicy is how a message whose handling failed transiently (the KV

@@ -15,6 +15,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/inflight"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -286,9 +287,9 @@ func (p *Projector) consume(ctx context.Context) error {
 		return fmt.Errorf("consumer %s on %s: %w", p.opts.durable, stream, err)
 	}
 	stopping := make(chan struct{})
-	held := newHeld()
+	held := inflight.New()
 	var hb sync.WaitGroup
-	hb.Go(func() { held.heartbeat(stopping, p.opts.ackWait/3) })
+	hb.Go(func() { held.Heartbeat(stopping, p.opts.ackWait/3) })
 	work := make([]chan jetstream.Msg, p.opts.workers)
 	var wg sync.WaitGroup
 	for i := range work {
@@ -296,7 +297,7 @@ func (p *Projector) consume(ctx context.Context) error {
 		wg.Go(func() {
 			for m := range work[i] {
 				p.handle(ctx, m)
-				held.drop(m)
+				held.Drop(m)
 			}
 		})
 	}
@@ -304,11 +305,11 @@ func (p *Projector) consume(ctx context.Context) error {
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		h := fnv.New32a()
 		h.Write([]byte(m.Subject()))
-		held.add(m)
+		held.Add(m)
 		select {
 		case work[h.Sum32()%uint32(len(work))] <- m:
 		case <-stopping: // not acked: redelivered
-			held.drop(m)
+			held.Drop(m)
 		}
 	}, jetstream.PullMaxMessages(min(p.opts.maxAckPending, 1024)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConnectionClosed) {
