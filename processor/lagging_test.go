@@ -18,21 +18,7 @@ import (
 // must not skip the replay as stale: the record is read again from the
 // stream leader, and the replay runs.
 func TestReplayIsNotSkippedOnALaggingReplica(t *testing.T) {
-	e := newEnv(t)
-	lag := e.srv.LaggingAPI()
-	lagging, err := jsstore.New(lag.JetStream(), jsstore.WithAPIPrefix(natstest.LaggingAPIPrefix))
-	require.NoError(t, err)
-	records := aggregate.NewService(lagging, aggregate.WithClock(e.clock))
-	p := e.processor(processor.WithRecords(records))
-	mailer := newCounter()
-	mailer.failWith(errBoom)
-	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
-	run(t, p)
-
-	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
-	evt := st.Events[0].ID
-	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
-	id := aggregate.RecordID(evt, info("Mailer", "onPlaced"))
+	e, lag, _, records, p, mailer, evt, id := laggingReplay(t)
 	_, v, err := records.Get(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), v)
@@ -53,22 +39,8 @@ func TestReplayIsNotSkippedOnALaggingReplica(t *testing.T) {
 // leader has applied it. The replay is then early, not stale: it is
 // retried, never skipped, and runs once the record is readable.
 func TestReplayWaitsWhileTheLeaderLags(t *testing.T) {
-	e := newEnv(t)
-	lag := e.srv.LaggingAPI()
-	lagging, err := jsstore.New(lag.JetStream(), jsstore.WithAPIPrefix(natstest.LaggingAPIPrefix))
-	require.NoError(t, err)
-	records := aggregate.NewService(lagging, aggregate.WithClock(e.clock))
-	p := e.processor(processor.WithRecords(records))
-	mailer := newCounter()
-	mailer.failWith(errBoom)
-	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
-	run(t, p)
-
-	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
-	evt := st.Events[0].ID
-	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
-	id := aggregate.RecordID(evt, info("Mailer", "onPlaced"))
-	_, err = lagging.LoadLastFromLeader(t.Context(), aggregate.RecordAggregate(id)) // the leader's answer at version 1
+	e, lag, lagging, _, p, mailer, evt, id := laggingReplay(t)
+	_, err := lagging.LoadLastFromLeader(t.Context(), aggregate.RecordAggregate(id)) // the leader's answer at version 1
 	require.NoError(t, err)
 	lag.Freeze()
 	lag.LeaderLags(1 << 30)
@@ -86,4 +58,25 @@ func TestReplayWaitsWhileTheLeaderLags(t *testing.T) {
 	}, waitFor, tick, "the replay ran once the leader had the prepare")
 	assert.Equal(t, 2, mailer.count(evt))
 	assert.Zero(t, p.Metrics().ReplaysSkipped.Load())
+}
+
+// laggingReplay runs a processor whose record reads go through a lagging
+// replica, with a mailer that failed on one order: its record is FAILED.
+func laggingReplay(t *testing.T) (e *env, lag *natstest.LaggingAPI, lagging *jsstore.Store, records *aggregate.Service, p *processor.Processor, mailer *counter, evt, id string) {
+	t.Helper()
+	e = newEnv(t)
+	lag = e.srv.LaggingAPI()
+	lagging, err := jsstore.New(lag.JetStream(), jsstore.WithAPIPrefix(natstest.LaggingAPIPrefix))
+	require.NoError(t, err)
+	records = aggregate.NewService(lagging, aggregate.WithClock(e.clock))
+	p = e.processor(processor.WithRecords(records))
+	mailer = newCounter()
+	mailer.failWith(errBoom)
+	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
+	run(t, p)
+
+	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	evt = st.Events[0].ID
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	return e, lag, lagging, records, p, mailer, evt, aggregate.RecordID(evt, info("Mailer", "onPlaced"))
 }

@@ -130,16 +130,7 @@ func TestServiceDecidesOnTheLeaderBeforeRejecting(t *testing.T) {
 	require.NoError(t, st.Provision(t.Context(), aggregate.Context))
 	require.NoError(t, other.Provision(t.Context(), aggregate.Context))
 	writer, reader := aggregate.NewService(other), aggregate.NewService(st)
-	create := func(id string) {
-		t.Helper()
-		_, err := writer.Execute(t.Context(), id, aggregate.CreateExecutionFailed{
-			EventID:   aggregate.EventID{ID: "evt-" + id, AggregateID: aggregate.WireAggregateID{ContextName: "orders", AggregateName: "order", AggregateID: "o-" + id, TenantID: aggregate.DefaultTenantID}, Version: 1},
-			Function:  aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "orders", ProcessorName: "Mailer", Name: "onOrderPlaced"},
-			Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
-			ExecuteAt: 1735000000000,
-		}, aggregate.Meta{})
-		require.NoError(t, err)
-	}
+	create := func(id string) { createRecord(t, writer, id) }
 	create("seen")
 	_, _, err := reader.Get(t.Context(), "seen") // the replica has it FAILED
 	require.NoError(t, err)
@@ -181,14 +172,8 @@ func TestGetAtLeastWaitsForTheLeaderToApply(t *testing.T) {
 	require.NoError(t, st.Provision(t.Context(), aggregate.Context))
 	require.NoError(t, other.Provision(t.Context(), aggregate.Context))
 	writer, reader := aggregate.NewService(other), aggregate.NewService(st)
-	_, err := writer.Execute(t.Context(), "r", aggregate.CreateExecutionFailed{
-		EventID:   aggregate.EventID{ID: "evt-r", AggregateID: aggregate.WireAggregateID{ContextName: "orders", AggregateName: "order", AggregateID: "o-r", TenantID: aggregate.DefaultTenantID}, Version: 1},
-		Function:  aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "orders", ProcessorName: "Mailer", Name: "onOrderPlaced"},
-		Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
-		ExecuteAt: 1735000000000,
-	}, aggregate.Meta{})
-	require.NoError(t, err)
-	_, err = st.LoadLastFromLeader(t.Context(), aggregate.RecordAggregate("r")) // the leader's answer at version 1
+	createRecord(t, writer, "r")
+	_, err := st.LoadLastFromLeader(t.Context(), aggregate.RecordAggregate("r")) // the leader's answer at version 1
 	require.NoError(t, err)
 	_, _, err = reader.Get(t.Context(), "r")
 	require.NoError(t, err)
@@ -208,4 +193,16 @@ func TestGetAtLeastWaitsForTheLeaderToApply(t *testing.T) {
 	_, v, err = reader.GetAtLeast(t.Context(), "r", 3)
 	require.NoError(t, err)
 	assert.Less(t, v, uint64(3), "a leader that keeps lagging: the version returned is below the one asked for")
+}
+
+// createRecord records a failure as record id through svc.
+func createRecord(t *testing.T, svc *aggregate.Service, id string) {
+	t.Helper()
+	_, err := svc.Execute(t.Context(), id, aggregate.CreateExecutionFailed{
+		EventID:   aggregate.EventID{ID: "evt-" + id, AggregateID: aggregate.WireAggregateID{ContextName: "orders", AggregateName: "order", AggregateID: "o-" + id, TenantID: aggregate.DefaultTenantID}, Version: 1},
+		Function:  aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "orders", ProcessorName: "Mailer", Name: "onOrderPlaced"},
+		Error:     aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "smtp: i/o timeout"},
+		ExecuteAt: 1735000000000,
+	}, aggregate.Meta{})
+	require.NoError(t, err)
 }
