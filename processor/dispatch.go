@@ -30,6 +30,15 @@ func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) dis
 				continue
 			}
 			d := &Delivery{Stream: &st, Event: e, Index: i, Function: f.info}
+			if f.ordered {
+				if !p.dispatchOrdered(ctx, f, d) {
+					if ctx.Err() != nil {
+						return interrupted
+					}
+					result = nak
+				}
+				continue
+			}
 			err := p.execute(ctx, f, d, true)
 			if err == nil {
 				continue
@@ -43,6 +52,28 @@ func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) dis
 		}
 	}
 	return result
+}
+
+// dispatchOrdered is dispatch's step for an Ordered function: held events
+// are added to the hold, others run, and a recorded failure starts a hold.
+// It returns false when the message must be redelivered.
+func (p *Processor) dispatchOrdered(ctx context.Context, f *function, d *Delivery) bool {
+	g := p.gate(ctx, f, d)
+	switch g {
+	case gateHeld:
+		return true
+	case gateRetry:
+		return false
+	}
+	err := p.execute(ctx, f, d, true)
+	if err != nil && ctx.Err() != nil {
+		return false
+	}
+	out := OutcomeNone
+	if err != nil {
+		out = p.record(ctx, p.execution(f, d, nil, err))
+	}
+	return p.afterOrdered(ctx, f, d, g, err, out) && out != OutcomeRecordingFailed
 }
 
 // execute runs f on d with immediate retries for RECOVERABLE errors (by the

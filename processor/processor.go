@@ -35,6 +35,7 @@ type Processor struct {
 
 	states  *stateCache
 	metrics Metrics
+	holds   *holdRuntime // nil without Ordered functions
 
 	stopOnce sync.Once
 	runErr   error // Run's result, set before closed is closed
