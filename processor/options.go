@@ -34,7 +34,7 @@ type options struct {
 	quarantine      *quarantine.Quarantine // nil: New makes one
 	replayRetry     quarantine.Retry       // First 0: nakDelay
 	holdReplicas    int
-	rangeRate       float64 // range replays: events per second at most; 0: the request's
+	rangeReplays    bool
 }
 
 func defaultOptions() options {

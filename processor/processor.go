@@ -35,7 +35,8 @@ type Processor struct {
 
 	states  *stateCache
 	metrics Metrics
-	holds   *holdRuntime // nil without Ordered functions
+	holds   *holdRuntime  // nil without Ordered functions
+	ranges  *rangeRuntime // nil without WithRangeReplays
 
 	stopOnce sync.Once
 	runErr   error // Run's result, set before closed is closed

@@ -99,6 +99,9 @@ func (p *Processor) run(ctx context.Context, groups []*group) error {
 	if err := p.startHolds(ctx); err != nil {
 		return err
 	}
+	if err := p.startRanges(ctx); err != nil {
+		return err
+	}
 	log := p.o.logger.With("processor_context", p.context)
 	if p.o.recorder == nil && len(groups) > 0 {
 		log.Warn("amends processor: no recorder (processor.WithRecorder, or amends.New); final failures will be logged and acked as FAILURE_UNRECORDED, never recorded or replayed")
@@ -154,6 +157,11 @@ func (p *Processor) run(ctx context.Context, groups []*group) error {
 			stopWatch()
 			holds.Wait()
 		}()
+	}
+	if p.ranges != nil {
+		var ranges sync.WaitGroup
+		ranges.Go(func() { p.runRanges(stopping, work) })
+		defer ranges.Wait()
 	}
 	<-stopping.Done()
 	wg.Wait()
