@@ -23,6 +23,12 @@ func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) dis
 	}
 	fns := g.byType[st.Aggregate.Type]
 	result := ack
+	var steps []orderedStep
+	if len(g.ordered) > 0 {
+		if steps, result = p.orderedBegin(ctx, g, &st, m); result != ack {
+			return result
+		}
+	}
 	for i := range st.Events {
 		e := &st.Events[i]
 		for _, f := range fns {
@@ -31,11 +37,15 @@ func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) dis
 			}
 			d := &Delivery{Stream: &st, Event: e, Index: i, Function: f.info}
 			if f.ordered {
+				s := stepOf(steps, f)
+				if s == nil || s.step == stepDone || !s.ok {
+					continue // dispatched by an earlier delivery, or failed in this one
+				}
 				if !p.dispatchOrdered(ctx, f, d) {
 					if ctx.Err() != nil {
 						return interrupted
 					}
-					result = nak
+					s.ok, result = false, nak
 				}
 				continue
 			}
@@ -50,6 +60,12 @@ func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) dis
 				result = nak
 			}
 		}
+	}
+	if len(steps) > 0 && !p.orderedEnd(ctx, steps, st.Version) {
+		if ctx.Err() != nil {
+			return interrupted
+		}
+		result = nak
 	}
 	return result
 }

@@ -194,9 +194,10 @@ func (hs *Holds) Release(ctx context.Context, key string, records RecordCommands
 		}
 	}
 	audit := HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}
+	head := h.Head
 	h, err = updateHold(ctx, hs.kv, key, func(h *Hold) (bool, error) {
-		if h.Releasing {
-			return false, errUnchanged
+		if h.Releasing || h.Head != head {
+			return false, errUnchanged // released, or waiting on another head now
 		}
 		h.Releasing, h.Claim, h.Released = true, nil, &audit
 		return false, nil

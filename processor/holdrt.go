@@ -28,16 +28,15 @@ type holdRuntime struct {
 	kv    jetstream.KeyValue
 	cache *holdCache
 	owner string                    // this Run's claim owner
-	watch func(ctx context.Context) // feeds the cache until ctx ends
+	watch    func(ctx context.Context) // feeds the cache until ctx ends
+	progress *progress
 }
 
 // ordered reports whether any registered function is Ordered.
 func (p *Processor) ordered() bool {
 	for _, g := range p.groups {
-		for _, f := range g.functions {
-			if f.ordered {
-				return true
-			}
+		if len(g.ordered) > 0 {
+			return true
 		}
 	}
 	return false
@@ -56,7 +55,11 @@ func (p *Processor) startHolds(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("processor of context %s: %w", p.context, err)
 	}
-	rt := &holdRuntime{kv: kv, cache: newHoldCache(), owner: uuid.NewString()}
+	progress, err := progressBucket(ctx, p.js, p.o.holdReplicas)
+	if err != nil {
+		return fmt.Errorf("processor of context %s: %w", p.context, err)
+	}
+	rt := &holdRuntime{kv: kv, cache: newHoldCache(), owner: uuid.NewString(), progress: newProgress(progress)}
 	if rt.watch, err = watchHolds(ctx, kv, p.context, rt.cache); err != nil {
 		return fmt.Errorf("processor of context %s: %w", p.context, err)
 	}

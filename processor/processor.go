@@ -53,6 +53,7 @@ type group struct {
 	name      string
 	functions []*function
 	byType    map[string][]*function
+	ordered   []*function // the Ordered ones
 }
 
 // New returns a Processor of the bounded context context, reading its
@@ -131,6 +132,9 @@ func (p *Processor) Register(fn Function, h Handler, opts ...FunctionOption) err
 		p.groups = append(p.groups, g)
 	}
 	g.functions = append(g.functions, f)
+	if f.ordered {
+		g.ordered = append(g.ordered, f)
+	}
 	for t := range f.types {
 		g.byType[t] = append(g.byType[t], f)
 	}
