@@ -2,7 +2,6 @@ package processor
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // HoldBucket is the KV bucket of ordering holds, shared by every context:
@@ -32,79 +32,27 @@ const MaxHoldAudit = 64
 // not replay it.
 const HeaderResolve = "amends-resolve"
 
-// Hold is the durable state of one (function, aggregate): its head is the
-// record of a final failure of the function on the aggregate, and Held are
-// the aggregate's later events the function has not been given yet, in
-// version order. It holds references, never copies of events: a release
-// reads each event from the store.
-type Hold struct {
-	Context       string      `json:"context"`
-	Processor     string      `json:"processor"`
-	Function      string      `json:"function"`
-	AggregateType string      `json:"aggregateType"`
-	AggregateID   string      `json:"aggregateId"`
-	Head          HoldHead    `json:"head"`
-	Held          []HeldEvent `json:"held,omitempty"`
-	Releasing     bool        `json:"releasing,omitempty"`
-	Released      *HoldAudit  `json:"released,omitempty"`
-	Skipped       []HeldSkip  `json:"skipped,omitempty"`
-	Claim         *HoldClaim  `json:"claim,omitempty"`
-}
+// Hold is the durable state of one (function, aggregate): see api.Hold.
+type Hold = api.Hold
 
-// HoldHead is the failure a hold waits on.
-type HoldHead struct {
-	// Record is the ExecutionFailed record id of the failure.
-	Record  string `json:"record"`
-	EventID string `json:"eventId"`
-	Version uint64 `json:"version"`
-	Seq     uint64 `json:"seq"`
-	// Since is when the hold began (epoch ms).
-	Since int64 `json:"since"`
-}
-
-// HeldEvent is a reference to one held event.
-type HeldEvent struct {
-	EventID string `json:"eventId"`
-	Version uint64 `json:"version"`
-	Seq     uint64 `json:"seq"`
-	Index   int    `json:"index,omitempty"`
-	HeldAt  int64  `json:"heldAt"`
-}
-
-// HoldAudit is who did an operator action on a hold, why and when.
-type HoldAudit struct {
-	Actor  string `json:"actor"`
-	Reason string `json:"reason"`
-	At     int64  `json:"at"`
-}
-
-// HeldSkip is one held event an operator skipped.
-type HeldSkip struct {
-	HeldEvent
-	HoldAudit
-}
-
-// HoldClaim is the instance running a release and until when its claim
-// holds (epoch ms); another instance takes the release over only after it.
-type HoldClaim struct {
-	Owner string `json:"owner"`
-	Until int64  `json:"until"`
-}
-
-// Key returns the hold's KV key.
-func (h *Hold) Key() string {
-	return HoldKey(h.Context, h.Processor, h.Function, h.AggregateType, h.AggregateID)
-}
+// HoldHead, HeldEvent, HoldAudit, HeldSkip and HoldClaim are the parts of
+// a Hold.
+type (
+	HoldHead  = api.HoldHead
+	HeldEvent = api.HeldEvent
+	HoldAudit = api.HoldAudit
+	HeldSkip  = api.HeldSkip
+	HoldClaim = api.HoldClaim
+)
 
 // HoldKey returns the KV key of the hold of function (processor, name) of
-// context on aggregate (aggregateType, id):
-// "<context>.<processor>.<name>.<aggregateType>.<base64url(id)>".
+// context on aggregate (aggregateType, id): see api.HoldKey.
 func HoldKey(context, processor, name, aggregateType, id string) string {
-	return context + "." + processor + "." + name + "." + aggregateType + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+	return api.HoldKey(context, processor, name, aggregateType, id)
 }
 
 // contains reports whether the hold has event id as head or held.
-func (h *Hold) contains(eventID string) bool {
+func holdContains(h *Hold, eventID string) bool {
 	if h.Head.EventID == eventID {
 		return true
 	}
@@ -112,7 +60,7 @@ func (h *Hold) contains(eventID string) bool {
 }
 
 // hold inserts r in version order (then index), keeping Held sorted.
-func (h *Hold) hold(r HeldEvent) {
+func holdInsert(h *Hold, r HeldEvent) {
 	i, _ := slices.BinarySearchFunc(h.Held, r, func(a, b HeldEvent) int {
 		if a.Version != b.Version {
 			return cmpU(a.Version, b.Version)
@@ -133,7 +81,7 @@ func cmpU(a, b uint64) int {
 }
 
 // remove drops the held event id; false if it is not held.
-func (h *Hold) remove(eventID string) bool {
+func holdRemove(h *Hold, eventID string) bool {
 	i := slices.IndexFunc(h.Held, func(r HeldEvent) bool { return r.EventID == eventID })
 	if i < 0 {
 		return false

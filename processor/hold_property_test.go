@@ -24,10 +24,10 @@ import (
 // propLog is what the Ordered function saw, per aggregate.
 type propLog struct {
 	mu    sync.Mutex
-	calls map[string][]uint64          // every call, in order
-	ok    map[string]map[uint64]bool   // versions handled successfully
-	fail  map[string]int               // "id@v" → failures left
-	order []string                     // violations
+	calls map[string][]uint64        // every call, in order
+	ok    map[string]map[uint64]bool // versions handled successfully
+	fail  map[string]int             // "id@v" → failures left
+	order []string                   // violations
 }
 
 func (l *propLog) handle(_ context.Context, d *processor.Delivery) error {

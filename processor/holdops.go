@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // Holds is the operators' view of the holds bucket: list, release, skip.
@@ -126,17 +127,8 @@ type RecordCommands interface {
 	Execute(ctx context.Context, id string, c aggregate.Command, meta aggregate.Meta) (aggregate.Result, error)
 }
 
-// ReleasePlan is what a release does or did.
-type ReleasePlan struct {
-	Hold Hold `json:"hold"`
-	// HeadStatus is the head record's status before the release; empty if
-	// the record does not exist.
-	HeadStatus aggregate.Status `json:"headStatus,omitempty"`
-	// Commands are the commands sent (or, dry, to send) to the head record
-	// to mark it resolved.
-	Commands []string `json:"commands"`
-	DryRun   bool     `json:"dryRun"`
-}
+// ReleasePlan is what a release does or did: see api.ReleasePlan.
+type ReleasePlan = api.ReleasePlan
 
 // Release releases the hold key without replaying its head: the head
 // record is marked resolved in its own history (a ForcePrepareCompensation
@@ -227,7 +219,7 @@ func (hs *Holds) Skip(ctx context.Context, key, eventID string, a HoldAction) (H
 		if len(h.Skipped) > MaxHoldAudit {
 			h.Skipped = h.Skipped[len(h.Skipped)-MaxHoldAudit:]
 		}
-		h.remove(eventID)
+		holdRemove(h, eventID)
 		return false, nil
 	}
 	if a.DryRun {

@@ -25,9 +25,9 @@ func WithHoldReplicas(n int) Option {
 
 // holdRuntime is a running processor's view of its holds.
 type holdRuntime struct {
-	kv    jetstream.KeyValue
-	cache *holdCache
-	owner string                    // this Run's claim owner
+	kv       jetstream.KeyValue
+	cache    *holdCache
+	owner    string                    // this Run's claim owner
 	watch    func(ctx context.Context) // feeds the cache until ctx ends
 	progress *progress
 }
@@ -98,12 +98,12 @@ func (p *Processor) gate(ctx context.Context, f *function, d *Delivery) gate {
 		case h.Head.EventID == eid.ID:
 			head = true
 			return false, errUnchanged
-		case h.contains(eid.ID):
+		case holdContains(h, eid.ID):
 			return false, errUnchanged // a redelivery
 		case len(h.Held) >= MaxHeld:
 			return false, errHoldFull
 		}
-		h.hold(ref)
+		holdInsert(h, ref)
 		return false, nil
 	})
 	switch {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 )
@@ -14,28 +15,11 @@ import (
 // MaxPlanScan bounds the stream sequences a dry run reads.
 const MaxPlanScan = 100_000
 
-// PlannedEvent is one event a range replay would give to its function.
-type PlannedEvent struct {
-	EventID       string `json:"eventId"`
-	Name          string `json:"name"`
-	AggregateType string `json:"aggregateType"`
-	AggregateID   string `json:"aggregateId"`
-	Version       uint64 `json:"version"`
-	Seq           uint64 `json:"seq"`
-	CreateTime    int64  `json:"createTime"`
-}
-
-// ReplayPlan is a dry run of a range replay.
-type ReplayPlan struct {
-	// Events are the first selected events, at most the limit asked for.
-	Events []PlannedEvent `json:"events"`
-	// Count is how many events are selected in the part of the range read.
-	Count int `json:"count"`
-	// Truncated reports that the range was read only up to Scanned (a
-	// sequence range longer than MaxPlanScan).
-	Truncated bool   `json:"truncated"`
-	Scanned   uint64 `json:"scanned"`
-}
+// PlannedEvent and ReplayPlan are a dry run of a range replay: see api.ReplayPlan.
+type (
+	PlannedEvent = api.PlannedEvent
+	ReplayPlan   = api.ReplayPlan
+)
 
 // Plan is the dry run of r: the committed events its selection picks,
 // read from store, without running anything. The function's own aggregate
@@ -44,14 +28,14 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *jsstore.Store, r R
 	if r.Rate == 0 {
 		r.Rate = DefaultReplayRate
 	}
-	if err := r.Validate(); err != nil {
+	if err := ValidateReplay(&r); err != nil {
 		return ReplayPlan{}, err
 	}
 	plan := ReplayPlan{Events: []PlannedEvent{}}
 	add := func(st *eventstore.Stream) {
 		for i := range st.Events {
 			e := &st.Events[i]
-			if !r.matches(st, e) {
+			if !replayMatches(&r, st, e) {
 				continue
 			}
 			plan.Count++

@@ -168,7 +168,7 @@ func (p *Processor) runRange(stopping, work context.Context, f *function, id str
 		var replayed, failed uint64
 		for i := range st.Events {
 			e := &st.Events[i]
-			if !more || !r.matches(&st, e) || !f.types[st.Aggregate.Type] || !f.reacts(e.Name) {
+			if !more || !replayMatches(&r, &st, e) || !f.types[st.Aggregate.Type] || !f.reacts(e.Name) {
 				continue
 			}
 			if p.o.sleep(stopping, interval) != nil {

@@ -135,7 +135,7 @@ func (p *Processor) releaseOne(stopping, work context.Context, f *function, key,
 	if errors.Is(err, ErrEventNotFound) {
 		log.Warn("amends processor: a held event is no longer in the store; dropped from the hold", "event", ref.EventID, "version", ref.Version, "err", err)
 		_, err = rt.update(work, key, func(h *Hold) (bool, error) {
-			if !h.remove(ref.EventID) {
+			if !holdRemove(h, ref.EventID) {
 				return false, errUnchanged
 			}
 			return false, nil
@@ -160,7 +160,7 @@ func (p *Processor) releaseOne(stopping, work context.Context, f *function, key,
 	if err == nil {
 		f.stats.Released.Add(1)
 		_, err = rt.update(work, key, func(h *Hold) (bool, error) {
-			if !h.remove(ref.EventID) {
+			if !holdRemove(h, ref.EventID) {
 				return false, errUnchanged
 			}
 			return false, nil
@@ -175,7 +175,7 @@ func (p *Processor) releaseOne(stopping, work context.Context, f *function, key,
 	f.stats.Released.Add(1)
 	now := p.o.clock.Now().UnixMilli()
 	_, err = rt.update(work, key, func(h *Hold) (bool, error) {
-		h.remove(ref.EventID)
+		holdRemove(h, ref.EventID)
 		if out == OutcomeRecorded || out == OutcomeAlreadyRecorded {
 			h.Head = headOf(f, d.EventID(), now)
 			h.Releasing, h.Claim, h.Released = false, nil, nil

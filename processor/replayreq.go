@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 )
 
@@ -32,74 +33,19 @@ const (
 
 // The statuses of a range replay.
 const (
-	ReplayPending = "PENDING" // waiting for a processor of its function
-	ReplayRunning = "RUNNING"
-	ReplayDone    = "DONE"
+	ReplayPending = api.ReplayPending
+	ReplayRunning = api.ReplayRunning
+	ReplayDone    = api.ReplayDone
 )
 
-// ReplayRequest is an operator's range replay: committed events of one
-// context given again to one function only, as its processor reads them
-// from the store, at most Rate per second. A replayed event that still
-// fails becomes an ordinary ExecutionFailed record. It selects either the
-// versions FromVersion..ToVersion of one aggregate (AggregateType and
-// AggregateID set), or the stream sequences FromSeq..ToSeq of the
-// context's stream, narrowed by AggregateType, EventNames and the commit
-// time range FromTime..ToTime (epoch ms, 0 = open). Progress is kept in the
-// request, so a processor restarted resumes it where it stopped.
-type ReplayRequest struct {
-	ID            string   `json:"id"`
-	Context       string   `json:"context"`
-	Processor     string   `json:"processor"`
-	Function      string   `json:"function"`
-	AggregateType string   `json:"aggregateType,omitempty"`
-	AggregateID   string   `json:"aggregateId,omitempty"`
-	FromVersion   uint64   `json:"fromVersion,omitempty"`
-	ToVersion     uint64   `json:"toVersion,omitempty"`
-	FromSeq       uint64   `json:"fromSeq,omitempty"`
-	ToSeq         uint64   `json:"toSeq,omitempty"`
-	EventNames    []string `json:"eventNames,omitempty"`
-	FromTime      int64    `json:"fromTime,omitempty"`
-	ToTime        int64    `json:"toTime,omitempty"`
-	Rate          float64  `json:"rate,omitempty"`
-	Actor         string   `json:"actor"`
-	Reason        string   `json:"reason"`
-	Created       int64    `json:"created"`
+// ReplayRequest is an operator's range replay: see api.Replay.
+type ReplayRequest = api.Replay
 
-	Status string `json:"status"`
-	// Next is the next version (aggregate range) or sequence to replay.
-	Next uint64 `json:"next"`
-	// Replayed and Failed count the events given to the function, and
-	// those of them that failed and were recorded.
-	Replayed uint64     `json:"replayed"`
-	Failed   uint64     `json:"failed"`
-	Updated  int64      `json:"updated,omitempty"`
-	Claim    *HoldClaim `json:"claim,omitempty"`
-}
-
-// ByAggregate reports whether the request selects one aggregate's versions.
-func (r *ReplayRequest) ByAggregate() bool { return r.AggregateID != "" }
-
-// First and Last are the range's bounds (versions or sequences).
-func (r *ReplayRequest) First() uint64 {
-	if r.ByAggregate() {
-		return r.FromVersion
-	}
-	return r.FromSeq
-}
-
-// Last is the range's last version or sequence.
-func (r *ReplayRequest) Last() uint64 {
-	if r.ByAggregate() {
-		return r.ToVersion
-	}
-	return r.ToSeq
-}
-
-// Validate checks the request as an operator sent it: the id, context and
+// ValidateReplay checks the request as an operator sent it: the id, context and
 // function names, a range with From <= To within MaxReplaySpan, the event
 // names, the time range, the rate, actor and reason. Its errors wrap
 // ErrInvalidOption and name the field and the rule.
-func (r *ReplayRequest) Validate() error {
+func ValidateReplay(r *ReplayRequest) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalidOption)
 	}
@@ -162,8 +108,8 @@ func (r *ReplayRequest) Validate() error {
 	return nil
 }
 
-// sameSelection reports whether o asks for what r asks for.
-func (r *ReplayRequest) sameSelection(o *ReplayRequest) bool {
+// sameReplay reports whether o asks for what r asks for.
+func sameReplay(r, o *ReplayRequest) bool {
 	return r.Context == o.Context && r.Processor == o.Processor && r.Function == o.Function &&
 		r.AggregateType == o.AggregateType && r.AggregateID == o.AggregateID &&
 		r.FromVersion == o.FromVersion && r.ToVersion == o.ToVersion && r.FromSeq == o.FromSeq && r.ToSeq == o.ToSeq &&
@@ -172,7 +118,7 @@ func (r *ReplayRequest) sameSelection(o *ReplayRequest) bool {
 
 // matches reports whether the stream's event e is selected (the range
 // itself is checked by the caller).
-func (r *ReplayRequest) matches(st *eventstore.Stream, e *eventstore.Event) bool {
+func replayMatches(r *ReplayRequest, st *eventstore.Stream, e *eventstore.Event) bool {
 	if r.AggregateType != "" && st.Aggregate.Type != r.AggregateType {
 		return false
 	}
@@ -238,7 +184,7 @@ func (rs *Replays) Submit(ctx context.Context, r ReplayRequest) (ReplayRequest, 
 	if r.Rate == 0 {
 		r.Rate = DefaultReplayRate
 	}
-	if err := r.Validate(); err != nil {
+	if err := ValidateReplay(&r); err != nil {
 		return ReplayRequest{}, false, err
 	}
 	r.Status, r.Next, r.Replayed, r.Failed, r.Claim, r.Updated = ReplayPending, r.First(), 0, 0, nil, r.Created
@@ -256,7 +202,7 @@ func (rs *Replays) Submit(ctx context.Context, r ReplayRequest) (ReplayRequest, 
 	if err != nil {
 		return ReplayRequest{}, false, err
 	}
-	if !have.sameSelection(&r) {
+	if !sameReplay(&have, &r) {
 		return have, false, fmt.Errorf("replay request id %s was used for another replay; use a new id: %w", r.ID, ErrReplayConflict)
 	}
 	return have, false, nil
