@@ -57,6 +57,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBatch bounds the records of one batch (default 10000).
 	MaxBatch int
+	// Ordering serves the holds and range replays of Ordered functions;
+	// nil answers their routes 404.
+	Ordering *Ordering
 	// ReadYourWrites bounds how long a command response waits for the index
 	// to reach the new version, so a list right after it sees the change
 	// (default 2s; negative disables).
