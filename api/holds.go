@@ -2,6 +2,8 @@ package api
 
 import (
 	"encoding/base64"
+	"net/url"
+	"strconv"
 
 	"github.com/amends-dev/amends/aggregate"
 )
@@ -264,4 +266,26 @@ type ReplayStarted struct {
 	Replay  *Replay     `json:"replay,omitempty"`
 	Created bool        `json:"created"`
 	Plan    *ReplayPlan `json:"plan,omitempty"`
+}
+
+// HoldQuery selects holds for GET /api/v1/holds; empty fields match
+// everything (Processor and Function need Context). Limit 0 is the
+// server's default (100), at most 1000.
+type HoldQuery struct {
+	Context, Processor, Function, Record string
+	Limit                                int
+}
+
+// Values returns q as query parameters.
+func (q HoldQuery) Values() url.Values {
+	v := url.Values{}
+	for _, p := range []struct{ k, v string }{{"context", q.Context}, {"processor", q.Processor}, {"function", q.Function}, {"record", q.Record}} {
+		if p.v != "" {
+			v.Set(p.k, p.v)
+		}
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v
 }
