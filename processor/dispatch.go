@@ -41,7 +41,7 @@ func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) dis
 				if s == nil || s.step == stepDone || !s.ok {
 					continue // dispatched by an earlier delivery, or failed in this one
 				}
-				if !p.dispatchOrdered(ctx, f, d) {
+				if !p.dispatchOrdered(ctx, f, d, s.entry.held) {
 					if ctx.Err() != nil {
 						return interrupted
 					}
@@ -73,8 +73,8 @@ func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) dis
 // dispatchOrdered is dispatch's step for an Ordered function: held events
 // are added to the hold, others run, and a recorded failure starts a hold.
 // It returns false when the message must be redelivered.
-func (p *Processor) dispatchOrdered(ctx context.Context, f *function, d *Delivery) bool {
-	g := p.gate(ctx, f, d)
+func (p *Processor) dispatchOrdered(ctx context.Context, f *function, d *Delivery, held bool) bool {
+	g := p.gate(ctx, f, d, held)
 	switch g {
 	case gateHeld:
 		return true

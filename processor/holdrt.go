@@ -82,13 +82,14 @@ const (
 	gateRetry             // the hold could not be read or is full: redeliver
 )
 
-// gate checks d against f's hold and, when held, adds d to it (CAS). Only
-// a key the cache knows is read from the bucket, so an aggregate without
-// a hold costs one map lookup.
-func (p *Processor) gate(ctx context.Context, f *function, d *Delivery) gate {
+// gate checks d against f's hold and, when held, adds d to it (CAS).
+// Only a key the cache knows, or whose progress says it was held (held,
+// written by whichever instance dispatched the version before), is read
+// from the bucket, so an aggregate without a hold costs one map lookup.
+func (p *Processor) gate(ctx context.Context, f *function, d *Delivery, held bool) gate {
 	eid := d.EventID()
 	key := p.holdKey(f, eid.AggregateID)
-	if !p.holds.cache.held(key) {
+	if !held && !p.holds.cache.held(key) {
 		return gateRun
 	}
 	head := false

@@ -27,6 +27,10 @@ const maxProgressCache = 1 << 16
 
 type progressEntry struct {
 	version, rev uint64
+	// held: a hold existed when version was dispatched (value "<v>h"), so
+	// the next version asks the holds bucket even before this instance's
+	// watch shows the hold.
+	held bool
 }
 
 // progress reads and advances the progress of Ordered functions, with a
@@ -82,11 +86,12 @@ func (pr *progress) get(ctx context.Context, key string, fresh bool) (progressEn
 	if err != nil {
 		return progressEntry{}, fmt.Errorf("read progress %s: %w", key, err)
 	}
-	v, err := strconv.ParseUint(string(kve.Value()), 10, 64)
+	val, held := strings.CutSuffix(string(kve.Value()), "h")
+	v, err := strconv.ParseUint(val, 10, 64)
 	if err != nil {
 		return progressEntry{}, fmt.Errorf("progress %s is not a version: %q", key, kve.Value())
 	}
-	e := progressEntry{version: v, rev: kve.Revision()}
+	e := progressEntry{version: v, rev: kve.Revision(), held: held}
 	pr.remember(key, e)
 	return e, nil
 }
@@ -108,8 +113,11 @@ func (pr *progress) forget(key string) {
 
 // advance writes version v for key over e (CAS on its revision; create if
 // e.rev is 0). errConflict: another writer moved it; read it fresh.
-func (pr *progress) advance(ctx context.Context, key string, e progressEntry, v uint64) error {
+func (pr *progress) advance(ctx context.Context, key string, e progressEntry, v uint64, held bool) error {
 	val := []byte(strconv.FormatUint(v, 10))
+	if held {
+		val = append(val, 'h')
+	}
 	var rev uint64
 	var err error
 	if e.rev == 0 {
@@ -124,7 +132,7 @@ func (pr *progress) advance(ctx context.Context, key string, e progressEntry, v 
 		}
 		return fmt.Errorf("write progress %s: %w", key, err)
 	}
-	pr.remember(key, progressEntry{version: v, rev: rev})
+	pr.remember(key, progressEntry{version: v, rev: rev, held: held})
 	return nil
 }
 
@@ -144,9 +152,11 @@ const (
 // progress recorded, the first version runs, and a later one only when
 // the consumer has acked everything up to its previous version (the
 // function was added after it, or the consumer started after it).
-func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstore.Stream, prevSeq uint64, floor func() uint64) (step, progressEntry, error) {
+func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstore.Stream, prevSeq uint64, floor func() uint64, redelivered bool) (step, progressEntry, error) {
 	pr := p.holds.progress
-	for fresh := false; ; fresh = true {
+	// A redelivered message may have been dispatched by another instance
+	// since this one cached the key: read it.
+	for fresh := redelivered; ; fresh = true {
 		e, err := pr.get(ctx, key, fresh)
 		if err != nil {
 			return stepEarly, e, err
@@ -180,6 +190,10 @@ type orderedStep struct {
 // wait for an earlier version (before any function ran).
 func (p *Processor) orderedBegin(ctx context.Context, g *group, st *eventstore.Stream, m jetstream.Msg) ([]orderedStep, disposition) {
 	prevSeq := previousSeq(m, st)
+	redelivered := true
+	if md, err := m.Metadata(); err == nil {
+		redelivered = md.NumDelivered > 1
+	}
 	var floor *uint64
 	ackFloor := func() uint64 {
 		if floor == nil {
@@ -200,7 +214,7 @@ func (p *Processor) orderedBegin(ctx context.Context, g *group, st *eventstore.S
 			continue
 		}
 		key := p.holdKey(f, a)
-		s, e, err := p.checkProgress(ctx, key, st, prevSeq, ackFloor)
+		s, e, err := p.checkProgress(ctx, key, st, prevSeq, ackFloor, redelivered)
 		if err != nil || s == stepEarly {
 			if err != nil {
 				p.o.logger.Warn("amends processor: cannot read the progress of an Ordered function; the message will be redelivered",
@@ -221,7 +235,7 @@ func (p *Processor) orderedEnd(ctx context.Context, steps []orderedStep, version
 		if !s.ok {
 			continue
 		}
-		err := pr.advance(ctx, s.key, s.entry, version)
+		err := pr.advance(ctx, s.key, s.entry, version, p.holds.cache.held(s.key))
 		if errors.Is(err, errProgressMoved) {
 			if e, gerr := pr.get(ctx, s.key, true); gerr == nil && e.version >= version {
 				continue // another delivery of it finished first
