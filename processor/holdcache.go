@@ -19,6 +19,10 @@ type holdCache struct {
 	notify chan struct{}     // capacity 1: "a hold changed"
 }
 
+// maxHoldRevs bounds the revisions the cache remembers before it forgets
+// those of deleted holds.
+const maxHoldRevs = 1 << 16
+
 func newHoldCache() *holdCache {
 	return &holdCache{byKey: make(map[string]Hold), byHead: make(map[string]string), revs: make(map[string]uint64), notify: make(chan struct{}, 1)}
 }
@@ -74,6 +78,13 @@ func (c *holdCache) set(key string, h *Hold, rev uint64) {
 	if rev < c.revs[key] {
 		c.mu.Unlock()
 		return
+	}
+	if len(c.revs) >= maxHoldRevs {
+		for k := range c.revs { // forget the revisions of deleted holds
+			if _, ok := c.byKey[k]; !ok {
+				delete(c.revs, k)
+			}
+		}
 	}
 	c.revs[key] = rev
 	if old, ok := c.byKey[key]; ok {
