@@ -14,6 +14,13 @@ type Compensation struct {
 	// replay runs for. Unlike Attempt, which starts again at 1 when a
 	// SUCCEEDED record is re-opened, it is never reused; 0 if unknown.
 	Prepared uint64
+	// Release is true when the delivery is a held event given to an
+	// Ordered function after its hold's head was resolved; ID is then the
+	// head record's id and Attempt and Prepared are 0.
+	Release bool
+	// Request is the id of the operator's range replay the delivery runs
+	// for (see ReplayRequest); empty otherwise.
+	Request string
 }
 
 type compensationKey struct{}

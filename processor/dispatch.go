@@ -23,6 +23,12 @@ func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) dis
 	}
 	fns := g.byType[st.Aggregate.Type]
 	result := ack
+	var steps []orderedStep
+	if len(g.ordered) > 0 {
+		if steps, result = p.orderedBegin(ctx, g, &st, m); result != ack {
+			return result
+		}
+	}
 	for i := range st.Events {
 		e := &st.Events[i]
 		for _, f := range fns {
@@ -30,6 +36,19 @@ func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) dis
 				continue
 			}
 			d := &Delivery{Stream: &st, Event: e, Index: i, Function: f.info}
+			if f.ordered {
+				s := stepOf(steps, f)
+				if s == nil || s.step == stepDone || !s.ok {
+					continue // dispatched by an earlier delivery, or failed in this one
+				}
+				if !p.dispatchOrdered(ctx, f, d, s.entry.held) {
+					if ctx.Err() != nil {
+						return interrupted
+					}
+					s.ok, result = false, nak
+				}
+				continue
+			}
 			err := p.execute(ctx, f, d, true)
 			if err == nil {
 				continue
@@ -42,7 +61,35 @@ func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) dis
 			}
 		}
 	}
+	if len(steps) > 0 && !p.orderedEnd(ctx, steps, st.Version) {
+		if ctx.Err() != nil {
+			return interrupted
+		}
+		result = nak
+	}
 	return result
+}
+
+// dispatchOrdered is dispatch's step for an Ordered function: held events
+// are added to the hold, others run, and a recorded failure starts a hold.
+// It returns false when the message must be redelivered.
+func (p *Processor) dispatchOrdered(ctx context.Context, f *function, d *Delivery, held bool) bool {
+	g := p.gate(ctx, f, d, held)
+	switch g {
+	case gateHeld:
+		return true
+	case gateRetry:
+		return false
+	}
+	err := p.execute(ctx, f, d, true)
+	if err != nil && ctx.Err() != nil {
+		return false
+	}
+	out := OutcomeNone
+	if err != nil {
+		out = p.record(ctx, p.execution(f, d, nil, err))
+	}
+	return p.afterOrdered(ctx, f, d, g, err, out) && out != OutcomeRecordingFailed
 }
 
 // execute runs f on d with immediate retries for RECOVERABLE errors (by the

@@ -116,6 +116,46 @@
 // PREPARED, times out and is prepared again. So replays behind poison
 // messages still run.
 //
+// # Ordered functions and holds
+//
+// A function registered with Ordered keeps its order per aggregate through
+// failures (off by default: without it, a replay lands after the events
+// that followed, as in the reference). Once a final failure of the
+// function on version v of aggregate A is recorded, the function is not
+// called for A's later events: they are held, acked, and kept as
+// references (event id, version, sequence; never copies) in the KV bucket
+// HoldBucket under HoldKey, with the head record's id. The other
+// functions of those events, and other aggregates, run as usual.
+//
+// When the head record becomes SUCCEEDED, which the replay consumer sees
+// as its ExecutionSuccessApplied (after a successful replay, or an
+// operator's Holds.Release, which marks the head resolved in its own
+// history with actor and reason), the hold is set releasing and an
+// instance claims it (a claim in the hold, renewed every third of
+// AckWait, taken over once it expires) and gives the held events to the
+// function in version order, each read from the store and run as a replay
+// whose CompensationFrom has Release set. One that fails is recorded and
+// becomes the new head; the rest stay held. Events arriving meanwhile are
+// held behind. Holds.Skip drops one held event (kept on the hold with
+// actor and reason).
+//
+// Order holds whatever order messages come in: each Ordered function has
+// a progress per aggregate (ProgressBucket, the last version dispatched,
+// written with CAS after the message's functions ran and before its ack).
+// A version runs only right after the one before it: an earlier one is
+// acked as done (a redelivery), a later one is nak'ed until the one
+// before it is dispatched (a message redelivered after a kill -9, or
+// handled by another instance). So with several instances on one
+// durable, a function never runs on A's events out of order, nor past a
+// hold another instance created (the progress records that a hold was
+// there). The cost is a KV read and a CAS write per message of an Ordered
+// function (bench dispatch-ordered); functions without the option pay
+// nothing. Delivery stays at least once: a crash after the function ran
+// and before the progress write runs it again on that version.
+//
+// Range replays (WithRangeReplays, ReplayRequest) give committed events
+// again to one function at an operator's request: see Replays.
+//
 // # Concurrency and lifecycle
 //
 // Register functions, and RegisterAggregate before the STATE_EVENT

@@ -39,3 +39,11 @@ type codedError struct {
 func (e *codedError) Error() string        { return e.msg }
 func (e *codedError) Code() string         { return e.code }
 func (e *codedError) Is(target error) bool { return target == e.kind }
+
+var (
+	// ErrHoldNotFound reports an operator action on a hold that does not
+	// exist (never held, or released meanwhile).
+	ErrHoldNotFound = errors.New("processor: hold not found")
+	// ErrNotHeld reports a skip of an event the hold does not keep.
+	ErrNotHeld = errors.New("processor: event not held")
+)

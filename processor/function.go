@@ -87,6 +87,25 @@ func ImmediateRetry(r Retry) FunctionOption {
 	}
 }
 
+// Ordered keeps the function's order per aggregate through failures: once
+// a final failure of the function on an event of aggregate A is recorded,
+// the function is not called for A's later events, which are held (acked,
+// and kept as references in the holds bucket, HoldBucket); the other
+// functions of those events run as usual. When the head record becomes
+// SUCCEEDED (its replay succeeded, or an operator released the hold), the
+// held events are given to the function in version order, each as a
+// replay whose CompensationFrom has Release set; one that fails becomes
+// the hold's new head and the rest stay held. Events of A arriving during
+// a release are held behind it.
+//
+// An Ordered function needs the processor's recorder and records
+// (WithRecorder, WithRecords) and cannot be WithoutCompensation: Run
+// returns ErrInvalidFunction otherwise. Off by default, which is the
+// reference's behaviour: a replay runs after the events that followed.
+func Ordered() FunctionOption {
+	return func(f *function) error { f.ordered = true; return nil }
+}
+
 // function is a registered function.
 type function struct {
 	info      aggregate.FunctionInfo
@@ -97,6 +116,7 @@ type function struct {
 	waived    bool
 	rules     failure.Rules
 	retry     Retry
+	ordered   bool
 	stats     *FunctionMetrics
 }
 
@@ -151,6 +171,9 @@ func newFunction(context string, fn Function, h Handler, def Retry, opts []Funct
 	}
 	if fn.Kind == aggregate.KindStateEvent {
 		f.retry = Retry{} // recorded on the first failure
+	}
+	if f.ordered && f.waived {
+		return nil, f.invalid("an Ordered function cannot be WithoutCompensation: its holds wait on its records")
 	}
 	return f, nil
 }

@@ -82,6 +82,10 @@ type FunctionMetrics struct {
 	Retries atomic.Uint64
 	// Replayed counts replays run.
 	Replayed atomic.Uint64
+	// Held counts events held behind a failure (Ordered functions).
+	Held atomic.Uint64
+	// Released counts held events given to the function by a release.
+	Released atomic.Uint64
 }
 
 // FunctionMetrics returns the counters of function (processor, name), or

@@ -33,6 +33,8 @@ type options struct {
 	replay          bool
 	quarantine      *quarantine.Quarantine // nil: New makes one
 	replayRetry     quarantine.Retry       // First 0: nakDelay
+	holdReplicas    int
+	rangeReplays    bool
 }
 
 func defaultOptions() options {

@@ -35,6 +35,8 @@ type Processor struct {
 
 	states  *stateCache
 	metrics Metrics
+	holds   *holdRuntime  // nil without Ordered functions
+	ranges  *rangeRuntime // nil without WithRangeReplays
 
 	stopOnce sync.Once
 	runErr   error // Run's result, set before closed is closed
@@ -51,6 +53,7 @@ type group struct {
 	name      string
 	functions []*function
 	byType    map[string][]*function
+	ordered   []*function // the Ordered ones
 }
 
 // New returns a Processor of the bounded context context, reading its
@@ -129,6 +132,9 @@ func (p *Processor) Register(fn Function, h Handler, opts ...FunctionOption) err
 		p.groups = append(p.groups, g)
 	}
 	g.functions = append(g.functions, f)
+	if f.ordered {
+		g.ordered = append(g.ordered, f)
+	}
 	for t := range f.types {
 		g.byType[t] = append(g.byType[t], f)
 	}

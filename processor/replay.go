@@ -33,9 +33,12 @@ func (p *Processor) dispatchReplay(ctx context.Context, m jetstream.Msg) disposi
 		return p.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable, err)
 	}
 	var preps []aggregate.CompensationPrepared
+	resolve := rec.Headers[HeaderResolve] != "" // an operator's release: not replayed
+	succeeded := false
 	for i := range rec.Events {
 		e := &rec.Events[i]
-		if e.Name != aggregate.NameCompensationPrepared {
+		succeeded = succeeded || e.Name == aggregate.NameExecutionSuccessApplied
+		if e.Name != aggregate.NameCompensationPrepared || resolve {
 			continue
 		}
 		ev, err := aggregate.DecodeEvent(e.Name, e.Body)
@@ -56,6 +59,11 @@ func (p *Processor) dispatchReplay(ctx context.Context, m jetstream.Msg) disposi
 		case interrupted:
 			return interrupted
 		case nak:
+			retry = err
+		}
+	}
+	if succeeded && p.holds != nil {
+		if err := p.headSucceeded(ctx, rec.Aggregate.ID, rec.Version); err != nil {
 			retry = err
 		}
 	}

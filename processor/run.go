@@ -96,6 +96,12 @@ func (p *Processor) run(ctx context.Context, groups []*group) error {
 	if err != nil {
 		return err
 	}
+	if err := p.startHolds(ctx); err != nil {
+		return err
+	}
+	if err := p.startRanges(ctx); err != nil {
+		return err
+	}
 	log := p.o.logger.With("processor_context", p.context)
 	if p.o.recorder == nil && len(groups) > 0 {
 		log.Warn("amends processor: no recorder (processor.WithRecorder, or amends.New); final failures will be logged and acked as FAILURE_UNRECORDED, never recorded or replayed")
@@ -141,6 +147,21 @@ func (p *Processor) run(ctx context.Context, groups []*group) error {
 	var wg sync.WaitGroup
 	for _, r := range runners {
 		wg.Go(func() { r.run(stopping, work) })
+	}
+	if p.holds != nil {
+		watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+		var holds sync.WaitGroup
+		holds.Go(func() { p.holds.watch(watchCtx) })
+		holds.Go(func() { p.runReleases(stopping, work) })
+		defer func() {
+			stopWatch()
+			holds.Wait()
+		}()
+	}
+	if p.ranges != nil {
+		var ranges sync.WaitGroup
+		ranges.Go(func() { p.runRanges(stopping, work) })
+		defer ranges.Wait()
 	}
 	<-stopping.Done()
 	wg.Wait()

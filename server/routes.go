@@ -23,6 +23,12 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/api/v1/records/{id}", role: RoleViewer, handler: s.get},
 		{method: "GET", pattern: "/api/v1/records/{id}/history", role: RoleViewer, handler: s.history},
 		{method: "GET", pattern: "/api/v1/quarantine", role: RoleViewer, handler: s.listQuarantine},
+		{method: "GET", pattern: "/api/v1/holds", role: RoleViewer, handler: s.listHolds},
+		{method: "GET", pattern: "/api/v1/holds/{key}", role: RoleViewer, handler: s.getHold},
+		{method: "POST", pattern: "/api/v1/holds/{key}/release", role: RoleOperator, handler: s.releaseHold},
+		{method: "POST", pattern: "/api/v1/holds/{key}/skip", role: RoleOperator, handler: s.skipHeld},
+		{method: "POST", pattern: "/api/v1/replays", role: RoleOperator, handler: s.startReplay},
+		{method: "GET", pattern: "/api/v1/replays/{id}", role: RoleViewer, handler: s.getReplay},
 	}
 	for _, name := range OperatorCommands {
 		routes = append(routes, route{method: "POST", pattern: "/api/v1/records/{id}/" + name, role: RoleOperator, handler: s.commandFor(name)})

@@ -60,6 +60,9 @@ type Config struct {
 	// Dashboard, if set, is served at / next to the API, with sign-in
 	// sessions (see Dashboard).
 	Dashboard Dashboard
+	// Ordering serves the holds and range replays of Ordered functions;
+	// nil answers their routes 404.
+	Ordering *Ordering
 	// ReadYourWrites bounds how long a command response waits for the index
 	// to reach the new version, so a list right after it sees the change
 	// (default 2s; negative disables).

@@ -132,7 +132,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 	annotateEnv(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
 	root.AddCommand(newServeCmd(a), newDemoCmd(a), newBenchCmd(a),
-		newListCmd(a), newShowCmd(a), newHistoryCmd(a), newSummaryCmd(a), newQuarantineCmd(a),
+		newListCmd(a), newShowCmd(a), newHistoryCmd(a), newSummaryCmd(a), newQuarantineCmd(a), newHoldsCmd(a), newReplayCmd(a),
 		newPrepareCmd(a), newForcePrepareCmd(a), newRetrySpecCmd(a), newMarkRecoverableCmd(a), newChangeFunctionCmd(a))
 	root.AddCommand(newNotifyCmd(a))
 	return root

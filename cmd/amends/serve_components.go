@@ -97,8 +97,14 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	}
 	components = append(components, notifier...)
 
+	ordering, err := retryOpen(ctx, startup, "the holds and replays buckets", func(ctx context.Context) (*server.Ordering, error) {
+		return openOrdering(ctx, js, store, svc, cfg.replicas)
+	})
+	if err != nil {
+		return nil, "", err
+	}
 	apiCfg := server.Config{
-		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar,
+		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering,
 		Logger: logger.With("component", "http"),
 		Ready:  readiness(natsConnected(nc), indexCurrent(index), probe.check),
 	}

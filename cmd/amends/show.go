@@ -56,6 +56,7 @@ func newShowCmd(a *app) *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			showHolds(cmd, a, c, &s)
 			if s.Error.StackTrace != "" {
 				fmt.Fprintf(a.stdout, "\nstack trace:\n%s\n", s.Error.StackTrace)
 			}

@@ -27,6 +27,12 @@ func init() {
 		Prepare:  prepareDispatch,
 	})
 	Register(Scenario{
+		Name:     "dispatch-ordered",
+		Title:    "processor: events to a trivial Ordered function (progress check and write per aggregate), per message",
+		Baseline: "the same processor and function without Ordered (the dispatch scenario's amends side)",
+		Prepare:  prepareDispatchOrdered,
+	})
+	Register(Scenario{
 		Name:     "record",
 		Title:    "recorder: failures of functions that always fail recorded as new ExecutionFailed records (8 at once), per failure",
 		Baseline: "sync publish of a record-sized message with an expected last subject sequence (8 publishers)",

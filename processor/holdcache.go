@@ -1,0 +1,159 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// holdCache mirrors the context's holds from a KV watch, so that a
+// dispatch asks the bucket only when its (function, aggregate) is held.
+// Safe for concurrent use.
+type holdCache struct {
+	mu     sync.RWMutex
+	byKey  map[string]Hold
+	byHead map[string]string // head record id → key
+	revs   map[string]uint64 // last revision applied per key, deletions included
+	notify chan struct{}     // capacity 1: "a hold changed"
+}
+
+// maxHoldRevs bounds the revisions the cache remembers before it forgets
+// those of deleted holds.
+const maxHoldRevs = 1 << 16
+
+func newHoldCache() *holdCache {
+	return &holdCache{byKey: make(map[string]Hold), byHead: make(map[string]string), revs: make(map[string]uint64), notify: make(chan struct{}, 1)}
+}
+
+func (c *holdCache) held(key string) bool {
+	c.mu.RLock()
+	_, ok := c.byKey[key]
+	c.mu.RUnlock()
+	return ok
+}
+
+func (c *holdCache) byRecord(id string) (Hold, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	k, ok := c.byHead[id]
+	if !ok {
+		return Hold{}, false
+	}
+	h, ok := c.byKey[k]
+	return h, ok
+}
+
+// releasing returns the holds being released.
+func (c *holdCache) releasing() []Hold {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []Hold
+	for _, h := range c.byKey {
+		if h.Releasing {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func (c *holdCache) apply(e jetstream.KeyValueEntry) {
+	var h *Hold
+	if e.Operation() == jetstream.KeyValuePut {
+		if v, err := decodeHold(e.Value()); err == nil {
+			h = &v
+		}
+	}
+	c.set(e.Key(), h, e.Revision())
+}
+
+// put records a hold this instance wrote at revision rev.
+func (c *holdCache) put(key string, h Hold, rev uint64) { c.set(key, &h, rev) }
+
+// set applies revision rev of key (h nil: deleted) unless a later one was
+// applied.
+func (c *holdCache) set(key string, h *Hold, rev uint64) {
+	c.mu.Lock()
+	if rev < c.revs[key] {
+		c.mu.Unlock()
+		return
+	}
+	if len(c.revs) >= maxHoldRevs {
+		for k := range c.revs { // forget the revisions of deleted holds
+			if _, ok := c.byKey[k]; !ok {
+				delete(c.revs, k)
+			}
+		}
+	}
+	c.revs[key] = rev
+	if old, ok := c.byKey[key]; ok {
+		delete(c.byHead, old.Head.Record)
+		delete(c.byKey, key)
+	}
+	if h != nil {
+		c.byKey[key] = *h
+		c.byHead[h.Head.Record] = key
+	}
+	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// watchHolds starts a watch of the holds of context and returns once the
+// cache holds every existing one; loop feeds later changes until ctx ends.
+func watchHolds(ctx context.Context, kv jetstream.KeyValue, boundedContext string, c *holdCache) (loop func(ctx context.Context), err error) {
+	w, err := kv.Watch(ctx, boundedContext+".>")
+	if err != nil {
+		return nil, fmt.Errorf("watch the holds of context %s: %w", boundedContext, err)
+	}
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("watch the holds of context %s: the watch closed", boundedContext)
+			}
+			if e == nil {
+				return func(ctx context.Context) {
+					defer func() { _ = w.Stop() }()
+					for {
+						select {
+						case <-ctx.Done():
+							return
+						case e, ok := <-w.Updates():
+							if !ok {
+								return
+							}
+							if e != nil {
+								c.apply(e)
+							}
+						}
+					}
+				}, nil
+			}
+			c.apply(e)
+		case <-ctx.Done():
+			_ = w.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// gone drops key, which the bucket no longer has, keeping its revision.
+func (c *holdCache) gone(key string) {
+	c.mu.Lock()
+	if old, ok := c.byKey[key]; ok {
+		delete(c.byHead, old.Head.Record)
+		delete(c.byKey, key)
+	}
+	c.mu.Unlock()
+}
+
+func (c *holdCache) get(key string) (Hold, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	h, ok := c.byKey[key]
+	return h, ok
+}

@@ -1,0 +1,238 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
+)
+
+// Holds is the operators' view of the holds bucket: list, release, skip.
+// It works from any process with the JetStream (the control plane); the
+// processors that own the functions run the releases. Safe for concurrent
+// use.
+type Holds struct {
+	kv jetstream.KeyValue
+}
+
+// OpenHolds binds the holds bucket, creating it (with replicas, 1 if 0)
+// if no processor has yet.
+func OpenHolds(ctx context.Context, js jetstream.JetStream, replicas int) (*Holds, error) {
+	kv, err := holdsBucket(ctx, js, replicas)
+	if err != nil {
+		return nil, err
+	}
+	return &Holds{kv: kv}, nil
+}
+
+// HoldFilter selects holds; empty fields match everything.
+type HoldFilter struct {
+	Context, Processor, Function string
+	// Record selects the hold whose head is this record id.
+	Record string
+}
+
+// MaxHoldList bounds the holds one List returns.
+const MaxHoldList = 1000
+
+// List returns the holds matching f, at most limit (1 to MaxHoldList),
+// ordered by key, and whether more matched.
+func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]Hold, bool, error) {
+	if limit < 1 || limit > MaxHoldList {
+		return nil, false, fmt.Errorf("limit must be between 1 and %d, got %d: %w", MaxHoldList, limit, ErrInvalidOption)
+	}
+	pattern := ">"
+	if f.Context != "" {
+		pattern = f.Context + ".>"
+		if f.Processor != "" && f.Function != "" {
+			pattern = f.Context + "." + f.Processor + "." + f.Function + ".>"
+		}
+	}
+	w, err := hs.kv.Watch(ctx, pattern, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, false, fmt.Errorf("list holds: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	var out []Hold
+	for {
+		var e jetstream.KeyValueEntry
+		select {
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case e = <-w.Updates():
+		}
+		if e == nil {
+			break
+		}
+		h, err := decodeHold(e.Value())
+		if err != nil {
+			continue
+		}
+		if (f.Processor == "" || h.Processor == f.Processor) && (f.Function == "" || h.Function == f.Function) &&
+			(f.Record == "" || h.Head.Record == f.Record) {
+			out = append(out, h)
+		}
+	}
+	slices.SortFunc(out, func(a, b Hold) int { return strings.Compare(a.Key(), b.Key()) })
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	return out, more, nil
+}
+
+// Get returns the hold of key, or an error matching ErrHoldNotFound.
+func (hs *Holds) Get(ctx context.Context, key string) (Hold, error) {
+	e, err := hs.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
+		return Hold{}, fmt.Errorf("hold %s: %w", key, ErrHoldNotFound)
+	}
+	if err != nil {
+		return Hold{}, fmt.Errorf("read hold %s: %w", key, err)
+	}
+	return decodeHold(e.Value())
+}
+
+// HoldAction is an operator's action on a hold. Actor and Reason are
+// required and stored with it (and, for a release, on the head record).
+type HoldAction struct {
+	Actor, Reason string
+	// DryRun reports what the action would do without doing it.
+	DryRun bool
+	// Now is when the action happens.
+	Now time.Time
+}
+
+func (a HoldAction) check() error {
+	if strings.TrimSpace(a.Actor) == "" {
+		return fmt.Errorf("actor must not be empty: %w", ErrInvalidOption)
+	}
+	if strings.TrimSpace(a.Reason) == "" {
+		return fmt.Errorf("reason must not be empty: an operator action on a hold is audited: %w", ErrInvalidOption)
+	}
+	return nil
+}
+
+// RecordCommands runs commands on ExecutionFailed records;
+// *aggregate.Service satisfies it.
+type RecordCommands interface {
+	Records
+	Execute(ctx context.Context, id string, c aggregate.Command, meta aggregate.Meta) (aggregate.Result, error)
+}
+
+// ReleasePlan is what a release does or did: see api.ReleasePlan.
+type ReleasePlan = api.ReleasePlan
+
+// Release releases the hold key without replaying its head: the head
+// record is marked resolved in its own history (a ForcePrepareCompensation
+// if it is FAILED, then ApplyExecutionSuccess, both carrying the actor and
+// reason and the HeaderResolve header, so that no replay runs for that
+// prepare) and the hold is set releasing, which its processor then gives
+// to the function in order. A SUCCEEDED or missing head record is left as
+// it is. Errors: ErrHoldNotFound, ErrInvalidOption (no actor or reason),
+// the record's refusal (an *aggregate.Error), or the store's.
+func (hs *Holds) Release(ctx context.Context, key string, records RecordCommands, a HoldAction) (ReleasePlan, error) {
+	if err := a.check(); err != nil {
+		return ReleasePlan{}, err
+	}
+	h, err := hs.Get(ctx, key)
+	if err != nil {
+		return ReleasePlan{}, err
+	}
+	plan := ReleasePlan{Hold: h, DryRun: a.DryRun, Commands: []string{}}
+	st, _, err := records.Get(ctx, h.Head.Record)
+	switch {
+	case errors.Is(err, aggregate.ErrNotFound):
+	case err != nil:
+		return plan, fmt.Errorf("read head record %s: %w", h.Head.Record, err)
+	default:
+		plan.HeadStatus = st.Status
+	}
+	switch {
+	case h.Releasing:
+	case plan.HeadStatus == aggregate.StatusFailed || (plan.HeadStatus == aggregate.StatusPrepared && st.Timeout(a.Now)):
+		plan.Commands = []string{aggregate.NameForcePrepareCompensation, aggregate.NameApplyExecutionSuccess}
+	case plan.HeadStatus == aggregate.StatusPrepared:
+		plan.Commands = []string{aggregate.NameApplyExecutionSuccess}
+	}
+	if a.DryRun {
+		return plan, nil
+	}
+	meta := func(cmd string) aggregate.Meta {
+		return aggregate.Meta{CommandID: "release:" + cmd + ":" + h.Head.Record + ":" + fmt.Sprint(h.Head.Since), Actor: a.Actor, Reason: a.Reason,
+			Headers: map[string]string{HeaderResolve: "release"}}
+	}
+	attempt, prepared := st.Attempt(), st.PreparedVersion
+	for _, cmd := range plan.Commands {
+		switch cmd {
+		case aggregate.NameForcePrepareCompensation:
+			res, err := records.Execute(ctx, h.Head.Record, aggregate.ForcePrepareCompensation{}, meta(cmd))
+			if err != nil {
+				return plan, fmt.Errorf("mark head record %s resolved: %w", h.Head.Record, err)
+			}
+			attempt, prepared = res.State.Attempt(), res.Version
+		case aggregate.NameApplyExecutionSuccess:
+			c := aggregate.ApplyExecutionSuccess{ExecuteAt: max(a.Now.UnixMilli(), 1), Attempt: attempt, PreparedVersion: prepared}
+			if _, err := records.Execute(ctx, h.Head.Record, c, meta(cmd)); err != nil {
+				return plan, fmt.Errorf("mark head record %s resolved: %w", h.Head.Record, err)
+			}
+		}
+	}
+	audit := HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}
+	head := h.Head
+	h, err = updateHold(ctx, hs.kv, key, func(h *Hold) (bool, error) {
+		if h.Releasing || h.Head != head {
+			return false, errUnchanged // released, or waiting on another head now
+		}
+		h.Releasing, h.Claim, h.Released = true, nil, &audit
+		return false, nil
+	})
+	if errors.Is(err, errNoHold) {
+		return plan, nil // released already
+	}
+	plan.Hold = h
+	return plan, err
+}
+
+// Skip removes held event eventID from hold key, so the function never
+// gets it from this hold; the skip is kept on the hold with the actor and
+// reason (the last MaxHoldAudit skips). It returns the hold after the
+// skip (as it would be, for a dry run). Errors: ErrHoldNotFound,
+// ErrNotHeld, ErrInvalidOption (no actor or reason).
+func (hs *Holds) Skip(ctx context.Context, key, eventID string, a HoldAction) (Hold, error) {
+	if err := a.check(); err != nil {
+		return Hold{}, err
+	}
+	change := func(h *Hold) (bool, error) {
+		i := slices.IndexFunc(h.Held, func(r HeldEvent) bool { return r.EventID == eventID })
+		if i < 0 {
+			return false, fmt.Errorf("event %s is not held by hold %s (its head and the released are not): %w", eventID, key, ErrNotHeld)
+		}
+		h.Skipped = append(h.Skipped, HeldSkip{HeldEvent: h.Held[i], HoldAudit: HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}})
+		if len(h.Skipped) > MaxHoldAudit {
+			h.Skipped = h.Skipped[len(h.Skipped)-MaxHoldAudit:]
+		}
+		holdRemove(h, eventID)
+		return false, nil
+	}
+	if a.DryRun {
+		h, err := hs.Get(ctx, key)
+		if err != nil {
+			return Hold{}, err
+		}
+		_, err = change(&h)
+		return h, err
+	}
+	h, err := updateHold(ctx, hs.kv, key, change)
+	if errors.Is(err, errNoHold) {
+		return Hold{}, fmt.Errorf("hold %s: %w", key, ErrHoldNotFound)
+	}
+	return h, err
+}

@@ -1,0 +1,277 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+)
+
+// ProgressBucket is the KV bucket of Ordered functions' progress: per
+// (function, aggregate), under the key of its hold (HoldKey), the last
+// version dispatched to the function (handled, or become a hold's head,
+// or held). A version is dispatched only right after the one before it,
+// whatever order redeliveries, restarts or several instances bring the
+// messages in: an earlier version is skipped as done, a later one waits.
+const ProgressBucket = "amends_progress"
+
+// maxProgressCache bounds the progress entries an instance caches.
+const maxProgressCache = 1 << 16
+
+type progressEntry struct {
+	version, rev uint64
+	// held: a hold existed when version was dispatched (value "<v>h"), so
+	// the next version asks the holds bucket even before this instance's
+	// watch shows the hold.
+	held bool
+}
+
+// progress reads and advances the progress of Ordered functions, with a
+// cache of the last revision this instance read or wrote, so that an
+// aggregate handled here costs one CAS write per version. Safe for
+// concurrent use.
+type progress struct {
+	kv    jetstream.KeyValue
+	mu    sync.Mutex
+	cache map[string]progressEntry
+}
+
+func newProgress(kv jetstream.KeyValue) *progress {
+	return &progress{kv: kv, cache: make(map[string]progressEntry)}
+}
+
+func progressBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, ProgressBucket)
+	if err == nil {
+		return kv, nil
+	}
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("open the progress bucket %s: %w", ProgressBucket, err)
+	}
+	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: ProgressBucket, Description: "amends Ordered functions: last version dispatched per (function, aggregate)",
+		History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
+	})
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(ctx, ProgressBucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create the progress bucket %s: %w", ProgressBucket, err)
+	}
+	return kv, nil
+}
+
+// get returns key's progress: from the cache, else the bucket (fresh:
+// true to skip the cache). rev 0: no progress yet.
+func (pr *progress) get(ctx context.Context, key string, fresh bool) (progressEntry, error) {
+	if !fresh {
+		pr.mu.Lock()
+		e, ok := pr.cache[key]
+		pr.mu.Unlock()
+		if ok {
+			return e, nil
+		}
+	}
+	kve, err := pr.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return progressEntry{}, nil
+	}
+	if err != nil {
+		return progressEntry{}, fmt.Errorf("read progress %s: %w", key, err)
+	}
+	val, held := strings.CutSuffix(string(kve.Value()), "h")
+	v, err := strconv.ParseUint(val, 10, 64)
+	if err != nil {
+		return progressEntry{}, fmt.Errorf("progress %s is not a version: %q", key, kve.Value())
+	}
+	e := progressEntry{version: v, rev: kve.Revision(), held: held}
+	pr.remember(key, e)
+	return e, nil
+}
+
+func (pr *progress) remember(key string, e progressEntry) {
+	pr.mu.Lock()
+	if len(pr.cache) >= maxProgressCache {
+		clear(pr.cache)
+	}
+	pr.cache[key] = e
+	pr.mu.Unlock()
+}
+
+func (pr *progress) forget(key string) {
+	pr.mu.Lock()
+	delete(pr.cache, key)
+	pr.mu.Unlock()
+}
+
+// advance writes version v for key over e (CAS on its revision; create if
+// e.rev is 0). errConflict: another writer moved it; read it fresh.
+func (pr *progress) advance(ctx context.Context, key string, e progressEntry, v uint64, held bool) error {
+	val := []byte(strconv.FormatUint(v, 10))
+	if held {
+		val = append(val, 'h')
+	}
+	var rev uint64
+	var err error
+	if e.rev == 0 {
+		rev, err = pr.kv.Create(ctx, key, val)
+	} else {
+		rev, err = pr.kv.Update(ctx, key, val, e.rev)
+	}
+	if err != nil {
+		pr.forget(key)
+		if isCASConflict(err) {
+			return errProgressMoved
+		}
+		return fmt.Errorf("write progress %s: %w", key, err)
+	}
+	pr.remember(key, progressEntry{version: v, rev: rev, held: held})
+	return nil
+}
+
+var errProgressMoved = errors.New("progress moved")
+
+// step is what the progress of one Ordered function says about a message.
+type step int
+
+const (
+	stepRun   step = iota // the next version: dispatch it
+	stepDone              // dispatched before: skip it
+	stepEarly             // a version before it is not dispatched yet: redeliver later
+)
+
+// check compares version v of a stream (whose previous version is at
+// stream sequence prevSeq; 0 for the first) with key's progress. With no
+// progress recorded, the first version runs, and a later one only when
+// the consumer has acked everything up to its previous version (the
+// function was added after it, or the consumer started after it).
+func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstore.Stream, prevSeq uint64, floor func() uint64, redelivered bool) (step, progressEntry, error) {
+	pr := p.holds.progress
+	// A redelivered message may have been dispatched by another instance
+	// since this one cached the key: read it.
+	for fresh := redelivered; ; fresh = true {
+		e, err := pr.get(ctx, key, fresh)
+		if err != nil {
+			return stepEarly, e, err
+		}
+		switch {
+		case e.rev == 0 && (st.Version == 1 || floor() >= prevSeq):
+			return stepRun, e, nil
+		case e.rev != 0 && st.Version <= e.version:
+			return stepDone, e, nil // progress only grows: even a cached one is right
+		case e.rev != 0 && st.Version == e.version+1:
+			return stepRun, e, nil
+		}
+		if !fresh {
+			continue
+		}
+		return stepEarly, e, nil
+	}
+}
+
+// orderedStep is one Ordered function's progress on one message.
+type orderedStep struct {
+	f     *function
+	key   string
+	entry progressEntry
+	step  step
+	ok    bool // dispatched: advance the progress after the message
+}
+
+// orderedBegin checks the progress of g's Ordered functions of st's
+// aggregate type. It returns their steps, or nak when one of them must
+// wait for an earlier version (before any function ran).
+func (p *Processor) orderedBegin(ctx context.Context, g *group, st *eventstore.Stream, m jetstream.Msg) ([]orderedStep, disposition) {
+	prevSeq := previousSeq(m, st)
+	redelivered := true
+	if md, err := m.Metadata(); err == nil {
+		redelivered = md.NumDelivered > 1
+	}
+	var floor *uint64
+	ackFloor := func() uint64 {
+		if floor == nil {
+			var f uint64
+			if c, err := p.js.Consumer(ctx, p.store.StreamName(p.context), DurableName(p.context, g.name)); err == nil {
+				if info, err := c.Info(ctx); err == nil {
+					f = info.AckFloor.Stream
+				}
+			}
+			floor = &f
+		}
+		return *floor
+	}
+	a := eventIDOf(st, &eventstore.Event{}).AggregateID
+	var steps []orderedStep
+	for _, f := range g.ordered {
+		if !f.types[st.Aggregate.Type] {
+			continue
+		}
+		key := p.holdKey(f, a)
+		s, e, err := p.checkProgress(ctx, key, st, prevSeq, ackFloor, redelivered)
+		if err != nil || s == stepEarly {
+			if err != nil {
+				p.o.logger.Warn("amends processor: cannot read the progress of an Ordered function; the message will be redelivered",
+					"context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "key", key, "err", err)
+			}
+			return nil, nak
+		}
+		steps = append(steps, orderedStep{f: f, key: key, entry: e, step: s, ok: s == stepRun})
+	}
+	return steps, ack
+}
+
+// orderedEnd advances the progress of the functions dispatched; false if
+// a write failed (the message is redelivered and the done ones skipped).
+func (p *Processor) orderedEnd(ctx context.Context, steps []orderedStep, version uint64) bool {
+	pr := p.holds.progress
+	for _, s := range steps {
+		if !s.ok {
+			continue
+		}
+		err := pr.advance(ctx, s.key, s.entry, version, p.holds.cache.held(s.key))
+		if errors.Is(err, errProgressMoved) {
+			if e, gerr := pr.get(ctx, s.key, true); gerr == nil && e.version >= version {
+				continue // another delivery of it finished first
+			}
+		}
+		if err != nil {
+			p.o.logger.Warn("amends processor: cannot record the progress of an Ordered function; the message will be redelivered",
+				"context", p.context, "processor", s.f.info.ProcessorName, "function", s.f.info.Name, "key", s.key, "err", err)
+			return false
+		}
+	}
+	return true
+}
+
+// stepOf returns f's step in steps.
+func stepOf(steps []orderedStep, f *function) *orderedStep {
+	for i := range steps {
+		if steps[i].f == f {
+			return &steps[i]
+		}
+	}
+	return nil
+}
+
+// previousSeq returns the stream sequence of the version before st (the
+// store's Amends-Prev-Seqs header, newest first), or, when the message
+// does not say, the sequence just before st's: all earlier messages.
+func previousSeq(m jetstream.Msg, st *eventstore.Stream) uint64 {
+	if h := m.Headers(); h != nil {
+		prevs := h.Get(jsstore.HeaderPrevSeqs)
+		if i := strings.IndexByte(prevs, ','); i >= 0 {
+			prevs = prevs[:i]
+		}
+		if seq, err := strconv.ParseUint(prevs, 10, 64); err == nil && seq > 0 {
+			return seq
+		}
+	}
+	return max(st.Seq, 1) - 1
+}

@@ -1,0 +1,262 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/eventstore"
+)
+
+// ReplayBucket is the KV bucket of operators' range replays, one key per
+// request id.
+const ReplayBucket = "amends_replays"
+
+// Range replay limits.
+const (
+	// MaxReplayRate is the highest rate a range replay may ask for, in
+	// events per second; DefaultReplayRate applies when it asks for none.
+	MaxReplayRate     = 10000
+	DefaultReplayRate = 100
+	// MaxReplaySpan bounds a range: versions for an aggregate, stream
+	// sequences otherwise.
+	MaxReplaySpan = 10_000_000
+	// MaxReplayEventNames bounds the event names a range replay selects.
+	MaxReplayEventNames = 32
+)
+
+// The statuses of a range replay.
+const (
+	ReplayPending = api.ReplayPending
+	ReplayRunning = api.ReplayRunning
+	ReplayDone    = api.ReplayDone
+)
+
+// ReplayRequest is an operator's range replay: see api.Replay.
+type ReplayRequest = api.Replay
+
+// ValidateReplay checks the request as an operator sent it: the id, context and
+// function names, a range with From <= To within MaxReplaySpan, the event
+// names, the time range, the rate, actor and reason. Its errors wrap
+// ErrInvalidOption and name the field and the rule.
+func ValidateReplay(r *ReplayRequest) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalidOption)
+	}
+	for _, c := range []struct{ field, v string }{{"id", r.ID}, {"context", r.Context}, {"processor", r.Processor}, {"function", r.Function}} {
+		if err := eventstore.ValidateName(c.field, c.v); err != nil {
+			return bad("%s", reason(err))
+		}
+	}
+	if r.AggregateType != "" {
+		if err := eventstore.ValidateName("aggregateType", r.AggregateType); err != nil {
+			return bad("%s", reason(err))
+		}
+	}
+	if r.ByAggregate() {
+		if r.AggregateType == "" {
+			return bad("aggregateType must be set with aggregateId")
+		}
+		if err := eventstore.ValidateID("aggregateId", r.AggregateID); err != nil {
+			return bad("%s", reason(err))
+		}
+		if r.FromSeq != 0 || r.ToSeq != 0 {
+			return bad("fromSeq and toSeq select the stream; an aggregate range takes fromVersion and toVersion")
+		}
+	} else if r.FromVersion != 0 || r.ToVersion != 0 {
+		return bad("fromVersion and toVersion need aggregateType and aggregateId")
+	}
+	first, last := r.First(), r.Last()
+	unit := "sequence"
+	if r.ByAggregate() {
+		unit = "version"
+	}
+	switch {
+	case first < 1:
+		return bad("the first %s must be at least 1, got %d", unit, first)
+	case last < first:
+		return bad("the last %s (%d) must not be before the first (%d)", unit, last, first)
+	case last-first >= MaxReplaySpan:
+		return bad("the range spans %d %ss, over the limit of %d", last-first+1, unit, MaxReplaySpan)
+	}
+	if len(r.EventNames) > MaxReplayEventNames {
+		return bad("eventNames has %d names, over the limit of %d", len(r.EventNames), MaxReplayEventNames)
+	}
+	for _, n := range r.EventNames {
+		if err := eventstore.ValidateName("event name", n); err != nil {
+			return bad("%s", reason(err))
+		}
+	}
+	if r.FromTime < 0 || r.ToTime < 0 || (r.ToTime != 0 && r.ToTime < r.FromTime) {
+		return bad("the time range %d..%d must be epoch milliseconds with from <= to", r.FromTime, r.ToTime)
+	}
+	if r.Rate < 0 || r.Rate > MaxReplayRate {
+		return bad("rate must be between 0 (default %d) and %d events per second, got %g", DefaultReplayRate, MaxReplayRate, r.Rate)
+	}
+	if strings.TrimSpace(r.Actor) == "" || strings.TrimSpace(r.Reason) == "" {
+		return bad("a range replay needs an actor and a reason: it is audited")
+	}
+	if len(r.Reason) > 1024 || len(r.Actor) > 256 {
+		return bad("actor (at most 256 bytes) or reason (at most 1024 bytes) is too long")
+	}
+	return nil
+}
+
+// sameReplay reports whether o asks for what r asks for.
+func sameReplay(r, o *ReplayRequest) bool {
+	return r.Context == o.Context && r.Processor == o.Processor && r.Function == o.Function &&
+		r.AggregateType == o.AggregateType && r.AggregateID == o.AggregateID &&
+		r.FromVersion == o.FromVersion && r.ToVersion == o.ToVersion && r.FromSeq == o.FromSeq && r.ToSeq == o.ToSeq &&
+		slices.Equal(r.EventNames, o.EventNames) && r.FromTime == o.FromTime && r.ToTime == o.ToTime && r.Rate == o.Rate
+}
+
+// matches reports whether the stream's event e is selected (the range
+// itself is checked by the caller).
+func replayMatches(r *ReplayRequest, st *eventstore.Stream, e *eventstore.Event) bool {
+	if r.AggregateType != "" && st.Aggregate.Type != r.AggregateType {
+		return false
+	}
+	if len(r.EventNames) > 0 && !slices.Contains(r.EventNames, e.Name) {
+		return false
+	}
+	if r.FromTime != 0 && st.CreateTime < r.FromTime {
+		return false
+	}
+	return r.ToTime == 0 || st.CreateTime <= r.ToTime
+}
+
+// ErrReplayConflict reports a range replay request id used before for
+// another selection.
+var ErrReplayConflict = errors.New("processor: replay request id used for another replay")
+
+// ErrReplayNotFound reports an unknown range replay request id.
+var ErrReplayNotFound = errors.New("processor: replay request not found")
+
+// Replays is the operators' view of range replays: submit, read, list.
+// Safe for concurrent use.
+type Replays struct {
+	kv jetstream.KeyValue
+}
+
+// OpenReplays binds the range replay bucket, creating it (with replicas,
+// 1 if 0) if needed.
+func OpenReplays(ctx context.Context, js jetstream.JetStream, replicas int) (*Replays, error) {
+	kv, err := replaysBucket(ctx, js, replicas)
+	if err != nil {
+		return nil, err
+	}
+	return &Replays{kv: kv}, nil
+}
+
+func replaysBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, ReplayBucket)
+	if err == nil {
+		return kv, nil
+	}
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("open the replays bucket %s: %w", ReplayBucket, err)
+	}
+	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: ReplayBucket, Description: "amends operators' range replays, one key per request id",
+		History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
+	})
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(ctx, ReplayBucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create the replays bucket %s: %w", ReplayBucket, err)
+	}
+	return kv, nil
+}
+
+// Submit stores r as PENDING for its function's processor to run, and
+// returns it with created=true. The request id makes it idempotent: the
+// same id with the same selection returns the stored request (with its
+// progress) and created=false; with another selection it fails with
+// ErrReplayConflict. An invalid request fails with ErrInvalidOption.
+func (rs *Replays) Submit(ctx context.Context, r ReplayRequest) (ReplayRequest, bool, error) {
+	if r.Rate == 0 {
+		r.Rate = DefaultReplayRate
+	}
+	if err := ValidateReplay(&r); err != nil {
+		return ReplayRequest{}, false, err
+	}
+	r.Status, r.Next, r.Replayed, r.Failed, r.Claim, r.Updated = ReplayPending, r.First(), 0, 0, nil, r.Created
+	b, err := json.Marshal(r)
+	if err != nil {
+		return ReplayRequest{}, false, err
+	}
+	if _, err = rs.kv.Create(ctx, r.ID, b); err == nil {
+		return r, true, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return ReplayRequest{}, false, fmt.Errorf("store replay %s: %w", r.ID, err)
+	}
+	have, err := rs.Get(ctx, r.ID)
+	if err != nil {
+		return ReplayRequest{}, false, err
+	}
+	if !sameReplay(&have, &r) {
+		return have, false, fmt.Errorf("replay request id %s was used for another replay; use a new id: %w", r.ID, ErrReplayConflict)
+	}
+	return have, false, nil
+}
+
+// Get returns the request id, or an error matching ErrReplayNotFound.
+func (rs *Replays) Get(ctx context.Context, id string) (ReplayRequest, error) {
+	if err := eventstore.ValidateName("id", id); err != nil {
+		return ReplayRequest{}, fmt.Errorf("%s: %w", reason(err), ErrReplayNotFound)
+	}
+	e, err := rs.kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return ReplayRequest{}, fmt.Errorf("replay %s: %w", id, ErrReplayNotFound)
+	}
+	if err != nil {
+		return ReplayRequest{}, fmt.Errorf("read replay %s: %w", id, err)
+	}
+	return decodeReplay(e.Value())
+}
+
+func decodeReplay(b []byte) (ReplayRequest, error) {
+	var r ReplayRequest
+	if err := json.Unmarshal(b, &r); err != nil {
+		return ReplayRequest{}, fmt.Errorf("decode replay request: %w", err)
+	}
+	return r, nil
+}
+
+// updateReplay is updateHold's read-change-CAS loop for a request.
+func updateReplay(ctx context.Context, kv jetstream.KeyValue, id string, change func(r *ReplayRequest) error) (ReplayRequest, error) {
+	for attempt := 0; ; attempt++ {
+		e, err := kv.Get(ctx, id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return ReplayRequest{}, fmt.Errorf("replay %s: %w", id, ErrReplayNotFound)
+		}
+		if err != nil {
+			return ReplayRequest{}, fmt.Errorf("read replay %s: %w", id, err)
+		}
+		r, err := decodeReplay(e.Value())
+		if err != nil {
+			return ReplayRequest{}, err
+		}
+		if err := change(&r); err != nil {
+			return r, err
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return r, err
+		}
+		if _, err = kv.Update(ctx, id, b, e.Revision()); err == nil {
+			return r, nil
+		}
+		if !isCASConflict(err) || attempt > 1000 {
+			return r, fmt.Errorf("write replay %s: %w", id, err)
+		}
+	}
+}
