@@ -34,7 +34,9 @@ func (c *capture) Execute(ctx context.Context, id string, cmd aggregate.Command,
 	return c.svc.Execute(ctx, id, cmd, m)
 }
 
-func chargeFailed(order string) error { return crdb.Newf("charge of order %s failed: card declined", order) }
+func chargeFailed(order string) error {
+	return crdb.Newf("charge of order %s failed: card declined", order)
+}
 
 func TestRecorderFingerprintsAndRules(t *testing.T) {
 	ctx := t.Context()
