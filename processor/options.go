@@ -33,6 +33,7 @@ type options struct {
 	replay          bool
 	quarantine      *quarantine.Quarantine // nil: New makes one
 	replayRetry     quarantine.Retry       // First 0: nakDelay
+	build           *buildConfig           // nil: no build registry (build.go)
 }
 
 func defaultOptions() options {
