@@ -24,6 +24,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/api/v1/records/{id}/history", role: RoleViewer, handler: s.history},
 		{method: "GET", pattern: "/api/v1/quarantine", role: RoleViewer, handler: s.listQuarantine},
 	}
+	routes = append(routes, s.ruleRoutes()...)
 	for _, name := range OperatorCommands {
 		routes = append(routes, route{method: "POST", pattern: "/api/v1/records/{id}/" + name, role: RoleOperator, handler: s.commandFor(name)})
 	}
