@@ -29,6 +29,7 @@ var filterFlagNames = [][2]string{
 	{"aggregate-id", "aggregateId"}, {"function-context", "functionContext"}, {"processor", "processor"},
 	{"function", "function"}, {"function-kind", "functionKind"}, {"status", "status"}, {"recoverable", "recoverable"},
 	{"error-code", "errorCode"}, {"since", "executeAtFrom"}, {"until", "executeAtTo"}, {"min-retries", "minRetries"},
+	{"fingerprint", "fingerprint"},
 }
 
 func (f *filterFlags) add(cmd *cobra.Command) {
@@ -107,7 +108,7 @@ func (f *filterFlags) filter(params url.Values) api.Filter {
 		ID: params.Get("id"), EventID: params.Get("eventId"),
 		AggregateContext: params.Get("aggregateContext"), AggregateType: params.Get("aggregateType"), AggregateID: params.Get("aggregateId"),
 		FunctionContext: params.Get("functionContext"), Processor: params.Get("processor"), Function: params.Get("function"),
-		ErrorCode: params.Get("errorCode"),
+		ErrorCode: params.Get("errorCode"), Fingerprint: params.Get("fingerprint"),
 	}
 	if v := params.Get("functionKind"); v != "" {
 		ff.FunctionKind, _ = aggregate.ParseFunctionKind(v)

@@ -134,6 +134,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 	root.AddCommand(newServeCmd(a), newDemoCmd(a), newBenchCmd(a),
 		newListCmd(a), newShowCmd(a), newHistoryCmd(a), newSummaryCmd(a), newQuarantineCmd(a),
 		newPrepareCmd(a), newForcePrepareCmd(a), newRetrySpecCmd(a), newMarkRecoverableCmd(a), newChangeFunctionCmd(a))
+	root.AddCommand(newRulesCmd(a))
 	return root
 }
 

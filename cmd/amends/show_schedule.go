@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+// showScheduleLines bounds the retries show prints.
+const showScheduleLines = 10
+
+// intelRows are show's rows beyond Wow's: the fingerprint and the backoff's
+// cap and jitter, where the record has them.
+func intelRows(s *aggregate.State) [][2]string {
+	var rows [][2]string
+	if s.Error.Fingerprint != "" {
+		rows = append(rows, [2]string{"fingerprint", s.Error.Fingerprint})
+	}
+	if s.RetrySpec.MaxBackoff != 0 || s.RetrySpec.Jitter != 0 {
+		rows = append(rows, [2]string{"backoff", fmt.Sprintf("at most %ds per interval, jitter %g", s.RetrySpec.MaxBackoff, s.RetrySpec.Jitter)})
+	}
+	return rows
+}
+
+// printSchedule prints the automatic retries s has left
+// (aggregate.RemainingSchedule), at most showScheduleLines of them.
+func printSchedule(a *app, s *aggregate.State, now time.Time) {
+	sched := aggregate.RemainingSchedule(*s, 0)
+	if len(sched) == 0 {
+		return
+	}
+	left := s.RetrySpec.MaxRetries - s.RetryState.Retries
+	fmt.Fprintf(a.stdout, "\nremaining retries (%d, each at the earliest, if every replay fails at once):\n", left)
+	tw := newTable(a.stdout)
+	for i, r := range sched {
+		if i == showScheduleLines {
+			fmt.Fprintf(tw, "…\t%d more\n", int(left)-i)
+			break
+		}
+		fmt.Fprintf(tw, "  retry %d\t%s\n", r.Attempt, when(r.At, now))
+	}
+	_ = tw.Flush()
+}
