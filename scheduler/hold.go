@@ -25,9 +25,9 @@ func (s StaticRules) Set() *rules.Set { return s.Rules }
 // WithHolds makes the scheduler leave alone the due records that a
 // HOLD_UNTIL_DEPLOY rule of src matches (rules.Set.Held): they stay due
 // but are prepared only by a deploy release (WithDeployRelease) or an
-// operator. The due list a pass reads grows by the number of records held
-// in the previous pass, so held records never keep the others from being
-// prepared for more than one pass.
+// operator. A pass reads further down the due list past the held records,
+// so they never keep the others from being prepared; its cost grows with
+// the number of held records that are due (in memory, no I/O).
 func WithHolds(src RuleSource) Option {
 	return func(o *options) error {
 		if src == nil {
@@ -43,22 +43,34 @@ func failureOf(d projection.Due) rules.Failure {
 	return rules.Failure{Function: d.Function, ErrorCode: d.ErrorCode, Fingerprint: d.Fingerprint}
 }
 
-// unheld drops the held records from due and remembers how many there
-// were for the next pass's limit.
-func (s *Scheduler) unheld(due []projection.Due, now time.Time) []projection.Due {
+// listDue lists the due records a pass considers, without the held ones:
+// at least batch plus the backing-off records that are not held, unless
+// the due list ends first (complete). It starts from the number held in
+// the last pass and doubles the list until it has enough.
+func (s *Scheduler) listDue(now time.Time) (due []projection.Due, complete bool) {
+	want := s.opts.batch + s.backoff.extra()
 	if s.opts.holds == nil {
-		return due
+		listed := s.due.Due(now, want)
+		return listed, len(listed) < want
 	}
 	set := s.opts.holds.Set()
-	out := due[:0:0]
-	held := 0
-	for _, d := range due {
-		if set.Held(failureOf(d), now) {
-			held++
-			continue
+	limit := want + int(s.heldLast.Load())
+	for {
+		listed := s.due.Due(now, limit)
+		complete = len(listed) < limit
+		due = due[:0]
+		held := 0
+		for _, d := range listed {
+			if set.Held(failureOf(d), now) {
+				held++
+				continue
+			}
+			due = append(due, d)
 		}
-		out = append(out, d)
+		if complete || len(due) >= want {
+			s.heldLast.Store(int64(held))
+			return due, complete
+		}
+		limit *= 2
 	}
-	s.heldLast.Store(int64(held))
-	return out
 }

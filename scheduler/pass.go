@@ -54,10 +54,8 @@ func (s *Scheduler) pass() {
 	now := s.opts.clock.Now()
 	sem := make(chan struct{}, s.opts.concurrency)
 	var wg sync.WaitGroup
-	limit := s.opts.batch + s.backoff.extra() + int(s.heldLast.Load())
-	listed := s.due.Due(now, limit)
-	complete := len(listed) < limit
-	due, skipped := s.backoff.filter(s.unheld(listed, now), now, s.opts.batch, complete)
+	listed, complete := s.listDue(now)
+	due, skipped := s.backoff.filter(listed, now, s.opts.batch, complete)
 	s.skipped.Add(uint64(skipped))
 	for _, d := range due {
 		select {
