@@ -106,6 +106,12 @@ func (s *Server) addRule(w http.ResponseWriter, r *http.Request, p principal) er
 	if err != nil {
 		return badRequest("action", "%s", strings.TrimSuffix(err.Error(), ": "+rules.ErrInvalidRule.Error()))
 	}
+	if req.RetrySpec != nil {
+		// The API's rules for a retry spec, as apply_retry_spec's.
+		if err := checkRetrySpec(aggregate.ApplyRetrySpec(*req.RetrySpec)); err != nil {
+			return prefixField("retrySpec.", err)
+		}
+	}
 	added, err := st.Add(r.Context(), rules.Rule{Match: rules.Match(req.Match), Action: action, RetrySpec: req.RetrySpec,
 		Reason: req.Reason, Actor: p.name, ExpiresAt: req.ExpiresAt})
 	if err != nil {

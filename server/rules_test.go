@@ -106,3 +106,34 @@ func TestScheduleAndSummaryByFingerprint(t *testing.T) {
 	r.json(t, &page)
 	assert.Empty(t, page.Items, "the fingerprint filters")
 }
+
+func TestRuleRetrySpecFollowsTheAPIsRules(t *testing.T) {
+	base := newEnv(t)
+	st, err := rules.OpenStore(t.Context(), base.js)
+	require.NoError(t, err)
+	e := base.with(t, func(c *server.Config) { c.Rules = st })
+	spec := aggregate.RetrySpec{MaxRetries: 3, MinBackoff: 10, ExecutionTimeout: 0}
+	r := e.do(t, "POST", "/api/v1/rules", operatorKey, api.RuleRequest{Match: api.RuleMatch{Fingerprint: "fp1-0123456789abcdef"}, Action: "APPLY_RETRY_SPEC", RetrySpec: &spec, Reason: "slow"})
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, "%s", r.body)
+	body := r.apiError(t)
+	assert.Equal(t, "retrySpec.executionTimeout", body.Details["field"])
+	spec.ExecutionTimeout, spec.MaxBackoff, spec.Jitter = 30, 600, 0.2
+	r = e.do(t, "POST", "/api/v1/rules", operatorKey, api.RuleRequest{Match: api.RuleMatch{Fingerprint: "fp1-0123456789abcdef"}, Action: "APPLY_RETRY_SPEC", RetrySpec: &spec, Reason: "slow"})
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	var rule api.Rule
+	r.json(t, &rule)
+	assert.Equal(t, &spec, rule.RetrySpec)
+}
+
+func TestApplyRetrySpecTakesMaxBackoffAndJitter(t *testing.T) {
+	e := newEnv(t)
+	id := e.create(t, 1, nil)
+	r := e.do(t, "POST", "/api/v1/records/"+id+"/apply_retry_spec", operatorKey, map[string]any{"maxRetries": 5, "minBackoff": 60, "executionTimeout": 30, "jitter": 2})
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, "%s", r.body)
+	assert.Equal(t, "jitter", r.apiError(t).Details["field"])
+	r = e.do(t, "POST", "/api/v1/records/"+id+"/apply_retry_spec", operatorKey, map[string]any{"maxRetries": 5, "minBackoff": 60, "executionTimeout": 30, "maxBackoff": 300, "jitter": 0.5})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	st, _, err := e.svc.Get(t.Context(), id)
+	require.NoError(t, err)
+	assert.Equal(t, aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: 30, MaxBackoff: 300, Jitter: 0.5}, st.RetrySpec)
+}
