@@ -80,3 +80,16 @@ func TestShowPrintsTheRemainingSchedule(t *testing.T) {
 	assert.Contains(t, out, "retry 10")
 	assert.Equal(t, 10, strings.Count(out, "  retry "), "every retry of Wow's default spec: %s", out)
 }
+
+func TestRetrySpecTakesACapAndJitter(t *testing.T) {
+	e := newAPIEnv(t)
+	id := e.create(t, 1)
+	op := e.cli(operatorKey)
+	assert.Equal(t, 2, op.run(t, "retry-spec", id, "--max-retries", "5", "--min-backoff", "60", "--execution-timeout", "30", "--jitter", "1.5"))
+	op = e.cli(operatorKey)
+	require.Equal(t, 0, op.run(t, "retry-spec", id, "--max-retries", "5", "--min-backoff", "60", "--execution-timeout", "30",
+		"--max-backoff", "300", "--jitter", "0.25"), op.stderr.String())
+	s, _, err := e.svc.Get(t.Context(), id)
+	require.NoError(t, err)
+	assert.Equal(t, aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: 30, MaxBackoff: 300, Jitter: 0.25}, s.RetrySpec)
+}
