@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
@@ -346,6 +347,13 @@ func TestOpenAPIResponsesMatchTheServer(t *testing.T) {
 		"HistoryEvent":    HistoryEvent{},
 		"QuarantinePage":  QuarantinePage{},
 		"QuarantineEntry": quarantine.Entry{},
+		// Failure intelligence.
+		"Rule":             api.Rule{},
+		"RuleAudit":        api.RuleAudit{},
+		"RuleList":         api.RuleList{},
+		"RecordSchedule":   api.RecordSchedule{},
+		"ScheduledRetry":   aggregate.ScheduledRetry{},
+		"FingerprintGroup": api.FingerprintGroup{},
 	} {
 		schema := deref(doc, obj{"$ref": "#/components/schemas/" + name})
 		require.NotNil(t, schema, name)
