@@ -134,3 +134,33 @@ func ExampleNormalize() {
 	fmt.Println(fingerprint.Normalize(`order 42 of "alice" not found (request 6f1c2b9e-1d2a-4c3b-9a8f-0e1d2c3b4a59)`))
 	// Output: order <n> of <q> not found (request <uuid>)
 }
+
+func TestNormalizeEdges(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"don't retry 'k1' now", "don't retry <q> now"},
+		{"unclosed \"quote 42", "unclosed \"quote <n>"},
+		{"order-42 v2 x_9", "order-<n> v<n> x_<n>"},
+		{"pi is 3.14, e is 2.71828.", "pi is <n>, e is <n>."},
+		{"at 2026-12-01T11:22:52+01:00 ok", "at <time> ok"},
+		{"12:30 is not a clock time with seconds", "<n>:<n> is not a clock time with seconds"},
+		{"0xZZ and 0x1f", "<n>xZZ and <n>"},
+		{"  lead and trail  ", "lead and trail"},
+		{"ünïcode 7é", "ünïcode <n>é"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, fingerprint.Normalize(c.in), "Normalize(%q)", c.in)
+	}
+}
+
+// Normalize never panics, reads at most MaxInput bytes and is idempotent
+// on its own output's shape (a second pass changes nothing).
+func TestPropertyNormalizeIsStable(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.String().Draw(t, "s")
+		n := fingerprint.Normalize(s)
+		if fingerprint.Normalize(n) != n {
+			t.Fatalf("Normalize(%q) = %q, whose Normalize is %q", s, n, fingerprint.Normalize(n))
+		}
+	})
+}
