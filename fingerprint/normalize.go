@@ -281,7 +281,9 @@ func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
 func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 func isHex(c byte) bool    { return isDigit(c) || 'a' <= c|0x20 && c|0x20 <= 'f' }
 func isWord(c byte) bool   { return isDigit(c) || isLetter(c) || c == '_' }
-func isSpace(c byte) bool  { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
 
 // cut returns the first MaxInput bytes of s, not splitting a UTF-8
 // sequence.
