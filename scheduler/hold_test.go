@@ -3,6 +3,8 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,3 +96,44 @@ func TestDeployReleaseOptions(t *testing.T) {
 type staticBuilds []processor.BuildEntry
 
 func (b staticBuilds) Builds(context.Context) ([]processor.BuildEntry, error) { return b, nil }
+
+// mutableBuilds is a BuildSource whose entries a test changes.
+type mutableBuilds struct {
+	mu      sync.Mutex
+	entries []processor.BuildEntry
+}
+
+func (b *mutableBuilds) set(e ...processor.BuildEntry) { b.mu.Lock(); b.entries = e; b.mu.Unlock() }
+func (b *mutableBuilds) Builds(context.Context) ([]processor.BuildEntry, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.entries), nil
+}
+
+// A new build of a processor that no hold rule can concern is noted
+// without a release.
+func TestNewBuildWithoutHoldsIsNotedQuietly(t *testing.T) {
+	e := newEnv(t, natstest.New(t).JetStream(), 1, steadyTTL)
+	rel, err := scheduler.OpenReleases(t.Context(), e.js, "", 0)
+	require.NoError(t, err)
+	builds := &mutableBuilds{}
+	builds.set(processor.BuildEntry{Context: "order", Processor: "P", Instance: "a", Build: processor.Build{Version: "v1"}, StartedAt: 1})
+	ticks := make(chan time.Time)
+	s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithHolds(scheduler.StaticRules{Rules: rules.NewSet(nil)}),
+		scheduler.WithDeployRelease(builds, e.index, rel, scheduler.ReleasePolicy{}, nil))
+	run(t, s)
+	waitActive(t, s)
+	tick(t, s, ticks)
+	r, ok, err := rel.Get(t.Context(), "order", "P")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, scheduler.PhaseBaseline, r.Phase, "the first build seen is the baseline")
+	builds.set(processor.BuildEntry{Context: "order", Processor: "P", Instance: "b", Build: processor.Build{Version: "v2"}, StartedAt: 2})
+	tick(t, s, ticks)
+	r, _, err = rel.Get(t.Context(), "order", "P")
+	require.NoError(t, err)
+	assert.Equal(t, scheduler.PhaseDone, r.Phase)
+	assert.Equal(t, processor.Build{Version: "v2"}, r.Build)
+	assert.Equal(t, processor.Build{Version: "v1"}, r.PreviousBuild)
+	assert.Zero(t, s.Stats().Releases.Started, "no release without holds")
+}

@@ -295,6 +295,10 @@ func (s *Scheduler) advance(ctx context.Context, rc *releaseConfig, e processor.
 		return rc.progress.put(ctx, rel)
 	case rel.Build != e.Build && e.Build == rel.PreviousBuild && (rel.Phase == PhaseCanary || rel.Phase == PhaseSteps):
 		return nil // an instance of the build being replaced, restarted during the release
+	case rel.Build != e.Build && len(s.opts.holds.Set().Holds(e.Context, e.Processor, now)) == 0:
+		// Nothing can be held for this processor: note the build, quietly.
+		rel = Release{Context: e.Context, Processor: e.Processor, Build: e.Build, PreviousBuild: rel.Build, Phase: PhaseDone, StartedAt: ms, UpdatedAt: ms}
+		return rc.progress.put(ctx, rel)
 	case rel.Build != e.Build:
 		if rel.Phase == PhaseCanary || rel.Phase == PhaseSteps {
 			s.opts.logger.Info("scheduler: a newer build supersedes the release under way", "processor", e.Processor, "build", rel.Build.String(), "newer", e.Build.String())
