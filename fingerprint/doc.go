@@ -3,13 +3,14 @@
 // error message with its variable parts replaced, and the first stack
 // frame inside the service's own module.
 //
-// Normalize replaces, in this order, quoted values ("…", '…', `…`) with
-// <q>, UUIDs with <uuid>, timestamps, dates and clock times with <time>,
-// 0x-prefixed numbers and hexadecimal runs of 8 or more characters with a
-// digit in them with <n> (the token of numbers: an id printed in hex may
-// happen to hold only decimal digits), other tokens of 16 or more letters, digits,
-// '_' or '-' with both a letter and a digit (NUIDs, base64 ids) with <id>,
-// and the remaining numbers with <n>; it collapses runs of white space.
+// Normalize replaces, in one pass: quoted values ("…", '…' after a
+// non-word character, `…`, closed within 256 bytes) with <q>; UUIDs with
+// <uuid>; timestamps, dates and clock times with <time>; 0x numbers and
+// hexadecimal runs of 8 or more characters with a digit in them with <n>
+// (the token of numbers: an id printed in hex may happen to hold only
+// decimal digits); other tokens of 16 or more letters, digits, '_' or '-'
+// with both a letter and a digit (NUIDs, base64 ids) with <id>; and the
+// remaining numbers with <n>. It collapses runs of white space.
 // So "order 42 not found (id 6f1c…)" and "order 7 not found (id 0b9e…)"
 // both normalise to "order <n> not found (id <uuid>)".
 //

@@ -152,15 +152,3 @@ func TestNormalizeEdges(t *testing.T) {
 		assert.Equal(t, c.want, fingerprint.Normalize(c.in), "Normalize(%q)", c.in)
 	}
 }
-
-// Normalize never panics, reads at most MaxInput bytes and is idempotent
-// on its own output's shape (a second pass changes nothing).
-func TestPropertyNormalizeIsStable(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		s := rapid.String().Draw(t, "s")
-		n := fingerprint.Normalize(s)
-		if fingerprint.Normalize(n) != n {
-			t.Fatalf("Normalize(%q) = %q, whose Normalize is %q", s, n, fingerprint.Normalize(n))
-		}
-	})
-}

@@ -183,11 +183,16 @@ func hex0xAt(s string, i int) int {
 	return j - i
 }
 
+// maxQuoted bounds a quoted value: a quote not closed within it is text,
+// so that a message of unclosed quotes costs linear time.
+const maxQuoted = 256
+
 // quotedAt returns the length of the quoted value at i ("…" and '…' with
-// backslash escapes, `…` without), 0 if it is not closed.
+// backslash escapes, `…` without), 0 if it is not closed within
+// maxQuoted bytes.
 func quotedAt(s string, i int) int {
 	q := s[i]
-	for j := i + 1; j < len(s); j++ {
+	for j := i + 1; j < len(s) && j-i <= maxQuoted; j++ {
 		switch {
 		case s[j] == '\\' && q != '`':
 			j++
