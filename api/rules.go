@@ -83,4 +83,8 @@ type RuleApplyRequest struct {
 type RecordSchedule struct {
 	ID      string                     `json:"id"`
 	Retries []aggregate.ScheduledRetry `json:"retries"`
+	// HeldBy is the HOLD_UNTIL_DEPLOY rule that keeps the record from
+	// automatic retries until a new build of its processor registers;
+	// Retries is empty then.
+	HeldBy string `json:"heldBy,omitempty"`
 }

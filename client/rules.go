@@ -50,7 +50,8 @@ func (c *Client) ApplyRule(ctx context.Context, id string, req api.RuleApplyRequ
 }
 
 // Schedule returns the automatic retries record id has left and when each
-// is due at the earliest. An unknown id is a *Error with Status 404.
+// is due at the earliest, or (HeldBy) the rule that holds it until a
+// deploy. An unknown id is a *Error with Status 404.
 func (c *Client) Schedule(ctx context.Context, id string) (api.RecordSchedule, error) {
 	var s api.RecordSchedule
 	return s, c.get(ctx, "/api/v1/records/"+url.PathEscape(id)+"/schedule", &s)

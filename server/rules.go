@@ -241,6 +241,16 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request, _ principal) e
 		return err
 	}
 	out := api.RecordSchedule{ID: id, Retries: aggregate.RemainingSchedule(v.State, 0)}
+	if s.cfg.Rules != nil && len(out.Retries) > 0 {
+		all, err := s.cfg.Rules.List(r.Context(), false)
+		if err != nil {
+			return err
+		}
+		x := rules.Failure{Function: v.State.Function, ErrorCode: v.State.Error.ErrorCode, Fingerprint: v.State.Error.Fingerprint}
+		if rule, ok := rules.NewSet(all).Match(x, s.cfg.Clock.Now()); ok && rule.Action == rules.HoldUntilDeploy {
+			out.HeldBy, out.Retries = rule.ID, nil
+		}
+	}
 	if out.Retries == nil {
 		out.Retries = []aggregate.ScheduledRetry{}
 	}

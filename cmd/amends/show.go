@@ -57,7 +57,7 @@ func newShowCmd(a *app) *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			printSchedule(a, &s, now)
+			printSchedule(a, &s, now, remoteSchedule(cmd.Context(), c, s.ID))
 			if s.Error.StackTrace != "" {
 				fmt.Fprintf(a.stdout, "\nstack trace:\n%s\n", s.Error.StackTrace)
 			}

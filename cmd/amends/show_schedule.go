@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/client"
 )
 
 // showScheduleLines bounds the retries show prints.
@@ -23,10 +26,30 @@ func intelRows(s *aggregate.State) [][2]string {
 	return rows
 }
 
-// printSchedule prints the automatic retries s has left
-// (aggregate.RemainingSchedule), at most showScheduleLines of them.
-func printSchedule(a *app, s *aggregate.State, now time.Time) {
+// remoteSchedule asks the server for the record's schedule, which knows
+// the holds; nil if the server cannot say (an older one, or an error: show
+// then computes the schedule itself).
+func remoteSchedule(ctx context.Context, c *client.Client, id string) *api.RecordSchedule {
+	s, err := c.Schedule(ctx, id)
+	if err != nil {
+		return nil
+	}
+	return &s
+}
+
+// printSchedule prints the automatic retries s has left, at most
+// showScheduleLines of them: the server's (remote, which says whether a
+// rule holds the record until a deploy) or else
+// aggregate.RemainingSchedule's.
+func printSchedule(a *app, s *aggregate.State, now time.Time, remote *api.RecordSchedule) {
 	sched := aggregate.RemainingSchedule(*s, 0)
+	if remote != nil {
+		if remote.HeldBy != "" {
+			fmt.Fprintf(a.stdout, "\nheld until a new build of %s registers, by rule %s (amends rules list)\n", s.Function.ProcessorName, remote.HeldBy)
+			return
+		}
+		sched = remote.Retries
+	}
 	if len(sched) == 0 {
 		return
 	}
