@@ -31,5 +31,13 @@
 // of rules, with no round trip to NATS. The Watcher counts the matches of
 // each rule and adds them to the rule's Recorded count from time to time.
 //
+// # Applying a rule to existing records
+//
+// Apply (and Store.Apply, which also audits it) runs a rule's command on
+// the unfinished records it matches now, as a batch: oldest failure first,
+// paced, a dry run that decides without appending, and command ids derived
+// from the rule, the request id and the record, so a run sent twice
+// applies once.
+//
 // Store, Watcher and Set are safe for concurrent use.
 package rules

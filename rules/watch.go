@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -82,13 +83,17 @@ func (w *Watcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.flushLoop(ctx) })
 	for ctx.Err() == nil {
-		if err := w.watch(ctx); err != nil && ctx.Err() == nil {
-			w.logger.Warn("rules: watch failed; starting it again", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
+		err := w.watch(ctx)
+		if ctx.Err() != nil {
+			break
 		}
+		w.logger.Warn("rules: the watch of the rules stopped; starting it again in a second", "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	wg.Wait()
 	return nil
@@ -115,7 +120,7 @@ func (w *Watcher) watch(ctx context.Context) error {
 			return nil
 		case e, ok := <-kw.Updates():
 			if !ok {
-				return nil
+				return errors.New("the watch ended")
 			}
 			if e == nil { // the initial values are all in
 				loaded = true
