@@ -53,6 +53,9 @@ type ApplyRetrySpec struct {
 	MaxRetries       int32 `json:"maxRetries"`
 	MinBackoff       int32 `json:"minBackoff"`
 	ExecutionTimeout int32 `json:"executionTimeout"`
+	// MaxBackoff and Jitter as in RetrySpec (beyond Wow, omitted when 0).
+	MaxBackoff int32   `json:"maxBackoff,omitempty"`
+	Jitter     float64 `json:"jitter,omitempty"`
 }
 
 // ChangeFunction retargets the record after a function was renamed or moved.

@@ -136,7 +136,7 @@ func (d Decider) create(s State, c CreateExecutionFailed) ([]Event, error) {
 		}
 		return nil, atField("retrySpec.", err)
 	}
-	rs, err := NextRetryState(spec, 0, c.ExecuteAt)
+	rs, err := NextRetryStateOf(s.ID, spec, 0, c.ExecuteAt)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func prepare(s State, now time.Time) ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := NextRetryState(s.RetrySpec, retries, now.UnixMilli())
+	rs, err := NextRetryStateOf(s.ID, s.RetrySpec, retries, now.UnixMilli())
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,9 @@ type RetrySpecApplied struct {
 	MaxRetries       int32 `json:"maxRetries"`
 	MinBackoff       int32 `json:"minBackoff"`
 	ExecutionTimeout int32 `json:"executionTimeout"`
+	// MaxBackoff and Jitter as in RetrySpec (beyond Wow, omitted when 0).
+	MaxBackoff int32   `json:"maxBackoff,omitempty"`
+	Jitter     float64 `json:"jitter,omitempty"`
 }
 
 // FunctionChanged: the record now targets another function.

@@ -14,6 +14,8 @@ const (
 	msgRetries          = "retries must be greater than or equal to 0."
 	msgBackoffRange     = "Retry backoff exceeds the supported millisecond range."
 	msgLongOverflow     = "long overflow"
+	msgMaxBackoff       = "maxBackoff must be greater than or equal to 0."
+	msgJitter           = "jitter must be a fraction from 0 to 1"
 )
 
 // NextRetryAt returns when the retry after the given number of retries is
@@ -45,15 +47,21 @@ func NextRetryAt(minBackoff, retries int32, currentRetryAt int64) (int64, error)
 	return addExact(currentRetryAt, millis)
 }
 
-// NextRetryState returns the retry state of attempt number retries,
-// prepared at retryAt (epoch ms): timeoutAt = retryAt + executionTimeout
-// and nextRetryAt from NextRetryAt. Errors as NextRetryAt, plus
-// ErrIllegalArgument for a negative executionTimeout.
+// NextRetryState is NextRetryStateOf with the record id "": the jitter of
+// a spec that has one is then drawn from the attempt alone.
 func NextRetryState(spec RetrySpec, retries int32, retryAt int64) (RetryState, error) {
+	return NextRetryStateOf("", spec, retries, retryAt)
+}
+
+// NextRetryStateOf returns the retry state of attempt number retries of
+// record id, prepared at retryAt (epoch ms): timeoutAt = retryAt +
+// executionTimeout and nextRetryAt from NextRetryAtOf. Errors as
+// NextRetryAtOf, plus ErrIllegalArgument for a negative executionTimeout.
+func NextRetryStateOf(id string, spec RetrySpec, retries int32, retryAt int64) (RetryState, error) {
 	if spec.ExecutionTimeout < 0 {
 		return RetryState{}, invalidField("executionTimeout", msgExecutionTimeout)
 	}
-	next, err := NextRetryAt(spec.MinBackoff, retries, retryAt)
+	next, err := NextRetryAtOf(id, spec, retries, retryAt)
 	if err != nil {
 		return RetryState{}, err
 	}
@@ -89,6 +97,11 @@ func NextRetryState(spec RetrySpec, retries int32, retryAt int64) (RetryState, e
 // executionTimeout 0 (an attempt times out 1 ms after it is prepared).
 // Stricter rules, such as the HTTP API refusing executionTimeout 0, belong
 // to their callers, not here, so that every spec Wow accepts is accepted.
+//
+// Beyond Wow, the optional fields are checked after those: maxBackoff < 0
+// ("maxBackoff must be greater than or equal to 0.") and a jitter outside
+// [0, 1] fail with ErrIllegalArgument naming the field. With a maxBackoff
+// no interval exceeds it, so a large maxRetries no longer overflows.
 func ValidateRetrySpec(spec RetrySpec) error {
 	if spec.MaxRetries < 0 {
 		return invalidField("maxRetries", msgMaxRetries)

@@ -216,6 +216,11 @@ type ErrorDetails struct {
 	StackTrace string `json:"stackTrace"`
 	// BindingErrors are the invalid fields of a validation error.
 	BindingErrors []BindingError `json:"bindingErrors,omitempty"`
+	// Fingerprint (beyond Wow) groups failures that are the same problem:
+	// a hash of the function, the code, the normalised message and the
+	// first stack frame in the service's module (see package fingerprint).
+	// Empty when the recorder computed none; absent from the JSON then.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // Succeeded reports whether the code is "Ok" (Wow's ErrorInfo.succeeded).
@@ -229,6 +234,13 @@ type RetrySpec struct {
 	MinBackoff int32 `json:"minBackoff"`
 	// ExecutionTimeout is how long a prepared replay may run, in seconds.
 	ExecutionTimeout int32 `json:"executionTimeout"`
+	// MaxBackoff (beyond Wow) caps one interval, in seconds; 0, absent from
+	// the JSON, means no cap (Wow's formula).
+	MaxBackoff int32 `json:"maxBackoff,omitempty"`
+	// Jitter (beyond Wow) is the largest fraction, from 0 to 1, taken off
+	// an interval, drawn from the record id and attempt (NextRetryAtOf);
+	// 0, absent from the JSON, means none.
+	Jitter float64 `json:"jitter,omitempty"`
 }
 
 // DefaultRetrySpec is Wow's default: 10 retries, 180 s backoff, 120 s timeout.

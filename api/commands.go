@@ -40,10 +40,14 @@ type (
 	// RetrySpecRequest is the body of apply_retry_spec: all three values
 	// are required, the times in seconds.
 	RetrySpecRequest struct {
-		MaxRetries       int32  `json:"maxRetries"`
-		MinBackoff       int32  `json:"minBackoff"`
-		ExecutionTimeout int32  `json:"executionTimeout"`
-		Reason           string `json:"reason,omitempty"`
+		MaxRetries       int32 `json:"maxRetries"`
+		MinBackoff       int32 `json:"minBackoff"`
+		ExecutionTimeout int32 `json:"executionTimeout"`
+		// MaxBackoff (seconds) and Jitter (0 to 1) are optional (beyond
+		// Wow; see aggregate.RetrySpec).
+		MaxBackoff int32   `json:"maxBackoff,omitempty"`
+		Jitter     float64 `json:"jitter,omitempty"`
+		Reason     string  `json:"reason,omitempty"`
 	}
 	// MarkRecoverableRequest is the body of mark_recoverable.
 	MarkRecoverableRequest struct {

@@ -22,8 +22,8 @@ var update = flag.Bool("update", false, "write the golden files of testdata/wire
 func TestHoldAndReplayWire(t *testing.T) {
 	for name, v := range map[string]any{
 		"hold.json": &api.Hold{Context: "shop", Processor: "Projector", Function: "onStep", AggregateType: "order", AggregateID: "o-1",
-			Head: api.HoldHead{Record: "0b6b4b0e-3c0b-5a55-9b1e-3a4f3f0d2b11", EventID: "evt-1", Version: 5, Seq: 41, Since: 1735000000000},
-			Held: []api.HeldEvent{{EventID: "evt-2", Version: 6, Seq: 44, HeldAt: 1735000001000}, {EventID: "evt-3", Version: 7, Seq: 47, Index: 1, HeldAt: 1735000002000}},
+			Head:      api.HoldHead{Record: "0b6b4b0e-3c0b-5a55-9b1e-3a4f3f0d2b11", EventID: "evt-1", Version: 5, Seq: 41, Since: 1735000000000},
+			Held:      []api.HeldEvent{{EventID: "evt-2", Version: 6, Seq: 44, HeldAt: 1735000001000}, {EventID: "evt-3", Version: 7, Seq: 47, Index: 1, HeldAt: 1735000002000}},
 			Releasing: true, Released: &api.HoldAudit{Actor: "alice", Reason: "fixed by hand", At: 1735000003000},
 			Skipped: []api.HeldSkip{{HeldEvent: api.HeldEvent{EventID: "evt-9", Version: 8, Seq: 50, HeldAt: 1735000002500}, HoldAudit: api.HoldAudit{Actor: "bob", Reason: "duplicate", At: 1735000002600}}},
 			Claim:   &api.HoldClaim{Owner: "5d0c7f3e-1f7e-4a57-9c3c-4d3b2f1a0e9d", Until: 1735000033000}},

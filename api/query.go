@@ -49,6 +49,9 @@ type Filter struct {
 	Recoverable aggregate.Recoverability `json:"recoverable,omitempty"`
 	// ErrorCode is the last failure's code.
 	ErrorCode string `json:"errorCode,omitempty"`
+	// Fingerprint is the last failure's fingerprint
+	// (aggregate.ErrorDetails.Fingerprint).
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// ExecuteAtFrom and ExecuteAtTo bound executeAt: from inclusive, to
 	// exclusive; zero is unbounded. They are compared in milliseconds.
 	ExecuteAtFrom time.Time `json:"executeAtFrom,omitzero"`
@@ -116,6 +119,7 @@ func (f Filter) Values() url.Values {
 	set("status", string(f.Status))
 	set("recoverable", string(f.Recoverable))
 	set("errorCode", f.ErrorCode)
+	set("fingerprint", f.Fingerprint)
 	set("executeAtFrom", formatTime(f.ExecuteAtFrom))
 	set("executeAtTo", formatTime(f.ExecuteAtTo))
 	set("nextRetryAtFrom", formatTime(f.NextRetryAtFrom))

@@ -36,6 +36,7 @@ type Item struct {
 	Status      aggregate.Status          `json:"status"`
 	Recoverable aggregate.Recoverability  `json:"recoverable"`
 	ErrorCode   string                    `json:"errorCode"`
+	Fingerprint string                    `json:"fingerprint,omitempty"`
 	ExecuteAt   int64                     `json:"executeAt"`
 	Retries     int32                     `json:"retries"`
 	MaxRetries  int32                     `json:"maxRetries"`
@@ -67,6 +68,10 @@ type Summary struct {
 	ByStatus []StatusCount `json:"byStatus"`
 	// Views counts the records in each operator view at the filter's now.
 	Views map[aggregate.View]int `json:"views"`
+	// Fingerprints groups the records by failure fingerprint, the largest
+	// group first; only with by=fingerprint. Records without a fingerprint
+	// are left out of it.
+	Fingerprints []FingerprintGroup `json:"fingerprints,omitempty"`
 }
 
 // FailureGroup is the records of one (function context, processor,
@@ -122,3 +127,28 @@ type HistoryEvent struct {
 	Name string          `json:"name"`
 	Body json.RawMessage `json:"body"`
 }
+
+// FingerprintGroup is the records of one failure fingerprint in GET
+// /api/v1/summary?by=fingerprint.
+type FingerprintGroup struct {
+	Fingerprint string `json:"fingerprint"`
+	// FunctionContext, Processor, Function and ErrorCode are those of the
+	// group's records (one fingerprint has one function and code).
+	FunctionContext string `json:"functionContext"`
+	Processor       string `json:"processor"`
+	Function        string `json:"function"`
+	ErrorCode       string `json:"errorCode"`
+	// SampleMessage is the message of one of its failures, cut to
+	// MaxSampleBytes.
+	SampleMessage string `json:"sampleMessage"`
+	// FirstSeen and LastSeen are the smallest and largest executeAt (epoch
+	// ms) of the group's records.
+	FirstSeen int64 `json:"firstSeen"`
+	LastSeen  int64 `json:"lastSeen"`
+	// Total counts the records; ByStatus per status.
+	Total    int                      `json:"total"`
+	ByStatus map[aggregate.Status]int `json:"byStatus"`
+}
+
+// MaxSampleBytes bounds FingerprintGroup.SampleMessage.
+const MaxSampleBytes = 512

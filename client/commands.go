@@ -51,13 +51,14 @@ func (c *Client) ForcePrepare(ctx context.Context, id, reason string, opts Comma
 }
 
 // ChangeRetrySpec replaces the record's retry spec (apply_retry_spec):
-// spec's MaxRetries, MinBackoff and ExecutionTimeout (seconds), from the
-// next prepare on. The server refuses negative values, an
+// spec's MaxRetries, MinBackoff and ExecutionTimeout (seconds), and the
+// optional MaxBackoff and Jitter, from the next prepare on. The server refuses negative values, an
 // ExecutionTimeout under 1 and a spec whose last backoff overflows, with a
 // 422 naming the field.
 func (c *Client) ChangeRetrySpec(ctx context.Context, id string, spec aggregate.RetrySpec, opts CommandOptions) (api.CommandResponse, error) {
 	return c.command(ctx, id, api.CommandApplyRetrySpec, api.RetrySpecRequest{
-		MaxRetries: spec.MaxRetries, MinBackoff: spec.MinBackoff, ExecutionTimeout: spec.ExecutionTimeout, Reason: opts.Reason,
+		MaxRetries: spec.MaxRetries, MinBackoff: spec.MinBackoff, ExecutionTimeout: spec.ExecutionTimeout,
+		MaxBackoff: spec.MaxBackoff, Jitter: spec.Jitter, Reason: opts.Reason,
 	}, opts)
 }
 

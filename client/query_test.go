@@ -98,7 +98,7 @@ func TestQueryEncodingRoundTripsThroughTheServersParser(t *testing.T) {
 	f := api.Filter{
 		ID: "rec-1", EventID: "evt 1/ü?&=", AggregateContext: "shop", AggregateType: "order", AggregateID: "o+1 %2F",
 		FunctionContext: "order", Processor: "Mailer", Function: "onOrderPlaced", FunctionKind: aggregate.KindStateEvent,
-		Status: aggregate.StatusPrepared, Recoverable: aggregate.Unrecoverable, ErrorCode: "Timeout",
+		Status: aggregate.StatusPrepared, Recoverable: aggregate.Unrecoverable, ErrorCode: "Timeout", Fingerprint: "fp1-0123456789abcdef",
 		ExecuteAtFrom: from, ExecuteAtTo: from.Add(36 * time.Hour), NextRetryAtFrom: from.Add(time.Hour), NextRetryAtTo: from.Add(48 * time.Hour), MinRetries: 3, View: aggregate.ViewNextRetry,
 	}
 	requireEveryField(t, f, "Now")

@@ -32,9 +32,13 @@ func schedulerCollector(stats func() scheduler.Stats, due DueIndex, now func() t
 	oldest := desc("scheduler_oldest_due_age_seconds", "How long the oldest due record has been due; 0 if none is.")
 	skipped := desc("scheduler_skipped_total", "Due records passes left out because a prepare of theirs failed and they are backing off.")
 	backingOff := desc("scheduler_backing_off", "Records backing off after a failed prepare, to be tried again later.")
-	return &collector{descs: []*prometheus.Desc{prepares, passes, active, leases, backlog, oldest, skipped, backingOff}, read: func() []sample {
+	held := desc("scheduler_held", "Due records the last pass left alone because a hold-until-deploy rule holds them.")
+	releases := desc("scheduler_releases_total", "Deploy releases of held records, by event (started, step, prepared, halted, done); halted means a canary or step failed.", "event")
+	return &collector{descs: []*prometheus.Desc{prepares, passes, active, leases, backlog, oldest, skipped, backingOff, held, releases}, read: func() []sample {
 		s := stats()
 		out := []sample{
+			gauge(held, float64(s.Held)), counter(releases, s.Releases.Started, "started"), counter(releases, s.Releases.Steps, "step"),
+			counter(releases, s.Releases.Prepared, "prepared"), counter(releases, s.Releases.Halted, "halted"), counter(releases, s.Releases.Done, "done"),
 			counter(prepares, s.Prepared, "prepared"), counter(prepares, s.Rejected, "rejected"),
 			counter(prepares, s.Duplicates, "duplicate"), counter(prepares, s.Failed, "failed"),
 			counter(passes, s.Passes), counter(leases, s.Acquired, "acquired"), counter(leases, s.Lost, "lost"),

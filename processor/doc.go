@@ -156,6 +156,14 @@
 // Range replays (WithRangeReplays, ReplayRequest) give committed events
 // again to one function at an operator's request: see Replays.
 //
+// # Builds
+//
+// With WithBuildRegistry, Run registers the build each of its processors
+// runs (module version and VCS revision from the binary's build info, or
+// the one given) in a KV registry, renewing the entry while it runs and
+// removing it when it stops. The scheduler releases records held until a
+// deploy when a processor registers a new build.
+//
 // # Concurrency and lifecycle
 //
 // Register functions, and RegisterAggregate before the STATE_EVENT

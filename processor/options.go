@@ -35,6 +35,7 @@ type options struct {
 	replayRetry     quarantine.Retry       // First 0: nakDelay
 	holdReplicas    int
 	rangeReplays    bool
+	build           *buildConfig // nil: no build registry (build.go)
 }
 
 func defaultOptions() options {

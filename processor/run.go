@@ -114,6 +114,7 @@ func (p *Processor) run(ctx context.Context, groups []*group) error {
 		stop()
 		watch.Wait()
 	}()
+	watch.Go(func() { p.heartbeat(stopping) })
 	watch.Go(func() {
 		select {
 		case <-p.stopCh:

@@ -1,6 +1,10 @@
 package projection
 
-import "time"
+import (
+	"time"
+
+	"github.com/amends-dev/amends/aggregate"
+)
 
 // Due is a record the scheduler should prepare.
 type Due struct {
@@ -12,6 +16,11 @@ type Due struct {
 	// due: together they name the due time the scheduler prepares for.
 	Retries     int32
 	NextRetryAt int64
+	// Function, ErrorCode and Fingerprint are the record's function and
+	// last failure, for the scheduler's holds (package rules).
+	Function    aggregate.FunctionInfo
+	ErrorCode   string
+	Fingerprint string
 }
 
 // Due returns up to limit records for which aggregate.State.Schedulable(now)
@@ -36,7 +45,10 @@ func (ix *Index) Due(now time.Time, limit int) []Due {
 		e := ix.slots.at(p.slot)
 		s := e.predicateState()
 		if s.Schedulable(now) {
-			out = append(out, Due{ID: e.id, Version: e.version, Retries: e.retries, NextRetryAt: e.nextRetryAt})
+			out = append(out, Due{ID: e.id, Version: e.version, Retries: e.retries, NextRetryAt: e.nextRetryAt,
+				Function: aggregate.FunctionInfo{FunctionKind: enumValue(aggregate.FunctionKinds, e.kind), ContextName: ix.names.name(e.fnContext),
+					ProcessorName: ix.names.name(e.fnProcessor), Name: ix.names.name(e.fnName)},
+				ErrorCode: ix.names.name(e.errorCode), Fingerprint: ix.names.name(e.fingerprint)})
 		}
 		return len(out) < limit
 	}

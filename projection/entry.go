@@ -20,6 +20,7 @@ type entry struct {
 	aggContext, aggType      uint32
 	fnContext, fnProcessor   uint32
 	fnName, errorCode        uint32
+	fingerprint              uint32
 	kind, status, recover    uint8
 	gen                      uint32 // the watch that delivered it last (see Index.gen)
 }
@@ -55,6 +56,7 @@ func newEntry(v *View, in *interner) entry {
 		fnProcessor: in.intern(s.Function.ProcessorName),
 		fnName:      in.intern(s.Function.Name),
 		errorCode:   in.intern(s.Error.ErrorCode),
+		fingerprint: in.intern(s.Error.Fingerprint),
 		kind:        enumIndex(aggregate.FunctionKinds, s.Function.FunctionKind),
 		status:      enumIndex(aggregate.Statuses, s.Status),
 		recover:     enumIndex(aggregate.Recoverabilities, s.Recoverable),
@@ -107,6 +109,7 @@ func (e *entry) item(in *interner) Item {
 		Status:      enumValue(aggregate.Statuses, e.status),
 		Recoverable: enumValue(aggregate.Recoverabilities, e.recover),
 		ErrorCode:   in.name(e.errorCode),
+		Fingerprint: in.name(e.fingerprint),
 		ExecuteAt:   e.executeAt,
 		Retries:     e.retries,
 		MaxRetries:  e.maxRetries,

@@ -14,7 +14,7 @@ type Filter = api.Filter
 // matcher is a Filter compiled against an index's names.
 type matcher struct {
 	f     Filter
-	names [6]uint32 // aggContext, aggType, fnContext, fnProcessor, fnName, errorCode; 0 = any
+	names [7]uint32 // aggContext, aggType, fnContext, fnProcessor, fnName, errorCode, fingerprint; 0 = any
 	kind  uint8
 	stat  uint8
 	rec   uint8
@@ -29,7 +29,7 @@ type matcher struct {
 // compile resolves f's names. The caller holds the read lock.
 func (ix *Index) compile(f Filter) matcher {
 	m := matcher{f: f, from: -1 << 63, to: 1<<63 - 1, nrFrom: -1 << 63, nrTo: 1<<63 - 1, now: f.Now}
-	for i, s := range []string{f.AggregateContext, f.AggregateType, f.FunctionContext, f.Processor, f.Function, f.ErrorCode} {
+	for i, s := range []string{f.AggregateContext, f.AggregateType, f.FunctionContext, f.Processor, f.Function, f.ErrorCode, f.Fingerprint} {
 		if s == "" {
 			continue
 		}
@@ -74,7 +74,7 @@ func (m *matcher) match(e *entry) bool {
 	if m.none {
 		return false
 	}
-	names := [6]uint32{e.aggContext, e.aggType, e.fnContext, e.fnProcessor, e.fnName, e.errorCode}
+	names := [7]uint32{e.aggContext, e.aggType, e.fnContext, e.fnProcessor, e.fnName, e.errorCode, e.fingerprint}
 	for i, want := range m.names {
 		if want != 0 && names[i] != want {
 			return false

@@ -51,6 +51,7 @@ type Index struct {
 	// initial values can sweep what the bucket no longer holds.
 	gen     uint32
 	corrupt map[string]uint32 // keys holding a value that is not a view → gen
+	samples map[uint32]string // fingerprint → a message of it (fingerprints.go)
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -167,6 +168,7 @@ func (ix *Index) putAt(v *View, force bool) {
 	}
 	e := ix.slots.at(slot)
 	ix.order(e, slot)
+	ix.keepSample(e, v)
 	ix.notify(e)
 }
 

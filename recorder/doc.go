@@ -43,5 +43,17 @@
 // errors from an error implementing Validation. Recoverability comes from
 // failure.Classify with the function's rules.
 //
+// # Fingerprints and rules
+//
+// Every failure's ErrorDetails carries a fingerprint (package
+// fingerprint): the function, the code, the normalised message and the
+// first stack frame in the service's module (WithModule; by default the
+// binary's main module). With WithRules, a new failure is matched in
+// memory against the operators' rules (package rules) and the creation
+// carries what the matching rule does: a classification, a retry spec, or
+// both for a waive, with the rule's id in the header "rule" and its reason
+// as the command's reason. A failed replay gets a fingerprint too; rules
+// act on new failures only.
+//
 // A Recorder is safe for concurrent use. Its Metrics count every outcome.
 package recorder

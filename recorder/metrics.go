@@ -18,6 +18,8 @@ type Metrics struct {
 	RecordingFailed atomic.Uint64
 	// SendRetries counts sends retried after a failed send.
 	SendRetries atomic.Uint64
+	// RuleMatches counts new failures an operator rule acted on.
+	RuleMatches atomic.Uint64
 }
 
 func (m *Metrics) counter(o processor.Outcome) *atomic.Uint64 {

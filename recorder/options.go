@@ -2,10 +2,12 @@ package recorder
 
 import (
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/processor"
+	"github.com/amends-dev/amends/rules"
 )
 
 // Option configures a Recorder. An option that cannot be applied makes New
@@ -18,6 +20,8 @@ type options struct {
 	sleep   processor.Sleeper
 	clock   aggregate.Clock
 	actor   string
+	module  string
+	rules   rules.Matcher
 }
 
 // DefaultSendBackoff is the backoff between sends: 1 s doubling to at most
@@ -35,6 +39,38 @@ func defaultOptions() options {
 		sleep:   processor.Sleep,
 		clock:   aggregate.ClockFunc(time.Now),
 		actor:   "recorder",
+		module:  mainModule(),
+	}
+}
+
+// mainModule is the module path of the running binary, "" if unknown.
+func mainModule() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Path
+	}
+	return ""
+}
+
+// WithModule sets the module whose first stack frame goes into a
+// failure's fingerprint (default: the main module of the binary, from its
+// build info; "" takes the first frame outside the standard library).
+func WithModule(module string) Option {
+	return func(o *options) error { o.module = module; return nil }
+}
+
+// WithRules makes the recorder act on each new failure with the rule m
+// finds for it (a *rules.Watcher, which counts the matches, or a fixed
+// *rules.Set): the creation gets the rule's classification or retry spec
+// (see rules.Rule.ApplyToCreate), the rule id in the header "rule" and the
+// rule's action and reason as the command's reason. Matching is in
+// memory: no round trip per failure.
+func WithRules(m rules.Matcher) Option {
+	return func(o *options) error {
+		if m == nil {
+			return fmt.Errorf("rules matcher is nil: %w", ErrInvalidOption)
+		}
+		o.rules = m
+		return nil
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/fingerprint"
 	"github.com/amends-dev/amends/processor"
+	"github.com/amends-dev/amends/rules"
 )
 
 // Executor runs commands on records; *aggregate.Service satisfies it.
@@ -73,6 +75,7 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 		return processor.OutcomeWaived, nil
 	}
 	details, recoverable := Details(x.Err), failure.Classify(x.Err, x.Rules)
+	details.Fingerprint = fingerprint.Of(*x.Function, details.ErrorCode, details.ErrorMsg, details.StackTrace, r.o.module)
 	if x.Compensation != nil {
 		return r.apply(ctx, x, aggregate.ApplyExecutionFailed{
 			Error: details, ExecuteAt: executeAt, Recoverable: recoverable, Attempt: x.Compensation.Attempt,
@@ -83,7 +86,16 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 		EventID: x.EventID, Function: *x.Function, Error: details, ExecuteAt: executeAt,
 		RetrySpec: x.RetrySpec, Recoverable: recoverable,
 	}
-	err := r.send(ctx, id, cmd, r.meta(uuid.NewString(), x))
+	meta := r.meta(uuid.NewString(), x)
+	if r.o.rules != nil {
+		if rule, ok := r.o.rules.Match(rules.Failure{Function: *x.Function, ErrorCode: details.ErrorCode, Fingerprint: details.Fingerprint}, at); ok {
+			rule.ApplyToCreate(&cmd, aggregate.DefaultRetrySpec)
+			meta.Headers["rule"] = rule.ID
+			meta.Reason = fmt.Sprintf("rule %s (%s): %s", rule.ID, rule.Action, rule.Reason)
+			r.metrics.RuleMatches.Add(1)
+		}
+	}
+	err := r.send(ctx, id, cmd, meta)
 	switch {
 	case err == nil:
 		return processor.OutcomeRecorded, nil

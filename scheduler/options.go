@@ -27,6 +27,8 @@ type options struct {
 	logger               *slog.Logger
 	backoffMin           time.Duration
 	backoffMax           time.Duration
+	holds                RuleSource     // hold.go
+	release              *releaseConfig // release.go
 }
 
 // Option configures a Scheduler. An option that cannot be applied makes

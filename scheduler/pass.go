@@ -54,9 +54,8 @@ func (s *Scheduler) pass() {
 	now := s.opts.clock.Now()
 	sem := make(chan struct{}, s.opts.concurrency)
 	var wg sync.WaitGroup
-	limit := s.opts.batch + s.backoff.extra()
-	listed := s.due.Due(now, limit)
-	due, skipped := s.backoff.filter(listed, now, s.opts.batch, len(listed) < limit)
+	listed, complete := s.listDue(now)
+	due, skipped := s.backoff.filter(listed, now, s.opts.batch, complete)
 	s.skipped.Add(uint64(skipped))
 	for _, d := range due {
 		select {
@@ -72,6 +71,7 @@ func (s *Scheduler) pass() {
 		})
 	}
 	wg.Wait()
+	s.releaseStep(active, now)
 }
 
 // prepare sends PrepareCompensation for d and counts the outcome. A record

@@ -56,6 +56,9 @@ type Scheduler struct {
 	backoff *backoffs
 
 	passes, idle, prepared, rejected, duplicates, failed, skipped, acquired, lost atomic.Uint64
+
+	heldLast atomic.Int64 // records held in the last pass (hold.go)
+	releases releaseStats // release.go
 }
 
 // Stats counts what a scheduler did since it was created.
@@ -93,6 +96,11 @@ type Stats struct {
 	// expired, TTL after the holder's last write, so its ActiveSince is
 	// later than this by at least the safety margin.
 	ValidUntil time.Time
+	// Held is how many due records the last pass left alone because a
+	// hold-until-deploy rule holds them (WithHolds).
+	Held int
+	// Releases counts the deploy releases' progress (WithDeployRelease).
+	Releases ReleaseStats
 }
 
 // New returns a scheduler that reads due records from due, sends commands
@@ -132,6 +140,7 @@ func (s *Scheduler) Stats() Stats {
 		Prepared: s.prepared.Load(), Rejected: s.rejected.Load(), Duplicates: s.duplicates.Load(), Failed: s.failed.Load(),
 		Skipped: s.skipped.Load(), BackingOff: s.backoff.extra(),
 		Acquired: s.acquired.Load(), Lost: s.lost.Load(),
+		Held: int(s.heldLast.Load()), Releases: s.releases.load(),
 	}
 }
 

@@ -19,6 +19,7 @@ var filterParams = []string{
 	"id", "eventId", "aggregateContext", "aggregateType", "aggregateId",
 	"functionContext", "processor", "function", "functionKind",
 	"status", "recoverable", "errorCode", "executeAtFrom", "executeAtTo", "nextRetryAtFrom", "nextRetryAtTo", "minRetries", "view",
+	"fingerprint",
 }
 
 // pageParams are the query parameters of a list page.
@@ -57,7 +58,7 @@ func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {
 		ID: q.Get("id"), EventID: q.Get("eventId"),
 		AggregateContext: q.Get("aggregateContext"), AggregateType: q.Get("aggregateType"), AggregateID: q.Get("aggregateId"),
 		FunctionContext: q.Get("functionContext"), Processor: q.Get("processor"), Function: q.Get("function"),
-		ErrorCode: q.Get("errorCode"),
+		ErrorCode: q.Get("errorCode"), Fingerprint: q.Get("fingerprint"),
 	}
 	var err error
 	if v := q.Get("functionKind"); v != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
@@ -136,7 +137,7 @@ func TestOpenAPIParametersMatchTheHandlers(t *testing.T) {
 	assert.Equal(t, sorted(slices.DeleteFunc(slices.Clone(filterParams), func(s string) bool { return s == "view" }), pageParams),
 		queryParams(doc, ops["GET /api/v1/views/{view}"]))
 	assert.Equal(t, sorted(filterParams), queryParams(doc, ops["GET /api/v1/count"]))
-	assert.Equal(t, sorted(filterParams), queryParams(doc, ops["GET /api/v1/summary"]))
+	assert.Equal(t, sorted(filterParams, []string{"by"}), queryParams(doc, ops["GET /api/v1/summary"]))
 	assert.Equal(t, sorted(quarantineParams), queryParams(doc, ops["GET /api/v1/quarantine"]))
 
 	for _, name := range OperatorCommands {
@@ -346,6 +347,13 @@ func TestOpenAPIResponsesMatchTheServer(t *testing.T) {
 		"HistoryEvent":    HistoryEvent{},
 		"QuarantinePage":  QuarantinePage{},
 		"QuarantineEntry": quarantine.Entry{},
+		// Failure intelligence.
+		"Rule":             api.Rule{},
+		"RuleAudit":        api.RuleAudit{},
+		"RuleList":         api.RuleList{},
+		"RecordSchedule":   api.RecordSchedule{},
+		"ScheduledRetry":   aggregate.ScheduledRetry{},
+		"FingerprintGroup": api.FingerprintGroup{},
 	} {
 		schema := deref(doc, obj{"$ref": "#/components/schemas/" + name})
 		require.NotNil(t, schema, name)

@@ -68,6 +68,10 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, _ principal) erro
 }
 
 func (s *Server) summary(w http.ResponseWriter, r *http.Request, _ principal) error {
+	by, err := summaryBy(r)
+	if err != nil {
+		return err
+	}
 	f, err := requestFilter(r)
 	if err != nil {
 		return err
@@ -77,6 +81,9 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request, _ principal) er
 		if ae := queryError("", err); ae != nil {
 			return ae
 		}
+		return err
+	}
+	if err := s.byFingerprint(by, f, &sum); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, sum)

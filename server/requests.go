@@ -24,10 +24,12 @@ type (
 		Reason *string `json:"reason"`
 	}
 	applyRetrySpecRequest struct {
-		MaxRetries       *int32  `json:"maxRetries"`
-		MinBackoff       *int32  `json:"minBackoff"`
-		ExecutionTimeout *int32  `json:"executionTimeout"`
-		Reason           *string `json:"reason"`
+		MaxRetries       *int32   `json:"maxRetries"`
+		MinBackoff       *int32   `json:"minBackoff"`
+		ExecutionTimeout *int32   `json:"executionTimeout"`
+		MaxBackoff       *int32   `json:"maxBackoff"`
+		Jitter           *float64 `json:"jitter"`
+		Reason           *string  `json:"reason"`
 	}
 	markRecoverableRequest struct {
 		Recoverable *string `json:"recoverable"`
@@ -72,6 +74,12 @@ func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, 
 			return nil, "", err
 		}
 		c := aggregate.ApplyRetrySpec{MaxRetries: *req.MaxRetries, MinBackoff: *req.MinBackoff, ExecutionTimeout: *req.ExecutionTimeout}
+		if req.MaxBackoff != nil {
+			c.MaxBackoff = *req.MaxBackoff
+		}
+		if req.Jitter != nil {
+			c.Jitter = *req.Jitter
+		}
 		if err := checkRetrySpec(c); err != nil {
 			return nil, "", err
 		}

@@ -30,6 +30,7 @@ func (s *Server) routeTable() []route {
 		{method: "POST", pattern: "/api/v1/replays", role: RoleOperator, handler: s.startReplay},
 		{method: "GET", pattern: "/api/v1/replays/{id}", role: RoleViewer, handler: s.getReplay},
 	}
+	routes = append(routes, s.ruleRoutes()...)
 	for _, name := range OperatorCommands {
 		routes = append(routes, route{method: "POST", pattern: "/api/v1/records/{id}/" + name, role: RoleOperator, handler: s.commandFor(name)})
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/rules"
 )
 
 // Queries is what the server reads. *projection.Index satisfies it.
@@ -36,6 +37,9 @@ type Config struct {
 	// Queries and Commands are required.
 	Queries  Queries
 	Commands Commands
+	// Rules keeps the operators' rules (GET/POST /api/v1/rules); nil
+	// answers those routes 404.
+	Rules *rules.Store
 	// Batches keeps batch results by request id, for idempotency. Required
 	// for batch runs; see OpenBatches.
 	Batches jetstream.KeyValue

@@ -19,6 +19,7 @@ import (
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/rules"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -63,7 +64,9 @@ func newAPIEnv(tb testing.TB) *apiEnv {
 	tb.Cleanup(func() { cancel(); wg.Wait() })
 	tokens, err := server.ParseTokens("alice:viewer:" + viewerKey + ",bob:operator:" + operatorKey)
 	require.NoError(tb, err)
-	api := server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock, Quarantine: proj.Quarantine()}).Handler()
+	ruleStore, err := rules.OpenStore(tb.Context(), js, rules.WithClock(e.clock))
+	require.NoError(tb, err)
+	api := server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock, Quarantine: proj.Quarantine(), Rules: ruleStore}).Handler()
 	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.requests.Add(1)
 		if r.Method != http.MethodGet {

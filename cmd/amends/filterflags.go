@@ -30,6 +30,7 @@ var filterFlagNames = [][2]string{
 	{"function", "function"}, {"function-kind", "functionKind"}, {"status", "status"}, {"recoverable", "recoverable"},
 	{"error-code", "errorCode"}, {"since", "executeAtFrom"}, {"until", "executeAtTo"},
 	{"next-retry-since", "nextRetryAtFrom"}, {"next-retry-until", "nextRetryAtTo"}, {"min-retries", "minRetries"},
+	{"fingerprint", "fingerprint"},
 }
 
 func (f *filterFlags) add(cmd *cobra.Command) {
@@ -112,7 +113,7 @@ func (f *filterFlags) filter(params url.Values) api.Filter {
 		ID: params.Get("id"), EventID: params.Get("eventId"),
 		AggregateContext: params.Get("aggregateContext"), AggregateType: params.Get("aggregateType"), AggregateID: params.Get("aggregateId"),
 		FunctionContext: params.Get("functionContext"), Processor: params.Get("processor"), Function: params.Get("function"),
-		ErrorCode: params.Get("errorCode"),
+		ErrorCode: params.Get("errorCode"), Fingerprint: params.Get("fingerprint"),
 	}
 	if v := params.Get("functionKind"); v != "" {
 		ff.FunctionKind, _ = aggregate.ParseFunctionKind(v)

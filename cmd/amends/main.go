@@ -135,6 +135,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 		newListCmd(a), newShowCmd(a), newHistoryCmd(a), newSummaryCmd(a), newQuarantineCmd(a), newHoldsCmd(a), newReplayCmd(a),
 		newPrepareCmd(a), newForcePrepareCmd(a), newRetrySpecCmd(a), newMarkRecoverableCmd(a), newChangeFunctionCmd(a))
 	root.AddCommand(newNotifyCmd(a))
+	root.AddCommand(newRulesCmd(a))
 	return root
 }
 

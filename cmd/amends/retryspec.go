@@ -19,6 +19,8 @@ func newRetrySpecCmd(a *app) *cobra.Command {
 	var (
 		f                                   commandFlags
 		maxRetries, minBackoff, execTimeout int32
+		maxBackoff                          int32
+		jitter                              float64
 	)
 	cmd := &cobra.Command{
 		Use:   "retry-spec ID --max-retries N --min-backoff SECONDS --execution-timeout SECONDS",
@@ -39,7 +41,10 @@ func newRetrySpecCmd(a *app) *cobra.Command {
 					return usageErrorf("--%s must be 0 or more, got %d", fv.name, fv.v)
 				}
 			}
-			spec := aggregate.RetrySpec{MaxRetries: maxRetries, MinBackoff: minBackoff, ExecutionTimeout: execTimeout}
+			if maxBackoff < 0 || !(jitter >= 0 && jitter <= 1) {
+				return usageErrorf("--max-backoff must be 0 or more and --jitter from 0 to 1, got %d and %g", maxBackoff, jitter)
+			}
+			spec := aggregate.RetrySpec{MaxRetries: maxRetries, MinBackoff: minBackoff, ExecutionTimeout: execTimeout, MaxBackoff: maxBackoff, Jitter: jitter}
 			if err := aggregate.ValidateRetrySpec(spec); err != nil {
 				return usageErrorf("--max-retries %d with --min-backoff %d: the last backoff is too long to compute (%v); lower one of them", maxRetries, minBackoff, err)
 			}
@@ -54,5 +59,7 @@ func newRetrySpecCmd(a *app) *cobra.Command {
 	fs.Int32Var(&maxRetries, "max-retries", 0, "scheduled retries the record gets")
 	fs.Int32Var(&minBackoff, "min-backoff", 0, "first backoff in seconds; it doubles with each retry")
 	fs.Int32Var(&execTimeout, "execution-timeout", 0, "seconds a prepared replay may run before it may be prepared again")
+	fs.Int32Var(&maxBackoff, "max-backoff", 0, "cap of one backoff interval in seconds (0: none, Wow's doubling)")
+	fs.Float64Var(&jitter, "jitter", 0, "largest fraction, 0 to 1, taken off an interval, drawn from the record id and attempt")
 	return cmd
 }

@@ -69,6 +69,11 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.Records(index), metrics.Projector(proj), metrics.Quarantine(quar))
 	components := []component{{"projector", proj.Run}, {"index", index.Run}}
+	in, err := openIntel(ctx, cfg, js, startup, logger)
+	if err != nil {
+		return nil, "", err
+	}
+	components = append(components, in.component())
 
 	if sc := cfg.scheduler; sc != nil {
 		leases, err := retryOpen(ctx, startup, "the lease bucket "+scheduler.DefaultLeaseBucket, func(ctx context.Context) (*scheduler.Leases, error) {
@@ -81,9 +86,10 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
-		sched, err := scheduler.New(index, svc, leases,
+		sched, err := scheduler.New(index, svc, leases, append([]scheduler.Option{
 			scheduler.WithPeriod(sc.period), scheduler.WithInitialDelay(sc.delay), scheduler.WithBatch(sc.batch),
-			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler")))
+			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler"))},
+			in.schedulerOptions(index)...)...)
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
@@ -104,7 +110,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		return nil, "", err
 	}
 	apiCfg := server.Config{
-		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering,
+		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering, Rules: in.rules,
 		Logger: logger.With("component", "http"),
 		Ready:  readiness(natsConnected(nc), indexCurrent(index), probe.check),
 	}

@@ -50,12 +50,14 @@ func newShowCmd(a *app) *cobra.Command {
 				{"can force-prepare", fmt.Sprint(s.CanForceRetry(now))},
 				{"scheduled", fmt.Sprint(s.Schedulable(now))},
 			}
+			rows = append(rows, intelRows(&s)...)
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			printSchedule(a, &s, now, remoteSchedule(cmd.Context(), c, s.ID))
 			showHolds(cmd, a, c, &s)
 			if s.Error.StackTrace != "" {
 				fmt.Fprintf(a.stdout, "\nstack trace:\n%s\n", s.Error.StackTrace)

@@ -13,6 +13,7 @@ func newSummaryCmd(a *app) *cobra.Command {
 	var (
 		cf clientFlags
 		ff filterFlags
+		by string
 	)
 	cmd := &cobra.Command{
 		Use:   "summary",
@@ -29,7 +30,14 @@ func newSummaryCmd(a *app) *cobra.Command {
 				return err
 			}
 			filters := ff.describe(params)
-			s, err := c.Summary(cmd.Context(), ff.filter(params))
+			if by != "" && by != "fingerprint" {
+				return usageErrorf("--by must be fingerprint, got %s", quoteShort(by))
+			}
+			summarize := c.Summary
+			if by == "fingerprint" {
+				summarize = c.SummaryByFingerprint
+			}
+			s, err := summarize(cmd.Context(), ff.filter(params))
 			if err != nil {
 				return apiError(cmd, "", err)
 			}
@@ -37,11 +45,15 @@ func newSummaryCmd(a *app) *cobra.Command {
 			if cf.output == "json" {
 				return printJSON(a.stdout, s)
 			}
+			if by == "fingerprint" {
+				return printFingerprints(a, s)
+			}
 			return printSummary(a, s, filters)
 		},
 	}
 	cf.add(a, cmd)
 	ff.add(cmd)
+	cmd.Flags().StringVar(&by, "by", "", "fingerprint: group the records by failure fingerprint, with a sample message, first and last seen and counts by status")
 	return cmd
 }
 

@@ -43,5 +43,5 @@ func TestSelect(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "load", got[0].Name)
 	_, err = bench.Select([]string{"nope"})
-	assert.ErrorContains(t, err, `unknown scenario "nope"; known scenarios: api, append, command, dispatch, dispatch-ordered, due, e2e, list, load, record, replay`)
+	assert.ErrorContains(t, err, `unknown scenario "nope"; known scenarios: api, append, command, dispatch, dispatch-ordered, due, e2e, list, load, record, record-rules, replay`)
 }

@@ -1,0 +1,90 @@
+package api
+
+import "github.com/amends-dev/amends/aggregate"
+
+// RuleMatch is what a rule matches: a fingerprint, or a function
+// (functionContext, processor, function) and an errorCode.
+type RuleMatch struct {
+	Fingerprint     string `json:"fingerprint,omitempty"`
+	FunctionContext string `json:"functionContext,omitempty"`
+	Processor       string `json:"processor,omitempty"`
+	Function        string `json:"function,omitempty"`
+	ErrorCode       string `json:"errorCode,omitempty"`
+}
+
+// RuleAudit is one change of a rule: op "add", "remove" or "apply".
+type RuleAudit struct {
+	Op      string `json:"op"`
+	Actor   string `json:"actor"`
+	Reason  string `json:"reason,omitempty"`
+	At      int64  `json:"at"`
+	Records int    `json:"records,omitempty"`
+}
+
+// Rule is an operator rule on failures as GET /api/v1/rules shows it.
+// Action is MARK_UNRECOVERABLE, MARK_RECOVERABLE, APPLY_RETRY_SPEC,
+// HOLD_UNTIL_DEPLOY or WAIVE. Times are epoch ms.
+type Rule struct {
+	ID        string               `json:"id"`
+	Match     RuleMatch            `json:"match"`
+	Action    string               `json:"action"`
+	RetrySpec *aggregate.RetrySpec `json:"retrySpec,omitempty"`
+	Reason    string               `json:"reason"`
+	Actor     string               `json:"actor"`
+	CreatedAt int64                `json:"createdAt"`
+	ExpiresAt int64                `json:"expiresAt,omitempty"`
+	RemovedAt int64                `json:"removedAt,omitempty"`
+	// Recorded counts the failures the rule acted on when recorded;
+	// Applied the records its applies changed; Touched is their sum.
+	Recorded int64 `json:"recorded"`
+	Applied  int64 `json:"applied"`
+	Touched  int64 `json:"touched"`
+	// Live is false once the rule is removed or expired.
+	Live bool `json:"live"`
+	// Matching counts the unfinished records the rule matches now.
+	Matching int         `json:"matching"`
+	Audit    []RuleAudit `json:"audit"`
+}
+
+// RuleList is the body of GET /api/v1/rules: every rule, removed ones
+// included, oldest first.
+type RuleList struct {
+	Rules []Rule `json:"rules"`
+}
+
+// RuleRequest is the body of POST /api/v1/rules. RetrySpec is required by
+// APPLY_RETRY_SPEC and refused otherwise; Reason is required.
+type RuleRequest struct {
+	Match     RuleMatch            `json:"match"`
+	Action    string               `json:"action"`
+	RetrySpec *aggregate.RetrySpec `json:"retrySpec,omitempty"`
+	Reason    string               `json:"reason"`
+	ExpiresAt int64                `json:"expiresAt,omitempty"`
+}
+
+// RuleRemoveRequest is the body of POST /api/v1/rules/{id}/remove.
+type RuleRemoveRequest struct {
+	Reason string `json:"reason"`
+}
+
+// RuleApplyRequest is the body of POST /api/v1/rules/{id}/apply: the
+// batch's options (see BatchRequest); the filter is the rule's match.
+type RuleApplyRequest struct {
+	DryRun        bool    `json:"dryRun,omitempty"`
+	RequestID     string  `json:"requestId,omitempty"`
+	Limit         int     `json:"limit,omitempty"`
+	RatePerSecond float64 `json:"ratePerSecond,omitempty"`
+	Reason        string  `json:"reason,omitempty"`
+}
+
+// RecordSchedule is the body of GET /api/v1/records/{id}/schedule: the
+// automatic retries the record has left, each at the earliest time the
+// scheduler prepares it (aggregate.RemainingSchedule).
+type RecordSchedule struct {
+	ID      string                     `json:"id"`
+	Retries []aggregate.ScheduledRetry `json:"retries"`
+	// HeldBy is the HOLD_UNTIL_DEPLOY rule that keeps the record from
+	// automatic retries until a new build of its processor registers;
+	// Retries is empty then.
+	HeldBy string `json:"heldBy,omitempty"`
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/fingerprint"
+)
+
+const rulesLong = `Rules act on failures as they are recorded: an operator rule matches a
+fingerprint (amends summary --by fingerprint lists them), or a function and
+error code, and marks the failure UNRECOVERABLE or RECOVERABLE, applies a
+retry spec, holds it until a new build of its processor registers (the
+scheduler then releases the held records, a canary first and the rest in
+steps), or waives it (recorded, never retried). A rule acts from when it is
+added; apply it to the records already there with "amends rules apply".
+Every change is audited with who, why and when.`
+
+func newRulesCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rules",
+		Short: "List, add, remove and apply the operators' rules on failures",
+		Long:  rulesLong,
+		Args:  noArgs,
+	}
+	cmd.AddCommand(newRulesListCmd(a), newRulesAddCmd(a), newRulesRemoveCmd(a), newRulesApplyCmd(a))
+	return cmd
+}
+
+func newRulesListCmd(a *app) *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the rules with how many records each touched and matches",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := cf.client(0)
+			if err != nil {
+				return err
+			}
+			rs, err := c.Rules(cmd.Context())
+			if err != nil {
+				return apiError(cmd, "", err)
+			}
+			if cf.output == "json" {
+				if rs == nil {
+					rs = []api.Rule{}
+				}
+				return printJSON(a.stdout, rs)
+			}
+			now := a.now()
+			tw := newTable(a.stdout)
+			fmt.Fprintln(tw, "ID\tMATCH\tACTION\tTOUCHED\tMATCHING\tSTATE\tBY\tADDED\tREASON")
+			for _, r := range rs {
+				state := "live"
+				switch {
+				case r.RemovedAt != 0:
+					state = "removed " + when(r.RemovedAt, now)
+				case !r.Live:
+					state = "expired"
+				case r.ExpiresAt != 0:
+					state = "expires " + when(r.ExpiresAt, now)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ID, matchText(r.Match), r.Action, r.Touched, r.Matching, state, r.Actor, when(r.CreatedAt, now), r.Reason)
+			}
+			return tw.Flush()
+		},
+	}
+	cf.add(a, cmd)
+	return cmd
+}
+
+func matchText(m api.RuleMatch) string {
+	if m.Fingerprint != "" {
+		return m.Fingerprint
+	}
+	return fmt.Sprintf("%s.%s@%s %s", m.Processor, m.Function, m.FunctionContext, m.ErrorCode)
+}
+
+func newRulesAddCmd(a *app) *cobra.Command {
+	var (
+		cf                                     clientFlags
+		fp, fnCtx, proc, fn, code, action, why string
+		expires                                time.Duration
+		maxRetries, minBackoff, timeout        int32
+		maxBackoff                             int32
+		jitter                                 float64
+	)
+	cmd := &cobra.Command{
+		Use:   "add --action ACTION (--fingerprint FP | --function-context C --processor P --function F --error-code E) --reason WHY",
+		Short: "Add a rule that acts on failures from now on",
+		Long: "Add a rule. ACTION is MARK_UNRECOVERABLE, MARK_RECOVERABLE, APPLY_RETRY_SPEC (with --max-retries, --min-backoff, " +
+			"--execution-timeout and optionally --max-backoff and --jitter), HOLD_UNTIL_DEPLOY or WAIVE.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req := api.RuleRequest{Match: api.RuleMatch{Fingerprint: fp, FunctionContext: fnCtx, Processor: proc, Function: fn, ErrorCode: code},
+				Action: strings.ToUpper(strings.TrimSpace(action)), Reason: strings.TrimSpace(why)}
+			switch {
+			case req.Action == "":
+				return usageErrorf("--action is required: MARK_UNRECOVERABLE, MARK_RECOVERABLE, APPLY_RETRY_SPEC, HOLD_UNTIL_DEPLOY or WAIVE")
+			case req.Reason == "":
+				return usageErrorf("--reason is required: rules are audited")
+			case fp != "" && !fingerprint.Valid(fp):
+				return usageErrorf("--fingerprint must be fp1- followed by 16 hexadecimal digits, got %s", quoteShort(fp))
+			case fp == "" && (fnCtx == "" || proc == "" || fn == "" || code == ""):
+				return usageErrorf("give --fingerprint, or all of --function-context, --processor, --function and --error-code")
+			case expires < 0:
+				return usageErrorf("--expires-in must not be negative, got %s", expires)
+			}
+			if req.Action == "APPLY_RETRY_SPEC" {
+				spec := aggregate.RetrySpec{MaxRetries: maxRetries, MinBackoff: minBackoff, ExecutionTimeout: timeout, MaxBackoff: maxBackoff, Jitter: jitter}
+				if err := aggregate.ValidateRetrySpec(spec); err != nil {
+					return usageErrorf("the retry spec: %v", err)
+				}
+				req.RetrySpec = &spec
+			} else if cmd.Flags().Changed("max-retries") || cmd.Flags().Changed("min-backoff") || cmd.Flags().Changed("max-backoff") || cmd.Flags().Changed("jitter") {
+				return usageErrorf("the retry spec flags go with --action APPLY_RETRY_SPEC only")
+			}
+			if expires > 0 {
+				req.ExpiresAt = a.now().Add(expires).UnixMilli()
+			}
+			c, err := cf.client(0)
+			if err != nil {
+				return err
+			}
+			r, err := c.AddRule(cmd.Context(), req)
+			if err != nil {
+				return apiError(cmd, "", err)
+			}
+			if cf.output == "json" {
+				return printJSON(a.stdout, r)
+			}
+			fmt.Fprintf(a.stdout, "added rule %s: %s on %s; it matches %d unfinished records now (apply it to them with `amends rules apply %s`)\n",
+				r.ID, r.Action, matchText(r.Match), r.Matching, r.ID)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&action, "action", "", "what the rule does (required)")
+	fs.StringVar(&fp, "fingerprint", "", "match failures of this fingerprint")
+	fs.StringVar(&fnCtx, "function-context", "", "match failures of a function of this context (with --processor, --function, --error-code)")
+	fs.StringVar(&proc, "processor", "", "the function's processor")
+	fs.StringVar(&fn, "function", "", "the function's name")
+	fs.StringVar(&code, "error-code", "", "the failure's error code")
+	fs.StringVar(&why, "reason", "", "why, recorded in the rule's audit (required)")
+	fs.DurationVar(&expires, "expires-in", 0, "end the rule after this long (default: never)")
+	fs.Int32Var(&maxRetries, "max-retries", aggregate.DefaultRetrySpec.MaxRetries, "APPLY_RETRY_SPEC: most automatic retries")
+	fs.Int32Var(&minBackoff, "min-backoff", aggregate.DefaultRetrySpec.MinBackoff, "APPLY_RETRY_SPEC: seconds before the first retry, doubling")
+	fs.Int32Var(&timeout, "execution-timeout", aggregate.DefaultRetrySpec.ExecutionTimeout, "APPLY_RETRY_SPEC: seconds a replay may run")
+	fs.Int32Var(&maxBackoff, "max-backoff", 0, "APPLY_RETRY_SPEC: cap of one interval in seconds (0: none)")
+	fs.Float64Var(&jitter, "jitter", 0, "APPLY_RETRY_SPEC: largest fraction, 0 to 1, taken off an interval")
+	cf.add(a, cmd)
+	return cmd
+}
+
+func newRulesRemoveCmd(a *app) *cobra.Command {
+	var (
+		cf  clientFlags
+		why string
+	)
+	cmd := &cobra.Command{
+		Use:   "remove RULE --reason WHY",
+		Short: "Remove a rule: it no longer matches, and keeps its audit",
+		Args:  exactlyOneRule,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(why) == "" {
+				return usageErrorf("--reason is required: rules are audited")
+			}
+			c, err := cf.client(0)
+			if err != nil {
+				return err
+			}
+			r, err := c.RemoveRule(cmd.Context(), args[0], why)
+			if err != nil {
+				return apiError(cmd, "", err)
+			}
+			if cf.output == "json" {
+				return printJSON(a.stdout, r)
+			}
+			fmt.Fprintf(a.stdout, "removed rule %s (%s on %s); it touched %d records\n", r.ID, r.Action, matchText(r.Match), r.Touched)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&why, "reason", "", "why, recorded in the rule's audit (required)")
+	cf.add(a, cmd)
+	return cmd
+}
+
+func newRulesApplyCmd(a *app) *cobra.Command {
+	var (
+		cf        clientFlags
+		dryRun    bool
+		requestID string
+		limit     int
+		rate      float64
+		why       string
+	)
+	cmd := &cobra.Command{
+		Use:   "apply RULE [--dry-run]",
+		Short: "Apply a rule to the unfinished records it matches now, as a batch",
+		Long:  "Apply runs the rule's command on the records it matches, oldest failure first, paced. --dry-run reports what would happen. Running it again with the same --request-id applies nothing twice.",
+		Args:  exactlyOneRule,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 0 || rate < 0 || rate > api.MaxBatchRate {
+				return usageErrorf("--limit must not be negative and --rate must be from 0 to %g", api.MaxBatchRate)
+			}
+			if !dryRun && requestID == "" {
+				requestID = uuid.NewString()
+			}
+			c, err := cf.client(0)
+			if err != nil {
+				return err
+			}
+			res, err := c.ApplyRule(cmd.Context(), args[0], api.RuleApplyRequest{DryRun: dryRun, RequestID: requestID, Limit: limit, RatePerSecond: rate, Reason: why})
+			if err != nil {
+				return apiError(cmd, "", err)
+			}
+			if cf.output == "json" {
+				return printJSON(a.stdout, res)
+			}
+			verb := "applied"
+			if dryRun {
+				verb = "dry run of"
+			}
+			fmt.Fprintf(a.stdout, "%s rule %s (%s) on %d of %d matching records:", verb, args[0], res.Command, len(res.Records), res.Matched)
+			for _, k := range []string{api.OutcomeApplied, api.OutcomeDuplicate, api.OutcomeRejected, api.OutcomeFailed, api.OutcomeWould, api.OutcomeWouldNot, "held"} {
+				if n := res.Counts[k]; n > 0 {
+					fmt.Fprintf(a.stdout, " %s %d", k, n)
+				}
+			}
+			fmt.Fprintln(a.stdout)
+			if !dryRun {
+				fmt.Fprintf(a.stdout, "request id %s (give it again with --request-id to finish an interrupted run)\n", requestID)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&dryRun, "dry-run", false, "report what would happen; change nothing")
+	fs.StringVar(&requestID, "request-id", "", "name of the run: the same id applies nothing twice (default: a new id)")
+	fs.IntVar(&limit, "limit", 0, "most records to touch (default: the server's batch limit)")
+	fs.Float64Var(&rate, "rate", 0, "records per second (default 50)")
+	fs.StringVar(&why, "reason", "", "why, recorded on every command (default: the rule's reason)")
+	cf.add(a, cmd)
+	return cmd
+}
+
+// exactlyOneRule accepts one rule id.
+func exactlyOneRule(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 || args[0] == "" {
+		return usageErrorf("%s takes one rule id; list them with `amends rules list`", cmd.CommandPath())
+	}
+	if len(args[0]) > 64 || strings.ContainsFunc(args[0], func(r rune) bool { return r < 0x21 || r == 0x7f }) {
+		return usageErrorf("the rule id %s is not one: ids look like r-0123456789ab", quoteShort(args[0]))
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/processor"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/rules"
+	"github.com/amends-dev/amends/scheduler"
+)
+
+// intel is serve's part of failure intelligence: the operators' rules,
+// watched for the scheduler's holds, the processors' build registry and
+// the progress of deploy releases.
+type intel struct {
+	rules    *rules.Store
+	watcher  *rules.Watcher
+	builds   *processor.BuildRegistry
+	releases *scheduler.Releases
+}
+
+// openIntel opens the rules, builds and releases buckets, retrying through
+// transient errors at start-up.
+func openIntel(ctx context.Context, cfg serveConfig, js jetstream.JetStream, startup, logger *slog.Logger) (*intel, error) {
+	st, err := retryOpen(ctx, startup, "the rules bucket "+rules.DefaultBucket, func(ctx context.Context) (*rules.Store, error) {
+		return rules.OpenStore(ctx, js, rules.WithReplicas(cfg.replicas))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	builds, err := retryOpen(ctx, startup, "the build registry "+processor.DefaultBuildBucket, func(ctx context.Context) (*processor.BuildRegistry, error) {
+		return processor.OpenBuildRegistry(ctx, js, "", 0, cfg.replicas)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build registry: %w", err)
+	}
+	releases, err := retryOpen(ctx, startup, "the release bucket "+scheduler.DefaultReleaseBucket, func(ctx context.Context) (*scheduler.Releases, error) {
+		return scheduler.OpenReleases(ctx, js, "", cfg.replicas)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("releases: %w", err)
+	}
+	return &intel{rules: st, watcher: st.Watcher(0, logger.With("component", "rules")), builds: builds, releases: releases}, nil
+}
+
+// component runs the rules watcher.
+func (in *intel) component() component { return component{"rules", in.watcher.Run} }
+
+// schedulerOptions hold records until a deploy and release them when a
+// new build registers, with the default policy.
+func (in *intel) schedulerOptions(index *projection.Index) []scheduler.Option {
+	return []scheduler.Option{
+		scheduler.WithHolds(in.watcher),
+		scheduler.WithDeployRelease(in.builds, index, in.releases, scheduler.ReleasePolicy{}, nil),
+	}
+}

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/processor"
+	"github.com/amends-dev/amends/recorder"
+	"github.com/amends-dev/amends/rules"
+)
+
+// benchRules is how many operator rules the record-rules scenario loads.
+const benchRules = 1000
+
+func init() {
+	Register(Scenario{
+		Name:     "record-rules",
+		Title:    "the record scenario with 1 000 operator rules loaded (500 by fingerprint, 500 by function and code; none matches), per failure",
+		Baseline: "the record scenario without rules, measured in the same run",
+		Prepare:  prepareRecordRules,
+	})
+}
+
+// loadedRules returns benchRules rules that match none of the bench's
+// failures, so every failure pays both look-ups and acts on nothing.
+func loadedRules() *rules.Set {
+	list := make([]rules.Rule, 0, benchRules)
+	for i := range benchRules {
+		r := rules.Rule{ID: fmt.Sprintf("r-%012x", i), Action: rules.MarkUnrecoverable, Reason: "bench", CreatedAt: int64(i)}
+		if i%2 == 0 {
+			r.Match.Fingerprint = fmt.Sprintf("fp1-%016x", i)
+		} else {
+			r.Match = rules.Match{FunctionContext: benchContext, Processor: fmt.Sprintf("P%d", i), Function: "charge", ErrorCode: "Unclassified"}
+		}
+		list = append(list, r)
+	}
+	return rules.NewSet(list)
+}
+
+// A record-rules operation is a record operation (see prepareRecord) on
+// both sides; the amends side's recorder matches each failure against
+// benchRules rules. The ratio is the cost of rule matching.
+func prepareRecordRules(ctx context.Context, env *Env) (*Pair, error) {
+	st, closeFn, err := newStore(ctx, env, "recrules", benchContext, aggregate.Context)
+	if err != nil {
+		return nil, err
+	}
+	records := aggregate.NewService(st)
+	set := loadedRules()
+	batch := recordBatch(env)
+	last := &lastStop{}
+	typ := func(side string, w, i int) string { return fmt.Sprintf("%s%d_%d", side, w, i) }
+	op := func(side string, opts ...recorder.Option) Op {
+		return func(ctx context.Context, w, i int) error {
+			rec, err := recorder.New(records, opts...)
+			if err != nil {
+				return err
+			}
+			p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithRecorder(rec),
+				processor.WithImmediateRetry(processor.Retry{}), processor.WithConcurrency(recordWorkers), processor.WithLogger(discard))
+			if err != nil {
+				return err
+			}
+			name := "R" + typ(side, w, i)
+			err = p.Register(processor.Function{Processor: name, Name: "charge", AggregateTypes: []string{typ(side, w, i)}, Events: []string{"order_placed"}},
+				func(context.Context, *processor.Delivery) error { return errAlwaysFails })
+			if err != nil {
+				return err
+			}
+			stop, err := startProcessor(ctx, p)
+			if err != nil {
+				return err
+			}
+			last.set(w, func() {
+				stop()
+				_ = env.JS.DeleteConsumer(context.Background(), st.StreamName(benchContext), processor.DurableName(benchContext, name))
+			})
+			if err := waitCount(ctx, rec.Metrics().Recorded.Load, uint64(batch)); err != nil {
+				return err
+			}
+			if n := rec.Metrics().RuleMatches.Load(); n != 0 {
+				return fmt.Errorf("bench: %d failures matched a rule; the loaded rules must match none", n)
+			}
+			return nil
+		}
+	}
+	return &Pair{
+		PerOp: batch,
+		Close: func() { last.all(); closeFn() },
+		Before: func(ctx context.Context, side string, w, i int) error {
+			last.stop(w)
+			return publishBatch(ctx, env.JS, st, typ(side, w, i), batch)
+		},
+		Raw:        op("raw"),
+		Amends:     op("amends", recorder.WithRules(set)),
+		RawName:    "no rules",
+		AmendsName: fmt.Sprintf("%d rules", set.Len()),
+	}, nil
+}

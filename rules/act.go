@@ -1,0 +1,41 @@
+package rules
+
+import "github.com/amends-dev/amends/aggregate"
+
+// ApplyToCreate changes a creation the way r acts on a new failure:
+// MARK_* set its classification, APPLY_RETRY_SPEC its retry spec, WAIVE
+// both (UNRECOVERABLE, the spec with maxRetries 0). HOLD_UNTIL_DEPLOY
+// leaves it as it is: holding is the scheduler's (see Set.Held).
+func (r *Rule) ApplyToCreate(c *aggregate.CreateExecutionFailed, defaultSpec aggregate.RetrySpec) {
+	switch r.Action {
+	case MarkUnrecoverable:
+		c.Recoverable = aggregate.Unrecoverable
+	case MarkRecoverable:
+		c.Recoverable = aggregate.Recoverable
+	case ApplyRetrySpec:
+		spec := *r.RetrySpec
+		c.RetrySpec = &spec
+	case Waive:
+		spec := defaultSpec
+		if c.RetrySpec != nil {
+			spec = *c.RetrySpec
+		}
+		spec.MaxRetries = 0
+		c.RetrySpec = &spec
+		c.Recoverable = aggregate.Unrecoverable
+	}
+}
+
+// Command is the command r applies to an existing record, and false for
+// HOLD_UNTIL_DEPLOY, which needs none.
+func (r *Rule) Command() (aggregate.Command, bool) {
+	switch r.Action {
+	case MarkUnrecoverable, Waive:
+		return aggregate.MarkRecoverable{Recoverable: aggregate.Unrecoverable}, true
+	case MarkRecoverable:
+		return aggregate.MarkRecoverable{Recoverable: aggregate.Recoverable}, true
+	case ApplyRetrySpec:
+		return aggregate.ApplyRetrySpec(*r.RetrySpec), true
+	}
+	return nil, false
+}

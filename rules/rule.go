@@ -1,0 +1,217 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/fingerprint"
+)
+
+// Action is what a rule does to the failures it matches.
+type Action string
+
+// The actions.
+const (
+	MarkUnrecoverable Action = "MARK_UNRECOVERABLE"
+	MarkRecoverable   Action = "MARK_RECOVERABLE"
+	ApplyRetrySpec    Action = "APPLY_RETRY_SPEC"
+	HoldUntilDeploy   Action = "HOLD_UNTIL_DEPLOY"
+	Waive             Action = "WAIVE"
+)
+
+// Actions lists every action.
+var Actions = []Action{MarkUnrecoverable, MarkRecoverable, ApplyRetrySpec, HoldUntilDeploy, Waive}
+
+// Limits of a rule's fields, in bytes, and of the store.
+const (
+	MaxNameBytes   = 256
+	MaxReasonBytes = 1024
+	MaxAudit       = 20 // audit entries kept per rule, the newest
+	MaxRules       = 10000
+)
+
+// Match is what a rule matches: a Fingerprint, or a function
+// (FunctionContext, Processor, Function) and an ErrorCode, all four set.
+type Match struct {
+	Fingerprint     string `json:"fingerprint,omitempty"`
+	FunctionContext string `json:"functionContext,omitempty"`
+	Processor       string `json:"processor,omitempty"`
+	Function        string `json:"function,omitempty"`
+	ErrorCode       string `json:"errorCode,omitempty"`
+}
+
+// Failure is what a rule is matched against.
+type Failure struct {
+	Function    aggregate.FunctionInfo
+	ErrorCode   string
+	Fingerprint string
+}
+
+// Matches reports whether m matches failure x (expiry aside).
+func (m Match) Matches(x Failure) bool {
+	if m.Fingerprint != "" {
+		return m.Fingerprint == x.Fingerprint
+	}
+	return m.FunctionContext == x.Function.ContextName && m.Processor == x.Function.ProcessorName &&
+		m.Function == x.Function.Name && m.ErrorCode == x.ErrorCode
+}
+
+// String renders m for messages and lists.
+func (m Match) String() string {
+	if m.Fingerprint != "" {
+		return "fingerprint " + m.Fingerprint
+	}
+	return fmt.Sprintf("%s/%s.%s code %s", m.FunctionContext, m.Processor, m.Function, m.ErrorCode)
+}
+
+// Audit is one change of a rule.
+type Audit struct {
+	// Op is "add", "remove" or "apply".
+	Op     string `json:"op"`
+	Actor  string `json:"actor"`
+	Reason string `json:"reason,omitempty"`
+	// At is when, in epoch ms.
+	At int64 `json:"at"`
+	// Records is how many records an apply touched.
+	Records int `json:"records,omitempty"`
+}
+
+// Rule is an operator's rule on failures, as the store keeps it and the
+// API shows it.
+type Rule struct {
+	// ID names the rule; the store assigns it.
+	ID     string `json:"id"`
+	Match  Match  `json:"match"`
+	Action Action `json:"action"`
+	// RetrySpec is the spec of APPLY_RETRY_SPEC; nil for other actions.
+	RetrySpec *aggregate.RetrySpec `json:"retrySpec,omitempty"`
+	// Reason says why; required.
+	Reason string `json:"reason"`
+	// Actor and CreatedAt (epoch ms) say who added it and when.
+	Actor     string `json:"actor"`
+	CreatedAt int64  `json:"createdAt"`
+	// ExpiresAt (epoch ms), if set, ends the rule: from then on it no
+	// longer matches.
+	ExpiresAt int64 `json:"expiresAt,omitempty"`
+	// RemovedAt (epoch ms) is set once the rule is removed.
+	RemovedAt int64 `json:"removedAt,omitempty"`
+	// Recorded counts the failures the rule acted on when they were
+	// recorded; Applied the records its applies touched.
+	Recorded int64 `json:"recorded"`
+	Applied  int64 `json:"applied"`
+	// Audit lists the rule's changes, oldest first (at most MaxAudit).
+	Audit []Audit `json:"audit,omitempty"`
+}
+
+// Live reports whether r matches at now: not removed and not expired.
+func (r *Rule) Live(now time.Time) bool {
+	return r.RemovedAt == 0 && (r.ExpiresAt == 0 || now.UnixMilli() < r.ExpiresAt)
+}
+
+// Touched is how many records the rule acted on: Recorded + Applied.
+func (r *Rule) Touched() int64 { return r.Recorded + r.Applied }
+
+func (r *Rule) audit(a Audit) {
+	r.Audit = append(r.Audit, a)
+	if n := len(r.Audit); n > MaxAudit {
+		r.Audit = append(r.Audit[:0:0], r.Audit[n-MaxAudit:]...)
+	}
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, ErrInvalidRule)...)
+}
+
+func checkText(field, value string, max int, required bool) error {
+	switch {
+	case required && strings.TrimSpace(value) == "":
+		return invalid("%s must not be blank", field)
+	case len(value) > max:
+		return invalid("%s must be at most %d bytes, got %d", field, max, len(value))
+	case !utf8.ValidString(value) || strings.ContainsFunc(value, func(r rune) bool { return r < 0x20 && r != '\t' }):
+		return invalid("%s must be UTF-8 text without control characters", field)
+	}
+	return nil
+}
+
+// Validate checks a rule as an operator gives it (ID, CreatedAt, counts
+// and audit are the store's), at now. Its errors wrap ErrInvalidRule and
+// name the field: a match needs a valid fingerprint alone or all of
+// functionContext, processor, function and errorCode; the action must be
+// one of Actions; APPLY_RETRY_SPEC needs a retry spec that
+// aggregate.ValidateRetrySpec accepts and no other action takes one; the
+// reason must not be blank; expiresAt, if set, must be after now.
+func (r *Rule) Validate(now time.Time) error {
+	m := r.Match
+	for _, f := range []struct{ name, value string }{
+		{"match.fingerprint", m.Fingerprint}, {"match.functionContext", m.FunctionContext},
+		{"match.processor", m.Processor}, {"match.function", m.Function}, {"match.errorCode", m.ErrorCode},
+	} {
+		if err := checkText(f.name, f.value, MaxNameBytes, false); err != nil {
+			return err
+		}
+	}
+	byFunction := m.FunctionContext != "" || m.Processor != "" || m.Function != "" || m.ErrorCode != ""
+	switch {
+	case m.Fingerprint != "" && byFunction:
+		return invalid("match takes a fingerprint or a function and error code, not both")
+	case m.Fingerprint != "" && !fingerprint.Valid(m.Fingerprint):
+		return invalid("match.fingerprint must be %s followed by 16 hexadecimal digits, got %q", fingerprint.Prefix, m.Fingerprint)
+	case m.Fingerprint == "" && (m.FunctionContext == "" || m.Processor == "" || m.Function == "" || m.ErrorCode == ""):
+		return invalid("match needs a fingerprint, or all of functionContext, processor, function and errorCode")
+	}
+	if !validAction(r.Action) {
+		return invalid("action must be one of %s, got %q", actionList(), r.Action)
+	}
+	if r.Action == ApplyRetrySpec {
+		if r.RetrySpec == nil {
+			return invalid("retrySpec is required by the action %s", ApplyRetrySpec)
+		}
+		if err := aggregate.ValidateRetrySpec(*r.RetrySpec); err != nil {
+			return invalid("retrySpec: %s", strings.TrimSuffix(err.Error(), "."))
+		}
+	} else if r.RetrySpec != nil {
+		return invalid("retrySpec is only taken by the action %s, not %s", ApplyRetrySpec, r.Action)
+	}
+	if err := checkText("reason", r.Reason, MaxReasonBytes, true); err != nil {
+		return err
+	}
+	if err := checkText("actor", r.Actor, MaxNameBytes, false); err != nil {
+		return err
+	}
+	if r.ExpiresAt != 0 && r.ExpiresAt <= now.UnixMilli() {
+		return invalid("expiresAt must be after now (%d), got %d", now.UnixMilli(), r.ExpiresAt)
+	}
+	return nil
+}
+
+func validAction(a Action) bool {
+	for _, v := range Actions {
+		if a == v {
+			return true
+		}
+	}
+	return false
+}
+
+func actionList() string {
+	names := make([]string, len(Actions))
+	for i, a := range Actions {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ParseAction reads an action case-insensitively; the error wraps
+// ErrInvalidRule and lists the actions.
+func ParseAction(s string) (Action, error) {
+	for _, a := range Actions {
+		if strings.EqualFold(s, string(a)) {
+			return a, nil
+		}
+	}
+	return "", invalid("action must be one of %s, got %q", actionList(), s)
+}

@@ -1,0 +1,112 @@
+package rules
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+type functionKey struct{ ctx, proc, fn, code string }
+
+// Set is an immutable index of rules. The zero Set and a nil *Set match
+// nothing. Safe for concurrent use.
+type Set struct {
+	rules         []*Rule // every rule given, newest first
+	byFingerprint map[string][]*Rule
+	byFunction    map[functionKey][]*Rule
+}
+
+// NewSet indexes rules (removed ones are left out; expired ones are kept
+// and skipped when matching, as expiry depends on now).
+func NewSet(rules []Rule) *Set {
+	s := &Set{byFingerprint: map[string][]*Rule{}, byFunction: map[functionKey][]*Rule{}}
+	for i := range rules {
+		r := rules[i]
+		if r.RemovedAt != 0 {
+			continue
+		}
+		s.rules = append(s.rules, &r)
+	}
+	slices.SortStableFunc(s.rules, func(a, b *Rule) int { return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(a.ID, b.ID)) })
+	for _, r := range s.rules {
+		m := r.Match
+		if m.Fingerprint != "" {
+			s.byFingerprint[m.Fingerprint] = append(s.byFingerprint[m.Fingerprint], r)
+			continue
+		}
+		k := functionKey{m.FunctionContext, m.Processor, m.Function, m.ErrorCode}
+		s.byFunction[k] = append(s.byFunction[k], r)
+	}
+	return s
+}
+
+// Len is the number of rules in s.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.rules)
+}
+
+// Match returns the rule that acts on failure x at now: the newest live
+// fingerprint rule for x's fingerprint, else the newest live rule for its
+// function and error code. The rule is shared: do not modify it. Its cost
+// is two map look-ups, whatever the number of rules.
+func (s *Set) Match(x Failure, now time.Time) (*Rule, bool) {
+	if s == nil || len(s.rules) == 0 {
+		return nil, false
+	}
+	if x.Fingerprint != "" {
+		if r := first(s.byFingerprint[x.Fingerprint], now); r != nil {
+			return r, true
+		}
+	}
+	k := functionKey{x.Function.ContextName, x.Function.ProcessorName, x.Function.Name, x.ErrorCode}
+	if r := first(s.byFunction[k], now); r != nil {
+		return r, true
+	}
+	return nil, false
+}
+
+// Held reports whether failure x is held until a deploy at now: the rule
+// that acts on it is a HOLD_UNTIL_DEPLOY rule.
+func (s *Set) Held(x Failure, now time.Time) bool {
+	r, ok := s.Match(x, now)
+	return ok && r.Action == HoldUntilDeploy
+}
+
+// Holds lists the live HOLD_UNTIL_DEPLOY rules of processor (context,
+// name) at now, newest first; a fingerprint rule is listed for every
+// processor, as a fingerprint does not say its processor.
+func (s *Set) Holds(context, processor string, now time.Time) []*Rule {
+	if s == nil {
+		return nil
+	}
+	var out []*Rule
+	for _, r := range s.rules {
+		if r.Action != HoldUntilDeploy || !r.Live(now) {
+			continue
+		}
+		if r.Match.Fingerprint != "" || r.Match.FunctionContext == context && r.Match.Processor == processor {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Rules returns the rules of s, newest first (shared: do not modify them).
+func (s *Set) Rules() []*Rule {
+	if s == nil {
+		return nil
+	}
+	return s.rules
+}
+
+func first(rs []*Rule, now time.Time) *Rule {
+	for _, r := range rs {
+		if r.Live(now) {
+			return r
+		}
+	}
+	return nil
+}

@@ -1,0 +1,256 @@
+package rules
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+// DefaultBucket is the KV bucket of the rules.
+const DefaultBucket = "amends_rules"
+
+// maxValueBytes bounds a stored rule that is read back: a bucket written
+// by something else cannot make a reader allocate without limit.
+const maxValueBytes = 64 << 10
+
+var idPattern = regexp.MustCompile(`^r-[0-9a-f]{12}$`)
+
+// ValidID reports whether id has the shape of a rule id ("r-" and 12
+// hexadecimal digits).
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
+// Store keeps rules in a KV bucket, one key per rule id. Safe for
+// concurrent use.
+type Store struct {
+	kv    jetstream.KeyValue
+	clock aggregate.Clock
+}
+
+// StoreOption configures OpenStore; one that cannot be applied makes
+// OpenStore return an error wrapping ErrInvalidOption.
+type StoreOption func(*storeOptions) error
+
+type storeOptions struct {
+	cfg   jetstream.KeyValueConfig
+	clock aggregate.Clock
+}
+
+// WithBucket names the bucket (default DefaultBucket).
+func WithBucket(name string) StoreOption {
+	return func(o *storeOptions) error {
+		if name == "" {
+			return fmt.Errorf("rules bucket name is empty: %w", ErrInvalidOption)
+		}
+		o.cfg.Bucket = name
+		return nil
+	}
+}
+
+// WithReplicas sets the replica count of a new bucket (default 1; 3 in a
+// cluster).
+func WithReplicas(n int) StoreOption {
+	return func(o *storeOptions) error {
+		if n < 1 || n > 5 {
+			return fmt.Errorf("rules bucket replicas must be between 1 and 5, got %d: %w", n, ErrInvalidOption)
+		}
+		o.cfg.Replicas = n
+		return nil
+	}
+}
+
+// WithClock sets the clock of creation and audit times (default the
+// system clock).
+func WithClock(c aggregate.Clock) StoreOption {
+	return func(o *storeOptions) error {
+		if c == nil {
+			return fmt.Errorf("clock is nil: %w", ErrInvalidOption)
+		}
+		o.clock = c
+		return nil
+	}
+}
+
+// OpenStore returns the rules store, creating its bucket if it does not
+// exist.
+func OpenStore(ctx context.Context, js jetstream.JetStream, opts ...StoreOption) (*Store, error) {
+	o := storeOptions{
+		cfg: jetstream.KeyValueConfig{Bucket: DefaultBucket, Description: "amends: operator rules on failures",
+			History: 1, Storage: jetstream.FileStorage, Replicas: 1, MaxValueSize: maxValueBytes},
+		clock: aggregate.ClockFunc(time.Now),
+	}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	kv, err := js.CreateKeyValue(ctx, o.cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(ctx, o.cfg.Bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rules bucket %s: %w", o.cfg.Bucket, err)
+	}
+	return &Store{kv: kv, clock: o.clock}, nil
+}
+
+// Add validates r (see Rule.Validate), gives it an id, its creation time
+// and the first audit entry, and stores it. Errors wrap ErrInvalidRule,
+// ErrTooMany (MaxRules live rules), or come from NATS.
+func (s *Store) Add(ctx context.Context, r Rule) (Rule, error) {
+	now := s.clock.Now()
+	r.Reason, r.Actor = strings.TrimSpace(r.Reason), strings.TrimSpace(r.Actor)
+	if err := r.Validate(now); err != nil {
+		return Rule{}, err
+	}
+	all, err := s.List(ctx, false)
+	if err != nil {
+		return Rule{}, err
+	}
+	if len(all) >= MaxRules {
+		return Rule{}, fmt.Errorf("the store holds %d rules, the most it keeps; remove some first: %w", len(all), ErrTooMany)
+	}
+	r.ID = "r-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	r.CreatedAt, r.RemovedAt, r.Recorded, r.Applied, r.Audit = now.UnixMilli(), 0, 0, 0, nil
+	r.audit(Audit{Op: "add", Actor: r.Actor, Reason: r.Reason, At: r.CreatedAt})
+	b, err := json.Marshal(r)
+	if err != nil {
+		return Rule{}, err
+	}
+	if _, err := s.kv.Create(ctx, r.ID, b); err != nil {
+		return Rule{}, fmt.Errorf("store rule %s: %w", r.ID, err)
+	}
+	return r, nil
+}
+
+// Get returns the rule id, removed or not. Errors wrap ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (Rule, error) {
+	r, _, err := s.get(ctx, id)
+	return r, err
+}
+
+func (s *Store) get(ctx context.Context, id string) (Rule, uint64, error) {
+	if !ValidID(id) {
+		return Rule{}, 0, fmt.Errorf("rule id must be r- followed by 12 hexadecimal digits, got %q: %w", id, ErrNotFound)
+	}
+	e, err := s.kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Rule{}, 0, fmt.Errorf("rule %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Rule{}, 0, fmt.Errorf("read rule %s: %w", id, err)
+	}
+	r, err := decode(e.Value())
+	if err != nil {
+		return Rule{}, 0, fmt.Errorf("rule %s: %w", id, err)
+	}
+	return r, e.Revision(), nil
+}
+
+func decode(b []byte) (Rule, error) {
+	var r Rule
+	if len(b) > maxValueBytes {
+		return r, fmt.Errorf("stored rule is %d bytes, more than %d: %w", len(b), maxValueBytes, ErrInvalidRule)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("stored rule is not valid JSON: %w", ErrInvalidRule)
+	}
+	return r, nil
+}
+
+// List returns the rules, oldest first; removed ones only if withRemoved.
+// Entries that do not decode are skipped.
+func (s *Store) List(ctx context.Context, withRemoved bool) ([]Rule, error) {
+	lister, err := s.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list rules: %w", err)
+	}
+	var out []Rule
+	for key := range lister.Keys() {
+		r, _, err := s.get(ctx, key)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidRule) {
+			continue
+		}
+		if err != nil {
+			_ = lister.Stop()
+			return nil, err
+		}
+		if withRemoved || r.RemovedAt == 0 {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b Rule) int { return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID)) })
+	return out, nil
+}
+
+// Remove marks rule id removed, with actor and reason (required) in its
+// audit; it no longer matches. Removing a removed rule is an error
+// wrapping ErrNotFound.
+func (s *Store) Remove(ctx context.Context, id, actor, reason string) (Rule, error) {
+	reason = strings.TrimSpace(reason)
+	if err := checkText("reason", reason, MaxReasonBytes, true); err != nil {
+		return Rule{}, err
+	}
+	if err := checkText("actor", actor, MaxNameBytes, false); err != nil {
+		return Rule{}, err
+	}
+	return s.update(ctx, id, func(r *Rule, now int64) error {
+		if r.RemovedAt != 0 {
+			return fmt.Errorf("rule %s was removed already: %w", id, ErrNotFound)
+		}
+		r.RemovedAt = now
+		r.audit(Audit{Op: "remove", Actor: actor, Reason: reason, At: now})
+		return nil
+	})
+}
+
+// RecordApply adds an apply that touched n records to rule id's audit and
+// Applied count.
+func (s *Store) RecordApply(ctx context.Context, id, actor, reason string, n int) (Rule, error) {
+	return s.update(ctx, id, func(r *Rule, now int64) error {
+		r.Applied += int64(n)
+		r.audit(Audit{Op: "apply", Actor: actor, Reason: reason, At: now, Records: n})
+		return nil
+	})
+}
+
+// AddRecorded adds n to rule id's Recorded count.
+func (s *Store) AddRecorded(ctx context.Context, id string, n int64) error {
+	_, err := s.update(ctx, id, func(r *Rule, _ int64) error { r.Recorded += n; return nil })
+	return err
+}
+
+// update changes rule id with f under optimistic concurrency, retrying on
+// a concurrent change.
+func (s *Store) update(ctx context.Context, id string, f func(r *Rule, now int64) error) (Rule, error) {
+	for attempt := 0; ; attempt++ {
+		r, rev, err := s.get(ctx, id)
+		if err != nil {
+			return Rule{}, err
+		}
+		if err := f(&r, s.clock.Now().UnixMilli()); err != nil {
+			return Rule{}, err
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return Rule{}, err
+		}
+		_, err = s.kv.Update(ctx, id, b, rev)
+		if err == nil {
+			return r, nil
+		}
+		if attempt >= 10 || !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return Rule{}, fmt.Errorf("update rule %s: %w", id, err)
+		}
+	}
+}

@@ -1,0 +1,187 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultFlushEvery is how often a Watcher adds its match counts to the
+// rules.
+const DefaultFlushEvery = 10 * time.Second
+
+// Matcher finds the rule that acts on a failure. *Set and *Watcher
+// satisfy it.
+type Matcher interface {
+	Match(x Failure, now time.Time) (*Rule, bool)
+}
+
+var (
+	_ Matcher = (*Set)(nil)
+	_ Matcher = (*Watcher)(nil)
+)
+
+// Watcher keeps the current Set of a store's rules by watching its bucket.
+// Create it with Store.Watcher and Run it; until its first load it matches
+// nothing (Ready tells when it has loaded). Safe for concurrent use.
+type Watcher struct {
+	store  *Store
+	every  time.Duration
+	logger *slog.Logger
+
+	set    atomic.Pointer[Set]
+	counts sync.Map // rule id -> *atomic.Int64, matches not yet flushed
+	ready  chan struct{}
+	once   sync.Once
+}
+
+// Watcher returns a watcher of s's rules that flushes its match counts
+// every flushEvery (DefaultFlushEvery if <= 0), logging to logger
+// (slog.Default if nil). It does no I/O until Run.
+func (s *Store) Watcher(flushEvery time.Duration, logger *slog.Logger) *Watcher {
+	if flushEvery <= 0 {
+		flushEvery = DefaultFlushEvery
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	w := &Watcher{store: s, every: flushEvery, logger: logger, ready: make(chan struct{})}
+	w.set.Store(NewSet(nil))
+	return w
+}
+
+// Ready is closed once the watcher has loaded the rules present when it
+// started.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// Set returns the current rules.
+func (w *Watcher) Set() *Set { return w.set.Load() }
+
+// Match is Set().Match, and counts the match for the rule's Recorded
+// count. It does no I/O.
+func (w *Watcher) Match(x Failure, now time.Time) (*Rule, bool) {
+	r, ok := w.set.Load().Match(x, now)
+	if ok {
+		c, _ := w.counts.Load(r.ID)
+		if c == nil {
+			c, _ = w.counts.LoadOrStore(r.ID, new(atomic.Int64))
+		}
+		c.(*atomic.Int64).Add(1)
+	}
+	return r, ok
+}
+
+// Run watches the bucket and flushes the counts until ctx ends, then
+// flushes once more (with a short deadline of its own) and returns nil. A
+// lost watch is started again.
+func (w *Watcher) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { w.flushLoop(ctx) })
+	for ctx.Err() == nil {
+		err := w.watch(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		w.logger.Warn("rules: the watch of the rules stopped; starting it again in a second", "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (w *Watcher) watch(ctx context.Context) error {
+	kw, err := w.store.kv.WatchAll(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = kw.Stop() }()
+	rules := map[string]Rule{}
+	loaded := false
+	publish := func() {
+		list := make([]Rule, 0, len(rules))
+		for _, r := range rules {
+			list = append(list, r)
+		}
+		w.set.Store(NewSet(list))
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-kw.Updates():
+			if !ok {
+				return errors.New("the watch ended")
+			}
+			if e == nil { // the initial values are all in
+				loaded = true
+				publish()
+				w.once.Do(func() { close(w.ready) })
+				continue
+			}
+			w.apply(rules, e)
+			if loaded {
+				publish()
+			}
+		}
+	}
+}
+
+func (w *Watcher) apply(rules map[string]Rule, e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(rules, e.Key())
+		return
+	}
+	r, err := decode(e.Value())
+	if err != nil || r.ID != e.Key() {
+		w.logger.Warn("rules: skipping a stored rule that does not decode", "key", e.Key(), "err", err)
+		delete(rules, e.Key())
+		return
+	}
+	rules[e.Key()] = r
+}
+
+func (w *Watcher) flushLoop(ctx context.Context) {
+	t := time.NewTicker(w.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			w.Flush(fctx)
+			cancel()
+			return
+		case <-t.C:
+			w.Flush(ctx)
+		}
+	}
+}
+
+// Flush adds the matches counted since the last flush to the rules'
+// Recorded counts now. Counts that cannot be written are kept for the
+// next flush; those of rules that no longer exist are dropped.
+func (w *Watcher) Flush(ctx context.Context) {
+	w.counts.Range(func(k, v any) bool {
+		c := v.(*atomic.Int64)
+		n := c.Swap(0)
+		if n == 0 {
+			return true
+		}
+		if err := w.store.AddRecorded(ctx, k.(string), n); err != nil {
+			if !isNotFound(err) {
+				c.Add(n)
+				w.logger.Debug("rules: count not flushed", "rule", k, "err", err)
+			}
+		}
+		return true
+	})
+}

@@ -1,0 +1,486 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/processor"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/rules"
+)
+
+// Release defaults.
+const (
+	DefaultReleaseBucket    = "amends_releases"
+	DefaultCanary           = 1
+	DefaultReleaseThreshold = 0.9
+	// MaxReleaseBatch bounds the records one pass prepares for a release;
+	// an "all" step larger than that is prepared over several passes.
+	MaxReleaseBatch = 500
+)
+
+// DefaultReleaseSteps are the step sizes after the canary; 0 is "all the
+// rest".
+var DefaultReleaseSteps = []int{1, 5, 20, 0}
+
+// The phases of a release.
+const (
+	PhaseBaseline = "baseline" // the first build seen: nothing to release
+	PhaseCanary   = "canary"
+	PhaseSteps    = "steps"
+	PhaseDone     = "done"
+	PhaseHalted   = "halted"
+)
+
+// ReleasePolicy says how records held until a deploy are released when a
+// new build registers: Canary records first (DefaultCanary if 0), then
+// steps of the sizes in Steps (DefaultReleaseSteps if nil; 0 means all the
+// rest), each started only while the success ratio of the last one is at
+// least Threshold (DefaultReleaseThreshold if 0; from 0 to 1). A canary or
+// step below the threshold halts the release.
+type ReleasePolicy struct {
+	Canary    int
+	Steps     []int
+	Threshold float64
+}
+
+// ReleasedRecord is a record a release prepared and the attempt it was
+// prepared as.
+type ReleasedRecord struct {
+	ID      string `json:"id"`
+	Attempt int32  `json:"attempt"`
+}
+
+// Release is the progress of the release of one processor's held records
+// after a new build registered, as the progress bucket keeps it (one key
+// per processor), so that it survives a restart. Times are epoch ms.
+//
+// A notifier can watch the bucket (Releases.Watch): a release whose Phase
+// becomes PhaseHalted has failed its canary or a step, and Halt says why.
+type Release struct {
+	Context       string          `json:"context"`
+	Processor     string          `json:"processor"`
+	Build         processor.Build `json:"build"`
+	PreviousBuild processor.Build `json:"previousBuild"`
+	Phase         string          `json:"phase"`
+	// Step is the index in the policy's steps of the current step.
+	Step int `json:"step"`
+	// StartedAt is when the build was seen; the records held are those
+	// whose last failure is older.
+	StartedAt int64 `json:"startedAt"`
+	// Batch is the canary or step under way.
+	Batch []ReleasedRecord `json:"batch,omitempty"`
+	// Released, Succeeded and Failed count the records of the finished
+	// canary and steps.
+	Released  int    `json:"released"`
+	Succeeded int    `json:"succeeded"`
+	Failed    int    `json:"failed"`
+	Halt      string `json:"halt,omitempty"`
+	UpdatedAt int64  `json:"updatedAt"`
+}
+
+// ReleaseStats counts what the releases did.
+type ReleaseStats struct {
+	Started, Steps, Prepared, Halted, Done uint64
+}
+
+type releaseStats struct{ started, steps, prepared, halted, done atomic.Uint64 }
+
+func (r *releaseStats) load() ReleaseStats {
+	return ReleaseStats{Started: r.started.Load(), Steps: r.steps.Load(), Prepared: r.prepared.Load(), Halted: r.halted.Load(), Done: r.done.Load()}
+}
+
+// Releases keeps the progress of releases in a KV bucket. Safe for
+// concurrent use.
+type Releases struct{ kv jetstream.KeyValue }
+
+// OpenReleases returns the progress bucket (DefaultReleaseBucket if
+// bucket is ""), creating it with replicas (1 if 0) if it does not exist.
+func OpenReleases(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*Releases, error) {
+	if bucket == "" {
+		bucket = DefaultReleaseBucket
+	}
+	if replicas == 0 {
+		replicas = 1
+	}
+	if replicas < 1 || replicas > 5 {
+		return nil, fmt.Errorf("release bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
+	}
+	cfg := jetstream.KeyValueConfig{Bucket: bucket, Description: "amends: progress of deploy releases", History: 5, Replicas: replicas, MaxValueSize: 256 << 10}
+	kv, err := js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(ctx, bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release bucket %s: %w", bucket, err)
+	}
+	return &Releases{kv: kv}, nil
+}
+
+func releaseKey(context, processor string) string {
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString([]byte(context)) + "." + enc.EncodeToString([]byte(processor))
+}
+
+// Get returns the release of processor (context, name); ok is false if
+// none was ever recorded.
+func (r *Releases) Get(ctx context.Context, context, processor string) (rel Release, ok bool, err error) {
+	e, err := r.kv.Get(ctx, releaseKey(context, processor))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Release{}, false, nil
+	}
+	if err != nil {
+		return Release{}, false, err
+	}
+	if err := json.Unmarshal(e.Value(), &rel); err != nil {
+		return Release{}, false, fmt.Errorf("release of %s/%s does not decode: %w", context, processor, err)
+	}
+	return rel, true, nil
+}
+
+func (r *Releases) put(ctx context.Context, rel Release) error {
+	b, err := json.Marshal(rel)
+	if err != nil {
+		return err
+	}
+	_, err = r.kv.Put(ctx, releaseKey(rel.Context, rel.Processor), b)
+	return err
+}
+
+// Watch returns a watch of every release's progress (see
+// jetstream.KeyValue.WatchAll); each value is a Release in JSON.
+func (r *Releases) Watch(ctx context.Context) (jetstream.KeyWatcher, error) {
+	return r.kv.WatchAll(ctx)
+}
+
+// BuildSource lists the live build registrations. *processor.BuildRegistry
+// satisfies it.
+type BuildSource interface {
+	Builds(ctx context.Context) ([]processor.BuildEntry, error)
+}
+
+// RecordLister lists records. *projection.Index satisfies it.
+type RecordLister interface {
+	List(q projection.Query) (projection.Page, error)
+}
+
+var (
+	_ BuildSource  = (*processor.BuildRegistry)(nil)
+	_ RecordLister = (*projection.Index)(nil)
+)
+
+type releaseConfig struct {
+	builds   BuildSource
+	records  RecordLister
+	progress *Releases
+	policy   ReleasePolicy
+	onHalt   func(Release)
+}
+
+// WithDeployRelease makes the lease holder release the records held until
+// a deploy (WithHolds, which it needs) when a new build of their
+// processor registers in builds: each pass it reads the live builds and,
+// per processor, the progress in progress; a newer build than the one
+// recorded starts a release (the first build seen is only recorded). The
+// release force-prepares, as actor "scheduler" with a reason naming the
+// build, a canary of the held records of that processor whose last
+// failure is older than the release, oldest first, and then the steps of
+// policy, each once the one before has settled (every record succeeded,
+// failed again or timed out) with a success ratio at least the threshold.
+// Below it the release halts: the records that failed are marked
+// UNRECOVERABLE with the reason (so their history says so), the halt is
+// logged, counted (Stats.Releases.Halted), kept in the progress bucket
+// and passed to onHalt if it is not nil. The held records not released
+// stay held for the next build. records reads the record states
+// (projection.Index).
+func WithDeployRelease(builds BuildSource, records RecordLister, progress *Releases, policy ReleasePolicy, onHalt func(Release)) Option {
+	return func(o *options) error {
+		if builds == nil || records == nil || progress == nil {
+			return fmt.Errorf("deploy release needs a build source, a record lister and a progress bucket: %w", ErrInvalidOption)
+		}
+		if policy.Canary == 0 {
+			policy.Canary = DefaultCanary
+		}
+		if policy.Steps == nil {
+			policy.Steps = DefaultReleaseSteps
+		}
+		if policy.Threshold == 0 {
+			policy.Threshold = DefaultReleaseThreshold
+		}
+		switch {
+		case policy.Canary < 1 || policy.Canary > MaxReleaseBatch:
+			return fmt.Errorf("release canary must be between 1 and %d records, got %d: %w", MaxReleaseBatch, policy.Canary, ErrInvalidOption)
+		case !(policy.Threshold > 0 && policy.Threshold <= 1):
+			return fmt.Errorf("release threshold must be a fraction above 0 and at most 1, got %v: %w", policy.Threshold, ErrInvalidOption)
+		}
+		for _, n := range policy.Steps {
+			if n < 0 {
+				return fmt.Errorf("release steps must be 0 (all the rest) or positive, got %d: %w", n, ErrInvalidOption)
+			}
+		}
+		policy.Steps = slices.Clone(policy.Steps)
+		o.release = &releaseConfig{builds: builds, records: records, progress: progress, policy: policy, onHalt: onHalt}
+		return nil
+	}
+}
+
+// releaseStep advances every processor's release by what one pass does.
+func (s *Scheduler) releaseStep(ctx context.Context, now time.Time) {
+	rc := s.opts.release
+	if rc == nil || s.opts.holds == nil || s.holding() == nil {
+		return
+	}
+	entries, err := rc.builds.Builds(ctx)
+	if err != nil {
+		s.opts.logger.Warn("scheduler: reading the build registry failed", "err", err)
+		return
+	}
+	newest := map[[2]string]processor.BuildEntry{}
+	for _, e := range entries {
+		k := [2]string{e.Context, e.Processor}
+		if cur, ok := newest[k]; !ok || e.StartedAt > cur.StartedAt {
+			newest[k] = e
+		}
+	}
+	keys := make([][2]string, 0, len(newest))
+	for k := range newest {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return compareKeys(a, b) })
+	for _, k := range keys {
+		if s.holding() == nil {
+			return
+		}
+		if err := s.advance(ctx, rc, newest[k], now); err != nil && ctx.Err() == nil {
+			s.opts.logger.Warn("scheduler: release step failed; trying again next pass", "context", k[0], "processor", k[1], "err", err)
+		}
+	}
+}
+
+func compareKeys(a, b [2]string) int {
+	if a[0] != b[0] {
+		if a[0] < b[0] {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a[1] < b[1]:
+		return -1
+	case a[1] > b[1]:
+		return 1
+	}
+	return 0
+}
+
+// advance moves the release of e's processor on by one step at most.
+func (s *Scheduler) advance(ctx context.Context, rc *releaseConfig, e processor.BuildEntry, now time.Time) error {
+	rel, ok, err := rc.progress.Get(ctx, e.Context, e.Processor)
+	if err != nil {
+		return err
+	}
+	ms := now.UnixMilli()
+	switch {
+	case !ok:
+		rel = Release{Context: e.Context, Processor: e.Processor, Build: e.Build, Phase: PhaseBaseline, StartedAt: ms, UpdatedAt: ms}
+		return rc.progress.put(ctx, rel)
+	case rel.Build != e.Build && e.Build == rel.PreviousBuild && (rel.Phase == PhaseCanary || rel.Phase == PhaseSteps):
+		return nil // an instance of the build being replaced, restarted during the release
+	case rel.Build != e.Build && len(s.opts.holds.Set().Holds(e.Context, e.Processor, now)) == 0:
+		// Nothing can be held for this processor: note the build, quietly.
+		rel = Release{Context: e.Context, Processor: e.Processor, Build: e.Build, PreviousBuild: rel.Build, Phase: PhaseDone, StartedAt: ms, UpdatedAt: ms}
+		return rc.progress.put(ctx, rel)
+	case rel.Build != e.Build:
+		if rel.Phase == PhaseCanary || rel.Phase == PhaseSteps {
+			s.opts.logger.Info("scheduler: a newer build supersedes the release under way", "processor", e.Processor, "build", rel.Build.String(), "newer", e.Build.String())
+		}
+		rel = Release{Context: e.Context, Processor: e.Processor, Build: e.Build, PreviousBuild: rel.Build, Phase: PhaseCanary, StartedAt: ms, UpdatedAt: ms}
+		s.releases.started.Add(1)
+		s.opts.logger.Info("scheduler: new build registered; releasing its held records, canary first", "context", e.Context, "processor", e.Processor, "build", e.Build.String(), "previous", rel.PreviousBuild.String())
+		if err := rc.progress.put(ctx, rel); err != nil {
+			return err
+		}
+	case rel.Phase != PhaseCanary && rel.Phase != PhaseSteps:
+		return nil
+	}
+	if len(rel.Batch) > 0 {
+		return s.settle(ctx, rc, rel, now)
+	}
+	return s.launch(ctx, rc, rel, now)
+}
+
+// settle checks the batch under way and, once every record has an
+// outcome, advances or halts the release.
+func (s *Scheduler) settle(ctx context.Context, rc *releaseConfig, rel Release, now time.Time) error {
+	var ok, failed []string
+	for _, r := range rel.Batch {
+		switch outcome(rc.records, r, now) {
+		case outcomePending:
+			return nil
+		case outcomeSucceeded:
+			ok = append(ok, r.ID)
+		default:
+			failed = append(failed, r.ID)
+		}
+	}
+	n := len(rel.Batch)
+	rel.Released += n
+	rel.Succeeded += len(ok)
+	rel.Failed += len(failed)
+	rel.Batch, rel.UpdatedAt = nil, now.UnixMilli()
+	ratio := float64(len(ok)) / float64(n)
+	what := "canary"
+	if rel.Phase == PhaseSteps {
+		what = fmt.Sprintf("step %d", rel.Step+1)
+	}
+	if ratio < rc.policy.Threshold {
+		rel.Phase = PhaseHalted
+		rel.Halt = fmt.Sprintf("the %s of build %s succeeded for %d of %d records (%.0f%%), below the threshold of %.0f%%; the release halted and the other held records stay held",
+			what, rel.Build, len(ok), n, 100*ratio, 100*rc.policy.Threshold)
+		if err := rc.progress.put(ctx, rel); err != nil {
+			return err
+		}
+		s.releases.halted.Add(1)
+		s.opts.logger.Warn("scheduler: release halted", "context", rel.Context, "processor", rel.Processor, "build", rel.Build.String(), "reason", rel.Halt, "failed", failed)
+		for _, id := range failed {
+			meta := aggregate.Meta{Actor: Actor, Reason: "release halted: " + rel.Halt, CommandID: fmt.Sprintf("release-halt:%s:%s:%d", id, rel.Build, rel.StartedAt)}
+			if _, err := s.exec.Execute(ctx, id, aggregate.MarkRecoverable{Recoverable: aggregate.Unrecoverable}, meta); err != nil && !errors.As(err, new(*aggregate.Error)) {
+				s.opts.logger.Warn("scheduler: marking a failed release record failed", "record", id, "err", err)
+			}
+		}
+		if rc.onHalt != nil {
+			rc.onHalt(rel)
+		}
+		return nil
+	}
+	s.releases.steps.Add(1)
+	if rel.Phase == PhaseCanary {
+		rel.Phase, rel.Step = PhaseSteps, 0
+	} else if rc.policy.Steps[rel.Step] != 0 {
+		rel.Step++ // an "all" step repeats until nothing is left
+	}
+	return rc.progress.put(ctx, rel)
+}
+
+// launch prepares the next canary or step, or ends the release when no
+// held record is left.
+func (s *Scheduler) launch(ctx context.Context, rc *releaseConfig, rel Release, now time.Time) error {
+	size := rc.policy.Canary
+	label := "canary"
+	if rel.Phase == PhaseSteps {
+		if rel.Step >= len(rc.policy.Steps) {
+			return s.done(ctx, rc, rel, now)
+		}
+		size = rc.policy.Steps[rel.Step]
+		label = fmt.Sprintf("step %d", rel.Step+1)
+	}
+	if size == 0 || size > MaxReleaseBatch {
+		size = MaxReleaseBatch
+	}
+	held, err := s.heldRecords(rc, rel, now, size)
+	if err != nil {
+		return err
+	}
+	if len(held) == 0 {
+		return s.done(ctx, rc, rel, now)
+	}
+	for _, it := range held {
+		meta := aggregate.Meta{Actor: Actor, Reason: fmt.Sprintf("deploy release of build %s: %s", rel.Build, label),
+			CommandID: fmt.Sprintf("release:%s:%s:%d", it.ID, rel.Build, rel.StartedAt)}
+		res, err := s.exec.Execute(ctx, it.ID, aggregate.ForcePrepareCompensation{}, meta)
+		if err != nil {
+			if errors.As(err, new(*aggregate.Error)) {
+				continue // the record moved on
+			}
+			return err
+		}
+		rel.Batch = append(rel.Batch, ReleasedRecord{ID: it.ID, Attempt: res.State.Attempt()})
+		s.releases.prepared.Add(1)
+	}
+	if len(rel.Batch) == 0 {
+		return nil // every pick moved on; the next pass picks again
+	}
+	rel.UpdatedAt = now.UnixMilli()
+	return rc.progress.put(ctx, rel)
+}
+
+func (s *Scheduler) done(ctx context.Context, rc *releaseConfig, rel Release, now time.Time) error {
+	rel.Phase, rel.UpdatedAt = PhaseDone, now.UnixMilli()
+	s.releases.done.Add(1)
+	s.opts.logger.Info("scheduler: release done", "context", rel.Context, "processor", rel.Processor, "build", rel.Build.String(),
+		"released", rel.Released, "succeeded", rel.Succeeded, "failed", rel.Failed)
+	return rc.progress.put(ctx, rel)
+}
+
+// heldRecords lists up to n records of rel's processor held until a
+// deploy whose last failure is older than the release: FAILED, retried
+// automatically, and held by the current rules. Oldest failure first.
+func (s *Scheduler) heldRecords(rc *releaseConfig, rel Release, now time.Time, n int) ([]projection.Item, error) {
+	set := s.opts.holds.Set()
+	q := projection.Query{
+		Filter: projection.Filter{FunctionContext: rel.Context, Processor: rel.Processor, Status: aggregate.StatusFailed,
+			ExecuteAtTo: time.UnixMilli(rel.StartedAt)},
+		Sort:  projection.Sort{Field: projection.SortExecuteAt},
+		Limit: projection.MaxLimit,
+	}
+	var out []projection.Item
+	for len(out) < n {
+		page, err := rc.records.List(q)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range page.Items {
+			x := rules.Failure{Function: it.Function, ErrorCode: it.ErrorCode, Fingerprint: it.Fingerprint}
+			if len(out) < n && it.Recoverable.AutoRetried() && set.Held(x, now) {
+				out = append(out, it)
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		q.Cursor = page.Next
+	}
+	return out, nil
+}
+
+type releaseOutcome int
+
+const (
+	outcomePending releaseOutcome = iota
+	outcomeSucceeded
+	outcomeFailed
+)
+
+// outcome tells what became of released record r: pending while the
+// index has not seen its prepare or its replay runs, succeeded, or failed
+// (failed again, timed out, moved on without succeeding, or gone).
+func outcome(records RecordLister, r ReleasedRecord, now time.Time) releaseOutcome {
+	page, err := records.List(projection.Query{Filter: projection.Filter{ID: r.ID}, Limit: 1})
+	if err != nil {
+		return outcomePending
+	}
+	if len(page.Items) == 0 {
+		return outcomeFailed
+	}
+	it := page.Items[0]
+	switch {
+	case it.Retries < r.Attempt:
+		return outcomePending // the index has not seen the prepare yet
+	case it.Status == aggregate.StatusSucceeded:
+		return outcomeSucceeded
+	case it.Retries > r.Attempt:
+		return outcomeFailed
+	case it.Status == aggregate.StatusPrepared && now.UnixMilli() <= it.TimeoutAt:
+		return outcomePending
+	}
+	return outcomeFailed
+}
