@@ -121,6 +121,20 @@ func newBenchEnv(t testing.TB) *env {
 
 var testResolver = &fakeResolver{hosts: map[string][]string{"receiver.test": {"127.0.0.1"}, "private.test": {"10.0.0.9"}}}
 
+// settled waits until the notifier's durable on the compensation stream
+// has acknowledged every message it was given.
+func (e *env) settled(t *testing.T, durable string) {
+	t.Helper()
+	eventually(t, "the notifier acknowledged every message", func() bool {
+		c, err := e.js.Consumer(t.Context(), e.store.StreamName(aggregate.Context), durable)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(t.Context())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Stream > 0
+	})
+}
+
 func (e *env) config(t *testing.T, js string) *Config {
 	t.Helper()
 	c, err := ParseConfig([]byte(js), func(k string) (string, bool) {
@@ -364,6 +378,9 @@ func TestNotifierRestartDoesNotResend(t *testing.T) {
 	_, stop := e.start(t, cfg)
 	e.create(t, "evt-1", fn("billing", "charge"), "Boom")
 	eventually(t, "first delivery", func() bool { return len(rcv.requests()) == 1 })
+	// The ack follows the endpoint's answer: a stop before it would have
+	// the message redelivered, as at-least-once delivery must.
+	e.settled(t, DefaultDurable)
 	stop()
 
 	e.create(t, "evt-2", fn("billing", "charge"), "Boom") // while no notifier runs
@@ -444,7 +461,9 @@ func TestDigestStates(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, sent, "at most one digest per interval")
 
-	// A restart keeps the state: the next digest says still failing.
+	// A restart keeps the state: the next digest says still failing. (Once
+	// every message is acked: a redelivered one would be counted again.)
+	e.settled(t, DefaultDurable)
 	stop()
 	n, stop = e.start(t, cfg)
 	e.clock.Set(t0.Add(61 * time.Minute))
