@@ -90,6 +90,8 @@ func TestBrowserSearchRecordAndForcePrepare(t *testing.T) {
 	until(t, ctx, "no record", `document.querySelector('#count').textContent === "0 matching records" && document.querySelector('input[name="nextRetryAtTo"]').value.startsWith("2000-01-01T00:00")`)
 	do(t, ctx, "a next-retry range from then on", chromedp.Navigate(s.http.URL+"/search?errorCode=MailboxFull&nextRetryAtFrom=2000-01-01T00:00:00Z"))
 	until(t, ctx, "both records", `document.querySelectorAll('#records-table tbody tr').length === 2`)
+	assert.True(t, eval[bool](t, ctx, `[...document.querySelectorAll('#records-table tbody tr')].every(r => r.lastElementChild.textContent === "–")`),
+		"an UNRECOVERABLE record shows no next retry: the scheduler does not retry it")
 	do(t, ctx, "open a bookmarked query", chromedp.Navigate(s.http.URL+"/search?errorCode=ConnectionReset&recoverable=RECOVERABLE"))
 	until(t, ctx, "its one record", `document.querySelectorAll('#records-table tbody tr').length === 1 && document.querySelector('select[name="recoverable"]').value === "RECOVERABLE"`)
 

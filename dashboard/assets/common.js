@@ -179,6 +179,13 @@ const A = (() => {
 
   function fnName(f) { return f.processorName + "." + f.name + "@" + f.contextName; }
 
+  // willRetry says whether the scheduler retries a record by itself, as
+  // the aggregate's predicates do: not succeeded, below its retry limit,
+  // and RECOVERABLE or UNKNOWN. Its next retry is shown only then.
+  function willRetry(status, recoverable, retries, maxRetries) {
+    return status !== "SUCCEEDED" && retries < maxRetries && (recoverable === "RECOVERABLE" || recoverable === "UNKNOWN");
+  }
+
   const VIEWS = [
     ["to-retry", "To retry", "warn"], ["executing", "Executing", "info"], ["next-retry", "Next retry (due)", "warn"],
     ["non-retryable", "Non-retryable", "bad"], ["succeeded", "Succeeded", "ok"], ["unrecoverable", "Unrecoverable", "bad"],
@@ -192,5 +199,5 @@ const A = (() => {
     }
   }
 
-  return { el, fill, $, api, ApiError, session, isOperator, live, rel, abs, time, dur, badge, errorBox, fnName, newRequestId, VIEWS, FILTERS, mark, toSignIn };
+  return { el, fill, $, api, ApiError, session, isOperator, live, rel, abs, time, dur, badge, errorBox, fnName, willRetry, newRequestId, VIEWS, FILTERS, mark, toSignIn };
 })();

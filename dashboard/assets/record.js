@@ -29,7 +29,7 @@
       ["retry spec", "maxRetries " + sp.maxRetries + ", minBackoff " + sp.minBackoff + "s, executionTimeout " + sp.executionTimeout + "s"],
       ["last prepared", rs.retries > 0 ? time(rs.retryAt) : "never"],
       ["times out", time(rs.timeoutAt)],
-      ["next retry", s.status === "SUCCEEDED" ? "–" : time(rs.nextRetryAt)],
+      ["next retry", A.willRetry(s.status, s.recoverable, rs.retries, sp.maxRetries) ? time(rs.nextRetryAt) : "– (not retried by the scheduler)"],
       ["updated", time(v.updatedAt)],
     ]));
     const e = s.error || {};

@@ -54,7 +54,7 @@
       el("td", {}, it.aggregate.contextName + "." + it.aggregate.aggregateName + "/" + it.aggregate.aggregateId),
       el("td", { class: "num" }, it.retries + "/" + it.maxRetries),
       el("td", {}, time(it.executeAt)),
-      el("td", {}, it.status === "SUCCEEDED" ? el("span", { class: "muted" }, "–") : time(it.nextRetryAt)));
+      el("td", {}, A.willRetry(it.status, it.recoverable, it.retries, it.maxRetries) ? time(it.nextRetryAt) : el("span", { class: "muted", title: "not retried by the scheduler" }, "–")));
   }
 
   async function load() {
