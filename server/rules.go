@@ -121,6 +121,20 @@ func (s *Server) addRule(w http.ResponseWriter, r *http.Request, p principal) er
 	return nil
 }
 
+// ruleTarget checks a request on one rule (no query, a valid rule id in
+// the path) and returns the rule store and the id.
+func (s *Server) ruleTarget(r *http.Request) (*rules.Store, string, error) {
+	if err := noQuery(r); err != nil {
+		return nil, "", err
+	}
+	st, err := s.ruleStore()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := ruleID(r)
+	return st, id, err
+}
+
 func ruleID(r *http.Request) (string, error) {
 	id := r.PathValue("rule")
 	if ae := checkID("rule", id); ae != nil {
@@ -130,14 +144,7 @@ func ruleID(r *http.Request) (string, error) {
 }
 
 func (s *Server) getRule(w http.ResponseWriter, r *http.Request, _ principal) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	st, err := s.ruleStore()
-	if err != nil {
-		return err
-	}
-	id, err := ruleID(r)
+	st, id, err := s.ruleTarget(r)
 	if err != nil {
 		return err
 	}
@@ -150,14 +157,7 @@ func (s *Server) getRule(w http.ResponseWriter, r *http.Request, _ principal) er
 }
 
 func (s *Server) removeRule(w http.ResponseWriter, r *http.Request, p principal) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	st, err := s.ruleStore()
-	if err != nil {
-		return err
-	}
-	id, err := ruleID(r)
+	st, id, err := s.ruleTarget(r)
 	if err != nil {
 		return err
 	}
@@ -178,14 +178,7 @@ func (s *Server) removeRule(w http.ResponseWriter, r *http.Request, p principal)
 }
 
 func (s *Server) applyRule(w http.ResponseWriter, r *http.Request, p principal) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	st, err := s.ruleStore()
-	if err != nil {
-		return err
-	}
-	id, err := ruleID(r)
+	st, id, err := s.ruleTarget(r)
 	if err != nil {
 		return err
 	}
@@ -198,7 +191,7 @@ func (s *Server) applyRule(w http.ResponseWriter, r *http.Request, p principal) 
 		return err
 	}
 	if req.Limit < 0 || req.Limit > s.cfg.MaxBatch {
-		return badRequest("limit", "limit must be between 1 and %d, got %d", s.cfg.MaxBatch, req.Limit)
+		return badRequest("limit", "limit must be from 1 to %d (0 or absent: %d), got %d", s.cfg.MaxBatch, s.cfg.MaxBatch, req.Limit)
 	}
 	if ae := checkText("requestId", req.RequestID, MaxParamBytes); ae != nil {
 		return ae

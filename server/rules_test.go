@@ -48,6 +48,10 @@ func TestRulesAPI(t *testing.T) {
 	assert.Equal(t, map[string]int{api.OutcomeWould: 2}, res.Counts)
 	r = e.do(t, "POST", "/api/v1/rules/"+rule.ID+"/apply", operatorKey, api.RuleApplyRequest{})
 	assert.Equal(t, http.StatusUnprocessableEntity, r.status, "a real apply needs a request id: %s", r.body)
+	r = e.do(t, "POST", "/api/v1/rules/"+rule.ID+"/apply", operatorKey, api.RuleApplyRequest{DryRun: true, Limit: -1})
+	require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+	assert.Equal(t, "limit", r.apiError(t).Details["field"])
+	assert.Contains(t, r.apiError(t).Message, "limit must be from 1 to 10000 (0 or absent: 10000), got -1")
 	r = e.do(t, "POST", "/api/v1/rules/"+rule.ID+"/apply", operatorKey, api.RuleApplyRequest{RequestID: "q1", RatePerSecond: 1000})
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	var real api.BatchResult
