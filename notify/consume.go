@@ -2,10 +2,7 @@ package notify
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"hash/fnv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -58,8 +55,6 @@ func (n *Notifier) loop(ctx context.Context, name string, consume func(context.C
 	}
 }
 
-var errConsumerEnded = errors.New("the consumer stopped")
-
 // consume creates or updates the durable consumer cfg on stream and hands
 // its messages to workers (by subject, so one record's messages stay in
 // order) until ctx ends (nil) or the consumer stops (why). Messages held,
@@ -74,63 +69,8 @@ func (n *Notifier) consume(ctx context.Context, stream string, cfg jetstream.Con
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", cfg.Durable, stream, err)
 	}
-	stopping := make(chan struct{})
-	h := inflight.New()
-	var hb sync.WaitGroup
-	hb.Go(func() { h.Heartbeat(stopping, n.opts.ackWait/3) })
-	work := make([]chan jetstream.Msg, n.opts.workers)
-	var wg sync.WaitGroup
-	for i := range work {
-		work[i] = make(chan jetstream.Msg, 64)
-		wg.Go(func() {
-			for m := range work[i] {
-				handle(ctx, m)
-				h.Drop(m)
-			}
-		})
-	}
-	lost := make(chan error, 1)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		f := fnv.New32a()
-		f.Write([]byte(m.Subject()))
-		h.Add(m)
-		select {
-		case work[f.Sum32()%uint32(len(work))] <- m:
-		case <-stopping:
-			h.Drop(m)
-		}
-	}, jetstream.PullMaxMessages(maxAckPending), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConnectionClosed) {
-			select {
-			case lost <- err:
-			default:
-			}
-		}
-		n.opts.logger.Debug("notifier consumer", "consumer", cfg.Durable, "err", err)
-	}))
-	if err == nil {
-		select {
-		case <-ctx.Done():
-		case err = <-lost:
-		case <-cc.Closed():
-			err = errConsumerEnded
-		}
-		close(stopping)
-		cc.Stop()
-		<-cc.Closed()
-	} else {
-		err = fmt.Errorf("consume %s: %w", cfg.Durable, err)
-		close(stopping)
-	}
-	for _, w := range work {
-		close(w)
-	}
-	wg.Wait()
-	hb.Wait()
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return inflight.Consume(ctx, cons, inflight.Lanes{Name: cfg.Durable, Workers: n.opts.workers, AckWait: n.opts.ackWait,
+		PullMax: maxAckPending, Logger: n.opts.logger}, handle)
 }
 
 // retryPolicy is how a message whose handling failed transiently (the KV

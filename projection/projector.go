@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -272,9 +270,6 @@ func (p *Projector) Run(ctx context.Context) error {
 	}
 }
 
-// errConsumerEnded: the consumer stopped delivering on its own.
-var errConsumerEnded = errors.New("the consumer stopped")
-
 // consume sets up the stream and the consumer and projects until ctx ends
 // (nil) or the consumer stops (why).
 func (p *Projector) consume(ctx context.Context) error {
@@ -286,61 +281,6 @@ func (p *Projector) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", p.opts.durable, stream, err)
 	}
-	stopping := make(chan struct{})
-	held := inflight.New()
-	var hb sync.WaitGroup
-	hb.Go(func() { held.Heartbeat(stopping, p.opts.ackWait/3) })
-	work := make([]chan jetstream.Msg, p.opts.workers)
-	var wg sync.WaitGroup
-	for i := range work {
-		work[i] = make(chan jetstream.Msg, 64)
-		wg.Go(func() {
-			for m := range work[i] {
-				p.handle(ctx, m)
-				held.Drop(m)
-			}
-		})
-	}
-	lost := make(chan error, 1)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		h := fnv.New32a()
-		h.Write([]byte(m.Subject()))
-		held.Add(m)
-		select {
-		case work[h.Sum32()%uint32(len(work))] <- m:
-		case <-stopping: // not acked: redelivered
-			held.Drop(m)
-		}
-	}, jetstream.PullMaxMessages(min(p.opts.maxAckPending, 1024)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConnectionClosed) {
-			select {
-			case lost <- err:
-			default:
-			}
-		}
-		p.opts.logger.Debug("projector consumer", "err", err)
-	}))
-	if err == nil {
-		select {
-		case <-ctx.Done():
-		case err = <-lost:
-		case <-cc.Closed():
-			err = errConsumerEnded
-		}
-		close(stopping)
-		cc.Stop()
-		<-cc.Closed()
-	} else {
-		err = fmt.Errorf("consume %s: %w", p.opts.durable, err)
-		close(stopping)
-	}
-	for _, w := range work {
-		close(w)
-	}
-	wg.Wait()
-	hb.Wait()
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return inflight.Consume(ctx, cons, inflight.Lanes{Name: p.opts.durable, Workers: p.opts.workers, AckWait: p.opts.ackWait,
+		PullMax: min(p.opts.maxAckPending, 1024), Logger: p.opts.logger}, p.handle)
 }
