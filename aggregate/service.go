@@ -266,7 +266,15 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 // or read before, and on a store that may answer from a lagging replica
 // it asks the stream leader before it reports a record missing.
 func (s *Service) Get(ctx context.Context, id string) (State, uint64, error) {
-	return s.GetAtLeast(ctx, id, 1)
+	if err := checkRecordID(id); err != nil {
+		return State{}, 0, err
+	}
+	snap, version, err := s.load(ctx, id, false)
+	if err == nil && version == 0 && s.readsReplicas() {
+		// Once, without waiting: unlike GetAtLeast, nothing says it exists.
+		snap, version, err = s.load(ctx, id, true)
+	}
+	return found(id, snap, version, err)
 }
 
 // GetAtLeast is Get for a caller that knows version v of the record was
@@ -275,8 +283,8 @@ func (s *Service) Get(ctx context.Context, id string) (State, uint64, error) {
 // consumer may deliver a message a moment before the stream leader has
 // applied it, so the leader is asked a few times over about 100 ms; then
 // its answer is returned whatever it is, and a caller that gets a version
-// below v should try again later rather than act on it. v 0 is Get
-// without that check for missing records.
+// below v should try again later rather than act on it. With v 0 the
+// leader is never asked.
 func (s *Service) GetAtLeast(ctx context.Context, id string, v uint64) (State, uint64, error) {
 	if err := checkRecordID(id); err != nil {
 		return State{}, 0, err
@@ -290,6 +298,11 @@ func (s *Service) GetAtLeast(ctx context.Context, id string, v uint64) (State, u
 		}
 		snap, version, err = s.load(ctx, id, true)
 	}
+	return found(id, snap, version, err)
+}
+
+// found is what Get and GetAtLeast return for a load's result.
+func found(id string, snap snapshot, version uint64, err error) (State, uint64, error) {
 	if err != nil {
 		return State{}, 0, err
 	}
