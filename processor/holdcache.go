@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/kvwatch"
 )
 
 // holdCache mirrors the context's holds from a KV watch, so that a
@@ -104,41 +106,34 @@ func (c *holdCache) set(key string, h *Hold, rev uint64) {
 
 // watchHolds starts a watch of the holds of context and returns once the
 // cache holds every existing one; loop feeds later changes until ctx ends.
-func watchHolds(ctx context.Context, kv jetstream.KeyValue, boundedContext string, c *holdCache) (loop func(ctx context.Context), err error) {
-	w, err := kv.Watch(ctx, boundedContext+".>")
+func watchHolds(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, boundedContext string, c *holdCache) (loop func(ctx context.Context), err error) {
+	pattern := boundedContext + ".>"
+	w, err := kv.Watch(ctx, pattern, jetstream.IncludeHistory())
 	if err != nil {
 		return nil, fmt.Errorf("watch the holds of context %s: %w", boundedContext, err)
 	}
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, fmt.Errorf("watch the holds of context %s: the watch closed", boundedContext)
-			}
-			if e == nil {
-				return func(ctx context.Context) {
-					defer func() { _ = w.Stop() }()
-					for {
-						select {
-						case <-ctx.Done():
-							return
-						case e, ok := <-w.Updates():
-							if !ok {
-								return
-							}
-							if e != nil {
-								c.apply(e)
-							}
-						}
-					}
-				}, nil
-			}
-			c.apply(e)
-		case <-ctx.Done():
-			_ = w.Stop()
-			return nil, ctx.Err()
-		}
+	// Read up to the leader's last revision: the watch's own end signal
+	// comes early while holds change (see kvwatch).
+	if err := kvwatch.Initial(ctx, js, HoldBucket, pattern, w, c.apply); err != nil {
+		_ = w.Stop()
+		return nil, fmt.Errorf("watch the holds of context %s: %w", boundedContext, err)
 	}
+	return func(ctx context.Context) {
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e != nil {
+					c.apply(e)
+				}
+			}
+		}
+	}, nil
 }
 
 // gone drops key, which the bucket no longer has, keeping its revision.

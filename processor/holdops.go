@@ -12,6 +12,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/kvwatch"
 )
 
 // Holds is the operators' view of the holds bucket: list, release, skip.
@@ -20,6 +21,7 @@ import (
 // use.
 type Holds struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
 }
 
 // OpenHolds binds the holds bucket, creating it (with replicas, 1 if 0)
@@ -29,7 +31,7 @@ func OpenHolds(ctx context.Context, js jetstream.JetStream, replicas int) (*Hold
 	if err != nil {
 		return nil, err
 	}
-	return &Holds{kv: kv}, nil
+	return &Holds{kv: kv, js: js}, nil
 }
 
 // HoldFilter selects holds; empty fields match everything.
@@ -55,30 +57,35 @@ func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]Hold, boo
 			pattern = f.Context + "." + f.Processor + "." + f.Function + ".>"
 		}
 	}
-	w, err := hs.kv.Watch(ctx, pattern, jetstream.IgnoreDeletes())
+	// The whole history (one revision per key) read up to the leader's
+	// last revision: a watch's own end signal comes early while holds
+	// change, and then misses the holds being released (see kvwatch).
+	w, err := hs.kv.Watch(ctx, pattern, jetstream.IncludeHistory())
 	if err != nil {
 		return nil, false, fmt.Errorf("list holds: %w", err)
 	}
 	defer func() { _ = w.Stop() }()
-	var out []Hold
-	for {
-		var e jetstream.KeyValueEntry
-		select {
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		case e = <-w.Updates():
-		}
-		if e == nil {
-			break
+	live := make(map[string]Hold)
+	err = kvwatch.Initial(ctx, hs.js, HoldBucket, pattern, w, func(e jetstream.KeyValueEntry) {
+		delete(live, e.Key())
+		if e.Operation() != jetstream.KeyValuePut {
+			return
 		}
 		h, err := decodeHold(e.Value())
 		if err != nil {
-			continue
+			return
 		}
 		if (f.Processor == "" || h.Processor == f.Processor) && (f.Function == "" || h.Function == f.Function) &&
 			(f.Record == "" || h.Head.Record == f.Record) {
-			out = append(out, h)
+			live[e.Key()] = h
 		}
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list holds: %w", err)
+	}
+	out := make([]Hold, 0, len(live))
+	for _, h := range live {
+		out = append(out, h)
 	}
 	slices.SortFunc(out, func(a, b Hold) int { return strings.Compare(a.Key(), b.Key()) })
 	more := len(out) > limit

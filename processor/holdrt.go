@@ -60,7 +60,7 @@ func (p *Processor) startHolds(ctx context.Context) error {
 		return fmt.Errorf("processor of context %s: %w", p.context, err)
 	}
 	rt := &holdRuntime{kv: kv, cache: newHoldCache(), owner: uuid.NewString(), progress: newProgress(progress)}
-	if rt.watch, err = watchHolds(ctx, kv, p.context, rt.cache); err != nil {
+	if rt.watch, err = watchHolds(ctx, p.js, kv, p.context, rt.cache); err != nil {
 		return fmt.Errorf("processor of context %s: %w", p.context, err)
 	}
 	p.holds = rt

@@ -1,0 +1,129 @@
+// Package kvwatch reads the initial values of a JetStream KV watch
+// completely.
+//
+// A KeyWatcher signals "all initial values delivered" with a nil entry once
+// it has received as many messages as its consumer had pending when it was
+// created. When keys are written while the watch starts, the messages it
+// counted are replaced by newer ones (a bucket keeps few revisions per
+// key) and the signal comes early: keys being updated at that moment are
+// missing from a listing that stops there. The pending count in each
+// entry (Delta) lags behind concurrent writes too, so it cannot tell the
+// end either.
+//
+// Initial reads a watch of the whole history instead
+// (jetstream.IncludeHistory; a bucket of one revision per key holds
+// nothing else) until it has delivered the last message the stream leader
+// has on the watched keys. A message is only removed once a newer one
+// replaces it, and the watch delivers in stream order, so every key's
+// value as of the leader's answer has then been delivered.
+package kvwatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrClosed is returned when the watch closes before its initial values
+// were read.
+var ErrClosed = errors.New("the watch closed before its initial values were read")
+
+// Initial passes w's entries to apply, in revision order, until every value
+// of bucket's keys matching pattern (as given to Watch; ">" for WatchAll)
+// as of a moment after the call has been delivered, deletions included.
+// w must be created with jetstream.IncludeHistory and without
+// IgnoreDeletes (a dropped deletion can be the end). Later entries stay in
+// w for the caller. It asks the stream leader for the last sequence on
+// the keys once, and once more each time the watch has caught up with the
+// previous answer while keys changed. It returns ctx's error if ctx ends
+// first, ErrClosed if the watch closes, and the request's error if the
+// leader cannot be asked. apply runs on the caller's goroutine.
+func Initial(ctx context.Context, js jetstream.JetStream, bucket, pattern string, w jetstream.KeyWatcher, apply func(jetstream.KeyValueEntry)) error {
+	var delivered uint64
+	mark, err := lastSeq(ctx, js, bucket, pattern)
+	if err != nil {
+		return err
+	}
+	for {
+		if delivered >= mark {
+			now, err := lastSeq(ctx, js, bucket, pattern)
+			if err != nil {
+				return err
+			}
+			if now <= delivered {
+				return nil
+			}
+			mark = now
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return ErrClosed
+			}
+			if e == nil {
+				continue // the watch's own signal, possibly early
+			}
+			apply(e)
+			delivered = max(delivered, e.Revision())
+		}
+	}
+}
+
+// lastSeq returns the stream sequence of the last message on bucket's keys
+// matching pattern (0: none), as the stream leader has it: the JetStream
+// API's message get, which only the leader answers (a direct get may come
+// from a replica behind it).
+func lastSeq(ctx context.Context, js jetstream.JetStream, bucket, pattern string) (uint64, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	req, _ := json.Marshal(struct {
+		LastBySubject string `json:"last_by_subj"`
+	}{"$KV." + bucket + "." + pattern})
+	resp, err := js.Conn().RequestWithContext(ctx, apiPrefix(js.Options())+"STREAM.MSG.GET.KV_"+bucket, req)
+	if err != nil {
+		return 0, fmt.Errorf("read the last revision of bucket %s: %w", bucket, err)
+	}
+	var r struct {
+		Message *struct {
+			Seq uint64 `json:"seq"`
+		} `json:"message"`
+		Error *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return 0, fmt.Errorf("read the last revision of bucket %s: the answer does not decode: %w", bucket, err)
+	}
+	switch {
+	case r.Error != nil && r.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
+		return 0, nil
+	case r.Error != nil:
+		return 0, fmt.Errorf("read the last revision of bucket %s: %s (code %d)", bucket, r.Error.Description, r.Error.ErrCode)
+	case r.Message == nil:
+		return 0, fmt.Errorf("read the last revision of bucket %s: the answer has no message", bucket)
+	}
+	return r.Message.Seq, nil
+}
+
+// apiPrefix is the JetStream API prefix js sends its requests to.
+func apiPrefix(o jetstream.JetStreamOptions) string {
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return jetstream.DefaultAPIPrefix
+}

@@ -1,0 +1,92 @@
+package kvwatch_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/internal/kvwatch"
+	"github.com/amends-dev/amends/internal/natstest"
+)
+
+// Keys written while the watch starts are all read: the watch's own
+// end-of-initial-values signal comes early then (this test fails if
+// Initial stops at it).
+func TestInitialReadsKeysUpdatedMeanwhile(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "kvwatch"})
+	require.NoError(t, err)
+	for i := range 20 {
+		_, err := kv.Put(t.Context(), fmt.Sprintf("k%d", i), []byte("0"))
+		require.NoError(t, err)
+		if i < 15 {
+			require.NoError(t, kv.Delete(t.Context(), fmt.Sprintf("k%d", i)))
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for i := 15; i < 20; i++ {
+		wg.Go(func() {
+			for n := 1; ctx.Err() == nil; n++ {
+				_, _ = kv.Put(ctx, fmt.Sprintf("k%d", i), fmt.Appendf(nil, "%d", n))
+			}
+		})
+	}
+	defer func() { cancel(); wg.Wait() }()
+	for range 30 {
+		w, err := kv.WatchAll(t.Context(), jetstream.IncludeHistory())
+		require.NoError(t, err)
+		live := map[string]bool{}
+		require.NoError(t, kvwatch.Initial(t.Context(), js, "kvwatch", ">", w, func(e jetstream.KeyValueEntry) {
+			live[e.Key()] = e.Operation() == jetstream.KeyValuePut
+		}))
+		require.NoError(t, w.Stop())
+		n := 0
+		for k, ok := range live {
+			if ok {
+				n++
+				require.Contains(t, []string{"k15", "k16", "k17", "k18", "k19"}, k)
+			}
+		}
+		require.Equal(t, 5, n, "live keys read: %v", live)
+	}
+}
+
+func TestInitialOfAnEmptyBucketReturns(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "kvwatch"})
+	require.NoError(t, err)
+	w, err := kv.WatchAll(t.Context(), jetstream.IncludeHistory())
+	require.NoError(t, err)
+	defer func() { _ = w.Stop() }()
+	calls := 0
+	require.NoError(t, kvwatch.Initial(t.Context(), js, "kvwatch", ">", w, func(jetstream.KeyValueEntry) { calls++ }))
+	require.Zero(t, calls)
+	_, err = kv.Put(t.Context(), "later", []byte("1"))
+	require.NoError(t, err)
+	e := <-w.Updates()
+	if e == nil {
+		e = <-w.Updates() // the watch's own end-of-initial-values signal
+	}
+	require.NotNil(t, e, "later entries stay in the watch")
+	require.Equal(t, "later", e.Key())
+}
+
+func TestInitialEndsWithItsContext(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "kvwatch"})
+	require.NoError(t, err)
+	_, err = kv.Put(t.Context(), "k", []byte("1"))
+	require.NoError(t, err)
+	w, err := kv.WatchAll(t.Context(), jetstream.IncludeHistory())
+	require.NoError(t, err)
+	defer func() { _ = w.Stop() }()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err = kvwatch.Initial(ctx, js, "kvwatch", ">", w, func(jetstream.KeyValueEntry) {})
+	require.ErrorIs(t, err, context.Canceled)
+}
