@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/kvwatch"
 )
 
 // DefaultFlushEvery is how often a Watcher adds its match counts to the
@@ -100,13 +102,12 @@ func (w *Watcher) Run(ctx context.Context) error {
 }
 
 func (w *Watcher) watch(ctx context.Context) error {
-	kw, err := w.store.kv.WatchAll(ctx)
+	kw, err := w.store.kv.WatchAll(ctx, jetstream.IncludeHistory())
 	if err != nil {
 		return err
 	}
 	defer func() { _ = kw.Stop() }()
 	rules := map[string]Rule{}
-	loaded := false
 	publish := func() {
 		list := make([]Rule, 0, len(rules))
 		for _, r := range rules {
@@ -114,6 +115,16 @@ func (w *Watcher) watch(ctx context.Context) error {
 		}
 		w.set.Store(NewSet(list))
 	}
+	// Every rule, up to the leader's last revision: the watch's own end
+	// signal comes early while rules are written (a flush of the counts).
+	if err := kvwatch.Initial(ctx, w.store.js, w.store.bucket, ">", kw, func(e jetstream.KeyValueEntry) { w.apply(rules, e) }); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	publish()
+	w.once.Do(func() { close(w.ready) })
 	for {
 		select {
 		case <-ctx.Done():
@@ -122,16 +133,11 @@ func (w *Watcher) watch(ctx context.Context) error {
 			if !ok {
 				return errors.New("the watch ended")
 			}
-			if e == nil { // the initial values are all in
-				loaded = true
-				publish()
-				w.once.Do(func() { close(w.ready) })
-				continue
+			if e == nil {
+				continue // the watch's own end-of-initial-values signal
 			}
 			w.apply(rules, e)
-			if loaded {
-				publish()
-			}
+			publish()
 		}
 	}
 }
