@@ -1,6 +1,7 @@
 package rules_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -79,4 +80,43 @@ func ops(a []rules.Audit) []string {
 		out = append(out, e.Op)
 	}
 	return out
+}
+
+// A watcher started while rules are being written (a flush of the match
+// counts) begins with every rule: a KV watch's own end-of-initial-values
+// signal comes early then, and the first set missed the rules written.
+func TestWatcherStartsWithEveryRuleWhileRulesAreWritten(t *testing.T) {
+	ctx := t.Context()
+	st, err := rules.OpenStore(ctx, natstest.New(t).JetStream())
+	require.NoError(t, err)
+	var ids []string
+	for _, code := range []string{"A", "B", "C", "D", "E"} {
+		r := byFunction(code, rules.HoldUntilDeploy)
+		r.Actor, r.Reason = "alice", "provider down"
+		added, err := st.Add(ctx, r)
+		require.NoError(t, err)
+		ids = append(ids, added.ID)
+	}
+	wctx, stop := cancellable(t)
+	var writers sync.WaitGroup
+	for _, id := range ids {
+		writers.Go(func() {
+			for wctx.Err() == nil {
+				_, _ = st.RecordApply(wctx, id, "bob", "backfill", 1)
+			}
+		})
+	}
+	for range 20 {
+		w := st.Watcher(time.Hour, nil)
+		rctx, cancel := cancellable(t)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = w.Run(rctx) }()
+		<-w.Ready()
+		n := w.Set().Len()
+		cancel()
+		<-done
+		require.Equal(t, len(ids), n, "rules in the watcher's first set")
+	}
+	stop()
+	writers.Wait()
 }
