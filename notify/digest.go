@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/kvwatch"
 )
 
 // DefaultDigestBucket is the KV bucket of digest state.
@@ -159,7 +161,7 @@ type digestMetaEntry struct {
 // bucket's meta entry), and returns its notification and a commit
 // function that resets the groups' counters once it is delivered. ok is
 // false when no digest is due or there is nothing to report.
-func collectDigest(ctx context.Context, kv jetstream.KeyValue, interval time.Duration, now time.Time) (*Notification, func(context.Context) error, bool, error) {
+func collectDigest(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, interval time.Duration, now time.Time) (*Notification, func(context.Context) error, bool, error) {
 	e, err := kv.Get(ctx, digestMeta)
 	var rev uint64
 	switch {
@@ -174,7 +176,7 @@ func collectDigest(ctx context.Context, kv jetstream.KeyValue, interval time.Dur
 		}
 		rev = e.Revision()
 	}
-	lister, err := kv.ListKeys(ctx)
+	keys, err := kvwatch.Keys(ctx, js, kv, ">") // not ListKeys: groups being counted would be missed
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -183,7 +185,7 @@ func collectDigest(ctx context.Context, kv jetstream.KeyValue, interval time.Dur
 		g   group
 	}
 	var groups []read
-	for k := range lister.Keys() {
+	for _, k := range keys {
 		if !strings.HasPrefix(k, "g_") || len(groups) >= maxDigestGroups {
 			continue
 		}
@@ -196,7 +198,6 @@ func collectDigest(ctx context.Context, kv jetstream.KeyValue, interval time.Dur
 			groups = append(groups, read{k, g})
 		}
 	}
-	_ = lister.Stop()
 	var out []DigestGroup
 	var changed []read
 	for _, r := range groups {
@@ -270,7 +271,7 @@ func (n *Notifier) SendDigest(ctx context.Context) (bool, error) {
 	if n.cfg.Digest == nil || kv == nil {
 		return false, nil
 	}
-	note, commit, ok, err := collectDigest(ctx, kv, n.cfg.Digest.Interval.Duration, n.opts.clock.Now())
+	note, commit, ok, err := collectDigest(ctx, n.js, kv, n.cfg.Digest.Interval.Duration, n.opts.clock.Now())
 	if err != nil || !ok {
 		return false, err
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/kvwatch"
 )
 
 // Build registry defaults.
@@ -75,6 +77,7 @@ type BuildEntry struct {
 // dead instance drops out on its own. Safe for concurrent use.
 type BuildRegistry struct {
 	kv  jetstream.KeyValue
+	js  jetstream.JetStream
 	ttl time.Duration
 }
 
@@ -102,7 +105,7 @@ func OpenBuildRegistry(ctx context.Context, js jetstream.JetStream, bucket strin
 	if err != nil {
 		return nil, fmt.Errorf("build registry %s: %w", bucket, err)
 	}
-	return &BuildRegistry{kv: kv, ttl: ttl}, nil
+	return &BuildRegistry{kv: kv, js: js, ttl: ttl}, nil
 }
 
 // TTL is how long an entry lives after its last heartbeat.
@@ -134,18 +137,19 @@ func (r *BuildRegistry) Unregister(ctx context.Context, context, processor, inst
 
 // Builds lists the live entries. Entries that do not decode are skipped.
 func (r *BuildRegistry) Builds(ctx context.Context) ([]BuildEntry, error) {
-	lister, err := r.kv.ListKeys(ctx)
+	// Not ListKeys: its end comes early while entries are refreshed, and
+	// would hide live instances (see kvwatch).
+	keys, err := kvwatch.Keys(ctx, r.js, r.kv, ">")
 	if err != nil {
 		return nil, err
 	}
 	var out []BuildEntry
-	for key := range lister.Keys() {
+	for _, key := range keys {
 		kve, err := r.kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 			continue
 		}
 		if err != nil {
-			_ = lister.Stop()
 			return nil, err
 		}
 		var e BuildEntry

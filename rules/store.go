@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/kvwatch"
 )
 
 // DefaultBucket is the KV bucket of the rules.
@@ -173,18 +174,17 @@ func decode(b []byte) (Rule, error) {
 // List returns the rules, oldest first; removed ones only if withRemoved.
 // Entries that do not decode are skipped.
 func (s *Store) List(ctx context.Context, withRemoved bool) ([]Rule, error) {
-	lister, err := s.kv.ListKeys(ctx)
+	keys, err := kvwatch.Keys(ctx, s.js, s.kv, ">")
 	if err != nil {
 		return nil, fmt.Errorf("list rules: %w", err)
 	}
 	var out []Rule
-	for key := range lister.Keys() {
+	for _, key := range keys {
 		r, _, err := s.get(ctx, key)
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidRule) {
 			continue
 		}
 		if err != nil {
-			_ = lister.Stop()
 			return nil, err
 		}
 		if withRemoved || r.RemovedAt == 0 {

@@ -127,3 +127,29 @@ func apiPrefix(o jetstream.JetStreamOptions) string {
 	}
 	return jetstream.DefaultAPIPrefix
 }
+
+// Keys returns the keys of kv matching pattern (">" for all) that have a
+// value, in no order: jetstream.KeyValue.ListKeys without its early end
+// (see the package doc). Errors are those of Initial or of the watch.
+func Keys(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, pattern string) ([]string, error) {
+	w, err := kv.Watch(ctx, pattern, jetstream.IncludeHistory(), jetstream.MetaOnly())
+	if err != nil {
+		return nil, fmt.Errorf("list the keys of bucket %s: %w", kv.Bucket(), err)
+	}
+	defer func() { _ = w.Stop() }()
+	live := make(map[string]bool)
+	if err := Initial(ctx, js, kv.Bucket(), pattern, w, func(e jetstream.KeyValueEntry) {
+		if e.Operation() == jetstream.KeyValuePut {
+			live[e.Key()] = true
+		} else {
+			delete(live, e.Key())
+		}
+	}); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(live))
+	for k := range live {
+		keys = append(keys, k)
+	}
+	return keys, nil
+}

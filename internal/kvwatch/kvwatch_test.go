@@ -90,3 +90,34 @@ func TestInitialEndsWithItsContext(t *testing.T) {
 	err = kvwatch.Initial(ctx, js, "kvwatch", ">", w, func(jetstream.KeyValueEntry) {})
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+func TestKeysListsEveryLiveKeyWhileKeysAreWritten(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "kvwatch"})
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := kv.Put(t.Context(), fmt.Sprintf("k%d", i), []byte("0"))
+		require.NoError(t, err)
+	}
+	require.NoError(t, kv.Delete(t.Context(), "k0"))
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for i := 5; i < 10; i++ {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				_, _ = kv.Put(ctx, fmt.Sprintf("k%d", i), []byte("1"))
+			}
+		})
+	}
+	defer func() { cancel(); wg.Wait() }()
+	for range 20 {
+		keys, err := kvwatch.Keys(t.Context(), js, kv, ">")
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{"k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"}, keys)
+	}
+	empty, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "kvwatch_empty"})
+	require.NoError(t, err)
+	keys, err := kvwatch.Keys(t.Context(), js, empty, ">")
+	require.NoError(t, err)
+	require.Empty(t, keys)
+}
