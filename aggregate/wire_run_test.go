@@ -1,8 +1,8 @@
 package aggregate_test
 
 import (
-	"path/filepath"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
