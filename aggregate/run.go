@@ -97,3 +97,39 @@ func validTraceID(s string) bool {
 	}
 	return nonZero
 }
+
+// Clean returns r without what Decide would refuse in a command that ended
+// at executeAt: a start outside 1..executeAt is dropped, names are cut to
+// their limits with control characters replaced by '?', and a malformed
+// trace id is dropped. Recorders clean the runs they send, so that a clock
+// step or an odd build name never makes a failure unrecordable.
+func (r Run) Clean(executeAt int64) Run {
+	if r.StartedAt <= 0 || r.StartedAt > executeAt {
+		r.StartedAt = 0
+	}
+	r.Instance, r.Build = clip(r.Instance, MaxRunInstanceLen), clip(r.Build, MaxRunBuildLen)
+	if r.TraceID != "" && !validTraceID(r.TraceID) {
+		r.TraceID = ""
+	}
+	return r
+}
+
+// clip makes s printable UTF-8 of at most n bytes, cut at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n && printable(s) {
+		return s
+	}
+	out := make([]rune, 0, min(len(s), n))
+	size := 0
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			c = '?'
+		}
+		if size+utf8.RuneLen(c) > n {
+			break
+		}
+		size += utf8.RuneLen(c)
+		out = append(out, c)
+	}
+	return string(out)
+}

@@ -1,6 +1,10 @@
 package aggregate
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/amends-dev/amends/eventstore"
+)
 
 // Timeline entry kinds.
 const (
@@ -165,4 +169,22 @@ func settle(out []TimelineEntry, running int, attempt int32, version uint64, end
 		return out
 	}
 	return append(out, attemptEntry(attempt, version, 0, endedAt, r, outcome, e, rec))
+}
+
+// StepsOf decodes a record's stored streams, oldest first, for Timeline.
+// An event that does not decode is an ErrIllegalArgument naming it.
+func StepsOf(streams []eventstore.Stream) ([]Step, error) {
+	out := make([]Step, 0, len(streams))
+	for _, st := range streams {
+		s := Step{Version: st.Version, CreateTime: st.CreateTime}
+		for _, e := range st.Events {
+			ev, err := DecodeEvent(e.Name, e.Body)
+			if err != nil {
+				return nil, err
+			}
+			s.Events = append(s.Events, ev)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

@@ -129,3 +129,20 @@ func mustRead(t *testing.T, path string) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+func TestCleanRunIsAlwaysAccepted(t *testing.T) {
+	long := ""
+	for range 100 {
+		long += "é\x01"
+	}
+	r := Run{StartedAt: t0 + 5, Instance: long, Build: "v1\x7f", TraceID: "XYZ"}.Clean(t0)
+	assert.Zero(t, r.StartedAt, "a start after the end is dropped")
+	assert.LessOrEqual(t, len(r.Instance), MaxRunInstanceLen)
+	assert.Contains(t, r.Instance, "é?")
+	assert.Equal(t, "v1?", r.Build)
+	assert.Empty(t, r.TraceID)
+	_, err := Decide(State{ID: "rec-1"}, CreateExecutionFailed{EventID: evtID, Function: fn, Error: boom, ExecuteAt: t0, Run: &r}, at(t0))
+	require.NoError(t, err, "a cleaned run is accepted")
+	kept := goldenRun.Clean(1735000180000)
+	assert.Equal(t, goldenRun, kept, "a valid run is kept as it is")
+}
