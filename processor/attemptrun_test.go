@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/processor"
@@ -79,4 +80,35 @@ func TestAttemptsCarryTheirStartInstanceAndBuild(t *testing.T) {
 		assert.Equal(t, "v1.2.3@abc123", a.Build, "attempt %d", i)
 	}
 	assert.NotEmpty(t, p.Instance())
+}
+
+// The trace id of an attempt is that of the span in the context the
+// processor passes to the recorder: here the one Run was given, which
+// every delivery's context inherits.
+func TestAttemptsCarryTheTraceOfTheRecordersContext(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), func(context.Context, *processor.Delivery) error { return errors.New("smtp down") }))
+	tid, err := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	require.NoError(t, err)
+	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{7}}))
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		p.Stop()
+		require.NoError(t, <-errc)
+	})
+	<-p.Ready()
+
+	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	evt := st.Events[0].ID
+	f := info("Mailer", "onPlaced")
+	require.Eventually(t, func() bool { return e.record(evt, f).Status == aggregate.StatusFailed }, waitFor, tick)
+	streams, err := e.store.Load(context.Background(), aggregate.RecordAggregate(aggregate.RecordID(evt, f)), 1)
+	require.NoError(t, err)
+	steps, err := aggregate.StepsOf(streams)
+	require.NoError(t, err)
+	tl := aggregate.Timeline(steps)
+	require.NotEmpty(t, tl)
+	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", tl[0].TraceID)
 }
