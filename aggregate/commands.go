@@ -18,6 +18,9 @@ type CreateExecutionFailed struct {
 	ExecuteAt   int64          `json:"executeAt"`
 	RetrySpec   *RetrySpec     `json:"retrySpec"`
 	Recoverable Recoverability `json:"recoverable,omitempty"`
+	// Run (beyond Wow) is when and where the failed execution ran; nil
+	// when unknown.
+	Run *Run `json:"run,omitempty"`
 }
 
 // PrepareCompensation prepares a replay within the retry limit.
@@ -31,21 +34,24 @@ type ForcePrepareCompensation struct{}
 // PreparedVersion (beyond Wow) is the record's version after the
 // CompensationPrepared the replay ran for; it tells apart the attempts of
 // a record re-opened after it succeeded, whose attempt numbers start again
-// at 1. 0 means unknown and is not fenced.
+// at 1. 0 means unknown and is not fenced. Run (beyond Wow) is when and
+// where the replay ran; nil when unknown.
 type ApplyExecutionSuccess struct {
 	ExecuteAt       int64  `json:"executeAt"`
 	Attempt         int32  `json:"attempt,omitempty"`
 	PreparedVersion uint64 `json:"preparedVersion,omitempty"`
+	Run             *Run   `json:"run,omitempty"`
 }
 
 // ApplyExecutionFailed reports that a replay failed again. Attempt and
-// PreparedVersion as for ApplyExecutionSuccess.
+// PreparedVersion and Run as for ApplyExecutionSuccess.
 type ApplyExecutionFailed struct {
 	Error           ErrorDetails   `json:"error"`
 	ExecuteAt       int64          `json:"executeAt"`
 	Recoverable     Recoverability `json:"recoverable,omitempty"`
 	Attempt         int32          `json:"attempt,omitempty"`
 	PreparedVersion uint64         `json:"preparedVersion,omitempty"`
+	Run             *Run           `json:"run,omitempty"`
 }
 
 // ApplyRetrySpec replaces the retry spec; it applies from the next prepare.

@@ -66,7 +66,10 @@ func (d Decider) decide(s State, c Command, now time.Time) ([]Event, error) {
 		if err := checkExecuteAt(c.ExecuteAt); err != nil {
 			return nil, err
 		}
-		return []Event{ExecutionFailedApplied{Error: c.Error, ExecuteAt: c.ExecuteAt, Recoverable: orUnknown(c.Recoverable), Attempt: c.Attempt}}, nil
+		if err := checkRun(c.Run, c.ExecuteAt); err != nil {
+			return nil, err
+		}
+		return []Event{ExecutionFailedApplied{Error: c.Error, ExecuteAt: c.ExecuteAt, Recoverable: orUnknown(c.Recoverable), Attempt: c.Attempt, Run: runOf(c.Run)}}, nil
 	case ApplyExecutionSuccess:
 		if err := checkResult(s, c.Attempt, c.PreparedVersion); err != nil {
 			return nil, err
@@ -74,7 +77,10 @@ func (d Decider) decide(s State, c Command, now time.Time) ([]Event, error) {
 		if err := checkExecuteAt(c.ExecuteAt); err != nil {
 			return nil, err
 		}
-		return []Event{ExecutionSuccessApplied{ExecuteAt: c.ExecuteAt, Attempt: c.Attempt}}, nil
+		if err := checkRun(c.Run, c.ExecuteAt); err != nil {
+			return nil, err
+		}
+		return []Event{ExecutionSuccessApplied{ExecuteAt: c.ExecuteAt, Attempt: c.Attempt, Run: runOf(c.Run)}}, nil
 	case ApplyRetrySpec:
 		if err := ValidateRetrySpec(RetrySpec(c)); err != nil {
 			return nil, err
@@ -120,6 +126,9 @@ func (d Decider) create(s State, c CreateExecutionFailed) ([]Event, error) {
 			return nil, err
 		}
 	}
+	if err := checkRun(c.Run, c.ExecuteAt); err != nil {
+		return nil, err
+	}
 	if s.Status == StatusFailed || s.Status == StatusPrepared {
 		return nil, &Error{Kind: ErrAlreadyRecorded, Message: fmt.Sprintf("ExecutionFailed %s already records this failure and is %s.", s.ID, s.Status)}
 	}
@@ -142,7 +151,7 @@ func (d Decider) create(s State, c CreateExecutionFailed) ([]Event, error) {
 	}
 	return []Event{ExecutionFailedCreated{
 		EventID: c.EventID, Function: c.Function, Error: c.Error, ExecuteAt: c.ExecuteAt,
-		RetryState: rs, RetrySpec: spec, Recoverable: orUnknown(c.Recoverable),
+		RetryState: rs, RetrySpec: spec, Recoverable: orUnknown(c.Recoverable), Run: runOf(c.Run),
 	}}, nil
 }
 
@@ -175,6 +184,14 @@ func checkResult(s State, attempt int32, preparedVersion uint64) error {
 			preparedVersion, s.Attempt(), s.PreparedVersion)}
 	}
 	return nil
+}
+
+// runOf copies r into the event, dropping an empty one.
+func runOf(r *Run) *Run {
+	if r == nil {
+		return nil
+	}
+	return RunOf(*r)
 }
 
 func orUnknown(r Recoverability) Recoverability {

@@ -28,6 +28,14 @@
 //     so a result from before a SUCCEEDED record was re-opened (whose
 //     attempts number from 1 again) cannot settle the new attempt. A
 //     result without them keeps Wow's rule (the record is PREPARED).
+//   - Attempt runs: CreateExecutionFailed, ApplyExecutionSuccess and
+//     ApplyExecutionFailed may carry a Run (start time, instance, build,
+//     trace id), kept in their events under an optional "run" object.
+//     Timeline derives a record's attempts from its history, with a
+//     final-failure entry where an open record has no automatic retry left
+//     (FinalFailure). The final failure is derived, not a new event: the
+//     events stay Wow's seven, and a later retry spec or reclassification
+//     that gives a retry back cannot contradict a stored fact.
 //
 // # Errors
 //

@@ -19,6 +19,9 @@ type ExecutionFailedCreated struct {
 	RetryState  RetryState     `json:"retryState"`
 	RetrySpec   RetrySpec      `json:"retrySpec"`
 	Recoverable Recoverability `json:"recoverable"`
+	// Run (beyond Wow) is when and where the failed execution ran; nil
+	// (absent) when unknown, as in every stream written before it.
+	Run *Run `json:"run,omitempty"`
 }
 
 // CompensationPrepared: a replay was prepared. RetryState.Retries is the
@@ -35,12 +38,16 @@ type ExecutionFailedApplied struct {
 	ExecuteAt   int64          `json:"executeAt"`
 	Recoverable Recoverability `json:"recoverable"`
 	Attempt     int32          `json:"attempt,omitempty"`
+	// Run (beyond Wow) is when and where the replay ran; nil when unknown.
+	Run *Run `json:"run,omitempty"`
 }
 
 // ExecutionSuccessApplied: a replay succeeded.
 type ExecutionSuccessApplied struct {
 	ExecuteAt int64 `json:"executeAt"`
 	Attempt   int32 `json:"attempt,omitempty"`
+	// Run (beyond Wow) is when and where the replay ran; nil when unknown.
+	Run *Run `json:"run,omitempty"`
 }
 
 // RetrySpecApplied: the retry spec was replaced.

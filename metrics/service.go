@@ -55,14 +55,24 @@ func messageSamples(msgs, replayMsgs *prometheus.Desc, m *processor.Metrics, c s
 	return out
 }
 
-// Recorder reports a recorder's outcomes (amends_recorder_outcomes_total)
-// and send retries.
+// Recorder reports a recorder's outcomes (amends_recorder_outcomes_total),
+// send retries, the attempts it wrote by outcome (amends_attempts_total:
+// first_failure, failed, succeeded, stale) and the final failures it wrote
+// by function (amends_final_failures_total, at most MaxFunctions function
+// labels plus recorder.OtherFunctions).
 func Recorder(r *recorder.Recorder) prometheus.Collector {
 	outcomes := desc("recorder_outcomes_total", "Failure recordings by outcome.", "outcome")
 	retries := desc("recorder_send_retries_total", "Sends of compensation commands retried after a failed send.")
-	return &collector{descs: []*prometheus.Desc{outcomes, retries}, read: func() []sample {
+	attempts := desc("attempts_total", "Attempts (first failures and replays) written to records, by outcome.", "outcome")
+	finals := desc("final_failures_total", "Failures that left their record with no automatic retry (retries exhausted or UNRECOVERABLE), by function.", "function")
+	return &collector{descs: []*prometheus.Desc{outcomes, retries, attempts, finals}, read: func() []sample {
 		m := r.Metrics()
 		out := []sample{counter(retries, m.SendRetries.Load())}
+		out = append(out, counter(attempts, m.Attempts.FirstFailure.Load(), "first_failure"), counter(attempts, m.Attempts.Failed.Load(), "failed"),
+			counter(attempts, m.Attempts.Succeeded.Load(), "succeeded"), counter(attempts, m.Attempts.Stale.Load(), "stale"))
+		for fn, n := range m.Final.Counts() {
+			out = append(out, counter(finals, n, fn))
+		}
 		for _, o := range []processor.Outcome{processor.OutcomeRecorded, processor.OutcomeAlreadyRecorded, processor.OutcomeApplied,
 			processor.OutcomeStale, processor.OutcomeUnrecorded, processor.OutcomeWaived, processor.OutcomeRecordingFailed} {
 			out = append(out, counter(outcomes, m.Count(o), string(o)))

@@ -25,6 +25,9 @@ type Processor struct {
 	store   *jsstore.Store
 	context string
 	o       options
+	// instance and build name this instance in attempt runs (attemptrun.go).
+	instance string
+	build    Build
 
 	mu        sync.Mutex
 	running   bool
@@ -89,6 +92,7 @@ func New(js jetstream.JetStream, store *jsstore.Store, context string, opts ...O
 		return nil, err
 	}
 	p.o = o
+	p.identify()
 	return p, nil
 }
 
@@ -106,6 +110,7 @@ func (p *Processor) Register(fn Function, h Handler, opts ...FunctionOption) err
 	if err != nil {
 		return err
 	}
+	f.handler = p.timed(f.handler)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running {

@@ -39,6 +39,13 @@ type Execution struct {
 	Err error
 	// ExecuteAt is when the execution finished.
 	ExecuteAt time.Time
+	// StartedAt is when the function was first called for it (immediate
+	// retries included); zero if it was not called or is unknown.
+	StartedAt time.Time
+	// Instance and Build identify the processor instance that ran it
+	// (Processor.Instance, the registry's build); the processor fills them
+	// in.
+	Instance, Build string
 	// RetrySpec is the function's retry spec; nil means the compensation
 	// service's default.
 	RetrySpec *aggregate.RetrySpec

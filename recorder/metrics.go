@@ -20,6 +20,10 @@ type Metrics struct {
 	SendRetries atomic.Uint64
 	// RuleMatches counts new failures an operator rule acted on.
 	RuleMatches atomic.Uint64
+	// Attempts counts the attempts written to records, by outcome.
+	Attempts AttemptCounts
+	// Final counts the final failures (no automatic retry left) by function.
+	Final FinalFailures
 }
 
 func (m *Metrics) counter(o processor.Outcome) *atomic.Uint64 {

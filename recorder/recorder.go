@@ -64,11 +64,12 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 		at = r.o.clock.Now()
 	}
 	executeAt := max(at.UnixMilli(), 1)
+	run := runOf(ctx, x, executeAt)
 	switch {
 	case x.Err == nil && x.Compensation == nil:
 		return processor.OutcomeNone, nil
 	case x.Err == nil:
-		return r.apply(ctx, x, aggregate.ApplyExecutionSuccess{ExecuteAt: executeAt, Attempt: x.Compensation.Attempt, PreparedVersion: x.Compensation.Prepared})
+		return r.apply(ctx, x, aggregate.ApplyExecutionSuccess{ExecuteAt: executeAt, Attempt: x.Compensation.Attempt, PreparedVersion: x.Compensation.Prepared, Run: run})
 	case x.Function == nil || x.Function.ProcessorName == "" || x.Function.Name == "" || x.Function.ContextName == "":
 		return processor.OutcomeUnrecorded, nil
 	case x.Waived:
@@ -79,12 +80,12 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 	if x.Compensation != nil {
 		return r.apply(ctx, x, aggregate.ApplyExecutionFailed{
 			Error: details, ExecuteAt: executeAt, Recoverable: recoverable, Attempt: x.Compensation.Attempt,
-			PreparedVersion: x.Compensation.Prepared})
+			PreparedVersion: x.Compensation.Prepared, Run: run})
 	}
 	id := aggregate.RecordID(x.EventID.ID, *x.Function)
 	cmd := aggregate.CreateExecutionFailed{
 		EventID: x.EventID, Function: *x.Function, Error: details, ExecuteAt: executeAt,
-		RetrySpec: x.RetrySpec, Recoverable: recoverable,
+		RetrySpec: x.RetrySpec, Recoverable: recoverable, Run: run,
 	}
 	meta := r.meta(uuid.NewString(), x)
 	if r.o.rules != nil {
@@ -95,9 +96,10 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 			r.metrics.RuleMatches.Add(1)
 		}
 	}
-	err := r.send(ctx, id, cmd, meta)
+	res, err := r.send(ctx, id, cmd, meta)
 	switch {
 	case err == nil:
+		r.metrics.attempted(x, res)
 		return processor.OutcomeRecorded, nil
 	case errors.Is(err, aggregate.ErrAlreadyRecorded):
 		return processor.OutcomeAlreadyRecorded, nil
@@ -118,11 +120,13 @@ func (r *Recorder) apply(ctx context.Context, x processor.Execution, cmd aggrega
 		// after it succeeded, whose attempt numbers start again at 1.
 		commandID = fmt.Sprintf("%s:%s:%d@%d", cmd.CommandName(), c.ID, c.Attempt, c.Prepared)
 	}
-	err := r.send(ctx, c.ID, cmd, r.meta(commandID, x))
+	res, err := r.send(ctx, c.ID, cmd, r.meta(commandID, x))
 	switch {
 	case err == nil:
+		r.metrics.attempted(x, res)
 		return processor.OutcomeApplied, nil
 	case errors.Is(err, aggregate.ErrStaleAttempt), errors.Is(err, aggregate.ErrIllegalState), errors.Is(err, aggregate.ErrNotFound):
+		r.metrics.Attempts.Stale.Add(1)
 		return processor.OutcomeStale, nil
 	default:
 		return processor.OutcomeRecordingFailed, attach(x.Err, fmt.Errorf("%s on ExecutionFailed %s attempt %d: %w", cmd.CommandName(), c.ID, c.Attempt, err))
@@ -140,18 +144,18 @@ func (r *Recorder) meta(commandID string, x processor.Execution) aggregate.Meta 
 // send executes cmd, retrying failed sends. A rejection by the record (an
 // *aggregate.Error) is a decision, not a failed send, and is returned at
 // once.
-func (r *Recorder) send(ctx context.Context, id string, cmd aggregate.Command, meta aggregate.Meta) error {
+func (r *Recorder) send(ctx context.Context, id string, cmd aggregate.Command, meta aggregate.Meta) (aggregate.Result, error) {
 	for attempt := 0; ; attempt++ {
-		_, err := r.exec.Execute(ctx, id, cmd, meta)
+		res, err := r.exec.Execute(ctx, id, cmd, meta)
 		if err == nil || errors.As(err, new(*aggregate.Error)) {
-			return err
+			return res, err
 		}
 		if attempt >= r.o.retries || ctx.Err() != nil {
-			return err
+			return res, err
 		}
 		r.metrics.SendRetries.Add(1)
 		if r.o.sleep(ctx, r.o.backoff.Delay(attempt)) != nil {
-			return err
+			return res, err
 		}
 	}
 }

@@ -65,6 +65,7 @@ func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
 }
 
 type fixture struct {
+	store  *jsstore.Store
 	svc    *aggregate.Service
 	exec   *flaky
 	rec    *recorder.Recorder
@@ -76,7 +77,7 @@ func newFixture(t *testing.T) *fixture {
 	store, err := jsstore.New(natstest.New(t).JetStream())
 	require.NoError(t, err)
 	svc := aggregate.NewService(store, aggregate.WithClock(aggregate.ClockFunc(func() time.Time { return time.UnixMilli(t0 + 500) })))
-	f := &fixture{svc: svc, exec: &flaky{svc: svc}, sleeps: &sleeps{}}
+	f := &fixture{store: store, svc: svc, exec: &flaky{svc: svc}, sleeps: &sleeps{}}
 	f.rec, err = recorder.New(f.exec, recorder.WithSleeper(f.sleeps.sleep))
 	require.NoError(t, err)
 	return f

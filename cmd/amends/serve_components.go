@@ -67,7 +67,8 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	probe := newWriteProbe(health, time.Now)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metrics.Records(index), metrics.Projector(proj), metrics.Quarantine(quar))
+		metrics.Records(index), metrics.Projector(proj), metrics.Quarantine(quar),
+		metrics.Failures(index, nil))
 	components := []component{{"projector", proj.Run}, {"index", index.Run}}
 	in, err := openIntel(ctx, cfg, js, startup, logger)
 	if err != nil {

@@ -1,7 +1,7 @@
 "use strict";
 // The record page: state, function, original event with its body, the
 // last error with its stack trace, the computed schedule of the remaining
-// retries, the history, and (operators) the actions.
+// retries, the attempt timeline, the history, and (operators) the actions.
 (() => {
   const { el, $, api, session, time, abs, badge, errorBox, fnName, mark } = A;
   mark("search");
@@ -99,6 +99,45 @@
     } catch (err) { A.fill($("#history"), errorBox(err)); }
   }
 
+  // The attempt timeline: the first failure and each replay with when it
+  // started, how long it ran, where and in which trace, its error, and
+  // the point where no automatic retry was left.
+  function duration(ms) {
+    if (ms < 1000) return ms + " ms";
+    if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s";
+    return Math.floor(ms / 60000) + " min " + Math.round((ms % 60000) / 1000) + " s";
+  }
+  function meta(label, value, cls) {
+    return el("span", { class: "tl-meta" }, el("span", { class: "muted" }, label + " "), value ? el("code", { class: cls }, value) : el("span", { class: "muted" }, "–"));
+  }
+  function attemptItem(e, longest) {
+    const start = e.startedAt || e.endedAt || e.preparedAt;
+    const title = e.attempt === 0 ? "First failure" : "Replay " + e.attempt;
+    return el("li", { class: "tl-item tl-" + e.outcome, "data-attempt": String(e.attempt), "data-outcome": e.outcome },
+      el("div", { class: "tl-head" }, el("strong", {}, title), badge("s", e.outcome),
+        start ? el("span", { class: "nowrap", title: abs(start) }, short8601(start)) : null,
+        e.startedAt && e.endedAt ? el("span", { class: "tl-dur" }, duration(e.durationMs || 0)) : el("span", { class: "muted" }, "duration unknown")),
+      e.startedAt && e.endedAt ? el("progress", { class: "tl-bar", max: String(longest), value: String(e.durationMs || 0), "aria-label": "duration of " + title.toLowerCase() }) : null,
+      el("div", { class: "tl-line" }, meta("instance", e.instance, "tl-instance"), meta("build", e.build, "tl-build"), meta("trace", e.traceId, "tl-trace"),
+        e.preparedAt ? el("span", { class: "tl-meta muted" }, "prepared " + short8601(e.preparedAt)) : null),
+      e.error ? el("p", { class: "tl-error" }, el("code", {}, e.error.errorCode), " ", e.error.errorMsg || "") : null);
+  }
+  function finalItem(e) {
+    return el("li", { class: "tl-item tl-final", "data-final": e.reason },
+      el("div", { class: "tl-head" }, el("strong", {}, "Final failure"), el("span", { class: "badge s-FAILED" }, e.reason),
+        e.endedAt ? el("span", { class: "nowrap", title: abs(e.endedAt) }, short8601(e.endedAt)) : null),
+      el("p", { class: "muted" }, e.detail || ""));
+  }
+  async function loadAttempts() {
+    try {
+      const a = await api("GET", "/api/v1/records/" + enc + "/attempts");
+      const longest = Math.max(1, ...a.timeline.map(e => e.durationMs || 0));
+      A.fill($("#attempts"), a.timeline.length
+        ? el("ol", { class: "timeline", id: "attempts-list" }, a.timeline.map(e => e.kind === "final_failure" ? finalItem(e) : attemptItem(e, longest)))
+        : el("p", { class: "muted" }, "No attempt is recorded."));
+    } catch (err) { A.fill($("#attempts"), errorBox(err)); }
+  }
+
   async function loadRecord() {
     try {
       view = await api("GET", "/api/v1/records/" + enc);
@@ -113,6 +152,7 @@
   async function reload() {
     await loadRecord();
     loadSchedule();
+    loadAttempts();
     loadHistory();
   }
 
