@@ -61,6 +61,7 @@ func (s *Setup) Shutdown(ctx context.Context) error {
 type Option func(*setupConfig)
 
 type setupConfig struct {
+	lookup  func(string) (string, bool)
 	service string
 	console io.Writer
 	extra   []sdktrace.TracerProviderOption
@@ -69,6 +70,23 @@ type setupConfig struct {
 // WithServiceName sets the service.name of the spans' resource when
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES do not (default "amends").
 func WithServiceName(name string) Option { return func(c *setupConfig) { c.service = name } }
+
+// WithLookupEnv makes FromEnv read the variables that choose the exporter
+// and its protocol through lookup (default os.LookupEnv); the OTLP
+// exporters read their endpoint, headers and TLS settings from the
+// process environment.
+func WithLookupEnv(lookup func(string) (string, bool)) Option {
+	return func(c *setupConfig) {
+		if lookup != nil {
+			c.lookup = lookup
+		}
+	}
+}
+
+func (c *setupConfig) getenv(name string) string {
+	v, _ := c.lookup(name)
+	return v
+}
 
 // WithConsole makes the console exporter write to w (default os.Stdout).
 func WithConsole(w io.Writer) Option { return func(c *setupConfig) { c.console = w } }
@@ -101,16 +119,16 @@ func WithProviderOptions(opts ...sdktrace.TracerProviderOption) Option {
 // An unknown exporter or protocol returns an error matching
 // ErrInvalidConfig that names the variable and the values it takes.
 func FromEnv(ctx context.Context, opts ...Option) (*Setup, error) {
-	c := setupConfig{service: "amends", console: os.Stdout}
+	c := setupConfig{lookup: os.LookupEnv, service: "amends", console: os.Stdout}
 	for _, o := range opts {
 		o(&c)
 	}
 	none := &Setup{exporter: ExporterNone, tp: otel.GetTracerProvider()}
-	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
+	if strings.EqualFold(strings.TrimSpace(c.getenv("OTEL_SDK_DISABLED")), "true") {
 		return none, nil
 	}
-	name := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")))
-	if name == "" && (os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "") {
+	name := strings.ToLower(strings.TrimSpace(c.getenv("OTEL_TRACES_EXPORTER")))
+	if name == "" && (c.getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || c.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "") {
 		name = ExporterOTLP
 	}
 	var (
@@ -126,7 +144,7 @@ func FromEnv(ctx context.Context, opts ...Option) (*Setup, error) {
 		exp, err = stdouttrace.New(stdouttrace.WithWriter(c.console))
 	case ExporterOTLP:
 		var protocol string
-		protocol, err = otlpProtocol()
+		protocol, err = c.otlpProtocol()
 		if err != nil {
 			return nil, err
 		}
@@ -157,9 +175,9 @@ func FromEnv(ctx context.Context, opts ...Option) (*Setup, error) {
 }
 
 // otlpProtocol is the OTLP protocol the variables ask for.
-func otlpProtocol() (string, error) {
+func (c *setupConfig) otlpProtocol() (string, error) {
 	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		switch p := strings.TrimSpace(os.Getenv(v)); p {
+		switch p := strings.TrimSpace(c.getenv(v)); p {
 		case "":
 			continue
 		case "grpc", "http/protobuf":
