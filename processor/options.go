@@ -39,6 +39,7 @@ type options struct {
 	rangeReplays    bool
 	build           *buildConfig // nil: no build registry (build.go)
 	tracer          trace.Tracer // WithTracerProvider (trace.go)
+	tracerSet       bool
 }
 
 func defaultOptions() options {

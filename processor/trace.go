@@ -27,7 +27,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 		if tp == nil {
 			return invalidOption("tracer provider is nil; omit WithTracerProvider for the global provider")
 		}
-		o.tracer = tp.Tracer(tracing.ScopeName)
+		o.tracer, o.tracerSet = tp.Tracer(tracing.ScopeName), true
 		return nil
 	}
 }
@@ -36,6 +36,18 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // delegates to one installed later.
 func defaultTracer() trace.Tracer { return otel.GetTracerProvider().Tracer(tracing.ScopeName) }
 
+// untracedGlobal is the global provider as it is before a program
+// installs one: a no-op.
+var untracedGlobal = otel.GetTracerProvider()
+
+// tracingOff reports whether the processor's spans go nowhere: no
+// provider was given and none was installed globally. Calls then skip
+// starting spans, which costs allocations on every delivery, and only
+// pass the event's trace context on.
+func (p *Processor) tracingOff() bool {
+	return !p.o.tracerSet && otel.GetTracerProvider() == untracedGlobal
+}
+
 // tracedCall is call in a span: for a normal delivery a child of the
 // event's trace context, for a replay (ctx has a Compensation) a child of
 // ctx's span linked to the event's trace. The span's context is kept in d
@@ -43,6 +55,15 @@ func defaultTracer() trace.Tracer { return otel.GetTracerProvider().Tracer(traci
 func (p *Processor) tracedCall(ctx context.Context, f *function, d *Delivery) error {
 	event := tracing.StreamSpanContext(d.Stream)
 	c, replay := CompensationFrom(ctx)
+	if p.tracingOff() {
+		// What a no-op span would do: the event's trace context is the
+		// call's parent, and the recorder sees it.
+		if !replay && event.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, event)
+		}
+		d.call = trace.SpanContextFromContext(ctx)
+		return call(ctx, f, d)
+	}
 	var span trace.Span
 	if replay {
 		if event.IsValid() {
@@ -106,6 +127,9 @@ func replayAttributes(c Compensation) []attribute.KeyValue {
 func (p *Processor) tracedRecord(ctx context.Context, x Execution) (Outcome, error) {
 	if x.call.IsValid() {
 		ctx = trace.ContextWithSpanContext(ctx, x.call)
+	}
+	if p.tracingOff() {
+		return p.o.recorder.Record(ctx, x)
 	}
 	ctx, span := p.o.tracer.Start(ctx, tracing.SpanRecord)
 	out, err := p.o.recorder.Record(ctx, x)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -157,4 +158,39 @@ func TestStatus(t *testing.T) {
 	assert.LessOrEqual(t, len(got), tracing.MaxStatus+len("…"))
 	assert.True(t, strings.HasSuffix(got, "…"))
 	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(got, "…")), "cut at a character boundary")
+}
+
+// SpanContext agrees with the W3C propagator on every input.
+func FuzzSpanContext(f *testing.F) {
+	for _, s := range []string{
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-04",
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+		"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7-01",
+		"", "00-", "garbage",
+	} {
+		f.Add(s, "vendor=abc,other=1")
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, parent, state string) {
+		c := propagation.MapCarrier{}
+		if parent != "" {
+			c[tracing.HeaderTraceParent] = parent
+		}
+		if state != "" {
+			c[tracing.HeaderTraceState] = state
+		}
+		want := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), c))
+		got := tracing.SpanContext(parent, state)
+		if !want.Equal(got) {
+			t.Fatalf("SpanContext(%q, %q) = %v, the propagator says %v", parent, state, got, want)
+		}
+	})
 }
