@@ -47,12 +47,16 @@ func (c headerCarrier) Keys() []string {
 }
 
 // Inject writes the trace context of ctx's span into h. It writes nothing
-// when ctx carries no valid span context. h must not be nil.
+// when ctx carries no valid span context, and leaves out a tracestate
+// longer than MaxTraceState, which a reader would drop. h must not be nil.
 func Inject(ctx context.Context, h nats.Header) {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
 	propagator.Inject(ctx, headerCarrier(h))
+	if len(h.Get(HeaderTraceState)) > MaxTraceState {
+		h.Del(HeaderTraceState)
+	}
 }
 
 // Header returns the traceparent and tracestate that h carries, each

@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,19 @@ func TestInject(t *testing.T) {
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})
 	tracing.Inject(trace.ContextWithSpanContext(context.Background(), sc), h)
 	assert.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", h.Get(tracing.HeaderTraceParent))
+	assert.Empty(t, h.Get(tracing.HeaderTraceState), "no tracestate to carry")
+
+	ts := trace.TraceState{}
+	var err error
+	for i := range 8 {
+		ts, err = ts.Insert(fmt.Sprintf("vendor%d", i), strings.Repeat("x", 100))
+		require.NoError(t, err)
+	}
+	big := trace.ContextWithSpanContext(context.Background(), sc.WithTraceState(ts))
+	h = nats.Header{}
+	tracing.Inject(big, h)
+	assert.NotEmpty(t, h.Get(tracing.HeaderTraceParent))
+	assert.Empty(t, h.Get(tracing.HeaderTraceState), "a tracestate over %d characters is left out", tracing.MaxTraceState)
 }
 
 func TestStatus(t *testing.T) {
