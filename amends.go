@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
@@ -38,6 +39,7 @@ type config struct {
 	records   []aggregate.ServiceOption
 	recorder  []recorder.Option
 	processor []processor.Option
+	tracer    trace.TracerProvider
 }
 
 // WithClock sets the clock of every part: stream times, record times,
@@ -46,6 +48,12 @@ func WithClock(c aggregate.Clock) Option { return func(o *config) { o.clock = c 
 
 // WithLogger sets the processor's logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *config) { o.logger = l } }
+
+// WithTracerProvider sets the OpenTelemetry tracer provider of the
+// processor's spans (see processor.WithTracerProvider; default
+// otel.GetTracerProvider()). The store carries every caller's trace
+// context in the stored messages whatever the provider.
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *config) { o.tracer = tp } }
 
 // WithStoreOptions passes options to jsstore.New (prefixes, storage,
 // replicas, ...).
@@ -98,6 +106,9 @@ func New(js jetstream.JetStream, context string, opts ...Option) (*Service, erro
 	}
 	if c.logger != nil {
 		popts = append(popts, processor.WithLogger(c.logger))
+	}
+	if c.tracer != nil {
+		popts = append(popts, processor.WithTracerProvider(c.tracer))
 	}
 	store, err := jsstore.New(js, append(sopts, c.store...)...)
 	if err != nil {

@@ -50,6 +50,13 @@ type Stream struct {
 	// Seq is the store's sequence of the stream once committed; 0 before.
 	// It is not part of the stored document.
 	Seq uint64 `json:"-"`
+	// TraceParent and TraceState are the W3C trace context of the append
+	// that stored the stream, which the store keeps in the message's
+	// headers, not in the document; empty when the appender had no span.
+	// A store sets them on read; an append takes the trace context from
+	// its context instead.
+	TraceParent string `json:"-"`
+	TraceState  string `json:"-"`
 }
 
 // Validate reports whether s can be appended: ids, names, version, at least

@@ -107,7 +107,7 @@ func (p *Processor) execute(ctx context.Context, f *function, d *Delivery, cache
 	}
 	for attempt := 0; ; attempt++ {
 		f.stats.Calls.Add(1)
-		err := call(ctx, f, d)
+		err := p.tracedCall(ctx, f, d)
 		if err == nil {
 			f.stats.Succeeded.Add(1)
 			return nil
@@ -146,6 +146,7 @@ func (p *Processor) execution(f *function, d *Delivery, c *Compensation, err err
 	return Execution{
 		EventID: d.EventID(), Function: &info, Compensation: c, Err: err,
 		ExecuteAt: p.o.clock.Now(), RetrySpec: f.retrySpec, Waived: f.waived, Rules: f.rules,
+		call: d.call,
 	}
 }
 
@@ -153,7 +154,7 @@ func (p *Processor) execution(f *function, d *Delivery, c *Compensation, err err
 func (p *Processor) record(ctx context.Context, x Execution) Outcome {
 	out, rerr := OutcomeUnrecorded, error(nil)
 	if p.o.recorder != nil {
-		out, rerr = p.o.recorder.Record(ctx, x)
+		out, rerr = p.tracedRecord(ctx, x)
 	} else if x.Err == nil {
 		out = OutcomeNone
 	}

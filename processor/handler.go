@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/failure"
@@ -32,6 +34,8 @@ type Delivery struct {
 	State any
 	// Function is the identity of the function receiving the delivery.
 	Function aggregate.FunctionInfo
+
+	call trace.SpanContext // the span of the last call on it (trace.go)
 }
 
 // EventID is the delivered event's identity as a record stores it.

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -36,6 +38,8 @@ type options struct {
 	holdReplicas    int
 	rangeReplays    bool
 	build           *buildConfig // nil: no build registry (build.go)
+	tracer          trace.Tracer // WithTracerProvider (trace.go)
+	tracerSet       bool
 }
 
 func defaultOptions() options {
@@ -52,6 +56,7 @@ func defaultOptions() options {
 		logger:          slog.Default(),
 		stateCache:      4096,
 		replay:          true,
+		tracer:          defaultTracer(),
 	}
 }
 

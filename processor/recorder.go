@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/failure"
 )
@@ -53,6 +55,8 @@ type Execution struct {
 	Waived bool
 	// Rules are the function's classification rules.
 	Rules failure.Rules
+
+	call trace.SpanContext // the span of the call that produced it (trace.go)
 }
 
 // Outcome is what recording an execution did. Each is counted by the

@@ -12,6 +12,7 @@ import (
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/quarantine"
+	"github.com/amends-dev/amends/tracing"
 )
 
 // dispatchReplay handles one message of the compensation stream: each
@@ -32,6 +33,7 @@ func (p *Processor) dispatchReplay(ctx context.Context, m jetstream.Msg) disposi
 		p.metrics.Replay.Undecodable.Add(1)
 		return p.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable, err)
 	}
+	ctx = tracing.StreamContext(ctx, &rec) // the prepare's trace: the replays' parent
 	var preps []aggregate.CompensationPrepared
 	resolve := rec.Headers[HeaderResolve] != "" // an operator's release: not replayed
 	succeeded := false

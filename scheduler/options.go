@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/amends-dev/amends/aggregate"
 )
 
@@ -29,6 +31,7 @@ type options struct {
 	backoffMax           time.Duration
 	holds                RuleSource     // hold.go
 	release              *releaseConfig // release.go
+	tracer               trace.Tracer   // trace.go; nil: the global provider's
 }
 
 // Option configures a Scheduler. An option that cannot be applied makes

@@ -57,6 +57,8 @@ func (s *Scheduler) pass() {
 	listed, complete := s.listDue(now)
 	due, skipped := s.backoff.filter(listed, now, s.opts.batch, complete)
 	s.skipped.Add(uint64(skipped))
+	pctx, span := s.startPass(active, len(due))
+	defer span.End()
 	for _, d := range due {
 		select {
 		case sem <- struct{}{}:
@@ -67,11 +69,11 @@ func (s *Scheduler) pass() {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			s.prepare(active, now, d)
+			s.prepare(pctx, now, d)
 		})
 	}
 	wg.Wait()
-	s.releaseStep(active, now)
+	s.releaseStep(pctx, now)
 }
 
 // prepare sends PrepareCompensation for d and counts the outcome. A record
@@ -82,7 +84,9 @@ func (s *Scheduler) prepare(ctx context.Context, now time.Time, d projection.Due
 		Reason:    fmt.Sprintf("retry %d due at %s", d.Retries+1, time.UnixMilli(d.NextRetryAt).UTC().Format(time.RFC3339Nano)),
 		CommandID: DueCommandID(d),
 	}
+	ctx, span := s.startPrepare(ctx, d)
 	r, err := s.exec.Execute(ctx, d.ID, aggregate.PrepareCompensation{}, meta)
+	endPrepare(span, err)
 	switch {
 	case err == nil && r.Duplicate:
 		s.duplicates.Add(1)

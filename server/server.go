@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/projection"
@@ -71,6 +72,11 @@ type Config struct {
 	// to reach the new version, so a list right after it sees the change
 	// (default 2s; negative disables).
 	ReadYourWrites time.Duration
+	// TracerProvider receives a span per request (default
+	// otel.GetTracerProvider()), a child of the caller's W3C trace context,
+	// carrying the record id of a record's routes; the commands a request
+	// sends carry its trace to the compensation stream.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the HTTP control plane. Its handler is safe for concurrent use.
@@ -134,6 +140,8 @@ func (s *Server) wrap(rt route) http.Handler {
 		defer func() {
 			s.metrics.observe(rt.method, rt.pattern, strconv.Itoa(sw.status), time.Since(start))
 		}()
+		r, span := s.startSpan(r, rt) // tracing.go
+		defer func() { endSpan(span, sw.status) }()
 		p := principal{}
 		if rt.role != "" {
 			var ok bool

@@ -114,6 +114,11 @@ func newServeCmd(a *app) *cobra.Command {
 				return err
 			}
 			cfg.ready = a.serveReady
+			traces, err := serveTracing(cmd.Context(), a.logger, a.lookupEnv, a.stderr) // serve_tracing.go
+			if err != nil {
+				return err
+			}
+			defer stopTracing(traces, a.logger)
 			return run(cmd.Context(), cfg, a.logger)
 		},
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/internal/wait"
+	"github.com/amends-dev/amends/tracing"
 )
 
 // unavailableRetries bounds retries of JetStream's "expected last sequence
@@ -81,6 +82,8 @@ func (s *Store) Append(ctx context.Context, st eventstore.Stream, expectedVersio
 		msg.Header[HeaderPrevSeqs] = []string{prevs}
 		msg.Header[HeaderFirstSeq] = []string{strconv.FormatUint(first, 10)}
 	}
+	tracing.Inject(ctx, msg.Header) // the caller's trace context (traceparent, tracestate)
+	st.TraceParent, st.TraceState = tracing.Header(msg.Header)
 
 	if size := len(data) + headerSize(msg.Header); size > int(s.opts.maxMsgSize) {
 		return eventstore.Stream{}, fmt.Errorf("stream %q of %s is %d bytes with headers; the store's max message size is %d (WithMaxMsgSize): %w",

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/tracing"
 )
 
 // Headers amends sets on every stored message, next to the JSON document.
@@ -162,6 +163,7 @@ func (s *Store) decode(m *rawMsg) (eventstore.Stream, error) {
 			m.seq, m.subject, st.Aggregate, st.Version, p.version, ErrCorrupt)
 	}
 	st.Seq = m.seq
+	st.TraceParent, st.TraceState = tracing.Header(m.header)
 	return st, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
@@ -39,6 +40,9 @@ type Config struct {
 	Clock           aggregate.Clock
 	ProcessorOpts   []processor.Option
 	RecorderOptions []recorder.Option
+	// TracerProvider receives the processor's spans (see Tracing); nil
+	// means the global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // New wires the example service on js: the event store, the inventory and
@@ -71,7 +75,11 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
-	opts := append([]processor.Option{processor.WithRecorder(rec), processor.WithRecords(records), processor.WithClock(cfg.Clock)}, cfg.ProcessorOpts...)
+	opts := []processor.Option{processor.WithRecorder(rec), processor.WithRecords(records), processor.WithClock(cfg.Clock)}
+	if cfg.TracerProvider != nil {
+		opts = append(opts, processor.WithTracerProvider(cfg.TracerProvider))
+	}
+	opts = append(opts, cfg.ProcessorOpts...)
 	p, err := processor.New(js, store, Context, opts...)
 	if err != nil {
 		return nil, err

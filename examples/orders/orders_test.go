@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -28,8 +29,11 @@ func TestWalkthrough(t *testing.T) {
 	now := time.UnixMilli(1735000000000)
 	clock := aggregate.ClockFunc(func() time.Time { return now })
 	mail := orders.NewFlakyServer()
+	traces, err := orders.Tracing(ctx, os.Stdout) // ORDERS_TRACE=stdout prints the spans
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, traces.Shutdown(context.Background())) })
 	app, err := orders.New(ctx, js, orders.Config{
-		Mail: mail, Clock: clock,
+		Mail: mail, Clock: clock, TracerProvider: traces.TracerProvider(),
 		// Tests do not wait out backoffs.
 		ProcessorOpts:   []processor.Option{processor.WithSleeper(noWait), processor.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))},
 		RecorderOptions: []recorder.Option{recorder.WithSleeper(noWait)},

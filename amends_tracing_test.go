@@ -1,0 +1,52 @@
+package amends_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/amends-dev/amends"
+	"github.com/amends-dev/amends/amendstest"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/processor"
+	"github.com/amends-dev/amends/tracing"
+)
+
+// WithTracerProvider reaches the processor: a failed call under the
+// append's span is a child span of it.
+func TestNewWithTracerProvider(t *testing.T) {
+	ctx := t.Context()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	svc, err := amends.New(amendstest.JetStream(t), "shop", amends.WithTracerProvider(tp),
+		amends.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		amends.WithProcessorOptions(processor.WithSleeper(noWait)))
+	require.NoError(t, err)
+	fn := processor.Function{Processor: "Mailer", Name: "confirm", AggregateTypes: []string{"order"}}
+	require.NoError(t, svc.Register(fn, func(context.Context, *processor.Delivery) error { return errors.New("smtp down") }))
+	require.NoError(t, svc.Start(ctx))
+	t.Cleanup(func() { svc.Stop(); require.NoError(t, svc.Wait()) })
+
+	actx, span := tp.Tracer("test").Start(ctx, "place order")
+	_, err = svc.Append(actx, "order", "o-1", 0, eventstore.NewEvent{Name: "order_placed", Body: map[string]int{"qty": 1}})
+	require.NoError(t, err)
+	span.End()
+	require.Eventually(t, func() bool { return svc.Recorder.Metrics().Recorded.Load() == 1 }, 30*time.Second, 5*time.Millisecond)
+	var call *tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == tracing.SpanCall {
+			call = &s
+		}
+	}
+	require.NotNil(t, call, "the call has a span")
+	assert.Equal(t, span.SpanContext().SpanID(), call.Parent.SpanID(), "a child of the append's span")
+}
