@@ -152,6 +152,19 @@ func TestTracingFailureAndTwoReplays(t *testing.T) {
 		assert.Equal(t, want[i].TraceID(), got.TraceID(), "record version %d (%s) carries its command's trace", h.Version, h.Events[0].Name)
 		assert.Equal(t, want[i].SpanID(), got.SpanID(), "record version %d (%s) carries its command's span", h.Version, h.Events[0].Name)
 	}
+
+	// The attempt history names each attempt's trace: the original one for
+	// the first failure, each replay's own for the replays.
+	steps, err := aggregate.StepsOf(history)
+	require.NoError(t, err)
+	var traces []string
+	for _, en := range aggregate.Timeline(steps) {
+		if en.Kind == aggregate.EntryAttempt {
+			traces = append(traces, en.TraceID)
+		}
+	}
+	assert.Equal(t, []string{origin.TraceID().String(), prep1.TraceID().String(), prep2.TraceID().String()}, traces,
+		"the attempts' trace ids: the event's, then each replay's")
 }
 
 // Without a provider the processor uses the global one, a no-op: no span
