@@ -97,6 +97,9 @@ func (p *Processor) dispatchOrdered(ctx context.Context, f *function, d *Deliver
 // the final error. STATE_EVENT functions first get the aggregate's state;
 // failing to build it is their failure.
 func (p *Processor) execute(ctx context.Context, f *function, d *Delivery, cache bool) error {
+	if d.started.IsZero() {
+		d.started = p.o.clock.Now()
+	}
 	if f.info.FunctionKind == aggregate.KindStateEvent && d.State == nil {
 		state, err := p.stateAfter(ctx, d.Stream, cache)
 		if err != nil {
@@ -146,7 +149,7 @@ func (p *Processor) execution(f *function, d *Delivery, c *Compensation, err err
 	return Execution{
 		EventID: d.EventID(), Function: &info, Compensation: c, Err: err,
 		ExecuteAt: p.o.clock.Now(), RetrySpec: f.retrySpec, Waived: f.waived, Rules: f.rules,
-		call: d.call,
+		call: d.call, StartedAt: d.started,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -36,6 +37,9 @@ type Delivery struct {
 	Function aggregate.FunctionInfo
 
 	call trace.SpanContext // the span of the last call on it (trace.go)
+	// started is when execute first called a function on it: the start of
+	// the attempt (immediate retries belong to it).
+	started time.Time
 }
 
 // EventID is the delivered event's identity as a record stores it.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/processor"
 )
 
@@ -208,6 +209,14 @@ func TestOrderedFailureDuringRelease(t *testing.T) {
 	assert.Equal(t, []uint64{1, 1, 2, 3}, s.versions("o-1"))
 	rec := e.record(v3.Events[0].ID, projector)
 	assert.Equal(t, aggregate.StatusFailed, rec.Status, "the failed release is an ordinary record")
+	hist, err := e.store.Load(context.Background(), eventstore.AggregateID{Context: aggregate.Context, Type: aggregate.AggregateType,
+		ID: aggregate.RecordID(v3.Events[0].ID, projector)}, 1)
+	require.NoError(t, err)
+	steps, err := aggregate.StepsOf(hist)
+	require.NoError(t, err)
+	tl := aggregate.Timeline(steps)
+	require.NotEmpty(t, tl)
+	assert.Equal(t, t0+1000, tl[0].StartedAt, "the failed release's attempt has its start")
 
 	e.clock.SetMillis(t0 + 2000)
 	e.prepare(aggregate.RecordID(v3.Events[0].ID, projector), false)

@@ -70,7 +70,6 @@ func (r *runner) run(stopping, work context.Context) {
 }
 
 func (r *runner) lane(i int, q *queue, stopping, work context.Context) {
-	work, clock := withAttemptClock(work)
 	for {
 		m, ok := q.pop()
 		if !ok {
@@ -81,7 +80,6 @@ func (r *runner) lane(i int, q *queue, stopping, work context.Context) {
 			continue
 		}
 		r.current[i].Store(&m)
-		clock.reset()
 		d := r.handle(work, m)
 		r.current[i].Store(nil)
 		r.settle(m, d)

@@ -110,7 +110,6 @@ func (p *Processor) Register(fn Function, h Handler, opts ...FunctionOption) err
 	if err != nil {
 		return err
 	}
-	f.handler = p.timed(f.handler)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running {
