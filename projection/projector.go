@@ -53,6 +53,10 @@ type Projector struct {
 	views jetstream.KeyValue
 	opts  projectorOptions
 	cache *viewCache
+	// putPrefix is the subject prefix of the bucket's keys while writes
+	// are pipelined, "" while each goes through views (set by consume
+	// before any worker starts).
+	putPrefix string
 
 	projected, skipped, rebuilt, corrupt, failed atomic.Uint64
 	events                                       [7]atomic.Uint64 // by aggregate.EventNames
@@ -281,6 +285,7 @@ func (p *Projector) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", p.opts.durable, stream, err)
 	}
-	return inflight.Consume(ctx, cons, inflight.Lanes{Name: p.opts.durable, Workers: p.opts.workers, AckWait: p.opts.ackWait,
-		PullMax: min(p.opts.maxAckPending, 1024), Logger: p.opts.logger}, p.handle)
+	p.putPrefix = p.pipelinePrefix(ctx)
+	return inflight.ConsumeBatch(ctx, cons, inflight.Lanes{Name: p.opts.durable, Workers: p.opts.workers, AckWait: p.opts.ackWait,
+		PullMax: min(p.opts.maxAckPending, 1024), Batch: laneBatch, Logger: p.opts.logger}, p.handleBatch)
 }
