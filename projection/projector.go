@@ -21,8 +21,8 @@ import (
 // DefaultDurable is the name of the projector's durable consumer.
 const DefaultDurable = "amends-projection"
 
-// defaultWorkers: each worker waits for one KV write at a time, so the
-// throughput grows with them until the server's CPU is the limit.
+// defaultWorkers: each worker waits for the writes of one batch at a
+// time; the lanes also spread the decoding over the cores.
 const defaultWorkers = 16
 
 // Projector keeps the views bucket current: a durable JetStream consumer
@@ -45,6 +45,18 @@ const defaultWorkers = 16
 // InProgress meanwhile. Several projectors may share the durable consumer
 // (on one or several machines): writes are compare-and-set on the KV
 // revision, so the view never goes backwards.
+//
+// Writes are pipelined: each worker takes the messages queued in its lane
+// (up to 256), brings each record's view through that record's streams in
+// memory, in order, and publishes all the records' views at once without
+// waiting in between, one compare-and-set each; it settles each message
+// only once the write holding its effect is acknowledged by the server. A
+// write that fails (another writer was faster, the bucket refused it, no
+// answer within 10 s) sends its messages through the projection one at a
+// time, which reads the view again. A views bucket passed as a wrapper of
+// the client's KeyValue, a mirrored bucket, or a JetStream reached through
+// an API prefix or domain get that one-at-a-time projection for every
+// message.
 //
 // A Projector is safe for concurrent use; Run it once at a time.
 type Projector struct {
@@ -114,7 +126,7 @@ func WithDurable(name string) ProjectorOption {
 	}
 }
 
-// WithWorkers sets how many messages are projected at once (default 16).
+// WithWorkers sets how many workers project batches at once (default 16).
 // Messages of one record always go to the same worker, in order.
 func WithWorkers(n int) ProjectorOption {
 	return func(o *projectorOptions) error {
