@@ -14,8 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // ackCheckedMsg is a stored message that, when acked, checks that the
@@ -263,4 +265,58 @@ func TestPipelinedBatchAcksNothingTheBucketRefused(t *testing.T) {
 	}
 	assert.Empty(t, early)
 	e.assertFinal(t, versions)
+}
+
+// A stream that can never be projected, between good streams of its
+// record and of others in one batch, is quarantined and terminated as on
+// its own; the streams before it are written and acked, and the records
+// around it are not held back.
+func TestPipelinedBatchQuarantinesAPoisonStreamAmongGoodOnes(t *testing.T) {
+	const records, versions = 3, 2
+	e := newPipelineEnv(t, records, versions)
+	// The second stream of record 0, with an event no decoder knows and
+	// no carried state.
+	orig := e.msgs[records]
+	bad := &natstest.Msg{Subj: orig.Subj, Header: orig.Header, Seq: orig.Seq, Delivered: 1, Stream: orig.Stream, Consumer: orig.Consumer}
+	st, err := eventstore.Decode(orig.Body)
+	require.NoError(t, err)
+	st.Events[0].Name, st.State = "no_such_event", nil
+	bad.Body, err = eventstore.Encode(&st)
+	require.NoError(t, err)
+	msgs := append([]*natstest.Msg{}, e.msgs[:records]...) // every record's first stream
+	msgs = append(msgs, bad)
+	msgs = append(msgs, e.msgs[records+1:]...) // the others' second streams
+
+	var mu sync.Mutex
+	var early []string
+	batch, fresh := e.batch(t, msgs, &early, &mu)
+	e.p.handleBatch(t.Context(), batch)
+	for i, m := range fresh {
+		acks, naks, terms, _ := m.Settled()
+		want := [3]int{1, 0, 0}
+		if i == records {
+			want = [3]int{0, 0, 1}
+		}
+		require.Equal(t, want, [3]int{acks, naks, terms}, "seq %d", m.Seq)
+	}
+	assert.Empty(t, early)
+	entries, err := e.p.Quarantine().All(t.Context(), quarantine.Query{})
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, quarantine.ReasonUndecodable, entries[0].Reason)
+	assert.Equal(t, bad.Seq, entries[0].Seq)
+	for i, m := range e.msgs[:records] {
+		first, err := e.store.DecodeMsg(m)
+		require.NoError(t, err)
+		v, err := GetView(t.Context(), e.views, first.Aggregate.ID)
+		require.NoError(t, err)
+		want := uint64(versions)
+		if i == 0 {
+			want = 1 // its second stream is the poison one
+		}
+		assert.Equal(t, want, v.Version, "record %d", i)
+	}
+	stats := e.p.Stats()
+	assert.Equal(t, uint64(1), stats.Corrupt)
+	assert.Equal(t, uint64(len(msgs)-1), stats.Projected)
 }
