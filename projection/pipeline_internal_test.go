@@ -138,7 +138,7 @@ func (e *pipelineEnv) assertFinal(t *testing.T, versions uint64) {
 
 // A batch holding several versions of several records, interleaved, is
 // settled message by message only once each view is stored, and ends with
-// every view at its record's last version; the same messages delivered
+// every view at its record's last version, written once; the same messages delivered
 // again, out of order and twice within one batch, leave every view as it
 // is.
 func TestPipelinedBatchAcksOnlyStoredEffects(t *testing.T) {
@@ -157,6 +157,11 @@ func TestPipelinedBatchAcksOnlyStoredEffects(t *testing.T) {
 	assert.Equal(t, uint64(records*versions), st.Projected)
 	assert.Zero(t, st.Rebuilt+st.Skipped+st.Failed+st.Corrupt)
 	e.assertFinal(t, versions)
+	kvStream, err := e.js.Stream(t.Context(), "KV_"+DefaultBucket)
+	require.NoError(t, err)
+	info, err := kvStream.Info(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, uint64(records), info.State.LastSeq, "one write per record for its streams in one batch")
 
 	// Redelivered: everything once more, shuffled within each record's
 	// messages' order being lost, and some twice.
