@@ -13,7 +13,10 @@
 // consumer are harmless; writes are compare-and-set on the KV revision. A
 // view that is missing or behind by more than one version is rebuilt from
 // the state the stream carries (aggregate.Service stores the record's
-// state with every stream), or from the record's history.
+// state with every stream), or from the record's history. Writes are
+// pipelined: a worker writes the views of a batch of records at once and
+// acknowledges each message only after the write holding its effect is
+// stored.
 //
 // A message the projector can never project (it does not decode, the
 // record's history does not load, or the view it makes is one the readers

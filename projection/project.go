@@ -34,17 +34,31 @@ func (p *Projector) handle(ctx context.Context, m jetstream.Msg) {
 		p.ack(m) // not a record; the filter subject should have kept it out
 		return
 	}
+	p.handleStream(ctx, m, &st)
+}
+
+// handleStream projects m's decoded stream st with a write of its own,
+// and settles m.
+func (p *Projector) handleStream(ctx context.Context, m jetstream.Msg, st *eventstore.Stream) {
 	var done action
+	var err error
 	for attempt := range casAttempts {
-		done, err = p.project(ctx, &st, attempt > 0)
+		done, err = p.project(ctx, st, attempt > 0)
 		if !errors.Is(err, errLostRace) {
 			break
 		}
 	}
+	p.settle(ctx, m, st, done, err)
+}
+
+// settle acknowledges m, whose stream st was handled with done, once its
+// effect is stored (err nil); otherwise it quarantines m (an error that
+// can never go away) or hands it back for redelivery.
+func (p *Projector) settle(ctx context.Context, m jetstream.Msg, st *eventstore.Stream, done action, err error) {
 	if err == nil {
 		[...]*atomic.Uint64{skip: &p.skipped, evolve: &p.projected, rebuild: &p.rebuilt}[done].Add(1)
 		if done != skip {
-			p.countEvents(&st)
+			p.countEvents(st)
 		}
 		p.ack(m)
 		return
@@ -53,7 +67,7 @@ func (p *Projector) handle(ctx context.Context, m jetstream.Msg) {
 		p.quarantine(ctx, m, reason, err)
 		return
 	}
-	p.retry(ctx, m, &st, err)
+	p.retry(ctx, m, st, err)
 }
 
 // terminal classifies an error of project: the reason a message can never
@@ -156,28 +170,40 @@ func (p *Projector) project(ctx context.Context, st *eventstore.Stream, reread b
 	if err != nil {
 		return 0, err
 	}
+	next, todo, err := p.advance(ctx, stored, st)
+	if err != nil || todo == skip {
+		return todo, err
+	}
+	return todo, p.write(ctx, key, rev, &next)
+}
+
+// advance returns the view after st given the stored view (nil if there
+// is none), and which action made it; skip (and no view) if the stored
+// view is already at or past st. It writes nothing.
+func (p *Projector) advance(ctx context.Context, stored *View, st *eventstore.Stream) (View, action, error) {
 	var next View
+	var err error
 	todo := plan(stored, st)
 	switch todo {
 	case skip:
-		return skip, nil
+		return View{}, skip, nil
 	case evolve:
 		if next, err = evolveView(stored, st); err != nil {
 			v, ok := carriedView(st)
 			if !ok {
-				return 0, err
+				return View{}, 0, err
 			}
 			next = v
 		}
 	case rebuild:
 		if next, err = p.rebuild(ctx, st); err != nil {
-			return 0, err
+			return View{}, 0, err
 		}
 		if stored != nil && next.Version <= stored.Version {
-			return skip, nil
+			return View{}, skip, nil
 		}
 	}
-	return todo, p.write(ctx, key, rev, &next)
+	return next, todo, nil
 }
 
 // read returns the stored view of key and its revision (nil and 0 if there

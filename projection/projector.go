@@ -21,8 +21,8 @@ import (
 // DefaultDurable is the name of the projector's durable consumer.
 const DefaultDurable = "amends-projection"
 
-// defaultWorkers: each worker waits for one KV write at a time, so the
-// throughput grows with them until the server's CPU is the limit.
+// defaultWorkers: each worker waits for the writes of one batch at a
+// time; the lanes also spread the decoding over the cores.
 const defaultWorkers = 16
 
 // Projector keeps the views bucket current: a durable JetStream consumer
@@ -46,6 +46,18 @@ const defaultWorkers = 16
 // (on one or several machines): writes are compare-and-set on the KV
 // revision, so the view never goes backwards.
 //
+// Writes are pipelined: each worker takes the messages queued in its lane
+// (up to 256), brings each record's view through that record's streams in
+// memory, in order, and publishes all the records' views at once without
+// waiting in between, one compare-and-set each; it settles each message
+// only once the write holding its effect is acknowledged by the server. A
+// write that fails (another writer was faster, the bucket refused it, no
+// answer within 10 s) sends its messages through the projection one at a
+// time, which reads the view again. A views bucket passed as a wrapper of
+// the client's KeyValue, a mirrored bucket, or a JetStream reached through
+// an API prefix or domain get that one-at-a-time projection for every
+// message.
+//
 // A Projector is safe for concurrent use; Run it once at a time.
 type Projector struct {
 	js    jetstream.JetStream
@@ -53,6 +65,10 @@ type Projector struct {
 	views jetstream.KeyValue
 	opts  projectorOptions
 	cache *viewCache
+	// putPrefix is the subject prefix of the bucket's keys while writes
+	// are pipelined, "" while each goes through views (set by consume
+	// before any worker starts).
+	putPrefix string
 
 	projected, skipped, rebuilt, corrupt, failed atomic.Uint64
 	events                                       [7]atomic.Uint64 // by aggregate.EventNames
@@ -110,7 +126,7 @@ func WithDurable(name string) ProjectorOption {
 	}
 }
 
-// WithWorkers sets how many messages are projected at once (default 16).
+// WithWorkers sets how many workers project batches at once (default 16).
 // Messages of one record always go to the same worker, in order.
 func WithWorkers(n int) ProjectorOption {
 	return func(o *projectorOptions) error {
@@ -281,6 +297,7 @@ func (p *Projector) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", p.opts.durable, stream, err)
 	}
-	return inflight.Consume(ctx, cons, inflight.Lanes{Name: p.opts.durable, Workers: p.opts.workers, AckWait: p.opts.ackWait,
-		PullMax: min(p.opts.maxAckPending, 1024), Logger: p.opts.logger}, p.handle)
+	p.putPrefix = p.pipelinePrefix(ctx)
+	return inflight.ConsumeBatch(ctx, cons, inflight.Lanes{Name: p.opts.durable, Workers: p.opts.workers, AckWait: p.opts.ackWait,
+		PullMax: min(p.opts.maxAckPending, 1024), Batch: laneBatch, Logger: p.opts.logger}, p.handleBatch)
 }

@@ -27,6 +27,9 @@ type Lanes struct {
 	AckWait time.Duration
 	// PullMax bounds the messages the client buffers.
 	PullMax int
+	// Batch bounds how many messages of one worker's queue ConsumeBatch
+	// hands to one call of its handler (0 or 1: one at a time).
+	Batch int
 	// Logger receives the consumer's errors at Debug (nil: discarded).
 	Logger *slog.Logger
 }
@@ -39,6 +42,21 @@ type Lanes struct {
 // handle must settle its message; one not yet handed to a worker when
 // Consume stops is left unsettled and redelivered.
 func Consume(ctx context.Context, cons jetstream.Consumer, l Lanes, handle func(context.Context, jetstream.Msg)) error {
+	l.Batch = 1
+	return ConsumeBatch(ctx, cons, l, func(ctx context.Context, msgs []jetstream.Msg) {
+		for _, m := range msgs {
+			handle(ctx, m)
+		}
+	})
+}
+
+// ConsumeBatch is Consume with a handler of batches: each worker hands
+// its handler what has queued up for it, up to l.Batch messages, oldest
+// first, without waiting for more. A batch holds messages of the worker's
+// subjects only, and a subject's messages arrive in order, batch after
+// batch: the next batch of a worker starts after its handler returned.
+// handle must settle every message of its batch.
+func ConsumeBatch(ctx context.Context, cons jetstream.Consumer, l Lanes, handle func(context.Context, []jetstream.Msg)) error {
 	logger := l.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -48,15 +66,11 @@ func Consume(ctx context.Context, cons jetstream.Consumer, l Lanes, handle func(
 	var hb sync.WaitGroup
 	hb.Go(func() { held.Heartbeat(stopping, l.AckWait/3) })
 	work := make([]chan jetstream.Msg, max(l.Workers, 1))
+	batch := max(l.Batch, 1)
 	var wg sync.WaitGroup
 	for i := range work {
-		work[i] = make(chan jetstream.Msg, 64)
-		wg.Go(func() {
-			for m := range work[i] {
-				handle(ctx, m)
-				held.Drop(m)
-			}
-		})
+		work[i] = make(chan jetstream.Msg, max(64, batch))
+		wg.Go(func() { lane(ctx, work[i], batch, held, handle) })
 	}
 	lost := make(chan error, 1)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
@@ -100,4 +114,35 @@ func Consume(ctx context.Context, cons jetstream.Consumer, l Lanes, handle func(
 		return nil
 	}
 	return err
+}
+
+// lane hands the messages of work to handle, in batches of what has
+// queued up (at most size), until work is closed and empty.
+func lane(ctx context.Context, work <-chan jetstream.Msg, size int, held *Set, handle func(context.Context, []jetstream.Msg)) {
+	msgs := make([]jetstream.Msg, 0, size)
+	for m := range work {
+		msgs = append(msgs[:0], m)
+		open := true
+	more:
+		for open && len(msgs) < size {
+			select {
+			case m, ok := <-work:
+				if !ok {
+					open = false
+					break more
+				}
+				msgs = append(msgs, m)
+			default:
+				break more
+			}
+		}
+		handle(ctx, msgs)
+		for _, m := range msgs {
+			held.Drop(m)
+		}
+		clear(msgs)
+		if !open {
+			return
+		}
+	}
 }
