@@ -141,8 +141,8 @@ func runBench(ctx context.Context, a *app, f *benchFlags, names []string) error 
 	if env.JS, err = jetstream.New(nc); err != nil {
 		return err
 	}
-	runner := &bench.Runner{Env: env, Duration: duration, Progress: func(s bench.Scenario) {
-		a.logger.Info("bench scenario", "name", s.Name, "duration", duration)
+	runner := &bench.Runner{Env: env, Duration: duration, Progress: func(s bench.Scenario, c int) {
+		a.logger.Info("bench scenario", "name", s.Name, "concurrency", c, "duration", duration)
 	}}
 	results, err := runner.Run(ctx, scenarios)
 	if f.output == "json" {
