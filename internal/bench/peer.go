@@ -140,9 +140,14 @@ func (p *wmPeer) deleteDurable(topic string) {
 // and waits for every acknowledgement. It stands for the service that
 // produced the events; it runs untimed.
 func (p *wmPeer) publishBatch(ctx context.Context, topic string, n int, payload []byte) error {
-	futures := make([]jetstream.PubAckFuture, 0, n)
+	futures := make([]jetstream.PubAckFuture, 0, publishWindow)
 	marshaler := &wmnats.NATSMarshaler{}
 	for range n {
+		if len(futures) == publishWindow {
+			if err := awaitAcks(ctx, &futures); err != nil {
+				return err
+			}
+		}
 		m, err := marshaler.Marshal(topic, message.NewMessage(watermill.NewUUID(), payload))
 		if err != nil {
 			return err
@@ -153,16 +158,7 @@ func (p *wmPeer) publishBatch(ctx context.Context, topic string, n int, payload 
 		}
 		futures = append(futures, f)
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+	return awaitAcks(ctx, &futures)
 }
 
 // runRouter runs a Watermill router set up by setup until the returned
