@@ -260,7 +260,7 @@ func printResults(w io.Writer, results []bench.Result) {
 	fmt.Fprintln(tw, "SCENARIO\tWORKERS\tSIDE\tPER SECOND\tP50\tP99\tRATIO\tVS PEER\t")
 	for _, r := range results {
 		side := func(m *bench.Measurement) {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%s\t%s\t\t\t\n", r.Scenario, r.Concurrency, m.Side, m.PerSec, round(m.P50), round(m.P99))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\t\t\n", r.Scenario, r.Concurrency, m.Side, rate(m.PerSec), round(m.P50), round(m.P99))
 		}
 		ratio, vsPeer := "-", ""
 		if r.Raw != nil {
@@ -271,13 +271,22 @@ func printResults(w io.Writer, results []bench.Result) {
 			vsPeer = fmt.Sprintf("%.2fx", r.PeerRatio)
 			side(r.Peer)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Concurrency, r.Amends.Side, r.Amends.PerSec,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Concurrency, r.Amends.Side, rate(r.Amends.PerSec),
 			round(r.Amends.P50), round(r.Amends.P99), ratio, vsPeer)
 		for _, k := range slices.Sorted(maps.Keys(r.Notes)) {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%.4g\t\t\t\t\t\n", r.Scenario, r.Concurrency, k, r.Notes[k])
 		}
 	}
 	_ = tw.Flush()
+}
+
+// rate prints a rate whole, or with three significant digits below 100
+// (a summary at 1M records runs about once a second).
+func rate(perSec float64) string {
+	if perSec < 100 {
+		return strconv.FormatFloat(perSec, 'g', 3, 64)
+	}
+	return fmt.Sprintf("%.0f", perSec)
 }
 
 func round(d time.Duration) time.Duration {

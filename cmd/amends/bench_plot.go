@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -118,11 +120,20 @@ func scenarioPlots(results []bench.Result) ([]*plot.Plot, error) {
 		p.X.Label.Text = "workers per side"
 		p.Y.Label.Text = "per second"
 		p.Y.Min = 0
+		p.Y.Tick.Marker = plainTicks{}
 		p.Legend.Top = true
 		p.Legend.Left = true
+		var xTicks []plot.Tick
+		top := 0.0
 		for slot, l := range lines[name] {
 			if l.xys == nil {
 				continue
+			}
+			for _, xy := range l.xys {
+				top = max(top, xy.Y)
+				if !slices.ContainsFunc(xTicks, func(t plot.Tick) bool { return t.Value == xy.X }) {
+					xTicks = append(xTicks, plot.Tick{Value: xy.X, Label: strconv.FormatFloat(xy.X, 'f', -1, 64)})
+				}
 			}
 			lp, pts, err := plotter.NewLinePoints(l.xys)
 			if err != nil {
@@ -133,7 +144,23 @@ func scenarioPlots(results []bench.Result) ([]*plot.Plot, error) {
 			p.Add(lp, pts)
 			p.Legend.Add(l.name, lp, pts)
 		}
+		p.X.Tick.Marker = plot.ConstantTicks(xTicks)
+		p.Y.Max = top * 1.35 // room for the legend above the lines
 		plots = append(plots, p)
 	}
 	return plots, nil
+}
+
+// plainTicks are gonum's default ticks labelled without trailing zeros
+// ("2500", not "2500.00").
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
+		}
+	}
+	return ticks
 }

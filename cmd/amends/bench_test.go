@@ -132,3 +132,9 @@ func TestBenchTablePrintsThePeerRatio(t *testing.T) {
 	assert.Regexp(t, `record\s+4\s+peer\s+800\s`, lines[2])
 	assert.Regexp(t, `record\s+4\s+amends\s+1000\s.*0\.50x\s+1\.25x`, lines[3])
 }
+
+func TestBenchRatesBelowAHundredKeepTheirDigits(t *testing.T) {
+	assert.Equal(t, "1.32", rate(1.3217))
+	assert.Equal(t, "45.3", rate(45.31))
+	assert.Equal(t, "2500", rate(2500.4))
+}
