@@ -83,7 +83,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	fs.StringVar(&f.natsURL, "nats-url", "", "measure this NATS server or cluster instead of an embedded one")
 	fs.StringVar(&f.creds, "nats-creds", "", "NATS credentials file for --nats-url")
 	fs.StringVar(&f.storage, "storage", "file", "storage of the scenarios' streams: file or memory")
-	fs.DurationVar(&f.duration, "duration", 10*time.Second, "measured time per scenario, shared by its two sides")
+	fs.DurationVar(&f.duration, "duration", 10*time.Second, "measured time per scenario and worker count, shared by its sides")
 	fs.StringVar(&f.concurrency, "concurrency", "1", "workers per side, or a comma-separated sweep of up to 8 counts (1,2,4,8)")
 	fs.IntVar(&f.records, "records", 0, "records of the large index of the query scenarios (default 1000000, quick 100000)")
 	fs.StringVar(&f.plot, "plot", "", "draw throughput against concurrency for each scenario and side to this .svg or .png file")
