@@ -120,6 +120,7 @@ func BenchmarkIndexSummary(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			ix := benchIndex(n)
+			b.ResetTimer()
 			for range b.N {
 				if _, err := ix.Summary(Filter{}); err != nil {
 					b.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,6 +40,14 @@ Name scenarios as arguments to run only those; --list shows them. --quick
 runs every scenario for about a second with small fixtures: it checks that
 each runs and produces a ratio, and its figures mean little.
 
+dispatch, record and replay also have a peer side: the same job done by a
+Watermill router on JetStream (Retry and PoisonQueue middlewares, the
+requeuer), on the same server in the same rounds; VS PEER is amends/peer.
+
+--concurrency takes a list (1,2,4,8): every scenario then runs once per
+worker count, each with fresh fixtures, and --plot FILE.svg (or .png) draws
+each scenario's throughput against the worker count, one line per side.
+
 ` + envHelp
 
 type benchFlags struct {
@@ -46,7 +55,9 @@ type benchFlags struct {
 	creds       string
 	storage     string
 	duration    time.Duration
-	concurrency int
+	concurrency string
+	records     int
+	plot        string
 	output      string
 	quick       bool
 	list        bool
@@ -72,8 +83,10 @@ func newBenchCmd(a *app) *cobra.Command {
 	fs.StringVar(&f.natsURL, "nats-url", "", "measure this NATS server or cluster instead of an embedded one")
 	fs.StringVar(&f.creds, "nats-creds", "", "NATS credentials file for --nats-url")
 	fs.StringVar(&f.storage, "storage", "file", "storage of the scenarios' streams: file or memory")
-	fs.DurationVar(&f.duration, "duration", 10*time.Second, "measured time per scenario, shared by its two sides")
-	fs.IntVar(&f.concurrency, "concurrency", 1, "workers per side")
+	fs.DurationVar(&f.duration, "duration", 10*time.Second, "measured time per scenario and worker count, shared by its sides")
+	fs.StringVar(&f.concurrency, "concurrency", "1", "workers per side, or a comma-separated sweep of up to 8 counts (1,2,4,8)")
+	fs.IntVar(&f.records, "records", 0, "records of the large index of the query scenarios (default 1000000, quick 100000)")
+	fs.StringVar(&f.plot, "plot", "", "draw throughput against concurrency for each scenario and side to this .svg or .png file")
 	fs.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 	fs.IntVar(&f.cluster, "cluster", 0, "start an embedded loopback cluster of this many nodes (3 or 5) instead of one server")
 	fs.IntVar(&f.replicas, "replicas", 0, "replicas of the scenarios' streams (default: the --cluster size, else 1)")
@@ -100,13 +113,20 @@ func runBench(ctx context.Context, a *app, f *benchFlags, names []string) error 
 	if f.output != "table" && f.output != "json" {
 		return usageErrorf("--output must be table or json, got %q", f.output)
 	}
-	if f.concurrency < 1 {
-		return usageErrorf("--concurrency must be at least 1, got %d", f.concurrency)
+	levels, err := parseConcurrency(f.concurrency)
+	if err != nil {
+		return err
+	}
+	if f.records != 0 && (f.records < bench.MinQueryRecords || f.records > bench.MaxQueryRecords) {
+		return usageErrorf("--records must be between %d and %d, got %d", bench.MinQueryRecords, bench.MaxQueryRecords, f.records)
+	}
+	if err := checkPlotPath(f.plot); err != nil {
+		return err
 	}
 	if f.duration <= 0 {
 		return usageErrorf("--duration must be positive, got %s", f.duration)
 	}
-	env := &bench.Env{Concurrency: f.concurrency, Prefix: strings.ReplaceAll(uuid.NewString()[:8], "-", ""), Quick: f.quick}
+	env := &bench.Env{Concurrency: levels[0], Records: f.records, Prefix: strings.ReplaceAll(uuid.NewString()[:8], "-", ""), Quick: f.quick}
 	switch f.storage {
 	case "file":
 		env.Storage = jetstream.FileStorage
@@ -141,8 +161,9 @@ func runBench(ctx context.Context, a *app, f *benchFlags, names []string) error 
 	if env.JS, err = jetstream.New(nc); err != nil {
 		return err
 	}
-	runner := &bench.Runner{Env: env, Duration: duration, Progress: func(s bench.Scenario) {
-		a.logger.Info("bench scenario", "name", s.Name, "duration", duration)
+	env.Dial = benchDial(f, nc)
+	runner := &bench.Runner{Env: env, Duration: duration, Sweep: levels, Progress: func(s bench.Scenario, c int) {
+		a.logger.Info("bench scenario", "name", s.Name, "concurrency", c, "duration", duration)
 	}}
 	results, err := runner.Run(ctx, scenarios)
 	if f.output == "json" {
@@ -154,7 +175,53 @@ func runBench(ctx context.Context, a *app, f *benchFlags, names []string) error 
 	} else {
 		printResults(a.stdout, results)
 	}
+	if f.plot != "" && len(results) > 0 {
+		if perr := writePlot(f.plot, results); perr != nil && err == nil {
+			err = perr
+		}
+	}
 	return err
+}
+
+// benchDial opens the peer sides' own connections to the server nc is on.
+func benchDial(f *benchFlags, nc *nats.Conn) func() (*nats.Conn, error) {
+	if f.natsURL != "" {
+		return func() (*nats.Conn, error) {
+			return natsconn.Connect(natsconn.ClientConfig{URL: f.natsURL, CredsFile: f.creds, Name: "amends bench peer"})
+		}
+	}
+	urls := strings.Join(nc.Servers(), ",")
+	return func() (*nats.Conn, error) { return nats.Connect(urls, nats.Name("amends bench peer")) }
+}
+
+// maxSweep bounds the worker counts of --concurrency.
+const (
+	maxSweep   = 8
+	maxWorkers = 64
+)
+
+// parseConcurrency reads --concurrency: one worker count or a list.
+func parseConcurrency(s string) ([]int, error) {
+	bad := func() error {
+		return usageErrorf("--concurrency must be a worker count between 1 and %d, or a comma-separated list of up to %d distinct ones (1,2,4,8), got %q",
+			maxWorkers, maxSweep, s)
+	}
+	if len(s) > 64 {
+		return nil, bad()
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > maxSweep {
+		return nil, bad()
+	}
+	levels := make([]int, 0, len(parts))
+	for _, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 || n > maxWorkers || slices.Contains(levels, n) {
+			return nil, bad()
+		}
+		levels = append(levels, n)
+	}
+	return levels, nil
 }
 
 // benchConnect starts the embedded server (unless --nats-url) and connects
@@ -190,19 +257,36 @@ func benchConnect(ctx context.Context, f *benchFlags) (*nats.Conn, func(), error
 
 func printResults(w io.Writer, results []bench.Result) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SCENARIO\tSIDE\tPER SECOND\tP50\tP99\tRATIO\t")
+	fmt.Fprintln(tw, "SCENARIO\tWORKERS\tSIDE\tPER SECOND\tP50\tP99\tRATIO\tVS PEER\t")
 	for _, r := range results {
-		ratio := "-"
+		side := func(m *bench.Measurement) {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\t\t\n", r.Scenario, r.Concurrency, m.Side, rate(m.PerSec), round(m.P50), round(m.P99))
+		}
+		ratio, vsPeer := "-", ""
 		if r.Raw != nil {
 			ratio = fmt.Sprintf("%.2fx", r.Ratio)
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t\t\n", r.Scenario, r.Raw.Side, r.Raw.PerSec, round(r.Raw.P50), round(r.Raw.P99))
+			side(r.Raw)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Scenario, r.Amends.Side, r.Amends.PerSec, round(r.Amends.P50), round(r.Amends.P99), ratio)
+		if r.Peer != nil {
+			vsPeer = fmt.Sprintf("%.2fx", r.PeerRatio)
+			side(r.Peer)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Concurrency, r.Amends.Side, rate(r.Amends.PerSec),
+			round(r.Amends.P50), round(r.Amends.P99), ratio, vsPeer)
 		for _, k := range slices.Sorted(maps.Keys(r.Notes)) {
-			fmt.Fprintf(tw, "%s\t%s\t%.4g\t\t\t\t\n", r.Scenario, k, r.Notes[k])
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%.4g\t\t\t\t\t\n", r.Scenario, r.Concurrency, k, r.Notes[k])
 		}
 	}
 	_ = tw.Flush()
+}
+
+// rate prints a rate whole, or with three significant digits below 100
+// (a summary at 1M records runs about once a second).
+func rate(perSec float64) string {
+	if perSec < 100 {
+		return strconv.FormatFloat(perSec, 'g', 3, 64)
+	}
+	return fmt.Sprintf("%.0f", perSec)
 }
 
 func round(d time.Duration) time.Duration {

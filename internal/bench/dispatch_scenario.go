@@ -5,11 +5,17 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/processor"
 )
+
+// processorLanes is the processor's default number of lanes; the peer
+// side gets as many concurrent subscriptions.
+const processorLanes = 16
 
 // dispatchBatch is how many messages one dispatch operation consumes.
 func dispatchBatch(env *Env) int {
@@ -22,11 +28,24 @@ func dispatchBatch(env *Env) int {
 // A dispatch operation consumes a backlog of messages published (untimed)
 // just before it, under an aggregate type of its own: the raw side with a
 // new nats.go consumer acking each message, the amends side with a new
-// processor calling a trivial function. Both sides include creating their
-// consumer, which the batch size makes small.
+// processor calling a trivial function, the peer side with a new Watermill
+// router (16 subscriptions, as many as the processor's lanes) calling a
+// trivial handler. Every side includes creating its consumer, which the
+// batch size makes small.
 func prepareDispatch(ctx context.Context, env *Env) (*Pair, error) {
 	st, closeFn, err := newStore(ctx, env, "dispatch")
 	if err != nil {
+		return nil, err
+	}
+	peer, err := newPeer(ctx, env, "dispatch")
+	if err != nil {
+		closeFn()
+		return nil, err
+	}
+	payload, err := eventstore.Encode(new(orderStream("peer", 1)))
+	if err != nil {
+		peer.close()
+		closeFn()
 		return nil, err
 	}
 	batch := dispatchBatch(env)
@@ -34,10 +53,30 @@ func prepareDispatch(ctx context.Context, env *Env) (*Pair, error) {
 	typ := func(side string, w, i int) string { return fmt.Sprintf("%s%d_%d", side[:1], w, i) }
 	return &Pair{
 		PerOp: batch,
-		Close: func() { last.all(); closeFn() },
+		Close: func() { last.all(); peer.close(); closeFn() },
 		Before: func(ctx context.Context, side string, w, i int) error {
 			last.stop(w)
+			if side == "peer" {
+				return peer.publishBatch(ctx, peer.topic(typ(side, w, i)), batch, payload)
+			}
 			return publishBatch(ctx, env.JS, st, typ(side, w, i), batch)
+		},
+		Peer: func(ctx context.Context, w, i int) error {
+			topic := peer.topic(typ("peer", w, i))
+			sub, err := peer.subscriber(processorLanes)
+			if err != nil {
+				return err
+			}
+			handled := &counter{}
+			stop, err := runRouter(ctx, func(r *message.Router) error {
+				r.AddConsumerHandler("onPlaced", topic, sub, func(*message.Message) error { handled.add(); return nil })
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			last.set(w, func() { stop(); peer.deleteDurable(topic) })
+			return waitCount(ctx, handled.load, uint64(batch))
 		},
 		Raw: func(ctx context.Context, w, i int) error {
 			name := "raw_" + typ("raw", w, i)

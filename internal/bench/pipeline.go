@@ -34,11 +34,36 @@ func waitCount(ctx context.Context, count func() uint64, target uint64) error {
 	return nil
 }
 
+// publishWindow is how many pipelined publishes one batch keeps
+// unacknowledged: eight workers' batches together stay within the client's
+// limit of 4000 pending asynchronous publishes.
+const publishWindow = 400
+
+// awaitAcks waits for every future, and empties the list.
+func awaitAcks(ctx context.Context, futures *[]jetstream.PubAckFuture) error {
+	for _, f := range *futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	*futures = (*futures)[:0]
+	return nil
+}
+
 // publishBatch appends n one-event streams to new aggregates of type typ
 // with pipelined publishes, and waits for every acknowledgement.
 func publishBatch(ctx context.Context, js jetstream.JetStream, st *jsstore.Store, typ string, n int) error {
-	futures := make([]jetstream.PubAckFuture, 0, n)
+	futures := make([]jetstream.PubAckFuture, 0, publishWindow)
 	for range n {
+		if len(futures) == publishWindow {
+			if err := awaitAcks(ctx, &futures); err != nil {
+				return err
+			}
+		}
 		s := orderStream(uuid.NewString(), 1)
 		s.Aggregate.Type = typ
 		data, err := eventstore.Encode(&s)
@@ -58,16 +83,7 @@ func publishBatch(ctx context.Context, js jetstream.JetStream, st *jsstore.Store
 		}
 		futures = append(futures, f)
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+	return awaitAcks(ctx, &futures)
 }
 
 // counter is an atomic count usable as a handled function.

@@ -19,12 +19,25 @@ var queryNow = time.UnixMilli(queryBase + 1_800_000)
 
 const queryBase = int64(1_735_000_000_000)
 
-// querySizes are the two index sizes the query scenarios compare.
+// querySmall is the index size the query scenarios compare against.
+const querySmall = 10_000
+
+// The bounds of Env.Records.
+const (
+	MinQueryRecords = 10_000
+	MaxQueryRecords = 10_000_000
+)
+
+// querySizes are the two index sizes the query scenarios compare: 10k and
+// Env.Records, by default 1M (quick: 100k).
 func querySizes(env *Env) (small, large int) {
-	if env.Quick {
-		return 10_000, 100_000
+	switch {
+	case env.Records > 0:
+		return querySmall, env.Records
+	case env.Quick:
+		return querySmall, 100_000
 	}
-	return 10_000, 1_000_000
+	return querySmall, 1_000_000
 }
 
 // queryIndex fills an index without a bucket with n generated records and
@@ -74,6 +87,39 @@ func generatedView(r *rand.Rand, i int) projection.View {
 	}
 }
 
+// indexCache keeps the generated indexes of one run by size: the query
+// scenarios only read them, and building the large one takes seconds at
+// every concurrency of a sweep otherwise. Used by one goroutine at a time
+// (the Runner prepares scenarios one after another).
+type indexCache struct {
+	bySize map[int]cachedIndex
+}
+
+type cachedIndex struct {
+	ix        *projection.Index
+	perRecord float64
+}
+
+// index returns the generated index of n records, built on first use.
+// Without a cache (an Env not run by a Runner) it builds a new one.
+func (c *indexCache) index(n int) (*projection.Index, float64, error) {
+	if c == nil {
+		return queryIndex(n)
+	}
+	if got, ok := c.bySize[n]; ok {
+		return got.ix, got.perRecord, nil
+	}
+	ix, perRecord, err := queryIndex(n)
+	if err != nil {
+		return nil, 0, err
+	}
+	if c.bySize == nil {
+		c.bySize = map[int]cachedIndex{}
+	}
+	c.bySize[n] = cachedIndex{ix, perRecord}
+	return ix, perRecord, nil
+}
+
 // prepareQuery compares one index query at two index sizes: the "raw"
 // side is the small index, the amends side the large one, so the ratio
 // says how much slower the query gets with 100 times (quick: 10 times)
@@ -81,11 +127,11 @@ func generatedView(r *rand.Rand, i int) projection.View {
 func prepareQuery(query func(*projection.Index) error) func(context.Context, *Env) (*Pair, error) {
 	return func(ctx context.Context, env *Env) (*Pair, error) {
 		small, large := querySizes(env)
-		six, _, err := queryIndex(small)
+		six, _, err := env.indexes.index(small)
 		if err != nil {
 			return nil, err
 		}
-		lix, perRecord, err := queryIndex(large)
+		lix, perRecord, err := env.indexes.index(large)
 		if err != nil {
 			return nil, err
 		}
@@ -111,5 +157,21 @@ func listQuery(ix *projection.Index) error {
 		Filter: projection.Filter{Processor: "Processor7", Status: aggregate.StatusFailed},
 		Limit:  50,
 	})
+	return err
+}
+
+func summaryQuery(ix *projection.Index) error {
+	sum, err := ix.Summary(projection.Filter{})
+	if err == nil && len(sum.Groups) == 0 {
+		return fmt.Errorf("index.Summary found no failure group; the generated records should give some")
+	}
+	return err
+}
+
+func countQuery(ix *projection.Index) error {
+	n, err := ix.Count(projection.Filter{Status: aggregate.StatusFailed})
+	if err == nil && n == 0 {
+		return fmt.Errorf("index.Count found no FAILED record; the generated records should include some")
+	}
 	return err
 }

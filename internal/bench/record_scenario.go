@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,7 +36,11 @@ var errAlwaysFails = errors.New("bench: this function always fails")
 // processor with eight lanes whose function always fails (no immediate
 // retries), so each event becomes a CreateExecutionFailed; the raw side
 // publishes the same number of record-sized messages to new subjects with
-// an expected last subject sequence, from eight goroutines.
+// an expected last subject sequence, from eight goroutines; the peer side
+// runs a Watermill router with eight subscriptions whose handler always
+// fails, behind the Retry middleware (no retries, as the amends side) and
+// the PoisonQueue middleware, which publishes each failed message to a
+// poison topic and acks it.
 func prepareRecord(ctx context.Context, env *Env) (*Pair, error) {
 	st, closeFn, err := newStore(ctx, env, "record", benchContext, aggregate.Context)
 	if err != nil {
@@ -52,18 +58,62 @@ func prepareRecord(ctx context.Context, env *Env) (*Pair, error) {
 		closeFn()
 		return nil, err
 	}
+	peer, err := newPeer(ctx, env, "record")
+	if err != nil {
+		closeFn()
+		return nil, err
+	}
+	poisonPub, err := peer.publisher()
+	if err != nil {
+		peer.close()
+		closeFn()
+		return nil, err
+	}
+	orderPayload, err := eventstore.Encode(new(orderStream("peer", 1)))
+	if err != nil {
+		peer.close()
+		closeFn()
+		return nil, err
+	}
 	batch := recordBatch(env)
 	last := &lastStop{}
 	typ := func(w, i int) string { return fmt.Sprintf("f%d_%d", w, i) }
 	return &Pair{
 		PerOp: batch,
-		Close: func() { last.all(); closeFn() },
+		Close: func() { last.all(); peer.close(); closeFn() },
 		Before: func(ctx context.Context, side string, w, i int) error {
 			last.stop(w)
-			if side == "raw" {
+			switch side {
+			case "raw":
 				return nil
+			case "peer":
+				return peer.publishBatch(ctx, peer.topic(typ(w, i)), batch, orderPayload)
 			}
 			return publishBatch(ctx, env.JS, st, typ(w, i), batch)
+		},
+		Peer: func(ctx context.Context, w, i int) error {
+			topic := peer.topic(typ(w, i))
+			sub, err := peer.subscriber(recordWorkers)
+			if err != nil {
+				return err
+			}
+			poisoned := &countingPublisher{Publisher: poisonPub}
+			poisonQueue, err := middleware.PoisonQueue(poisoned, peer.topic("poison"))
+			if err != nil {
+				return err
+			}
+			stop, err := runRouter(ctx, func(r *message.Router) error {
+				// First added runs first: the poison queue takes what the
+				// retries leave failed. No retries, as on the amends side.
+				r.AddMiddleware(poisonQueue, middleware.Retry{MaxRetries: 0, Logger: wmLogger}.Middleware)
+				r.AddConsumerHandler("charge", topic, sub, func(*message.Message) error { return errAlwaysFails })
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			last.set(w, func() { stop(); peer.deleteDurable(topic) })
+			return waitCount(ctx, poisoned.n.load, uint64(batch))
 		},
 		Raw: func(ctx context.Context, w, i int) error {
 			var wg sync.WaitGroup

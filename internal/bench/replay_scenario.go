@@ -32,7 +32,9 @@ var billing = aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextN
 // by sequence, the function, ApplyExecutionSuccess (load, decide, append).
 // The raw side does the JetStream work that rests on: get-last and publish
 // with the expected sequence, a consumer receiving it, a direct get of the
-// original message, get-last and publish of the result.
+// original message, get-last and publish of the result. The peer side
+// publishes a poisoned message and waits until Watermill's requeuer moved
+// it back and the handler took it (see wmReplay).
 func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
 	r, err := newRig(ctx, env, "replay")
 	if err != nil {
@@ -79,12 +81,25 @@ func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
 		stopProc()
 		return fail(err)
 	}
+	payload, err := eventstore.Encode(new(orderStream("peer", 1)))
+	if err != nil {
+		raw.stop()
+		stopProc()
+		return fail(err)
+	}
+	peer, err := newWMReplay(ctx, env, pool, payload)
+	if err != nil {
+		raw.stop()
+		stopProc()
+		return fail(err)
+	}
 	workers := max(env.Concurrency, 1)
 	pick := func(w, i int) int { return (w + i*workers) % pool } // workers never share a record
 	return &Pair{
-		Close: func() { raw.stop(); stopProc(); r.close() },
+		Close: func() { peer.stop(); raw.stop(); stopProc(); r.close() },
+		Peer:  func(ctx context.Context, w, i int) error { return peer.cycle(ctx, pick(w, i)) },
 		Before: func(ctx context.Context, side string, w, i int) error {
-			if side == "raw" {
+			if side != "amends" {
 				return nil
 			}
 			k := pick(w, i)

@@ -6,16 +6,23 @@ import (
 	"time"
 )
 
-// Result is one scenario's outcome.
+// Result is one scenario's outcome at one concurrency.
 type Result struct {
-	Scenario string       `json:"scenario"`
-	Title    string       `json:"title"`
-	Baseline string       `json:"baseline,omitempty"`
-	Raw      *Measurement `json:"raw,omitempty"`
-	Amends   Measurement  `json:"amends"`
+	Scenario string `json:"scenario"`
+	Title    string `json:"title"`
+	Baseline string `json:"baseline,omitempty"`
+	// Concurrency is the number of workers per side.
+	Concurrency int          `json:"concurrency"`
+	Raw         *Measurement `json:"raw,omitempty"`
+	// Peer is the Watermill side, for the scenarios that have one.
+	Peer   *Measurement `json:"peer,omitempty"`
+	Amends Measurement  `json:"amends"`
 	// Ratio is amends throughput over raw throughput; 0 without a baseline.
-	Ratio float64            `json:"ratio,omitempty"`
-	Notes map[string]float64 `json:"notes,omitempty"`
+	Ratio float64 `json:"ratio,omitempty"`
+	// PeerRatio is amends throughput over peer throughput; 0 without a
+	// peer.
+	PeerRatio float64            `json:"peerRatio,omitempty"`
+	Notes     map[string]float64 `json:"notes,omitempty"`
 }
 
 // Runner runs scenarios.
@@ -26,29 +33,51 @@ type Runner struct {
 	Duration time.Duration
 	// Rounds alternates the sides this many times (default 2).
 	Rounds int
-	// Progress, if set, is told when a scenario starts.
-	Progress func(Scenario)
+	// Sweep, if set, runs each scenario once per concurrency listed, each
+	// with fresh fixtures, instead of once at Env.Concurrency.
+	Sweep []int
+	// Progress, if set, is told when a scenario starts at a concurrency.
+	Progress func(s Scenario, concurrency int)
 }
 
-// Run prepares and measures each scenario in turn. It stops at the first
-// failure and returns the results so far with an error naming the scenario.
+// Run prepares and measures each scenario in turn, at each concurrency of
+// the sweep. It stops at the first failure and returns the results so far
+// with an error naming the scenario. It changes Env.Concurrency while it
+// runs and restores it; not safe for concurrent use with the same Env.
 func (r *Runner) Run(ctx context.Context, scenarios []Scenario) ([]Result, error) {
 	rounds := max(r.Rounds, 1)
 	if r.Rounds == 0 {
 		rounds = 2
 	}
+	levels := r.Sweep
+	if len(levels) == 0 {
+		levels = []int{max(r.Env.Concurrency, 1)}
+	}
+	saved := r.Env.Concurrency
+	r.Env.indexes = &indexCache{}
+	defer func() { r.Env.Concurrency, r.Env.indexes = saved, nil }()
 	var out []Result
 	for _, s := range scenarios {
-		if r.Progress != nil {
-			r.Progress(s)
+		for _, c := range levels {
+			r.Env.Concurrency = c
+			if r.Progress != nil {
+				r.Progress(s, c)
+			}
+			res, err := r.runOne(ctx, s, rounds)
+			if err != nil {
+				return out, fmt.Errorf("scenario %s at concurrency %d: %w", s.Name, c, err)
+			}
+			out = append(out, res)
 		}
-		res, err := r.runOne(ctx, s, rounds)
-		if err != nil {
-			return out, fmt.Errorf("scenario %s: %w", s.Name, err)
-		}
-		out = append(out, res)
 	}
 	return out, nil
+}
+
+// side is one measured side of a prepared scenario.
+type side struct {
+	name string // as Before is told: raw, peer or amends
+	op   Op
+	m    *Measurement
 }
 
 func (r *Runner) runOne(ctx context.Context, s Scenario, rounds int) (Result, error) {
@@ -59,37 +88,42 @@ func (r *Runner) runOne(ctx context.Context, s Scenario, rounds int) (Result, er
 	if pair.Close != nil {
 		defer pair.Close()
 	}
-	res := Result{Scenario: s.Name, Title: s.Title, Baseline: s.Baseline, Notes: pair.Notes}
-	res.Amends.Side = orDefault(pair.AmendsName, "amends")
-	sides := 1
-	if pair.Raw != nil {
-		sides = 2
-		res.Raw = &Measurement{Side: orDefault(pair.RawName, "raw")}
-	}
-	slice := r.Duration / time.Duration(rounds*sides)
 	workers := max(r.Env.Concurrency, 1)
-	before := func(side string) Op {
-		if pair.Before == nil {
-			return nil
-		}
-		return func(ctx context.Context, w, i int) error { return pair.Before(ctx, side, w, i) }
+	res := Result{Scenario: s.Name, Title: s.Title, Baseline: s.Baseline, Concurrency: workers, Notes: pair.Notes}
+	res.Amends.Side = orDefault(pair.AmendsName, "amends")
+	var sides []side
+	if pair.Raw != nil {
+		res.Raw = &Measurement{Side: orDefault(pair.RawName, "raw")}
+		sides = append(sides, side{"raw", pair.Raw, res.Raw})
 	}
+	if pair.Peer != nil {
+		res.Peer = &Measurement{Side: "peer"}
+		sides = append(sides, side{"peer", pair.Peer, res.Peer})
+	}
+	sides = append(sides, side{"amends", pair.Amends, &res.Amends})
+	slice := r.Duration / time.Duration(rounds*len(sides))
 	for range rounds {
-		if pair.Raw != nil {
-			if err := res.Raw.run(ctx, pair.Raw, before("raw"), workers, slice); err != nil {
-				return Result{}, fmt.Errorf("%s side: %w", res.Raw.Side, err)
+		for _, sd := range sides {
+			var before Op
+			if pair.Before != nil {
+				before = func(ctx context.Context, w, i int) error { return pair.Before(ctx, sd.name, w, i) }
+			}
+			if err := sd.m.run(ctx, sd.op, before, workers, slice); err != nil {
+				return Result{}, fmt.Errorf("%s side: %w", sd.m.Side, err)
 			}
 		}
-		if err := res.Amends.run(ctx, pair.Amends, before("amends"), workers, slice); err != nil {
-			return Result{}, fmt.Errorf("%s side: %w", res.Amends.Side, err)
-		}
 	}
-	res.Amends.finish(pair.PerOp, workers, pair.Before != nil)
-	if res.Raw != nil {
-		res.Raw.finish(pair.PerOp, workers, pair.Before != nil)
-		if res.Raw.PerSec > 0 {
-			res.Ratio = res.Amends.PerSec / res.Raw.PerSec
-		}
+	for _, sd := range sides {
+		sd.m.finish(pair.PerOp, workers, pair.Before != nil)
+	}
+	if pair.Finish != nil {
+		pair.Finish(&res.Amends)
+	}
+	if res.Raw != nil && res.Raw.PerSec > 0 {
+		res.Ratio = res.Amends.PerSec / res.Raw.PerSec
+	}
+	if res.Peer != nil && res.Peer.PerSec > 0 {
+		res.PeerRatio = res.Amends.PerSec / res.Peer.PerSec
 	}
 	return res, nil
 }

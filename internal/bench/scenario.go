@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -25,19 +26,33 @@ type Env struct {
 	// Replicas is the replica count of the scenarios' event streams (0 or
 	// 1: one). Both sides of a scenario use the same streams.
 	Replicas int
+	// Records is the size of the large index of the query scenarios (due,
+	// list, summary, count), between MinQueryRecords and MaxQueryRecords;
+	// 0 means 1M (quick: 100k). They compare it with an index of 10k.
+	Records int
+	// Dial opens another connection to the same server. The peer sides
+	// need their own: Watermill's subscriber drains its connection when it
+	// closes. A scenario with a peer side fails to prepare without it.
+	Dial func() (*nats.Conn, error)
+
+	indexes *indexCache // the query scenarios' indexes, shared within a run
 }
 
-// Pair is a prepared scenario: its two sides and how to clean up.
+// Pair is a prepared scenario: its sides and how to clean up.
 type Pair struct {
 	// Raw is the JetStream baseline; nil for a scenario without one.
 	Raw Op
+	// Peer is the same job done the way a Go team would build it without
+	// amends (a Watermill router on JetStream); nil for none.
+	Peer Op
 	// Amends is the operation measured.
 	Amends Op
 	// Close releases fixtures; may be nil.
 	Close func()
 	// Notes are extra figures to report (e.g. bytes per record).
 	Notes map[string]float64
-	// Before, if set, runs untimed before every operation of either side
+	// Before, if set, runs untimed before every operation of any side
+	// ("raw", "peer" or "amends")
 	// (e.g. to publish the messages an operation then consumes); the rate
 	// is then computed from the operations' own time.
 	Before func(ctx context.Context, side string, worker, i int) error
@@ -45,8 +60,12 @@ type Pair struct {
 	// rates are per unit. 0 means 1.
 	PerOp int
 	// RawName and AmendsName name the sides in the output; defaults "raw"
-	// and "amends".
+	// and "amends". The peer side is always "peer".
 	RawName, AmendsName string
+	// Finish, if set, runs once the amends side is measured, for a
+	// scenario whose operations are not its units: it may replace the
+	// side's rate and latencies with those of the units it counted.
+	Finish func(amends *Measurement)
 }
 
 // Scenario is one benchmark.

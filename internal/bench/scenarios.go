@@ -57,6 +57,18 @@ func init() {
 		Prepare:  prepareQuery(listQuery),
 	})
 	Register(Scenario{
+		Name:     "summary",
+		Title:    "the failure Summary of every record, on an index of 1M records (quick: 100k; --records sets it)",
+		Baseline: "the same query on an index of 10k records; the ratio is large/small throughput, 1/3 or more meets the target",
+		Prepare:  prepareQuery(summaryQuery),
+	})
+	Register(Scenario{
+		Name:     "count",
+		Title:    "Count of the FAILED records, on an index of 1M records (quick: 100k; --records sets it)",
+		Baseline: "the same query on an index of 10k records; the ratio is large/small throughput, 1/3 or more meets the target",
+		Prepare:  prepareQuery(countQuery),
+	})
+	Register(Scenario{
 		Name:    "e2e",
 		Title:   "latency from a function's recorded failure to its SUCCEEDED record, 0 s backoff, a scheduler pass every 5 ms",
 		Prepare: prepareE2E,
