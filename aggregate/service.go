@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,9 +177,17 @@ func (s snapshot) encode() ([]byte, error) {
 
 // Execute runs command c on record id: load, decide at the clock's time,
 // append at the loaded version; on a conflict it loads and decides again,
-// up to the configured number of times, with jittered backoff. A
-// CreateExecutionFailed is first appended as a new record without reading;
-// only if the record exists is it loaded and decided again.
+// up to the configured number of times, with jittered backoff.
+//
+// Two kinds of command skip the first read. A record this Service holds
+// decoded as of a stream it appended or read is decided on as it holds
+// it, and the append expects that stream's version: if the record moved
+// on meanwhile, the store refuses the append and the record is loaded
+// and decided again at once. A rejection or a duplicate command id found
+// that way is checked on a loaded record before it is returned. A
+// CreateExecutionFailed of a record the Service does not hold is first
+// appended as a new record; only if the record exists is it loaded and
+// decided again.
 //
 // A rejected command returns the *Error from Decide (match it with
 // errors.Is against ErrIllegalState, ErrNotFound, ...). Losing every race
@@ -192,9 +201,13 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 	if meta.CommandID == "" {
 		meta.CommandID = uuid.NewString()
 	}
+	// guess: decide on the record as this Service last saw it, without
+	// reading; the append's expected version catches a record that moved.
+	cached, guess := s.cache.get(id)
 	// A creation usually targets a new record: append at version 0 without
 	// reading first, and load only if the record turns out to exist.
 	_, assumeNew := c.(CreateExecutionFailed)
+	assumeNew = assumeNew && !guess
 	var lastErr error
 	// fromLeader: the next load asks the stream leader, because a decision
 	// made on what the last load returned would be a rejection that a
@@ -207,16 +220,30 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 			}
 		}
 		snap, version := snapshot{State: State{ID: id}}, uint64(0)
-		if !assumeNew {
+		switch {
+		case guess:
+			snap, version = cached.snap, cached.version
+		case !assumeNew:
 			var err error
 			if snap, version, err = s.load(ctx, id, fromLeader); err != nil {
 				return Result{}, err
 			}
 		}
 		if slices.Contains(snap.CommandIDs, meta.CommandID) {
+			if guess {
+				// Committed, but the record may have moved on since:
+				// return it as it is now.
+				guess, attempt = false, attempt-1
+				continue
+			}
 			return Result{ID: id, State: snap.State, Version: version, Duplicate: true}, nil
 		}
 		events, err := s.decider.Decide(snap.State, c, s.clock.Now())
+		if err != nil && guess {
+			// Maybe a rejection by an old state: decide on a loaded one.
+			guess, attempt = false, attempt-1
+			continue
+		}
 		if err != nil {
 			// A rejection is final only once the stream leader's state
 			// says so: decide once more on what it holds.
@@ -243,6 +270,12 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 		}
 		committed, err := s.store.Append(ctx, stream, version)
 		if errors.Is(err, eventstore.ErrConflict) {
+			if guess {
+				// The record moved on since this Service saw it: that is
+				// no lost race, load it and decide again at once.
+				guess, attempt = false, attempt-1
+				continue
+			}
 			if assumeNew {
 				assumeNew = false // it exists: read it and decide again, at once
 				continue
@@ -252,6 +285,17 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 		}
 		if err != nil {
 			return Result{}, fmt.Errorf("%s on ExecutionFailed %s: %w", c.CommandName(), id, err)
+		}
+		if !bytes.Equal(committed.State, stream.State) {
+			// The store found this stream committed by an earlier attempt
+			// of the command (its acknowledgement was lost), decided at
+			// another time: that one is the record now.
+			if done, ok := carried(committed); ok {
+				s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: done})
+				return Result{ID: id, State: done.State, Version: committed.Version, Duplicate: true}, nil
+			}
+			lastErr = fmt.Errorf("stream %s of ExecutionFailed %s carries no state", committed.ID, id)
+			continue
 		}
 		s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: next})
 		return Result{ID: id, State: next.State, Version: committed.Version, Events: events, Stream: committed}, nil
