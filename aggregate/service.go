@@ -179,15 +179,14 @@ func (s snapshot) encode() ([]byte, error) {
 // append at the loaded version; on a conflict it loads and decides again,
 // up to the configured number of times, with jittered backoff.
 //
-// Two kinds of command skip the first read. A record this Service holds
-// decoded as of a stream it appended or read is decided on as it holds
-// it, and the append expects that stream's version: if the record moved
+// Two kinds of command skip the first read. A record this Service
+// appended or read less than 10 s ago (by its clock) is decided on as it
+// was then, and the append expects that stream's version: if the record moved
 // on meanwhile, the store refuses the append and the record is loaded
 // and decided again at once. A rejection or a duplicate command id found
-// that way is checked on a loaded record before it is returned. A
-// CreateExecutionFailed of a record the Service does not hold is first
-// appended as a new record; only if the record exists is it loaded and
-// decided again.
+// that way is checked on a loaded record before it is returned. Any other
+// CreateExecutionFailed is first appended as a new record; only if the
+// record exists is it loaded and decided again.
 //
 // A rejected command returns the *Error from Decide (match it with
 // errors.Is against ErrIllegalState, ErrNotFound, ...). Losing every race
@@ -201,9 +200,11 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 	if meta.CommandID == "" {
 		meta.CommandID = uuid.NewString()
 	}
-	// guess: decide on the record as this Service last saw it, without
-	// reading; the append's expected version catches a record that moved.
+	// guess: decide on the record as this Service saw it a moment ago,
+	// without reading; the append's expected version catches a record that
+	// moved.
 	cached, guess := s.cache.get(id)
+	guess = guess && s.clock.Now().UnixMilli()-cached.at < guessWindow.Milliseconds()
 	// A creation usually targets a new record: append at version 0 without
 	// reading first, and load only if the record turns out to exist.
 	_, assumeNew := c.(CreateExecutionFailed)
@@ -291,13 +292,13 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 			// of the command (its acknowledgement was lost), decided at
 			// another time: that one is the record now.
 			if done, ok := carried(committed); ok {
-				s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: done})
+				s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: done, at: s.clock.Now().UnixMilli()})
 				return Result{ID: id, State: done.State, Version: committed.Version, Duplicate: true}, nil
 			}
 			lastErr = fmt.Errorf("stream %s of ExecutionFailed %s carries no state", committed.ID, id)
 			continue
 		}
-		s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: next})
+		s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: next, at: s.clock.Now().UnixMilli()})
 		return Result{ID: id, State: next.State, Version: committed.Version, Events: events, Stream: committed}, nil
 	}
 	return Result{}, fmt.Errorf("%s on ExecutionFailed %s lost %d races in a row; try again: %w", c.CommandName(), id, s.maxAttempts, lastErr)
@@ -391,6 +392,7 @@ func (s *Service) load(ctx context.Context, id string, fromLeader bool) (snapsho
 	cached, hit := s.cache.get(id)
 	last, err := s.loadLast(ctx, a, cached, hit, fromLeader)
 	if errors.Is(err, errUnchanged) {
+		s.refresh(id, cached)
 		return cached.snap, cached.version, nil
 	}
 	if errors.Is(err, eventstore.ErrNotFound) {
@@ -406,12 +408,13 @@ func (s *Service) load(ctx context.Context, id string, fromLeader bool) (snapsho
 		return cached.snap, cached.version, nil
 	}
 	if hit && last.Version == cached.version && last.Seq == cached.seq && last.Seq != 0 {
+		s.refresh(id, cached)
 		return cached.snap, cached.version, nil
 	}
 	// A PREPARED state carried without its prepared version was written
 	// before the Service recorded it: replay the history to learn it.
 	if snap, ok := carried(last); ok && (snap.State.Status != StatusPrepared || snap.State.PreparedVersion != 0) {
-		s.cache.put(id, cachedRecord{seq: last.Seq, version: last.Version, snap: snap})
+		s.cache.put(id, cachedRecord{seq: last.Seq, version: last.Version, snap: snap, at: s.clock.Now().UnixMilli()})
 		return snap, last.Version, nil
 	}
 	streams, err := s.history(ctx, a, last)
@@ -437,6 +440,12 @@ func (s *Service) load(ctx context.Context, id string, fromLeader bool) (snapsho
 		snap.State = EvolveAt(snap.State, st.Version, events...)
 	}
 	return snap, last.Version, nil
+}
+
+// refresh notes that a read found record id still as the cache holds it.
+func (s *Service) refresh(id string, c cachedRecord) {
+	c.at = s.clock.Now().UnixMilli()
+	s.cache.put(id, c)
 }
 
 // atLoader is what a Store may offer to read a history as of one stream,

@@ -464,3 +464,28 @@ func TestServiceRetryAfterALostAckReturnsTheCommittedRecord(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, stored, got, "and the state the Service keeps")
 }
+
+// A record the Service saw more than 10 s ago is read before a command is
+// decided on it (another writer has likely moved it); a read makes it
+// recent again.
+func TestServiceReadsARecordItSawLongAgo(t *testing.T) {
+	store := &countingStore{Store: newJSStore(t)}
+	clock := newClock(t0)
+	svc := NewService(store, WithClock(clock))
+	_, err := svc.Execute(t.Context(), "r", create, Meta{})
+	require.NoError(t, err)
+	clock.SetMillis(t0 + 10_001)
+	_, err = svc.Execute(t.Context(), "r", MarkRecoverable{Recoverable: Unrecoverable}, Meta{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), store.lastCalls.Load(), "read before deciding")
+
+	clock.SetMillis(t0 + 30_000)
+	_, _, err = svc.Get(t.Context(), "r")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), store.lastCalls.Load())
+	clock.SetMillis(t0 + 39_000)
+	res, err := svc.Execute(t.Context(), "r", MarkRecoverable{Recoverable: Recoverable}, Meta{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), store.lastCalls.Load(), "the read 9 s ago found it unchanged: no read")
+	assert.Equal(t, uint64(3), res.Version)
+}
