@@ -287,7 +287,7 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 		if err != nil {
 			return Result{}, fmt.Errorf("%s on ExecutionFailed %s: %w", c.CommandName(), id, err)
 		}
-		if !bytes.Equal(committed.State, stream.State) {
+		if len(committed.State) > 0 && !bytes.Equal(committed.State, stream.State) {
 			// The store found this stream committed by an earlier attempt
 			// of the command (its acknowledgement was lost), decided at
 			// another time: that one is the record now.
@@ -295,8 +295,6 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 				s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: done, at: s.clock.Now().UnixMilli()})
 				return Result{ID: id, State: done.State, Version: committed.Version, Duplicate: true}, nil
 			}
-			lastErr = fmt.Errorf("stream %s of ExecutionFailed %s carries no state", committed.ID, id)
-			continue
 		}
 		s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: next, at: s.clock.Now().UnixMilli()})
 		return Result{ID: id, State: next.State, Version: committed.Version, Events: events, Stream: committed}, nil

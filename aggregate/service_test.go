@@ -489,3 +489,26 @@ func TestServiceReadsARecordItSawLongAgo(t *testing.T) {
 	assert.Equal(t, int64(2), store.lastCalls.Load(), "the read 9 s ago found it unchanged: no read")
 	assert.Equal(t, uint64(3), res.Version)
 }
+
+// statelessStore stores streams without the state the Service puts on
+// them, as an older writer did.
+type statelessStore struct{ Store }
+
+func (s statelessStore) Append(ctx context.Context, st eventstore.Stream, v uint64) (eventstore.Stream, error) {
+	st.State = nil
+	return s.Store.Append(ctx, st, v)
+}
+
+// A store that returns the stream without its state is no sign of an
+// earlier attempt: the command's own result comes back.
+func TestServiceOnAStoreWithoutStateReturnsItsResult(t *testing.T) {
+	svc := NewService(statelessStore{newJSStore(t)}, WithClock(newClock(t0)))
+	res, err := svc.Execute(t.Context(), "r", create, Meta{})
+	require.NoError(t, err)
+	assert.False(t, res.Duplicate)
+	assert.Len(t, res.Events, 1)
+	res, err = svc.Execute(t.Context(), "r", PrepareCompensation{}, Meta{})
+	require.NoError(t, err)
+	assert.False(t, res.Duplicate)
+	assert.Equal(t, StatusPrepared, res.State.Status)
+}
