@@ -3,6 +3,7 @@ package aggregate
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/amends-dev/amends/eventstore"
 )
@@ -27,11 +28,20 @@ type leaderLoader interface {
 // recordCacheSize bounds how many records a Service keeps decoded.
 const recordCacheSize = 4096
 
-// cachedRecord is a record as of its stream at seq.
+// cachedRecord is a record as of its stream at seq, as the Service read
+// or appended it at the clock's time at (epoch milliseconds).
 type cachedRecord struct {
 	seq, version uint64
 	snap         snapshot
+	at           int64
 }
+
+// guessWindow is how long after a Service read or appended a record it
+// decides a command on it without reading it first. Past it, another
+// writer (the scheduler, a replay in another process, an operator) has
+// likely moved the record on, and a decision on the old state would cost
+// a refused append before the read.
+const guessWindow = 10 * time.Second
 
 // recordCache keeps the last decoded snapshot of recently used records.
 // An entry is valid as long as the record's last stream is at its seq,

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,9 +177,16 @@ func (s snapshot) encode() ([]byte, error) {
 
 // Execute runs command c on record id: load, decide at the clock's time,
 // append at the loaded version; on a conflict it loads and decides again,
-// up to the configured number of times, with jittered backoff. A
-// CreateExecutionFailed is first appended as a new record without reading;
-// only if the record exists is it loaded and decided again.
+// up to the configured number of times, with jittered backoff.
+//
+// Two kinds of command skip the first read. A record this Service
+// appended or read less than 10 s ago (by its clock) is decided on as it
+// was then, and the append expects that stream's version: if the record moved
+// on meanwhile, the store refuses the append and the record is loaded
+// and decided again at once. A rejection or a duplicate command id found
+// that way is checked on a loaded record before it is returned. Any other
+// CreateExecutionFailed is first appended as a new record; only if the
+// record exists is it loaded and decided again.
 //
 // A rejected command returns the *Error from Decide (match it with
 // errors.Is against ErrIllegalState, ErrNotFound, ...). Losing every race
@@ -192,9 +200,15 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 	if meta.CommandID == "" {
 		meta.CommandID = uuid.NewString()
 	}
+	// guess: decide on the record as this Service saw it a moment ago,
+	// without reading; the append's expected version catches a record that
+	// moved.
+	cached, guess := s.cache.get(id)
+	guess = guess && s.clock.Now().UnixMilli()-cached.at < guessWindow.Milliseconds()
 	// A creation usually targets a new record: append at version 0 without
 	// reading first, and load only if the record turns out to exist.
 	_, assumeNew := c.(CreateExecutionFailed)
+	assumeNew = assumeNew && !guess
 	var lastErr error
 	// fromLeader: the next load asks the stream leader, because a decision
 	// made on what the last load returned would be a rejection that a
@@ -207,16 +221,30 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 			}
 		}
 		snap, version := snapshot{State: State{ID: id}}, uint64(0)
-		if !assumeNew {
+		switch {
+		case guess:
+			snap, version = cached.snap, cached.version
+		case !assumeNew:
 			var err error
 			if snap, version, err = s.load(ctx, id, fromLeader); err != nil {
 				return Result{}, err
 			}
 		}
 		if slices.Contains(snap.CommandIDs, meta.CommandID) {
+			if guess {
+				// Committed, but the record may have moved on since:
+				// return it as it is now.
+				guess, attempt = false, attempt-1
+				continue
+			}
 			return Result{ID: id, State: snap.State, Version: version, Duplicate: true}, nil
 		}
 		events, err := s.decider.Decide(snap.State, c, s.clock.Now())
+		if err != nil && guess {
+			// Maybe a rejection by an old state: decide on a loaded one.
+			guess, attempt = false, attempt-1
+			continue
+		}
 		if err != nil {
 			// A rejection is final only once the stream leader's state
 			// says so: decide once more on what it holds.
@@ -243,6 +271,12 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 		}
 		committed, err := s.store.Append(ctx, stream, version)
 		if errors.Is(err, eventstore.ErrConflict) {
+			if guess {
+				// The record moved on since this Service saw it: that is
+				// no lost race, load it and decide again at once.
+				guess, attempt = false, attempt-1
+				continue
+			}
 			if assumeNew {
 				assumeNew = false // it exists: read it and decide again, at once
 				continue
@@ -253,7 +287,16 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 		if err != nil {
 			return Result{}, fmt.Errorf("%s on ExecutionFailed %s: %w", c.CommandName(), id, err)
 		}
-		s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: next})
+		if len(committed.State) > 0 && !bytes.Equal(committed.State, stream.State) {
+			// The store found this stream committed by an earlier attempt
+			// of the command (its acknowledgement was lost), decided at
+			// another time: that one is the record now.
+			if done, ok := carried(committed); ok {
+				s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: done, at: s.clock.Now().UnixMilli()})
+				return Result{ID: id, State: done.State, Version: committed.Version, Duplicate: true}, nil
+			}
+		}
+		s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: next, at: s.clock.Now().UnixMilli()})
 		return Result{ID: id, State: next.State, Version: committed.Version, Events: events, Stream: committed}, nil
 	}
 	return Result{}, fmt.Errorf("%s on ExecutionFailed %s lost %d races in a row; try again: %w", c.CommandName(), id, s.maxAttempts, lastErr)
@@ -347,6 +390,7 @@ func (s *Service) load(ctx context.Context, id string, fromLeader bool) (snapsho
 	cached, hit := s.cache.get(id)
 	last, err := s.loadLast(ctx, a, cached, hit, fromLeader)
 	if errors.Is(err, errUnchanged) {
+		s.refresh(id, cached)
 		return cached.snap, cached.version, nil
 	}
 	if errors.Is(err, eventstore.ErrNotFound) {
@@ -362,12 +406,13 @@ func (s *Service) load(ctx context.Context, id string, fromLeader bool) (snapsho
 		return cached.snap, cached.version, nil
 	}
 	if hit && last.Version == cached.version && last.Seq == cached.seq && last.Seq != 0 {
+		s.refresh(id, cached)
 		return cached.snap, cached.version, nil
 	}
 	// A PREPARED state carried without its prepared version was written
 	// before the Service recorded it: replay the history to learn it.
 	if snap, ok := carried(last); ok && (snap.State.Status != StatusPrepared || snap.State.PreparedVersion != 0) {
-		s.cache.put(id, cachedRecord{seq: last.Seq, version: last.Version, snap: snap})
+		s.cache.put(id, cachedRecord{seq: last.Seq, version: last.Version, snap: snap, at: s.clock.Now().UnixMilli()})
 		return snap, last.Version, nil
 	}
 	streams, err := s.history(ctx, a, last)
@@ -393,6 +438,12 @@ func (s *Service) load(ctx context.Context, id string, fromLeader bool) (snapsho
 		snap.State = EvolveAt(snap.State, st.Version, events...)
 	}
 	return snap, last.Version, nil
+}
+
+// refresh notes that a read found record id still as the cache holds it.
+func (s *Service) refresh(id string, c cachedRecord) {
+	c.at = s.clock.Now().UnixMilli()
+	s.cache.put(id, c)
 }
 
 // atLoader is what a Store may offer to read a history as of one stream,

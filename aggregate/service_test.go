@@ -190,7 +190,8 @@ func TestServiceReadsOneStreamWhateverTheHistory(t *testing.T) {
 		require.NoError(t, err)
 	}
 	store.lastCalls.Store(0)
-	res, err := svc.Execute(t.Context(), "long", PrepareCompensation{}, Meta{})
+	// A Service that has not seen the record yet reads it.
+	res, err := NewService(store, WithClock(clock)).Execute(t.Context(), "long", PrepareCompensation{}, Meta{})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(32), res.Version)
 	assert.Equal(t, int64(1), store.lastCalls.Load(), "one read of the last stream")
@@ -384,4 +385,130 @@ func TestServiceLearnsThePreparedVersionOfAnOlderStream(t *testing.T) {
 	assert.Equal(t, uint64(2), s.PreparedVersion, "learned from the history")
 	_, err = svc.Execute(t.Context(), "r", ApplyExecutionSuccess{ExecuteAt: t0 + 2000, Attempt: 1, PreparedVersion: 7}, Meta{})
 	assert.ErrorIs(t, err, ErrStaleAttempt)
+}
+
+// A Service decides on the record it holds without reading it first; the
+// append's expected version catches a record another Service moved on,
+// which is then read and decided again.
+func TestServiceDecidesOnTheRecordItHoldsWithoutReading(t *testing.T) {
+	js := newJSStore(t)
+	store := &countingStore{Store: js}
+	clock := newClock(t0)
+	a, b := NewService(store, WithClock(clock)), NewService(js, WithClock(clock))
+	_, err := a.Execute(t.Context(), "r", create, Meta{})
+	require.NoError(t, err)
+	res, err := a.Execute(t.Context(), "r", ApplyRetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: 30}, Meta{})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), res.Version)
+	assert.Zero(t, store.lastCalls.Load(), "the record a appended is not read back")
+
+	_, err = b.Execute(t.Context(), "r", MarkRecoverable{Recoverable: Unrecoverable}, Meta{})
+	require.NoError(t, err)
+	res, err = a.Execute(t.Context(), "r", ApplyRetrySpec{MaxRetries: 7, MinBackoff: 60, ExecutionTimeout: 30}, Meta{CommandID: "spec-7"})
+	require.NoError(t, err, "a's append at version 2 conflicts; a reads version 3 and decides again")
+	assert.Equal(t, int64(1), store.lastCalls.Load(), "one read, after the conflict")
+	assert.Equal(t, uint64(4), res.Version)
+	assert.Equal(t, Unrecoverable, res.State.Recoverable, "b's change is kept")
+	assert.Equal(t, int32(7), res.State.RetrySpec.MaxRetries)
+	streams, err := js.Load(t.Context(), RecordAggregate("r"), 1)
+	require.NoError(t, err)
+	require.Len(t, streams, 4, "nothing was appended by the conflicting attempt")
+
+	_, err = b.Execute(t.Context(), "r", MarkRecoverable{Recoverable: Recoverable}, Meta{})
+	require.NoError(t, err)
+	dup, err := a.Execute(t.Context(), "r", ApplyRetrySpec{MaxRetries: 7, MinBackoff: 60, ExecutionTimeout: 30}, Meta{CommandID: "spec-7"})
+	require.NoError(t, err)
+	assert.True(t, dup.Duplicate, "the command id a holds is recognised")
+	assert.Equal(t, uint64(5), dup.Version, "a duplicate reports the record as it is now, not as a held it")
+	assert.Equal(t, Recoverable, dup.State.Recoverable)
+}
+
+// lossyStore commits the first append it is asked for and reports it
+// failed, as when the acknowledgement is lost.
+type lossyStore struct {
+	Store
+	lost atomic.Bool
+}
+
+func (l *lossyStore) Append(ctx context.Context, s eventstore.Stream, v uint64) (eventstore.Stream, error) {
+	st, err := l.Store.Append(ctx, s, v)
+	if err == nil && l.lost.CompareAndSwap(false, true) {
+		return eventstore.Stream{}, errors.New("acknowledgement lost")
+	}
+	return st, err
+}
+
+// A command retried after its acknowledgement was lost returns what its
+// first attempt committed, decided at that time, not a decision at the
+// time of the retry.
+func TestServiceRetryAfterALostAckReturnsTheCommittedRecord(t *testing.T) {
+	js := newJSStore(t)
+	clock := newClock(t0)
+	_, err := NewService(js, WithClock(clock)).Execute(t.Context(), "r", create, Meta{})
+	require.NoError(t, err)
+	lossy := &lossyStore{Store: js}
+	svc := NewService(lossy, WithClock(clock))
+	_, _, err = svc.Get(t.Context(), "r")
+	require.NoError(t, err)
+	_, err = svc.Execute(t.Context(), "r", PrepareCompensation{}, Meta{CommandID: "prep-1"})
+	require.ErrorContains(t, err, "acknowledgement lost")
+	clock.SetMillis(t0 + 60_000)
+	res, err := svc.Execute(t.Context(), "r", PrepareCompensation{}, Meta{CommandID: "prep-1"})
+	require.NoError(t, err)
+	assert.True(t, res.Duplicate, "the first attempt committed")
+	stored, version, err := NewService(js).Get(t.Context(), "r")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), version)
+	assert.Equal(t, stored, res.State, "the state the first attempt committed")
+	got, _, err := svc.Get(t.Context(), "r")
+	require.NoError(t, err)
+	assert.Equal(t, stored, got, "and the state the Service keeps")
+}
+
+// A record the Service saw more than 10 s ago is read before a command is
+// decided on it (another writer has likely moved it); a read makes it
+// recent again.
+func TestServiceReadsARecordItSawLongAgo(t *testing.T) {
+	store := &countingStore{Store: newJSStore(t)}
+	clock := newClock(t0)
+	svc := NewService(store, WithClock(clock))
+	_, err := svc.Execute(t.Context(), "r", create, Meta{})
+	require.NoError(t, err)
+	clock.SetMillis(t0 + 10_001)
+	_, err = svc.Execute(t.Context(), "r", MarkRecoverable{Recoverable: Unrecoverable}, Meta{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), store.lastCalls.Load(), "read before deciding")
+
+	clock.SetMillis(t0 + 30_000)
+	_, _, err = svc.Get(t.Context(), "r")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), store.lastCalls.Load())
+	clock.SetMillis(t0 + 39_000)
+	res, err := svc.Execute(t.Context(), "r", MarkRecoverable{Recoverable: Recoverable}, Meta{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), store.lastCalls.Load(), "the read 9 s ago found it unchanged: no read")
+	assert.Equal(t, uint64(3), res.Version)
+}
+
+// statelessStore stores streams without the state the Service puts on
+// them, as an older writer did.
+type statelessStore struct{ Store }
+
+func (s statelessStore) Append(ctx context.Context, st eventstore.Stream, v uint64) (eventstore.Stream, error) {
+	st.State = nil
+	return s.Store.Append(ctx, st, v)
+}
+
+// A store that returns the stream without its state is no sign of an
+// earlier attempt: the command's own result comes back.
+func TestServiceOnAStoreWithoutStateReturnsItsResult(t *testing.T) {
+	svc := NewService(statelessStore{newJSStore(t)}, WithClock(newClock(t0)))
+	res, err := svc.Execute(t.Context(), "r", create, Meta{})
+	require.NoError(t, err)
+	assert.False(t, res.Duplicate)
+	assert.Len(t, res.Events, 1)
+	res, err = svc.Execute(t.Context(), "r", PrepareCompensation{}, Meta{})
+	require.NoError(t, err)
+	assert.False(t, res.Duplicate)
+	assert.Equal(t, StatusPrepared, res.State.Status)
 }

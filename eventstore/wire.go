@@ -6,6 +6,18 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 )
 
+// encodedSizeHint is a capacity that usually holds s's document.
+func encodedSizeHint(s *Stream) int {
+	n := 256 + len(s.State)
+	for i := range s.Events {
+		n += 96 + len(s.Events[i].Body)
+	}
+	for k, v := range s.Headers {
+		n += 8 + len(k) + len(v)
+	}
+	return n
+}
+
 // Encode returns the stored JSON document of s after validating it. The
 // error matches ErrInvalid and names the field.
 func Encode(s *Stream) ([]byte, error) {
@@ -14,7 +26,7 @@ func Encode(s *Stream) ([]byte, error) {
 	if err := s.validate(false); err != nil {
 		return nil, err
 	}
-	data, err := jsonv2.Marshal(s, jsonv2.Deterministic(true))
+	data, err := appendStream(make([]byte, 0, encodedSizeHint(s)), s)
 	if err != nil {
 		if verr := s.Validate(); verr != nil {
 			return nil, verr // names the event or the state

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -82,6 +83,22 @@ func (p *Processor) replay(ctx context.Context, id string, version uint64, prep 
 	p.metrics.Replays.Add(1)
 	c := Compensation{ID: id, Attempt: prep.RetryState.Retries, Prepared: version}
 	fn := prep.Function
+	// The original event is read while the record is, not after it: the
+	// function runs only once both are read, and neither read depends on
+	// the other (a replay the record skips wastes one direct get).
+	var orig struct {
+		st  eventstore.Stream
+		idx int
+		err error
+	}
+	read := func() { orig.st, orig.idx, orig.err = p.original(ctx, prep.EventID) }
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if p.o.records != nil {
+		wg.Go(read)
+	} else {
+		read()
+	}
 	if p.o.records != nil {
 		st, got, err := p.readRecord(ctx, id, version)
 		if err == nil && got < version {
@@ -111,7 +128,8 @@ func (p *Processor) replay(ctx context.Context, id string, version uint64, prep 
 			msg: fmt.Sprintf("function %s.%s is not registered in context %s; change the record's function if it was renamed", fn.ProcessorName, fn.Name, p.context)})
 		return p.settleReplay(ctx, id, x)
 	}
-	st, idx, err := p.original(ctx, prep.EventID)
+	wg.Wait()
+	st, idx, err := orig.st, orig.idx, orig.err
 	if errors.Is(err, ErrEventNotFound) {
 		p.metrics.ReplaysMissing.Add(1)
 		x.Err = failure.Unrecoverable(&codedError{code: "EventNotFound", kind: ErrEventNotFound, msg: err.Error()})

@@ -3,7 +3,12 @@ package processor_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -170,4 +175,51 @@ func TestReplayFallsBackToAggregateAndVersion(t *testing.T) {
 	require.Eventually(t, func() bool { return e.record(st.Events[0].ID, f).Status == aggregate.StatusSucceeded }, waitFor, tick)
 	assert.Equal(t, 2, c.count(st.Events[0].ID), "the right event was replayed")
 	assert.Equal(t, 1, c.count(other.Events[0].ID), "not the one at the recorded sequence")
+}
+
+// gatedRecords holds every GetAtLeast until opened, and notes if it had to
+// give up waiting.
+type gatedRecords struct {
+	*aggregate.Service
+	open    <-chan struct{}
+	gaveUp  atomic.Bool
+	waiting atomic.Int64
+}
+
+func (g *gatedRecords) GetAtLeast(ctx context.Context, id string, v uint64) (aggregate.State, uint64, error) {
+	g.waiting.Add(1)
+	select {
+	case <-g.open:
+	case <-time.After(waitFor):
+		g.gaveUp.Store(true)
+	}
+	return g.Service.GetAtLeast(ctx, id, v)
+}
+
+// A replay reads the original event while it reads the record, not after:
+// the record's read here waits for the event's direct get to be sent.
+func TestReplayReadsTheEventWhileItReadsTheRecord(t *testing.T) {
+	e := newEnv(t)
+	eventRead := make(chan struct{})
+	records := &gatedRecords{Service: e.svc, open: eventRead}
+	p := e.processor(processor.WithRecords(records))
+	mailer := newCounter()
+	mailer.failWith(errBoom)
+	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
+	run(t, p)
+	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	evt := st.Events[0].ID
+	require.Eventually(t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusFailed }, waitFor, tick)
+
+	var once sync.Once
+	sub, err := e.nc.Subscribe("$JS.API.DIRECT.GET."+e.store.StreamName(ctxName), func(*nats.Msg) { once.Do(func() { close(eventRead) }) })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, e.nc.Flush())
+	mailer.succeed()
+	e.prepare(aggregate.RecordID(evt, info("Mailer", "onPlaced")), false)
+	require.Eventually(t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusSucceeded }, 2*waitFor, tick)
+	assert.False(t, records.gaveUp.Load(), "the event's direct get was sent before the record's read returned")
+	assert.Equal(t, int64(1), records.waiting.Load(), "the record was read once")
+	assert.Equal(t, 2, mailer.count(evt))
 }
