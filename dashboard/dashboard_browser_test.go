@@ -192,7 +192,9 @@ func TestBrowserViewerSeesNoActions(t *testing.T) {
 	s := newStack(t, 1, 0, true)
 	ctx := tab(t)
 	do(t, ctx, "open a record while signed out", chromedp.Navigate(s.http.URL+"/record?id="+s.greylisted[0]))
-	until(t, ctx, "the sign-in page", `location.pathname === "/signin" && document.querySelector('#token') !== null`)
+	// Ready once its script handles the form (the button is enabled then);
+	// a click before that would submit the form to the page itself.
+	until(t, ctx, "the sign-in page", `location.pathname === "/signin" && document.querySelector('#signin') !== null && !document.querySelector('#signin').disabled`)
 	do(t, ctx, "a wrong token", chromedp.SendKeys("#token", "wrong-token-0123456789"), chromedp.Click("#signin"))
 	until(t, ctx, "the refusal", `document.querySelector('#signin-result .error') !== null`)
 	assert.NotContains(t, eval[string](t, ctx, `document.body.innerText + location.href`), "wrong-token-0123456789", "the token is shown nowhere")

@@ -80,7 +80,12 @@ const A = (() => {
     return data;
   }
 
+  // toSignIn leaves for the sign-in page once, however many requests were
+  // refused: a second navigation would replace the page being shown.
+  let leaving = false;
   function toSignIn() {
+    if (leaving) return;
+    leaving = true;
     const next = location.pathname + location.search;
     location.assign("/signin?next=" + encodeURIComponent(next));
   }

@@ -28,6 +28,7 @@
         input.focus();
       }
     });
+    $("#signin").disabled = false; // enabled once the token goes through the handler above
     $("#token").focus();
   }
   start();
