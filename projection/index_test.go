@@ -3,6 +3,7 @@ package projection_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,4 +223,48 @@ func TestSummaryGroupsFailures(t *testing.T) {
 		{Status: aggregate.StatusSucceeded, Recoverable: aggregate.RecoverabilityUnknown, Count: 1},
 	}, s.ByStatus)
 	assert.Equal(t, 1, s.Views[aggregate.ViewSucceeded])
+}
+
+// An index started while views are written counts as loaded only with
+// every record in: a KV watch's own end-of-initial-values signal comes
+// early then, and the index was ready without the records being written.
+func TestIndexReadyWhileViewsAreWrittenHoldsEveryRecord(t *testing.T) {
+	e := newEnv(t)
+	stopProjector := run(t, e.projector(t))
+	want := map[string]uint64{}
+	for i := range 20 {
+		want[e.create(t, evt(i), fnA, "Timeout", nil)] = 1
+	}
+	e.waitViews(t, want)
+	stopProjector()
+	ctx, cancel := context.WithCancel(t.Context())
+	var writers sync.WaitGroup
+	n := 0
+	for id := range want {
+		if n++; n > 5 {
+			break
+		}
+		key, err := projection.EncodeKey(id)
+		require.NoError(t, err)
+		kve, err := e.views.Get(t.Context(), key)
+		require.NoError(t, err)
+		writers.Go(func() {
+			for ctx.Err() == nil {
+				_, _ = e.views.Put(ctx, key, kve.Value()) // the same view again, as a redelivery would
+			}
+		})
+	}
+	defer func() { cancel(); writers.Wait() }()
+	for range 10 {
+		ix := e.index(t)
+		stop := run(t, ix)
+		select {
+		case <-ix.Ready():
+		case <-time.After(30 * time.Second):
+			t.Fatal("the index is not ready")
+		}
+		got := ix.Len()
+		stop()
+		require.Equal(t, len(want), got, "records in the index when it became ready")
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/internal/kvwatch"
 	"github.com/amends-dev/amends/internal/wait"
 )
 
@@ -77,7 +78,11 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := ix.views.WatchAll(wctx)
+	// The whole history (one revision per key) read up to the stream's last
+	// sequence before the index counts as loaded: the watch's own end
+	// signal comes early while views are written, and a restarted watch's
+	// sweep would then drop the records being written (see kvwatch).
+	w, err := ix.views.WatchAll(wctx, jetstream.IncludeHistory())
 	if err != nil {
 		return false, fmt.Errorf("start the watch: %w", err)
 	}
@@ -95,9 +100,21 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	ix.gen++
 	gen := ix.gen
 	ix.mu.Unlock()
+	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
+	err = kvwatch.InitialAll(wctx, ix.views, w, func(e jetstream.KeyValueEntry) {
+		if batch = append(batch, e); len(batch) == batchSize {
+			ix.applyBatch(batch, gen, false)
+			batch = batch[:0]
+		}
+	})
+	if err != nil {
+		return false, fmt.Errorf("load the views: %w", err)
+	}
+	ix.applyBatch(append(batch, nil), gen, false) // nil: every view is in
+	synced = true
+	ix.setHealth(nil)
 	check := time.NewTicker(ix.checkEvery)
 	defer check.Stop()
-	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
 	for {
 		batch = batch[:0]
 		select {
@@ -118,6 +135,9 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 			if !ok {
 				return synced, errWatchEnd
 			}
+			if e == nil {
+				continue // the watch's own end-of-initial-values signal
+			}
 			batch = append(batch, e)
 		}
 	more:
@@ -127,7 +147,9 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 				if !ok {
 					break more
 				}
-				batch = append(batch, e)
+				if e != nil {
+					batch = append(batch, e)
+				}
 			default:
 				break more
 			}

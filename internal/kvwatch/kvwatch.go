@@ -44,14 +44,18 @@ var ErrClosed = errors.New("the watch closed before its initial values were read
 // first, ErrClosed if the watch closes, and the request's error if the
 // leader cannot be asked. apply runs on the caller's goroutine.
 func Initial(ctx context.Context, js jetstream.JetStream, bucket, pattern string, w jetstream.KeyWatcher, apply func(jetstream.KeyValueEntry)) error {
+	return initial(ctx, w, apply, func(ctx context.Context) (uint64, error) { return lastSeq(ctx, js, bucket, pattern) })
+}
+
+func initial(ctx context.Context, w jetstream.KeyWatcher, apply func(jetstream.KeyValueEntry), last func(context.Context) (uint64, error)) error {
 	var delivered uint64
-	mark, err := lastSeq(ctx, js, bucket, pattern)
+	mark, err := last(ctx)
 	if err != nil {
 		return err
 	}
 	for {
 		if delivered >= mark {
-			now, err := lastSeq(ctx, js, bucket, pattern)
+			now, err := last(ctx)
 			if err != nil {
 				return err
 			}
@@ -75,6 +79,46 @@ func Initial(ctx context.Context, js jetstream.JetStream, bucket, pattern string
 		}
 	}
 }
+
+// InitialAll is Initial for a watch of every key of kv (WatchAll with
+// jetstream.IncludeHistory): the last sequence of the bucket's stream,
+// from its info, which the stream leader answers, is the last message on
+// the watched keys, so it needs no JetStream handle.
+func InitialAll(ctx context.Context, kv jetstream.KeyValue, w jetstream.KeyWatcher, apply func(jetstream.KeyValueEntry)) error {
+	last := func(ctx context.Context) (uint64, error) {
+		st, err := kv.Status(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("read the last revision of bucket %s: %w", kv.Bucket(), err)
+		}
+		info, ok := st.(interface{ StreamInfo() *jetstream.StreamInfo })
+		if !ok || info.StreamInfo() == nil {
+			return 0, errNoStreamInfo
+		}
+		return info.StreamInfo().State.LastSeq, nil
+	}
+	err := initial(ctx, w, apply, last)
+	if !errors.Is(err, errNoStreamInfo) {
+		return err
+	}
+	// A bucket whose status has no stream info (a wrapper of the client's
+	// KeyValue): the watch's own signal is all there is.
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return ErrClosed
+			}
+			if e == nil {
+				return nil
+			}
+			apply(e)
+		}
+	}
+}
+
+var errNoStreamInfo = errors.New("the bucket's status has no stream info")
 
 // lastSeq returns the stream sequence of the last message on bucket's keys
 // matching pattern (0: none), as the stream leader has it: the JetStream

@@ -37,13 +37,17 @@ func TestInitialReadsKeysUpdatedMeanwhile(t *testing.T) {
 		})
 	}
 	defer func() { cancel(); wg.Wait() }()
-	for range 30 {
+	for i := range 30 {
+		all := i%2 == 1 // InitialAll, from the stream's info
 		w, err := kv.WatchAll(t.Context(), jetstream.IncludeHistory())
 		require.NoError(t, err)
 		live := map[string]bool{}
-		require.NoError(t, kvwatch.Initial(t.Context(), js, "kvwatch", ">", w, func(e jetstream.KeyValueEntry) {
-			live[e.Key()] = e.Operation() == jetstream.KeyValuePut
-		}))
+		read := func(e jetstream.KeyValueEntry) { live[e.Key()] = e.Operation() == jetstream.KeyValuePut }
+		if all {
+			require.NoError(t, kvwatch.InitialAll(t.Context(), kv, w, read))
+		} else {
+			require.NoError(t, kvwatch.Initial(t.Context(), js, "kvwatch", ">", w, read))
+		}
 		require.NoError(t, w.Stop())
 		n := 0
 		for k, ok := range live {
