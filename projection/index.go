@@ -52,6 +52,7 @@ type Index struct {
 	gen     uint32
 	corrupt map[string]uint32 // keys holding a value that is not a view → gen
 	samples map[uint32]string // fingerprint → a message of it (fingerprints.go)
+	counts  counts            // kept by order and unorder (cells.go)
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -115,6 +116,7 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 		due:        newOrder(),
 		waiters:    make(map[string][]waiter),
 		corrupt:    make(map[string]uint32),
+		counts:     newCounts(),
 		ready:      make(chan struct{}),
 	}
 	ix.setHealth(errNotLoaded)
@@ -183,9 +185,10 @@ func (ix *Index) remove(id string) {
 	ix.slots.free(slot)
 }
 
-// order adds e to the sort orders and, if it can become due, to the due
-// order.
+// order adds e to the sort orders, to the due order if it can become
+// due, and to the counts.
 func (ix *Index) order(e *entry, slot uint32) {
+	ix.track(e, slot)
 	tie := idTie(e.id)
 	for f, t := range ix.orders {
 		t.ReplaceOrInsert(pos{sortField(f).key(e), tie, slot})
@@ -196,6 +199,7 @@ func (ix *Index) order(e *entry, slot uint32) {
 }
 
 func (ix *Index) unorder(e *entry, slot uint32) {
+	ix.untrack(e, slot)
 	tie := idTie(e.id)
 	for f, t := range ix.orders {
 		t.Delete(pos{sortField(f).key(e), tie, slot})

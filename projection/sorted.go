@@ -1,0 +1,132 @@
+package projection
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+)
+
+// sorted is a multiset of ordered values kept as a list of sorted chunks
+// of at most chunkMax values: insert and remove cost a binary search and a
+// move of at most one chunk, counting the values below a bound costs a
+// binary search and a sum over the chunks before it. The values are
+// stored unboxed, 8 bytes each for int64 and uint64 at about 75 % fill, and
+// hold no pointers for the garbage collector to follow. Not safe for
+// concurrent use; the Index's lock guards it.
+type sorted[T cmp.Ordered] struct {
+	chunks [][]T
+	n      int
+}
+
+const chunkMax = 512
+
+// chunkOf returns the first chunk whose last value is >= v, len(chunks) if
+// none is.
+func (s *sorted[T]) chunkOf(v T) int {
+	return sort.Search(len(s.chunks), func(i int) bool {
+		c := s.chunks[i]
+		return c[len(c)-1] >= v
+	})
+}
+
+func (s *sorted[T]) insert(v T) {
+	s.n++
+	if len(s.chunks) == 0 {
+		s.chunks = append(s.chunks, []T{v})
+		return
+	}
+	i := s.chunkOf(v)
+	if i == len(s.chunks) {
+		i--
+	}
+	c := s.chunks[i]
+	if len(c) == chunkMax {
+		half := chunkMax / 2
+		left, right := make([]T, half, chunkMax), make([]T, chunkMax-half, chunkMax)
+		copy(left, c[:half])
+		copy(right, c[half:])
+		s.chunks[i] = left
+		s.chunks = slices.Insert(s.chunks, i+1, right)
+		if v > left[half-1] {
+			i++
+		}
+		c = s.chunks[i]
+	}
+	j, _ := slices.BinarySearch(c, v)
+	s.chunks[i] = slices.Insert(c, j, v)
+}
+
+// remove deletes one occurrence of v and reports whether there was one.
+func (s *sorted[T]) remove(v T) bool {
+	i := s.chunkOf(v)
+	if i == len(s.chunks) {
+		return false
+	}
+	c := s.chunks[i]
+	j, ok := slices.BinarySearch(c, v)
+	if !ok {
+		return false
+	}
+	s.n--
+	if len(c) == 1 {
+		s.chunks = slices.Delete(s.chunks, i, i+1)
+		return true
+	}
+	s.chunks[i] = slices.Delete(c, j, j+1)
+	return true
+}
+
+// less returns the number of values < v.
+func (s *sorted[T]) less(v T) int {
+	i := s.chunkOf(v)
+	n := 0
+	for _, c := range s.chunks[:i] {
+		n += len(c)
+	}
+	if i < len(s.chunks) {
+		j, _ := slices.BinarySearch(s.chunks[i], v)
+		n += j
+	}
+	return n
+}
+
+// atMost returns the number of values <= v.
+func (s *sorted[T]) atMost(v T) int {
+	i := sort.Search(len(s.chunks), func(i int) bool {
+		c := s.chunks[i]
+		return c[len(c)-1] > v
+	})
+	n := 0
+	for _, c := range s.chunks[:i] {
+		n += len(c)
+	}
+	if i < len(s.chunks) {
+		c := s.chunks[i]
+		n += sort.Search(len(c), func(j int) bool { return c[j] > v })
+	}
+	return n
+}
+
+// first and last return the smallest and largest value; the set must not
+// be empty.
+func (s *sorted[T]) first() T { return s.chunks[0][0] }
+func (s *sorted[T]) last() T {
+	c := s.chunks[len(s.chunks)-1]
+	return c[len(c)-1]
+}
+
+// from calls f for every value >= v in order until f returns false.
+func (s *sorted[T]) from(v T, f func(T) bool) {
+	i := s.chunkOf(v)
+	if i == len(s.chunks) {
+		return
+	}
+	j, _ := slices.BinarySearch(s.chunks[i], v)
+	for ; i < len(s.chunks); i, j = i+1, 0 {
+		for _, x := range s.chunks[i][j:] {
+			if !f(x) {
+				return
+			}
+		}
+	}
+}
