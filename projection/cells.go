@@ -2,6 +2,7 @@ package projection
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -12,18 +13,22 @@ import (
 //
 // The records are split into groups, one per (function context,
 // processor, function, error code, fingerprint): the set of names a
-// deployment's code can produce, not its traffic. A group splits its
-// records into cells by (status, recoverability, retries below
-// maxRetries). Within a cell every time-independent predicate of the
-// aggregate gives one answer; the time-dependent ones (Timeout, the
-// nextRetryAt condition of CanNextRetry) are counted with sorted sets of
-// the cell's timeoutAt and nextRetryAt, so a view's count at any now is
-// a few binary searches per cell. Which cells need which set, and which
-// views hold for a cell at each combination of "timed out" and "next
-// retry passed", is decided by calling aggregate.View.Contains on a
-// representative state, so the counts follow the aggregate's predicates
-// and not a copy of their conditions (a property test compares them with
-// a scan).
+// deployment's code can produce, not its traffic. A group counts its
+// records per cell (status, recoverability, retries below maxRetries),
+// and keeps sorted sets of their executeAt and nextRetryAt, a histogram
+// of their retries and, for each view that depends on now, the instants
+// at which records enter or leave it: so a query that does not select by
+// status or recoverability costs a few binary searches per group. Each
+// cell keeps the same (without nextRetryAt) for the queries that do.
+//
+// Within a cell every time-independent predicate of the aggregate gives
+// one answer; the time-dependent ones only change when a record's attempt
+// times out (Timeout) and when its nextRetryAt passes (CanNextRetry).
+// Which views hold in a cell, before, between and after those two
+// instants, is decided by calling aggregate.View.Contains on
+// representative states, so the counts follow the aggregate's predicates
+// and not a copy of their conditions; a property test compares them with
+// a scan.
 
 // cellIndex numbers the cells of a group: status (0 unknown, then
 // aggregate.Statuses), recoverability (likewise), below the threshold.
@@ -52,9 +57,6 @@ type cellKind struct {
 	below           bool
 	// in[v][c]: View v contains the cell's records in situation c.
 	in [8][4]bool
-	// timed: some view depends on Timeout, so the cell keeps timeoutAt
-	// (and the "timed out and next retry passed" threshold).
-	timed bool
 	// retryable, exhausted, prepared, finished: the summary's per-group
 	// counters (see addTo).
 	retryable, exhausted, prepared, finished bool
@@ -79,11 +81,6 @@ func newCellKind(st, rc uint8, below bool) cellKind {
 		s := repState(st, rc, below, c, now)
 		for vi, v := range aggregate.Views {
 			k.in[vi][c] = v.Contains(&s, time.UnixMilli(now))
-		}
-	}
-	for vi := range aggregate.Views {
-		if k.in[vi][0] != k.in[vi][comboTimedOut] || k.in[vi][comboNextDue] != k.in[vi][comboTimedOut|comboNextDue] {
-			k.timed = true
 		}
 	}
 	s := repState(st, rc, below, 0, now)
@@ -141,122 +138,190 @@ var timeDependent = func() (out [8]bool) {
 	return out
 }()
 
+// timedViews are the positions in aggregate.Views of the views that
+// depend on now.
+var timedViews = func() (out []int) {
+	for vi := range aggregate.Views {
+		if timeDependent[vi] {
+			out = append(out, vi)
+		}
+	}
+	if len(out) > maxTimedViews {
+		panic("projection: more views depend on time than maxTimedViews")
+	}
+	return out
+}()
+
+// maxTimedViews bounds timedViews: to-retry, executing, next-retry.
+const maxTimedViews = 3
+
+// timed counts, for each view that depends on now, how many records of a
+// set it holds at any now: a record's membership changes at most at two
+// instants (when its attempt times out, when its nextRetryAt passes), so
+// the count at now is the records in the view before both, plus those
+// that enter by now, minus those that leave by now.
+type timed struct {
+	before       [maxTimedViews]int
+	enter, leave [maxTimedViews]sorted[int64]
+}
+
+// changes calls f for each instant at which e's membership in view vi
+// changes, with whether it enters; before is its membership before both.
+func changes(e *entry, k *cellKind, vi int, f func(at int64, enter bool)) (before bool) {
+	in := &k.in[vi]
+	tB := e.nextRetryAt // next retry passed: now >= tB
+	if e.timeoutAt == math.MaxInt64 {
+		if in[comboNextDue] != in[0] {
+			f(tB, in[comboNextDue])
+		}
+		return in[0]
+	}
+	tA := e.timeoutAt + 1 // timed out: now >= tA
+	first, mid := tA, comboTimedOut
+	if tB < tA {
+		first, mid = tB, comboNextDue
+	} else if tB == tA {
+		mid = comboTimedOut | comboNextDue
+	}
+	if in[mid] != in[0] {
+		f(first, in[mid])
+	}
+	if last := max(tA, tB); in[comboTimedOut|comboNextDue] != in[mid] {
+		f(last, in[comboTimedOut|comboNextDue])
+	}
+	return in[0]
+}
+
+func (t *timed) add(e *entry, k *cellKind, delta int) {
+	for i, vi := range timedViews {
+		before := changes(e, k, vi, func(at int64, enter bool) {
+			set := &t.enter[i]
+			if !enter {
+				set = &t.leave[i]
+			}
+			if delta > 0 {
+				set.insert(at)
+			} else {
+				set.remove(at)
+			}
+		})
+		if before {
+			t.before[i] += delta
+		}
+	}
+}
+
+// at returns how many of the set's records timed view i holds at now.
+func (t *timed) at(i int, now int64) int {
+	return t.before[i] + t.enter[i].atMost(now) - t.leave[i].atMost(now)
+}
+
 // cell counts the records of one (group, cell index).
 type cell struct {
 	n         int
 	executeAt sorted[int64]
-	nextRetry sorted[int64]
-	// timeoutAt and both (only if kind.timed): timeoutAt, and the instant
-	// from which the record is both timed out and past nextRetryAt.
-	timeoutAt, both sorted[int64]
-	retries         []retryCount // sorted by r
+	views     timed
+	retries   retryHist
 }
+
+// retryHist counts records per retry count, sorted by count.
+type retryHist []retryCount
 
 type retryCount struct{ r, n int32 }
 
-// bothFrom is the first instant (epoch ms) at which e is timed out and
-// past its nextRetryAt; ok is false if it never times out.
-func bothFrom(e *entry) (int64, bool) {
-	if e.timeoutAt == math.MaxInt64 {
-		return 0, false
+func (h *retryHist) add(r int32, delta int32) {
+	s := *h
+	i := s.index(r)
+	if i == len(s) || s[i].r != r {
+		s = append(s, retryCount{})
+		copy(s[i+1:], s[i:])
+		s[i] = retryCount{r: r}
 	}
-	return max(e.timeoutAt+1, e.nextRetryAt), true
+	if s[i].n += delta; s[i].n == 0 {
+		s = append(s[:i], s[i+1:]...)
+	}
+	*h = s
 }
 
-func (c *cell) add(e *entry, k *cellKind) {
-	c.n++
-	c.executeAt.insert(e.executeAt)
-	c.nextRetry.insert(e.nextRetryAt)
-	if k.timed {
-		c.timeoutAt.insert(e.timeoutAt)
-		if t, ok := bothFrom(e); ok {
-			c.both.insert(t)
-		}
-	}
-	i := c.retryAt(e.retries)
-	if i == len(c.retries) || c.retries[i].r != e.retries {
-		c.retries = append(c.retries, retryCount{})
-		copy(c.retries[i+1:], c.retries[i:])
-		c.retries[i] = retryCount{r: e.retries}
-	}
-	c.retries[i].n++
-}
-
-func (c *cell) drop(e *entry, k *cellKind) {
-	c.n--
-	c.executeAt.remove(e.executeAt)
-	c.nextRetry.remove(e.nextRetryAt)
-	if k.timed {
-		c.timeoutAt.remove(e.timeoutAt)
-		if t, ok := bothFrom(e); ok {
-			c.both.remove(t)
-		}
-	}
-	if i := c.retryAt(e.retries); i < len(c.retries) && c.retries[i].r == e.retries {
-		if c.retries[i].n--; c.retries[i].n == 0 {
-			c.retries = append(c.retries[:i], c.retries[i+1:]...)
-		}
-	}
-}
-
-func (c *cell) retryAt(r int32) int {
+func (h retryHist) index(r int32) int {
 	i := 0
-	for i < len(c.retries) && c.retries[i].r < r {
+	for i < len(h) && h[i].r < r {
 		i++
 	}
 	return i
 }
 
-// minRetries returns the number of records with retries >= r.
-func (c *cell) minRetries(r int32) int {
+// atLeast returns the number of records with retries >= r.
+func (h retryHist) atLeast(r int32) int {
 	n := 0
-	for i := c.retryAt(r); i < len(c.retries); i++ {
-		n += int(c.retries[i].n)
+	for _, c := range h[h.index(r):] {
+		n += int(c.n)
 	}
 	return n
 }
 
-// combos returns the number of the cell's records in each situation at
-// now (epoch ms).
-func (c *cell) combos(k *cellKind, now int64) (out [4]int) {
-	due := c.nextRetry.atMost(now)
-	if !k.timed {
-		out[0], out[comboNextDue] = c.n-due, due
-		return out
+func (c *cell) add(e *entry, k *cellKind, delta int) {
+	c.n += delta
+	if delta > 0 {
+		c.executeAt.insert(e.executeAt)
+	} else {
+		c.executeAt.remove(e.executeAt)
 	}
-	timedOut := c.timeoutAt.less(now)
-	bothN := c.both.atMost(now)
-	out[comboTimedOut|comboNextDue] = bothN
-	out[comboTimedOut] = timedOut - bothN
-	out[comboNextDue] = due - bothN
-	out[0] = c.n - timedOut - due + bothN
-	return out
+	c.views.add(e, k, delta)
+	c.retries.add(e.retries, int32(delta))
 }
 
 // inView returns how many of the cell's records view vi holds at now.
 func (c *cell) inView(k *cellKind, vi int, now int64) int {
 	in := k.in[vi]
-	if in[0] == in[1] && in[1] == in[2] && in[2] == in[3] {
+	if !timeDependent[vi] {
 		if in[0] {
 			return c.n
 		}
 		return 0
 	}
-	n := 0
-	for i, cnt := range c.combos(k, now) {
-		if in[i] {
-			n += cnt
-		}
-	}
-	return n
+	return c.views.at(slices.Index(timedViews, vi), now)
 }
 
 // groupKey names a group.
 type groupKey struct{ ctx, proc, fn, code, fp uint32 }
 
+// group counts the records of one groupKey: per cell, and for queries
+// that do not select by status or recoverability, over the whole group.
 type group struct {
 	key   groupKey
+	n     [numCells]int32
 	cells [numCells]*cell
+	// open and done: executeAt of the unfinished and of the succeeded
+	// records; nextRetry: of every record.
+	open, done sorted[int64]
+	nextRetry  sorted[int64]
+	views      timed
+	retries    retryHist
+}
+
+func (g *group) add(e *entry, ci int, delta int) {
+	k := &kinds[ci]
+	g.n[ci] += int32(delta)
+	exec := &g.open
+	if k.finished {
+		exec = &g.done
+	}
+	if delta > 0 {
+		exec.insert(e.executeAt)
+		g.nextRetry.insert(e.nextRetryAt)
+	} else {
+		exec.remove(e.executeAt)
+		g.nextRetry.remove(e.nextRetryAt)
+	}
+	g.views.add(e, k, delta)
+	g.retries.add(e.retries, int32(delta))
+	c := g.cells[ci]
+	if c == nil {
+		c = &cell{}
+		g.cells[ci] = c
+	}
+	c.add(e, k, delta)
 }
 
 // nameCounts counts the records of one value of a name the groups do not
@@ -305,12 +370,7 @@ func (ix *Index) track(e *entry, slot uint32) {
 		cs.list = append(cs.list, g)
 	}
 	ci := e.cellIndex()
-	c := g.cells[ci]
-	if c == nil {
-		c = &cell{}
-		g.cells[ci] = c
-	}
-	c.add(e, &kinds[ci])
+	g.add(e, ci, 1)
 	nameCountsOf(cs.aggCtx, e.aggContext)[ci]++
 	nameCountsOf(cs.aggType, e.aggType)[ci]++
 	cs.kind[e.kind][ci]++
@@ -322,9 +382,7 @@ func (ix *Index) track(e *entry, slot uint32) {
 func (ix *Index) untrack(e *entry, slot uint32) {
 	cs := &ix.counts
 	ci := e.cellIndex()
-	if g := cs.groups[entryGroup(e)]; g != nil && g.cells[ci] != nil {
-		g.cells[ci].drop(e, &kinds[ci])
-	}
+	cs.groups[entryGroup(e)].add(e, ci, -1)
 	cs.aggCtx[e.aggContext][ci]--
 	cs.aggType[e.aggType][ci]--
 	cs.kind[e.kind][ci]--

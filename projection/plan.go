@@ -11,13 +11,9 @@ import (
 //   - a record id, event id or aggregate id: the few records that have it
 //     (byID, counts.byEvent, counts.byAggregate), each checked with the
 //     filter;
-//   - otherwise the counts (cells.go), when the filter is one they answer:
-//     for Count any of function context, processor, function, error code,
-//     fingerprint, status, recoverability and view, or one of those
-//     without a time-dependent view plus one bound (executeAt,
-//     nextRetryAt or minRetries), or one of aggregate context, aggregate
-//     type and function kind with status, recoverability and a view that
-//     does not depend on time; for Summary the first of those;
+//   - otherwise the counts (cells.go), when the filter is one they
+//     answer, at a cost that grows with the number of groups, not of
+//     records: see Count and Summary;
 //   - otherwise every record.
 
 // rangeDims returns how many of the filter's bounds are set: executeAt,
@@ -121,7 +117,9 @@ func (ix *Index) countFast(m *matcher) (n int, ok bool) {
 		}
 		return n, true
 	}
-	if dims > 1 || dims == 1 && vi >= 0 && timeDependent[vi] {
+	timedView := vi >= 0 && timeDependent[vi]
+	restricted := m.stat != 0 || m.rec != 0 || vi >= 0 && !timedView
+	if dims > 1 || dims == 1 && (timedView || restricted && m.nextBound) {
 		return 0, false
 	}
 	now := m.now.UnixMilli()
@@ -129,35 +127,55 @@ func (ix *Index) countFast(m *matcher) (n int, ok bool) {
 		if !m.groupMatches(g) {
 			continue
 		}
-		for ci, c := range g.cells {
-			k := &kinds[ci]
-			if c == nil || c.n == 0 || !m.cellMatches(k, vi) {
-				continue
+		switch {
+		case dims == 0 && !timedView:
+			for ci, c := range g.n {
+				if c > 0 && m.cellMatches(&kinds[ci], vi) {
+					n += int(c)
+				}
 			}
-			switch {
-			case dims == 1:
-				n += c.inRange(m)
-			case vi >= 0:
-				n += c.inView(k, vi, now)
-			default:
-				n += c.n
+		case !restricted && timedView:
+			n += g.views.at(slices.Index(timedViews, vi), now)
+		case !restricted:
+			n += g.inRange(m)
+		default:
+			for ci, c := range g.cells {
+				k := &kinds[ci]
+				if c == nil || c.n == 0 || !m.cellMatches(k, vi) {
+					continue
+				}
+				if timedView {
+					n += c.inView(k, vi, now)
+				} else {
+					n += c.inRange(m)
+				}
 			}
 		}
 	}
 	return n, true
 }
 
-// inRange returns how many of the cell's records pass the filter's one
+// inRange returns how many of the group's records pass the filter's one
 // bound.
-func (c *cell) inRange(m *matcher) int {
+func (g *group) inRange(m *matcher) int {
 	switch {
 	case m.f.MinRetries != 0:
-		return c.minRetries(m.f.MinRetries)
+		return g.retries.atLeast(m.f.MinRetries)
 	case m.execBound:
-		return between(&c.executeAt, m.from, m.to, !m.f.ExecuteAtTo.IsZero())
+		hasTo := !m.f.ExecuteAtTo.IsZero()
+		return between(&g.open, m.from, m.to, hasTo) + between(&g.done, m.from, m.to, hasTo)
 	default:
-		return between(&c.nextRetry, m.nrFrom, m.nrTo, !m.f.NextRetryAtTo.IsZero())
+		return between(&g.nextRetry, m.nrFrom, m.nrTo, !m.f.NextRetryAtTo.IsZero())
 	}
+}
+
+// inRange returns how many of the cell's records pass the filter's one
+// bound, minRetries or executeAt.
+func (c *cell) inRange(m *matcher) int {
+	if m.f.MinRetries != 0 {
+		return c.retries.atLeast(m.f.MinRetries)
+	}
+	return between(&c.executeAt, m.from, m.to, !m.f.ExecuteAtTo.IsZero())
 }
 
 // between returns the number of values x of s with inBounds(x, from, to,
@@ -176,78 +194,89 @@ func (m *matcher) summaryFast() bool {
 	return m.names[0] == 0 && m.names[1] == 0 && m.kind == 0 && m.rangeDims() == 0 && (vi < 0 || !timeDependent[vi])
 }
 
-// summarizeCounts is Summary from the counts (summaryFast must hold). The
-// caller holds the read lock.
+// summarizeCounts is Summary from the counts (summaryFast must hold):
+// from the groups' own counts unless the filter selects by status,
+// recoverability or view, from their cells' then. The caller holds the
+// read lock.
 func (ix *Index) summarizeCounts(m *matcher) Summary {
 	sum := Summary{Views: map[aggregate.View]int{}}
 	if m.none {
 		return sum
 	}
 	vi := viewIndex(m.f.View)
+	restricted := m.stat != 0 || m.rec != 0 || vi >= 0
 	now := m.now.UnixMilli()
 	groups := map[summaryKey]*FailureGroup{}
 	var statuses [numCells]int
+	var views [8]int
 	for _, g := range ix.counts.list {
 		if !m.groupMatches(g) {
 			continue
 		}
-		var fg *FailureGroup
-		for ci, c := range g.cells {
+		var part FailureGroup
+		for ci, c := range g.n {
 			k := &kinds[ci]
-			if c == nil || c.n == 0 || !m.cellMatches(k, vi) {
+			if c == 0 || !m.cellMatches(k, vi) {
 				continue
 			}
-			sum.Total += c.n
-			statuses[cellIndex(k.status, k.recover, false)] += c.n
-			var combos *[4]int
-			for vj, v := range aggregate.Views {
-				in := k.in[vj]
-				if in == [4]bool{} {
-					continue
-				}
-				if in == [4]bool{true, true, true, true} {
-					sum.Views[v] += c.n
-					continue
-				}
-				if combos == nil {
-					cs := c.combos(k, now)
-					combos = &cs
-				}
-				x := 0
-				for i, cnt := range combos {
-					if in[i] {
-						x += cnt
-					}
-				}
-				if x > 0 {
-					sum.Views[v] += x
+			n := int(c)
+			part.Total += n
+			statuses[cellIndex(k.status, k.recover, false)] += n
+			for vj := range aggregate.Views {
+				if !timeDependent[vj] && k.in[vj][0] {
+					views[vj] += n
 				}
 			}
-			if fg == nil {
-				sk := summaryKey{g.key.ctx, g.key.proc, g.key.fn, g.key.code}
-				if fg = groups[sk]; fg == nil {
-					fg = &FailureGroup{FunctionContext: ix.names.name(sk.ctx), Processor: ix.names.name(sk.proc),
-						Function: ix.names.name(sk.fn), ErrorCode: ix.names.name(sk.code)}
-					groups[sk] = fg
-				}
-			}
-			fg.Total += c.n
 			if k.retryable {
-				fg.Retryable += c.n
-			}
-			if k.finished {
-				continue
+				part.Retryable += n
 			}
 			if k.exhausted {
-				fg.Exhausted += c.n
+				part.Exhausted += n
 			}
 			if k.prepared {
-				fg.Prepared += c.n
+				part.Prepared += n
 			}
-			if oldest := c.executeAt.first(); fg.OldestFailureAt == 0 || oldest < fg.OldestFailureAt {
-				fg.OldestFailureAt = oldest
+			if !restricted {
+				continue
 			}
-			fg.NewestFailureAt = max(fg.NewestFailureAt, c.executeAt.last())
+			cl := g.cells[ci]
+			for i, vj := range timedViews {
+				views[vj] += cl.views.at(i, now)
+			}
+			if !k.finished {
+				widen(&part, cl.executeAt.first(), cl.executeAt.last())
+			}
+		}
+		if part.Total == 0 {
+			continue
+		}
+		if !restricted {
+			for i, vj := range timedViews {
+				views[vj] += g.views.at(i, now)
+			}
+			if g.open.n > 0 {
+				widen(&part, g.open.first(), g.open.last())
+			}
+		}
+		sum.Total += part.Total
+		sk := summaryKey{g.key.ctx, g.key.proc, g.key.fn, g.key.code}
+		fg := groups[sk]
+		if fg == nil {
+			fg = &FailureGroup{FunctionContext: ix.names.name(sk.ctx), Processor: ix.names.name(sk.proc),
+				Function: ix.names.name(sk.fn), ErrorCode: ix.names.name(sk.code)}
+			groups[sk] = fg
+		}
+		fg.Total += part.Total
+		fg.Retryable += part.Retryable
+		fg.Exhausted += part.Exhausted
+		fg.Prepared += part.Prepared
+		if part.NewestFailureAt != 0 || part.OldestFailureAt != 0 {
+			widen(fg, part.OldestFailureAt, part.NewestFailureAt)
+		}
+	}
+	for vj, n := range views[:len(aggregate.Views)] {
+		if n > 0 {
+			sum.Views[aggregate.Views[vj]] = n
 		}
 	}
 	for _, g := range groups {
@@ -262,4 +291,12 @@ func (ix *Index) summarizeCounts(m *matcher) Summary {
 	}
 	sortSummary(&sum)
 	return sum
+}
+
+// widen extends g's failure times to oldest and newest as addTo does.
+func widen(g *FailureGroup, oldest, newest int64) {
+	if g.OldestFailureAt == 0 || oldest < g.OldestFailureAt {
+		g.OldestFailureAt = oldest
+	}
+	g.NewestFailureAt = max(g.NewestFailureAt, newest)
 }

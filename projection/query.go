@@ -124,11 +124,13 @@ func (c *cursor) beforePos(p pos) bool {
 // index's counts, at a cost that grows with the number of distinct
 // (function, error code, fingerprint) groups and not with the number of
 // records, when f names any of function context, processor, function,
-// error code, fingerprint, status, recoverability and view, or those
-// (without a view that depends on time) and one of the bounds executeAt,
-// nextRetryAt and minRetries, or one of aggregate context, aggregate type
-// and function kind with only status, recoverability and a view that does
-// not depend on time; with a record, event or aggregate id it reads the
+// error code and fingerprint, plus any of status, recoverability and a
+// view, or plus one bound (executeAt, nextRetryAt or minRetries) without
+// a view that depends on now (to-retry, executing, next-retry); a
+// nextRetryAt bound also without status, recoverability or view. One of
+// aggregate context, aggregate type and function kind is answered from
+// counts too, with only status, recoverability and a view that does not
+// depend on now. With a record, event or aggregate id it reads the
 // records that have it; any other filter reads every record. An invalid
 // view is an error matching ErrInvalidQuery. Safe for concurrent use.
 func (ix *Index) Count(f Filter) (int, error) {

@@ -27,7 +27,7 @@ type summaryKey struct{ ctx, proc, fn, code uint32 }
 // of distinct (function, error code, fingerprint) groups and not with the
 // number of records, when f names at most function context, processor,
 // function, error code, fingerprint, status, recoverability and a view
-// that does not depend on time (non-retryable, succeeded, unrecoverable);
+// that does not depend on now (non-retryable, succeeded, unrecoverable);
 // with a record, event or aggregate id it reads the records that have it;
 // any other filter reads every record. An invalid view is an error
 // matching ErrInvalidQuery. Safe for concurrent use.
