@@ -57,6 +57,8 @@ type cellKind struct {
 	below           bool
 	// in[v][c]: View v contains the cell's records in situation c.
 	in [8][4]bool
+	// changing: some view's answer changes with now in the cell.
+	changing bool
 	// retryable, exhausted, prepared, finished: the summary's per-group
 	// counters (see addTo).
 	retryable, exhausted, prepared, finished bool
@@ -81,6 +83,11 @@ func newCellKind(st, rc uint8, below bool) cellKind {
 		s := repState(st, rc, below, c, now)
 		for vi, v := range aggregate.Views {
 			k.in[vi][c] = v.Contains(&s, time.UnixMilli(now))
+		}
+	}
+	for vi := range aggregate.Views {
+		for c := 1; c < 4; c++ {
+			k.changing = k.changing || k.in[vi][c] != k.in[vi][0]
 		}
 	}
 	s := repState(st, rc, below, 0, now)
@@ -161,8 +168,11 @@ const maxTimedViews = 3
 // the count at now is the records in the view before both, plus those
 // that enter by now, minus those that leave by now.
 type timed struct {
-	before       [maxTimedViews]int
-	enter, leave [maxTimedViews]sorted[int64]
+	before [maxTimedViews]int
+	// sets[2i] and sets[2i+1]: the instants at which records enter and
+	// leave timed view i; nil while empty (a view only enters or only
+	// leaves in most cells).
+	sets [2 * maxTimedViews]*sorted[int64]
 }
 
 // changes calls f for each instant at which e's membership in view vi
@@ -195,14 +205,17 @@ func changes(e *entry, k *cellKind, vi int, f func(at int64, enter bool)) (befor
 func (t *timed) add(e *entry, k *cellKind, delta int) {
 	for i, vi := range timedViews {
 		before := changes(e, k, vi, func(at int64, enter bool) {
-			set := &t.enter[i]
+			j := 2 * i
 			if !enter {
-				set = &t.leave[i]
+				j++
+			}
+			if t.sets[j] == nil {
+				t.sets[j] = &sorted[int64]{}
 			}
 			if delta > 0 {
-				set.insert(at)
+				t.sets[j].insert(at)
 			} else {
-				set.remove(at)
+				t.sets[j].remove(at)
 			}
 		})
 		if before {
@@ -213,14 +226,21 @@ func (t *timed) add(e *entry, k *cellKind, delta int) {
 
 // at returns how many of the set's records timed view i holds at now.
 func (t *timed) at(i int, now int64) int {
-	return t.before[i] + t.enter[i].atMost(now) - t.leave[i].atMost(now)
+	n := t.before[i]
+	if s := t.sets[2*i]; s != nil {
+		n += s.atMost(now)
+	}
+	if s := t.sets[2*i+1]; s != nil {
+		n -= s.atMost(now)
+	}
+	return n
 }
 
 // cell counts the records of one (group, cell index).
 type cell struct {
 	n         int
 	executeAt sorted[int64]
-	views     timed
+	views     *timed // nil if no view changes with now in the cell's kind
 	retries   retryHist
 }
 
@@ -267,14 +287,19 @@ func (c *cell) add(e *entry, k *cellKind, delta int) {
 	} else {
 		c.executeAt.remove(e.executeAt)
 	}
-	c.views.add(e, k, delta)
+	if k.changing {
+		if c.views == nil {
+			c.views = &timed{}
+		}
+		c.views.add(e, k, delta)
+	}
 	c.retries.add(e.retries, int32(delta))
 }
 
 // inView returns how many of the cell's records view vi holds at now.
 func (c *cell) inView(k *cellKind, vi int, now int64) int {
 	in := k.in[vi]
-	if !timeDependent[vi] {
+	if !k.changing || !timeDependent[vi] {
 		if in[0] {
 			return c.n
 		}

@@ -49,7 +49,7 @@ func (ix *Index) lookup(m *matcher, f func(slot uint32, e *entry)) {
 	}
 	switch {
 	case m.f.ID != "":
-		if slot, ok := ix.byID[m.f.ID]; ok {
+		if slot, ok := ix.slotOf(m.f.ID); ok {
 			visit(slot)
 		}
 	case m.f.EventID != "":
@@ -240,8 +240,8 @@ func (ix *Index) summarizeCounts(m *matcher) Summary {
 				continue
 			}
 			cl := g.cells[ci]
-			for i, vj := range timedViews {
-				views[vj] += cl.views.at(i, now)
+			for _, vj := range timedViews {
+				views[vj] += cl.inView(k, vj, now)
 			}
 			if !k.finished {
 				widen(&part, cl.executeAt.first(), cl.executeAt.last())

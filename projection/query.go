@@ -140,7 +140,7 @@ func (ix *Index) Count(f Filter) (int, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if f == (Filter{}) {
-		return len(ix.byID), nil
+		return ix.byID.n, nil
 	}
 	m := ix.compile(f)
 	n := 0

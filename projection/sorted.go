@@ -15,7 +15,10 @@ import (
 // concurrent use; the Index's lock guards it.
 type sorted[T cmp.Ordered] struct {
 	chunks [][]T
-	n      int
+	// lasts[i] is the last value of chunks[i]: the binary search over the
+	// chunks reads one array instead of every chunk it passes.
+	lasts []T
+	n     int
 }
 
 const chunkMax = 512
@@ -23,16 +26,15 @@ const chunkMax = 512
 // chunkOf returns the first chunk whose last value is >= v, len(chunks) if
 // none is.
 func (s *sorted[T]) chunkOf(v T) int {
-	return sort.Search(len(s.chunks), func(i int) bool {
-		c := s.chunks[i]
-		return c[len(c)-1] >= v
-	})
+	i, _ := slices.BinarySearch(s.lasts, v)
+	return i
 }
 
 func (s *sorted[T]) insert(v T) {
 	s.n++
 	if len(s.chunks) == 0 {
 		s.chunks = append(s.chunks, []T{v})
+		s.lasts = append(s.lasts, v)
 		return
 	}
 	i := s.chunkOf(v)
@@ -47,13 +49,17 @@ func (s *sorted[T]) insert(v T) {
 		copy(right, c[half:])
 		s.chunks[i] = left
 		s.chunks = slices.Insert(s.chunks, i+1, right)
+		s.lasts[i] = left[half-1]
+		s.lasts = slices.Insert(s.lasts, i+1, right[len(right)-1])
 		if v > left[half-1] {
 			i++
 		}
 		c = s.chunks[i]
 	}
 	j, _ := slices.BinarySearch(c, v)
-	s.chunks[i] = slices.Insert(c, j, v)
+	c = slices.Insert(c, j, v)
+	s.chunks[i] = c
+	s.lasts[i] = c[len(c)-1]
 }
 
 // remove deletes one occurrence of v and reports whether there was one.
@@ -70,9 +76,12 @@ func (s *sorted[T]) remove(v T) bool {
 	s.n--
 	if len(c) == 1 {
 		s.chunks = slices.Delete(s.chunks, i, i+1)
+		s.lasts = slices.Delete(s.lasts, i, i+1)
 		return true
 	}
-	s.chunks[i] = slices.Delete(c, j, j+1)
+	c = slices.Delete(c, j, j+1)
+	s.chunks[i] = c
+	s.lasts[i] = c[len(c)-1]
 	return true
 }
 
@@ -92,10 +101,7 @@ func (s *sorted[T]) less(v T) int {
 
 // atMost returns the number of values <= v.
 func (s *sorted[T]) atMost(v T) int {
-	i := sort.Search(len(s.chunks), func(i int) bool {
-		c := s.chunks[i]
-		return c[len(c)-1] > v
-	})
+	i := sort.Search(len(s.lasts), func(i int) bool { return s.lasts[i] > v })
 	n := 0
 	for _, c := range s.chunks[:i] {
 		n += len(c)
