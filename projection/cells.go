@@ -360,6 +360,8 @@ type counts struct {
 	aggCtx  map[uint32]*nameCounts
 	aggType map[uint32]*nameCounts
 	kind    [8]nameCounts
+	// views is timed over every record, for the queries that name no group.
+	views timed
 	// byEvent and byAggregate hold hash(id)<<32 | slot of every record.
 	byEvent, byAggregate sorted[uint64]
 }
@@ -396,6 +398,7 @@ func (ix *Index) track(e *entry, slot uint32) {
 	}
 	ci := e.cellIndex()
 	g.add(e, ci, 1)
+	cs.views.add(e, &kinds[ci], 1)
 	nameCountsOf(cs.aggCtx, e.aggContext)[ci]++
 	nameCountsOf(cs.aggType, e.aggType)[ci]++
 	cs.kind[e.kind][ci]++
@@ -408,6 +411,7 @@ func (ix *Index) untrack(e *entry, slot uint32) {
 	cs := &ix.counts
 	ci := e.cellIndex()
 	cs.groups[entryGroup(e)].add(e, ci, -1)
+	cs.views.add(e, &kinds[ci], -1)
 	cs.aggCtx[e.aggContext][ci]--
 	cs.aggType[e.aggType][ci]--
 	cs.kind[e.kind][ci]--

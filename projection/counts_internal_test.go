@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -300,4 +301,50 @@ func TestSortedIsASortedSlice(t *testing.T) {
 			require.True(t, slices.Equal(model[less:], tail), "from(%d)", v)
 		}
 	})
+}
+
+// With more chunks than fenFrom, the Fenwick tree counts as the chunks
+// do, through splits and chunks that empty.
+func TestSortedCountsWithManyChunks(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var s sorted[int64]
+	var model []int64
+	check := func() {
+		require.Greater(t, len(s.chunks), fenFrom, "the Fenwick tree is in use")
+		for range 50 {
+			v := r.Int64N(4000) - 2000
+			less, _ := slices.BinarySearch(model, v)
+			require.Equal(t, less, s.less(v), "less(%d)", v)
+			atMost, _ := slices.BinarySearch(model, v+1)
+			require.Equal(t, atMost, s.atMost(v), "atMost(%d)", v)
+		}
+	}
+	for range 40_000 {
+		v := r.Int64N(4000) - 2000
+		i, _ := slices.BinarySearch(model, v)
+		model = slices.Insert(model, i, v)
+		s.insert(v)
+	}
+	check()
+	for range 25_000 {
+		v := r.Int64N(4000) - 2000
+		i, ok := slices.BinarySearch(model, v)
+		if ok {
+			model = slices.Delete(model, i, i+1)
+		}
+		require.Equal(t, ok, s.remove(v))
+	}
+	// Empty whole chunks: remove a range of values.
+	for v := int64(-500); v < 500; v++ {
+		for {
+			i, ok := slices.BinarySearch(model, v)
+			if !ok {
+				break
+			}
+			model = slices.Delete(model, i, i+1)
+			require.True(t, s.remove(v))
+		}
+	}
+	check()
+	require.Equal(t, len(model), s.n)
 }

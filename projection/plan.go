@@ -70,6 +70,11 @@ func (m *matcher) groupMatches(g *group) bool {
 	return true
 }
 
+// namesGroup reports whether the filter names any of a group's names.
+func (m *matcher) namesGroup() bool {
+	return slices.ContainsFunc(m.names[2:], func(id uint32) bool { return id != 0 })
+}
+
 // cellMatches reports whether the records of cell kind k pass the
 // filter's status and recoverability, and, if vi >= 0 names a view that
 // does not depend on time, the view.
@@ -123,6 +128,9 @@ func (ix *Index) countFast(m *matcher) (n int, ok bool) {
 		return 0, false
 	}
 	now := m.now.UnixMilli()
+	if !restricted && timedView && dims == 0 && !m.namesGroup() {
+		return ix.counts.views.at(slices.Index(timedViews, vi), now), true
+	}
 	for _, g := range ix.counts.list {
 		if !m.groupMatches(g) {
 			continue
@@ -205,6 +213,7 @@ func (ix *Index) summarizeCounts(m *matcher) Summary {
 	}
 	vi := viewIndex(m.f.View)
 	restricted := m.stat != 0 || m.rec != 0 || vi >= 0
+	global := !restricted && !m.namesGroup() // the timed views of every record
 	now := m.now.UnixMilli()
 	groups := map[summaryKey]*FailureGroup{}
 	var statuses [numCells]int
@@ -252,7 +261,9 @@ func (ix *Index) summarizeCounts(m *matcher) Summary {
 		}
 		if !restricted {
 			for i, vj := range timedViews {
-				views[vj] += g.views.at(i, now)
+				if !global {
+					views[vj] += g.views.at(i, now)
+				}
 			}
 			if g.open.n > 0 {
 				widen(&part, g.open.first(), g.open.last())
@@ -272,6 +283,11 @@ func (ix *Index) summarizeCounts(m *matcher) Summary {
 		fg.Prepared += part.Prepared
 		if part.NewestFailureAt != 0 || part.OldestFailureAt != 0 {
 			widen(fg, part.OldestFailureAt, part.NewestFailureAt)
+		}
+	}
+	if global {
+		for i, vj := range timedViews {
+			views[vj] = ix.counts.views.at(i, now)
 		}
 	}
 	for vj, n := range views[:len(aggregate.Views)] {

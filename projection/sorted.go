@@ -9,7 +9,7 @@ import (
 // sorted is a multiset of ordered values kept as a list of sorted chunks
 // of at most chunkMax values: insert and remove cost a binary search and a
 // move of at most one chunk, counting the values below a bound costs a
-// binary search and a sum over the chunks before it. The values are
+// binary search and a Fenwick tree's prefix sum over the chunks. The values are
 // stored unboxed, 8 bytes each for int64 and uint64 at about 75 % fill, and
 // hold no pointers for the garbage collector to follow. Not safe for
 // concurrent use; the Index's lock guards it.
@@ -18,7 +18,52 @@ type sorted[T cmp.Ordered] struct {
 	// lasts[i] is the last value of chunks[i]: the binary search over the
 	// chunks reads one array instead of every chunk it passes.
 	lasts []T
-	n     int
+	// fen is a Fenwick tree of the chunks' lengths once there are more
+	// than fenFrom chunks, so counting the values below a bound costs
+	// O(log chunks), not a sum over them.
+	fen []int32
+	n   int
+}
+
+const fenFrom = 16
+
+// reshape rebuilds fen after chunks were split or dropped.
+func (s *sorted[T]) reshape() {
+	if len(s.chunks) <= fenFrom {
+		s.fen = nil
+		return
+	}
+	s.fen = slices.Grow(s.fen[:0], len(s.chunks))[:len(s.chunks)]
+	for i, c := range s.chunks {
+		s.fen[i] = int32(len(c))
+	}
+	for i := range s.fen {
+		if p := i | (i + 1); p < len(s.fen) {
+			s.fen[p] += s.fen[i]
+		}
+	}
+}
+
+// grew records that chunks[i] changed length by d.
+func (s *sorted[T]) grew(i, d int) {
+	for j := i; j < len(s.fen); j |= j + 1 {
+		s.fen[j] += int32(d)
+	}
+}
+
+// before returns the number of values in chunks[:i].
+func (s *sorted[T]) before(i int) int {
+	n := 0
+	if s.fen == nil {
+		for _, c := range s.chunks[:i] {
+			n += len(c)
+		}
+		return n
+	}
+	for j := i - 1; j >= 0; j = j&(j+1) - 1 {
+		n += int(s.fen[j])
+	}
+	return n
 }
 
 const chunkMax = 512
@@ -54,8 +99,17 @@ func (s *sorted[T]) insert(v T) {
 		if v > left[half-1] {
 			i++
 		}
-		c = s.chunks[i]
+		s.place(i, v)
+		s.reshape()
+		return
 	}
+	s.place(i, v)
+	s.grew(i, 1)
+}
+
+// place inserts v in chunks[i], where it belongs.
+func (s *sorted[T]) place(i int, v T) {
+	c := s.chunks[i]
 	j, _ := slices.BinarySearch(c, v)
 	c = slices.Insert(c, j, v)
 	s.chunks[i] = c
@@ -77,21 +131,20 @@ func (s *sorted[T]) remove(v T) bool {
 	if len(c) == 1 {
 		s.chunks = slices.Delete(s.chunks, i, i+1)
 		s.lasts = slices.Delete(s.lasts, i, i+1)
+		s.reshape()
 		return true
 	}
 	c = slices.Delete(c, j, j+1)
 	s.chunks[i] = c
 	s.lasts[i] = c[len(c)-1]
+	s.grew(i, -1)
 	return true
 }
 
 // less returns the number of values < v.
 func (s *sorted[T]) less(v T) int {
 	i := s.chunkOf(v)
-	n := 0
-	for _, c := range s.chunks[:i] {
-		n += len(c)
-	}
+	n := s.before(i)
 	if i < len(s.chunks) {
 		j, _ := slices.BinarySearch(s.chunks[i], v)
 		n += j
@@ -102,10 +155,7 @@ func (s *sorted[T]) less(v T) int {
 // atMost returns the number of values <= v.
 func (s *sorted[T]) atMost(v T) int {
 	i := sort.Search(len(s.lasts), func(i int) bool { return s.lasts[i] > v })
-	n := 0
-	for _, c := range s.chunks[:i] {
-		n += len(c)
-	}
+	n := s.before(i)
 	if i < len(s.chunks) {
 		c := s.chunks[i]
 		n += sort.Search(len(c), func(j int) bool { return c[j] > v })
