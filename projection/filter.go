@@ -22,8 +22,10 @@ type matcher struct {
 	to    int64
 	// nrFrom and nrTo bound nextRetryAt.
 	nrFrom, nrTo int64
-	now          time.Time
-	none         bool // a name no entry holds: nothing matches
+	// execBound and nextBound: the filter bounds executeAt, nextRetryAt.
+	execBound, nextBound bool
+	now                  time.Time
+	none                 bool // a name no entry holds: nothing matches
 }
 
 // compile resolves f's names. The caller holds the read lock.
@@ -63,6 +65,8 @@ func (ix *Index) compile(f Filter) matcher {
 	if !f.NextRetryAtTo.IsZero() {
 		m.nrTo = f.NextRetryAtTo.UnixMilli()
 	}
+	m.execBound = !f.ExecuteAtFrom.IsZero() || !f.ExecuteAtTo.IsZero()
+	m.nextBound = !f.NextRetryAtFrom.IsZero() || !f.NextRetryAtTo.IsZero()
 	if m.now.IsZero() {
 		m.now = ix.clock.Now()
 	}
@@ -84,8 +88,8 @@ func (m *matcher) match(e *entry) bool {
 	case m.kind != 0 && e.kind != m.kind,
 		m.stat != 0 && e.status != m.stat,
 		m.rec != 0 && e.recover != m.rec,
-		e.executeAt < m.from || e.executeAt >= m.to,
-		e.nextRetryAt < m.nrFrom || e.nextRetryAt >= m.nrTo,
+		m.execBound && !inBounds(e.executeAt, m.from, m.to, !m.f.ExecuteAtTo.IsZero()),
+		m.nextBound && !inBounds(e.nextRetryAt, m.nrFrom, m.nrTo, !m.f.NextRetryAtTo.IsZero()),
 		e.retries < m.f.MinRetries,
 		m.f.ID != "" && e.id != m.f.ID,
 		m.f.EventID != "" && e.eventID != m.f.EventID,
@@ -97,4 +101,10 @@ func (m *matcher) match(e *entry) bool {
 		return m.f.View.Contains(&s, m.now)
 	}
 	return true
+}
+
+// inBounds reports from <= x and, if hasTo, x < to: a bound that is not
+// set does not exclude the largest instant.
+func inBounds(x, from, to int64, hasTo bool) bool {
+	return x >= from && (!hasTo || x < to)
 }

@@ -42,7 +42,7 @@ type Index struct {
 	mu      sync.RWMutex
 	names   *interner
 	slots   arena
-	byID    map[string]uint32
+	byID    sorted[uint64] // lookupKey(id, slot) of every record: see slotOf
 	orders  [numSortFields]*btree.BTreeG[pos]
 	due     *btree.BTreeG[pos]
 	waiters map[string][]waiter
@@ -52,6 +52,7 @@ type Index struct {
 	gen     uint32
 	corrupt map[string]uint32 // keys holding a value that is not a view → gen
 	samples map[uint32]string // fingerprint → a message of it (fingerprints.go)
+	counts  counts            // kept by order and unorder (cells.go)
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -111,10 +112,10 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 		logger:     slog.Default(),
 		names:      newInterner(),
 		checkEvery: 30 * time.Second,
-		byID:       make(map[string]uint32),
 		due:        newOrder(),
 		waiters:    make(map[string][]waiter),
 		corrupt:    make(map[string]uint32),
+		counts:     newCounts(),
 		ready:      make(chan struct{}),
 	}
 	ix.setHealth(errNotLoaded)
@@ -137,7 +138,26 @@ func (ix *Index) Ready() <-chan struct{} { return ix.ready }
 func (ix *Index) Len() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return len(ix.byID)
+	return ix.byID.n
+}
+
+// slotOf returns the slot of record id. byID holds a 32-bit hash of each
+// id with its slot, 8 bytes a record where a map of the ids took about
+// 30; the ids of equal hash are told apart by the entries. The caller
+// holds the lock.
+func (ix *Index) slotOf(id string) (slot uint32, ok bool) {
+	h := hash32(id)
+	ix.byID.from(h<<32, func(k uint64) bool {
+		if k>>32 != h {
+			return false
+		}
+		if s := uint32(k); ix.slots.at(s).id == id {
+			slot, ok = s, true
+			return false
+		}
+		return true
+	})
+	return slot, ok
 }
 
 // put adds or replaces the record of v. A view older than the one held is
@@ -149,7 +169,7 @@ func (ix *Index) put(v *View) { ix.putAt(v, false) }
 // bucket's value replayed by a restarted watch is the truth). The caller
 // holds the write lock.
 func (ix *Index) putAt(v *View, force bool) {
-	slot, ok := ix.byID[v.State.ID]
+	slot, ok := ix.slotOf(v.State.ID)
 	if ok {
 		old := ix.slots.at(slot)
 		old.gen = ix.gen
@@ -157,14 +177,14 @@ func (ix *Index) putAt(v *View, force bool) {
 			return
 		}
 		ix.unorder(old, slot)
-		id := old.id // the byID key shares its bytes
+		id := old.id // keep the bytes already held
 		*old = newEntry(v, ix.names)
 		old.id, old.gen = id, ix.gen
 	} else {
 		e := newEntry(v, ix.names)
 		e.gen = ix.gen
 		slot = ix.slots.add(e)
-		ix.byID[ix.slots.at(slot).id] = slot
+		ix.byID.insert(lookupKey(e.id, slot))
 	}
 	e := ix.slots.at(slot)
 	ix.order(e, slot)
@@ -174,18 +194,19 @@ func (ix *Index) putAt(v *View, force bool) {
 
 // remove drops record id. The caller holds the write lock.
 func (ix *Index) remove(id string) {
-	slot, ok := ix.byID[id]
+	slot, ok := ix.slotOf(id)
 	if !ok {
 		return
 	}
 	ix.unorder(ix.slots.at(slot), slot)
-	delete(ix.byID, id)
+	ix.byID.remove(lookupKey(id, slot))
 	ix.slots.free(slot)
 }
 
-// order adds e to the sort orders and, if it can become due, to the due
-// order.
+// order adds e to the sort orders, to the due order if it can become
+// due, and to the counts.
 func (ix *Index) order(e *entry, slot uint32) {
+	ix.track(e, slot)
 	tie := idTie(e.id)
 	for f, t := range ix.orders {
 		t.ReplaceOrInsert(pos{sortField(f).key(e), tie, slot})
@@ -196,6 +217,7 @@ func (ix *Index) order(e *entry, slot uint32) {
 }
 
 func (ix *Index) unorder(e *entry, slot uint32) {
+	ix.untrack(e, slot)
 	tie := idTie(e.id)
 	for f, t := range ix.orders {
 		t.Delete(pos{sortField(f).key(e), tie, slot})

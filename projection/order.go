@@ -20,6 +20,17 @@ type pos struct {
 	slot uint32
 }
 
+// cmpPos orders positions as lessPos does.
+func cmpPos(a, b pos) int {
+	switch {
+	case lessPos(a, b):
+		return -1
+	case lessPos(b, a):
+		return 1
+	}
+	return 0
+}
+
 func lessPos(a, b pos) bool {
 	if a.key != b.key {
 		return a.key < b.key

@@ -1,6 +1,8 @@
 package projection
 
 import (
+	"slices"
+
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 )
@@ -28,7 +30,9 @@ func validate(f Filter) error {
 
 // List returns a page of the records that match q.Filter in q.Sort order.
 // It reads O(log n + the records it skips and returns) entries: a filter
-// that matches one record in k costs k entries per returned record. An
+// that matches one record in k costs k entries per returned record; a
+// filter with a record, event or aggregate id reads only the records that
+// have it. An
 // invalid sort, limit, view or cursor is an error matching ErrInvalidQuery.
 // Safe for concurrent use.
 func (ix *Index) List(q Query) (Page, error) {
@@ -77,13 +81,22 @@ func (ix *Index) List(q Query) (Page, error) {
 		last = p
 		return true
 	}
-	if q.Filter.ID != "" {
-		// One record at most: look it up instead of scanning.
-		if slot, ok := ix.byID[q.Filter.ID]; ok {
-			e := ix.slots.at(slot)
-			p := pos{field.key(e), idTie(e.id), slot}
-			if after == nil || (!q.Sort.Desc && after.beforePos(p)) || (q.Sort.Desc && p.before(after.key, after.tie)) {
-				visit(p)
+	if m.byLookup() {
+		// A few records at most: look them up instead of scanning.
+		var ps []pos
+		ix.lookup(&m, func(slot uint32, e *entry) {
+			ps = append(ps, pos{field.key(e), idTie(e.id), slot})
+		})
+		slices.SortFunc(ps, func(a, b pos) int { return cmpPos(a, b) })
+		if q.Sort.Desc {
+			slices.Reverse(ps)
+		}
+		for _, p := range ps {
+			if after != nil && (!q.Sort.Desc && !after.beforePos(p) || q.Sort.Desc && !p.before(after.key, after.tie)) {
+				continue
+			}
+			if !visit(p) {
+				break
 			}
 		}
 		return page, nil
@@ -107,9 +120,19 @@ func (c *cursor) beforePos(p pos) bool {
 	return c.key < p.key || c.key == p.key && c.tie < p.tie
 }
 
-// Count returns the number of records that match f. It reads every entry
-// unless f is empty. An invalid view is an error matching ErrInvalidQuery.
-// Safe for concurrent use.
+// Count returns the number of records that match f. It reads the
+// index's counts, at a cost that grows with the number of distinct
+// (function, error code, fingerprint) groups and not with the number of
+// records, when f names any of function context, processor, function,
+// error code and fingerprint, plus any of status, recoverability and a
+// view, or plus one bound (executeAt, nextRetryAt or minRetries) without
+// a view that depends on now (to-retry, executing, next-retry); a
+// nextRetryAt bound also without status, recoverability or view. One of
+// aggregate context, aggregate type and function kind is answered from
+// counts too, with only status, recoverability and a view that does not
+// depend on now. With a record, event or aggregate id it reads the
+// records that have it; any other filter reads every record. An invalid
+// view is an error matching ErrInvalidQuery. Safe for concurrent use.
 func (ix *Index) Count(f Filter) (int, error) {
 	if err := validate(f); err != nil {
 		return 0, err
@@ -117,16 +140,17 @@ func (ix *Index) Count(f Filter) (int, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if f == (Filter{}) {
-		return len(ix.byID), nil
+		return ix.byID.n, nil
 	}
 	m := ix.compile(f)
-	if f.ID != "" {
-		if slot, ok := ix.byID[f.ID]; ok && m.match(ix.slots.at(slot)) {
-			return 1, nil
-		}
-		return 0, nil
-	}
 	n := 0
+	if m.byLookup() {
+		ix.lookup(&m, func(uint32, *entry) { n++ })
+		return n, nil
+	}
+	if n, ok := ix.countFast(&m); ok {
+		return n, nil
+	}
 	ix.slots.each(func(_ uint32, e *entry) bool {
 		if m.match(e) {
 			n++

@@ -19,11 +19,18 @@ type FailureGroup = api.FailureGroup
 // StatusCount is the number of records of one status and recoverability.
 type StatusCount = api.StatusCount
 
-type groupKey struct{ ctx, proc, fn, code uint32 }
+// summaryKey is a FailureGroup's names.
+type summaryKey struct{ ctx, proc, fn, code uint32 }
 
 // Summary summarises the records that match f (every record for the zero
-// Filter). It reads every entry. An invalid view is an error matching
-// ErrInvalidQuery. Safe for concurrent use.
+// Filter). It reads the index's counts, so its cost grows with the number
+// of distinct (function, error code, fingerprint) groups and not with the
+// number of records, when f names at most function context, processor,
+// function, error code, fingerprint, status, recoverability and a view
+// that does not depend on now (non-retryable, succeeded, unrecoverable);
+// with a record, event or aggregate id it reads the records that have it;
+// any other filter reads every record. An invalid view is an error
+// matching ErrInvalidQuery. Safe for concurrent use.
 func (ix *Index) Summary(f Filter) (Summary, error) {
 	if err := validate(f); err != nil {
 		return Summary{}, err
@@ -31,14 +38,32 @@ func (ix *Index) Summary(f Filter) (Summary, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	m := ix.compile(f)
-	groups := map[groupKey]*FailureGroup{}
+	switch {
+	case m.byLookup():
+		return ix.summarize(&m, func(yield func(*entry)) {
+			ix.lookup(&m, func(_ uint32, e *entry) { yield(e) })
+		}), nil
+	case m.summaryFast():
+		return ix.summarizeCounts(&m), nil
+	}
+	return ix.summarize(&m, func(yield func(*entry)) {
+		ix.slots.each(func(_ uint32, e *entry) bool {
+			if m.match(e) {
+				yield(e)
+			}
+			return true
+		})
+	}), nil
+}
+
+// summarize summarises the entries each yields, which match m. The caller
+// holds the read lock.
+func (ix *Index) summarize(m *matcher, each func(yield func(*entry))) Summary {
+	groups := map[summaryKey]*FailureGroup{}
 	type sr struct{ s, r uint8 }
 	statuses := map[sr]int{}
 	sum := Summary{Views: map[aggregate.View]int{}}
-	ix.slots.each(func(_ uint32, e *entry) bool {
-		if !m.match(e) {
-			return true
-		}
+	each(func(e *entry) {
 		sum.Total++
 		statuses[sr{e.status, e.recover}]++
 		s := e.predicateState()
@@ -47,7 +72,7 @@ func (ix *Index) Summary(f Filter) (Summary, error) {
 				sum.Views[v]++
 			}
 		}
-		k := groupKey{e.fnContext, e.fnProcessor, e.fnName, e.errorCode}
+		k := summaryKey{e.fnContext, e.fnProcessor, e.fnName, e.errorCode}
 		g := groups[k]
 		if g == nil {
 			g = &FailureGroup{FunctionContext: ix.names.name(k.ctx), Processor: ix.names.name(k.proc),
@@ -55,22 +80,27 @@ func (ix *Index) Summary(f Filter) (Summary, error) {
 			groups[k] = g
 		}
 		addTo(g, &s)
-		return true
 	})
 	for _, g := range groups {
 		sum.Groups = append(sum.Groups, *g)
 	}
+	for k, n := range statuses {
+		sum.ByStatus = append(sum.ByStatus, StatusCount{Status: enumValue(aggregate.Statuses, k.s), Recoverable: enumValue(aggregate.Recoverabilities, k.r), Count: n})
+	}
+	sortSummary(&sum)
+	return sum
+}
+
+// sortSummary puts the groups and status counts in their order: the
+// largest group first, statuses by name.
+func sortSummary(sum *Summary) {
 	slices.SortFunc(sum.Groups, func(a, b FailureGroup) int {
 		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.FunctionContext, b.FunctionContext),
 			cmp.Compare(a.Processor, b.Processor), cmp.Compare(a.Function, b.Function), cmp.Compare(a.ErrorCode, b.ErrorCode))
 	})
-	for k, n := range statuses {
-		sum.ByStatus = append(sum.ByStatus, StatusCount{Status: enumValue(aggregate.Statuses, k.s), Recoverable: enumValue(aggregate.Recoverabilities, k.r), Count: n})
-	}
 	slices.SortFunc(sum.ByStatus, func(a, b StatusCount) int {
 		return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.Recoverable, b.Recoverable))
 	})
-	return sum, nil
 }
 
 // addTo counts record s in g.

@@ -22,7 +22,7 @@ type waiter struct {
 // the record and version, if ctx ends first. Safe for concurrent use.
 func (ix *Index) WaitFor(ctx context.Context, id string, version uint64) error {
 	ix.mu.Lock()
-	if slot, ok := ix.byID[id]; ok && ix.slots.at(slot).version >= version {
+	if slot, ok := ix.slotOf(id); ok && ix.slots.at(slot).version >= version {
 		ix.mu.Unlock()
 		return nil
 	}

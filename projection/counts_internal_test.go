@@ -1,0 +1,350 @@
+package projection
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+// The property tests of the counts: after random upserts, state changes
+// and deletes, every Count, Summary and List page answers as a scan of
+// the records would, whichever way the index finds them.
+
+// scanMatches is Filter written against the full state, independently of
+// the index: every field, fingerprint included.
+func scanMatches(f Filter, s *aggregate.State, now time.Time) bool {
+	return matches(f, s, now) && (f.Fingerprint == "" || f.Fingerprint == s.Error.Fingerprint)
+}
+
+// scanSummary is Summary written as a scan of the full states.
+func scanSummary(views map[string]View, f Filter, now time.Time) Summary {
+	sum := Summary{Views: map[aggregate.View]int{}}
+	groups := map[[4]string]*FailureGroup{}
+	statuses := map[StatusCount]int{}
+	for _, v := range views {
+		s := v.State
+		if !scanMatches(f, &s, now) {
+			continue
+		}
+		sum.Total++
+		statuses[StatusCount{Status: s.Status, Recoverable: s.Recoverable}]++
+		for _, w := range aggregate.Views {
+			if w.Contains(&s, now) {
+				sum.Views[w]++
+			}
+		}
+		k := [4]string{s.Function.ContextName, s.Function.ProcessorName, s.Function.Name, s.Error.ErrorCode}
+		g := groups[k]
+		if g == nil {
+			g = &FailureGroup{FunctionContext: k[0], Processor: k[1], Function: k[2], ErrorCode: k[3]}
+			groups[k] = g
+		}
+		addTo(g, &s)
+	}
+	for _, g := range groups {
+		sum.Groups = append(sum.Groups, *g)
+	}
+	for k, n := range statuses {
+		k.Count = n
+		sum.ByStatus = append(sum.ByStatus, k)
+	}
+	sortSummary(&sum)
+	return sum
+}
+
+// scanList is the ids of the records that match q.Filter in q.Sort order.
+func scanList(views map[string]View, q Query, now time.Time) []string {
+	field, _ := fieldOf(q.Sort)
+	type keyed struct {
+		key int64
+		tie uint64
+		id  string
+	}
+	var ks []keyed
+	in := newInterner()
+	for _, v := range views {
+		if scanMatches(q.Filter, &v.State, now) {
+			e := newEntry(&v, in)
+			ks = append(ks, keyed{field.key(&e), idTie(e.id), e.id})
+		}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		c := cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.tie, b.tie))
+		if q.Sort.Desc {
+			return -c
+		}
+		return c
+	})
+	out := []string{}
+	for _, k := range ks {
+		out = append(out, k.id)
+	}
+	return out
+}
+
+func pick[T any](t *rapid.T, label string, values ...T) T {
+	return values[rapid.IntRange(0, len(values)-1).Draw(t, label)]
+}
+
+const (
+	pMinute = int64(60_000)
+)
+
+// drawTime is an instant near base, with extra weight on a few values
+// that records share, and now and then an extreme.
+func drawTime(t *rapid.T, label string) int64 {
+	switch rapid.IntRange(0, 9).Draw(t, label+" kind") {
+	case 0:
+		return pick(t, label, int64(math.MaxInt64), int64(math.MinInt64), base+1)
+	case 1, 2, 3:
+		return base + pMinute*int64(rapid.IntRange(0, 4).Draw(t, label))
+	default:
+		return base + int64(rapid.IntRange(-10, 5*60_000).Draw(t, label))
+	}
+}
+
+func drawView(t *rapid.T, id string, version uint64) View {
+	fn := pick(t, "function", "f1", "f2")
+	code := pick(t, "code", "E1", "E2", "")
+	return View{
+		State: aggregate.State{
+			ID: id,
+			EventID: aggregate.EventID{
+				ID: pick(t, "event", "ev1", "ev2", "ev3", "ev4"),
+				AggregateID: aggregate.WireAggregateID{ContextName: pick(t, "aggCtx", "order", "billing"),
+					AggregateName: pick(t, "aggType", "order", "invoice"), AggregateID: pick(t, "aggId", "a1", "a2", "a3"),
+					TenantID: aggregate.DefaultTenantID},
+				Version: 1,
+			},
+			Function: aggregate.FunctionInfo{FunctionKind: pick(t, "kind", aggregate.FunctionKinds...),
+				ContextName: pick(t, "fnCtx", "svc", "other"), ProcessorName: pick(t, "processor", "P1", "P2"), Name: fn},
+			Error: aggregate.ErrorDetails{ErrorCode: code, ErrorMsg: "boom",
+				Fingerprint: pick(t, "fingerprint", "", "fp-"+fn+code, "fp-x")},
+			ExecuteAt:   base + int64(rapid.IntRange(1, 5*60_000).Draw(t, "executeAt")),
+			RetrySpec:   aggregate.RetrySpec{MaxRetries: int32(rapid.IntRange(0, 3).Draw(t, "maxRetries"))},
+			RetryState:  aggregate.RetryState{Retries: int32(rapid.IntRange(0, 3).Draw(t, "retries")), TimeoutAt: drawTime(t, "timeoutAt"), NextRetryAt: drawTime(t, "nextRetryAt")},
+			Status:      pick(t, "status", aggregate.StatusFailed, aggregate.StatusFailed, aggregate.StatusPrepared, aggregate.StatusSucceeded, ""),
+			Recoverable: pick(t, "recoverable", aggregate.Recoverabilities...),
+		},
+		Version: version,
+	}
+}
+
+// drawFilter sets a few fields, mostly to values records hold.
+func drawFilter(t *rapid.T) Filter {
+	var f Filter
+	tm := func(label string) time.Time {
+		return time.UnixMilli(base + pMinute*int64(rapid.IntRange(-1, 5).Draw(t, label)))
+	}
+	for range rapid.IntRange(0, 3).Draw(t, "fields") {
+		switch rapid.IntRange(0, 19).Draw(t, "field") {
+		case 0:
+			f.ID = pick(t, "id", "r0", "r1", "r2", "nope")
+		case 1:
+			f.EventID = pick(t, "eventId", "ev1", "ev2", "nope")
+		case 2:
+			f.AggregateContext = pick(t, "aggregateContext", "order", "billing", "nope")
+		case 3:
+			f.AggregateType = pick(t, "aggregateType", "order", "invoice")
+		case 4:
+			f.AggregateID = pick(t, "aggregateId", "a1", "a2", "nope")
+		case 5:
+			f.FunctionContext = pick(t, "functionContext", "svc", "other")
+		case 6:
+			f.Processor = pick(t, "processor", "P1", "P2", "nope")
+		case 7:
+			f.Function = pick(t, "function", "f1", "f2")
+		case 8:
+			f.FunctionKind = pick(t, "functionKind", aggregate.FunctionKinds...)
+		case 9:
+			f.Status = pick(t, "status", aggregate.Statuses...)
+		case 10:
+			f.Recoverable = pick(t, "recoverable", aggregate.Recoverabilities...)
+		case 11:
+			f.ErrorCode = pick(t, "errorCode", "E1", "E2", "nope")
+		case 12:
+			f.Fingerprint = pick(t, "fingerprint", "fp-f1E1", "fp-x", "nope")
+		case 13:
+			f.ExecuteAtFrom = tm("executeAtFrom")
+		case 14:
+			f.ExecuteAtTo = tm("executeAtTo")
+		case 15:
+			f.NextRetryAtFrom = tm("nextRetryAtFrom")
+		case 16:
+			f.NextRetryAtTo = tm("nextRetryAtTo")
+		case 17:
+			f.MinRetries = int32(rapid.IntRange(-1, 4).Draw(t, "minRetries"))
+		default:
+			f.View = pick(t, "view", aggregate.Views...)
+		}
+	}
+	return f
+}
+
+func TestCountsAnswerAsAScan(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var now atomicTime
+		ix := memIndex(time.Time{}, nil)
+		ix.clock = aggregate.ClockFunc(now.get)
+		model := map[string]View{}
+		version := uint64(1)
+		ids := []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11"}
+		for step := range rapid.IntRange(1, 60).Draw(t, "steps") {
+			id := pick(t, "record", ids...)
+			switch rapid.IntRange(0, 9).Draw(t, "op") {
+			case 0, 1:
+				ix.mu.Lock()
+				ix.remove(id)
+				ix.mu.Unlock()
+				delete(model, id)
+			case 2:
+				// An older view is ignored.
+				if old, ok := model[id]; ok {
+					v := drawView(t, id, old.Version-1)
+					ix.Put(v)
+				}
+			default:
+				version++
+				v := drawView(t, id, version)
+				ix.Put(v)
+				model[id] = v
+			}
+			if rapid.IntRange(0, 2).Draw(t, fmt.Sprintf("check %d", step)) > 0 {
+				continue
+			}
+			now.set(time.UnixMilli(drawTime(t, "now")))
+			f := drawFilter(t)
+			at := now.get()
+			n, err := ix.Count(f)
+			require.NoError(t, err)
+			want := scanSummary(model, f, at)
+			require.Equal(t, want.Total, n, "Count(%+v) at %d", f, at.UnixMilli())
+			got, err := ix.Summary(f)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "Summary(%+v) at %d", f, at.UnixMilli())
+
+			q := Query{Filter: f, Sort: Sort{Field: pick(t, "sort", SortFields...), Desc: rapid.Bool().Draw(t, "desc")},
+				Limit: rapid.IntRange(1, 4).Draw(t, "limit")}
+			wantIDs := scanList(model, q, at)
+			gotIDs := []string{}
+			for pages := 0; ; pages++ {
+				require.LessOrEqual(t, pages, len(model)+1, "paging ends")
+				p, err := ix.List(q)
+				require.NoError(t, err)
+				for _, it := range p.Items {
+					gotIDs = append(gotIDs, it.ID)
+				}
+				if p.Next == "" {
+					break
+				}
+				q.Cursor = p.Next
+			}
+			require.Equal(t, wantIDs, gotIDs, "List(%+v) at %d", q, at.UnixMilli())
+		}
+		require.Equal(t, len(model), ix.Len())
+	})
+}
+
+// atomicTime is a settable clock for one goroutine's test.
+type atomicTime struct{ t time.Time }
+
+func (a *atomicTime) get() time.Time  { return a.t }
+func (a *atomicTime) set(t time.Time) { a.t = t }
+
+// The sorted multiset keeps its values in order through inserts and
+// removes that split and empty chunks, and counts like a sorted slice.
+func TestSortedIsASortedSlice(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var s sorted[int64]
+		var model []int64
+		for range rapid.IntRange(0, 3000).Draw(t, "ops") {
+			v := int64(rapid.IntRange(-50, 50).Draw(t, "v"))
+			if rapid.IntRange(0, 2).Draw(t, "op") == 0 {
+				i, ok := slices.BinarySearch(model, v)
+				if ok {
+					model = slices.Delete(model, i, i+1)
+				}
+				require.Equal(t, ok, s.remove(v))
+			} else {
+				i, _ := slices.BinarySearch(model, v)
+				model = slices.Insert(model, i, v)
+				s.insert(v)
+			}
+		}
+		var got []int64
+		s.from(math.MinInt64, func(v int64) bool { got = append(got, v); return true })
+		require.Equal(t, len(model), s.n)
+		if len(model) == 0 {
+			require.Empty(t, got)
+			return
+		}
+		require.Equal(t, model, got)
+		require.Equal(t, model[0], s.first())
+		require.Equal(t, model[len(model)-1], s.last())
+		for range 20 {
+			v := int64(rapid.IntRange(-52, 52).Draw(t, "q"))
+			less, _ := slices.BinarySearch(model, v)
+			require.Equal(t, less, s.less(v), "less(%d)", v)
+			atMost, _ := slices.BinarySearch(model, v+1)
+			require.Equal(t, atMost, s.atMost(v), "atMost(%d)", v)
+			var tail []int64
+			s.from(v, func(x int64) bool { tail = append(tail, x); return true })
+			require.True(t, slices.Equal(model[less:], tail), "from(%d)", v)
+		}
+	})
+}
+
+// With more chunks than fenFrom, the Fenwick tree counts as the chunks
+// do, through splits and chunks that empty.
+func TestSortedCountsWithManyChunks(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var s sorted[int64]
+	var model []int64
+	check := func() {
+		require.Greater(t, len(s.chunks), fenFrom, "the Fenwick tree is in use")
+		for range 50 {
+			v := r.Int64N(4000) - 2000
+			less, _ := slices.BinarySearch(model, v)
+			require.Equal(t, less, s.less(v), "less(%d)", v)
+			atMost, _ := slices.BinarySearch(model, v+1)
+			require.Equal(t, atMost, s.atMost(v), "atMost(%d)", v)
+		}
+	}
+	for range 40_000 {
+		v := r.Int64N(4000) - 2000
+		i, _ := slices.BinarySearch(model, v)
+		model = slices.Insert(model, i, v)
+		s.insert(v)
+	}
+	check()
+	for range 25_000 {
+		v := r.Int64N(4000) - 2000
+		i, ok := slices.BinarySearch(model, v)
+		if ok {
+			model = slices.Delete(model, i, i+1)
+		}
+		require.Equal(t, ok, s.remove(v))
+	}
+	// Empty whole chunks: remove a range of values.
+	for v := int64(-500); v < 500; v++ {
+		for {
+			i, ok := slices.BinarySearch(model, v)
+			if !ok {
+				break
+			}
+			model = slices.Delete(model, i, i+1)
+			require.True(t, s.remove(v))
+		}
+	}
+	check()
+	require.Equal(t, len(model), s.n)
+}
