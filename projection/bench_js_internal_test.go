@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -271,15 +270,4 @@ func BenchmarkProjector(b *testing.B) {
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
 		b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(n*b.N), "cpu-µs/msg")
 	})
-}
-
-// cpuTime is the CPU time the process (the test and its in-process NATS
-// server) has used: per message, it compares sides on a loaded machine
-// better than their wall-clock rates do.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -37,8 +37,8 @@ const laneBatch = 256
 // finds out whether it was stored.
 const pipeTimeout = 10 * time.Second
 
-// group is the messages of one record within a batch, in delivery order.
-type group struct {
+// batchGroup is the messages of one record within a batch, in delivery order.
+type batchGroup struct {
 	key     string
 	msgs    []jetstream.Msg
 	streams []eventstore.Stream
@@ -73,9 +73,9 @@ func (p *Projector) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 
 // group decodes msgs and groups them by record; a message that is not a
 // record's stream is settled at once, as handle would.
-func (p *Projector) group(ctx context.Context, msgs []jetstream.Msg) []*group {
-	groups := make([]*group, 0, len(msgs))
-	byKey := make(map[string]*group, len(msgs))
+func (p *Projector) group(ctx context.Context, msgs []jetstream.Msg) []*batchGroup {
+	groups := make([]*batchGroup, 0, len(msgs))
+	byKey := make(map[string]*batchGroup, len(msgs))
 	for _, m := range msgs {
 		st, err := p.store.DecodeMsg(m)
 		if err != nil {
@@ -93,7 +93,7 @@ func (p *Projector) group(ctx context.Context, msgs []jetstream.Msg) []*group {
 		}
 		g := byKey[key]
 		if g == nil {
-			g = &group{key: key}
+			g = &batchGroup{key: key}
 			byKey[key] = g
 			groups = append(groups, g)
 		}
@@ -104,7 +104,7 @@ func (p *Projector) group(ctx context.Context, msgs []jetstream.Msg) []*group {
 }
 
 // start brings g's view through its streams in memory and publishes it.
-func (p *Projector) start(ctx context.Context, g *group) {
+func (p *Projector) start(ctx context.Context, g *batchGroup) {
 	stored, rev, err := p.read(ctx, g.key, g.streams[0].Version, false)
 	if err != nil {
 		g.sync = true
@@ -138,7 +138,7 @@ func (p *Projector) start(ctx context.Context, g *group) {
 
 // finish waits for g's write, until expire fires (expired: it has fired
 // already), then settles g's messages; it reports whether expire fired.
-func (p *Projector) finish(ctx context.Context, g *group, expire <-chan time.Time, expired bool) bool {
+func (p *Projector) finish(ctx context.Context, g *batchGroup, expire <-chan time.Time, expired bool) bool {
 	if g.fut != nil && !g.sync {
 		var pa *jetstream.PubAck
 		var err error
