@@ -114,7 +114,7 @@ func watchHolds(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyVal
 	}
 	// Read up to the leader's last revision: the watch's own end signal
 	// comes early while holds change (see kvwatch).
-	if err := kvwatch.Initial(ctx, js, HoldBucket, pattern, w, c.apply); err != nil {
+	if err := kvwatch.Initial(ctx, js, kv, pattern, w, c.apply); err != nil {
 		_ = w.Stop()
 		return nil, fmt.Errorf("watch the holds of context %s: %w", boundedContext, err)
 	}

@@ -66,7 +66,7 @@ func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]Hold, boo
 	}
 	defer func() { _ = w.Stop() }()
 	live := make(map[string]Hold)
-	err = kvwatch.Initial(ctx, hs.js, HoldBucket, pattern, w, func(e jetstream.KeyValueEntry) {
+	err = kvwatch.Initial(ctx, hs.js, hs.kv, pattern, w, func(e jetstream.KeyValueEntry) {
 		delete(live, e.Key())
 		if e.Operation() != jetstream.KeyValuePut {
 			return

@@ -34,10 +34,9 @@ func ValidID(id string) bool { return idPattern.MatchString(id) }
 // Store keeps rules in a KV bucket, one key per rule id. Safe for
 // concurrent use.
 type Store struct {
-	kv     jetstream.KeyValue
-	js     jetstream.JetStream
-	bucket string
-	clock  aggregate.Clock
+	kv    jetstream.KeyValue
+	js    jetstream.JetStream
+	clock aggregate.Clock
 }
 
 // StoreOption configures OpenStore; one that cannot be applied makes
@@ -104,7 +103,7 @@ func OpenStore(ctx context.Context, js jetstream.JetStream, opts ...StoreOption)
 	if err != nil {
 		return nil, fmt.Errorf("rules bucket %s: %w", o.cfg.Bucket, err)
 	}
-	return &Store{kv: kv, js: js, bucket: o.cfg.Bucket, clock: o.clock}, nil
+	return &Store{kv: kv, js: js, clock: o.clock}, nil
 }
 
 // Add validates r (see Rule.Validate), gives it an id, its creation time

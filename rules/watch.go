@@ -117,7 +117,7 @@ func (w *Watcher) watch(ctx context.Context) error {
 	}
 	// Every rule, up to the leader's last revision: the watch's own end
 	// signal comes early while rules are written (a flush of the counts).
-	if err := kvwatch.Initial(ctx, w.store.js, w.store.bucket, ">", kw, func(e jetstream.KeyValueEntry) { w.apply(rules, e) }); err != nil {
+	if err := kvwatch.Initial(ctx, w.store.js, w.store.kv, ">", kw, func(e jetstream.KeyValueEntry) { w.apply(rules, e) }); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -34,7 +34,7 @@ import (
 var ErrClosed = errors.New("the watch closed before its initial values were read")
 
 // Initial passes w's entries to apply, in revision order, until every value
-// of bucket's keys matching pattern (as given to Watch; ">" for WatchAll)
+// of kv's keys matching pattern (as given to Watch; ">" for WatchAll)
 // as of a moment after the call has been delivered, deletions included.
 // w must be created with jetstream.IncludeHistory and without
 // IgnoreDeletes (a dropped deletion can be the end). Later entries stay in
@@ -43,18 +43,22 @@ var ErrClosed = errors.New("the watch closed before its initial values were read
 // previous answer while keys changed. It returns ctx's error if ctx ends
 // first, ErrClosed if the watch closes, and the request's error if the
 // leader cannot be asked. apply runs on the caller's goroutine.
-func Initial(ctx context.Context, js jetstream.JetStream, bucket, pattern string, w jetstream.KeyWatcher, apply func(jetstream.KeyValueEntry)) error {
-	return initial(ctx, w, apply, func(ctx context.Context) (uint64, error) { return lastSeq(ctx, js, bucket, pattern) })
+func Initial(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, pattern string, w jetstream.KeyWatcher, apply func(jetstream.KeyValueEntry)) error {
+	return initial(ctx, w, apply, func(ctx context.Context) (uint64, error) { return lastSeq(ctx, js, kv.Bucket(), pattern) })
 }
 
+// initial reads w until it has delivered the sequence last returns, asked
+// again each time it caught up. If last has no sequence to give
+// (errNoStreamInfo), the watch's own signal is all there is.
 func initial(ctx context.Context, w jetstream.KeyWatcher, apply func(jetstream.KeyValueEntry), last func(context.Context) (uint64, error)) error {
 	var delivered uint64
 	mark, err := last(ctx)
-	if err != nil {
+	bySignal := errors.Is(err, errNoStreamInfo)
+	if err != nil && !bySignal {
 		return err
 	}
 	for {
-		if delivered >= mark {
+		if !bySignal && delivered >= mark {
 			now, err := last(ctx)
 			if err != nil {
 				return err
@@ -72,6 +76,9 @@ func initial(ctx context.Context, w jetstream.KeyWatcher, apply func(jetstream.K
 				return ErrClosed
 			}
 			if e == nil {
+				if bySignal {
+					return nil
+				}
 				continue // the watch's own signal, possibly early
 			}
 			apply(e)
@@ -96,28 +103,11 @@ func InitialAll(ctx context.Context, kv jetstream.KeyValue, w jetstream.KeyWatch
 		}
 		return info.StreamInfo().State.LastSeq, nil
 	}
-	err := initial(ctx, w, apply, last)
-	if !errors.Is(err, errNoStreamInfo) {
-		return err
-	}
-	// A bucket whose status has no stream info (a wrapper of the client's
-	// KeyValue): the watch's own signal is all there is.
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case e, ok := <-w.Updates():
-			if !ok {
-				return ErrClosed
-			}
-			if e == nil {
-				return nil
-			}
-			apply(e)
-		}
-	}
+	return initial(ctx, w, apply, last)
 }
 
+// errNoStreamInfo: a bucket whose status has no stream info (a wrapper of
+// the client's KeyValue), so only the watch's own signal tells the end.
 var errNoStreamInfo = errors.New("the bucket's status has no stream info")
 
 // lastSeq returns the stream sequence of the last message on bucket's keys
@@ -182,7 +172,7 @@ func Keys(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, pa
 	}
 	defer func() { _ = w.Stop() }()
 	live := make(map[string]bool)
-	if err := Initial(ctx, js, kv.Bucket(), pattern, w, func(e jetstream.KeyValueEntry) {
+	if err := Initial(ctx, js, kv, pattern, w, func(e jetstream.KeyValueEntry) {
 		if e.Operation() == jetstream.KeyValuePut {
 			live[e.Key()] = true
 		} else {

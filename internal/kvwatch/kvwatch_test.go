@@ -46,7 +46,7 @@ func TestInitialReadsKeysUpdatedMeanwhile(t *testing.T) {
 		if all {
 			require.NoError(t, kvwatch.InitialAll(t.Context(), kv, w, read))
 		} else {
-			require.NoError(t, kvwatch.Initial(t.Context(), js, "kvwatch", ">", w, read))
+			require.NoError(t, kvwatch.Initial(t.Context(), js, kv, ">", w, read))
 		}
 		require.NoError(t, w.Stop())
 		n := 0
@@ -68,7 +68,7 @@ func TestInitialOfAnEmptyBucketReturns(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = w.Stop() }()
 	calls := 0
-	require.NoError(t, kvwatch.Initial(t.Context(), js, "kvwatch", ">", w, func(jetstream.KeyValueEntry) { calls++ }))
+	require.NoError(t, kvwatch.Initial(t.Context(), js, kv, ">", w, func(jetstream.KeyValueEntry) { calls++ }))
 	require.Zero(t, calls)
 	_, err = kv.Put(t.Context(), "later", []byte("1"))
 	require.NoError(t, err)
@@ -91,7 +91,7 @@ func TestInitialEndsWithItsContext(t *testing.T) {
 	defer func() { _ = w.Stop() }()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err = kvwatch.Initial(ctx, js, "kvwatch", ">", w, func(jetstream.KeyValueEntry) {})
+	err = kvwatch.Initial(ctx, js, kv, ">", w, func(jetstream.KeyValueEntry) {})
 	require.ErrorIs(t, err, context.Canceled)
 }
 
