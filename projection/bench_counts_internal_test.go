@@ -31,7 +31,7 @@ func filterKinds(ix *Index) []struct {
 } {
 	ix.mu.RLock()
 	e := ix.slots.at(7)
-	id, event, agg := e.id, e.eventID, e.aggregateID
+	id, event, agg := unpackID(e.id), unpackID(e.eventID), e.aggregateID
 	ix.mu.RUnlock()
 	at := func(min int64) time.Time { return time.UnixMilli(base + min*60_000) }
 	out := []struct {

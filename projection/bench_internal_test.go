@@ -26,7 +26,7 @@ func benchIndex(n int) *Index {
 	if ix, ok := benchIndexes[n]; ok {
 		return ix
 	}
-	ix := memIndex(time.UnixMilli(base), nil)
+	ix := memIndex(benchNow, nil) // the index's now is the queries' (see Index.Count)
 	r := rand.New(rand.NewPCG(uint64(n), 1))
 	ix.mu.Lock()
 	for i := range n {

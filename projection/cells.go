@@ -2,7 +2,6 @@ package projection
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -11,39 +10,35 @@ import (
 // Counts kept up to date on every put and remove, so that Count and
 // Summary cost what their answer has, not what the index holds.
 //
-// The records are split into groups, one per (function context,
+// Every record is in one cell: its status, recoverability, whether its
+// retries are below maxRetries and, for the records whose views change as
+// time passes, its situation at the index's now (whether its attempt has
+// timed out, whether its nextRetryAt has passed). Within a cell every
+// predicate of the aggregate, every view included, gives one answer, so a
+// view is a set of cells. Which views hold in a cell is decided by calling
+// aggregate.View.Contains on a representative state, so the counts follow
+// the aggregate's predicates and not a copy of their conditions; a
+// property test compares them with a scan.
+//
+// The index's now (Index.cursor) only moves forward: a query for a later
+// now first moves the records whose situation changed by then to their
+// new cell (counts.ahead holds, per such record, the next instant its
+// situation changes). Each record moves at most twice per attempt.
+//
+// The records are also split into groups, one per (function context,
 // processor, function, error code, fingerprint): the set of names a
 // deployment's code can produce, not its traffic. A group counts its
-// records per cell (status, recoverability, retries below maxRetries),
-// and keeps sorted sets of their executeAt and nextRetryAt, a histogram
-// of their retries and, for each view that depends on now, the instants
-// at which records enter or leave it: so a query that does not select by
-// status or recoverability costs a few binary searches per group. Each
-// cell keeps the same (without nextRetryAt) for the queries that do.
-//
-// Within a cell every time-independent predicate of the aggregate gives
-// one answer; the time-dependent ones only change when a record's attempt
-// times out (Timeout) and when its nextRetryAt passes (CanNextRetry).
-// Which views hold in a cell, before, between and after those two
-// instants, is decided by calling aggregate.View.Contains on
-// representative states, so the counts follow the aggregate's predicates
-// and not a copy of their conditions; a property test compares them with
-// a scan.
+// records per cell; keeps their executeAt and nextRetryAt sorted and a
+// histogram of their retries per summary class (succeeded, retryable,
+// exhausted, and prepared); per value of aggregate context, aggregate type
+// and function kind, a count per cell; and its unfinished records in
+// executeAt order, for the oldest and newest failure of any selection.
+// Over all records the counts keep, per cell, the same sets and
+// histogram, and per value of aggregate context, aggregate type and
+// function kind a count per cell.
 
-// cellIndex numbers the cells of a group: status (0 unknown, then
-// aggregate.Statuses), recoverability (likewise), below the threshold.
-func cellIndex(status, recover uint8, below bool) int {
-	i := int(status)*8 + int(recover)*2
-	if below {
-		i++
-	}
-	return i
-}
-
-const numCells = 4 * 4 * 2
-
-// combo numbers the four time-dependent situations of a record at a now:
-// bit 0 its attempt has timed out (Timeout), bit 1 now >= nextRetryAt.
+// combo numbers the four time situations of a record: bit 0 its attempt
+// has timed out (Timeout), bit 1 now >= nextRetryAt.
 type combo = int
 
 const (
@@ -51,13 +46,28 @@ const (
 	comboNextDue  = 2
 )
 
+// cellIndex numbers the cells: status (0 unknown, then aggregate.Statuses),
+// recoverability (likewise), below the threshold, situation.
+func cellIndex(status, recover uint8, below bool, c combo) int {
+	i := (int(status)*4+int(recover))*8 + c
+	if below {
+		i += 4
+	}
+	return i
+}
+
+const numCells = 4 * 4 * 2 * 4
+
 // cellKind is what the predicates say of every record of one cell.
 type cellKind struct {
 	status, recover uint8
 	below           bool
-	// in[v][c]: View v contains the cell's records in situation c.
-	in [8][4]bool
-	// changing: some view's answer changes with now in the cell.
+	combo           combo
+	// in[v]: View v contains the cell's records.
+	in [8]bool
+	// changing: the views of the records of this status, recoverability
+	// and threshold change with time; their cell follows the index's now.
+	// The cells of the other records have situation 0 at every now.
 	changing bool
 	// retryable, exhausted, prepared, finished: the summary's per-group
 	// counters (see addTo).
@@ -69,28 +79,30 @@ var kinds = func() (out [numCells]cellKind) {
 	for st := range uint8(4) {
 		for rc := range uint8(4) {
 			for _, below := range []bool{false, true} {
-				out[cellIndex(st, rc, below)] = newCellKind(st, rc, below)
+				for c := range 4 {
+					out[cellIndex(st, rc, below, c)] = newCellKind(st, rc, below, c)
+				}
 			}
 		}
 	}
 	return out
 }()
 
-func newCellKind(st, rc uint8, below bool) cellKind {
-	k := cellKind{status: st, recover: rc, below: below}
+func newCellKind(st, rc uint8, below bool, c combo) cellKind {
+	k := cellKind{status: st, recover: rc, below: below, combo: c}
 	const now = 1_000_000
-	for c := range 4 {
-		s := repState(st, rc, below, c, now)
+	var in [4][8]bool
+	for cc := range 4 {
+		s := repState(st, rc, below, cc, now)
 		for vi, v := range aggregate.Views {
-			k.in[vi][c] = v.Contains(&s, time.UnixMilli(now))
+			in[cc][vi] = v.Contains(&s, time.UnixMilli(now))
 		}
 	}
-	for vi := range aggregate.Views {
-		for c := 1; c < 4; c++ {
-			k.changing = k.changing || k.in[vi][c] != k.in[vi][0]
-		}
+	k.in = in[c]
+	for cc := 1; cc < 4; cc++ {
+		k.changing = k.changing || in[cc] != in[0]
 	}
-	s := repState(st, rc, below, 0, now)
+	s := repState(st, rc, below, c, now)
 	k.retryable = s.IsRetryable()
 	k.finished = s.Status == aggregate.StatusSucceeded
 	k.exhausted = !k.finished && !s.IsBelowRetryThreshold()
@@ -131,117 +143,79 @@ func viewIndex(v aggregate.View) int {
 }
 
 // timeDependent[v] reports whether View v's answer depends on now for
-// some cell.
+// some record.
 var timeDependent = func() (out [8]bool) {
 	for _, k := range kinds {
+		if !k.changing {
+			continue
+		}
+		base := &kinds[cellIndex(k.status, k.recover, k.below, 0)]
 		for vi := range aggregate.Views {
-			for c := 1; c < 4; c++ {
-				if k.in[vi][c] != k.in[vi][0] {
-					out[vi] = true
-				}
-			}
+			out[vi] = out[vi] || k.in[vi] != base.in[vi]
 		}
 	}
 	return out
 }()
 
-// timedViews are the positions in aggregate.Views of the views that
-// depend on now.
-var timedViews = func() (out []int) {
-	for vi := range aggregate.Views {
-		if timeDependent[vi] {
-			out = append(out, vi)
+// baseCell is e's cell at situation 0.
+func (e *entry) baseCell() int {
+	return cellIndex(e.status, e.recover, e.retries < e.maxRetries, 0)
+}
+
+// cellAt returns e's cell at now t (epoch ms).
+func (e *entry) cellAt(t int64) uint8 {
+	ci := e.baseCell()
+	if kinds[ci].changing {
+		if e.timeoutAt < t {
+			ci |= comboTimedOut
+		}
+		if t >= e.nextRetryAt {
+			ci |= comboNextDue
 		}
 	}
-	if len(out) > maxTimedViews {
-		panic("projection: more views depend on time than maxTimedViews")
-	}
-	return out
-}()
-
-// maxTimedViews bounds timedViews: to-retry, executing, next-retry.
-const maxTimedViews = 3
-
-// timed counts, for each view that depends on now, how many records of a
-// set it holds at any now: a record's membership changes at most at two
-// instants (when its attempt times out, when its nextRetryAt passes), so
-// the count at now is the records in the view before both, plus those
-// that enter by now, minus those that leave by now.
-type timed struct {
-	before [maxTimedViews]int
-	// sets[2i] and sets[2i+1]: the instants at which records enter and
-	// leave timed view i; nil while empty (a view only enters or only
-	// leaves in most cells).
-	sets [2 * maxTimedViews]*sorted[int64]
+	return uint8(ci)
 }
 
-// changes calls f for each instant at which e's membership in view vi
-// changes, with whether it enters; before is its membership before both.
-func changes(e *entry, k *cellKind, vi int, f func(at int64, enter bool)) (before bool) {
-	in := &k.in[vi]
-	tB := e.nextRetryAt // next retry passed: now >= tB
-	if e.timeoutAt == math.MaxInt64 {
-		if in[comboNextDue] != in[0] {
-			f(tB, in[comboNextDue])
-		}
-		return in[0]
+// nextChange returns the first instant after t at which e's cell changes;
+// ok is false if it never does.
+func (e *entry) nextChange(t int64) (at int64, ok bool) {
+	if !kinds[e.baseCell()].changing {
+		return 0, false
 	}
-	tA := e.timeoutAt + 1 // timed out: now >= tA
-	first, mid := tA, comboTimedOut
-	if tB < tA {
-		first, mid = tB, comboNextDue
-	} else if tB == tA {
-		mid = comboTimedOut | comboNextDue
+	at = math.MaxInt64
+	if e.timeoutAt != math.MaxInt64 && e.timeoutAt+1 > t {
+		at, ok = e.timeoutAt+1, true
 	}
-	if in[mid] != in[0] {
-		f(first, in[mid])
+	if e.nextRetryAt > t && e.nextRetryAt <= at {
+		at, ok = e.nextRetryAt, true
 	}
-	if last := max(tA, tB); in[comboTimedOut|comboNextDue] != in[mid] {
-		f(last, in[comboTimedOut|comboNextDue])
-	}
-	return in[0]
+	return at, ok
 }
 
-func (t *timed) add(e *entry, k *cellKind, delta int) {
-	for i, vi := range timedViews {
-		before := changes(e, k, vi, func(at int64, enter bool) {
-			j := 2 * i
-			if !enter {
-				j++
-			}
-			if t.sets[j] == nil {
-				t.sets[j] = &sorted[int64]{}
-			}
-			if delta > 0 {
-				t.sets[j].insert(at)
-			} else {
-				t.sets[j].remove(at)
-			}
-		})
-		if before {
-			t.before[i] += delta
-		}
-	}
-}
+// The summary classes of a record: succeeded, retryable (unfinished and
+// below the threshold), exhausted (unfinished, not below); prepared
+// (unfinished and PREPARED) is counted besides.
+const (
+	classDone = iota
+	classRetryable
+	classExhausted
+	classPrepared
+	numClasses
+)
 
-// at returns how many of the set's records timed view i holds at now.
-func (t *timed) at(i int, now int64) int {
-	n := t.before[i]
-	if s := t.sets[2*i]; s != nil {
-		n += s.atMost(now)
+// classes calls f with each summary class of a record of kind k.
+func (k *cellKind) classes(f func(class int)) {
+	switch {
+	case k.finished:
+		f(classDone)
+	case k.below:
+		f(classRetryable)
+	default:
+		f(classExhausted)
 	}
-	if s := t.sets[2*i+1]; s != nil {
-		n -= s.atMost(now)
+	if k.prepared {
+		f(classPrepared)
 	}
-	return n
-}
-
-// cell counts the records of one (group, cell index).
-type cell struct {
-	n         int
-	executeAt sorted[int64]
-	views     *timed // nil if no view changes with now in the cell's kind
-	retries   retryHist
 }
 
 // retryHist counts records per retry count, sorted by count.
@@ -280,102 +254,139 @@ func (h retryHist) atLeast(r int32) int {
 	return n
 }
 
-func (c *cell) add(e *entry, k *cellKind, delta int) {
-	c.n += delta
-	if delta > 0 {
-		c.executeAt.insert(e.executeAt)
-	} else {
-		c.executeAt.remove(e.executeAt)
-	}
-	if k.changing {
-		if c.views == nil {
-			c.views = &timed{}
-		}
-		c.views.add(e, k, delta)
-	}
-	c.retries.add(e.retries, int32(delta))
+// ranged is a set of records by executeAt, by nextRetryAt and by retries.
+type ranged struct {
+	exec, next sorted[int64]
+	retries    retryHist
 }
 
-// inView returns how many of the cell's records view vi holds at now.
-func (c *cell) inView(k *cellKind, vi int, now int64) int {
-	in := k.in[vi]
-	if !k.changing || !timeDependent[vi] {
-		if in[0] {
-			return c.n
-		}
-		return 0
+func (r *ranged) add(e *entry, delta int) {
+	if delta > 0 {
+		r.exec.insert(e.executeAt)
+		r.next.insert(e.nextRetryAt)
+	} else {
+		r.exec.remove(e.executeAt)
+		r.next.remove(e.nextRetryAt)
 	}
-	return c.views.at(slices.Index(timedViews, vi), now)
+	r.retries.add(e.retries, int32(delta))
+}
+
+// count returns how many of the set's records pass the filter's one
+// bound (m.bound() must be one).
+func (r *ranged) count(m *matcher) int {
+	switch m.bound() {
+	case boundExecuteAt:
+		return between(&r.exec, m.from, m.to, !m.f.ExecuteAtTo.IsZero())
+	case boundNextRetryAt:
+		return between(&r.next, m.nrFrom, m.nrTo, !m.f.NextRetryAtTo.IsZero())
+	default:
+		return r.retries.atLeast(m.f.MinRetries)
+	}
+}
+
+// between returns the number of values x of s with inBounds(x, from, to,
+// hasTo).
+func between(s *sorted[int64], from, to int64, hasTo bool) int {
+	n := s.n
+	if hasTo {
+		n = s.less(to)
+	}
+	return max(0, n-s.less(from))
+}
+
+// cellCounts counts records per cell.
+type cellCounts [numCells]int32
+
+// sum returns the count of the cells in mask.
+func (c *cellCounts) sum(mask *cellMask) int {
+	n := 0
+	for ci, x := range c {
+		if x != 0 && mask[ci] {
+			n += int(x)
+		}
+	}
+	return n
+}
+
+// sparseCells counts records per cell, listing only the cells that have
+// some, in cell order: for the small sets of one group and one aggregate
+// context, aggregate type or function kind.
+type sparseCells []cellCount
+
+type cellCount struct {
+	cell uint8
+	n    int32
+}
+
+func (s *sparseCells) add(ci uint8, delta int32) {
+	c := *s
+	i := 0
+	for i < len(c) && c[i].cell < ci {
+		i++
+	}
+	if i == len(c) || c[i].cell != ci {
+		c = append(c, cellCount{})
+		copy(c[i+1:], c[i:])
+		c[i] = cellCount{cell: ci}
+	}
+	if c[i].n += delta; c[i].n == 0 {
+		c = append(c[:i], c[i+1:]...)
+	}
+	*s = c
+}
+
+// The names the groups do not split by, each counted per cell over all
+// records and per group.
+const (
+	sideAggContext = iota
+	sideAggType
+	sideKind
+	numSides
+)
+
+// sides returns e's value of each side name.
+func (e *entry) sides() [numSides]uint32 {
+	return [numSides]uint32{e.aggContext, e.aggType, uint32(e.kind)}
 }
 
 // groupKey names a group.
 type groupKey struct{ ctx, proc, fn, code, fp uint32 }
 
-// group counts the records of one groupKey: per cell, and for queries
-// that do not select by status or recoverability, over the whole group.
+// group counts the records of one groupKey.
 type group struct {
-	key   groupKey
-	n     [numCells]int32
-	cells [numCells]*cell
-	// open and done: executeAt of the unfinished and of the succeeded
-	// records; nextRetry: of every record.
-	open, done sorted[int64]
-	nextRetry  sorted[int64]
-	views      timed
-	retries    retryHist
+	key     groupKey
+	n       cellCounts
+	total   int
+	classes [numClasses]ranged
+	sides   [numSides]map[uint32]*sparseCells
+	// open holds (executeAt, slot) of the unfinished records.
+	open pairs
 }
-
-func (g *group) add(e *entry, ci int, delta int) {
-	k := &kinds[ci]
-	g.n[ci] += int32(delta)
-	exec := &g.open
-	if k.finished {
-		exec = &g.done
-	}
-	if delta > 0 {
-		exec.insert(e.executeAt)
-		g.nextRetry.insert(e.nextRetryAt)
-	} else {
-		exec.remove(e.executeAt)
-		g.nextRetry.remove(e.nextRetryAt)
-	}
-	g.views.add(e, k, delta)
-	g.retries.add(e.retries, int32(delta))
-	c := g.cells[ci]
-	if c == nil {
-		c = &cell{}
-		g.cells[ci] = c
-	}
-	c.add(e, k, delta)
-}
-
-// nameCounts counts the records of one value of a name the groups do not
-// split by (aggregate context and type, function kind), per cell index.
-type nameCounts [numCells]int
 
 // counts is the Index's counted view of its records.
 type counts struct {
-	groups  map[groupKey]*group
-	list    []*group // the groups in creation order
-	aggCtx  map[uint32]*nameCounts
-	aggType map[uint32]*nameCounts
-	kind    [8]nameCounts
-	// views is timed over every record, for the queries that name no group.
-	views timed
+	groups map[groupKey]*group
+	list   []*group // the groups in creation order
+	all    cellCounts
+	cells  [numCells]ranged
+	sides  [numSides]map[uint32]*cellCounts
+	// ahead holds, for every record whose cell follows now, the next
+	// instant after the index's now at which its cell changes.
+	ahead pairs
 	// byEvent and byAggregate hold hash(id)<<32 | slot of every record.
 	byEvent, byAggregate sorted[uint64]
 }
 
 func newCounts() counts {
-	return counts{groups: map[groupKey]*group{}, aggCtx: map[uint32]*nameCounts{}, aggType: map[uint32]*nameCounts{}}
+	cs := counts{groups: map[groupKey]*group{}}
+	for d := range cs.sides {
+		cs.sides[d] = map[uint32]*cellCounts{}
+	}
+	return cs
 }
 
 func entryGroup(e *entry) groupKey {
 	return groupKey{e.fnContext, e.fnProcessor, e.fnName, e.errorCode, e.fingerprint}
-}
-
-func (e *entry) cellIndex() int {
-	return cellIndex(e.status, e.recover, e.retries < e.maxRetries)
 }
 
 // hash32 folds idTie to 32 bits.
@@ -386,50 +397,102 @@ func hash32(s string) uint64 {
 
 func lookupKey(id string, slot uint32) uint64 { return hash32(id)<<32 | uint64(slot) }
 
-// track counts e, held in slot. The caller holds the write lock.
+// track counts e, held in slot, in its cell at the index's now. The
+// caller holds the write lock.
 func (ix *Index) track(e *entry, slot uint32) {
 	cs := &ix.counts
 	gk := entryGroup(e)
 	g := cs.groups[gk]
 	if g == nil {
 		g = &group{key: gk}
+		for d := range g.sides {
+			g.sides[d] = map[uint32]*sparseCells{}
+		}
 		cs.groups[gk] = g
 		cs.list = append(cs.list, g)
 	}
-	ci := e.cellIndex()
-	g.add(e, ci, 1)
-	cs.views.add(e, &kinds[ci], 1)
-	nameCountsOf(cs.aggCtx, e.aggContext)[ci]++
-	nameCountsOf(cs.aggType, e.aggType)[ci]++
-	cs.kind[e.kind][ci]++
+	e.cell = e.cellAt(ix.cursor)
+	g.total++
+	k := &kinds[e.cell]
+	k.classes(func(c int) { g.classes[c].add(e, 1) })
+	if !k.finished {
+		g.open.insert(pair{e.executeAt, slot})
+	}
+	ix.countCell(g, e, 1)
 	cs.byEvent.insert(lookupKey(e.eventID, slot))
 	cs.byAggregate.insert(lookupKey(e.aggregateID, slot))
+	if at, ok := e.nextChange(ix.cursor); ok {
+		cs.ahead.insert(pair{at, slot})
+	}
 }
 
 // untrack reverses track(e, slot). The caller holds the write lock.
 func (ix *Index) untrack(e *entry, slot uint32) {
 	cs := &ix.counts
-	ci := e.cellIndex()
-	cs.groups[entryGroup(e)].add(e, ci, -1)
-	cs.views.add(e, &kinds[ci], -1)
-	cs.aggCtx[e.aggContext][ci]--
-	cs.aggType[e.aggType][ci]--
-	cs.kind[e.kind][ci]--
+	g := cs.groups[entryGroup(e)]
+	g.total--
+	k := &kinds[e.cell]
+	k.classes(func(c int) { g.classes[c].add(e, -1) })
+	if !k.finished {
+		g.open.remove(pair{e.executeAt, slot})
+	}
+	ix.countCell(g, e, -1)
 	cs.byEvent.remove(lookupKey(e.eventID, slot))
 	cs.byAggregate.remove(lookupKey(e.aggregateID, slot))
-}
-
-func nameCountsOf(m map[uint32]*nameCounts, id uint32) *nameCounts {
-	c := m[id]
-	if c == nil {
-		c = &nameCounts{}
-		m[id] = c
+	if at, ok := e.nextChange(ix.cursor); ok {
+		cs.ahead.remove(pair{at, slot})
 	}
-	return c
 }
 
-// candidates calls f with the slot of every record whose event id (or,
-// with aggregate, aggregate id) is id, in no fixed order. The caller holds
+// countCell adds delta to the counts of e's cell: what depends on the
+// cell and not only on the record. The caller holds the write lock.
+func (ix *Index) countCell(g *group, e *entry, delta int) {
+	cs := &ix.counts
+	ci := e.cell
+	g.n[ci] += int32(delta)
+	cs.all[ci] += int32(delta)
+	cs.cells[ci].add(e, delta)
+	for d, v := range e.sides() {
+		c := cs.sides[d][v]
+		if c == nil {
+			c = &cellCounts{}
+			cs.sides[d][v] = c
+		}
+		c[ci] += int32(delta)
+		sc := g.sides[d][v]
+		if sc == nil {
+			sc = &sparseCells{}
+			g.sides[d][v] = sc
+		}
+		sc.add(ci, int32(delta))
+	}
+}
+
+// advance moves the index's now to t (epoch ms) if t is later: every
+// record whose situation changed by t moves to its new cell. The caller
+// holds the write lock.
+func (ix *Index) advance(t int64) {
+	if t <= ix.cursor {
+		return
+	}
+	ix.cursor = t
+	cs := &ix.counts
+	for _, p := range cs.ahead.popThrough(t) {
+		e := ix.slots.at(p.slot)
+		if ci := e.cellAt(t); ci != e.cell {
+			g := cs.groups[entryGroup(e)]
+			ix.countCell(g, e, -1)
+			e.cell = ci
+			ix.countCell(g, e, 1)
+		}
+		if at, ok := e.nextChange(t); ok {
+			cs.ahead.insert(pair{at, p.slot})
+		}
+	}
+}
+
+// candidates calls f with the slot of every record whose packed event id
+// (or, with aggregate, aggregate id) is id, in no fixed order. The caller holds
 // the read lock.
 func (ix *Index) candidates(id string, aggregate bool, f func(slot uint32)) {
 	set, h := &ix.counts.byEvent, hash32(id)

@@ -45,7 +45,7 @@ func (ix *Index) Due(now time.Time, limit int) []Due {
 		e := ix.slots.at(p.slot)
 		s := e.predicateState()
 		if s.Schedulable(now) {
-			out = append(out, Due{ID: e.id, Version: e.version, Retries: e.retries, NextRetryAt: e.nextRetryAt,
+			out = append(out, Due{ID: unpackID(e.id), Version: e.version, Retries: e.retries, NextRetryAt: e.nextRetryAt,
 				Function: aggregate.FunctionInfo{FunctionKind: enumValue(aggregate.FunctionKinds, e.kind), ContextName: ix.names.name(e.fnContext),
 					ProcessorName: ix.names.name(e.fnProcessor), Name: ix.names.name(e.fnName)},
 				ErrorCode: ix.names.name(e.errorCode), Fingerprint: ix.names.name(e.fingerprint)})

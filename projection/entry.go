@@ -12,17 +12,19 @@ import (
 // views and the due list need, names interned, times in epoch ms. About
 // 120 bytes plus the three id strings.
 type entry struct {
-	id, eventID, aggregateID string
-	version                  uint64
-	executeAt                int64
-	timeoutAt, nextRetryAt   int64
-	retries, maxRetries      int32
-	aggContext, aggType      uint32
-	fnContext, fnProcessor   uint32
-	fnName, errorCode        uint32
-	fingerprint              uint32
-	kind, status, recover    uint8
-	gen                      uint32 // the watch that delivered it last (see Index.gen)
+	id, eventID            string // packed (ids.go)
+	aggregateID            string
+	version                uint64
+	executeAt              int64
+	timeoutAt, nextRetryAt int64
+	retries, maxRetries    int32
+	aggContext, aggType    uint32
+	fnContext, fnProcessor uint32
+	fnName, errorCode      uint32
+	fingerprint            uint32
+	kind, status, recover  uint8
+	cell                   uint8  // its cell at the index's now (cells.go)
+	gen                    uint32 // the watch that delivered it last (see Index.gen)
 }
 
 // enumIndex returns v's 1-based position in values, 0 if absent.
@@ -41,8 +43,8 @@ func enumValue[T any](values []T, i uint8) (v T) {
 func newEntry(v *View, in *interner) entry {
 	s := &v.State
 	return entry{
-		id:          s.ID,
-		eventID:     s.EventID.ID,
+		id:          packID(s.ID),
+		eventID:     packID(s.EventID.ID),
 		aggregateID: s.EventID.AggregateID.AggregateID,
 		version:     v.Version,
 		executeAt:   s.ExecuteAt,
@@ -99,9 +101,9 @@ type Item = api.Item
 // item expands e.
 func (e *entry) item(in *interner) Item {
 	return Item{
-		ID:      e.id,
+		ID:      unpackID(e.id),
 		Version: e.version,
-		EventID: e.eventID,
+		EventID: unpackID(e.eventID),
 		Aggregate: aggregate.WireAggregateID{ContextName: in.name(e.aggContext), AggregateName: in.name(e.aggType),
 			AggregateID: e.aggregateID, TenantID: aggregate.DefaultTenantID},
 		Function: aggregate.FunctionInfo{FunctionKind: enumValue(aggregate.FunctionKinds, e.kind),

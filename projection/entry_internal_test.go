@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/amends-dev/amends/aggregate"
 )
@@ -86,4 +87,35 @@ func TestDueIsTheSchedulableRecordsInOrder(t *testing.T) {
 		}
 		require.Equal(t, want, got, "Due(%d, %d)", now.UnixMilli(), limit)
 	}
+}
+
+// Ids are packed and unpacked to what they were, UUIDs to 16 bytes, and
+// their tie is the id's.
+func TestPackedIDs(t *testing.T) {
+	for _, id := range []string{
+		"6ba7b810-9dad-11d1-80b4-00c04fd430c8", "00000000-0000-0000-0000-000000000000", "007f08f7-90af-587f-b415-759a797ed8d6",
+		"6BA7B810-9DAD-11D1-80B4-00C04FD430C8", // not canonical: kept
+		"6ba7b810-9dad-11d1-80b4-00c04fd430cg", "6ba7b810x9dad-11d1-80b4-00c04fd430c8",
+		"r1", "0123456789abcdef", "\x00x", "\x00", "\x0023456789abcde", "\x00123456789abcdef", "order-1", "",
+	} {
+		p := packID(id)
+		require.Equal(t, id, unpackID(p), "%q", id)
+		require.Equal(t, idTie(id), tieOf(p), "%q", id)
+		canonical := id == "6ba7b810-9dad-11d1-80b4-00c04fd430c8" // a UUID whose first byte is 0 is kept whole
+		require.Equal(t, canonical, len(p) == 16, "%q packs to %q", id, p)
+	}
+	require.NotEqual(t, packID("0123456789abcdef"), packID("30313233-3435-3637-3839-616263646566"),
+		"a 16-byte id is not taken for a UUID")
+}
+
+// Packing is one to one: every id unpacks to itself, whatever its bytes.
+func TestPackIDIsOneToOne(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		gen := rapid.OneOf(rapid.StringN(0, 40, -1), rapid.StringMatching(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`),
+			rapid.Map(rapid.SliceOfN(rapid.Byte(), 14, 17), func(b []byte) string { return string(b) }))
+		a, b := gen.Draw(t, "a"), gen.Draw(t, "b")
+		require.Equal(t, a, unpackID(packID(a)))
+		require.Equal(t, a == b, packID(a) == packID(b), "%q %q", a, b)
+		require.Equal(t, idTie(a), tieOf(packID(a)))
+	})
 }

@@ -26,11 +26,14 @@ type matcher struct {
 	execBound, nextBound bool
 	now                  time.Time
 	none                 bool // a name no entry holds: nothing matches
+	// id and eventID are the filter's, packed as entries hold them.
+	id, eventID string
 }
 
 // compile resolves f's names. The caller holds the read lock.
 func (ix *Index) compile(f Filter) matcher {
-	m := matcher{f: f, from: -1 << 63, to: 1<<63 - 1, nrFrom: -1 << 63, nrTo: 1<<63 - 1, now: f.Now}
+	m := matcher{f: f, from: -1 << 63, to: 1<<63 - 1, nrFrom: -1 << 63, nrTo: 1<<63 - 1, now: f.Now,
+		id: packID(f.ID), eventID: packID(f.EventID)}
 	for i, s := range []string{f.AggregateContext, f.AggregateType, f.FunctionContext, f.Processor, f.Function, f.ErrorCode, f.Fingerprint} {
 		if s == "" {
 			continue
@@ -91,8 +94,8 @@ func (m *matcher) match(e *entry) bool {
 		m.execBound && !inBounds(e.executeAt, m.from, m.to, !m.f.ExecuteAtTo.IsZero()),
 		m.nextBound && !inBounds(e.nextRetryAt, m.nrFrom, m.nrTo, !m.f.NextRetryAtTo.IsZero()),
 		e.retries < m.f.MinRetries,
-		m.f.ID != "" && e.id != m.f.ID,
-		m.f.EventID != "" && e.eventID != m.f.EventID,
+		m.f.ID != "" && e.id != m.id,
+		m.f.EventID != "" && e.eventID != m.eventID,
 		m.f.AggregateID != "" && e.aggregateID != m.f.AggregateID:
 		return false
 	}

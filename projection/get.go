@@ -105,7 +105,7 @@ type leaderHistory interface {
 func (ix *Index) version(id string) uint64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if slot, ok := ix.slotOf(id); ok {
+	if slot, ok := ix.slotOf(packID(id)); ok {
 		return ix.slots.at(slot).version
 	}
 	return 0

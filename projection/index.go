@@ -53,6 +53,9 @@ type Index struct {
 	corrupt map[string]uint32 // keys holding a value that is not a view → gen
 	samples map[uint32]string // fingerprint → a message of it (fingerprints.go)
 	counts  counts            // kept by order and unorder (cells.go)
+	// cursor is the index's now (epoch ms): the instant the records'
+	// cells are of. It only moves forward (advance).
+	cursor int64
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -127,6 +130,7 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 			return nil, err
 		}
 	}
+	ix.cursor = ix.clock.Now().UnixMilli()
 	return ix, nil
 }
 
@@ -141,17 +145,17 @@ func (ix *Index) Len() int {
 	return ix.byID.n
 }
 
-// slotOf returns the slot of record id. byID holds a 32-bit hash of each
+// slotOf returns the slot of the record of packed id p. byID holds a 32-bit hash of each
 // id with its slot, 8 bytes a record where a map of the ids took about
 // 30; the ids of equal hash are told apart by the entries. The caller
 // holds the lock.
-func (ix *Index) slotOf(id string) (slot uint32, ok bool) {
-	h := hash32(id)
+func (ix *Index) slotOf(p string) (slot uint32, ok bool) {
+	h := hash32(p)
 	ix.byID.from(h<<32, func(k uint64) bool {
 		if k>>32 != h {
 			return false
 		}
-		if s := uint32(k); ix.slots.at(s).id == id {
+		if s := uint32(k); ix.slots.at(s).id == p {
 			slot, ok = s, true
 			return false
 		}
@@ -169,7 +173,7 @@ func (ix *Index) put(v *View) { ix.putAt(v, false) }
 // bucket's value replayed by a restarted watch is the truth). The caller
 // holds the write lock.
 func (ix *Index) putAt(v *View, force bool) {
-	slot, ok := ix.slotOf(v.State.ID)
+	slot, ok := ix.slotOf(packID(v.State.ID))
 	if ok {
 		old := ix.slots.at(slot)
 		old.gen = ix.gen
@@ -193,13 +197,17 @@ func (ix *Index) putAt(v *View, force bool) {
 }
 
 // remove drops record id. The caller holds the write lock.
-func (ix *Index) remove(id string) {
-	slot, ok := ix.slotOf(id)
+func (ix *Index) remove(id string) { ix.removePacked(packID(id)) }
+
+// removePacked drops the record of packed id p. The caller holds the
+// write lock.
+func (ix *Index) removePacked(p string) {
+	slot, ok := ix.slotOf(p)
 	if !ok {
 		return
 	}
 	ix.unorder(ix.slots.at(slot), slot)
-	ix.byID.remove(lookupKey(id, slot))
+	ix.byID.remove(lookupKey(p, slot))
 	ix.slots.free(slot)
 }
 
@@ -207,7 +215,7 @@ func (ix *Index) remove(id string) {
 // due, and to the counts.
 func (ix *Index) order(e *entry, slot uint32) {
 	ix.track(e, slot)
-	tie := idTie(e.id)
+	tie := tieOf(e.id)
 	for f, t := range ix.orders {
 		t.ReplaceOrInsert(pos{sortField(f).key(e), tie, slot})
 	}
@@ -218,7 +226,7 @@ func (ix *Index) order(e *entry, slot uint32) {
 
 func (ix *Index) unorder(e *entry, slot uint32) {
 	ix.untrack(e, slot)
-	tie := idTie(e.id)
+	tie := tieOf(e.id)
 	for f, t := range ix.orders {
 		t.Delete(pos{sortField(f).key(e), tie, slot})
 	}

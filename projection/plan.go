@@ -2,6 +2,7 @@ package projection
 
 import (
 	"slices"
+	"time"
 
 	"github.com/amends-dev/amends/aggregate"
 )
@@ -12,24 +13,44 @@ import (
 //     (byID, counts.byEvent, counts.byAggregate), each checked with the
 //     filter;
 //   - otherwise the counts (cells.go), when the filter is one they
-//     answer, at a cost that grows with the number of groups, not of
-//     records: see Count and Summary;
+//     answer, at a cost that grows with the number of groups and cells,
+//     not of records: see Count and Summary;
 //   - otherwise every record.
 
-// rangeDims returns how many of the filter's bounds are set: executeAt,
-// nextRetryAt, minRetries.
-func (m *matcher) rangeDims() int {
-	n := 0
-	if m.execBound {
-		n++
+// The bounds a filter can set besides names and cells.
+const (
+	boundNone = iota
+	boundExecuteAt
+	boundNextRetryAt
+	boundMinRetries
+	boundMany // more than one
+)
+
+// bound returns which of executeAt, nextRetryAt and minRetries the filter
+// bounds.
+func (m *matcher) bound() int {
+	b := boundNone
+	for i, set := range []bool{m.execBound, m.nextBound, m.f.MinRetries != 0} {
+		if !set {
+			continue
+		}
+		if b != boundNone {
+			return boundMany
+		}
+		b = boundExecuteAt + i
 	}
-	if m.nextBound {
-		n++
+	return b
+}
+
+// side returns which of aggregate context, aggregate type and function
+// kind the filter names, and the value; n counts them.
+func (m *matcher) side() (d int, v uint32, n int) {
+	for i, x := range [numSides]uint32{m.names[0], m.names[1], uint32(m.kind)} {
+		if x != 0 {
+			d, v, n = i, x, n+1
+		}
 	}
-	if m.f.MinRetries != 0 {
-		n++
-	}
-	return n
+	return d, v, n
 }
 
 // byLookup reports whether the filter names a record, event or aggregate
@@ -49,11 +70,11 @@ func (ix *Index) lookup(m *matcher, f func(slot uint32, e *entry)) {
 	}
 	switch {
 	case m.f.ID != "":
-		if slot, ok := ix.slotOf(m.f.ID); ok {
+		if slot, ok := ix.slotOf(m.id); ok {
 			visit(slot)
 		}
 	case m.f.EventID != "":
-		ix.candidates(m.f.EventID, false, visit)
+		ix.candidates(m.eventID, false, visit)
 	default:
 		ix.candidates(m.f.AggregateID, true, visit)
 	}
@@ -75,167 +96,121 @@ func (m *matcher) namesGroup() bool {
 	return slices.ContainsFunc(m.names[2:], func(id uint32) bool { return id != 0 })
 }
 
-// cellMatches reports whether the records of cell kind k pass the
-// filter's status and recoverability, and, if vi >= 0 names a view that
-// does not depend on time, the view.
-func (m *matcher) cellMatches(k *cellKind, vi int) bool {
-	if m.stat != 0 && k.status != m.stat || m.rec != 0 && k.recover != m.rec {
-		return false
+// cellMask marks the cells whose records pass a filter's status,
+// recoverability and view.
+type cellMask [numCells]bool
+
+// cells returns the filter's cell mask; every reports whether it holds
+// every cell (no status, recoverability or view). A view that depends on
+// time selects the cells of the index's now.
+func (m *matcher) cells() (mask cellMask, every bool) {
+	vi := viewIndex(m.f.View)
+	for ci := range kinds {
+		k := &kinds[ci]
+		mask[ci] = (m.stat == 0 || k.status == m.stat) && (m.rec == 0 || k.recover == m.rec) && (vi < 0 || k.in[vi])
 	}
-	return vi < 0 || timeDependent[vi] || k.in[vi][0]
+	return mask, m.stat == 0 && m.rec == 0 && vi < 0
+}
+
+// timed reports whether the filter's view depends on time.
+func (m *matcher) timed() bool {
+	vi := viewIndex(m.f.View)
+	return vi >= 0 && timeDependent[vi]
 }
 
 // countFast answers Count from the counts; ok is false when they cannot.
-// The caller holds the read lock.
-func (ix *Index) countFast(m *matcher) (n int, ok bool) {
+// atNow reports whether the index's now is the filter's. The caller holds
+// the read lock.
+func (ix *Index) countFast(m *matcher, atNow bool) (n int, ok bool) {
 	if m.none {
 		return 0, true
 	}
-	vi := viewIndex(m.f.View)
-	dims := m.rangeDims()
-	extras := 0
-	for _, set := range []bool{m.names[0] != 0, m.names[1] != 0, m.kind != 0} {
-		if set {
-			extras++
-		}
+	sd, sv, sides := m.side()
+	b := m.bound()
+	if sides > 1 || b == boundMany || sides == 1 && b != boundNone || m.timed() && !atNow {
+		return 0, false
 	}
-	if extras > 0 {
-		if extras > 1 || dims > 0 || vi >= 0 && timeDependent[vi] || slices.ContainsFunc(m.names[2:], func(id uint32) bool { return id != 0 }) {
-			return 0, false
-		}
-		var nc *nameCounts
+	mask, every := m.cells()
+	cs := &ix.counts
+	if !m.namesGroup() {
 		switch {
-		case m.names[0] != 0:
-			nc = ix.counts.aggCtx[m.names[0]]
-		case m.names[1] != 0:
-			nc = ix.counts.aggType[m.names[1]]
-		default:
-			nc = &ix.counts.kind[m.kind]
-		}
-		if nc == nil {
-			return 0, true
-		}
-		for ci := range numCells {
-			if m.cellMatches(&kinds[ci], vi) {
-				n += nc[ci]
+		case sides == 1:
+			if c := cs.sides[sd][sv]; c != nil {
+				n = c.sum(&mask)
 			}
+		case b != boundNone:
+			for ci := range cs.cells {
+				if mask[ci] && cs.all[ci] != 0 {
+					n += cs.cells[ci].count(m)
+				}
+			}
+		default:
+			n = cs.all.sum(&mask)
 		}
 		return n, true
 	}
-	timedView := vi >= 0 && timeDependent[vi]
-	restricted := m.stat != 0 || m.rec != 0 || vi >= 0 && !timedView
-	if dims > 1 || dims == 1 && (timedView || restricted && m.nextBound) {
+	if b != boundNone && !every {
 		return 0, false
 	}
-	now := m.now.UnixMilli()
-	if !restricted && timedView && dims == 0 && !m.namesGroup() {
-		return ix.counts.views.at(slices.Index(timedViews, vi), now), true
-	}
-	for _, g := range ix.counts.list {
+	for _, g := range cs.list {
 		if !m.groupMatches(g) {
 			continue
 		}
 		switch {
-		case dims == 0 && !timedView:
-			for ci, c := range g.n {
-				if c > 0 && m.cellMatches(&kinds[ci], vi) {
-					n += int(c)
+		case sides == 1:
+			if sc := g.sides[sd][sv]; sc != nil {
+				for _, c := range *sc {
+					if mask[c.cell] {
+						n += int(c.n)
+					}
 				}
 			}
-		case !restricted && timedView:
-			n += g.views.at(slices.Index(timedViews, vi), now)
-		case !restricted:
-			n += g.inRange(m)
+		case b != boundNone:
+			for _, c := range []int{classDone, classRetryable, classExhausted} {
+				n += g.classes[c].count(m)
+			}
 		default:
-			for ci, c := range g.cells {
-				k := &kinds[ci]
-				if c == nil || c.n == 0 || !m.cellMatches(k, vi) {
-					continue
-				}
-				if timedView {
-					n += c.inView(k, vi, now)
-				} else {
-					n += c.inRange(m)
-				}
-			}
+			n += g.n.sum(&mask)
 		}
 	}
 	return n, true
 }
 
-// inRange returns how many of the group's records pass the filter's one
-// bound.
-func (g *group) inRange(m *matcher) int {
-	switch {
-	case m.f.MinRetries != 0:
-		return g.retries.atLeast(m.f.MinRetries)
-	case m.execBound:
-		hasTo := !m.f.ExecuteAtTo.IsZero()
-		return between(&g.open, m.from, m.to, hasTo) + between(&g.done, m.from, m.to, hasTo)
-	default:
-		return between(&g.nextRetry, m.nrFrom, m.nrTo, !m.f.NextRetryAtTo.IsZero())
+// summaryFast answers Summary from the counts; ok is false when they
+// cannot. atNow reports whether the index's now is the filter's. The caller
+// holds the read lock.
+func (ix *Index) summaryFast(m *matcher, atNow bool) (sum Summary, ok bool) {
+	sd, sv, sides := m.side()
+	b := m.bound()
+	mask, every := m.cells()
+	names := m.namesGroup()
+	if !atNow || sides > 1 || b == boundMany || sides == 1 && b != boundNone || b != boundNone && (!every || names) {
+		return Summary{}, false
 	}
-}
-
-// inRange returns how many of the cell's records pass the filter's one
-// bound, minRetries or executeAt.
-func (c *cell) inRange(m *matcher) int {
-	if m.f.MinRetries != 0 {
-		return c.retries.atLeast(m.f.MinRetries)
-	}
-	return between(&c.executeAt, m.from, m.to, !m.f.ExecuteAtTo.IsZero())
-}
-
-// between returns the number of values x of s with inBounds(x, from, to,
-// hasTo).
-func between(s *sorted[int64], from, to int64, hasTo bool) int {
-	n := s.n
-	if hasTo {
-		n = s.less(to)
-	}
-	return max(0, n-s.less(from))
-}
-
-// summaryFast reports whether Summary can read the counts for m.
-func (m *matcher) summaryFast() bool {
-	vi := viewIndex(m.f.View)
-	return m.names[0] == 0 && m.names[1] == 0 && m.kind == 0 && m.rangeDims() == 0 && (vi < 0 || !timeDependent[vi])
-}
-
-// summarizeCounts is Summary from the counts (summaryFast must hold):
-// from the groups' own counts unless the filter selects by status,
-// recoverability or view, from their cells' then. The caller holds the
-// read lock.
-func (ix *Index) summarizeCounts(m *matcher) Summary {
-	sum := Summary{Views: map[aggregate.View]int{}}
+	sum = Summary{Views: map[aggregate.View]int{}}
 	if m.none {
-		return sum
+		return sum, true
 	}
-	vi := viewIndex(m.f.View)
-	restricted := m.stat != 0 || m.rec != 0 || vi >= 0
-	global := !restricted && !m.namesGroup() // the timed views of every record
-	now := m.now.UnixMilli()
+	cs := &ix.counts
+	var inCell [numCells]int // the selected records per cell
+	if b != boundNone {
+		for ci := range cs.cells {
+			if cs.all[ci] != 0 {
+				inCell[ci] = cs.cells[ci].count(m)
+			}
+		}
+	}
 	groups := map[summaryKey]*FailureGroup{}
-	var statuses [numCells]int
-	var views [8]int
-	for _, g := range ix.counts.list {
+	for _, g := range cs.list {
 		if !m.groupMatches(g) {
 			continue
 		}
 		var part FailureGroup
-		for ci, c := range g.n {
+		open := 0
+		add := func(ci uint8, n int) {
 			k := &kinds[ci]
-			if c == 0 || !m.cellMatches(k, vi) {
-				continue
-			}
-			n := int(c)
+			inCell[ci] += n
 			part.Total += n
-			statuses[cellIndex(k.status, k.recover, false)] += n
-			for vj := range aggregate.Views {
-				if !timeDependent[vj] && k.in[vj][0] {
-					views[vj] += n
-				}
-			}
 			if k.retryable {
 				part.Retryable += n
 			}
@@ -245,29 +220,40 @@ func (ix *Index) summarizeCounts(m *matcher) Summary {
 			if k.prepared {
 				part.Prepared += n
 			}
-			if !restricted {
-				continue
-			}
-			cl := g.cells[ci]
-			for _, vj := range timedViews {
-				views[vj] += cl.inView(k, vj, now)
-			}
 			if !k.finished {
-				widen(&part, cl.executeAt.first(), cl.executeAt.last())
+				open += n
+			}
+		}
+		switch {
+		case b != boundNone:
+			var in [numClasses]int
+			for c := range in {
+				in[c] = g.classes[c].count(m)
+			}
+			part.Total = in[classDone] + in[classRetryable] + in[classExhausted]
+			part.Retryable, part.Exhausted, part.Prepared = in[classRetryable], in[classExhausted], in[classPrepared]
+			open = in[classRetryable] + in[classExhausted]
+		case sides == 1:
+			if sc := g.sides[sd][sv]; sc != nil {
+				for _, c := range *sc {
+					if mask[c.cell] {
+						add(c.cell, int(c.n))
+					}
+				}
+			}
+		default:
+			for ci, n := range g.n {
+				if n != 0 && mask[ci] {
+					add(uint8(ci), int(n))
+				}
 			}
 		}
 		if part.Total == 0 {
 			continue
 		}
-		if !restricted {
-			for i, vj := range timedViews {
-				if !global {
-					views[vj] += g.views.at(i, now)
-				}
-			}
-			if g.open.n > 0 {
-				widen(&part, g.open.first(), g.open.last())
-			}
+		if open > 0 {
+			oldest, newest := ix.openBounds(g, m, b == boundExecuteAt || b == boundNone && every && sides == 0)
+			widen(&part, oldest, newest)
 		}
 		sum.Total += part.Total
 		sk := summaryKey{g.key.ctx, g.key.proc, g.key.fn, g.key.code}
@@ -281,32 +267,67 @@ func (ix *Index) summarizeCounts(m *matcher) Summary {
 		fg.Retryable += part.Retryable
 		fg.Exhausted += part.Exhausted
 		fg.Prepared += part.Prepared
-		if part.NewestFailureAt != 0 || part.OldestFailureAt != 0 {
+		if open > 0 {
 			widen(fg, part.OldestFailureAt, part.NewestFailureAt)
 		}
 	}
-	if global {
-		for i, vj := range timedViews {
-			views[vj] = ix.counts.views.at(i, now)
+	var statuses [4][4]int
+	for ci, n := range inCell {
+		if n == 0 {
+			continue
+		}
+		k := &kinds[ci]
+		statuses[k.status][k.recover] += n
+		for vi := range aggregate.Views {
+			if k.in[vi] {
+				sum.Views[aggregate.Views[vi]] += n
+			}
 		}
 	}
-	for vj, n := range views[:len(aggregate.Views)] {
-		if n > 0 {
-			sum.Views[aggregate.Views[vj]] = n
+	for st := range statuses {
+		for rc, n := range statuses[st] {
+			if n > 0 {
+				sum.ByStatus = append(sum.ByStatus, StatusCount{Status: enumValue(aggregate.Statuses, uint8(st)),
+					Recoverable: enumValue(aggregate.Recoverabilities, uint8(rc)), Count: n})
+			}
 		}
 	}
 	for _, g := range groups {
 		sum.Groups = append(sum.Groups, *g)
 	}
-	for ci, n := range statuses {
-		if n > 0 {
-			k := &kinds[ci]
-			sum.ByStatus = append(sum.ByStatus, StatusCount{Status: enumValue(aggregate.Statuses, k.status),
-				Recoverable: enumValue(aggregate.Recoverabilities, k.recover), Count: n})
+	sortSummary(&sum)
+	return sum, true
+}
+
+// openBounds returns the smallest and largest executeAt of g's unfinished
+// records that match m, of which there is at least one. With byTime the
+// filter selects only by executeAt, if at all: the bounds are the records
+// at the ends of its range. Otherwise the unfinished records are read from
+// each end in executeAt order until one matches: as many as the group has
+// per match. The caller holds the read lock.
+func (ix *Index) openBounds(g *group, m *matcher, byTime bool) (oldest, newest int64) {
+	if byTime {
+		from, to := pair{m.from, 0}, pair{m.to, 0}
+		g.open.from(from, func(p pair) bool { oldest = p.at; return false })
+		if m.f.ExecuteAtTo.IsZero() {
+			newest = g.open.last().at
+		} else {
+			g.open.before(to, func(p pair) bool { newest = p.at; return false })
+		}
+		return oldest, newest
+	}
+	found := func(at *int64) func(p pair) bool {
+		return func(p pair) bool {
+			if m.match(ix.slots.at(p.slot)) {
+				*at = p.at
+				return false
+			}
+			return true
 		}
 	}
-	sortSummary(&sum)
-	return sum
+	g.open.from(pair{m.from, 0}, found(&oldest))
+	g.open.before(pair{1<<63 - 1, 1<<32 - 1}, found(&newest))
+	return oldest, newest
 }
 
 // widen extends g's failure times to oldest and newest as addTo does.
@@ -315,4 +336,46 @@ func widen(g *FailureGroup, oldest, newest int64) {
 		g.OldestFailureAt = oldest
 	}
 	g.NewestFailureAt = max(g.NewestFailureAt, newest)
+}
+
+// rlockAt read-locks the index for a query of f, first moving the index's
+// now to f's now when that is later. It returns f with Now set to the now
+// the query is answered at, and whether that is the index's now, so that
+// the counts of views that depend on time hold for it.
+//
+// A query without a Now is answered at the index's now if that is between
+// the clock's now when the query started and when it reads (another query
+// may have moved it meanwhile: any instant of the query's run is its now);
+// else at the clock's now, moved to first, or, if the clock went back, by
+// reading the records. A query with a Now is answered at the index's now
+// if that is the filter's, moved to first if it is not after the clock's
+// now; else by reading the records. The caller unlocks ix.mu.RUnlock.
+func (ix *Index) rlockAt(f Filter) (Filter, bool) {
+	start := ix.clock.Now()
+	want := f.Now
+	if want.IsZero() {
+		want = start
+	}
+	t := want.UnixMilli()
+	for {
+		ix.mu.RLock()
+		cur := ix.cursor
+		now := ix.clock.Now()
+		switch {
+		case f.Now.IsZero() && cur >= t && cur <= now.UnixMilli():
+			f.Now = time.UnixMilli(cur)
+			return f, true
+		case !f.Now.IsZero() && cur == t:
+			return f, true
+		case cur > t || t > now.UnixMilli():
+			if f.Now.IsZero() {
+				f.Now = now
+			}
+			return f, false
+		}
+		ix.mu.RUnlock()
+		ix.mu.Lock()
+		ix.advance(t)
+		ix.mu.Unlock()
+	}
 }

@@ -85,7 +85,7 @@ func (ix *Index) List(q Query) (Page, error) {
 		// A few records at most: look them up instead of scanning.
 		var ps []pos
 		ix.lookup(&m, func(slot uint32, e *entry) {
-			ps = append(ps, pos{field.key(e), idTie(e.id), slot})
+			ps = append(ps, pos{field.key(e), tieOf(e.id), slot})
 		})
 		slices.SortFunc(ps, func(a, b pos) int { return cmpPos(a, b) })
 		if q.Sort.Desc {
@@ -122,33 +122,36 @@ func (c *cursor) beforePos(p pos) bool {
 
 // Count returns the number of records that match f. It reads the
 // index's counts, at a cost that grows with the number of distinct
-// (function, error code, fingerprint) groups and not with the number of
-// records, when f names any of function context, processor, function,
-// error code and fingerprint, plus any of status, recoverability and a
-// view, or plus one bound (executeAt, nextRetryAt or minRetries) without
-// a view that depends on now (to-retry, executing, next-retry); a
-// nextRetryAt bound also without status, recoverability or view. One of
-// aggregate context, aggregate type and function kind is answered from
-// counts too, with only status, recoverability and a view that does not
-// depend on now. With a record, event or aggregate id it reads the
-// records that have it; any other filter reads every record. An invalid
-// view is an error matching ErrInvalidQuery. Safe for concurrent use.
+// (function, error code, fingerprint) groups and of cells (status,
+// recoverability, retries below the maximum, time situation) and not with
+// the number of records, for any filter of: at most one of aggregate
+// context, aggregate type and function kind; at most one bound (executeAt,
+// nextRetryAt or minRetries) and then no aggregate context, aggregate type
+// or function kind; any names of the groups (function context, processor,
+// function, error code, fingerprint), though with a bound only without
+// status, recoverability or view; and any status, recoverability and view.
+// A view that depends on time (to-retry, executing, next-retry) is counted
+// so at the index's clock's now or an earlier Now no further back than the
+// latest now the index has answered for. With a record, event or
+// aggregate id it reads the records that have it; any other filter reads
+// every record. An invalid view is an error matching ErrInvalidQuery. Safe
+// for concurrent use.
 func (ix *Index) Count(f Filter) (int, error) {
 	if err := validate(f); err != nil {
 		return 0, err
 	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
 	if f == (Filter{}) {
-		return ix.byID.n, nil
+		return ix.Len(), nil
 	}
+	f, atNow := ix.rlockAt(f)
+	defer ix.mu.RUnlock()
 	m := ix.compile(f)
 	n := 0
 	if m.byLookup() {
 		ix.lookup(&m, func(uint32, *entry) { n++ })
 		return n, nil
 	}
-	if n, ok := ix.countFast(&m); ok {
+	if n, ok := ix.countFast(&m, atNow); ok {
 		return n, nil
 	}
 	ix.slots.each(func(_ uint32, e *entry) bool {

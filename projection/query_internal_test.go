@@ -93,7 +93,7 @@ func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
 	all := make([]keyed, len(views))
 	for i := range views {
 		e := newEntry(&views[i], ix.names)
-		all[i] = keyed{tie: idTie(e.id), v: &views[i]}
+		all[i] = keyed{tie: tieOf(e.id), v: &views[i]}
 		for f := range numSortFields {
 			all[i].keys[f] = sortField(f).key(&e)
 		}

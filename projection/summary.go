@@ -24,27 +24,32 @@ type summaryKey struct{ ctx, proc, fn, code uint32 }
 
 // Summary summarises the records that match f (every record for the zero
 // Filter). It reads the index's counts, so its cost grows with the number
-// of distinct (function, error code, fingerprint) groups and not with the
-// number of records, when f names at most function context, processor,
-// function, error code, fingerprint, status, recoverability and a view
-// that does not depend on now (non-retryable, succeeded, unrecoverable);
-// with a record, event or aggregate id it reads the records that have it;
-// any other filter reads every record. An invalid view is an error
-// matching ErrInvalidQuery. Safe for concurrent use.
+// of distinct (function, error code, fingerprint) groups and of cells, not
+// with the number of records, at the index's clock's now (see Count) for
+// any filter of: at most one of aggregate context, aggregate type and
+// function kind; any names of the groups; any status, recoverability and
+// view; or, instead of all those, one bound (executeAt, nextRetryAt or
+// minRetries). The oldest and newest failure of a group are then found by
+// reading its unfinished records in executeAt order from each end until
+// one matches (unless the filter selects by executeAt alone): a few reads
+// per group for a filter that selects a part of them. With a record, event
+// or aggregate id it reads the records that have it; any other filter
+// reads every record. An invalid view is an error matching
+// ErrInvalidQuery. Safe for concurrent use.
 func (ix *Index) Summary(f Filter) (Summary, error) {
 	if err := validate(f); err != nil {
 		return Summary{}, err
 	}
-	ix.mu.RLock()
+	f, atNow := ix.rlockAt(f)
 	defer ix.mu.RUnlock()
 	m := ix.compile(f)
-	switch {
-	case m.byLookup():
+	if m.byLookup() {
 		return ix.summarize(&m, func(yield func(*entry)) {
 			ix.lookup(&m, func(_ uint32, e *entry) { yield(e) })
 		}), nil
-	case m.summaryFast():
-		return ix.summarizeCounts(&m), nil
+	}
+	if sum, ok := ix.summaryFast(&m, atNow); ok {
+		return sum, nil
 	}
 	return ix.summarize(&m, func(yield func(*entry)) {
 		ix.slots.each(func(_ uint32, e *entry) bool {

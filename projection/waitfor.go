@@ -21,24 +21,25 @@ type waiter struct {
 // read its own write from List, Count or Get. It returns ctx's error, with
 // the record and version, if ctx ends first. Safe for concurrent use.
 func (ix *Index) WaitFor(ctx context.Context, id string, version uint64) error {
+	key := packID(id) // the waiters are keyed as the entries hold ids
 	ix.mu.Lock()
-	if slot, ok := ix.slotOf(id); ok && ix.slots.at(slot).version >= version {
+	if slot, ok := ix.slotOf(key); ok && ix.slots.at(slot).version >= version {
 		ix.mu.Unlock()
 		return nil
 	}
 	w := waiter{version: version, done: make(chan struct{})}
-	ix.waiters[id] = append(ix.waiters[id], w)
+	ix.waiters[key] = append(ix.waiters[key], w)
 	ix.mu.Unlock()
 	select {
 	case <-w.done:
 		return nil
 	case <-ctx.Done():
 		ix.mu.Lock()
-		ws := slices.DeleteFunc(ix.waiters[id], func(x waiter) bool { return x.done == w.done })
+		ws := slices.DeleteFunc(ix.waiters[key], func(x waiter) bool { return x.done == w.done })
 		if len(ws) == 0 {
-			delete(ix.waiters, id)
+			delete(ix.waiters, key)
 		} else {
-			ix.waiters[id] = ws
+			ix.waiters[key] = ws
 		}
 		ix.mu.Unlock()
 		select {

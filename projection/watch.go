@@ -255,7 +255,7 @@ func (ix *Index) sweep(gen uint32) {
 		return true
 	})
 	for _, id := range gone {
-		ix.remove(id)
+		ix.removePacked(id)
 	}
 	for k, g := range ix.corrupt {
 		if g != gen {
