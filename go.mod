@@ -9,7 +9,6 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cockroachdb/errors v1.14.0
 	github.com/go-json-experiment/json v1.27.2
-	github.com/google/btree v1.1.3
 	github.com/google/uuid v1.6.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0

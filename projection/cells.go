@@ -359,8 +359,9 @@ type group struct {
 	total   int
 	classes [numClasses]ranged
 	sides   [numSides]map[uint32]*sparseCells
-	// open holds (executeAt, slot) of the unfinished records.
-	open pairs
+	// open holds the unfinished records by cell (pair.tag), then
+	// executeAt.
+	open chunkSet[pair]
 }
 
 // counts is the Index's counted view of its records.
@@ -372,13 +373,13 @@ type counts struct {
 	sides  [numSides]map[uint32]*cellCounts
 	// ahead holds, for every record whose cell follows now, the next
 	// instant after the index's now at which its cell changes.
-	ahead pairs
+	ahead chunkSet[pair]
 	// byEvent and byAggregate hold hash(id)<<32 | slot of every record.
 	byEvent, byAggregate sorted[uint64]
 }
 
 func newCounts() counts {
-	cs := counts{groups: map[groupKey]*group{}}
+	cs := counts{groups: map[groupKey]*group{}, ahead: newChunkSet(cmpPair)}
 	for d := range cs.sides {
 		cs.sides[d] = map[uint32]*cellCounts{}
 	}
@@ -404,7 +405,7 @@ func (ix *Index) track(e *entry, slot uint32) {
 	gk := entryGroup(e)
 	g := cs.groups[gk]
 	if g == nil {
-		g = &group{key: gk}
+		g = &group{key: gk, open: newChunkSet(cmpPair)}
 		for d := range g.sides {
 			g.sides[d] = map[uint32]*sparseCells{}
 		}
@@ -415,14 +416,11 @@ func (ix *Index) track(e *entry, slot uint32) {
 	g.total++
 	k := &kinds[e.cell]
 	k.classes(func(c int) { g.classes[c].add(e, 1) })
-	if !k.finished {
-		g.open.insert(pair{e.executeAt, slot})
-	}
-	ix.countCell(g, e, 1)
+	ix.countCell(g, e, slot, 1)
 	cs.byEvent.insert(lookupKey(e.eventID, slot))
 	cs.byAggregate.insert(lookupKey(e.aggregateID, slot))
 	if at, ok := e.nextChange(ix.cursor); ok {
-		cs.ahead.insert(pair{at, slot})
+		cs.ahead.insert(pair{at: at, slot: slot})
 	}
 }
 
@@ -433,22 +431,27 @@ func (ix *Index) untrack(e *entry, slot uint32) {
 	g.total--
 	k := &kinds[e.cell]
 	k.classes(func(c int) { g.classes[c].add(e, -1) })
-	if !k.finished {
-		g.open.remove(pair{e.executeAt, slot})
-	}
-	ix.countCell(g, e, -1)
+	ix.countCell(g, e, slot, -1)
 	cs.byEvent.remove(lookupKey(e.eventID, slot))
 	cs.byAggregate.remove(lookupKey(e.aggregateID, slot))
 	if at, ok := e.nextChange(ix.cursor); ok {
-		cs.ahead.remove(pair{at, slot})
+		cs.ahead.remove(pair{at: at, slot: slot})
 	}
 }
 
 // countCell adds delta to the counts of e's cell: what depends on the
 // cell and not only on the record. The caller holds the write lock.
-func (ix *Index) countCell(g *group, e *entry, delta int) {
+func (ix *Index) countCell(g *group, e *entry, slot uint32, delta int) {
 	cs := &ix.counts
 	ci := e.cell
+	if !kinds[ci].finished {
+		p := pair{at: e.executeAt, slot: slot, tag: ci}
+		if delta > 0 {
+			g.open.insert(p)
+		} else {
+			g.open.remove(p)
+		}
+	}
 	g.n[ci] += int32(delta)
 	cs.all[ci] += int32(delta)
 	cs.cells[ci].add(e, delta)
@@ -477,16 +480,16 @@ func (ix *Index) advance(t int64) {
 	}
 	ix.cursor = t
 	cs := &ix.counts
-	for _, p := range cs.ahead.popThrough(t) {
+	for _, p := range cs.ahead.popWhile(func(p pair) bool { return p.at <= t }) {
 		e := ix.slots.at(p.slot)
 		if ci := e.cellAt(t); ci != e.cell {
 			g := cs.groups[entryGroup(e)]
-			ix.countCell(g, e, -1)
+			ix.countCell(g, e, p.slot, -1)
 			e.cell = ci
-			ix.countCell(g, e, 1)
+			ix.countCell(g, e, p.slot, 1)
 		}
 		if at, ok := e.nextChange(t); ok {
-			cs.ahead.insert(pair{at, p.slot})
+			cs.ahead.insert(pair{at: at, slot: p.slot})
 		}
 	}
 }

@@ -53,9 +53,9 @@ func (ix *Index) Due(now time.Time, limit int) []Due {
 		return len(out) < limit
 	}
 	if ms == 1<<63-1 {
-		ix.due.Ascend(visit)
+		ix.due.each(visit)
 	} else {
-		ix.due.AscendLessThan(pos{key: ms + 1}, visit)
+		ix.due.below(pos{key: ms + 1}, visit)
 	}
 	return out
 }

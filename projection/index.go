@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/btree"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -43,8 +42,8 @@ type Index struct {
 	names   *interner
 	slots   arena
 	byID    sorted[uint64] // lookupKey(id, slot) of every record: see slotOf
-	orders  [numSortFields]*btree.BTreeG[pos]
-	due     *btree.BTreeG[pos]
+	orders  [numSortFields]chunkSet[pos]
+	due     chunkSet[pos]
 	waiters map[string][]waiter
 	// gen counts the watches Run started; every entry and corrupt key
 	// remembers the watch that last delivered it, so a restarted watch's
@@ -115,7 +114,7 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 		logger:     slog.Default(),
 		names:      newInterner(),
 		checkEvery: 30 * time.Second,
-		due:        newOrder(),
+		due:        newChunkSet(cmpPos),
 		waiters:    make(map[string][]waiter),
 		corrupt:    make(map[string]uint32),
 		counts:     newCounts(),
@@ -123,7 +122,7 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 	}
 	ix.setHealth(errNotLoaded)
 	for i := range ix.orders {
-		ix.orders[i] = newOrder()
+		ix.orders[i] = newChunkSet(cmpPos)
 	}
 	for _, o := range opts {
 		if err := o(ix); err != nil {
@@ -216,22 +215,22 @@ func (ix *Index) removePacked(p string) {
 func (ix *Index) order(e *entry, slot uint32) {
 	ix.track(e, slot)
 	tie := tieOf(e.id)
-	for f, t := range ix.orders {
-		t.ReplaceOrInsert(pos{sortField(f).key(e), tie, slot})
+	for f := range ix.orders {
+		ix.orders[f].insert(pos{sortField(f).key(e), tie, slot})
 	}
 	if e.dueCandidate() {
-		ix.due.ReplaceOrInsert(pos{e.nextRetryAt, tie, slot})
+		ix.due.insert(pos{e.nextRetryAt, tie, slot})
 	}
 }
 
 func (ix *Index) unorder(e *entry, slot uint32) {
 	ix.untrack(e, slot)
 	tie := tieOf(e.id)
-	for f, t := range ix.orders {
-		t.Delete(pos{sortField(f).key(e), tie, slot})
+	for f := range ix.orders {
+		ix.orders[f].remove(pos{sortField(f).key(e), tie, slot})
 	}
 	if e.dueCandidate() {
-		ix.due.Delete(pos{e.nextRetryAt, tie, slot})
+		ix.due.remove(pos{e.nextRetryAt, tie, slot})
 	}
 }
 

@@ -1,12 +1,8 @@
 package projection
 
-import (
-	"math"
+import "math"
 
-	"github.com/google/btree"
-)
-
-// The index keeps its entries in B-trees (github.com/google/btree), one per
+// The index keeps its entries in ordered chunk sets (chunkset.go), one per
 // sort order and one of due candidates, so a page or a due batch costs
 // O(log n + what it reads), not O(n).
 
@@ -62,9 +58,3 @@ func idTie(id string) uint64 {
 	}
 	return h
 }
-
-// btreeDegree: wide nodes keep the per-item overhead near the 24 bytes of
-// a pos.
-const btreeDegree = 64
-
-func newOrder() *btree.BTreeG[pos] { return btree.NewG(btreeDegree, lessPos) }

@@ -252,7 +252,7 @@ func (ix *Index) summaryFast(m *matcher, atNow bool) (sum Summary, ok bool) {
 			continue
 		}
 		if open > 0 {
-			oldest, newest := ix.openBounds(g, m, b == boundExecuteAt || b == boundNone && every && sides == 0)
+			oldest, newest := ix.openBounds(g, m, &mask, sides == 0 && (b == boundNone || b == boundExecuteAt))
 			widen(&part, oldest, newest)
 		}
 		sum.Total += part.Total
@@ -300,33 +300,54 @@ func (ix *Index) summaryFast(m *matcher, atNow bool) (sum Summary, ok bool) {
 }
 
 // openBounds returns the smallest and largest executeAt of g's unfinished
-// records that match m, of which there is at least one. With byTime the
-// filter selects only by executeAt, if at all: the bounds are the records
-// at the ends of its range. Otherwise the unfinished records are read from
-// each end in executeAt order until one matches: as many as the group has
-// per match. The caller holds the read lock.
-func (ix *Index) openBounds(g *group, m *matcher, byTime bool) (oldest, newest int64) {
-	if byTime {
-		from, to := pair{m.from, 0}, pair{m.to, 0}
-		g.open.from(from, func(p pair) bool { oldest = p.at; return false })
-		if m.f.ExecuteAtTo.IsZero() {
-			newest = g.open.last().at
-		} else {
-			g.open.before(to, func(p pair) bool { newest = p.at; return false })
+// records that match m, of which there is at least one, among the cells of
+// mask. g.open holds them by cell, then executeAt: with byCell (the filter
+// selects by nothing but names, cells and executeAt) the ends of each
+// cell's part within the filter's executeAt range are the bounds; else each
+// cell's part is read from both ends until a record matches. The caller
+// holds the read lock.
+func (ix *Index) openBounds(g *group, m *matcher, mask *cellMask, byCell bool) (oldest, newest int64) {
+	hasTo := !m.f.ExecuteAtTo.IsZero()
+	found := false
+	take := func(at int64) {
+		if !found || at < oldest {
+			oldest = at
 		}
-		return oldest, newest
+		if !found || at > newest {
+			newest = at
+		}
+		found = true
 	}
-	found := func(at *int64) func(p pair) bool {
-		return func(p pair) bool {
-			if m.match(ix.slots.at(p.slot)) {
-				*at = p.at
+	for ci, n := range g.n {
+		if n == 0 || !mask[ci] || kinds[ci].finished {
+			continue
+		}
+		tag := uint8(ci)
+		lo, hi := pair{tag: tag, at: m.from}, pair{tag: tag + 1, at: -1 << 63}
+		if hasTo {
+			hi = pair{tag: tag, at: m.to}
+		}
+		g.open.from(lo, func(p pair) bool {
+			if p.tag != tag || hasTo && p.at >= m.to {
+				return false
+			}
+			if byCell || m.match(ix.slots.at(p.slot)) {
+				take(p.at)
 				return false
 			}
 			return true
-		}
+		})
+		g.open.before(hi, false, func(p pair) bool {
+			if p.tag != tag || p.at < m.from {
+				return false
+			}
+			if byCell || m.match(ix.slots.at(p.slot)) {
+				take(p.at)
+				return false
+			}
+			return true
+		})
 	}
-	g.open.from(pair{m.from, 0}, found(&oldest))
-	g.open.before(pair{1<<63 - 1, 1<<32 - 1}, found(&newest))
 	return oldest, newest
 }
 

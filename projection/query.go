@@ -101,16 +101,16 @@ func (ix *Index) List(q Query) (Page, error) {
 		}
 		return page, nil
 	}
-	t := ix.orders[field]
+	t := &ix.orders[field]
 	switch {
 	case q.Sort.Desc && after != nil:
-		t.DescendLessOrEqual(highest(after.key, after.tie), visit)
+		t.before(highest(after.key, after.tie), true, visit)
 	case q.Sort.Desc:
-		t.Descend(visit)
+		t.eachDesc(visit)
 	case after != nil:
-		t.AscendGreaterOrEqual(lowest(after.key, after.tie), visit)
+		t.from(lowest(after.key, after.tie), visit)
 	default:
-		t.Ascend(visit)
+		t.each(visit)
 	}
 	return page, nil
 }
