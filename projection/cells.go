@@ -362,6 +362,7 @@ type group struct {
 	// open holds the unfinished records by cell (pair.tag), then
 	// executeAt.
 	open chunkSet[pair]
+	load *groupLoad // while finishLoad gathers the group
 }
 
 // counts is the Index's counted view of its records.
@@ -398,11 +399,8 @@ func hash32(s string) uint64 {
 
 func lookupKey(id string, slot uint32) uint64 { return hash32(id)<<32 | uint64(slot) }
 
-// track counts e, held in slot, in its cell at the index's now. The
-// caller holds the write lock.
-func (ix *Index) track(e *entry, slot uint32) {
-	cs := &ix.counts
-	gk := entryGroup(e)
+// group returns the group of gk, made if it is new.
+func (cs *counts) group(gk groupKey) *group {
 	g := cs.groups[gk]
 	if g == nil {
 		g = &group{key: gk, open: newChunkSet(cmpPair)}
@@ -412,6 +410,24 @@ func (ix *Index) track(e *entry, slot uint32) {
 		cs.groups[gk] = g
 		cs.list = append(cs.list, g)
 	}
+	return g
+}
+
+// sideCounts returns the counts of value v of side d, made if new.
+func (cs *counts) sideCounts(d int, v uint32) *cellCounts {
+	c := cs.sides[d][v]
+	if c == nil {
+		c = &cellCounts{}
+		cs.sides[d][v] = c
+	}
+	return c
+}
+
+// track counts e, held in slot, in its cell at the index's now. The
+// caller holds the write lock.
+func (ix *Index) track(e *entry, slot uint32) {
+	cs := &ix.counts
+	g := cs.group(entryGroup(e))
 	e.cell = e.cellAt(ix.cursor)
 	g.total++
 	k := &kinds[e.cell]
@@ -456,12 +472,7 @@ func (ix *Index) countCell(g *group, e *entry, slot uint32, delta int) {
 	cs.all[ci] += int32(delta)
 	cs.cells[ci].add(e, delta)
 	for d, v := range e.sides() {
-		c := cs.sides[d][v]
-		if c == nil {
-			c = &cellCounts{}
-			cs.sides[d][v] = c
-		}
-		c[ci] += int32(delta)
+		cs.sideCounts(d, v)[ci] += int32(delta)
 		sc := g.sides[d][v]
 		if sc == nil {
 			sc = &sparseCells{}

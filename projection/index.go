@@ -52,6 +52,9 @@ type Index struct {
 	corrupt map[string]uint32 // keys holding a value that is not a view → gen
 	samples map[uint32]string // fingerprint → a message of it (fingerprints.go)
 	counts  counts            // kept by order and unorder (cells.go)
+	// loading holds the slot of every packed id while the first load is
+	// made in bulk (load.go), nil otherwise.
+	loading map[string]uint32
 	// cursor is the index's now (epoch ms): the instant the records'
 	// cells are of. It only moves forward (advance).
 	cursor int64
@@ -172,6 +175,10 @@ func (ix *Index) put(v *View) { ix.putAt(v, false) }
 // bucket's value replayed by a restarted watch is the truth). The caller
 // holds the write lock.
 func (ix *Index) putAt(v *View, force bool) {
+	if ix.loading != nil {
+		ix.loadPut(v, force)
+		return
+	}
 	slot, ok := ix.slotOf(packID(v.State.ID))
 	if ok {
 		old := ix.slots.at(slot)
@@ -201,6 +208,10 @@ func (ix *Index) remove(id string) { ix.removePacked(packID(id)) }
 // removePacked drops the record of packed id p. The caller holds the
 // write lock.
 func (ix *Index) removePacked(p string) {
+	if ix.loading != nil {
+		ix.loadRemove(p)
+		return
+	}
 	slot, ok := ix.slotOf(p)
 	if !ok {
 		return

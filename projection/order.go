@@ -19,12 +19,22 @@ type pos struct {
 // cmpPos orders positions as lessPos does.
 func cmpPos(a, b pos) int {
 	switch {
-	case lessPos(a, b):
-		return -1
-	case lessPos(b, a):
-		return 1
+	case a.key != b.key:
+		return cmpInt(a.key < b.key)
+	case a.tie != b.tie:
+		return cmpInt(a.tie < b.tie)
+	case a.slot != b.slot:
+		return cmpInt(a.slot < b.slot)
 	}
 	return 0
+}
+
+// cmpInt is -1 if less, else 1.
+func cmpInt(less bool) int {
+	if less {
+		return -1
+	}
+	return 1
 }
 
 func lessPos(a, b pos) bool {

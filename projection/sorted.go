@@ -68,6 +68,23 @@ func (s *sorted[T]) before(i int) int {
 
 const chunkMax = 512
 
+// build replaces the set's values with vs, which are sorted. The set keeps
+// vs's backing array; its chunks are three quarters full (chunkFill).
+func (s *sorted[T]) build(vs []T) {
+	s.chunks, s.lasts, s.n = nil, nil, len(vs)
+	for len(vs) > 0 {
+		k := min(len(vs), chunkFill)
+		c := vs[:k:k]
+		if len(vs) == k {
+			c = vs
+		}
+		s.chunks = append(s.chunks, c)
+		s.lasts = append(s.lasts, c[len(c)-1])
+		vs = vs[k:]
+	}
+	s.reshape()
+}
+
 // chunkOf returns the first chunk whose last value is >= v, len(chunks) if
 // none is.
 func (s *sorted[T]) chunkOf(v T) int {

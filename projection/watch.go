@@ -99,6 +99,7 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	ix.mu.Lock()
 	ix.gen++
 	gen := ix.gen
+	ix.beginLoad() // the first load, in bulk (load.go)
 	ix.mu.Unlock()
 	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
 	err = kvwatch.InitialAll(wctx, ix.views, w, func(e jetstream.KeyValueEntry) {
@@ -108,6 +109,11 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 		}
 	})
 	if err != nil {
+		ix.mu.Lock()
+		if ix.loading != nil {
+			ix.finishLoad() // the next watch applies its values one by one
+		}
+		ix.mu.Unlock()
 		return false, fmt.Errorf("load the views: %w", err)
 	}
 	ix.applyBatch(append(batch, nil), gen, false) // nil: every view is in
@@ -220,6 +226,9 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32, synced 
 		c := &changes[i]
 		switch {
 		case c.ready:
+			if ix.loading != nil {
+				ix.finishLoad()
+			}
 			if gen > 1 {
 				ix.sweep(gen)
 			}
