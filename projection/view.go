@@ -22,9 +22,8 @@ type View = api.View
 // events. The error matches ErrCorruptView and names what the reader
 // refuses.
 //
-// The bytes are those of json.Marshal(v), written without the second scan
-// encoding/json gives the output of State's MarshalJSON (already compact
-// and HTML-escaped: it is encoding/json's own).
+// The bytes are those of json.Marshal(v), written field by field
+// (appendState).
 func encodeView(v *View) ([]byte, error) {
 	if err := readsBack(v); err != nil {
 		return nil, fmt.Errorf("record %s version %d would not read back: %w", v.State.ID, v.Version, err)
@@ -34,13 +33,13 @@ func encodeView(v *View) ([]byte, error) {
 
 // appendView returns the stored JSON of v, unchecked.
 func appendView(v *View) ([]byte, error) {
-	state, err := v.State.MarshalJSON()
+	e := &v.State.Error
+	data := make([]byte, 0, 640+len(e.ErrorMsg)+len(e.StackTrace)+64*len(e.BindingErrors)) // usually enough
+	data = append(data, `{"state":`...)
+	data, err := appendState(data, &v.State)
 	if err != nil {
 		return nil, fmt.Errorf("encode view: %v: %w", err, ErrCorruptView)
 	}
-	data := make([]byte, 0, len(state)+80)
-	data = append(data, `{"state":`...)
-	data = append(data, state...)
 	data = append(data, `,"version":`...)
 	data = strconv.AppendUint(data, v.Version, 10)
 	data = append(data, `,"updatedAt":`...)
