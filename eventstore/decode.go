@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-
-	"github.com/go-json-experiment/json/jsontext"
+	"unicode/utf8"
 )
 
 // decodeCanonical decodes a document laid out as appendStream writes it:
@@ -16,11 +15,12 @@ import (
 // quarter of its cost on every read and every consumed message. ok is
 // false for any other document, which the caller decodes with Unmarshal.
 //
-// The whole document is validated first exactly as Unmarshal's decoder
-// does (RFC 7493: syntax, UTF-8, unique names, one value), so the
-// scanning below only has to find where each field ends.
+// It checks what Unmarshal's decoder checks (RFC 7493: syntax, UTF-8,
+// unique names), never more leniently: the document's UTF-8 at once, its
+// own fields as it matches them, and bodies and the state with a
+// validator, which also finds where they end.
 func decodeCanonical(data []byte) (s Stream, ok bool) {
-	if !jsontext.Value(data).IsValid() {
+	if !utf8.Valid(data) {
 		return Stream{}, false
 	}
 	// Bodies and the state are copied once, together, as Unmarshal copies
@@ -65,24 +65,24 @@ func (d *canonical) lit(s string) bool {
 	return true
 }
 
-// str consumes a string without escapes. (The document is valid, so its
-// bytes are valid UTF-8 and it has no control characters.)
+// str consumes a string without escapes or control characters (the
+// document is valid UTF-8).
 func (d *canonical) str(out *string) bool {
 	if d.i >= len(d.b) || d.b[d.i] != '"' {
 		return false
 	}
 	start := d.i + 1
-	end := bytes.IndexByte(d.b[start:], '"')
-	if end < 0 {
-		return false
+	for j := start; j < len(d.b); j++ {
+		switch c := d.b[j]; {
+		case c == '"':
+			*out = string(d.b[start:j])
+			d.i = j + 1
+			return true
+		case c < 0x20 || c == '\\':
+			return false
+		}
 	}
-	end += start
-	if bytes.IndexByte(d.b[start:end], '\\') >= 0 {
-		return false
-	}
-	*out = string(d.b[start:end])
-	d.i = end + 1
-	return true
+	return false
 }
 
 // optStr consumes name and a string if the document continues with name.
@@ -93,11 +93,15 @@ func (d *canonical) optStr(name string, out *string) bool {
 	return d.str(out)
 }
 
-// digits returns the run of ASCII digits at the scan position.
+// digits returns the run of ASCII digits at the scan position, nil if
+// it has a leading zero.
 func (d *canonical) digits() []byte {
 	j := d.i
 	for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
 		j++
+	}
+	if j-d.i > 1 && d.b[d.i] == '0' {
+		return nil // a leading zero is not JSON
 	}
 	return d.b[d.i:j]
 }
@@ -152,7 +156,10 @@ func (d *canonical) headers(out *map[string]string) bool {
 		if !d.str(&k) || !d.lit(":") || !d.str(&v) {
 			return false
 		}
-		h[k] = v // names are unique: the document is valid
+		if _, dup := h[k]; dup {
+			return false // Unmarshal refuses duplicate names
+		}
+		h[k] = v
 		if d.lit("}") {
 			*out = h
 			return true
@@ -184,69 +191,17 @@ func (d *canonical) events(out *[]Event) bool {
 	}
 }
 
-// value consumes a JSON value other than null and sets out to its copy.
+// value consumes a valid JSON value other than null and sets out to its
+// copy.
 func (d *canonical) value(out *[]byte) bool {
-	if d.i >= len(d.b) {
+	if d.i >= len(d.b) || d.b[d.i] == 'n' {
 		return false
 	}
-	start := d.i
-	switch c := d.b[d.i]; {
-	case c == '{' || c == '[':
-		depth := 0
-		for ; d.i < len(d.b); d.i++ {
-			switch d.b[d.i] {
-			case '"':
-				if !d.skipString() {
-					return false
-				}
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			if depth == 0 {
-				d.i++
-				break
-			}
-		}
-		if depth != 0 {
-			return false
-		}
-	case c == '"':
-		if !d.skipString() {
-			return false
-		}
-		d.i++
-	case c == 't' || c == 'f' || c == '-' || c >= '0' && c <= '9':
-		for d.i < len(d.b) && !endsLiteral(d.b[d.i]) {
-			d.i++
-		}
-	default:
-		return false // null or whitespace
+	v := validator{b: d.b, i: d.i}
+	if !v.value(0) {
+		return false
 	}
-	*out = json.RawMessage(d.own[start:d.i:d.i])
+	*out = json.RawMessage(d.own[d.i:v.i:v.i])
+	d.i = v.i
 	return true
-}
-
-// skipString moves the scan position from a string's opening quote to
-// its closing one.
-func (d *canonical) skipString() bool {
-	for d.i++; d.i < len(d.b); d.i++ {
-		switch d.b[d.i] {
-		case '\\':
-			d.i++
-		case '"':
-			return true
-		}
-	}
-	return false
-}
-
-// endsLiteral reports whether c ends a number, true or false.
-func endsLiteral(c byte) bool {
-	switch c {
-	case ',', '}', ']', ' ', '\t', '\r', '\n':
-		return true
-	}
-	return false
 }
