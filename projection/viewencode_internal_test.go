@@ -1,8 +1,11 @@
 package projection
 
 import (
+	"encoding"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -69,4 +72,68 @@ func FuzzAppendState(f *testing.F) {
 		}
 		requireSameAsMarshalJSON(t, s)
 	})
+}
+
+// fillEvery sets every field reachable from v to a non-zero value.
+func fillEvery(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fillEvery(v.Field(i))
+		}
+	case reflect.String:
+		v.SetString("x<" + v.Type().Name())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(-7)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(7)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(0.25)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		for i := range 2 {
+			fillEvery(v.Index(i))
+		}
+	default:
+		panic("fillEvery: add the kind " + v.Kind().String())
+	}
+}
+
+// A field added to State is written by MarshalJSON; this fails until
+// appendState writes it too.
+func TestAppendStateWritesEveryField(t *testing.T) {
+	var s aggregate.State
+	fillEvery(reflect.ValueOf(&s).Elem())
+	requireSameAsMarshalJSON(t, &s)
+}
+
+// readsBack knows which of State's fields the reader parses with a method
+// of their own (and can refuse): a new one fails this until readsBack
+// checks it.
+func TestReadsBackKnowsEveryFieldTheReaderParses(t *testing.T) {
+	text := reflect.TypeFor[encoding.TextUnmarshaler]()
+	jsonV1 := reflect.TypeFor[json.Unmarshaler]()
+	var parsed []string
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for i := range ty.NumField() {
+			f := ty.Field(i)
+			if p := reflect.PointerTo(f.Type); p.Implements(text) || p.Implements(jsonV1) {
+				parsed = append(parsed, f.Type.Name())
+			}
+			switch f.Type.Kind() {
+			case reflect.Struct:
+				walk(f.Type)
+			case reflect.Slice:
+				if f.Type.Elem().Kind() == reflect.Struct {
+					walk(f.Type.Elem())
+				}
+			}
+		}
+	}
+	walk(reflect.TypeFor[aggregate.State]())
+	require.ElementsMatch(t, []string{"FunctionKind", "Status", "Recoverability"}, parsed,
+		"readsBack checks exactly these; a new field with its own parser needs a check there")
 }
