@@ -61,6 +61,8 @@ func TestDecodeCanonicalReturnsWhatUnmarshalReturns(t *testing.T) {
 func TestDecodeCanonicalLeavesEveryOtherDocumentToUnmarshal(t *testing.T) {
 	const ok = `{"id":"s","aggregate":{"context":"c","type":"t","id":"i"},"version":1,"createTime":5,"events":[{"id":"e","name":"n","body":{}}]}`
 	require.True(t, requireDecodesAsUnmarshal(t, []byte(ok)))
+	spaced := `{"id":"s","aggregate":{"context":"c","type":"t","id":"i"},"version":1,"createTime":5,"events":[{"id":"e","name":"n","body":{ "a" : [ 1 , "\u0041" ] }}],"state":[ {} ]}`
+	require.True(t, requireDecodesAsUnmarshal(t, []byte(spaced)), "whitespace and escapes inside a body or the state are kept, as Unmarshal keeps them")
 	cases := map[string]string{
 		"whitespace":          `{ "id":"s","aggregate":{"context":"c","type":"t","id":"i"},"version":1,"createTime":5,"events":[{"id":"e","name":"n","body":{}}]}`,
 		"space after a body":  `{"id":"s","aggregate":{"context":"c","type":"t","id":"i"},"version":1,"createTime":5,"events":[{"id":"e","name":"n","body":1 }]}`,
