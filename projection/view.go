@@ -34,7 +34,7 @@ func encodeView(v *View) ([]byte, error) {
 // appendView returns the stored JSON of v, unchecked.
 func appendView(v *View) ([]byte, error) {
 	e := &v.State.Error
-	data := make([]byte, 0, 640+len(e.ErrorMsg)+len(e.StackTrace)+64*len(e.BindingErrors)) // usually enough
+	data := make([]byte, 0, 768+len(e.ErrorMsg)+len(e.StackTrace)+len(e.Fingerprint)+64*len(e.BindingErrors)) // a view with short ids and names is about 700 bytes
 	data = append(data, `{"state":`...)
 	data, err := appendState(data, &v.State)
 	if err != nil {
