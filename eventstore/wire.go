@@ -45,9 +45,11 @@ func Encode(s *Stream) ([]byte, error) {
 // encoding/json here, and stricter: duplicate names, invalid UTF-8 and
 // field names in the wrong case are errors.
 func Decode(data []byte) (Stream, error) {
-	var s Stream
-	if err := jsonv2.Unmarshal(data, &s); err != nil {
-		return Stream{}, invalid("decode stream: %v", err)
+	s, ok := decodeCanonical(data) // what Unmarshal returns, for what appendStream writes
+	if !ok {
+		if err := jsonv2.Unmarshal(data, &s); err != nil {
+			return Stream{}, invalid("decode stream: %v", err)
+		}
 	}
 	// Unmarshal has checked the JSON syntax of bodies and state.
 	if err := s.validate(false); err != nil {
