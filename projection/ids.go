@@ -8,6 +8,7 @@ package projection
 // 16 bytes that does not start with NUL is a UUID, one that starts with NUL
 // is the rest. Every comparison the index makes is between packed ids.
 
+// hexDigits are the lowercase hex digits (ids.go, viewencode.go).
 const hexDigits = "0123456789abcdef"
 
 // packID returns the form of id the index keeps.

@@ -136,8 +136,6 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 	return b, nil
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s quoted as encoding/json writes a string, HTML
 // escaping on: <, > and & as \u003c, \u003e and \u0026, U+2028 and U+2029
 // escaped, and each byte of invalid UTF-8 as \ufffd.
