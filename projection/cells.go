@@ -362,7 +362,9 @@ type group struct {
 	// open holds the unfinished records by cell (pair.tag), then
 	// executeAt.
 	open chunkSet[pair]
-	load *groupLoad // while finishLoad gathers the group
+	// byExec holds them by executeAt alone.
+	byExec chunkSet[openRec]
+	load   *groupLoad // while finishLoad gathers the group
 }
 
 // counts is the Index's counted view of its records.
@@ -403,7 +405,7 @@ func lookupKey(id string, slot uint32) uint64 { return hash32(id)<<32 | uint64(s
 func (cs *counts) group(gk groupKey) *group {
 	g := cs.groups[gk]
 	if g == nil {
-		g = &group{key: gk, open: newChunkSet(cmpPair)}
+		g = &group{key: gk, open: newChunkSet(cmpPair), byExec: newChunkSet(cmpOpenRec)}
 		for d := range g.sides {
 			g.sides[d] = map[uint32]*sparseCells{}
 		}
@@ -432,6 +434,9 @@ func (ix *Index) track(e *entry, slot uint32) {
 	g.total++
 	k := &kinds[e.cell]
 	k.classes(func(c int) { g.classes[c].add(e, 1) })
+	if !k.finished {
+		g.byExec.insert(newOpenRec(e, slot))
+	}
 	ix.countCell(g, e, slot, 1)
 	cs.byEvent.insert(lookupKey(e.eventID, slot))
 	cs.byAggregate.insert(lookupKey(e.aggregateID, slot))
@@ -447,6 +452,9 @@ func (ix *Index) untrack(e *entry, slot uint32) {
 	g.total--
 	k := &kinds[e.cell]
 	k.classes(func(c int) { g.classes[c].add(e, -1) })
+	if !k.finished {
+		g.byExec.remove(newOpenRec(e, slot))
+	}
 	ix.countCell(g, e, slot, -1)
 	cs.byEvent.remove(lookupKey(e.eventID, slot))
 	cs.byAggregate.remove(lookupKey(e.aggregateID, slot))

@@ -55,6 +55,7 @@ func (ix *Index) loadRemove(p string) {
 type groupLoad struct {
 	exec, next [numClasses][]int64
 	open       []pair
+	byExec     []openRec
 }
 
 // sideKey names the counts of one side value in one group.
@@ -101,6 +102,7 @@ func (ix *Index) finishLoad() {
 		})
 		if !k.finished {
 			gl.open = append(gl.open, pair{at: e.executeAt, slot: slot, tag: e.cell})
+			gl.byExec = append(gl.byExec, newOpenRec(e, slot))
 		}
 		cellExec[e.cell] = append(cellExec[e.cell], e.executeAt)
 		cellNext[e.cell] = append(cellNext[e.cell], e.nextRetryAt)
@@ -159,6 +161,8 @@ func (ix *Index) finishLoad() {
 			}
 			slices.SortFunc(gl.open, cmpPair)
 			g.open.build(gl.open)
+			slices.SortFunc(gl.byExec, cmpOpenRec)
+			g.byExec.build(gl.byExec)
 			g.load = nil
 		}
 	})

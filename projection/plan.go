@@ -301,12 +301,40 @@ func (ix *Index) summaryFast(m *matcher, atNow bool) (sum Summary, ok bool) {
 
 // openBounds returns the smallest and largest executeAt of g's unfinished
 // records that match m, of which there is at least one, among the cells of
-// mask. g.open holds them by cell, then executeAt: with byCell (the filter
-// selects by nothing but names, cells and executeAt) the ends of each
-// cell's part within the filter's executeAt range are the bounds; else each
-// cell's part is read from both ends until a record matches. The caller
-// holds the read lock.
+// mask. With byCell (the filter selects by nothing but names, cells and
+// executeAt) they are the ends of the cells' parts of g.open within the
+// filter's executeAt range. Otherwise g.byExec is read from each end until
+// a record matches: what it holds of a record answers aggregate context,
+// aggregate type, function kind, nextRetryAt and retries without reading
+// the entry, which is read only for a status, recoverability or view. That
+// reads a few records per group for a filter that selects a part of them
+// independently of executeAt, and up to all of them for one that selects
+// by nextRetryAt, which follows executeAt. The caller holds the read lock.
 func (ix *Index) openBounds(g *group, m *matcher, mask *cellMask, byCell bool) (oldest, newest int64) {
+	if !byCell {
+		_, every := m.cells()
+		matches := func(r openRec) bool {
+			if !m.quick(&r) {
+				return false
+			}
+			return every && m.f.MinRetries <= 255 || m.match(ix.slots.at(r.slot))
+		}
+		g.byExec.each(func(r openRec) bool {
+			if matches(r) {
+				oldest = r.at
+				return false
+			}
+			return true
+		})
+		g.byExec.eachDesc(func(r openRec) bool {
+			if matches(r) {
+				newest = r.at
+				return false
+			}
+			return true
+		})
+		return oldest, newest
+	}
 	hasTo := !m.f.ExecuteAtTo.IsZero()
 	found := false
 	take := func(at int64) {
@@ -328,27 +356,30 @@ func (ix *Index) openBounds(g *group, m *matcher, mask *cellMask, byCell bool) (
 			hi = pair{tag: tag, at: m.to}
 		}
 		g.open.from(lo, func(p pair) bool {
-			if p.tag != tag || hasTo && p.at >= m.to {
-				return false
-			}
-			if byCell || m.match(ix.slots.at(p.slot)) {
+			if p.tag == tag && (!hasTo || p.at < m.to) {
 				take(p.at)
-				return false
 			}
-			return true
+			return false
 		})
 		g.open.before(hi, false, func(p pair) bool {
-			if p.tag != tag || p.at < m.from {
-				return false
-			}
-			if byCell || m.match(ix.slots.at(p.slot)) {
+			if p.tag == tag && p.at >= m.from {
 				take(p.at)
-				return false
 			}
-			return true
+			return false
 		})
 	}
 	return oldest, newest
+}
+
+// quick reports whether what r holds of a record passes the filter's
+// aggregate context, aggregate type, function kind, bounds and (up to 255)
+// minRetries.
+func (m *matcher) quick(r *openRec) bool {
+	return (m.names[0] == 0 || r.aggContext == m.names[0]) && (m.names[1] == 0 || r.aggType == m.names[1]) &&
+		(m.kind == 0 || r.kind == m.kind) &&
+		(!m.execBound || inBounds(r.at, m.from, m.to, !m.f.ExecuteAtTo.IsZero())) &&
+		(!m.nextBound || inBounds(r.nextRetryAt, m.nrFrom, m.nrTo, !m.f.NextRetryAtTo.IsZero())) &&
+		int32(r.retries) >= min(m.f.MinRetries, 255)
 }
 
 // widen extends g's failure times to oldest and newest as addTo does.
