@@ -178,7 +178,11 @@ func (s *viewScanner) str(dst *[]byte) bool {
 	start := s.i + 1
 	ascii := true
 	for j := start; j < len(d); j++ {
-		switch c := d[j]; {
+		c := d[j]
+		if plainASCII[c] {
+			continue
+		}
+		switch {
 		case c == '"':
 			if !ascii && !utf8.Valid(d[start:j]) {
 				return false
@@ -198,6 +202,15 @@ func (s *viewScanner) str(dst *[]byte) bool {
 	}
 	return false
 }
+
+// plainASCII holds the bytes a JSON string holds as they are and that
+// are ASCII: all but control characters, '"' and '\\'.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // escapedStr is str for a string with escape sequences, which starts at
 // offset start: the value goes to the scratch buffer.
