@@ -1,6 +1,8 @@
 package projection
 
 import (
+	"encoding/binary"
+	"math"
 	"unicode/utf8"
 )
 
@@ -176,109 +178,149 @@ func (s *viewScanner) str(dst *[]byte) bool {
 		return false
 	}
 	start := s.i + 1
-	ascii := true
-	for j := start; j < len(d); j++ {
-		c := d[j]
-		if plainASCII[c] {
-			continue
-		}
-		switch {
-		case c == '"':
-			if !ascii && !utf8.Valid(d[start:j]) {
-				return false
-			}
-			if dst != nil {
-				*dst = d[start:j:j]
-			}
-			s.i = j + 1
-			return true
-		case c == '\\':
-			return s.escapedStr(start, dst)
-		case c < 0x20:
-			return false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
+	j, high := skipPlain(d, start)
+	switch {
+	case j == len(d):
+		return false
+	case d[j] == '\\':
+		return s.escapedStr(start, j, high, dst)
+	case d[j] != '"':
+		return false
+	case high&0x80 != 0 && !utf8.Valid(d[start:j]):
+		return false
 	}
-	return false
+	if dst != nil {
+		*dst = d[start:j:j]
+	}
+	s.i = j + 1
+	return true
 }
 
-// plainASCII holds the bytes a JSON string holds as they are and that
-// are ASCII: all but control characters, '"' and '\\'.
-var plainASCII = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
+// escapedStr is str for a string that starts at offset start and has its
+// first escape sequence at j; high has the high bit set if a byte before
+// j is not ASCII. The value, if kept, goes to the scratch buffer.
+func (s *viewScanner) escapedStr(start, j int, high uint64, dst *[]byte) bool {
+	d := s.d
+	keep := dst != nil
+	buf := s.f.buf
+	from := len(buf)
+	copied := start // the first byte not yet copied to buf
+	for {
+		// d[j] is a backslash.
+		r, n := unescape(d, j)
+		if n == 0 {
+			return false
+		}
+		if keep {
+			buf = append(buf, d[copied:j]...)
+			buf = utf8.AppendRune(buf, r)
+		}
+		j += n
+		copied = j
+		var h uint64
+		j, h = skipPlain(d, j)
+		high |= h
+		switch {
+		case j == len(d):
+			return false
+		case d[j] == '\\':
+			continue
+		case d[j] != '"':
+			return false
+		case high&0x80 != 0 && !utf8.Valid(d[start:j]):
+			return false
+		}
+		if keep {
+			buf = append(buf, d[copied:j]...)
+			s.f.buf = buf
+			*dst = buf[from:len(buf):len(buf)]
+		}
+		s.i = j + 1
+		return true
+	}
+}
+
+// skipPlain returns the offset of the first byte from j on that a JSON
+// string does not hold as it is ('"', '\\' or a control character), or
+// len(d); high has the high bit (0x80) set if a byte it passed is not
+// ASCII. Eight bytes at a time where it can.
+func skipPlain(d []byte, j int) (end int, high uint64) {
+	for j+8 <= len(d) {
+		w := binary.LittleEndian.Uint64(d[j:])
+		if needsLook(w) {
+			break
+		}
+		high |= w
+		j += 8
+	}
+	for ; j < len(d); j++ {
+		c := d[j]
+		if !plainByte[c] {
+			break
+		}
+		high |= uint64(c)
+	}
+	return j, high & hiBits
+}
+
+const (
+	loBits = 0x0101010101010101 // the low bit of each byte
+	hiBits = 0x8080808080808080 // the high bit of each byte
+)
+
+// needsLook reports whether one of the eight bytes of w is a control
+// character, '"' or '\\' (it never misses one). Bytes that are not ASCII
+// do not count.
+func needsLook(w uint64) bool {
+	quote := w ^ (loBits * '"')
+	slash := w ^ (loBits * '\\')
+	return ((w-loBits*0x20)&^w|(quote-loBits)&^quote|(slash-loBits)&^slash)&hiBits != 0
+}
+
+// plainByte holds the bytes a JSON string holds as they are: all but
+// control characters, '"' and '\\'.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
 	return t
 }()
 
-// escapedStr is str for a string with escape sequences, which starts at
-// offset start: the value goes to the scratch buffer.
-func (s *viewScanner) escapedStr(start int, dst *[]byte) bool {
-	d := s.d
-	buf := s.f.buf
-	from := len(buf)
-	lit := start // the first byte not yet copied
-	for j := start; j < len(d); {
-		c := d[j]
-		switch {
-		case c == '"':
-			if !utf8.Valid(d[start:j]) {
-				return false
-			}
-			buf = append(buf, d[lit:j]...)
-			s.f.buf = buf
-			if dst != nil {
-				*dst = buf[from:len(buf):len(buf)]
-			}
-			s.i = j + 1
-			return true
-		case c < 0x20:
-			return false
-		case c != '\\':
-			j++
-			continue
-		}
-		buf = append(buf, d[lit:j]...)
-		if j+1 >= len(d) {
-			return false
-		}
-		n := 2
-		switch d[j+1] {
-		case '"', '\\', '/':
-			buf = append(buf, d[j+1])
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, ok := hex4(d, j+2)
-			n = 6
-			switch {
-			case !ok || r >= 0xdc00 && r <= 0xdfff:
-				return false
-			case r >= 0xd800 && r <= 0xdbff:
-				lo, ok := hex4(d, j+8)
-				if !ok || d[j+6] != '\\' || d[j+7] != 'u' || lo < 0xdc00 || lo > 0xdfff {
-					return false
-				}
-				r = 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00)
-				n = 12
-			}
-			buf = utf8.AppendRune(buf, r)
-		default:
-			return false
-		}
-		j += n
-		lit = j
+// unescape reads the escape sequence at d[j] (a backslash): the rune it
+// stands for and its length, 0 if it is not valid or is a surrogate
+// escape that is not half of a pair.
+func unescape(d []byte, j int) (r rune, n int) {
+	if j+1 >= len(d) {
+		return 0, 0
 	}
-	return false
+	switch d[j+1] {
+	case '"', '\\', '/':
+		return rune(d[j+1]), 2
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		r, ok := hex4(d, j+2)
+		switch {
+		case !ok || r >= 0xdc00 && r <= 0xdfff:
+			return 0, 0
+		case r < 0xd800 || r > 0xdbff:
+			return r, 6
+		}
+		lo, ok := hex4(d, j+8)
+		if !ok || d[j+6] != '\\' || d[j+7] != 'u' || lo < 0xdc00 || lo > 0xdfff {
+			return 0, 0
+		}
+		return 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00), 12
+	}
+	return 0, 0
 }
 
 // hex4 reads the four hex digits at d[i:]; ok is false if there are not
@@ -303,15 +345,22 @@ func hex4(d []byte, i int) (r rune, ok bool) {
 }
 
 // digits consumes a JSON integer's digits (no sign): at least one, no
-// leading zero, at most 20. It returns their value and false if there are
+// leading zero. It returns their value and false if there are
 // none, or if the value overflows a uint64.
 func (s *viewScanner) digits() (uint64, bool) {
 	d := s.d
 	j := s.i
 	var v uint64
-	for j < len(d) && d[j] >= '0' && d[j] <= '9' {
+	if j+8 <= len(d) {
+		if w := binary.LittleEndian.Uint64(d[j:]); eightDigits(w) {
+			v = eightDigitsValue(w)
+			j += 8
+		}
+	}
+	for j < len(d) && d[j]-'0' <= 9 {
 		c := uint64(d[j] - '0')
-		if v > (1<<64-1-c)/10 {
+		// 19 digits always fit.
+		if j-s.i >= 19 && v > (math.MaxUint64-c)/10 {
 			return 0, false
 		}
 		v = v*10 + c
@@ -323,6 +372,21 @@ func (s *viewScanner) digits() (uint64, bool) {
 	}
 	s.i = j
 	return v, true
+}
+
+// eightDigits reports whether the eight bytes of w are all '0' to '9'.
+func eightDigits(w uint64) bool {
+	return w&0xf0f0f0f0f0f0f0f0 == 0x3030303030303030 &&
+		(w+0x0606060606060606)&0xf0f0f0f0f0f0f0f0 == 0x3030303030303030
+}
+
+// eightDigitsValue is the number the eight digits of w (the first in the
+// lowest byte) write: pairs, then quads, then all eight, each step with
+// one multiplication.
+func eightDigitsValue(w uint64) uint64 {
+	w = (w & 0x0f0f0f0f0f0f0f0f) * (10<<8 + 1) >> 8
+	w = (w & 0x00ff00ff00ff00ff) * (100<<16 + 1) >> 16
+	return (w & 0x0000ffff0000ffff) * (10000<<32 + 1) >> 32 & 0xffffffff
 }
 
 // uint consumes an unsigned integer into *dst if dst is not nil. A
