@@ -3,6 +3,7 @@ package projection
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -186,7 +187,7 @@ func (s *viewScanner) str(dst *[]byte) bool {
 		return s.escapedStr(start, j, high, dst)
 	case d[j] != '"':
 		return false
-	case high&0x80 != 0 && !utf8.Valid(d[start:j]):
+	case high && !utf8.Valid(d[start:j]):
 		return false
 	}
 	if dst != nil {
@@ -197,9 +198,9 @@ func (s *viewScanner) str(dst *[]byte) bool {
 }
 
 // escapedStr is str for a string that starts at offset start and has its
-// first escape sequence at j; high has the high bit set if a byte before
-// j is not ASCII. The value, if kept, goes to the scratch buffer.
-func (s *viewScanner) escapedStr(start, j int, high uint64, dst *[]byte) bool {
+// first escape sequence at j; high reports whether a byte before j is not
+// ASCII. The value, if kept, goes to the scratch buffer.
+func (s *viewScanner) escapedStr(start, j int, high bool, dst *[]byte) bool {
 	d := s.d
 	keep := dst != nil
 	buf := s.f.buf
@@ -217,9 +218,9 @@ func (s *viewScanner) escapedStr(start, j int, high uint64, dst *[]byte) bool {
 		}
 		j += n
 		copied = j
-		var h uint64
+		var h bool
 		j, h = skipPlain(d, j)
-		high |= h
+		high = high || h
 		switch {
 		case j == len(d):
 			return false
@@ -227,7 +228,7 @@ func (s *viewScanner) escapedStr(start, j int, high uint64, dst *[]byte) bool {
 			continue
 		case d[j] != '"':
 			return false
-		case high&0x80 != 0 && !utf8.Valid(d[start:j]):
+		case high && !utf8.Valid(d[start:j]):
 			return false
 		}
 		if keep {
@@ -242,15 +243,18 @@ func (s *viewScanner) escapedStr(start, j int, high uint64, dst *[]byte) bool {
 
 // skipPlain returns the offset of the first byte from j on that a JSON
 // string does not hold as it is ('"', '\\' or a control character), or
-// len(d); high has the high bit (0x80) set if a byte it passed is not
-// ASCII. Eight bytes at a time where it can.
-func skipPlain(d []byte, j int) (end int, high uint64) {
+// len(d); high reports whether a byte it passed is not ASCII. Eight
+// bytes at a time where it can.
+func skipPlain(d []byte, j int) (end int, high bool) {
+	var bits8 uint64 // the bytes passed, or-ed
 	for j+8 <= len(d) {
 		w := binary.LittleEndian.Uint64(d[j:])
-		if needsLook(w) {
-			break
+		if m := lookMask(w); m != 0 {
+			k := bits.TrailingZeros64(m) / 8
+			bits8 |= w & (1<<(8*k) - 1)
+			return j + k, bits8&hiBits != 0
 		}
-		high |= w
+		bits8 |= w
 		j += 8
 	}
 	for ; j < len(d); j++ {
@@ -258,9 +262,9 @@ func skipPlain(d []byte, j int) (end int, high uint64) {
 		if !plainByte[c] {
 			break
 		}
-		high |= uint64(c)
+		bits8 |= uint64(c)
 	}
-	return j, high & hiBits
+	return j, bits8&hiBits != 0
 }
 
 const (
@@ -268,13 +272,15 @@ const (
 	hiBits = 0x8080808080808080 // the high bit of each byte
 )
 
-// needsLook reports whether one of the eight bytes of w is a control
-// character, '"' or '\\' (it never misses one). Bytes that are not ASCII
-// do not count.
-func needsLook(w uint64) bool {
+// lookMask has the high bit set of each byte of w (the first in the
+// lowest byte) that is a control character, '"' or '\\', and may have it
+// set of bytes after such a byte, never before: the lowest bit set marks
+// the first byte that needs a look. Bytes that are not ASCII do not
+// count. (A byte's subtraction borrows from the next only if it matched.)
+func lookMask(w uint64) uint64 {
 	quote := w ^ (loBits * '"')
 	slash := w ^ (loBits * '\\')
-	return ((w-loBits*0x20)&^w|(quote-loBits)&^quote|(slash-loBits)&^slash)&hiBits != 0
+	return ((w-loBits*0x20)&^w | (quote-loBits)&^quote | (slash-loBits)&^slash) & hiBits
 }
 
 // plainByte holds the bytes a JSON string holds as they are: all but

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -217,39 +218,43 @@ func mutate(t testing.TB, old, new string) []byte {
 
 func TestDecodeViewFieldsRefusesWhatDecodeViewRefuses(t *testing.T) {
 	cases := map[string][]byte{
-		"empty":                         nil,
-		"null":                          []byte("null"),
-		"array":                         []byte("[]"),
-		"version 0":                     mutate(t, `"version":11,`, `"version":0,`),
-		"empty id":                      mutate(t, `"id":"rec-1"`, `"id":""`),
-		"duplicate member":              mutate(t, `"seq":77}`, `"seq":77,"seq":77}`),
-		"duplicate state member":        mutate(t, `"isRetryable":true}`, `"isRetryable":true,"isRetryable":true}`),
-		"trailing data":                 mutate(t, `"seq":77}`, `"seq":77}x`),
-		"trailing object":               mutate(t, `"seq":77}`, `"seq":77}{}`),
-		"invalid UTF-8 in a field":      mutate(t, `"errorMsg":"boom"`, "\"errorMsg\":\"bo\xffom\""),
-		"invalid UTF-8 skipped":         mutate(t, `"stackTrace":"main.go:1"`, "\"stackTrace\":\"main\xc3\""),
-		"lone high surrogate":           mutate(t, `"errorMsg":"boom"`, `"errorMsg":"b\ud800oom"`),
-		"lone low surrogate":            mutate(t, `"stackTrace":"main.go:1"`, `"stackTrace":"\udc00"`),
-		"raw control character":         mutate(t, `"errorMsg":"boom"`, "\"errorMsg\":\"bo\x01om\""),
-		"unknown escape":                mutate(t, `"errorMsg":"boom"`, `"errorMsg":"bo\xom"`),
-		"short unicode escape":          mutate(t, `"errorMsg":"boom"`, `"errorMsg":"bo\u00"`),
-		"retries above int32":           mutate(t, `"retries":2,`, `"retries":2147483648,`),
-		"maxRetries below int32":        mutate(t, `"maxRetries":10,`, `"maxRetries":-2147483649,`),
-		"minBackoff above int32":        mutate(t, `"minBackoff":180,`, `"minBackoff":2147483648,`),
-		"executeAt above int64":         mutate(t, `"executeAt":1735000000123,`, `"executeAt":9223372036854775808,`),
-		"version above uint64":          mutate(t, `"version":11,`, `"version":18446744073709551616,`),
-		"negative version":              mutate(t, `"version":11,`, `"version":-1,`),
-		"fractional retries":            mutate(t, `"retries":2,`, `"retries":1.0,`),
-		"exponent retries":              mutate(t, `"retries":2,`, `"retries":1e2,`),
-		"leading zero":                  mutate(t, `"retries":2,`, `"retries":02,`),
-		"jitter out of float64":         mutate(t, `"executionTimeout":120}`, `"executionTimeout":120,"jitter":1e400}`),
-		"binding error name not string": mutate(t, `"stackTrace":"main.go:1",`, `"stackTrace":"main.go:1","bindingErrors":[{"name":1,"msg":"x"}],`),
-		"empty status":                  mutate(t, `"status":"FAILED"`, `"status":""`),
-		"unknown status":                mutate(t, `"status":"FAILED"`, `"status":"BOGUS"`),
-		"unknown recoverable":           mutate(t, `"recoverable":"RECOVERABLE"`, `"recoverable":"MAYBE"`),
-		"unknown function kind":         mutate(t, `"functionKind":"EVENT"`, `"functionKind":"LAMBDA"`),
-		"string for a number":           mutate(t, `"retries":2,`, `"retries":"2",`),
-		"number for a string":           mutate(t, `"errorCode":"Timeout"`, `"errorCode":5`),
+		"empty":                                 nil,
+		"null":                                  []byte("null"),
+		"array":                                 []byte("[]"),
+		"version 0":                             mutate(t, `"version":11,`, `"version":0,`),
+		"empty id":                              mutate(t, `"id":"rec-1"`, `"id":""`),
+		"duplicate member":                      mutate(t, `"seq":77}`, `"seq":77,"seq":77}`),
+		"duplicate state member":                mutate(t, `"isRetryable":true}`, `"isRetryable":true,"isRetryable":true}`),
+		"trailing data":                         mutate(t, `"seq":77}`, `"seq":77}x`),
+		"trailing object":                       mutate(t, `"seq":77}`, `"seq":77}{}`),
+		"invalid UTF-8 in a field":              mutate(t, `"errorMsg":"boom"`, "\"errorMsg\":\"bo\xffom\""),
+		"invalid UTF-8 skipped":                 mutate(t, `"stackTrace":"main.go:1"`, "\"stackTrace\":\"main\xc3\""),
+		"invalid UTF-8 in a long field":         mutate(t, `"errorMsg":"boom"`, "\"errorMsg\":\"b\xffoom, a longer message\""),
+		"invalid UTF-8 in a long skipped field": mutate(t, `"stackTrace":"main.go:1"`, "\"stackTrace\":\"ma\xc3in.go:1 and further frames\""),
+		"invalid UTF-8 after an escape":         mutate(t, `"errorMsg":"boom"`, "\"errorMsg\":\"b\\noom, a longer \xe2\x82 message\""),
+		"invalid UTF-8 before an escape":        mutate(t, `"errorMsg":"boom"`, "\"errorMsg\":\"b\xe2\x82oom, a longer message\\n\""),
+		"lone high surrogate":                   mutate(t, `"errorMsg":"boom"`, `"errorMsg":"b\ud800oom"`),
+		"lone low surrogate":                    mutate(t, `"stackTrace":"main.go:1"`, `"stackTrace":"\udc00"`),
+		"raw control character":                 mutate(t, `"errorMsg":"boom"`, "\"errorMsg\":\"bo\x01om\""),
+		"unknown escape":                        mutate(t, `"errorMsg":"boom"`, `"errorMsg":"bo\xom"`),
+		"short unicode escape":                  mutate(t, `"errorMsg":"boom"`, `"errorMsg":"bo\u00"`),
+		"retries above int32":                   mutate(t, `"retries":2,`, `"retries":2147483648,`),
+		"maxRetries below int32":                mutate(t, `"maxRetries":10,`, `"maxRetries":-2147483649,`),
+		"minBackoff above int32":                mutate(t, `"minBackoff":180,`, `"minBackoff":2147483648,`),
+		"executeAt above int64":                 mutate(t, `"executeAt":1735000000123,`, `"executeAt":9223372036854775808,`),
+		"version above uint64":                  mutate(t, `"version":11,`, `"version":18446744073709551616,`),
+		"negative version":                      mutate(t, `"version":11,`, `"version":-1,`),
+		"fractional retries":                    mutate(t, `"retries":2,`, `"retries":1.0,`),
+		"exponent retries":                      mutate(t, `"retries":2,`, `"retries":1e2,`),
+		"leading zero":                          mutate(t, `"retries":2,`, `"retries":02,`),
+		"jitter out of float64":                 mutate(t, `"executionTimeout":120}`, `"executionTimeout":120,"jitter":1e400}`),
+		"binding error name not string":         mutate(t, `"stackTrace":"main.go:1",`, `"stackTrace":"main.go:1","bindingErrors":[{"name":1,"msg":"x"}],`),
+		"empty status":                          mutate(t, `"status":"FAILED"`, `"status":""`),
+		"unknown status":                        mutate(t, `"status":"FAILED"`, `"status":"BOGUS"`),
+		"unknown recoverable":                   mutate(t, `"recoverable":"RECOVERABLE"`, `"recoverable":"MAYBE"`),
+		"unknown function kind":                 mutate(t, `"functionKind":"EVENT"`, `"functionKind":"LAMBDA"`),
+		"string for a number":                   mutate(t, `"retries":2,`, `"retries":"2",`),
+		"number for a string":                   mutate(t, `"errorCode":"Timeout"`, `"errorCode":5`),
 	}
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -347,6 +352,39 @@ func TestViewScannerDigits(t *testing.T) {
 		s := viewScanner{d: []byte(c.in)}
 		_, ok := s.digits()
 		assert.Equal(t, c.ok, ok, "digits of %q", c.in)
+	}
+}
+
+// skipPlain stops at the first byte a string does not hold as it is,
+// wherever it is in a word, and notes bytes that are not ASCII only
+// before it.
+func TestSkipPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	plain := []byte("az AZ09~/\x7f\xc3\xa9\xff")
+	special := []byte{'"', '\\', 0, 0x1f, '\n'}
+	for range 5000 {
+		n := r.IntN(40)
+		d := make([]byte, n, n+1)
+		for i := range d {
+			d[i] = plain[r.IntN(len(plain))]
+		}
+		want := len(d)
+		if r.IntN(4) > 0 && n > 0 {
+			want = r.IntN(n)
+			d[want] = special[r.IntN(len(special))]
+			for i := want + 1; i < n; i++ {
+				if r.IntN(3) == 0 {
+					d[i] = special[r.IntN(len(special))]
+				}
+			}
+		}
+		wantHigh := false
+		for _, c := range d[:want] {
+			wantHigh = wantHigh || c >= utf8.RuneSelf
+		}
+		end, high := skipPlain(d, 0)
+		require.Equal(t, want, end, "skipPlain(%q)", d)
+		require.Equal(t, wantHigh, high, "skipPlain(%q) saw a byte that is not ASCII", d)
 	}
 }
 
