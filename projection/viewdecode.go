@@ -19,17 +19,26 @@ import (
 // recoverable) are the canonical names, e.g. "FAILED"; fingerprint is nil
 // when the view has none.
 type viewFields struct {
-	id, eventID, aggregateID       []byte
-	aggContext, aggName            []byte
-	fnKind, fnContext, fnProcessor []byte
-	fnName                         []byte
-	errorCode, errorMsg            []byte
-	fingerprint                    []byte
-	status, recoverable            []byte
-	executeAt                      int64
-	timeoutAt, nextRetryAt         int64
-	retries, maxRetries            int32
-	version                        uint64
+	id          []byte // State.ID
+	eventID     []byte // State.EventID.ID
+	aggregateID []byte // State.EventID.AggregateID.AggregateID
+	aggContext  []byte // State.EventID.AggregateID.ContextName
+	aggName     []byte // State.EventID.AggregateID.AggregateName
+	fnKind      []byte // State.Function.FunctionKind
+	fnContext   []byte // State.Function.ContextName
+	fnProcessor []byte // State.Function.ProcessorName
+	fnName      []byte // State.Function.Name
+	errorCode   []byte // State.Error.ErrorCode
+	errorMsg    []byte // State.Error.ErrorMsg
+	fingerprint []byte // State.Error.Fingerprint
+	status      []byte // State.Status
+	recoverable []byte // State.Recoverable
+	executeAt   int64  // State.ExecuteAt
+	timeoutAt   int64  // State.RetryState.TimeoutAt
+	nextRetryAt int64  // State.RetryState.NextRetryAt
+	retries     int32  // State.RetryState.Retries
+	maxRetries  int32  // State.RetrySpec.MaxRetries
+	version     uint64 // Version
 
 	buf []byte // unescaped strings; reused by the next call
 }
