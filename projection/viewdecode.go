@@ -64,7 +64,8 @@ type viewFields struct {
 //
 // Not safe for concurrent use with the same out.
 func decodeViewFields(data []byte, out *viewFields) (ok bool) {
-	*out = viewFields{buf: out.buf[:0]}
+	// Every field but the optional fingerprint is set on success.
+	out.fingerprint, out.buf = nil, out.buf[:0]
 	s := viewScanner{d: data, f: out}
 	f := out
 	ok = s.lit(`{"state":{"id":`) && s.str(&f.id) &&
