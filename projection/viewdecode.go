@@ -287,10 +287,13 @@ const (
 // set of bytes after such a byte, never before: the lowest bit set marks
 // the first byte that needs a look. Bytes that are not ASCII do not
 // count. (A byte's subtraction borrows from the next only if it matched.)
+// Flipping bit 1 maps '"' (0x22) to 0x20 and keeps control characters
+// below 0x20 and every other byte at 0x20 or above, so one test "below
+// 0x21" finds both.
 func lookMask(w uint64) uint64 {
-	quote := w ^ (loBits * '"')
+	low := w ^ (loBits * 0x02)
 	slash := w ^ (loBits * '\\')
-	return ((w-loBits*0x20)&^w | (quote-loBits)&^quote | (slash-loBits)&^slash) & hiBits
+	return ((low-loBits*0x21)&^low | (slash-loBits)&^slash) & hiBits
 }
 
 // plainByte holds the bytes a JSON string holds as they are: all but

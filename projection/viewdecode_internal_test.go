@@ -365,7 +365,7 @@ func TestViewScannerDigits(t *testing.T) {
 // before it.
 func TestSkipPlain(t *testing.T) {
 	r := rand.New(rand.NewPCG(19, 20))
-	plain := []byte("az AZ09~/\x7f\xc3\xa9\xff")
+	plain := []byte("az AZ09~/ !#\x7f\xc3\xa9\xff\xa2\xa0\xdc")
 	special := []byte{'"', '\\', 0, 0x1f, '\n'}
 	for range 5000 {
 		n := r.IntN(40)
