@@ -65,6 +65,41 @@ func newEntry(v *View, in *interner) entry {
 	}
 }
 
+// entryOf is newEntry for a view read by decodeViewFields.
+func entryOf(f *viewFields, in *interner) entry {
+	return entry{
+		id:          packIDBytes(f.id),
+		eventID:     packIDBytes(f.eventID),
+		aggregateID: string(f.aggregateID),
+		version:     f.version,
+		executeAt:   f.executeAt,
+		timeoutAt:   f.timeoutAt,
+		nextRetryAt: f.nextRetryAt,
+		retries:     f.retries,
+		maxRetries:  f.maxRetries,
+		aggContext:  in.internBytes(f.aggContext),
+		aggType:     in.internBytes(f.aggName),
+		fnContext:   in.internBytes(f.fnContext),
+		fnProcessor: in.internBytes(f.fnProcessor),
+		fnName:      in.internBytes(f.fnName),
+		errorCode:   in.internBytes(f.errorCode),
+		fingerprint: in.internBytes(f.fingerprint),
+		kind:        enumIndexBytes(aggregate.FunctionKinds, f.fnKind),
+		status:      enumIndexBytes(aggregate.Statuses, f.status),
+		recover:     enumIndexBytes(aggregate.Recoverabilities, f.recoverable),
+	}
+}
+
+// enumIndexBytes is enumIndex for the bytes of a value.
+func enumIndexBytes[T ~string](values []T, b []byte) uint8 {
+	for i, v := range values {
+		if string(v) == string(b) {
+			return uint8(i + 1)
+		}
+	}
+	return 0
+}
+
 // predicateState is the record as far as the aggregate's predicates
 // (IsBelowRetryThreshold, IsRetryable, Timeout, CanForceRetry, CanRetry,
 // CanNextRetry, Schedulable, View.Contains) read it. Every selection the

@@ -119,3 +119,25 @@ func TestPackIDIsOneToOne(t *testing.T) {
 		require.Equal(t, idTie(a), tieOf(packID(a)))
 	})
 }
+
+// The entry of a view read by decodeViewFields is the entry of the view
+// decodeView reads, for the views the projector writes.
+func TestEntryOfFieldsIsTheViewsEntry(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		id := pick(t, "id", "r1", "6ba7b810-9dad-11d1-80b4-00c04fd430c8", "0123456789abcdef")
+		v := drawView(t, id, uint64(rapid.IntRange(1, 1000).Draw(t, "version")))
+		if v.State.Status == "" {
+			v.State.Status = aggregate.StatusFailed // a stored view has a status
+		}
+		data, err := encodeView(&v)
+		require.NoError(t, err)
+		var f viewFields
+		require.True(t, decodeViewFields(data, &f), "the fast path reads what encodeView writes")
+		in := newInterner()
+		got := entryOf(&f, in)
+		dv, err := decodeView(data)
+		require.NoError(t, err)
+		require.Equal(t, newEntry(&dv, in), got)
+		require.Equal(t, dv.State.Error.ErrorMsg, string(f.errorMsg))
+	})
+}

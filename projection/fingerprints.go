@@ -14,8 +14,8 @@ import (
 type FingerprintGroup = api.FingerprintGroup
 
 // keepSample remembers a message of e's fingerprint, the first the index
-// sees. The caller holds the write lock.
-func (ix *Index) keepSample(e *entry, v *View) {
+// sees; msg returns the message. The caller holds the write lock.
+func (ix *Index) keepSample(e *entry, msg func() string) {
 	if e.fingerprint == 0 {
 		return
 	}
@@ -25,7 +25,7 @@ func (ix *Index) keepSample(e *entry, v *View) {
 	if _, ok := ix.samples[e.fingerprint]; ok {
 		return
 	}
-	ix.samples[e.fingerprint] = sample(v.State.Error.ErrorMsg)
+	ix.samples[e.fingerprint] = sample(msg())
 }
 
 // sample cuts msg to api.MaxSampleBytes, not splitting a UTF-8 sequence,

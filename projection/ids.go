@@ -25,6 +25,18 @@ func packID(id string) string {
 	return id
 }
 
+// packIDBytes is packID for the bytes of an id: it returns a string of
+// its own.
+func packIDBytes(b []byte) string {
+	if len(b) == 36 {
+		var u [16]byte
+		if decodeUUID(string(b), &u) && u[0] != 0 { // string(b) here does not allocate
+			return string(u[:])
+		}
+	}
+	return packID(string(b))
+}
+
 // decodeUUID reads a canonical lowercase UUID into b.
 func decodeUUID(s string, b *[16]byte) bool {
 	j := 0

@@ -175,30 +175,40 @@ func (ix *Index) put(v *View) { ix.putAt(v, false) }
 // bucket's value replayed by a restarted watch is the truth). The caller
 // holds the write lock.
 func (ix *Index) putAt(v *View, force bool) {
+	ix.putEntry(newEntry(v, ix.names), func() string { return v.State.Error.ErrorMsg }, force)
+}
+
+// putFields is putAt for a view read by decodeViewFields. The caller holds
+// the write lock.
+func (ix *Index) putFields(f *viewFields, force bool) {
+	ix.putEntry(entryOf(f, ix.names), func() string { return string(f.errorMsg) }, force)
+}
+
+// putEntry is putAt for the entry of a view; msg returns its error
+// message. The caller holds the write lock.
+func (ix *Index) putEntry(n entry, msg func() string, force bool) {
+	n.gen = ix.gen
 	if ix.loading != nil {
-		ix.loadPut(v, force)
+		ix.loadPut(n, msg, force)
 		return
 	}
-	slot, ok := ix.slotOf(packID(v.State.ID))
+	slot, ok := ix.slotOf(n.id)
 	if ok {
 		old := ix.slots.at(slot)
 		old.gen = ix.gen
-		if old.version > v.Version && !force {
+		if old.version > n.version && !force {
 			return
 		}
 		ix.unorder(old, slot)
-		id := old.id // keep the bytes already held
-		*old = newEntry(v, ix.names)
-		old.id, old.gen = id, ix.gen
+		n.id = old.id // keep the bytes already held
+		*old = n
 	} else {
-		e := newEntry(v, ix.names)
-		e.gen = ix.gen
-		slot = ix.slots.add(e)
-		ix.byID.insert(lookupKey(e.id, slot))
+		slot = ix.slots.add(n)
+		ix.byID.insert(lookupKey(n.id, slot))
 	}
 	e := ix.slots.at(slot)
 	ix.order(e, slot)
-	ix.keepSample(e, v)
+	ix.keepSample(e, msg)
 	ix.notify(e)
 }
 

@@ -26,6 +26,15 @@ func (in *interner) intern(s string) uint32 {
 	return id
 }
 
+// internBytes is intern for the bytes of a name: a name already held
+// costs no allocation.
+func (in *interner) internBytes(b []byte) uint32 {
+	if id, ok := in.ids[string(b)]; ok {
+		return id
+	}
+	return in.intern(string(b))
+}
+
 // lookup returns s's id; ok is false if s was never interned, so no entry
 // can hold it.
 func (in *interner) lookup(s string) (uint32, bool) {

@@ -22,10 +22,8 @@ func (ix *Index) beginLoad() {
 	}
 }
 
-// loadPut is putAt in bulk mode. The caller holds the write lock.
-func (ix *Index) loadPut(v *View, force bool) {
-	e := newEntry(v, ix.names)
-	e.gen = ix.gen
+// loadPut is putEntry in bulk mode. The caller holds the write lock.
+func (ix *Index) loadPut(e entry, msg func() string, force bool) {
 	if slot, ok := ix.loading[e.id]; ok {
 		old := ix.slots.at(slot)
 		old.gen = ix.gen
@@ -34,12 +32,12 @@ func (ix *Index) loadPut(v *View, force bool) {
 		}
 		e.id = old.id // keep the bytes already held
 		*old = e
-		ix.keepSample(old, v)
+		ix.keepSample(old, msg)
 		return
 	}
 	slot := ix.slots.add(e)
 	ix.loading[e.id] = slot
-	ix.keepSample(ix.slots.at(slot), v)
+	ix.keepSample(ix.slots.at(slot), msg)
 }
 
 // loadRemove is removePacked in bulk mode. The caller holds the write

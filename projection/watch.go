@@ -188,6 +188,8 @@ const bucketCheckTimeout = 10 * time.Second
 // change is one decoded bucket update.
 type change struct {
 	view    View
+	fields  viewFields // with fast, the view as decodeViewFields read it
+	fast    bool
 	key     string // the bucket key
 	deleted string // the id of a deleted record
 	corrupt bool   // the value is not a view
@@ -205,6 +207,12 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32, synced 
 		case e == nil:
 			changes = append(changes, change{ready: true})
 		case e.Operation() == jetstream.KeyValuePut:
+			changes = append(changes, change{key: e.Key()})
+			if c := &changes[len(changes)-1]; decodeViewFields(e.Value(), &c.fields) {
+				c.fast = true
+				continue
+			}
+			changes = changes[:len(changes)-1]
 			v, err := decodeView(e.Value())
 			if err != nil {
 				changes = append(changes, change{key: e.Key(), corrupt: true})
@@ -239,12 +247,16 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32, synced 
 		case c.deleted != "":
 			delete(ix.corrupt, c.key)
 			ix.remove(c.deleted)
-		case c.view.State.ID != "":
+		case c.fast || c.view.State.ID != "":
 			delete(ix.corrupt, c.key)
 			// Before its initial values are in, a restarted watch replays
 			// the bucket's current values: they win over what the index
 			// kept from before.
-			ix.putAt(&c.view, gen > 1 && !synced)
+			if c.fast {
+				ix.putFields(&c.fields, gen > 1 && !synced)
+			} else {
+				ix.putAt(&c.view, gen > 1 && !synced)
+			}
 		default:
 			delete(ix.corrupt, c.key)
 		}
