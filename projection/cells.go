@@ -362,6 +362,9 @@ type group struct {
 	// open holds the unfinished records by cell (pair.tag), then
 	// executeAt.
 	open chunkSet[pair]
+	// lo and hi are the smallest and largest executeAt of the unfinished
+	// records of each cell that has some.
+	lo, hi [numCells]int64
 	// byExec holds them by executeAt alone.
 	byExec chunkSet[openRec]
 	load   *groupLoad // while finishLoad gathers the group
@@ -413,6 +416,14 @@ func (cs *counts) group(gk groupKey) *group {
 		cs.list = append(cs.list, g)
 	}
 	return g
+}
+
+// cellEnds returns the smallest and largest executeAt of g's unfinished
+// records of cell ci, of which there is at least one.
+func (g *group) cellEnds(ci uint8) (lo, hi int64) {
+	g.open.from(pair{tag: ci, at: -1 << 63}, func(p pair) bool { lo = p.at; return false })
+	g.open.before(pair{tag: ci + 1, at: -1 << 63}, false, func(p pair) bool { hi = p.at; return false })
+	return lo, hi
 }
 
 // sideCounts returns the counts of value v of side d, made if new.
@@ -468,15 +479,24 @@ func (ix *Index) untrack(e *entry, slot uint32) {
 func (ix *Index) countCell(g *group, e *entry, slot uint32, delta int) {
 	cs := &ix.counts
 	ci := e.cell
+	g.n[ci] += int32(delta)
 	if !kinds[ci].finished {
 		p := pair{at: e.executeAt, slot: slot, tag: ci}
 		if delta > 0 {
 			g.open.insert(p)
+			if g.n[ci] == 1 || p.at < g.lo[ci] {
+				g.lo[ci] = p.at
+			}
+			if g.n[ci] == 1 || p.at > g.hi[ci] {
+				g.hi[ci] = p.at
+			}
 		} else {
 			g.open.remove(p)
+			if g.n[ci] > 0 && (p.at == g.lo[ci] || p.at == g.hi[ci]) {
+				g.lo[ci], g.hi[ci] = g.cellEnds(ci)
+			}
 		}
 	}
-	g.n[ci] += int32(delta)
 	cs.all[ci] += int32(delta)
 	cs.cells[ci].add(e, delta)
 	for d, v := range e.sides() {

@@ -325,6 +325,16 @@ func TestSortedIsASortedSlice(t *testing.T) {
 			var tail []int64
 			s.from(v, func(x int64) bool { tail = append(tail, x); return true })
 			require.True(t, slices.Equal(model[less:], tail), "from(%d)", v)
+			x, ok := s.atLeast(v)
+			require.Equal(t, less < len(model), ok, "atLeast(%d)", v)
+			if ok {
+				require.Equal(t, model[less], x, "atLeast(%d)", v)
+			}
+			x, ok = s.below(v)
+			require.Equal(t, less > 0, ok, "below(%d)", v)
+			if ok {
+				require.Equal(t, model[less-1], x, "below(%d)", v)
+			}
 		}
 	})
 }
@@ -373,4 +383,52 @@ func TestSortedCountsWithManyChunks(t *testing.T) {
 	}
 	check()
 	require.Equal(t, len(model), s.n)
+}
+
+// FingerprintSummary from the counts answers as its scan does, but for
+// the names of a fingerprint met in several groups: they are one of them.
+func TestFingerprintCountsAnswerAsAScan(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ix := memIndex(time.UnixMilli(base), nil)
+		for i := range rapid.IntRange(0, 40).Draw(t, "records") {
+			ix.Put(drawView(t, fmt.Sprintf("r%d", i), 1))
+		}
+		var f Filter
+		switch rapid.IntRange(0, 3).Draw(t, "filter") {
+		case 1:
+			f.Processor = pick(t, "processor", "P1", "P2", "nope")
+		case 2:
+			f.Fingerprint = pick(t, "fingerprint", "fp-f1E1", "fp-x")
+		case 3:
+			f.Function, f.ErrorCode = pick(t, "function", "f1", "f2"), pick(t, "errorCode", "E1", "")
+		}
+		got, err := ix.FingerprintSummary(f)
+		require.NoError(t, err)
+		ix.mu.RLock()
+		m := ix.compile(f)
+		groups := map[uint32]*FingerprintGroup{}
+		ix.slots.each(func(_ uint32, e *entry) bool {
+			if e.fingerprint == 0 || !m.match(e) {
+				return true
+			}
+			g := groups[e.fingerprint]
+			if g == nil {
+				g = &FingerprintGroup{Fingerprint: ix.names.name(e.fingerprint), SampleMessage: ix.samples[e.fingerprint],
+					FirstSeen: e.executeAt, LastSeen: e.executeAt, ByStatus: map[aggregate.Status]int{}}
+				groups[e.fingerprint] = g
+			}
+			g.Total++
+			g.ByStatus[enumValue(aggregate.Statuses, e.status)]++
+			g.FirstSeen, g.LastSeen = min(g.FirstSeen, e.executeAt), max(g.LastSeen, e.executeAt)
+			return true
+		})
+		ix.mu.RUnlock()
+		want := sortFingerprints(groups)
+		for i := range got {
+			g := &got[i]
+			require.NotEmpty(t, g.Function, "the names of one of its groups")
+			g.FunctionContext, g.Processor, g.Function, g.ErrorCode = "", "", "", ""
+		}
+		require.Equal(t, want, got)
+	})
 }

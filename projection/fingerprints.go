@@ -44,8 +44,11 @@ func sample(msg string) string {
 // FingerprintSummary groups the records that match f by fingerprint: per
 // fingerprint its function and code, a sample message, the first and last
 // executeAt and the count per status, the largest group first. Records
-// without a fingerprint are left out. An invalid view is an error matching
-// ErrInvalidQuery. It reads every entry. Safe for concurrent use.
+// without a fingerprint are left out. For a filter of names of the groups
+// only (function context, processor, function, error code, fingerprint)
+// it reads the index's counts, at a cost that grows with the number of
+// groups, not of records; any other filter reads every entry. An invalid
+// view is an error matching ErrInvalidQuery. Safe for concurrent use.
 func (ix *Index) FingerprintSummary(f Filter) ([]FingerprintGroup, error) {
 	if err := validate(f); err != nil {
 		return nil, err
@@ -53,6 +56,9 @@ func (ix *Index) FingerprintSummary(f Filter) ([]FingerprintGroup, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	m := ix.compile(f)
+	if _, every := m.cells(); every && !m.byLookup() && m.bound() == boundNone && m.names[0] == 0 && m.names[1] == 0 && m.kind == 0 {
+		return ix.fingerprintCounts(&m), nil
+	}
 	groups := map[uint32]*FingerprintGroup{}
 	ix.slots.each(func(_ uint32, e *entry) bool {
 		if e.fingerprint == 0 || !m.match(e) {
@@ -70,12 +76,63 @@ func (ix *Index) FingerprintSummary(f Filter) ([]FingerprintGroup, error) {
 		g.FirstSeen, g.LastSeen = min(g.FirstSeen, e.executeAt), max(g.LastSeen, e.executeAt)
 		return true
 	})
+	return sortFingerprints(groups), nil
+}
+
+// fingerprintCounts is FingerprintSummary from the groups' counts, for a
+// filter of group names only. A fingerprint's names are those of its first
+// group. The caller holds the read lock.
+func (ix *Index) fingerprintCounts(m *matcher) []FingerprintGroup {
+	groups := map[uint32]*FingerprintGroup{}
+	if m.none {
+		return sortFingerprints(groups)
+	}
+	for _, g := range ix.counts.list {
+		if g.key.fp == 0 || g.total == 0 || !m.groupMatches(g) {
+			continue
+		}
+		fg := groups[g.key.fp]
+		first, last := int64(0), int64(0)
+		seen := false
+		for _, c := range []int{classDone, classRetryable, classExhausted} {
+			if set := &g.classes[c].exec; set.n > 0 {
+				if !seen || set.first() < first {
+					first = set.first()
+				}
+				if !seen || set.last() > last {
+					last = set.last()
+				}
+				seen = true
+			}
+		}
+		if fg == nil {
+			fg = &FingerprintGroup{Fingerprint: ix.names.name(g.key.fp), FunctionContext: ix.names.name(g.key.ctx),
+				Processor: ix.names.name(g.key.proc), Function: ix.names.name(g.key.fn), ErrorCode: ix.names.name(g.key.code),
+				SampleMessage: ix.samples[g.key.fp], FirstSeen: first, LastSeen: last, ByStatus: map[aggregate.Status]int{}}
+			groups[g.key.fp] = fg
+		}
+		fg.Total += g.total
+		fg.FirstSeen, fg.LastSeen = min(fg.FirstSeen, first), max(fg.LastSeen, last)
+		for ci, n := range g.n {
+			if n != 0 {
+				fg.ByStatus[enumValue(aggregate.Statuses, kinds[ci].status)] += int(n)
+			}
+		}
+	}
+	return sortFingerprints(groups)
+}
+
+// sortFingerprints lists groups, the largest first.
+func sortFingerprints(groups map[uint32]*FingerprintGroup) []FingerprintGroup {
 	out := make([]FingerprintGroup, 0, len(groups))
 	for _, g := range groups {
 		out = append(out, *g)
 	}
 	slices.SortFunc(out, func(a, b FingerprintGroup) int {
-		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Fingerprint, b.Fingerprint))
+		if a.Total != b.Total {
+			return cmp.Compare(b.Total, a.Total)
+		}
+		return cmp.Compare(a.Fingerprint, b.Fingerprint)
 	})
-	return out, nil
+	return out
 }

@@ -159,6 +159,12 @@ func (ix *Index) finishLoad() {
 			}
 			slices.SortFunc(gl.open, cmpPair)
 			g.open.build(gl.open)
+			for i, p := range gl.open {
+				if i == 0 || gl.open[i-1].tag != p.tag {
+					g.lo[p.tag] = p.at
+				}
+				g.hi[p.tag] = p.at
+			}
 			slices.SortFunc(gl.byExec, cmpOpenRec)
 			g.byExec.build(gl.byExec)
 			g.load = nil

@@ -252,7 +252,7 @@ func (ix *Index) summaryFast(m *matcher, atNow bool) (sum Summary, ok bool) {
 			continue
 		}
 		if open > 0 {
-			oldest, newest := ix.openBounds(g, m, &mask, sides == 0 && (b == boundNone || b == boundExecuteAt))
+			oldest, newest := ix.openBounds(g, m, &mask, every, sides == 0 && (b == boundNone || b == boundExecuteAt))
 			widen(&part, oldest, newest)
 		}
 		sum.Total += part.Total
@@ -301,72 +301,76 @@ func (ix *Index) summaryFast(m *matcher, atNow bool) (sum Summary, ok bool) {
 
 // openBounds returns the smallest and largest executeAt of g's unfinished
 // records that match m, of which there is at least one, among the cells of
-// mask. With byCell (the filter selects by nothing but names, cells and
-// executeAt) they are the ends of the cells' parts of g.open within the
-// filter's executeAt range. Otherwise g.byExec is read from each end until
+// mask (every: all cells). With byCell (the filter selects by nothing but names, cells and
+// executeAt) they are those the group keeps per cell (lo, hi), or, with an
+// executeAt range, the ends of the range in its unfinished summary
+// classes. Otherwise g.byExec is read from each end until
 // a record matches: what it holds of a record answers aggregate context,
 // aggregate type, function kind, nextRetryAt and retries without reading
 // the entry, which is read only for a status, recoverability or view. That
 // reads a few records per group for a filter that selects a part of them
 // independently of executeAt, and up to all of them for one that selects
 // by nextRetryAt, which follows executeAt. The caller holds the read lock.
-func (ix *Index) openBounds(g *group, m *matcher, mask *cellMask, byCell bool) (oldest, newest int64) {
+func (ix *Index) openBounds(g *group, m *matcher, mask *cellMask, every, byCell bool) (oldest, newest int64) {
 	if !byCell {
-		_, every := m.cells()
-		matches := func(r openRec) bool {
-			if !m.quick(&r) {
-				return false
-			}
-			return every && m.f.MinRetries <= 255 || m.match(ix.slots.at(r.slot))
+		matches := func(r *openRec) bool {
+			return m.quick(r) && (every && m.f.MinRetries <= 255 || m.match(ix.slots.at(r.slot)))
 		}
-		g.byExec.each(func(r openRec) bool {
-			if matches(r) {
-				oldest = r.at
-				return false
+	first:
+		for _, c := range g.byExec.chunks {
+			for i := range c {
+				if matches(&c[i]) {
+					oldest = c[i].at
+					break first
+				}
 			}
-			return true
-		})
-		g.byExec.eachDesc(func(r openRec) bool {
-			if matches(r) {
-				newest = r.at
-				return false
+		}
+	last:
+		for k := len(g.byExec.chunks) - 1; k >= 0; k-- {
+			c := g.byExec.chunks[k]
+			for i := len(c) - 1; i >= 0; i-- {
+				if matches(&c[i]) {
+					newest = c[i].at
+					break last
+				}
 			}
-			return true
-		})
+		}
 		return oldest, newest
 	}
-	hasTo := !m.f.ExecuteAtTo.IsZero()
 	found := false
-	take := func(at int64) {
-		if !found || at < oldest {
-			oldest = at
+	take := func(lo, hi int64) {
+		if !found || lo < oldest {
+			oldest = lo
 		}
-		if !found || at > newest {
-			newest = at
+		if !found || hi > newest {
+			newest = hi
 		}
 		found = true
 	}
+	if m.execBound {
+		// The filter selects by executeAt alone: the ends of the range in
+		// the unfinished summary classes.
+		hasTo := !m.f.ExecuteAtTo.IsZero()
+		for _, c := range []int{classRetryable, classExhausted} {
+			set := &g.classes[c].exec
+			if set.n == 0 {
+				continue
+			}
+			lo, okLo := set.atLeast(m.from)
+			hi, okHi := set.last(), true
+			if hasTo {
+				hi, okHi = set.below(m.to)
+			}
+			if okLo && okHi && lo <= hi && (!hasTo || lo < m.to) && hi >= m.from {
+				take(lo, hi)
+			}
+		}
+		return oldest, newest
+	}
 	for ci, n := range g.n {
-		if n == 0 || !mask[ci] || kinds[ci].finished {
-			continue
+		if n != 0 && mask[ci] && !kinds[ci].finished {
+			take(g.lo[ci], g.hi[ci])
 		}
-		tag := uint8(ci)
-		lo, hi := pair{tag: tag, at: m.from}, pair{tag: tag + 1, at: -1 << 63}
-		if hasTo {
-			hi = pair{tag: tag, at: m.to}
-		}
-		g.open.from(lo, func(p pair) bool {
-			if p.tag == tag && (!hasTo || p.at < m.to) {
-				take(p.at)
-			}
-			return false
-		})
-		g.open.before(hi, false, func(p pair) bool {
-			if p.tag == tag && p.at >= m.from {
-				take(p.at)
-			}
-			return false
-		})
 	}
 	return oldest, newest
 }

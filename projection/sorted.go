@@ -180,6 +180,32 @@ func (s *sorted[T]) atMost(v T) int {
 	return n
 }
 
+// atLeast returns the smallest value >= v; ok is false if there is none.
+func (s *sorted[T]) atLeast(v T) (x T, ok bool) {
+	i := s.chunkOf(v)
+	if i == len(s.chunks) {
+		return x, false
+	}
+	c := s.chunks[i]
+	j, _ := slices.BinarySearch(c, v)
+	return c[j], true
+}
+
+// below returns the largest value < v; ok is false if there is none.
+func (s *sorted[T]) below(v T) (x T, ok bool) {
+	i := s.chunkOf(v)
+	if i < len(s.chunks) {
+		c := s.chunks[i]
+		if j, _ := slices.BinarySearch(c, v); j > 0 {
+			return c[j-1], true
+		}
+	}
+	if i == 0 {
+		return x, false
+	}
+	return s.lasts[i-1], true
+}
+
 // first and last return the smallest and largest value; the set must not
 // be empty.
 func (s *sorted[T]) first() T { return s.chunks[0][0] }

@@ -99,9 +99,20 @@ func (ix *Index) summarize(m *matcher, each func(yield func(*entry))) Summary {
 // sortSummary puts the groups and status counts in their order: the
 // largest group first, statuses by name.
 func sortSummary(sum *Summary) {
+	// Each comparison is made only when the ones before tie (cmp.Or's
+	// arguments would all be computed).
 	slices.SortFunc(sum.Groups, func(a, b FailureGroup) int {
-		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.FunctionContext, b.FunctionContext),
-			cmp.Compare(a.Processor, b.Processor), cmp.Compare(a.Function, b.Function), cmp.Compare(a.ErrorCode, b.ErrorCode))
+		switch {
+		case a.Total != b.Total:
+			return cmp.Compare(b.Total, a.Total)
+		case a.FunctionContext != b.FunctionContext:
+			return cmp.Compare(a.FunctionContext, b.FunctionContext)
+		case a.Processor != b.Processor:
+			return cmp.Compare(a.Processor, b.Processor)
+		case a.Function != b.Function:
+			return cmp.Compare(a.Function, b.Function)
+		}
+		return cmp.Compare(a.ErrorCode, b.ErrorCode)
 	})
 	slices.SortFunc(sum.ByStatus, func(a, b StatusCount) int {
 		return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.Recoverable, b.Recoverable))
