@@ -20,23 +20,39 @@
 //
 // A message the projector can never project (it does not decode, the
 // record's history does not load, or the view it makes is one the readers
-// would refuse: every view is checked with their decoder before it is
-// written) is quarantined (package quarantine) and terminated;
+// would refuse: every view is checked for what their decoder refuses
+// before it is written) is quarantined (package quarantine) and terminated;
 // other errors are retried with a growing delay and quarantined after a
 // bounded number of deliveries. So the records behind a poison message
 // still reach the views.
 //
 // # Index
 //
-// An Index holds every record in memory in a compact form (about 120 bytes
-// plus its id strings; names such as processors and error codes are
-// interned) and answers List, Count, Summary and Due from memory; Get and
-// History read the bucket and the event store. It is built from the bucket
-// when Run starts, without replaying events, and kept current by watching
-// the bucket, so several server instances can each keep their own. A watch
+// An Index holds every record in memory in a compact form (about 120 bytes,
+// UUID ids kept as their 16 bytes, names such as processors and error codes
+// interned) and answers List, Count, Summary, FingerprintSummary and Due
+// from memory; Get and History read the bucket and the event store. It is
+// built from the bucket when Run starts, without replaying events, and kept
+// current by watching the bucket, so several server instances can each
+// keep their own. The first load is made in bulk: the views are read with a
+// decoder of the projector's own layout (any other view with the full
+// decoder), kept, and every order and count is then sorted once. A watch
 // that ends is started again after a capped backoff, and its replay of the
 // bucket leaves the index as a fresh load would; Healthy says whether the
 // index is current.
+//
+// Count and Summary read counts the index keeps on every change rather
+// than the records (cells.go): per cell (status, recoverability, retries
+// below the maximum and, for the records whose views change with time,
+// whether the attempt has timed out and the next retry is due at the
+// index's now) and per (function, error code, fingerprint) group, with
+// sorted sets for the executeAt, nextRetryAt and retries bounds and counts
+// per aggregate context, aggregate type and function kind. So a view is a
+// set of cells, and a query costs what the groups and cells are, not the
+// records; Count and Summary say which filters they answer so, and read
+// the records for the others. The index's now only moves forward: a query
+// for a later now first moves the records whose situation changed by then.
+// A property test compares every answer with a scan.
 //
 // Get, GetView and History refuse an id that cannot be a record id
 // (CheckID: over 256 bytes, not UTF-8, control characters) with
