@@ -1,5 +1,7 @@
 package eventstore
 
+import "github.com/amends-dev/amends/internal/jsonlex"
+
 // The largest nesting and object the validator takes on.
 const (
 	maxDepth   = 128
@@ -179,7 +181,7 @@ func (v *validator) escape() bool {
 	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 		return true
 	case 'u':
-		r, ok := v.hex4(v.i + 1)
+		r, ok := jsonlex.Hex4(v.b, v.i+1)
 		if !ok {
 			return false
 		}
@@ -192,7 +194,7 @@ func (v *validator) escape() bool {
 			if v.i+2 >= len(v.b) || v.b[v.i+1] != '\\' || v.b[v.i+2] != 'u' {
 				return false
 			}
-			lo, ok := v.hex4(v.i + 3)
+			lo, ok := jsonlex.Hex4(v.b, v.i+3)
 			if !ok || lo < 0xDC00 || lo > 0xDFFF {
 				return false
 			}
@@ -201,27 +203,6 @@ func (v *validator) escape() bool {
 		return true
 	}
 	return false
-}
-
-// hex4 reads four hexadecimal digits at j.
-func (v *validator) hex4(j int) (rune, bool) {
-	if j+4 > len(v.b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range v.b[j : j+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 func (v *validator) digits() int {

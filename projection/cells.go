@@ -361,12 +361,12 @@ type group struct {
 	sides   [numSides]map[uint32]*sparseCells
 	// open holds the unfinished records by cell (pair.tag), then
 	// executeAt.
-	open chunkSet[pair]
+	open chunkSet[pair, byPair]
 	// lo and hi are the smallest and largest executeAt of the unfinished
 	// records of each cell that has some.
 	lo, hi [numCells]int64
 	// byExec holds them by executeAt alone.
-	byExec chunkSet[openRec]
+	byExec chunkSet[openRec, byOpenRec]
 	load   *groupLoad // while finishLoad gathers the group
 }
 
@@ -379,13 +379,13 @@ type counts struct {
 	sides  [numSides]map[uint32]*cellCounts
 	// ahead holds, for every record whose cell follows now, the next
 	// instant after the index's now at which its cell changes.
-	ahead chunkSet[pair]
+	ahead chunkSet[pair, byPair]
 	// byEvent and byAggregate hold hash(id)<<32 | slot of every record.
 	byEvent, byAggregate sorted[uint64]
 }
 
 func newCounts() counts {
-	cs := counts{groups: map[groupKey]*group{}, ahead: newChunkSet(cmpPair)}
+	cs := counts{groups: map[groupKey]*group{}}
 	for d := range cs.sides {
 		cs.sides[d] = map[uint32]*cellCounts{}
 	}
@@ -408,7 +408,7 @@ func lookupKey(id string, slot uint32) uint64 { return hash32(id)<<32 | uint64(s
 func (cs *counts) group(gk groupKey) *group {
 	g := cs.groups[gk]
 	if g == nil {
-		g = &group{key: gk, open: newChunkSet(cmpPair), byExec: newChunkSet(cmpOpenRec)}
+		g = &group{key: gk}
 		for d := range g.sides {
 			g.sides[d] = map[uint32]*sparseCells{}
 		}

@@ -406,28 +406,15 @@ func TestFingerprintCountsAnswerAsAScan(t *testing.T) {
 		require.NoError(t, err)
 		ix.mu.RLock()
 		m := ix.compile(f)
-		groups := map[uint32]*FingerprintGroup{}
-		ix.slots.each(func(_ uint32, e *entry) bool {
-			if e.fingerprint == 0 || !m.match(e) {
-				return true
-			}
-			g := groups[e.fingerprint]
-			if g == nil {
-				g = &FingerprintGroup{Fingerprint: ix.names.name(e.fingerprint), SampleMessage: ix.samples[e.fingerprint],
-					FirstSeen: e.executeAt, LastSeen: e.executeAt, ByStatus: map[aggregate.Status]int{}}
-				groups[e.fingerprint] = g
-			}
-			g.Total++
-			g.ByStatus[enumValue(aggregate.Statuses, e.status)]++
-			g.FirstSeen, g.LastSeen = min(g.FirstSeen, e.executeAt), max(g.LastSeen, e.executeAt)
-			return true
-		})
+		groups := ix.fingerprintScan(&m)
 		ix.mu.RUnlock()
 		want := sortFingerprints(groups)
-		for i := range got {
-			g := &got[i]
-			require.NotEmpty(t, g.Function, "the names of one of its groups")
-			g.FunctionContext, g.Processor, g.Function, g.ErrorCode = "", "", "", ""
+		for _, list := range [][]FingerprintGroup{want, got} {
+			for i := range list {
+				g := &list[i]
+				require.NotEmpty(t, g.Function, "the names of one of its groups")
+				g.FunctionContext, g.Processor, g.Function, g.ErrorCode = "", "", "", ""
+			}
 		}
 		require.Equal(t, want, got)
 	})

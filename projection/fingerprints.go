@@ -59,6 +59,12 @@ func (ix *Index) FingerprintSummary(f Filter) ([]FingerprintGroup, error) {
 	if _, every := m.cells(); every && !m.byLookup() && m.bound() == boundNone && m.names[0] == 0 && m.names[1] == 0 && m.kind == 0 {
 		return ix.fingerprintCounts(&m), nil
 	}
+	return sortFingerprints(ix.fingerprintScan(&m)), nil
+}
+
+// fingerprintScan is FingerprintSummary by reading every entry. The caller
+// holds the read lock.
+func (ix *Index) fingerprintScan(m *matcher) map[uint32]*FingerprintGroup {
 	groups := map[uint32]*FingerprintGroup{}
 	ix.slots.each(func(_ uint32, e *entry) bool {
 		if e.fingerprint == 0 || !m.match(e) {
@@ -76,7 +82,7 @@ func (ix *Index) FingerprintSummary(f Filter) ([]FingerprintGroup, error) {
 		g.FirstSeen, g.LastSeen = min(g.FirstSeen, e.executeAt), max(g.LastSeen, e.executeAt)
 		return true
 	})
-	return sortFingerprints(groups), nil
+	return groups
 }
 
 // fingerprintCounts is FingerprintSummary from the groups' counts, for a

@@ -42,8 +42,8 @@ type Index struct {
 	names   *interner
 	slots   arena
 	byID    sorted[uint64] // lookupKey(id, slot) of every record: see slotOf
-	orders  [numSortFields]chunkSet[pos]
-	due     chunkSet[pos]
+	orders  [numSortFields]chunkSet[pos, byPos]
+	due     chunkSet[pos, byPos]
 	waiters map[string][]waiter
 	// gen counts the watches Run started; every entry and corrupt key
 	// remembers the watch that last delivered it, so a restarted watch's
@@ -117,16 +117,12 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 		logger:     slog.Default(),
 		names:      newInterner(),
 		checkEvery: 30 * time.Second,
-		due:        newChunkSet(cmpPos),
 		waiters:    make(map[string][]waiter),
 		corrupt:    make(map[string]uint32),
 		counts:     newCounts(),
 		ready:      make(chan struct{}),
 	}
 	ix.setHealth(errNotLoaded)
-	for i := range ix.orders {
-		ix.orders[i] = newChunkSet(cmpPos)
-	}
 	for _, o := range opts {
 		if err := o(ix); err != nil {
 			return nil, err

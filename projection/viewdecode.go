@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"unicode/utf8"
+
+	"github.com/amends-dev/amends/internal/jsonlex"
 )
 
 // viewFields is what the index keeps of a stored view, read by
@@ -326,41 +328,20 @@ func unescape(d []byte, j int) (r rune, n int) {
 	case 't':
 		return '\t', 2
 	case 'u':
-		r, ok := hex4(d, j+2)
+		r, ok := jsonlex.Hex4(d, j+2)
 		switch {
 		case !ok || r >= 0xdc00 && r <= 0xdfff:
 			return 0, 0
 		case r < 0xd800 || r > 0xdbff:
 			return r, 6
 		}
-		lo, ok := hex4(d, j+8)
+		lo, ok := jsonlex.Hex4(d, j+8)
 		if !ok || d[j+6] != '\\' || d[j+7] != 'u' || lo < 0xdc00 || lo > 0xdfff {
 			return 0, 0
 		}
 		return 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00), 12
 	}
 	return 0, 0
-}
-
-// hex4 reads the four hex digits at d[i:]; ok is false if there are not
-// four.
-func hex4(d []byte, i int) (r rune, ok bool) {
-	if i+4 > len(d) {
-		return 0, false
-	}
-	for _, c := range d[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 // digits consumes a JSON integer's digits (no sign): at least one, no
