@@ -121,11 +121,20 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	ix.setHealth(nil)
 	check := time.NewTicker(ix.checkEvery)
 	defer check.Stop()
+	// The index's now follows the clock while nobody asks, so that a query
+	// after a quiet spell does not move every record at once.
+	follow := time.NewTicker(followEvery)
+	defer follow.Stop()
 	for {
 		batch = batch[:0]
 		select {
 		case <-ctx.Done():
 			return synced, ctx.Err()
+		case <-follow.C:
+			ix.mu.Lock()
+			ix.advance(ix.clock.Now().UnixMilli())
+			ix.mu.Unlock()
+			continue
 		case <-check.C:
 			now, err := ix.bucketCreated(ctx)
 			switch {
@@ -181,6 +190,9 @@ func (ix *Index) bucketCreated(ctx context.Context) (time.Time, error) {
 	}
 	return time.Time{}, nil
 }
+
+// followEvery is how often the watch moves the index's now to the clock's.
+const followEvery = time.Second
 
 // bucketCheckTimeout bounds one status request of the bucket check.
 const bucketCheckTimeout = 10 * time.Second
