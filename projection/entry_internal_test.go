@@ -141,3 +141,12 @@ func TestEntryOfFieldsIsTheViewsEntry(t *testing.T) {
 		require.Equal(t, dv.State.Error.ErrorMsg, string(f.errorMsg))
 	})
 }
+
+// Packing the bytes of a UUID allocates only the 16 bytes it keeps.
+func TestPackIDBytesAllocatesOnlyItsResult(t *testing.T) {
+	b := []byte("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+	var p string
+	allocs := testing.AllocsPerRun(100, func() { p = packIDBytes(b) })
+	require.Equal(t, 1.0, allocs)
+	require.Equal(t, string(b), unpackID(p))
+}

@@ -30,7 +30,7 @@ func packID(id string) string {
 func packIDBytes(b []byte) string {
 	if len(b) == 36 {
 		var u [16]byte
-		if decodeUUID(string(b), &u) && u[0] != 0 { // string(b) here does not allocate
+		if decodeUUID(b, &u) && u[0] != 0 {
 			return string(u[:])
 		}
 	}
@@ -38,7 +38,7 @@ func packIDBytes(b []byte) string {
 }
 
 // decodeUUID reads a canonical lowercase UUID into b.
-func decodeUUID(s string, b *[16]byte) bool {
+func decodeUUID[S ~string | ~[]byte](s S, b *[16]byte) bool {
 	j := 0
 	for i := 0; i < 36; {
 		switch i {
