@@ -320,8 +320,6 @@ func TestSortedIsASortedSlice(t *testing.T) {
 			v := int64(rapid.IntRange(-52, 52).Draw(t, "q"))
 			less, _ := slices.BinarySearch(model, v)
 			require.Equal(t, less, s.less(v), "less(%d)", v)
-			atMost, _ := slices.BinarySearch(model, v+1)
-			require.Equal(t, atMost, s.atMost(v), "atMost(%d)", v)
 			var tail []int64
 			s.from(v, func(x int64) bool { tail = append(tail, x); return true })
 			require.True(t, slices.Equal(model[less:], tail), "from(%d)", v)
@@ -351,8 +349,6 @@ func TestSortedCountsWithManyChunks(t *testing.T) {
 			v := r.Int64N(4000) - 2000
 			less, _ := slices.BinarySearch(model, v)
 			require.Equal(t, less, s.less(v), "less(%d)", v)
-			atMost, _ := slices.BinarySearch(model, v+1)
-			require.Equal(t, atMost, s.atMost(v), "atMost(%d)", v)
 		}
 	}
 	for range 40_000 {

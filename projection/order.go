@@ -1,6 +1,9 @@
 package projection
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // The index keeps its entries in ordered chunk sets (chunkset.go), one per
 // sort order and one of due candidates, so a page or a due batch costs
@@ -16,35 +19,15 @@ type pos struct {
 	slot uint32
 }
 
-// cmpPos orders positions as lessPos does.
+// cmpPos orders positions by key, then tie, then slot.
 func cmpPos(a, b pos) int {
 	switch {
 	case a.key != b.key:
-		return cmpInt(a.key < b.key)
+		return cmp.Compare(a.key, b.key)
 	case a.tie != b.tie:
-		return cmpInt(a.tie < b.tie)
-	case a.slot != b.slot:
-		return cmpInt(a.slot < b.slot)
+		return cmp.Compare(a.tie, b.tie)
 	}
-	return 0
-}
-
-// cmpInt is -1 if less, else 1.
-func cmpInt(less bool) int {
-	if less {
-		return -1
-	}
-	return 1
-}
-
-func lessPos(a, b pos) bool {
-	if a.key != b.key {
-		return a.key < b.key
-	}
-	if a.tie != b.tie {
-		return a.tie < b.tie
-	}
-	return a.slot < b.slot
+	return cmp.Compare(a.slot, b.slot)
 }
 
 // before reports whether a sorts before the point (key, tie), ignoring slots.

@@ -1,5 +1,7 @@
 package projection
 
+import "cmp"
+
 // pair is an instant, the slot of the record it belongs to and a tag that
 // sorts before both: a group's unfinished records by cell then executeAt,
 // the instants at which records change cells.
@@ -26,13 +28,10 @@ func newOpenRec(e *entry, slot uint32) openRec {
 }
 
 func cmpOpenRec(a, b openRec) int {
-	switch {
-	case a.at != b.at:
-		return cmpInt(a.at < b.at)
-	case a.slot != b.slot:
-		return cmpInt(a.slot < b.slot)
+	if a.at != b.at {
+		return cmp.Compare(a.at, b.at)
 	}
-	return 0
+	return cmp.Compare(a.slot, b.slot)
 }
 
 func cmpPair(a, b pair) int {

@@ -3,7 +3,6 @@ package projection
 import (
 	"cmp"
 	"slices"
-	"sort"
 )
 
 // sorted is a multiset of ordered values kept as a chunkSet that also
@@ -104,17 +103,6 @@ func (s *sorted[T]) less(v T) int {
 	if i < len(s.chunks) {
 		j, _ := slices.BinarySearch(s.chunks[i], v)
 		n += j
-	}
-	return n
-}
-
-// atMost returns the number of values <= v.
-func (s *sorted[T]) atMost(v T) int {
-	i := sort.Search(len(s.lasts), func(i int) bool { return s.lasts[i] > v })
-	n := s.countBefore(i)
-	if i < len(s.chunks) {
-		c := s.chunks[i]
-		n += sort.Search(len(c), func(j int) bool { return c[j] > v })
 	}
 	return n
 }

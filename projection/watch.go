@@ -219,18 +219,13 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32, synced 
 		case e == nil:
 			changes = append(changes, change{ready: true})
 		case e.Operation() == jetstream.KeyValuePut:
-			changes = append(changes, change{key: e.Key()})
-			if c := &changes[len(changes)-1]; decodeViewFields(e.Value(), &c.fields) {
-				c.fast = true
-				continue
+			c := change{key: e.Key()}
+			if c.fast = decodeViewFields(e.Value(), &c.fields); !c.fast {
+				var err error
+				c.view, err = decodeView(e.Value())
+				c.corrupt = err != nil
 			}
-			changes = changes[:len(changes)-1]
-			v, err := decodeView(e.Value())
-			if err != nil {
-				changes = append(changes, change{key: e.Key(), corrupt: true})
-				continue
-			}
-			changes = append(changes, change{key: e.Key(), view: v})
+			changes = append(changes, c)
 		default: // deleted or purged
 			id, err := DecodeKey(e.Key())
 			if err != nil {
