@@ -93,6 +93,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	fs.BoolVar(&f.quick, "quick", false, "run every scenario for about a second with small fixtures (a smoke test for CI)")
 	fs.BoolVar(&f.list, "list", false, "list the scenarios and exit")
 	annotateEnv(fs)
+	cmd.AddCommand(newBenchStormCmd(a))
 	return cmd
 }
 

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/internal/bench"
+)
+
+const stormLong = `Storm plays the bad day: events appended at a steady rate to one service
+with three functions, Mailer.send and Mailer.audit (one processor) and
+Ledger.post (another). After a healthy lead-in (--before), every call of
+Mailer.send fails for --outage, with an error marked recoverable, so it is
+retried in process and then recorded; the control plane (projector,
+index, scheduler) prepares its records and the service replays them once
+the outage is over.
+
+It prints the healthy sibling's (Mailer.audit) and the other processor's
+(Ledger.post) latency from append to first call, before, during and after
+the outage; the calls of each function, those made during the outage and
+the re-runs of a function on an event it had already succeeded on; the
+records created; the largest backlog (pending + ack pending) of each
+processor's consumer; and the time from the outage's end until every event
+had a successful call of every function (-1: not within --drain).
+
+The embedded NATS server is started on a temporary directory as for bench;
+--nats-url plays it on an existing server. --quick plays a short storm
+with short immediate retries (a smoke test for CI).
+
+` + envHelp
+
+type stormFlags struct {
+	bench           benchFlags
+	rate            int
+	events          int
+	before          time.Duration
+	outage          time.Duration
+	retries         int
+	retryWait       time.Duration
+	schedulerPeriod time.Duration
+	schedulerBatch  int
+	minBackoff      time.Duration
+	drain           time.Duration
+}
+
+func newBenchStormCmd(a *app) *cobra.Command {
+	var f stormFlags
+	cmd := &cobra.Command{
+		Use:   "storm",
+		Short: "Play an outage of one function and measure its siblings, the calls and the recovery",
+		Long:  stormLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runStorm(cmd.Context(), a, &f, cmd.Flags().Changed)
+		},
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
+	fs.IntVar(&f.rate, "rate", 100, "events appended per second (1 to 10000)")
+	fs.IntVar(&f.events, "events", 0, "events appended in all (default rate × (before + outage))")
+	fs.DurationVar(&f.before, "before", 10*time.Second, "healthy time before the outage, for the baseline latency")
+	fs.DurationVar(&f.outage, "outage", 60*time.Second, "how long every call of Mailer.send fails")
+	fs.IntVar(&f.retries, "immediate-retries", -1, "immediate retries per failure, 0 to 10 (default -1: the processor's default, 3 after 2/4/8 s)")
+	fs.DurationVar(&f.retryWait, "retry-wait", 0, "wait before the first immediate retry, doubling after (default the processor's 2s)")
+	fs.DurationVar(&f.schedulerPeriod, "scheduler-period", time.Second, "the scheduler's pass period")
+	fs.IntVar(&f.schedulerBatch, "scheduler-batch", 100, "records the scheduler prepares per pass")
+	fs.DurationVar(&f.minBackoff, "min-backoff", time.Second, "the records' retry spec min backoff (whole seconds)")
+	fs.DurationVar(&f.drain, "drain", 10*time.Minute, "how long to wait after the outage for every event to succeed")
+	fs.StringVar(&f.bench.natsURL, "nats-url", "", "play it on this NATS server or cluster instead of an embedded one")
+	fs.StringVar(&f.bench.creds, "nats-creds", "", "NATS credentials file for --nats-url")
+	fs.StringVar(&f.bench.storage, "storage", "file", "storage of the storm's streams: file or memory")
+	fs.StringVarP(&f.bench.output, "output", "o", "table", "output format: table or json")
+	fs.BoolVar(&f.bench.quick, "quick", false, "a short storm with short immediate retries (a smoke test for CI)")
+	annotateEnv(fs)
+	return cmd
+}
+
+func runStorm(ctx context.Context, a *app, f *stormFlags, changed func(string) bool) error {
+	if f.bench.output != "table" && f.bench.output != "json" {
+		return usageErrorf("--output must be table or json, got %q", f.bench.output)
+	}
+	c := bench.StormConfig{Rate: f.rate, Events: f.events, Before: f.before, Outage: f.outage, ImmediateRetries: f.retries,
+		RetryWait: f.retryWait, SchedulerPeriod: f.schedulerPeriod, SchedulerBatch: f.schedulerBatch, MinBackoff: f.minBackoff,
+		Drain: f.drain, Logger: quiet(a.logger)}
+	if f.bench.quick {
+		// Each flag the command line set keeps its value.
+		quick := map[string]func(){
+			"rate": func() { c.Rate = 50 }, "before": func() { c.Before = time.Second }, "outage": func() { c.Outage = 2 * time.Second },
+			"retry-wait": func() { c.RetryWait = 50 * time.Millisecond }, "scheduler-period": func() { c.SchedulerPeriod = 100 * time.Millisecond },
+			"min-backoff": func() { c.MinBackoff = 0 }, "drain": func() { c.Drain = time.Minute },
+		}
+		for name, set := range quick {
+			if !changed(name) {
+				set()
+			}
+		}
+	}
+	switch {
+	case c.Rate < 1 || c.Rate > 10000:
+		return usageErrorf("--rate must be between 1 and 10000, got %d", c.Rate)
+	case c.Events < 0 || c.Events > 1_000_000:
+		return usageErrorf("--events must be between 0 (rate × duration) and 1000000, got %d", c.Events)
+	case c.Before < 0 || c.Before > time.Hour:
+		return usageErrorf("--before must be between 0s and 1h, got %s", c.Before)
+	case c.Outage < 0 || c.Outage > time.Hour:
+		return usageErrorf("--outage must be between 0s and 1h, got %s", c.Outage)
+	case c.ImmediateRetries < -1 || c.ImmediateRetries > 10:
+		return usageErrorf("--immediate-retries must be between -1 (the default) and 10, got %d", c.ImmediateRetries)
+	case c.RetryWait < 0 || c.RetryWait > time.Minute:
+		return usageErrorf("--retry-wait must be between 0s and 1m, got %s", c.RetryWait)
+	case c.SchedulerPeriod < 10*time.Millisecond || c.SchedulerPeriod > time.Hour:
+		return usageErrorf("--scheduler-period must be between 10ms and 1h, got %s", c.SchedulerPeriod)
+	case c.SchedulerBatch < 1 || c.SchedulerBatch > 10000:
+		return usageErrorf("--scheduler-batch must be between 1 and 10000, got %d", c.SchedulerBatch)
+	case c.MinBackoff < 0 || c.MinBackoff > time.Hour || c.MinBackoff%time.Second != 0:
+		return usageErrorf("--min-backoff must be whole seconds between 0s and 1h, got %s", c.MinBackoff)
+	case c.Drain < time.Second || c.Drain > 24*time.Hour:
+		return usageErrorf("--drain must be between 1s and 24h, got %s", c.Drain)
+	}
+	env := &bench.Env{Prefix: strings.ReplaceAll(uuid.NewString()[:8], "-", ""), Quick: f.bench.quick, Concurrency: 1, Replicas: 1}
+	switch f.bench.storage {
+	case "file":
+		env.Storage = jetstream.FileStorage
+	case "memory":
+		env.Storage = jetstream.MemoryStorage
+	default:
+		return usageErrorf("--storage must be file or memory, got %q", f.bench.storage)
+	}
+	nc, closeNATS, err := benchConnect(ctx, &f.bench)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	if env.JS, err = jetstream.New(nc); err != nil {
+		return err
+	}
+	a.logger.Info("bench storm", "rate", c.Rate, "before", c.Before, "outage", c.Outage, "immediateRetries", c.ImmediateRetries)
+	res, err := bench.RunStorm(ctx, env, c)
+	if err != nil {
+		return err
+	}
+	if f.bench.output == "json" {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return printStorm(a.stdout, res)
+}
+
+func printStorm(w io.Writer, r bench.StormResult) error {
+	c := r.Config
+	retries := "default (3 after 2/4/8 s)"
+	if c.ImmediateRetries >= 0 {
+		retries = fmt.Sprint(c.ImmediateRetries)
+	}
+	fmt.Fprintf(w, "storm: %d events at %d/s, Mailer.send down for %s after %s, immediate retries %s, scheduler every %s × %d\n\n",
+		r.Events, c.Rate, c.Outage, c.Before, retries, c.SchedulerPeriod, c.SchedulerBatch)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LATENCY APPEND → FIRST CALL\tPHASE\tN\tP50\tP99\tMAX")
+	for _, fn := range []struct {
+		name string
+		p    bench.StormPhases
+	}{{"Mailer.audit (sibling)", r.Sibling}, {"Ledger.post (other processor)", r.Other}} {
+		for _, ph := range []struct {
+			name string
+			l    bench.Latency
+		}{{"before", fn.p.Before}, {"during", fn.p.During}, {"after", fn.p.After}} {
+			if ph.l.N == 0 {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", fn.name, ph.name, ph.l.N, ms(ph.l.P50), ms(ph.l.P99), ms(ph.l.Max))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "FUNCTION\tCALLS\tDURING OUTAGE\tRE-RUNS AFTER SUCCESS\tEVENTS SUCCEEDED\t")
+	for _, name := range bench.StormFunctions {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", name, r.Calls[name], r.CallsDuringOutage[name], r.Reruns[name], r.Succeeded[name])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	recovery := "not within --drain"
+	if r.RecoverySeconds >= 0 {
+		recovery = fmt.Sprintf("%.1f s", r.RecoverySeconds)
+	}
+	fmt.Fprintf(w, "\nrecords created %d (already recorded %d); backlog peak Mailer %d, Ledger %d\n", r.RecordsCreated, r.AlreadyRecorded,
+		r.BacklogPeak["Mailer"], r.BacklogPeak["Ledger"])
+	fmt.Fprintf(w, "outage end → every event succeeded on every function: %s (storm took %.1f s)\n", recovery, r.Seconds)
+	return nil
+}
+
+func ms(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.1fs", v/1000)
+	case v >= 10:
+		return fmt.Sprintf("%.0fms", v)
+	}
+	return fmt.Sprintf("%.1fms", v)
+}
