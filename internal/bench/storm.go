@@ -304,7 +304,7 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 	for i := range s.ok {
 		s.ok[i], s.seen[i] = map[string]bool{}, map[string]bool{}
 	}
-	spec := aggregate.RetrySpec{MaxRetries: 100, MinBackoff: int32(max(c.MinBackoff/time.Second, 0)), ExecutionTimeout: 120}
+	spec := aggregate.RetrySpec{MaxRetries: 20, MinBackoff: int32(max(c.MinBackoff/time.Second, 0)), ExecutionTimeout: 120}
 	for i, fn := range []processor.Function{stormSend, stormAudit, stormPost} {
 		h := processor.HandleBody(func(_ context.Context, d *processor.Delivery, b stormBody) error { return s.call(i, d, b) })
 		if err := p.Register(fn, h, processor.WithRetrySpec(spec)); err != nil {
