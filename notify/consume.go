@@ -69,8 +69,16 @@ func (n *Notifier) consume(ctx context.Context, stream string, cfg jetstream.Con
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", cfg.Durable, stream, err)
 	}
-	return inflight.Consume(ctx, cons, inflight.Lanes{Name: cfg.Durable, Workers: n.opts.workers, AckWait: n.opts.ackWait,
-		PullMax: maxAckPending, Logger: n.opts.logger}, handle)
+	rt, err := inflight.New(inflight.Config{Name: cfg.Durable, Lanes: n.opts.workers, AckWait: n.opts.ackWait,
+		MaxAckPending: cfg.MaxAckPending, Logger: n.opts.logger})
+	if err != nil {
+		return err
+	}
+	return rt.Consume(ctx, ctx, cons, func(ctx context.Context, _ *inflight.Lane, msgs []jetstream.Msg) {
+		for _, m := range msgs {
+			handle(ctx, m)
+		}
+	})
 }
 
 // retryPolicy is how a message whose handling failed transiently (the KV

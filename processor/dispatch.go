@@ -6,97 +6,158 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/nats-io/nats.go/jetstream"
+	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/internal/inflight"
 	"github.com/amends-dev/amends/quarantine"
 )
 
 // dispatch handles one message of group g's consumer: every event of the
-// stream goes to every function of g that reacts to it, each failure is
-// recorded, and the message is acked unless a recording failed.
-func (p *Processor) dispatch(ctx context.Context, g *group, m jetstream.Msg) disposition {
+// stream goes to every function of g that reacts to it, each function as
+// a task of its own (tasks.go), each final failure is recorded, and the
+// message is acked once every task finished, unless a recording failed.
+func (p *Processor) dispatch(ctx context.Context, g *group, ls *laneState, m *inflight.Msg) {
 	st, err := p.store.DecodeMsg(m)
 	if err != nil {
 		p.undecodable(&p.metrics.ConsumerMetrics, m, err)
-		return p.quarantine(ctx, m, DurableName(p.context, g.name), quarantine.ReasonUndecodable, err)
+		ls.r.settle(m, p.quarantine(ctx, m, DurableName(p.context, g.name), quarantine.ReasonUndecodable, err))
+		return
 	}
-	fns := g.byType[st.Aggregate.Type]
-	result := ack
-	var steps []orderedStep
-	if len(g.ordered) > 0 {
-		if steps, result = p.orderedBegin(ctx, g, &st, m); result != ack {
-			return result
+	w := &msgWork{m: m, st: st}
+	done, all := ls.r.done.lookup(m.Seq(), m.Delivered() > 1)
+	ls.begin(w)
+	for _, f := range g.byType[st.Aggregate.Type] {
+		if !reactsToAny(f, &w.st) {
+			continue
 		}
+		if all || done.has(f.index) {
+			f.stats.Skipped.Add(1)
+			w.done.set(f.index)
+			continue
+		}
+		if f.ordered && w.ordered == nil {
+			w.ordered = p.newOrderedMsg(g, &w.st, m)
+		}
+		ls.schedule(ctx, &liveTask{w: w, f: f, k: taskKey{f: f, subject: m.Subject()}})
 	}
+	ls.end(ctx, w)
+}
+
+func reactsToAny(f *function, st *eventstore.Stream) bool {
 	for i := range st.Events {
-		e := &st.Events[i]
-		for _, f := range fns {
-			if !f.reacts(e.Name) {
-				continue
-			}
-			d := &Delivery{Stream: &st, Event: e, Index: i, Function: f.info}
+		if f.reacts(st.Events[i].Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// liveTask is one function on one message of its consumer: each event of
+// the message it reacts to, in order, with immediate retries that wait on
+// a timer. An Ordered function's task also checks and advances its
+// progress and goes through its hold (hold.go, holdrt.go).
+type liveTask struct {
+	w      *msgWork
+	f      *function
+	k      taskKey
+	ev     int       // the event it is at
+	d      *Delivery // that event's delivery, once begun
+	n      int       // calls made on it
+	g      gate      // its hold's gate (Ordered)
+	begun  bool      // its progress was checked (Ordered)
+	hkey   string    // its hold and progress key (Ordered)
+	entry  progressEntry
+	result disposition
+	done   bool
+}
+
+func (t *liveTask) key() taskKey                 { return t.k }
+func (t *liveTask) message() *msgWork            { return t.w }
+func (t *liveTask) bit() int                     { return t.f.index }
+func (t *liveTask) outcome() (disposition, bool) { return t.result, t.done }
+
+func (t *liveTask) step(ctx context.Context, ls *laneState) (time.Duration, bool) {
+	p, f, st := ls.r.p, t.f, &t.w.st
+	if f.ordered && !t.begun {
+		t.begun = true
+		var s step
+		t.hkey, t.entry, s = p.orderedBegin(ctx, f, st, t.w.ordered)
+		switch s {
+		case stepDone:
+			t.done = true // dispatched by an earlier delivery
+			return 0, false
+		case stepEarly:
+			t.result = nak
+			return 0, false
+		}
+	}
+	for ; t.ev < len(st.Events); t.ev++ {
+		e := &st.Events[t.ev]
+		if !f.reacts(e.Name) {
+			continue
+		}
+		if t.d == nil {
+			t.d, t.n = &Delivery{Stream: st, Event: e, Index: t.ev, Function: f.info}, 0
 			if f.ordered {
-				s := stepOf(steps, f)
-				if s == nil || s.step == stepDone || !s.ok {
-					continue // dispatched by an earlier delivery, or failed in this one
+				switch t.g = p.gate(ctx, f, t.d, t.entry.held); t.g {
+				case gateHeld:
+					t.d = nil
+					continue
+				case gateRetry:
+					return t.fail(ctx, nak)
 				}
-				if !p.dispatchOrdered(ctx, f, d, s.entry.held) {
-					if ctx.Err() != nil {
-						return interrupted
-					}
-					s.ok, result = false, nak
-				}
-				continue
-			}
-			err := p.execute(ctx, f, d, true)
-			if err == nil {
-				continue
-			}
-			if ctx.Err() != nil {
-				return interrupted // stopped midway: neither record nor ack
-			}
-			if p.record(ctx, p.execution(f, d, nil, err)) == OutcomeRecordingFailed {
-				result = nak
 			}
 		}
-	}
-	if len(steps) > 0 && !p.orderedEnd(ctx, steps, st.Version) {
-		if ctx.Err() != nil {
-			return interrupted
+		err, wait, again := p.try(ctx, f, t.d, true, t.n)
+		if again && !ls.r.shed() {
+			p.retrying(ctx, f, t.d, t.n, wait, err)
+			t.n++
+			return wait, true
 		}
-		result = nak
+		if again {
+			f.stats.RetriesShed.Add(1)
+			f.stats.Failed.Add(1)
+		}
+		if err != nil && ctx.Err() != nil {
+			return t.fail(ctx, interrupted) // stopped midway: neither record nor ack
+		}
+		out := OutcomeNone
+		if err != nil {
+			out = p.record(ctx, p.execution(f, t.d, nil, err))
+		}
+		if f.ordered && (!p.afterOrdered(ctx, f, t.d, t.g, err, out) || out == OutcomeRecordingFailed) {
+			return t.fail(ctx, nak) // its later events of the message wait for the redelivery
+		}
+		if out == OutcomeRecordingFailed {
+			t.result = nak
+		}
+		t.d = nil
 	}
-	return result
+	if f.ordered && !p.orderedEnd(ctx, f, t.hkey, t.entry, st.Version) {
+		return t.fail(ctx, nak)
+	}
+	t.done = t.result == ack
+	return 0, false
 }
 
-// dispatchOrdered is dispatch's step for an Ordered function: held events
-// are added to the hold, others run, and a recorded failure starts a hold.
-// It returns false when the message must be redelivered.
-func (p *Processor) dispatchOrdered(ctx context.Context, f *function, d *Delivery, held bool) bool {
-	g := p.gate(ctx, f, d, held)
-	switch g {
-	case gateHeld:
-		return true
-	case gateRetry:
-		return false
+// fail ends t with d (interrupted if the processor stopped meanwhile).
+func (t *liveTask) fail(ctx context.Context, d disposition) (time.Duration, bool) {
+	if ctx.Err() != nil {
+		d = interrupted
 	}
-	err := p.execute(ctx, f, d, true)
-	if err != nil && ctx.Err() != nil {
-		return false
-	}
-	out := OutcomeNone
-	if err != nil {
-		out = p.record(ctx, p.execution(f, d, nil, err))
-	}
-	return p.afterOrdered(ctx, f, d, g, err, out) && out != OutcomeRecordingFailed
+	t.result = max(t.result, d)
+	return 0, false
 }
 
-// execute runs f on d with immediate retries for RECOVERABLE errors (by the
-// global classification, as the reference's retry filter does) and returns
-// the final error. STATE_EVENT functions first get the aggregate's state;
-// failing to build it is their failure.
-func (p *Processor) execute(ctx context.Context, f *function, d *Delivery, cache bool) error {
+// try makes call n (0-based) of f on d: it returns nil on success, or the
+// error and, for a RECOVERABLE one (by the global classification, as the
+// reference's retry filter does) with immediate retries left, again with
+// the wait before the next call. STATE_EVENT functions first get the
+// aggregate's state; failing to build it is their failure.
+func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache bool, n int) (err error, wait time.Duration, again bool) {
 	if d.started.IsZero() {
 		d.started = p.o.clock.Now()
 	}
@@ -104,29 +165,43 @@ func (p *Processor) execute(ctx context.Context, f *function, d *Delivery, cache
 		state, err := p.stateAfter(ctx, d.Stream, cache)
 		if err != nil {
 			f.stats.Failed.Add(1)
-			return err
+			return err, 0, false
 		}
 		d.State = state
 	}
-	for attempt := 0; ; attempt++ {
-		f.stats.Calls.Add(1)
-		err := p.tracedCall(ctx, f, d)
-		if err == nil {
-			f.stats.Succeeded.Add(1)
-			return nil
-		}
-		if attempt >= f.retry.Retries || ctx.Err() != nil || failure.Classify(err, failure.Rules{}) != aggregate.Recoverable {
-			f.stats.Failed.Add(1)
+	f.stats.Calls.Add(1)
+	if err = p.tracedCall(ctx, f, d); err == nil {
+		f.stats.Succeeded.Add(1)
+		return nil, 0, false
+	}
+	if n >= f.retry.Retries || ctx.Err() != nil || failure.Classify(err, failure.Rules{}) != aggregate.Recoverable {
+		f.stats.Failed.Add(1)
+		return err, 0, false
+	}
+	return err, f.retry.Backoff.Delay(n), true
+}
+
+// retrying counts and logs immediate retry n+1 of f on d, after wait.
+func (p *Processor) retrying(ctx context.Context, f *function, d *Delivery, n int, wait time.Duration, err error) {
+	f.stats.Retries.Add(1)
+	if p.o.logger.Enabled(ctx, slog.LevelDebug) {
+		p.o.logger.Debug("amends processor: recoverable failure; retrying in process",
+			"context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "event", d.Event.ID,
+			"retry", n+1, "of", f.retry.Retries, "delay", wait, "err", err.Error())
+	}
+}
+
+// execute runs f on d with its immediate retries, waiting for them where
+// it runs (releases and range replays, each on a goroutine of its own),
+// and returns the final error.
+func (p *Processor) execute(ctx context.Context, f *function, d *Delivery, cache bool) error {
+	for n := 0; ; n++ {
+		err, wait, again := p.try(ctx, f, d, cache, n)
+		if !again {
 			return err
 		}
-		f.stats.Retries.Add(1)
-		delay := f.retry.Backoff.Delay(attempt)
-		if p.o.logger.Enabled(ctx, slog.LevelDebug) {
-			p.o.logger.Debug("amends processor: recoverable failure; retrying in process",
-				"context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "event", d.Event.ID,
-				"retry", attempt+1, "of", f.retry.Retries, "delay", delay, "err", err.Error())
-		}
-		if p.o.sleep(ctx, delay) != nil {
+		p.retrying(ctx, f, d, n, wait, err)
+		if p.o.sleep(ctx, wait) != nil {
 			f.stats.Failed.Add(1)
 			return err
 		}

@@ -118,6 +118,7 @@ type function struct {
 	retry     Retry
 	ordered   bool
 	stats     *FunctionMetrics
+	index     int // its place in its group: its bit in a message's done tasks
 }
 
 // reacts reports whether f receives events named name.

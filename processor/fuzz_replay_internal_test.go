@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/inflight"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -88,7 +90,7 @@ func FuzzDispatchReplay(f *testing.F) {
 	h := raw.Header
 	// The fixture reaches the replay: the genuine message runs the function.
 	genuine := &natstest.Msg{Subj: raw.Subject, Header: h, Body: raw.Data, Seq: raw.Sequence, Delivered: 1, Stream: "AMENDS_compensation", Consumer: "amends_replay_shop"}
-	if d := p.dispatchReplay(ctx, genuine); d != ack || p.metrics.Replays.Load() != 1 || p.FunctionMetrics("Mailer", "onPlaced").Replayed.Load() != 1 {
+	if d := p.replayOnce(ctx, genuine); d != ack || p.metrics.Replays.Load() != 1 || p.FunctionMetrics("Mailer", "onPlaced").Replayed.Load() != 1 {
 		f.Fatalf("the genuine prepare: disposition %d, %d replays, want ack and 1", d, p.metrics.Replays.Load())
 	}
 	f.Add(id, h.Get(jsstore.HeaderVersion), h.Get(jsstore.HeaderFirstSeq), h.Get(jsstore.HeaderPrevSeqs), doc, prepared.Seq, uint8(1))
@@ -107,7 +109,7 @@ func FuzzDispatchReplay(f *testing.F) {
 		}
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		switch d := p.dispatchReplay(hctx, m); d {
+		switch d := p.replayOnce(hctx, m); d {
 		case ack, term:
 		case nak:
 			if hctx.Err() == nil && delivered >= 3 {
@@ -121,4 +123,17 @@ func FuzzDispatchReplay(f *testing.F) {
 			t.Fatalf("disposition %d", d)
 		}
 	})
+}
+
+// replayOnce runs the replay consumer's handler on m, on a lane of its
+// own, and returns how it settled m (-1: not settled).
+func (p *Processor) replayOnce(ctx context.Context, m jetstream.Msg) disposition {
+	r, err := p.newRunner(p.store.StreamName(aggregate.Context), p.replayConfig(), 1, &p.metrics.Replay)
+	if err != nil {
+		panic(err)
+	}
+	got := disposition(-1)
+	r.backoff, r.settled = true, func(d disposition) { got = d }
+	p.dispatchReplay(ctx, newLaneState(r, nil, context.Background()), inflight.Hold(m))
+	return got
 }

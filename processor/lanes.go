@@ -3,148 +3,68 @@ package processor
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/inflight"
 )
 
-// disposition is what happens to a message after its handling.
+// disposition is what happens to a message after its handling. The order
+// matters: of a message's tasks, the highest wins.
 type disposition int
 
 const (
 	ack         disposition = iota // done
 	nak                            // recording failed: redeliver after the nak delay
-	term                           // undecodable or quarantined: never redeliver
 	interrupted                    // stopped midway: redeliver at once
+	term                           // undecodable or quarantined: never redeliver
 )
 
-// runner feeds one durable consumer's messages to lanes: a message goes to
-// the lane of its subject (one aggregate), and each lane handles its
-// messages one at a time, so one aggregate's messages are handled in the
-// order the consumer delivers them.
+// runner feeds one durable consumer's messages through the consumer
+// runtime (internal/inflight): a message goes to the lane of its subject
+// (one aggregate, or one record), where handle turns it into tasks, one
+// per function (or prepare), that run in order per (subject, function)
+// and may wait on a timer without holding the lane (tasks.go).
 type runner struct {
 	p       *Processor
 	stream  string
 	cfg     jetstream.ConsumerConfig
-	lanes   int
-	handle  func(ctx context.Context, m jetstream.Msg) disposition
+	rt      *inflight.Runtime
+	handle  func(ctx context.Context, ls *laneState, m *inflight.Msg)
 	metrics *ConsumerMetrics // of this kind of consumer (live or replay)
 	backoff bool             // nak delays grow with deliveries (replays)
-	current []atomic.Pointer[jetstream.Msg]
+	done    *completions     // what already ran of messages that come back
+	shedLog logEvery         // "retries shed" at most once per interval
+	// settled, when set, sees every disposition before it is applied
+	// (tests of the handlers).
+	settled func(d disposition)
 }
 
-// laneOf hashes a subject (FNV-1a) to one of n lanes.
-func laneOf(subject string, n int) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(subject); i++ {
-		h ^= uint32(subject[i])
-		h *= 16777619
+func (p *Processor) newRunner(stream string, cfg jetstream.ConsumerConfig, lanes int, metrics *ConsumerMetrics) (*runner, error) {
+	c := metrics
+	rt, err := inflight.New(inflight.Config{Name: cfg.Durable, Lanes: lanes, AckWait: cfg.AckWait, MaxAckPending: cfg.MaxAckPending,
+		PullOpts: p.pullOpts(), Logger: p.o.logger,
+		Counters: inflight.Counters{Delivered: &c.Delivered, Acked: &c.Acked, Naked: &c.Naked, Terminated: &c.Terminated, AckErrors: &c.AckErrors}})
+	if err != nil {
+		return nil, err
 	}
-	return int(h % uint32(n))
+	return &runner{p: p, stream: stream, cfg: cfg, rt: rt, metrics: metrics, done: newCompletions(cfg.MaxAckPending)}, nil
 }
 
-// run consumes until stopping ends, then lets the lanes finish (handlers
-// run with work, which the caller cancels after the shutdown timeout) and
-// returns once every goroutine it started has returned.
+func (p *Processor) pullOpts() []jetstream.PullConsumeOpt {
+	if p.o.pinned {
+		return []jetstream.PullConsumeOpt{jetstream.PullPriorityGroup(priorityGroup)}
+	}
+	return nil
+}
+
+// run consumes until stopping ends, re-creating the consumer if it fails
+// (deleted, or the connection closed); handlers run with work, which the
+// caller cancels after the shutdown timeout. It returns once every
+// goroutine it started has returned.
 func (r *runner) run(stopping, work context.Context) {
-	r.current = make([]atomic.Pointer[jetstream.Msg], r.lanes)
-	queues := make([]*queue, r.lanes)
-	var wg sync.WaitGroup
-	for i := range queues {
-		queues[i] = newQueue()
-		wg.Go(func() { r.lane(i, queues[i], stopping, work) })
-	}
-	hbDone := make(chan struct{})
-	var hb sync.WaitGroup
-	hb.Go(func() { r.heartbeat(hbDone) })
-
-	r.pull(stopping, queues)
-	for _, q := range queues {
-		q.close()
-	}
-	wg.Wait()
-	close(hbDone)
-	hb.Wait()
-}
-
-func (r *runner) lane(i int, q *queue, stopping, work context.Context) {
-	for {
-		m, ok := q.pop()
-		if !ok {
-			return
-		}
-		if stopping.Err() != nil {
-			r.settle(m, interrupted) // not started: let another instance have it now
-			continue
-		}
-		r.current[i].Store(&m)
-		d := r.handle(work, m)
-		r.current[i].Store(nil)
-		r.settle(m, d)
-	}
-}
-
-func (r *runner) settle(m jetstream.Msg, d disposition) {
-	var err error
-	var counter *atomic.Uint64
-	switch d {
-	case ack:
-		err, counter = m.Ack(), &r.metrics.Acked
-	case nak:
-		err, counter = m.NakWithDelay(r.nakDelay(m)), &r.metrics.Naked
-	case interrupted:
-		err, counter = m.Nak(), &r.metrics.Naked
-	case term:
-		err, counter = m.Term(), &r.metrics.Terminated
-	}
-	if err == nil {
-		counter.Add(1)
-		return
-	}
-	r.metrics.AckErrors.Add(1)
-	r.p.o.logger.Warn("amends processor: could not settle message; the server redelivers it after AckWait",
-		"consumer", r.cfg.Durable, "subject", m.Subject(), "err", err)
-}
-
-// heartbeat sends InProgress for every message that has been running for a
-// whole tick (a third of AckWait), so long handlers keep their message.
-func (r *runner) heartbeat(done <-chan struct{}) {
-	t := time.NewTicker(r.p.o.ackWait / 3)
-	defer t.Stop()
-	last := make([]*jetstream.Msg, len(r.current))
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
-		for i := range r.current {
-			m := r.current[i].Load()
-			if m != nil && m == last[i] {
-				_ = (*m).InProgress()
-			}
-			last[i] = m
-		}
-	}
-}
-
-// pullExpiry bounds one pull request on the server. Should the client ever
-// lose track of its outstanding pulls, its missed-heartbeat check (half of
-// this) pulls again within seconds instead of the default 30 s.
-const pullExpiry = 5 * time.Second
-
-// pull consumes until stopping ends, re-creating the consumer if it fails
-// (deleted, or the connection closed). The callback only hands each message
-// to its lane's queue and never blocks, so the subscription keeps up with
-// the server's messages and status notifications.
-func (r *runner) pull(stopping context.Context, queues []*queue) {
 	log := r.p.o.logger
-	opts := []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(min(r.cfg.MaxAckPending, 1000)), jetstream.PullExpiry(pullExpiry)}
-	if r.p.o.pinned {
-		opts = append(opts, jetstream.PullPriorityGroup(priorityGroup))
-	}
 	for stopping.Err() == nil {
 		cons, err := r.p.ensureConsumer(stopping, r.stream, r.cfg)
 		if err != nil {
@@ -152,32 +72,75 @@ func (r *runner) pull(stopping context.Context, queues []*queue) {
 			_ = Sleep(stopping, time.Second)
 			continue
 		}
-		lost := make(chan struct{})
-		var once sync.Once
-		onErr := jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConnectionClosed) {
-				once.Do(func() { close(lost) })
+		lanes := make([]*laneState, r.p.laneCount(r))
+		err = r.rt.Consume(stopping, work, cons, func(ctx context.Context, l *inflight.Lane, msgs []jetstream.Msg) {
+			ls := lanes[l.Index()]
+			if ls == nil {
+				ls = newLaneState(r, l, stopping)
+				lanes[l.Index()] = ls
 			}
-			log.Debug("amends processor: consume", "consumer", r.cfg.Durable, "err", err)
+			for _, m := range msgs {
+				r.handle(ctx, ls, m.(*inflight.Msg))
+			}
 		})
-		cc, err := cons.Consume(func(m jetstream.Msg) {
-			r.metrics.Delivered.Add(1)
-			queues[laneOf(m.Subject(), len(queues))].push(m)
-		}, append(opts, onErr)...)
-		if err != nil {
-			log.Warn("amends processor: cannot consume; retrying", "consumer", r.cfg.Durable, "err", err)
-			_ = Sleep(stopping, time.Second)
-			continue
+		for _, ls := range lanes {
+			if ls != nil {
+				ls.stop()
+			}
 		}
-		select {
-		case <-stopping.Done():
-		case <-lost:
-			log.Warn("amends processor: consumer lost; re-creating it", "consumer", r.cfg.Durable)
-		case <-cc.Closed():
-			log.Warn("amends processor: consumer stopped; re-creating it", "consumer", r.cfg.Durable)
+		if stopping.Err() != nil {
+			return
+		}
+		log.Warn("amends processor: consumer lost; re-creating it", "consumer", r.cfg.Durable, "err", err)
+		if errors.Is(err, inflight.ErrConsumerEnded) {
 			_ = Sleep(stopping, time.Second)
 		}
-		cc.Stop()
-		<-cc.Closed()
 	}
+}
+
+// laneCount is how many lanes r's consumer has.
+func (p *Processor) laneCount(r *runner) int {
+	if r.backoff {
+		return p.o.replayLanes
+	}
+	return p.o.concurrency
+}
+
+// settle settles m as d says; the runtime counts it.
+func (r *runner) settle(m *inflight.Msg, d disposition) {
+	if r.settled != nil {
+		r.settled(d)
+	}
+	var err error
+	switch d {
+	case ack:
+		err = m.Ack()
+	case nak:
+		err = m.NakWithDelay(r.nakDelay(m))
+	case interrupted:
+		err = m.Nak()
+	case term:
+		err = m.Term()
+	}
+	if err != nil {
+		r.p.o.logger.Warn("amends processor: could not settle message; the server redelivers it after AckWait",
+			"consumer", r.cfg.Durable, "subject", m.Subject(), "err", err)
+	}
+}
+
+// shed reports whether a failure must skip its immediate retries because
+// the consumer holds three quarters of MaxAckPending: messages waiting on
+// retries must never fill it, or the server would stop delivering the
+// other functions' messages. The failure is recorded at once instead, its
+// record the durable form of the retry.
+func (r *runner) shed() bool {
+	held, capacity := r.rt.Held(), r.rt.Capacity()
+	if held*4 < capacity*3 {
+		return false
+	}
+	r.shedLog.do(r.p.o.clock.Now(), func() {
+		r.p.o.logger.Warn("amends processor: the consumer holds 3/4 of its MaxAckPending; failures are recorded without immediate retries until it holds fewer",
+			"consumer", r.cfg.Durable, "held", held, "maxAckPending", capacity)
+	})
+	return true
 }

@@ -80,6 +80,13 @@ type FunctionMetrics struct {
 	Failed atomic.Uint64
 	// Retries counts immediate retries.
 	Retries atomic.Uint64
+	// RetriesShed counts failures recorded without their immediate retries
+	// because the consumer held three quarters of its MaxAckPending.
+	RetriesShed atomic.Uint64
+	// Skipped counts the times the function was not run again on a message
+	// that came back
+	// (nak'ed, or redelivered after a lost ack) because it was done on it.
+	Skipped atomic.Uint64
 	// Replayed counts replays run.
 	Replayed atomic.Uint64
 	// Held counts events held behind a failure (Ordered functions).

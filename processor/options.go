@@ -30,6 +30,7 @@ type options struct {
 	retry           Retry
 	clock           aggregate.Clock
 	sleep           Sleeper
+	sleeperSet      bool // sleep is an injected one: after waits through it
 	logger          *slog.Logger
 	stateCache      int
 	replay          bool
@@ -200,7 +201,7 @@ func WithSleeper(s Sleeper) Option {
 		if s == nil {
 			return invalidOption("sleeper is nil")
 		}
-		o.sleep = s
+		o.sleep, o.sleeperSet = s, true
 		return nil
 	}
 }

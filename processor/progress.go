@@ -176,88 +176,69 @@ func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstor
 	}
 }
 
-// orderedStep is one Ordered function's progress on one message.
-type orderedStep struct {
-	f     *function
-	key   string
-	entry progressEntry
-	step  step
-	ok    bool // dispatched: advance the progress after the message
+// orderedMsg is what the Ordered functions of one message share: where
+// its aggregate's previous version is, whether it was delivered before,
+// and the consumer's ack floor, read at most once.
+type orderedMsg struct {
+	prevSeq     uint64
+	redelivered bool
+	floor       *uint64
+	durable     string
 }
 
-// orderedBegin checks the progress of g's Ordered functions of st's
-// aggregate type. It returns their steps, or nak when one of them must
-// wait for an earlier version (before any function ran).
-func (p *Processor) orderedBegin(ctx context.Context, g *group, st *eventstore.Stream, m jetstream.Msg) ([]orderedStep, disposition) {
-	prevSeq := previousSeq(m, st)
-	redelivered := true
+func (p *Processor) newOrderedMsg(g *group, st *eventstore.Stream, m jetstream.Msg) *orderedMsg {
+	o := &orderedMsg{prevSeq: previousSeq(m, st), redelivered: true, durable: DurableName(p.context, g.name)}
 	if md, err := m.Metadata(); err == nil {
-		redelivered = md.NumDelivered > 1
+		o.redelivered = md.NumDelivered > 1
 	}
-	var floor *uint64
-	ackFloor := func() uint64 {
-		if floor == nil {
-			var f uint64
-			if c, err := p.js.Consumer(ctx, p.store.StreamName(p.context), DurableName(p.context, g.name)); err == nil {
-				if info, err := c.Info(ctx); err == nil {
-					f = info.AckFloor.Stream
-				}
-			}
-			floor = &f
-		}
-		return *floor
-	}
-	a := eventIDOf(st, &eventstore.Event{}).AggregateID
-	var steps []orderedStep
-	for _, f := range g.ordered {
-		if !f.types[st.Aggregate.Type] {
-			continue
-		}
-		key := p.holdKey(f, a)
-		s, e, err := p.checkProgress(ctx, key, st, prevSeq, ackFloor, redelivered)
-		if err != nil || s == stepEarly {
-			if err != nil {
-				p.o.logger.Warn("amends processor: cannot read the progress of an Ordered function; the message will be redelivered",
-					"context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "key", key, "err", err)
-			}
-			return nil, nak
-		}
-		steps = append(steps, orderedStep{f: f, key: key, entry: e, step: s, ok: s == stepRun})
-	}
-	return steps, ack
+	return o
 }
 
-// orderedEnd advances the progress of the functions dispatched; false if
-// a write failed (the message is redelivered and the done ones skipped).
-func (p *Processor) orderedEnd(ctx context.Context, steps []orderedStep, version uint64) bool {
-	pr := p.holds.progress
-	for _, s := range steps {
-		if !s.ok {
-			continue
-		}
-		err := pr.advance(ctx, s.key, s.entry, version, p.holds.cache.held(s.key))
-		if errors.Is(err, errProgressMoved) {
-			if e, gerr := pr.get(ctx, s.key, true); gerr == nil && e.version >= version {
-				continue // another delivery of it finished first
+// ackFloor returns the consumer's ack floor (0 if it cannot be read).
+func (p *Processor) ackFloor(ctx context.Context, o *orderedMsg) uint64 {
+	if o.floor == nil {
+		var f uint64
+		if c, err := p.js.Consumer(ctx, p.store.StreamName(p.context), o.durable); err == nil {
+			if info, err := c.Info(ctx); err == nil {
+				f = info.AckFloor.Stream
 			}
 		}
-		if err != nil {
-			p.o.logger.Warn("amends processor: cannot record the progress of an Ordered function; the message will be redelivered",
-				"context", p.context, "processor", s.f.info.ProcessorName, "function", s.f.info.Name, "key", s.key, "err", err)
-			return false
+		o.floor = &f
+	}
+	return *o.floor
+}
+
+// orderedBegin checks f's progress on st's aggregate: run it, skip it
+// (done), or redeliver the message (an earlier version is not dispatched
+// yet, or the progress cannot be read).
+func (p *Processor) orderedBegin(ctx context.Context, f *function, st *eventstore.Stream, o *orderedMsg) (string, progressEntry, step) {
+	key := p.holdKey(f, eventIDOf(st, &eventstore.Event{}).AggregateID)
+	s, e, err := p.checkProgress(ctx, key, st, o.prevSeq, func() uint64 { return p.ackFloor(ctx, o) }, o.redelivered)
+	if err != nil {
+		p.o.logger.Warn("amends processor: cannot read the progress of an Ordered function; the message will be redelivered",
+			"context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "key", key, "err", err)
+		return key, e, stepEarly
+	}
+	return key, e, s
+}
+
+// orderedEnd advances f's progress to version after it was dispatched;
+// false if the write failed (the message is redelivered and f, done,
+// skipped then).
+func (p *Processor) orderedEnd(ctx context.Context, f *function, key string, e progressEntry, version uint64) bool {
+	pr := p.holds.progress
+	err := pr.advance(ctx, key, e, version, p.holds.cache.held(key))
+	if errors.Is(err, errProgressMoved) {
+		if e, gerr := pr.get(ctx, key, true); gerr == nil && e.version >= version {
+			return true // another delivery of it finished first
 		}
+	}
+	if err != nil {
+		p.o.logger.Warn("amends processor: cannot record the progress of an Ordered function; the message will be redelivered",
+			"context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "key", key, "err", err)
+		return false
 	}
 	return true
-}
-
-// stepOf returns f's step in steps.
-func stepOf(steps []orderedStep, f *function) *orderedStep {
-	for i := range steps {
-		if steps[i].f == f {
-			return &steps[i]
-		}
-	}
-	return nil
 }
 
 // previousSeq returns the stream sequence of the version before st (the

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"github.com/nats-io/nats.go/jetstream"
+	"time"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/internal/inflight"
 	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/tracing"
 )
@@ -27,12 +27,13 @@ import (
 // its deliveries, and quarantined once they are exhausted (see
 // WithReplayRetry). So poison messages never keep the consumer's
 // ack-pending slots, and the replays behind them run.
-func (p *Processor) dispatchReplay(ctx context.Context, m jetstream.Msg) disposition {
+func (p *Processor) dispatchReplay(ctx context.Context, ls *laneState, m *inflight.Msg) {
 	consumer := ReplayDurableName(p.context)
 	rec, err := p.store.DecodeMsg(m)
 	if err != nil {
 		p.metrics.Replay.Undecodable.Add(1)
-		return p.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable, err)
+		ls.r.settle(m, p.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable, err))
+		return
 	}
 	ctx = tracing.StreamContext(ctx, &rec) // the prepare's trace: the replays' parent
 	var preps []aggregate.CompensationPrepared
@@ -47,40 +48,125 @@ func (p *Processor) dispatchReplay(ctx context.Context, m jetstream.Msg) disposi
 		ev, err := aggregate.DecodeEvent(e.Name, e.Body)
 		if err != nil {
 			p.metrics.Replay.Undecodable.Add(1)
-			return p.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable,
-				fmt.Errorf("record %s version %d event %s: %w", rec.Aggregate.ID, rec.Version, e.ID, err))
+			ls.r.settle(m, p.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable,
+				fmt.Errorf("record %s version %d event %s: %w", rec.Aggregate.ID, rec.Version, e.ID, err)))
+			return
 		}
 		if prep := ev.(aggregate.CompensationPrepared); prep.Function.ContextName == p.context {
 			preps = append(preps, prep)
 		}
 	}
-	var retry error
-	for _, prep := range preps {
-		switch d, err := p.replay(ctx, rec.Aggregate.ID, rec.Version, prep); d {
-		case term:
-			return p.quarantine(ctx, m, consumer, quarantine.ReasonCorrupt, err)
-		case interrupted:
-			return interrupted
-		case nak:
-			retry = err
+	w := &msgWork{m: m, st: rec, finish: func(ctx context.Context, w *msgWork) disposition {
+		return p.finishReplay(ctx, w, succeeded)
+	}}
+	done, all := ls.r.done.lookup(m.Seq(), m.Delivered() > 1)
+	ls.begin(w)
+	for i, prep := range preps {
+		if all || done.has(i) {
+			w.done.set(i)
+			continue
 		}
+		k := taskKey{name: prep.Function.ProcessorName + "." + prep.Function.Name, subject: m.Subject()}
+		ls.schedule(ctx, &replayTask{w: w, i: i, k: k, prep: prep})
+	}
+	ls.end(ctx, w)
+}
+
+// finishReplay settles a replay message once its replays finished: a
+// corrupt one is quarantined, a hold whose head succeeded is released,
+// and one that failed transiently is retried later or quarantined.
+func (p *Processor) finishReplay(ctx context.Context, w *msgWork, succeeded bool) disposition {
+	consumer := ReplayDurableName(p.context)
+	switch w.result {
+	case term:
+		return p.quarantine(ctx, w.m, consumer, quarantine.ReasonCorrupt, w.cause)
+	case interrupted:
+		return interrupted
+	}
+	var retry error
+	if w.result == nak {
+		retry = w.cause
 	}
 	if succeeded && p.holds != nil {
-		if err := p.headSucceeded(ctx, rec.Aggregate.ID, rec.Version); err != nil {
+		if err := p.headSucceeded(ctx, w.st.Aggregate.ID, w.st.Version); err != nil {
 			retry = err
 		}
 	}
 	if retry != nil {
-		return p.retryReplay(ctx, m, retry)
+		return p.retryReplay(ctx, w.m, retry)
 	}
 	return ack
 }
 
-// replay runs one prepared attempt: the recorded function alone, on the
-// original event, with the compensation in its context; then reports the
-// result with the attempt. A nak or term comes with its cause.
-func (p *Processor) replay(ctx context.Context, id string, version uint64, prep aggregate.CompensationPrepared) (disposition, error) {
+// replayTask is one prepared attempt: the recorded function alone, on the
+// original event, with the compensation in its context, its immediate
+// retries waiting on a timer; then the result reported with the attempt.
+type replayTask struct {
+	w    *msgWork
+	i    int
+	k    taskKey
+	prep aggregate.CompensationPrepared
+	// Once the record and the event are read: what to run.
+	ready  bool
+	f      *function
+	d      *Delivery
+	c      Compensation
+	fn     aggregate.FunctionInfo
+	n      int
+	result disposition
+	done   bool
+}
+
+func (t *replayTask) key() taskKey                 { return t.k }
+func (t *replayTask) message() *msgWork            { return t.w }
+func (t *replayTask) bit() int                     { return t.i }
+func (t *replayTask) outcome() (disposition, bool) { return t.result, t.done }
+
+func (t *replayTask) step(ctx context.Context, ls *laneState) (time.Duration, bool) {
+	p := ls.r.p
+	if !t.ready {
+		d, err := p.prepareReplay(ctx, t)
+		if !t.ready {
+			return t.end(d, err)
+		}
+	}
+	ctx = WithCompensation(ctx, t.c)
+	err, wait, again := p.try(ctx, t.f, t.d, false, t.n)
+	if again && !ls.r.shed() {
+		p.retrying(ctx, t.f, t.d, t.n, wait, err)
+		t.n++
+		return wait, true
+	}
+	if again {
+		t.f.stats.RetriesShed.Add(1)
+		t.f.stats.Failed.Add(1)
+	}
+	if err != nil && ctx.Err() != nil {
+		return t.end(interrupted, nil)
+	}
+	t.f.stats.Replayed.Add(1)
+	x := p.execution(t.f, t.d, &t.c, err)
+	x.Function = &t.fn
+	return t.end(p.settleReplay(ctx, t.w.st.Aggregate.ID, x))
+}
+
+// end finishes t with d, and its cause for a nak or term.
+func (t *replayTask) end(d disposition, cause error) (time.Duration, bool) {
+	t.result, t.done = d, d == ack
+	if d == nak || d == term {
+		t.w.cause = cause
+	}
+	return 0, false
+}
+
+// prepareReplay reads what t's replay needs: the record (when the
+// processor has WithRecords) and the original event, at once. It sets
+// t.ready when the function is to run; otherwise it returns how t ends:
+// skipped (a stale attempt), reported as failed (the function or event is
+// gone), or nak or term with the cause.
+func (p *Processor) prepareReplay(ctx context.Context, t *replayTask) (disposition, error) {
 	p.metrics.Replays.Add(1)
+	id, version, prep := t.w.st.Aggregate.ID, t.w.st.Version, t.prep
 	c := Compensation{ID: id, Attempt: prep.RetryState.Retries, Prepared: version}
 	fn := prep.Function
 	// The original event is read while the record is, not after it: the
@@ -139,15 +225,9 @@ func (p *Processor) replay(ctx context.Context, id string, version uint64, prep 
 	if err != nil {
 		return nak, fmt.Errorf("load the event to replay record %s: %w", id, err)
 	}
-	d := &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info}
-	err = p.execute(WithCompensation(ctx, c), f, d, false)
-	if err != nil && ctx.Err() != nil {
-		return interrupted, nil
-	}
-	f.stats.Replayed.Add(1)
-	x = p.execution(f, d, &c, err)
-	x.Function = &fn
-	return p.settleReplay(ctx, id, x)
+	t.ready, t.f, t.c, t.fn = true, f, c, fn
+	t.d = &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info}
+	return ack, nil
 }
 
 // readRecord reads record id, which the replayed message shows at version

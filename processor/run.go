@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/inflight"
 	"github.com/amends-dev/amends/internal/transient"
 )
 
@@ -200,8 +201,12 @@ func (p *Processor) runners(ctx context.Context, groups []*group) ([]*runner, er
 		if err := ensure(stream, cfg); err != nil {
 			return nil, err
 		}
-		out = append(out, &runner{p: p, stream: stream, cfg: cfg, lanes: p.o.concurrency, metrics: &p.metrics.ConsumerMetrics,
-			handle: func(ctx context.Context, m jetstream.Msg) disposition { return p.dispatch(ctx, g, m) }})
+		r, err := p.newRunner(stream, cfg, p.o.concurrency, &p.metrics.ConsumerMetrics)
+		if err != nil {
+			return nil, err
+		}
+		r.handle = func(ctx context.Context, ls *laneState, m *inflight.Msg) { p.dispatch(ctx, g, ls, m) }
+		out = append(out, r)
 	}
 	if p.o.recorder == nil || !p.o.replay {
 		return out, nil
@@ -214,7 +219,12 @@ func (p *Processor) runners(ctx context.Context, groups []*group) ([]*runner, er
 	if err := ensure(stream, cfg); err != nil {
 		return nil, err
 	}
-	return append(out, &runner{p: p, stream: stream, cfg: cfg, lanes: p.o.replayLanes, metrics: &p.metrics.Replay, backoff: true, handle: p.dispatchReplay}), nil
+	r, err := p.newRunner(stream, cfg, p.o.replayLanes, &p.metrics.Replay)
+	if err != nil {
+		return nil, err
+	}
+	r.backoff, r.handle = true, p.dispatchReplay
+	return append(out, r), nil
 }
 
 // Stop makes Run return; it does not wait (see Closed). Safe to call more

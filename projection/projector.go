@@ -298,6 +298,10 @@ func (p *Projector) consume(ctx context.Context) error {
 		return fmt.Errorf("consumer %s on %s: %w", p.opts.durable, stream, err)
 	}
 	p.putPrefix = p.pipelinePrefix(ctx)
-	return inflight.ConsumeBatch(ctx, cons, inflight.Lanes{Name: p.opts.durable, Workers: p.opts.workers, AckWait: p.opts.ackWait,
-		PullMax: min(p.opts.maxAckPending, 1024), Batch: laneBatch, Logger: p.opts.logger}, p.handleBatch)
+	rt, err := inflight.New(inflight.Config{Name: p.opts.durable, Lanes: p.opts.workers, AckWait: p.opts.ackWait,
+		MaxAckPending: p.opts.maxAckPending, Batch: laneBatch, Logger: p.opts.logger})
+	if err != nil {
+		return err
+	}
+	return rt.Consume(ctx, ctx, cons, func(ctx context.Context, _ *inflight.Lane, msgs []jetstream.Msg) { p.handleBatch(ctx, msgs) })
 }

@@ -185,9 +185,9 @@ func printStorm(w io.Writer, r bench.StormResult) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "FUNCTION\tCALLS\tDURING OUTAGE\tRE-RUNS AFTER SUCCESS\tEVENTS SUCCEEDED\t")
+	fmt.Fprintln(tw, "FUNCTION\tCALLS\tOF REPLAYS\tDURING OUTAGE\tRE-RUNS AFTER SUCCESS\tEVENTS SUCCEEDED\t")
 	for _, name := range bench.StormFunctions {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", name, r.Calls[name], r.CallsDuringOutage[name], r.Reruns[name], r.Succeeded[name])
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", name, r.Calls[name], r.ReplayCalls[name], r.CallsDuringOutage[name], r.Reruns[name], r.Succeeded[name])
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -100,6 +100,9 @@ type StormResult struct {
 	// lasted.
 	Calls             map[string]uint64 `json:"calls"`
 	CallsDuringOutage map[string]uint64 `json:"callsDuringOutage"`
+	// ReplayCalls counts the calls of replays (of records the scheduler
+	// prepared), included in Calls.
+	ReplayCalls map[string]uint64 `json:"replayCalls"`
 	// Reruns counts calls of a function on an event it had already
 	// succeeded on.
 	Reruns map[string]uint64 `json:"reruns"`
@@ -134,6 +137,7 @@ type stormState struct {
 	seen    [3]map[string]bool // per function: events it was called on
 	lat     [3]stormLatencies
 	calls   [3]atomic.Uint64
+	replays [3]atomic.Uint64
 	during  [3]atomic.Uint64
 	reruns  [3]atomic.Uint64
 	// outageStart and outageEnd are unix nanos, appended events carry
@@ -149,8 +153,11 @@ type stormBody struct {
 }
 
 // call notes a call of function i on d and returns whether it succeeds.
-func (s *stormState) call(i int, d *processor.Delivery, body stormBody) error {
+func (s *stormState) call(ctx context.Context, i int, d *processor.Delivery, body stormBody) error {
 	s.calls[i].Add(1)
+	if _, ok := processor.CompensationFrom(ctx); ok {
+		s.replays[i].Add(1)
+	}
 	if s.outage.Load() {
 		s.during[i].Add(1)
 	}
@@ -306,7 +313,7 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 	}
 	spec := aggregate.RetrySpec{MaxRetries: 20, MinBackoff: int32(max(c.MinBackoff/time.Second, 0)), ExecutionTimeout: 120}
 	for i, fn := range []processor.Function{stormSend, stormAudit, stormPost} {
-		h := processor.HandleBody(func(_ context.Context, d *processor.Delivery, b stormBody) error { return s.call(i, d, b) })
+		h := processor.HandleBody(func(ctx context.Context, d *processor.Delivery, b stormBody) error { return s.call(ctx, i, d, b) })
 		if err := p.Register(fn, h, processor.WithRetrySpec(spec)); err != nil {
 			return StormResult{}, err
 		}
@@ -368,11 +375,12 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 		return StormResult{}, ctx.Err()
 	}
 	res := StormResult{Config: c, Events: c.Events, RecoverySeconds: recovery, Seconds: time.Since(start).Seconds(),
-		Calls: map[string]uint64{}, CallsDuringOutage: map[string]uint64{}, Reruns: map[string]uint64{}, Succeeded: map[string]int{},
+		Calls: map[string]uint64{}, ReplayCalls: map[string]uint64{}, CallsDuringOutage: map[string]uint64{}, Reruns: map[string]uint64{}, Succeeded: map[string]int{},
 		BacklogPeak: map[string]uint64{}, RecordsCreated: counted.created.Load(), AlreadyRecorded: counted.already.Load()}
 	s.mu.Lock()
 	for i, name := range StormFunctions {
 		res.Calls[name], res.CallsDuringOutage[name], res.Reruns[name] = s.calls[i].Load(), s.during[i].Load(), s.reruns[i].Load()
+		res.ReplayCalls[name] = s.replays[i].Load()
 		res.Succeeded[name] = len(s.ok[i])
 	}
 	res.Sibling = s.lat[1].phases()
