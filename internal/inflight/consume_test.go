@@ -125,7 +125,7 @@ func TestWaitingMessagesKeepTheirLease(t *testing.T) {
 	// of slack for a late heartbeat on a busy machine.
 	const ackWait = 2 * time.Second
 	js, cons := fixture(t, ackWait, 100)
-	publish(t, js, "s.busy", 5)  // one lane: the first blocks, four queue
+	publish(t, js, "s.busy", 5)   // one lane: the first blocks, four queue
 	publish(t, js, "s.parked", 3) // left unsettled by their handler
 	var counts inflight.Counters
 	counts.Delivered, counts.Acked = new(atomic.Uint64), new(atomic.Uint64)
@@ -183,7 +183,9 @@ func TestPostRunsOnTheLaneInOrder(t *testing.T) {
 			})
 		}
 	})
-	require.Eventually(t, func() bool { return rt.Held() == 0 && func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 6 }() },
+	require.Eventually(t, func() bool {
+		return rt.Held() == 0 && func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 6 }()
+	},
 		waitFor, 5*time.Millisecond)
 	require.NoError(t, stop())
 	var posts []string

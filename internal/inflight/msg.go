@@ -134,7 +134,9 @@ type shard struct {
 	next uint64 // keys of messages without metadata, from the top down
 }
 
-func newShard(rt *Runtime) *shard { return &shard{rt: rt, msgs: make(map[uint64]*Msg), next: ^uint64(0)} }
+func newShard(rt *Runtime) *shard {
+	return &shard{rt: rt, msgs: make(map[uint64]*Msg), next: ^uint64(0)}
+}
 
 // add holds the delivery m and returns its Msg, and false when m is a
 // redelivery of a message held already: that Msg now settles through m.
