@@ -27,15 +27,23 @@
 // deleted. Its open records keep the old name: ChangeFunction them.
 //
 // Within one instance, messages are spread over WithConcurrency lanes
-// (default 16) by a hash of their subject, that is by aggregate; a lane
-// handles one message at a time. So on one instance:
+// (default 16) by a hash of their subject, that is by aggregate, and each
+// message becomes one task per function that reacts to it. A lane runs
+// one task at a time, but a task whose function waits for an immediate
+// retry does not wait in the lane: it waits on a timer and resumes on its
+// lane when the timer fires. Meanwhile its key, the function on that
+// aggregate, is blocked: the function's tasks of the aggregate's later
+// messages queue behind it, while every other function of those messages,
+// and every function of other aggregates, runs at once. So on one
+// instance:
 //
-//   - the events of one aggregate are handled in the order the consumer
+//   - each function gets one aggregate's events in the order the consumer
 //     delivers them, which is stream (version) order, and never two at
-//     once;
-//   - except around a redelivery: a message nak'ed because its recording
-//     failed, or not acked within AckWait, is delivered again after later
-//     messages of its aggregate may have been handled.
+//     once; a function waiting for a retry of an event of aggregate A
+//     delays only itself, and only on A;
+//   - except around a redelivery: a message nak'ed because the recording
+//     of one of its functions' failures failed is delivered again after
+//     later messages of its aggregate may have reached that function.
 //
 // Across several instances sharing a durable (scale-out), JetStream hands
 // each pull its own messages, so two events of one aggregate can be handled
@@ -44,11 +52,20 @@
 // WithPinnedClient: JetStream's pinned-client priority policy delivers to
 // one instance at a time and fails over to another when it stops pulling
 // (after AckWait), which restores the single-instance guarantees above at
-// the price of scale-out. MaxAckPending (WithMaxAckPending) bounds the
-// messages in flight on all instances together.
+// the price of scale-out. Ordered functions keep their order across
+// instances too (see below).
 //
-// A handler that runs long keeps its message: while it runs, the processor
-// sends InProgress every third of AckWait (WithAckWait, default 30 s).
+// A call that runs long (not a wait for a retry) does hold its lane: the
+// aggregates hashed to that lane wait for it, the other lanes go on.
+//
+// Every message an instance holds keeps its lease until it is settled:
+// queued behind a busy lane, running, or waiting on its functions'
+// retries, it gets InProgress every third of AckWait (WithAckWait, default
+// 30 s), so nothing is redelivered for having waited. The consumers run on
+// the runtime the projector and the notifier use (internal/inflight).
+// MaxAckPending (WithMaxAckPending, default 1024) bounds the messages in
+// flight on all instances together, and with them the memory an instance
+// uses: it buffers and holds no more.
 //
 // # Immediate retries
 //
@@ -65,28 +82,45 @@
 // immediate retries. Each retry is logged at Debug, a final failure that
 // was recorded at Info, one that could not be recorded at Warn.
 //
+// Messages waiting on retries hold their place in MaxAckPending. So that
+// they never fill it, which would stop the server delivering the other
+// functions' messages, a failure is recorded at once, without its
+// immediate retries, while the consumer holds three quarters of
+// MaxAckPending or more (FunctionMetrics.RetriesShed; a Warn line at most
+// every 30 s): its record, which the scheduler prepares and replays, is
+// then the durable form of the retry.
+//
 // # Acknowledgement contract
 //
 // Every event of a message goes to every function that reacts to it; a
-// failing function does not keep the others from running. After all have
-// run, the message is:
+// failing function does not keep the others from running. Once all have
+// finished, the message is:
 //
 //   - acked when every function succeeded, or each failure was recorded
 //     (RECORDED, ALREADY_RECORDED), waived (WithoutCompensation:
 //     FAILURE_WAIVED) or cannot be recorded (no recorder or no identity:
 //     FAILURE_UNRECORDED);
 //   - nak'ed with a delay (WithNakDelay, default 5 s) when recording a
-//     failure failed (RECORDING_FAILED): it is redelivered and every function
-//     of it runs again, so delivery is at least once and functions must be
-//     idempotent on the event's identity;
+//     failure failed (RECORDING_FAILED): it is redelivered, and the
+//     functions that already succeeded or had their failure recorded on it
+//     are not called again on this instance (FunctionMetrics.Skipped): the
+//     instance remembers, per stream sequence, which functions are done,
+//     until the message is acked; it also remembers the sequences of the
+//     last messages it acked, so that a message redelivered because its ack
+//     was lost is acked again without running anything. Both memories are
+//     bounded by MaxAckPending and belong to the Processor: another
+//     instance, or this one after a restart of its process, runs every
+//     function of a redelivered message again. Delivery is at least once,
+//     and functions must be idempotent on the event's identity;
 //   - terminated when it cannot be decoded: it is logged with its stream and
 //     sequence, counted (Metrics.Undecodable), recorded in the quarantine
 //     (WithQuarantine) with the consumer's name, and never blocks the
 //     consumer.
 //
-// When Run stops, messages not yet started are nak'ed for immediate
-// redelivery elsewhere; running handlers get WithShutdownTimeout to finish,
-// then their context is cancelled and their message nak'ed, unrecorded.
+// When Run stops, messages not yet started, and messages waiting on an
+// immediate retry, are nak'ed for immediate redelivery elsewhere; running
+// handlers get WithShutdownTimeout to finish, then their context is
+// cancelled and their message nak'ed, unrecorded.
 //
 // # Replays
 //
@@ -102,6 +136,10 @@
 // reported as failed with code FunctionNotFound, UNRECOVERABLE; a missing
 // event with EventNotFound. With WithRecords the record is read first and a
 // prepared attempt that is no longer current is skipped.
+//
+// A replay's immediate retries wait on a timer as a live call's do, its
+// key being the function on the record; a release's (Ordered functions)
+// and a range replay's wait in their own goroutine.
 //
 // Replays have the same ack contract, except that no replay message is
 // retried forever. One that can never be replayed (it or its prepare does
@@ -141,11 +179,13 @@
 //
 // Order holds whatever order messages come in: each Ordered function has
 // a progress per aggregate (ProgressBucket, the last version dispatched,
-// written with CAS after the message's functions ran and before its ack).
+// written with CAS once the function finished on the message, before the
+// message's ack).
 // A version runs only right after the one before it: an earlier one is
-// acked as done (a redelivery), a later one is nak'ed until the one
-// before it is dispatched (a message redelivered after a kill -9, or
-// handled by another instance). So with several instances on one
+// done (a redelivery), a later one is nak'ed until the one before it is
+// dispatched (a message redelivered after a kill -9, or handled by
+// another instance); the message's other functions run meanwhile and are
+// not run again when it comes back. So with several instances on one
 // durable, a function never runs on A's events out of order, nor past a
 // hold another instance created (the progress records that a hold was
 // there). The cost is a KV read and a CAS write per message of an Ordered

@@ -210,7 +210,7 @@ func TestRetriesAreShedBeforeTheConsumerFills(t *testing.T) {
 	// Once the consumer holds 6 (3/4 of 8), the failing message among
 	// them: 5 wait for their retry, the 15 after them are shed.
 	const waiting = maxAckPending*3/4 - 1
-	shed := p.FunctionMetrics("Mailer", "send").RetriesShed
+	shed := &p.FunctionMetrics("Mailer", "send").RetriesShed
 	require.Eventually(t, func() bool { return shed.Load() == events-waiting }, waitFor, tick,
 		"every failure beyond 3/4 of MaxAckPending recorded without waiting")
 	assert.Equal(t, int64(waiting), gate.waiting.Load(), "the others wait for their retry")
