@@ -238,11 +238,15 @@ const A = (() => {
   const FILTERS = ["id", "eventId", "aggregateContext", "aggregateType", "aggregateId", "functionContext", "processor", "function",
     "functionKind", "status", "recoverable", "errorCode", "fingerprint", "executeAtFrom", "executeAtTo", "nextRetryAtFrom", "nextRetryAtTo", "minRetries", "view"];
 
+  // ready marks the page as drawn with its first data (the browser tests
+  // wait for it).
+  function ready() { document.documentElement.dataset.ready = "true"; }
+
   function mark(nav) {
     for (const a of document.querySelectorAll("header.top nav a")) {
       if (a.dataset.nav === nav) a.setAttribute("aria-current", "page");
     }
   }
 
-  return { el, fill, $, api, ApiError, session, isOperator, live, rel, abs, time, dur, badge, errorBox, fnName, willRetry, newRequestId, VIEWS, FILTERS, mark, toSignIn, value, isTimeKey, short8601, table, COMMAND_LABELS };
+  return { el, fill, $, api, ApiError, session, isOperator, live, rel, abs, time, dur, badge, errorBox, fnName, willRetry, newRequestId, VIEWS, FILTERS, mark, ready, toSignIn, value, isTimeKey, short8601, table, COMMAND_LABELS };
 })();

@@ -45,6 +45,7 @@
     let last = await data;
     const draw = () => last.ok ? render(last.v, sel.value === "open", me.role === "operator") : A.fill($("#fingerprints"), errorBox(last.err));
     draw();
+    A.ready();
     sel.addEventListener("change", draw);
     const reload = async () => {
       try { last = { ok: true, v: await api("GET", "/api/v1/summary?" + query()) }; } catch (err) { last = { ok: false, err }; }

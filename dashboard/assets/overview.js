@@ -95,7 +95,7 @@
     const trend = api("GET", "/ui/v1/backlog").then(b => () => renderTrend(b), err => () => A.fill($("#trend"), errorBox(err)));
     await session();
     (await trend)();
-    live({ counts: c => { renderCounts(c); renderSummary(c); } });
+    live({ counts: c => { renderCounts(c); renderSummary(c); A.ready(); } });
     setInterval(loadTrend, 60000);
   }
   start();

@@ -74,14 +74,14 @@
   }
 
   function renderSchedule(box, sch, title) {
-    const rows = sch.attempts.map(a => ({ cells: [String(a.attempt), short8601(a.at), time(a.at), short8601(a.timeoutAt)] }));
+    const rows = sch.attempts.map(a => ({ cells: [String(a.attempt), el("span", { title: "times out at " + short8601(a.timeoutAt) }, short8601(a.at)), time(a.at)] }));
     A.fill(box,
       title ? el("p", {}, el("strong", {}, title)) : null,
       el("p", { class: "muted" }, "Under maxRetries " + sch.spec.maxRetries + ", minBackoff " + sch.spec.minBackoff + " s, executionTimeout " + sch.spec.executionTimeout +
-        " s; the earliest each retry is prepared, if every attempt fails at once."),
+        " s; the earliest each retry is prepared, if every attempt fails at once; each times out executionTimeout after it starts."),
       sch.note ? el("p", { class: "notice" }, sch.note) : null,
       rows.length ? el("div", { class: "table-wrap" }, A.table({ class: "cards schedule" },
-        [{ h: "Retry", cls: "num" }, { h: "At (UTC)", cls: "nowrap" }, { h: "In", cls: "nowrap" }, { h: "Times out (UTC)", cls: "nowrap" }], rows)) : null,
+        [{ h: "Retry", cls: "num" }, { h: "At (UTC)", cls: "nowrap" }, { h: "In", cls: "nowrap" }], rows)) : null,
       sch.more ? el("p", { class: "muted" }, "and " + sch.more + " more") : null);
   }
 
@@ -101,6 +101,9 @@
   // value before and after (times readable); the full fields fold out.
   const STATUS_AFTER = { execution_failed_created: "FAILED", compensation_prepared: "PREPARED", execution_failed_applied: "FAILED", execution_success_applied: "SUCCEEDED" };
   const HIDDEN = new Set(["eventId", "function"]); // repeated by every prepare, changed only by function_changed
+  // PREFIX puts the fields of the events that carry one part of the state
+  // flat where the creation has them nested.
+  const PREFIX = { retry_spec_applied: "retrySpec.", function_changed: "function." };
 
   function flatten(obj, prefix, out) {
     for (const [k, v] of Object.entries(obj || {})) {
@@ -123,7 +126,8 @@
       if (STATUS_AFTER[ev.name]) flat.status = STATUS_AFTER[ev.name];
       for (const [k, v] of Object.entries(body || {})) {
         if (HIDDEN.has(k) && ev.name !== "function_changed") continue;
-        if (v && typeof v === "object" && !Array.isArray(v)) flatten(v, k + ".", flat); else flat[k] = v;
+        const path = (PREFIX[ev.name] || "") + k;
+        if (v && typeof v === "object" && !Array.isArray(v)) flatten(v, path + ".", flat); else flat[path] = v;
       }
       const changes = [];
       for (const [path, v] of Object.entries(flat)) {
@@ -380,6 +384,7 @@
     try { await draw(p); } catch (_) { return; }
     const ev = await event;
     if (ev.ok) renderEvent(ev.v); else A.fill($("#event"), errorBox(ev.err));
+    A.ready();
     // Live: redraw when this record changes.
     A.live({ records: m => { if (m.records.some(r => r.id === id) || m.count > m.records.length) reload().catch(() => {}); }, resync: () => reload().catch(() => {}) });
   }

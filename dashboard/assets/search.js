@@ -147,6 +147,7 @@
     A.fill($("#content"), batch, el("section", { class: "panel", id: "results", "aria-labelledby": "res-h" },
       r.ok ? results(q, r.v[0], r.v[1]) : errorBox(r.err)));
     if (A.isOperator()) Batch.mount(batch, filterOf(q), location.hash === "#batch");
+    A.ready();
     // Live: reload the page of results when records change (at most every 2s).
     let pending = null;
     A.live({ records: () => { if (!pending) pending = setTimeout(() => { pending = null; load(); }, 2000); }, resync: () => load() });
