@@ -18,8 +18,8 @@
       A.fill($("#fingerprints"), el("p", { class: "muted", id: "no-fingerprints" }, openOnly ? "No open failure has a fingerprint." : "No record has a fingerprint."));
       return;
     }
-    const cols = [{ h: "Fingerprint" }, { h: "Failure" }, { h: "First seen", title: "the earliest first failure of the group's records" },
-      { h: "Last seen", title: "the latest failure of the group's records" }, { h: "Records" }, { h: "" }];
+    const cols = [{ h: "Fingerprint" }, { h: "Failure" }, { h: "Oldest outcome", title: "the earliest last outcome (latest failure, or success) of the group's records" },
+      { h: "Latest outcome", title: "the latest last outcome (latest failure, or success) of the group's records" }, { h: "Records" }, { h: "" }];
     const rows = groups.map(g => {
       const q = new URLSearchParams({ fingerprint: g.fingerprint });
       const open = new URLSearchParams(q);
