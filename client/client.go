@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/amends-dev/amends/api"
 )
 
@@ -24,6 +26,10 @@ import (
 // WithTimeout, WithIdleTimeout); with an error matching ErrInvalidRequest
 // for a request the client will not send; and otherwise with an error
 // naming the request, such as a refused connection.
+//
+// A request carries the W3C trace context (traceparent, tracestate) of
+// its ctx's span, if it has one, so that the server's span of it joins the
+// caller's trace.
 type Client struct {
 	base    string
 	shown   string // base without a password, for messages
@@ -210,6 +216,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any, header h
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	// The caller's trace, if ctx has one: the server's span of this
+	// request becomes its child.
+	traceContext.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if te := timedOut(ctx); te != nil {
@@ -238,6 +247,10 @@ func (c *Client) do(ctx context.Context, method, path string, body any, header h
 	}
 	return resp, nil
 }
+
+// traceContext is the W3C Trace Context propagator: fixed, so that what a
+// request carries does not depend on the program's global settings.
+var traceContext propagation.TextMapPropagator = propagation.TraceContext{}
 
 // timedOut returns the *timeoutError that ended ctx, if one did.
 func timedOut(ctx context.Context) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
@@ -75,6 +76,26 @@ func TestRefusalDetailsKeepTheirNumbers(t *testing.T) {
 	assert.Equal(t, []string{"force_prepare_compensation"}, ce.Accepted())
 	_, ok = ce.Int("status")
 	assert.False(t, ok, "a string is not a number")
+}
+
+// A request carries the trace context of its ctx (issue 30, item 17).
+func TestRequestsCarryTheCallersTrace(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("traceparent"))
+		_, _ = w.Write([]byte(`{"count": 1}`))
+	}))
+	defer srv.Close()
+	c, err := client.New(srv.URL, "", nil)
+	require.NoError(t, err)
+	_, err = c.Count(t.Context(), api.Filter{})
+	require.NoError(t, err)
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	_, err = c.Count(ctx, api.Filter{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, got)
 }
 
 func TestNewRejectsBadAddresses(t *testing.T) {

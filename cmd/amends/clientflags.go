@@ -32,6 +32,8 @@ func (f *clientFlags) add(a *app, cmd *cobra.Command) {
 	allowEnv(fs, "server", "token", "timeout")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		warnIgnoredEnv(a.stderr, cmd.Flags(), a.lookupEnv)
+		// Every request of this run carries one trace (see cliTrace).
+		cmd.SetContext(cliTrace(cmd.Context()))
 		return f.check()
 	}
 }
