@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -12,6 +14,7 @@ import (
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
+	"github.com/amends-dev/amends/tracing"
 )
 
 // Service is the amends chain of one bounded context. The embedded
@@ -27,6 +30,8 @@ type Service struct {
 	Records *aggregate.Service
 	// Recorder records final failures and replay results on Records.
 	Recorder *recorder.Recorder
+
+	tracer func() trace.Tracer // the Append span's (WithTracerProvider, or the global provider's)
 }
 
 // Option configures New.
@@ -124,7 +129,13 @@ func New(js jetstream.JetStream, context string, opts ...Option) (*Service, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Service{Processor: p, Store: store, Records: records, Recorder: rec}, nil
+	svc := &Service{Processor: p, Store: store, Records: records, Recorder: rec}
+	svc.tracer = func() trace.Tracer { return otel.GetTracerProvider().Tracer(tracing.ScopeName) }
+	if c.tracer != nil {
+		t := c.tracer.Tracer(tracing.ScopeName)
+		svc.tracer = func() trace.Tracer { return t }
+	}
+	return svc, nil
 }
 
 // Append appends events to the aggregate (the Service's context,
@@ -133,7 +144,27 @@ func New(js jetstream.JetStream, context string, opts ...Option) (*Service, erro
 // jsstore.Store.AppendEvents for its errors (eventstore.ErrConflict when
 // the aggregate is at another version, eventstore.ErrInvalid naming what
 // breaks a rule).
+//
+// The stored command carries ctx's trace context, so the functions' calls
+// on its events are part of the caller's trace. When ctx has no span,
+// Append starts one (tracing.SpanAppend, a producer span with the context,
+// aggregate and version), so that every call, failure and record of this
+// command shares one trace instead of starting a trace each.
 func (s *Service) Append(ctx context.Context, aggregateType, id string, expectedVersion uint64, events ...eventstore.NewEvent) (eventstore.Stream, error) {
 	a := eventstore.AggregateID{Context: s.Context(), Type: aggregateType, ID: id}
-	return s.Store.AppendEvents(ctx, a, expectedVersion, events...)
+	if trace.SpanContextFromContext(ctx).IsValid() || s.tracer == nil {
+		return s.Store.AppendEvents(ctx, a, expectedVersion, events...)
+	}
+	ctx, span := s.tracer().Start(ctx, tracing.SpanAppend, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+		tracing.AttrContext.String(a.Context), tracing.AttrAggregateType.String(a.Type), tracing.AttrAggregateID.String(a.ID)))
+	defer span.End()
+	st, err := s.Store.AppendEvents(ctx, a, expectedVersion, events...)
+	if err != nil {
+		span.SetStatus(codes.Error, tracing.Status(err.Error()))
+		return st, err
+	}
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrVersion.Int64(int64(st.Version)), tracing.AttrSeq.Int64(int64(st.Seq)))
+	}
+	return st, nil
 }

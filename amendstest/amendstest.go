@@ -3,6 +3,11 @@
 // nothing to install. Each call starts a fresh server on t.TempDir() that
 // listens on no port (clients connect through an in-process pipe) and is
 // shut down by the test's cleanup.
+//
+// ControlPlane runs, in the same test, what `amends serve` runs beside a
+// service: the projector, the index and the scheduler, on a clock the test
+// moves (Advance) and with scheduler passes only when the test asks (Tick),
+// so a test of retries is a few lines and needs no sleep.
 package amendstest
 
 import (

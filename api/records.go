@@ -84,7 +84,10 @@ type FailureGroup struct {
 	// Total counts every record of the group.
 	Total int `json:"total"`
 	// Retryable counts records neither succeeded nor out of retries
-	// (State.IsRetryable).
+	// (State.IsRetryable, Wow's isRetryable): UNRECOVERABLE ones too,
+	// which the scheduler never retries. The CLI and the dashboard name it
+	// "under limit"; the records the scheduler will retry are those of
+	// the to-retry view.
 	Retryable int `json:"retryable"`
 	// Exhausted counts records not succeeded and out of retries (not
 	// State.IsBelowRetryThreshold): only an operator moves them on.
@@ -142,7 +145,10 @@ type FingerprintGroup struct {
 	// MaxSampleBytes.
 	SampleMessage string `json:"sampleMessage"`
 	// FirstSeen and LastSeen are the smallest and largest executeAt (epoch
-	// ms) of the group's records.
+	// ms) of the group's records: each record's last outcome (its latest
+	// failure, or its success), so FirstSeen is not when the group's first
+	// failure happened once its records have been retried. The CLI and the
+	// dashboard name them "oldest outcome" and "latest outcome".
 	FirstSeen int64 `json:"firstSeen"`
 	LastSeen  int64 `json:"lastSeen"`
 	// Total counts the records; ByStatus per status.

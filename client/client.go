@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/amends-dev/amends/api"
 )
 
@@ -24,6 +26,10 @@ import (
 // WithTimeout, WithIdleTimeout); with an error matching ErrInvalidRequest
 // for a request the client will not send; and otherwise with an error
 // naming the request, such as a refused connection.
+//
+// A request carries the W3C trace context (traceparent, tracestate) of
+// its ctx's span, if it has one, so that the server's span of it joins the
+// caller's trace.
 type Client struct {
 	base    string
 	shown   string // base without a password, for messages
@@ -98,12 +104,95 @@ type Error struct {
 	Status int
 	// Body is the server's {code, message, details}; for an answer that
 	// is not the API's, Code is the status text and Message names the
-	// request and quotes the answer.
+	// request and quotes the answer. Numbers in Details are json.Number,
+	// so that epoch-ms times and counts keep every digit; read them with
+	// Int and Time.
 	Body api.Error
+	// Method and Path are the request's (the path without its query).
+	Method, Path string
+	// RecordID is the record the request was about (its path is under
+	// /api/v1/records/{id}), "" for other requests.
+	RecordID string
 }
 
-// Error returns the server's message.
-func (e *Error) Error() string { return e.Body.Message }
+// Error returns the code, the status, the record and the server's
+// message: "IllegalState (409) on record 4955…: ExecutionFailed can not
+// retry.".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Body.Code)
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (%d)", e.Status)
+	}
+	if e.RecordID != "" {
+		b.WriteString(" on record " + e.RecordID)
+	}
+	b.WriteString(": " + e.Body.Message)
+	return b.String()
+}
+
+// String returns the detail key as a string, "" if it is not one.
+func (e *Error) String(key string) string {
+	s, _ := e.Body.Details[key].(string)
+	return s
+}
+
+// Int returns the detail key as a whole number, and whether it is one.
+func (e *Error) Int(key string) (int64, bool) {
+	switch v := e.Body.Details[key].(type) {
+	case json.Number:
+		n, err := v.Int64()
+		return n, err == nil
+	case float64: // a Details filled by hand
+		return int64(v), v == float64(int64(v))
+	case int64:
+		return v, true
+	case int:
+		return int64(v), true
+	}
+	return 0, false
+}
+
+// Time returns the detail key, an epoch-ms time such as "timeoutAt" or
+// "nextRetryAt", as a time, and whether it is one.
+func (e *Error) Time(key string) (time.Time, bool) {
+	ms, ok := e.Int(key)
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
+}
+
+// Accepted returns the "accepted" detail of a refused command: the wire
+// names of the replay commands the record would accept (see
+// aggregate.(*Error).Details); nil if the refusal carries none.
+func (e *Error) Accepted() []string {
+	list, ok := e.Body.Details["accepted"].([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for _, a := range list {
+		if s, ok := a.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// recordOf returns the record id of a path under /api/v1/records/, "" for
+// other paths.
+func recordOf(path string) string {
+	rest, ok := strings.CutPrefix(pathOnly(path), "/api/v1/records/")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	if u, err := url.PathUnescape(id); err == nil {
+		id = u
+	}
+	return id
+}
 
 func (c *Client) do(ctx context.Context, method, path string, body any, header http.Header) (*http.Response, error) {
 	var rd io.Reader
@@ -127,6 +216,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any, header h
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	// The caller's trace, if ctx has one: the server's span of this
+	// request becomes its child.
+	traceContext.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if te := timedOut(ctx); te != nil {
@@ -144,8 +236,10 @@ func (c *Client) do(ctx context.Context, method, path string, body any, header h
 		if te := timedOut(ctx); err != nil && te != nil {
 			return nil, te
 		}
-		e := &Error{Status: resp.StatusCode}
-		if json.Unmarshal(data, &e.Body) != nil || e.Body.Message == "" {
+		e := &Error{Status: resp.StatusCode, Method: method, Path: pathOnly(path), RecordID: recordOf(path)}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if dec.Decode(&e.Body) != nil || e.Body.Message == "" {
 			e.Body.Code = http.StatusText(resp.StatusCode)
 			e.Body.Message = fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))
 		}
@@ -153,6 +247,10 @@ func (c *Client) do(ctx context.Context, method, path string, body any, header h
 	}
 	return resp, nil
 }
+
+// traceContext is the W3C Trace Context propagator: fixed, so that what a
+// request carries does not depend on the program's global settings.
+var traceContext propagation.TextMapPropagator = propagation.TraceContext{}
 
 // timedOut returns the *timeoutError that ended ctx, if one did.
 func timedOut(ctx context.Context) error {

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
@@ -34,12 +36,66 @@ func TestErrorsCarryTheServersBody(t *testing.T) {
 	require.True(t, errors.As(err, &ce))
 	assert.Equal(t, http.StatusNotFound, ce.Status)
 	assert.Equal(t, "NotFound", ce.Body.Code)
-	assert.EqualError(t, err, "no ExecutionFailed record with id x")
+	assert.EqualError(t, err, "NotFound (404) on record x: no ExecutionFailed record with id x", "the code, status and record with the message (issue 30, item 15)")
+	assert.Equal(t, "x", ce.RecordID)
+	assert.Equal(t, "GET", ce.Method)
+	assert.Equal(t, "/api/v1/records/x", ce.Path)
 
 	_, err = c.Count(t.Context(), api.Filter{})
 	require.True(t, errors.As(err, &ce))
 	assert.Equal(t, "Bad Gateway", ce.Body.Code, "a body that is not an API error keeps the status")
 	assert.Contains(t, err.Error(), "upstream down")
+}
+
+// The details of a refusal keep every digit of their numbers (they are
+// json.Number, not float64) and read as whole numbers and times (issue
+// 30, item 15).
+func TestRefusalDetailsKeepTheirNumbers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(`{"code":"IllegalState","message":"ExecutionFailed can not retry.","details":{"status":"PREPARED","retries":3,"maxRetries":3,` +
+			`"timeoutAt":1796153149316,"nextRetryAt":9007199254740993,"recoverable":"RECOVERABLE","accepted":["force_prepare_compensation"]}}`))
+	}))
+	defer srv.Close()
+	c, err := client.New(srv.URL, "", nil)
+	require.NoError(t, err)
+	_, err = c.Prepare(t.Context(), "rec/1", client.CommandOptions{})
+	var ce *client.Error
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "IllegalState (409) on record rec/1: ExecutionFailed can not retry.", err.Error())
+	assert.Equal(t, json.Number("1796153149316"), ce.Body.Details["timeoutAt"], "not 1.796153149316e+12")
+	at, ok := ce.Time("timeoutAt")
+	require.True(t, ok)
+	assert.Equal(t, int64(1796153149316), at.UnixMilli())
+	n, ok := ce.Int("nextRetryAt")
+	assert.True(t, ok)
+	assert.Equal(t, int64(9007199254740993), n, "beyond float64's exact integers")
+	r, _ := ce.Int("retries")
+	assert.Equal(t, int64(3), r)
+	assert.Equal(t, "PREPARED", ce.String("status"))
+	assert.Equal(t, []string{"force_prepare_compensation"}, ce.Accepted())
+	_, ok = ce.Int("status")
+	assert.False(t, ok, "a string is not a number")
+}
+
+// A request carries the trace context of its ctx (issue 30, item 17).
+func TestRequestsCarryTheCallersTrace(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("traceparent"))
+		_, _ = w.Write([]byte(`{"count": 1}`))
+	}))
+	defer srv.Close()
+	c, err := client.New(srv.URL, "", nil)
+	require.NoError(t, err)
+	_, err = c.Count(t.Context(), api.Filter{})
+	require.NoError(t, err)
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	_, err = c.Count(ctx, api.Filter{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, got)
 }
 
 func TestNewRejectsBadAddresses(t *testing.T) {

@@ -1,12 +1,23 @@
 package dashboard
 
 import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"io/fs"
 	"mime"
 	"net/http"
 	"path"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/tdewolff/minify/v2"
+	"github.com/tdewolff/minify/v2/css"
+	"github.com/tdewolff/minify/v2/js"
 )
 
 //go:embed assets
@@ -23,10 +34,11 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 
 // pages maps the page paths to their HTML files.
 var pages = map[string]string{
-	"/":       "index.html",
-	"/search": "search.html",
-	"/record": "record.html",
-	"/signin": "signin.html",
+	"/":             "index.html",
+	"/search":       "search.html",
+	"/record":       "record.html",
+	"/fingerprints": "fingerprints.html",
+	"/signin":       "signin.html",
 }
 
 // secure sets the headers every dashboard response carries.
@@ -39,8 +51,126 @@ func secure(w http.ResponseWriter) {
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 }
 
+// served is one file as it is sent: minified (scripts and styles), its
+// gzip encoding, and the ETag and version of its content.
+type served struct {
+	contentType string
+	plain, gz   []byte
+	etag        string
+	version     string // the first hex digits of the content's SHA-256
+}
+
+// catalog holds every asset and page, prepared once.
+type catalog map[string]*served
+
+var (
+	catalogOnce sync.Once
+	builtFiles  catalog
+)
+
+// files returns the prepared assets, building them on first use: the
+// scripts and styles minified, the pages with versioned asset URLs, each
+// gzip-compressed once.
+func files() catalog {
+	catalogOnce.Do(func() { builtFiles = buildCatalog(assets) })
+	return builtFiles
+}
+
+// assetRef finds the asset references of a page to version them.
+var assetRef = regexp.MustCompile(`(src|href)="/assets/([a-z]+\.(?:js|css))"`)
+
+func buildCatalog(fsys fs.FS) catalog {
+	m := minify.New()
+	m.AddFunc("text/css", css.Minify)
+	m.AddFunc("text/javascript", js.Minify)
+	out := catalog{}
+	names, _ := fs.Glob(fsys, "*")
+	// Assets first, so that pages can name their versions.
+	for _, name := range names {
+		if strings.HasSuffix(name, ".html") {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			continue
+		}
+		ct := contentType(name)
+		if strings.HasSuffix(name, ".js") || strings.HasSuffix(name, ".css") {
+			mt := "text/css"
+			if strings.HasSuffix(name, ".js") {
+				mt = "text/javascript"
+			}
+			// A minifier failure keeps the file as written: it still works,
+			// only larger.
+			if small, err := m.Bytes(mt, data); err == nil {
+				data = small
+			}
+		}
+		out[name] = prepare(ct, data)
+	}
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".html") {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			continue
+		}
+		data = assetRef.ReplaceAllFunc(data, func(ref []byte) []byte {
+			sub := assetRef.FindSubmatch(ref)
+			a := out[string(sub[2])]
+			if a == nil {
+				return ref
+			}
+			return []byte(string(sub[1]) + `="/assets/` + string(sub[2]) + "?v=" + a.version + `"`)
+		})
+		out[name] = prepare(contentType(name), data)
+	}
+	return out
+}
+
+func contentType(name string) string {
+	ct := mime.TypeByExtension(path.Ext(name))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	return ct
+}
+
+func prepare(ct string, data []byte) *served {
+	sum := sha256.Sum256(data)
+	s := &served{contentType: ct, plain: data, version: hex.EncodeToString(sum[:6])}
+	s.etag = `"` + s.version + `"`
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	_, _ = zw.Write(data)
+	_ = zw.Close()
+	if b.Len() < len(data) {
+		s.gz = b.Bytes()
+	}
+	return s
+}
+
+// acceptsGzip reports whether the request accepts a gzip body (an
+// Accept-Encoding naming gzip without q=0).
+func acceptsGzip(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept-Encoding") {
+		for part := range strings.SplitSeq(v, ",") {
+			name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if strings.EqualFold(strings.TrimSpace(name), "gzip") || strings.TrimSpace(name) == "*" {
+				q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+				return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+			}
+		}
+	}
+	return false
+}
+
 // ServePage serves the pages and /assets/...; they hold no data, so the
-// server needs no sign-in for them.
+// server needs no sign-in for them. Scripts and styles are minified;
+// every file is sent gzip-compressed to a browser that accepts it, with an
+// ETag; an asset requested with its current version (?v=, as the pages
+// name them) may be cached for a year.
 func (d *Dashboard) ServePage(w http.ResponseWriter, r *http.Request) {
 	secure(w)
 	name, ok := pages[r.URL.Path]
@@ -53,19 +183,45 @@ func (d *Dashboard) ServePage(w http.ResponseWriter, r *http.Request) {
 		}
 		name = rest
 	}
-	data, err := fs.ReadFile(assets, name)
-	if err != nil {
+	f := files()[name]
+	if f == nil {
 		writeError(w, http.StatusNotFound, "NotFound", "no dashboard asset at "+clip(r.URL.Path), nil)
 		return
 	}
-	ct := mime.TypeByExtension(path.Ext(name))
-	if ct == "" {
-		ct = "application/octet-stream"
+	if !ok && r.URL.Query().Get("v") == f.version {
+		cache = "public, max-age=31536000, immutable"
 	}
-	w.Header().Set("Content-Type", ct)
-	w.Header().Set("Cache-Control", cache)
+	h := w.Header()
+	h.Set("Content-Type", f.contentType)
+	h.Set("Cache-Control", cache)
+	body, etag := f.plain, f.etag
+	if f.gz != nil {
+		h.Set("Vary", "Accept-Encoding")
+		if acceptsGzip(r) {
+			// Each representation has its own strong ETag.
+			h.Set("Content-Encoding", "gzip")
+			body, etag = f.gz, `"`+f.version+`-gz"`
+		}
+	}
+	h.Set("ETag", etag)
+	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	if r.Method == http.MethodHead {
 		return
 	}
-	_, _ = w.Write(data)
+	_, _ = w.Write(body)
+}
+
+// etagMatches reports whether an If-None-Match header names etag (or *).
+func etagMatches(header, etag string) bool {
+	for part := range strings.SplitSeq(header, ",") {
+		p := strings.TrimPrefix(strings.TrimSpace(part), "W/")
+		if p == etag || p == "*" {
+			return true
+		}
+	}
+	return false
 }

@@ -104,6 +104,7 @@ func New(cfg Config) (*Dashboard, error) {
 	d.data.HandleFunc("GET /ui/v1/backlog", d.backlog)
 	d.data.HandleFunc("GET /ui/v1/records/{id}/event", d.event)
 	d.data.HandleFunc("GET /ui/v1/records/{id}/schedule", d.schedule)
+	d.data.HandleFunc("GET /ui/v1/records/{id}/actions", d.actions)
 	d.data.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFound", "no dashboard data at "+clip(r.URL.Path), nil)
 	})

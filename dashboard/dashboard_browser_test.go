@@ -128,10 +128,14 @@ func TestBrowserSearchRecordAndForcePrepare(t *testing.T) {
 	assert.Contains(t, hist, "local", "the actor")
 	assert.Equal(t, aggregate.StatusSucceeded, s.status(t, id))
 
-	// The aggregate's refusal is shown as the API gives it.
-	do(t, ctx, "prepare a succeeded record", chromedp.Click("#do-prepare"))
-	until(t, ctx, "the refusal", `document.querySelector('#action-result .error') !== null`)
-	assert.Contains(t, text(t, ctx, "#action-result"), "IllegalState")
+	// The banner follows the record: it says what it is now, as the State
+	// panel does (issue 30, item 4).
+	until(t, ctx, "the banner follows the record", `document.querySelector('#action-status')?.textContent === "SUCCEEDED"`)
+	assert.Contains(t, text(t, ctx, "#action-ok"), "Force-prepare accepted at version 2")
+	assert.NotContains(t, text(t, ctx, "#action-ok"), "PREPARED", "the banner does not keep the state the command left")
+	// A succeeded record offers no replay, and says why.
+	until(t, ctx, "no replay is offered", `document.querySelector('#do-prepare') === null && document.querySelector('#do-force') === null && document.querySelector('#no-replay') !== null`)
+	assert.Contains(t, text(t, ctx, `#unavailable li[data-action="prepare_compensation"]`), "the record has succeeded")
 }
 
 // The retry-spec form previews the schedule the new spec gives before it

@@ -36,7 +36,7 @@ func TestPagesCarryAStrictCSPAndNoInlineCode(t *testing.T) {
 	s := newStack(t, 0, 0, false)
 	inline := regexp.MustCompile(`(?i)<script[^>]*>[^<]|\son[a-z]+\s*=|\sstyle\s*=|javascript:`)
 	scripts := regexp.MustCompile(`(?i)<script[^>]*>`)
-	for _, path := range []string{"/", "/search", "/record", "/signin", "/assets/app.css", "/assets/common.js", "/assets/overview.js", "/assets/search.js", "/assets/batch.js", "/assets/record.js", "/assets/stack.js", "/assets/signin.js"} {
+	for _, path := range []string{"/", "/search", "/record", "/fingerprints", "/signin", "/assets/app.css", "/assets/common.js", "/assets/overview.js", "/assets/search.js", "/assets/batch.js", "/assets/record.js", "/assets/stack.js", "/assets/signin.js", "/assets/fingerprints.js"} {
 		resp, body := get(t, s, path)
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
 		assert.Equal(t, dashboard.ContentSecurityPolicy, resp.Header.Get("Content-Security-Policy"), path)
@@ -50,7 +50,7 @@ func TestPagesCarryAStrictCSPAndNoInlineCode(t *testing.T) {
 			assert.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"), path)
 			assert.Empty(t, inline.FindAllString(body, -1), "%s has inline code", path)
 			for _, tag := range scripts.FindAllString(body, -1) {
-				assert.Regexp(t, `^<script src="/assets/[a-z]+\.js" defer>$`, tag, "%s loads its scripts from the server", path)
+				assert.Regexp(t, `^<script src="/assets/[a-z]+\.js\?v=[0-9a-f]{12}" defer>$`, tag, "%s loads its scripts from the server, by version", path)
 			}
 			assert.NotContains(t, body, "http://", "%s loads nothing from elsewhere", path)
 			assert.NotContains(t, body, "https://", "%s loads nothing from elsewhere", path)

@@ -10,7 +10,13 @@
 // (the token of numbers: an id printed in hex may happen to hold only
 // decimal digits); other tokens of 16 or more letters, digits, '_' or '-'
 // with both a letter and a digit (NUIDs, base64 ids) with <id>; and the
-// remaining numbers with <n>. It collapses runs of white space.
+// remaining numbers with <n>. E-mail addresses become <email>, and host
+// names (two lower-case labels or more ending in a common generic or
+// internal top-level domain, such as mx1.example.com:25 or
+// db.orders.svc.cluster.local) become <host>; values in typographic quotes
+// become <q> too. It collapses runs of white space. A message without
+// any of these normalises as it did before they were replaced, so its
+// fingerprint has not changed.
 // So "order 42 not found (id 6f1c…)" and "order 7 not found (id 0b9e…)"
 // both normalise to "order <n> not found (id <uuid>)".
 //

@@ -30,9 +30,45 @@ func TestNormalize(t *testing.T) {
 		{"msg id 9aZ3kLmN0pQrStUvWx1 failed", "msg id <id> failed"},
 		{"timeout   after\n2.5s", "timeout after <n>s"},
 		{"connection refused", "connection refused"},
+		// Addresses (issue 30, item 16).
+		{"smtp 451 for inv-1@example.com: try later", "smtp <n> for <email>: try later"},
+		{"smtp 451 for <ord-2.Smith+x@mail.example.org>", "smtp <n> for <<email>>"},
+		{"dial tcp: lookup db-3.orders.svc.cluster.local: no such host", "dial tcp: lookup <host>: no such host"},
+		{"connect to mx1.example.com:25 refused", "connect to <host> refused"},
+		{"user “alice” and ‘bob’ locked", "user <q> and <q> locked"},
+		// What is not an address stays as it was.
+		{"open main.go: io.EOF at order.lines", "open main.go: io.EOF at order.lines"},
+		{"parse config.yaml failed", "parse config.yaml failed"},
+		{"github.com/x/y.Func failed", "<host>/x/y.Func failed"},
+		{"read tcp 10.0.0.7:41822->10.0.0.9:25", "read tcp <n>.<n>:<n>-><n>.<n>:<n>"},
+		{"a@b is no address, nor x.y@z", "a@b is no address, nor x.y@z"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, fingerprint.Normalize(c.in), "Normalize(%q)", c.in)
+	}
+}
+
+// One problem, whatever address a failure names, is one fingerprint, so a
+// rule made from one failure matches the next (issue 30, item 16).
+func TestAddressesDoNotSplitAFingerprint(t *testing.T) {
+	a := fingerprint.Of(fn, "SMTP451", "send to inv-1@example.com via mx1.example.com:25: 451 greylisted", "", module)
+	b := fingerprint.Of(fn, "SMTP451", "send to ord-2@shop.example.net via mx7.example.com:587: 451 greylisted", "", module)
+	assert.Equal(t, a, b)
+	assert.NotEqual(t, a, fingerprint.Of(fn, "SMTP451", "send to ord-2@shop.example.net: 550 mailbox full", "", module), "another problem")
+}
+
+// Messages without an address keep the fingerprint they had before
+// addresses were replaced (these were computed with the earlier code), so
+// the rules made from them still match.
+func TestFingerprintsWithoutAddressesAreUnchanged(t *testing.T) {
+	for _, c := range []struct{ msg, fp string }{
+		{"order 42 not found (id 6f1c2b9e-1d2a-4c3b-9a8f-0e1d2c3b4a59)", "fp1-0dacfb59bc4b6df2"},
+		{"user \"alice\" has no key 'k1' at 2026-12-01T11:22:52Z", "fp1-e7424a02b6aa2274"},
+		{"open main.go: io.EOF at order.lines[3]", "fp1-6ca4f531a53e1808"},
+		{"read tcp 10.0.0.7:41822->10.0.0.9:25: connection reset by peer", "fp1-1c317bae8a4a52da"},
+		{"charge-7 of x+y failed: a.b-c 0x7ffe", "fp1-e2dd32ccd8ccec57"},
+	} {
+		assert.Equal(t, c.fp, fingerprint.Of(fn, "C", c.msg, "", module), c.msg)
 	}
 }
 

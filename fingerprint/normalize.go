@@ -32,7 +32,26 @@ func Normalize(msg string) string {
 				i += n
 				continue
 			}
+		case c == 0xE2 && (i == 0 || !isWord(s[i-1])):
+			if n := curlyQuotedAt(s, i); n > 0 {
+				emit("<q>")
+				i += n
+				continue
+			}
 		case isWord(c) && (i == 0 || !isWord(s[i-1])):
+			// An address starts where no part of one goes before it.
+			if i == 0 || !isLocal(s[i-1]) {
+				if n := emailAt(s, i); n > 0 {
+					emit("<email>")
+					i += n
+					continue
+				}
+				if n := hostAt(s, i); n > 0 {
+					emit("<host>")
+					i += n
+					continue
+				}
+			}
 			if t, n := tokenAt(s, i); n > 0 {
 				emit(t)
 				i += n

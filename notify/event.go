@@ -7,6 +7,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/tracing"
 )
 
 // The notification event types.
@@ -111,7 +112,7 @@ func fromStream(st *eventstore.Stream, state *aggregate.State) []Notification {
 	add := func(typ string, i int) {
 		out = append(out, Notification{
 			ID:   uuid.NewSHA1(namespace, []byte(st.ID+"\x00"+strconv.Itoa(i)+"\x00"+typ)).String(),
-			Type: typ, Time: st.CreateTime, Record: state, Version: st.Version, TraceID: st.TraceID,
+			Type: typ, Time: st.CreateTime, Record: state, Version: st.Version, TraceID: tracing.StreamTraceID(st),
 		})
 	}
 	failed := false

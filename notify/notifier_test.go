@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
@@ -257,6 +258,31 @@ func TestNotifierDeliversSignedNotifications(t *testing.T) {
 	eventually(t, "deliveries are counted by endpoint and outcome: two created, one exhausted", func() bool {
 		return testutil.ToFloat64(n.metrics.deliveries.WithLabelValues("ops", OutcomeDelivered)) == 3
 	})
+}
+
+// A command appended in a trace (the recorder's, in the failed call's span)
+// carries its traceparent, not a TraceID field: the notification names
+// that trace (issue 30, item 19).
+func TestCreatedNotificationNamesTheTraceOfItsCommand(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t, goodSecret)
+	cfg := e.config(t, `{"allowHosts": ["receiver.test"], "endpoints": [{"name": "ops", "url": "`+rcv.url("/h")+`", "secrets": [{"env": "SECRET"}]}],
+		"defaultEndpoint": "ops", "rules": [{"events": ["created"]}]}`)
+	e.start(t, cfg)
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	f := fn("shipping", "ship")
+	id := aggregate.RecordID("evt-t", f)
+	_, err := e.svc.Execute(ctx, id, aggregate.CreateExecutionFailed{
+		EventID:  aggregate.EventID{ID: "evt-t", AggregateID: aggregate.WireAggregateID{ContextName: "orders", AggregateName: "order", AggregateID: "o-t", TenantID: aggregate.DefaultTenantID}, Version: 1},
+		Function: f, Error: aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "it broke"}, ExecuteAt: e.clock.Now().UnixMilli(),
+	}, aggregate.Meta{})
+	require.NoError(t, err)
+	eventually(t, "the created notification", func() bool { return len(rcv.ofType(TypeCreated)) == 1 })
+	got := rcv.ofType(TypeCreated)[0]
+	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", got.header.Get(HeaderTraceID))
+	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", got.body.TraceID)
 }
 
 func splitSigs(s string) []string {

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/tracing"
 )
 
@@ -138,8 +139,12 @@ func (p *Processor) tracedRecord(ctx context.Context, x Execution) (Outcome, err
 		if x.Function != nil {
 			span.SetAttributes(tracing.AttrProcessor.String(x.Function.ProcessorName), tracing.AttrFunction.String(x.Function.Name))
 		}
-		if x.Compensation != nil {
+		switch {
+		case x.Compensation != nil:
 			span.SetAttributes(replayAttributes(*x.Compensation)...)
+		case x.Function != nil && out != OutcomeWaived && out != OutcomeUnrecorded && out != OutcomeNone:
+			// A first failure: the record it creates (or found), attempt 0.
+			span.SetAttributes(tracing.AttrRecordID.String(aggregate.RecordID(x.EventID.ID, *x.Function)), tracing.AttrAttempt.Int(0))
 		}
 		if err != nil {
 			span.SetStatus(codes.Error, tracing.Status(err.Error()))

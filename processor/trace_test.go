@@ -137,6 +137,11 @@ func TestTracingFailureAndTwoReplays(t *testing.T) {
 		assert.Equal(t, c.SpanContext.TraceID(), r.SpanContext.TraceID())
 	}
 	assert.Equal(t, string(processor.OutcomeRecorded), attr(parents[first.SpanContext.SpanID()], tracing.AttrOutcome).AsString())
+	// The first failure's record span names its record and attempt 0, as
+	// the replays' do (issue 30, item 18).
+	assert.Equal(t, aggregate.RecordID(evt, info("Mailer", "onPlaced")), attr(parents[first.SpanContext.SpanID()], tracing.AttrRecordID).AsString())
+	assert.Equal(t, int64(0), attr(parents[first.SpanContext.SpanID()], tracing.AttrAttempt).AsInt64())
+	assert.Equal(t, int64(1), attr(parents[replays[0].SpanContext.SpanID()], tracing.AttrAttempt).AsInt64())
 
 	// The compensation stream carries each command's trace context.
 	history, err := e.store.Load(context.Background(), eventstore.AggregateID{Context: aggregate.Context, Type: aggregate.AggregateType, ID: id}, 1)

@@ -10,7 +10,7 @@ import (
 // dashboard only serves.
 type Dashboard interface {
 	// ServePage serves the pages and their assets (GET /, /search,
-	// /record, /signin, /assets/...). They hold no data, so they need no
+	// /record, /fingerprints, /signin, /assets/...). They hold no data, so they need no
 	// sign-in; the data comes from the API and ServeData.
 	ServePage(w http.ResponseWriter, r *http.Request)
 	// ServeData serves GET /ui/v1/... (live counts, backlog, event bodies,
@@ -36,6 +36,7 @@ func (s *Server) dashboardRoutes() []route {
 		{method: "GET", pattern: "/{$}", handler: page},
 		{method: "GET", pattern: "/search", handler: page},
 		{method: "GET", pattern: "/record", handler: page},
+		{method: "GET", pattern: "/fingerprints", handler: page},
 		{method: "GET", pattern: "/signin", handler: page},
 		{method: "GET", pattern: "/assets/{file...}", handler: page},
 		{method: "GET", pattern: "/ui/v1/session", handler: s.whoami},

@@ -6,6 +6,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/tracing"
 )
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, _ principal) error {
@@ -134,7 +135,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, _ principal) er
 	for _, c := range changes {
 		st := c.Stream
 		e := HistoryEntry{
-			Version: st.Version, Seq: st.Seq, CommandID: st.CommandID, RequestID: st.RequestID, TraceID: st.TraceID,
+			Version: st.Version, Seq: st.Seq, CommandID: st.CommandID, RequestID: st.RequestID, TraceID: tracing.StreamTraceID(&st),
 			CreateTime: st.CreateTime, Command: st.Headers[aggregate.HeaderCommand],
 			Actor: st.Headers[aggregate.HeaderActor], Reason: st.Headers[aggregate.HeaderReason],
 		}

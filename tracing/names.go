@@ -19,6 +19,10 @@ const (
 	SpanSchedulerPass = "amends.scheduler.pass"
 	// SpanSchedulerPrepare is the scheduler preparing one record.
 	SpanSchedulerPrepare = "amends.scheduler.prepare"
+	// SpanAppend is amends.Service.Append storing one command, started
+	// when its caller's context has no span: the root of the trace that
+	// the functions' calls on its events join.
+	SpanAppend = "amends.append"
 )
 
 // Attribute keys.

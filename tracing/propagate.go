@@ -146,6 +146,21 @@ func StreamSpanContext(st *eventstore.Stream) trace.SpanContext {
 	return SpanContext(st.TraceParent, st.TraceState)
 }
 
+// StreamTraceID returns the trace id of the command stored as st: its
+// TraceID field if the appender set one, else the trace id of the trace
+// context its message carries (traceparent), in 32 hexadecimal digits; ""
+// when it has neither. The history API and the notifications name a
+// command's trace with it.
+func StreamTraceID(st *eventstore.Stream) string {
+	if st.TraceID != "" {
+		return st.TraceID
+	}
+	if sc := StreamSpanContext(st); sc.IsValid() {
+		return sc.TraceID().String()
+	}
+	return ""
+}
+
 // StreamContext returns ctx with the span context of the append that
 // stored st as its remote parent, or ctx itself when st carries none.
 func StreamContext(ctx context.Context, st *eventstore.Stream) context.Context {

@@ -208,3 +208,12 @@ func FuzzSpanContext(f *testing.F) {
 		}
 	})
 }
+
+func TestStreamTraceID(t *testing.T) {
+	st := eventstore.Stream{TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", tracing.StreamTraceID(&st), "from the traceparent")
+	st.TraceID = "given"
+	assert.Equal(t, "given", tracing.StreamTraceID(&st), "the field the appender set wins")
+	assert.Equal(t, "", tracing.StreamTraceID(&eventstore.Stream{TraceParent: "garbage"}))
+	assert.Equal(t, "", tracing.StreamTraceID(&eventstore.Stream{}))
+}

@@ -19,8 +19,7 @@ import (
 )
 
 type batchFlags struct {
-	dryRun    bool
-	yes       bool
+	confirmFlags
 	rate      float64
 	limit     int
 	requestID string
@@ -28,8 +27,7 @@ type batchFlags struct {
 
 func (f *batchFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.BoolVar(&f.dryRun, "dry-run", false, "batch: show how many and which records would be touched, touch none")
-	fs.BoolVar(&f.yes, "yes", false, "batch: do it")
+	f.confirmFlags.add(cmd, "batch: ", "how many and which records")
 	fs.Float64Var(&f.rate, "rate", 0, fmt.Sprintf("batch: records per second, up to %g (default the server's, %g)", api.MaxBatchRate, api.DefaultBatchRate))
 	fs.IntVar(&f.limit, "limit", 0, "batch: at most this many records (default the server's limit)")
 	fs.StringVar(&f.requestID, "request-id", "", "batch: idempotency key of the batch; sending it again returns the first run's result (default: new)")
@@ -37,10 +35,10 @@ func (f *batchFlags) add(cmd *cobra.Command) {
 
 // check validates the batch flags as usage errors.
 func (f *batchFlags) check() error {
+	if err := f.confirmFlags.check("a batch"); err != nil {
+		return err
+	}
 	switch {
-	case f.dryRun == f.yes:
-		return usageErrorf("a batch needs --dry-run (to see what it would do) or --yes (to do it), not %s",
-			map[bool]string{true: "both", false: "neither"}[f.dryRun])
 	case f.rate < 0 || f.rate > api.MaxBatchRate || f.rate != f.rate:
 		return usageErrorf("--rate must be from 0 (the server's default, %g) to %g records per second, got %g", api.DefaultBatchRate, api.MaxBatchRate, f.rate)
 	case f.limit < 0:

@@ -26,6 +26,10 @@ func TestListShowHistorySummary(t *testing.T) {
 	assert.Contains(t, out, "Mailer.onOrderPlaced@order")
 	assert.Contains(t, out, "0/10")
 	assert.Contains(t, out, "1m ago (2024-12-24 00:25:10Z)", "times are relative and absolute")
+	// The aggregate of each record and the count of all (issue 30, item 13).
+	assert.Contains(t, out, "AGGREGATE")
+	assert.Contains(t, out, "order.order/")
+	assert.Contains(t, out, "2 of 2 records shown")
 
 	c = e.cli(viewerKey)
 	require.Equal(t, exitOK, c.run(t, "list", "-o", "json", "--status", "FAILED", "--limit", "1"))
@@ -37,7 +41,7 @@ func TestListShowHistorySummary(t *testing.T) {
 	c = e.cli(viewerKey)
 	require.Equal(t, exitOK, c.run(t, "list", "--view", "to-retry", "--all", "--limit", "1"), c.stderr.String())
 	assert.Equal(t, 4, strings.Count(c.stdout.String(), "\n"), "a header, both records and the filter: %s", c.stdout.String())
-	assert.Contains(t, c.stdout.String(), "2 records shown, matching view=to-retry")
+	assert.Contains(t, c.stdout.String(), "2 of 2 records shown, matching view=to-retry")
 
 	c = e.cli(viewerKey)
 	require.Equal(t, exitOK, c.run(t, "show", id))
@@ -52,6 +56,25 @@ func TestListShowHistorySummary(t *testing.T) {
 	require.Equal(t, exitOK, c.run(t, "summary"))
 	assert.Contains(t, c.stdout.String(), "Mailer.onOrderPlaced@order  Timeout  2")
 	assert.Contains(t, c.stdout.String(), "2 records; to-retry 2")
+	assert.Contains(t, c.stdout.String(), "UNDER LIMIT", "the column says what it counts (issue 30, item 10)")
+	assert.NotContains(t, c.stdout.String(), "RETRYABLE")
+
+	// Names an operator can guess (item 12): a FAILED record has no
+	// running attempt to time out; due and waiting name the views.
+	c = e.cli(viewerKey)
+	require.Equal(t, exitOK, c.run(t, "show", id))
+	assert.Contains(t, c.stdout.String(), "timeout at         - (no attempt running)")
+	c = e.cli(viewerKey)
+	require.Equal(t, exitOK, c.run(t, "list", "--view", "waiting"), c.stderr.String())
+	assert.Contains(t, c.stdout.String(), "2 of 2 records shown, matching view=to-retry")
+	c = e.cli(viewerKey)
+	require.Equal(t, exitOK, c.run(t, "list", "--view", "due"), c.stderr.String())
+	assert.Contains(t, c.stdout.String(), "no records match view=next-retry: none is due now; the records waiting for a later retry are in --view to-retry")
+
+	// rules list without rules says so (item 13).
+	c = e.cli(viewerKey)
+	require.Equal(t, exitOK, c.run(t, "rules", "list"), c.stderr.String())
+	assert.Equal(t, "no rules; add one with `amends rules add` (a fingerprint, or a function and error code, and an action)\n", c.stdout.String())
 }
 
 func TestOperatorCommandsAndExitCodes(t *testing.T) {

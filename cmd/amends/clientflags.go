@@ -32,6 +32,8 @@ func (f *clientFlags) add(a *app, cmd *cobra.Command) {
 	allowEnv(fs, "server", "token", "timeout")
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		warnIgnoredEnv(a.stderr, cmd.Flags(), a.lookupEnv)
+		// Every request of this run carries one trace (see cliTrace).
+		cmd.SetContext(cliTrace(cmd.Context()))
 		return f.check()
 	}
 }
@@ -104,7 +106,7 @@ func apiError(cmd *cobra.Command, id string, err error) error {
 		return usageError{errors.New(nameFlag(ce.Body.Message, lastSegment(field), flag))}
 	}
 	if ce.Status == 409 {
-		if why := refusalDetails(ce.Body.Details); why != "" {
+		if why := refusalDetails(ce); why != "" {
 			return fmt.Errorf("%s %s", ce.Body.Message, why)
 		}
 	}
@@ -125,34 +127,30 @@ var cliCommands = map[api.Command]string{
 // the record's status and retries, and the command that would be accepted
 // ("(status FAILED, retries 10/10, recoverable UNKNOWN; force-prepare
 // would be accepted)"). It returns "" for details without a status.
-func refusalDetails(d map[string]any) string {
-	status, _ := d["status"].(string)
+func refusalDetails(ce *client.Error) string {
+	status := ce.String("status")
 	if status == "" {
 		return ""
 	}
 	parts := []string{"status " + status}
-	if r, ok := d["retries"].(float64); ok {
-		if m, ok := d["maxRetries"].(float64); ok {
-			parts = append(parts, fmt.Sprintf("retries %d/%d", int64(r), int64(m)))
+	if r, ok := ce.Int("retries"); ok {
+		if m, ok := ce.Int("maxRetries"); ok {
+			parts = append(parts, fmt.Sprintf("retries %d/%d", r, m))
 		}
 	}
-	if rec, _ := d["recoverable"].(string); rec != "" {
+	if rec := ce.String("recoverable"); rec != "" {
 		parts = append(parts, "recoverable "+rec)
 	}
-	if t, ok := d["timeoutAt"].(float64); ok && t > 0 && status == "PREPARED" {
-		parts = append(parts, "times out at "+time.UnixMilli(int64(t)).UTC().Format(time.RFC3339))
+	if t, ok := ce.Time("timeoutAt"); ok && t.UnixMilli() > 0 && status == "PREPARED" {
+		parts = append(parts, "times out at "+t.UTC().Format(time.RFC3339))
 	}
 	out := "(" + strings.Join(parts, ", ")
 	var accepted []string
-	if list, ok := d["accepted"].([]any); ok {
-		for _, a := range list {
-			if name, ok := a.(string); ok {
-				if sub, ok := cliCommands[api.Command(name)]; ok {
-					name = sub
-				}
-				accepted = append(accepted, "amends "+name)
-			}
+	for _, name := range ce.Accepted() {
+		if sub, ok := cliCommands[api.Command(name)]; ok {
+			name = sub
 		}
+		accepted = append(accepted, "amends "+name)
 	}
 	if len(accepted) > 0 {
 		out += "; " + strings.Join(accepted, " or ") + " would be accepted"

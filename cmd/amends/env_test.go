@@ -79,6 +79,16 @@ func TestHelpNamesOnlyTheVariablesThatApply(t *testing.T) {
 	require.Equal(t, exitOK, c.run(t, "serve", "--help"))
 	assert.Contains(t, c.stdout.String(), "[$AMENDS_TOKENS]")
 	assert.Contains(t, c.stdout.String(), "[$AMENDS_HTTP]")
+	// The link the notifications carry (issue 30, item 20).
+	assert.Contains(t, c.stdout.String(), "/record?id={id}")
+	assert.NotContains(t, c.stdout.String(), "/records/{id}")
+	// --yes of a bulk command never comes from the environment.
+	for _, cmd := range [][]string{{"rules", "apply", "--help"}, {"replay", "--help"}, {"holds", "release", "--help"}} {
+		var h cli
+		require.Equal(t, exitOK, h.run(t, cmd...))
+		assert.Contains(t, h.stdout.String(), "--yes", cmd)
+		assert.NotContains(t, h.stdout.String(), "$AMENDS_YES", cmd)
+	}
 }
 
 // serve's settings still come from the environment.

@@ -48,7 +48,8 @@ func (f *filterFlags) add(cmd *cobra.Command) {
 	fs.Lookup("recoverable").Usage = "only records of this classification: RECOVERABLE, UNRECOVERABLE or UNKNOWN"
 	fs.Lookup("function-kind").Usage = "only records whose function is of this kind: COMMAND, SOURCING, EVENT, STATE_EVENT or ERROR"
 	fs.StringArrayVar(&f.extra, "filter", nil, "a filter as key=value with the API's names (e.g. processor=Mailer); repeatable")
-	fs.StringVar(&f.view, "view", "", "only records of this view: to-retry, executing, next-retry, non-retryable, succeeded, unrecoverable")
+	fs.StringVar(&f.view, "view", "", "only records of this view: to-retry (waiting: the scheduler retries each when it is due; alias waiting), "+
+		"next-retry (due now: what the scheduler prepares next; alias due), executing (a replay running), non-retryable (every retry used), succeeded, unrecoverable")
 }
 
 // params checks the filters and returns them as API query parameters
@@ -94,6 +95,9 @@ func (f *filterFlags) params() (url.Values, error) {
 				return nil, usageErrorf("%s %s is not before %s %s: no record could match", r[2], from, r[3], to)
 			}
 		}
+	}
+	if alias, ok := viewAliases[f.view]; ok {
+		f.view = string(alias)
 	}
 	if f.view != "" {
 		if _, err := aggregate.ParseView(f.view); err != nil {
@@ -178,12 +182,17 @@ func filterNames() []string {
 	return append(names, "view")
 }
 
+// viewAliases are the names an operator may guess for the views whose
+// wire names (Wow's) read alike: to-retry holds the records waiting for a
+// retry, next-retry those whose retry is due now.
+var viewAliases = map[string]aggregate.View{"waiting": aggregate.ViewToRetry, "due": aggregate.ViewNextRetry}
+
 func joinViews() string {
 	names := make([]string, len(aggregate.Views))
 	for i, v := range aggregate.Views {
 		names[i] = string(v)
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, ", ") + " (or waiting, due)"
 }
 
 // checkFilter checks the value of the API filter name; the error completes

@@ -101,13 +101,14 @@ func printHolds(a *app, page api.HoldPage) error {
 const holdsReleaseLong = `Release gives a hold's events to its function in order without
 replaying the head: use it when the head's failure was fixed by hand. The
 head record is marked resolved in its own history, with you as actor and
---reason, and is not replayed. --dry-run shows what would be done.`
+--reason, and is not replayed. Like every bulk command it needs --dry-run,
+which shows what would be done, or --yes.`
 
 func newHoldsReleaseCmd(a *app) *cobra.Command {
 	var (
-		cf     clientFlags
-		reason string
-		dry    bool
+		cf      clientFlags
+		reason  string
+		confirm confirmFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "release KEY",
@@ -115,6 +116,10 @@ func newHoldsReleaseCmd(a *app) *cobra.Command {
 		Long:  holdsReleaseLong,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := confirm.check("holds release"); err != nil {
+				return err
+			}
+			dry := confirm.dryRun
 			if strings.TrimSpace(reason) == "" {
 				return usageErrorf("holds release needs --reason: it is kept in the head record's history")
 			}
@@ -143,7 +148,7 @@ func newHoldsReleaseCmd(a *app) *cobra.Command {
 	}
 	cf.add(a, cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required, kept with the release)")
-	cmd.Flags().BoolVar(&dry, "dry-run", false, "show what would be done, change nothing")
+	confirm.add(cmd, "", "what")
 	return cmd
 }
 

@@ -36,7 +36,7 @@ func TestHostileInputPerSubcommand(t *testing.T) {
 			{"limit not a number, no Go names", []string{"list", "--limit", "ten"}, nil, exitUsage, `invalid argument "ten" for "--limit" flag: want a whole number` + "\n"},
 			{"timeout not a duration", []string{"list", "--timeout", "soon"}, nil, exitUsage, `invalid argument "soon" for "--timeout" flag: want a duration such as 30s, 5m or 1h` + "\n"},
 			{"bool flag", []string{"list", "--all=maybe"}, nil, exitUsage, `invalid argument "maybe" for "--all" flag: want true or false` + "\n"},
-			{"view", []string{"list", "--view", "bogus"}, nil, exitUsage, `--view must be one of to-retry, executing, next-retry, non-retryable, succeeded, unrecoverable, got "bogus"`},
+			{"view", []string{"list", "--view", "bogus"}, nil, exitUsage, `--view must be one of to-retry, executing, next-retry, non-retryable, succeeded, unrecoverable (or waiting, due), got "bogus"`},
 			{"view by filter", []string{"list", "--filter", "view=bogus"}, nil, exitUsage, `--view must be one of`},
 			{"views disagree", []string{"list", "--filter", "view=succeeded", "--view", "to-retry"}, nil, exitUsage, "--filter view=succeeded and --view to-retry disagree"},
 			{"status", []string{"list", "--status", "DONE"}, nil, exitUsage, `--status must be one of FAILED, PREPARED, SUCCEEDED, got "DONE"`},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
 )
@@ -74,7 +75,13 @@ func newListCmd(a *app) *cobra.Command {
 			if cf.output == "json" {
 				return printJSON(a.stdout, projection.Page{Items: items, Next: next})
 			}
-			return printItems(a, items, next, filters)
+			// The count of every matching record, not only this page's; a
+			// server that cannot count now still gets its page printed.
+			total, err := c.Count(cmd.Context(), q.Filter)
+			if err != nil {
+				total = -1
+			}
+			return printItems(a, items, next, filters, total)
 		},
 	}
 	cf.add(a, cmd)
@@ -100,25 +107,34 @@ func sortNames() string {
 }
 
 // printItems prints a page; filters names the active filters ("" if none).
-func printItems(a *app, items []projection.Item, next, filters string) error {
+func printItems(a *app, items []projection.Item, next, filters string, total int) error {
 	now := a.now()
 	tw := newTable(a.stdout)
-	fmt.Fprintln(tw, "ID\tSTATUS\tRECOVERABLE\tFUNCTION\tRETRIES\tERROR\tLAST OUTCOME\tNEXT RETRY")
+	fmt.Fprintln(tw, "ID\tSTATUS\tRECOVERABLE\tFUNCTION\tAGGREGATE\tRETRIES\tERROR\tLAST OUTCOME\tNEXT RETRY")
 	for _, it := range items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s.%s@%s\t%d/%d\t%s\t%s\t%s\n", it.ID, it.Status, it.Recoverable,
-			it.Function.ProcessorName, it.Function.Name, it.Function.ContextName, it.Retries, it.MaxRetries,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s.%s@%s\t%s\t%d/%d\t%s\t%s\t%s\n", it.ID, it.Status, it.Recoverable,
+			it.Function.ProcessorName, it.Function.Name, it.Function.ContextName,
+			cell(it.Aggregate.ContextName+"."+it.Aggregate.AggregateName+"/"+it.Aggregate.AggregateID, 48), it.Retries, it.MaxRetries,
 			it.ErrorCode, when(it.ExecuteAt, now), nextRetry(itemState(it), now))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	matching := ""
+	if filters != "" {
+		matching = ", matching " + filters
+	}
 	switch {
+	case len(items) == 0 && strings.Contains(filters, "view="+string(aggregate.ViewNextRetry)):
+		fmt.Fprintf(a.stdout, "no records match %s: none is due now; the records waiting for a later retry are in --view to-retry (NEXT RETRY says when)\n", filters)
 	case len(items) == 0 && filters != "":
 		fmt.Fprintf(a.stdout, "no records match %s\n", filters)
 	case len(items) == 0:
 		fmt.Fprintln(a.stdout, "no records match")
-	case filters != "":
-		fmt.Fprintf(a.stdout, "%d records shown, matching %s\n", len(items), filters)
+	case total >= len(items):
+		fmt.Fprintf(a.stdout, "%d of %d records shown%s\n", len(items), total, matching)
+	default:
+		fmt.Fprintf(a.stdout, "%d records shown%s\n", len(items), matching)
 	}
 	if next != "" {
 		fmt.Fprintf(a.stdout, "more: --cursor %s (or --all)\n", next)

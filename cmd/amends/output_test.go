@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -175,15 +177,17 @@ func TestRefusalDetailsNameTheAcceptedCommand(t *testing.T) {
 		details map[string]any
 		want    string
 	}{
-		{"exhausted", map[string]any{"id": "r", "status": "FAILED", "retries": 10.0, "maxRetries": 10.0, "recoverable": "RECOVERABLE",
+		{"exhausted", map[string]any{"id": "r", "status": "FAILED", "retries": json.Number("10"), "maxRetries": json.Number("10"), "recoverable": "RECOVERABLE",
 			"accepted": []any{"force_prepare_compensation"}},
 			"(status FAILED, retries 10/10, recoverable RECOVERABLE; amends force-prepare would be accepted)"},
-		{"succeeded", map[string]any{"status": "SUCCEEDED", "retries": 2.0, "maxRetries": 10.0, "accepted": []any{}},
+		{"succeeded", map[string]any{"status": "SUCCEEDED", "retries": json.Number("2"), "maxRetries": json.Number("10"), "accepted": []any{}},
 			"(status SUCCEEDED, retries 2/10)"},
+		{"running", map[string]any{"status": "PREPARED", "retries": json.Number("1"), "maxRetries": json.Number("3"), "timeoutAt": json.Number("1796153149316"), "accepted": []any{}},
+			"(status PREPARED, retries 1/3, times out at 2026-12-01T19:25:49Z)"},
 		{"no state", map[string]any{"id": "r"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, refusalDetails(tc.details))
+			assert.Equal(t, tc.want, refusalDetails(&client.Error{Body: api.Error{Details: tc.details}}))
 		})
 	}
 }

@@ -26,7 +26,8 @@ type), --event (event name, repeatable) and --since/--until (commit time):
 
   amends replay --context shop --from-seq 1000 --to-seq 5000 --event order_paid --function Projector.onStep --reason "..."
 
---dry-run lists what would be replayed. Otherwise the replay is stored
+Like every bulk command it needs --dry-run, which lists what would be
+replayed, or --yes. With --yes the replay is stored
 under --request-id (new if not given) and run by the processor of the
 function (a service running processor.WithRangeReplays), at most --rate
 events per second; it keeps its progress, so it resumes after a restart.
@@ -43,6 +44,7 @@ func newReplayCmd(a *app) *cobra.Command {
 		since, until     string
 		noWait           bool
 		poll             time.Duration
+		confirm          confirmFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "replay",
@@ -94,6 +96,10 @@ func newReplayCmd(a *app) *cobra.Command {
 			if poll <= 0 {
 				return usageErrorf("--poll must be positive, got %s", poll)
 			}
+			if err := confirm.check("replay"); err != nil {
+				return err
+			}
+			s.DryRun = confirm.dryRun
 			c, err := cf.client(0)
 			if err != nil {
 				return err
@@ -104,7 +110,8 @@ func newReplayCmd(a *app) *cobra.Command {
 			}
 			if s.DryRun {
 				if cf.output == "json" {
-					return printJSON(a.stdout, started.Plan)
+					// The API's shape: the plan under "plan" (docs/cli-json.md).
+					return printJSON(a.stdout, started)
 				}
 				return printPlan(a, started.Plan)
 			}
@@ -131,7 +138,9 @@ func newReplayCmd(a *app) *cobra.Command {
 				fmt.Fprintln(a.stderr)
 			}
 			if cf.output == "json" {
-				return printJSON(a.stdout, r)
+				// The API's shape, as for a dry run: the replay, as last read,
+				// under "replay" (docs/cli-json.md).
+				return printJSON(a.stdout, api.ReplayStarted{Replay: &r, Created: started.Created})
 			}
 			fmt.Fprintf(a.stdout, "replay %s %s: %d events replayed, %d failed and recorded\n", r.ID, r.Status, r.Replayed, r.Failed)
 			return nil
@@ -153,7 +162,7 @@ func newReplayCmd(a *app) *cobra.Command {
 	fs.Float64Var(&s.Rate, "rate", processor.DefaultReplayRate, fmt.Sprintf("events per second at most, up to %d", processor.MaxReplayRate))
 	fs.StringVar(&s.ID, "request-id", "", "the replay's id: the same id again shows it instead of replaying twice (default: a new one)")
 	fs.StringVar(&s.Reason, "reason", "", "why (required, kept with the replay)")
-	fs.BoolVar(&s.DryRun, "dry-run", false, "list what would be replayed, replay nothing")
+	confirm.add(cmd, "", "which events")
 	fs.BoolVar(&noWait, "no-wait", false, "return once the replay is stored")
 	fs.DurationVar(&poll, "poll", 500*time.Millisecond, "how often the progress is read")
 	return cmd

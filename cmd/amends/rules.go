@@ -54,6 +54,10 @@ func newRulesListCmd(a *app) *cobra.Command {
 				}
 				return printJSON(a.stdout, rs)
 			}
+			if len(rs) == 0 {
+				fmt.Fprintln(a.stdout, "no rules; add one with `amends rules add` (a fingerprint, or a function and error code, and an action)")
+				return nil
+			}
 			now := a.now()
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "ID\tMATCH\tACTION\tTOUCHED\tMATCHING\tSTATE\tBY\tADDED\tREASON")
@@ -195,18 +199,22 @@ func newRulesRemoveCmd(a *app) *cobra.Command {
 func newRulesApplyCmd(a *app) *cobra.Command {
 	var (
 		cf        clientFlags
-		dryRun    bool
+		confirm   confirmFlags
 		requestID string
 		limit     int
 		rate      float64
 		why       string
 	)
 	cmd := &cobra.Command{
-		Use:   "apply RULE [--dry-run]",
+		Use:   "apply RULE (--dry-run | --yes)",
 		Short: "Apply a rule to the unfinished records it matches now, as a batch",
-		Long:  "Apply runs the rule's command on the records it matches, oldest failure first, paced. --dry-run reports what would happen. Running it again with the same --request-id applies nothing twice.",
+		Long:  "Apply runs the rule's command on the records it matches, oldest failure first, paced. Like every bulk command it needs --dry-run, which reports what would happen, or --yes, which does it. Running it again with the same --request-id applies nothing twice.",
 		Args:  exactlyOneRule,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := confirm.check("rules apply"); err != nil {
+				return err
+			}
+			dryRun := confirm.dryRun
 			if limit < 0 || rate < 0 || rate > api.MaxBatchRate {
 				return usageErrorf("--limit must not be negative and --rate must be from 0 to %g", api.MaxBatchRate)
 			}
@@ -242,7 +250,7 @@ func newRulesApplyCmd(a *app) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.BoolVar(&dryRun, "dry-run", false, "report what would happen; change nothing")
+	confirm.add(cmd, "", "what")
 	fs.StringVar(&requestID, "request-id", "", "name of the run: the same id applies nothing twice (default: a new id)")
 	fs.IntVar(&limit, "limit", 0, "most records to touch (default: the server's batch limit)")
 	fs.Float64Var(&rate, "rate", 0, "records per second (default 50)")

@@ -37,8 +37,14 @@ func TestRulesCommands(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, aggregate.RecoverabilityUnknown, v.Recoverable, "a dry run changes nothing")
 
+	// One confirmation rule for every bulk command (issue 30, item 13).
 	op = e.cli(operatorKey)
-	require.Equal(t, 0, op.run(t, "rules", "apply", rule.ID, "--rate", "1000"), op.stderr.String())
+	require.Equal(t, 2, op.run(t, "rules", "apply", rule.ID, "--rate", "1000"), "rules apply needs --yes or --dry-run")
+	assert.Contains(t, op.stderr.String(), "rules apply needs --dry-run (to see what it would do) or --yes (to do it), not neither")
+	op = e.cli(operatorKey)
+	require.Equal(t, 2, op.run(t, "rules", "apply", rule.ID, "--dry-run", "--yes"), "not both")
+	op = e.cli(operatorKey)
+	require.Equal(t, 0, op.run(t, "rules", "apply", rule.ID, "--rate", "1000", "--yes"), op.stderr.String())
 	assert.Contains(t, op.stdout.String(), "applied 2")
 	v, _, err = e.svc.Get(t.Context(), id)
 	require.NoError(t, err)

@@ -45,7 +45,7 @@ func (f *notifyFlags) add(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.secretFile, "notify-secret-file", nil, "file holding the --notify-url endpoint's HMAC secret (twice while rotating)")
 	fs.StringVar(&f.format, "notify-format", "json", "body of the --notify-url endpoint: json or slack")
 	fs.StringSliceVar(&f.allowHosts, "notify-allow-host", nil, "host name (exact) a notification may reach on a private or loopback address; repeatable")
-	fs.StringVar(&f.publicURL, "notify-public-url", "", "the dashboard's public base URL; notifications link to its /records/{id} page")
+	fs.StringVar(&f.publicURL, "notify-public-url", "", "the dashboard's public base URL; notifications link to its record page, /record?id={id}")
 	fs.DurationVar(&f.dedupWindow, "notify-dedup-window", notify.DefaultDedupWindow, "the --notify-url endpoint's dedup window, 0 to 24h (0 turns dedup off)")
 }
 

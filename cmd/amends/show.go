@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 )
 
@@ -44,7 +46,7 @@ func newShowCmd(a *app) *cobra.Command {
 				{"last outcome", when(s.ExecuteAt, now)},
 				{"retries", fmt.Sprintf("%d of %d (min backoff %ds, execution timeout %ds)", s.RetryState.Retries, s.RetrySpec.MaxRetries, s.RetrySpec.MinBackoff, s.RetrySpec.ExecutionTimeout)},
 				{"retry at", when(s.RetryState.RetryAt, now)},
-				{"timeout at", when(s.RetryState.TimeoutAt, now)},
+				{"timeout at", timeoutAt(&s, now)},
 				{"next retry", nextRetry(&s, now)},
 				{"can prepare", fmt.Sprint(s.CanRetry(now))},
 				{"can force-prepare", fmt.Sprint(s.CanForceRetry(now))},
@@ -89,4 +91,14 @@ func checkID(id string) error {
 		return usageErrorf("the record id %s has a byte that is not text; find ids with `amends list`", quoteShort(id))
 	}
 	return nil
+}
+
+// timeoutAt is when the running attempt times out; only a PREPARED record
+// has one running (a FAILED or SUCCEEDED record keeps the timeoutAt of an
+// attempt long over, which reads as a deadline that passed).
+func timeoutAt(s *aggregate.State, now time.Time) string {
+	if s.Status != aggregate.StatusPrepared {
+		return "- (no attempt running)"
+	}
+	return when(s.RetryState.TimeoutAt, now)
 }

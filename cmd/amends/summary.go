@@ -77,7 +77,10 @@ func withEveryView(s projection.Summary) projection.Summary {
 func printSummary(a *app, s projection.Summary, filters string) error {
 	now := a.now()
 	tw := newTable(a.stdout)
-	fmt.Fprintln(tw, "FUNCTION\tERROR\tTOTAL\tRETRYABLE\tEXHAUSTED\tPREPARED\tOLDEST OPEN\tNEWEST OPEN")
+	// UNDER LIMIT is the API's retryable (Wow's isRetryable): open records
+	// below their retry limit, UNRECOVERABLE ones too, which the scheduler
+	// never retries; the column is named for what it counts.
+	fmt.Fprintln(tw, "FUNCTION\tERROR\tTOTAL\tUNDER LIMIT\tOUT OF RETRIES\tREPLAYING\tOLDEST OPEN\tNEWEST OPEN")
 	for _, g := range s.Groups {
 		fmt.Fprintf(tw, "%s.%s@%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", g.Processor, g.Function, g.FunctionContext, g.ErrorCode,
 			g.Total, g.Retryable, g.Exhausted, g.Prepared, when(g.OldestFailureAt, now), when(g.NewestFailureAt, now))
@@ -94,5 +97,8 @@ func printSummary(a *app, s projection.Summary, filters string) error {
 		fmt.Fprintf(a.stdout, " %s %d", v, s.Views[v])
 	}
 	fmt.Fprintln(a.stdout)
+	if len(s.Groups) > 0 {
+		fmt.Fprintln(a.stdout, "UNDER LIMIT counts open records below their maxRetries, UNRECOVERABLE ones included; the scheduler retries only those of view to-retry.")
+	}
 	return nil
 }

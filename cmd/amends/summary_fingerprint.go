@@ -8,12 +8,12 @@ import (
 )
 
 // printFingerprints prints the summary's fingerprint groups: the
-// fingerprint, its function and code, counts by status, first and last
-// seen and a sample message.
+// fingerprint, its function and code, counts by status, the oldest and the
+// latest last outcome of its records, and a sample message.
 func printFingerprints(a *app, s api.Summary) error {
 	now := a.now()
 	tw := newTable(a.stdout)
-	fmt.Fprintln(tw, "FINGERPRINT\tFUNCTION\tERROR\tTOTAL\tFAILED\tPREPARED\tSUCCEEDED\tFIRST SEEN\tLAST SEEN\tSAMPLE")
+	fmt.Fprintln(tw, "FINGERPRINT\tFUNCTION\tERROR\tTOTAL\tFAILED\tPREPARED\tSUCCEEDED\tOLDEST OUTCOME\tLATEST OUTCOME\tSAMPLE")
 	for _, g := range s.Fingerprints {
 		fmt.Fprintf(tw, "%s\t%s.%s@%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", g.Fingerprint, g.Processor, g.Function, g.FunctionContext, g.ErrorCode,
 			g.Total, g.ByStatus[aggregate.StatusFailed], g.ByStatus[aggregate.StatusPrepared], g.ByStatus[aggregate.StatusSucceeded],
@@ -23,6 +23,9 @@ func printFingerprints(a *app, s api.Summary) error {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "\n%d records in %d fingerprints; act on one with `amends rules add --fingerprint FP`\n", s.Total, len(s.Fingerprints))
+	if len(s.Fingerprints) > 0 {
+		fmt.Fprintln(a.stdout, "OLDEST and LATEST OUTCOME are the earliest and latest last outcome (latest failure, or success) of the group's records, not when the problem first appeared.")
+	}
 	return nil
 }
 

@@ -99,7 +99,7 @@ const A = (() => {
     if (who) {
       fill(who, 
         el("span", { class: "live-dot", id: "live-dot", title: "live updates" }),
-        el("span", { id: "who-name" }, me.local ? "local (no tokens)" : me.name + " · " + me.role));
+        el("span", { id: "who-name", title: me.local ? "local (no tokens)" : me.name + " · " + me.role }, me.local ? "local (no tokens)" : me.name + " · " + me.role));
       if (!me.local) who.append(el("button", { type: "button", id: "signout", onclick: signOut }, "Sign out"));
     }
     return me;
@@ -171,15 +171,49 @@ const A = (() => {
 
   function badge(kind, v) { return el("span", { class: "badge " + kind + "-" + v }, v); }
 
-  // errorBox shows a refusal with its code, message, details and request id.
+  // isTimeKey tells the fields that hold an epoch-ms time.
+  function isTimeKey(k) { return /(At|Time|From|Seen)$/.test(k) || k === "at"; }
+
+  // value formats a field's value for a reader: epoch-ms times as UTC and
+  // relative to now, seconds of a retry spec with their unit, lists joined.
+  function value(k, v) {
+    if (v === null || v === undefined || v === "") return el("span", { class: "muted" }, "–");
+    if (typeof v === "number" && isTimeKey(k) && v > 1e11) return el("span", { class: "nowrap" }, short8601(v), " ", el("span", { class: "muted" }, "(" + rel(v) + ")"));
+    if (typeof v === "number" && /^(minBackoff|executionTimeout|maxBackoff)$/.test(k)) return v + " s";
+    if (Array.isArray(v)) return v.length ? v.map(x => typeof x === "object" ? JSON.stringify(x) : String(x)).join(", ") : el("span", { class: "muted" }, "none");
+    if (typeof v === "object") return el("code", {}, JSON.stringify(v));
+    return String(v);
+  }
+
+  // COMMAND_LABELS are the operator commands as the pages name them.
+  const COMMAND_LABELS = {
+    prepare_compensation: "Prepare", force_prepare_compensation: "Force-prepare", apply_retry_spec: "Retry spec",
+    mark_recoverable: "Mark recoverable", change_function: "Change function",
+  };
+
+  // errorBox shows a refusal with its code, message, readable details
+  // and request id.
   function errorBox(err) {
     if (!(err instanceof ApiError)) return el("div", { class: "error", role: "alert" }, String(err && err.message || err));
-    const details = err.details ? Object.entries(err.details).map(([k, v]) =>
-      el("li", {}, el("code", {}, k), ": ", typeof v === "object" ? JSON.stringify(v) : String(v))) : [];
+    const d = err.details || {};
+    const items = Object.entries(d).map(([k, v]) => k === "accepted"
+      ? el("li", {}, "accepted now: ", v.length ? v.map(c => COMMAND_LABELS[c] || c).join(", ") : "no replay command")
+      : el("li", {}, el("span", { class: "muted" }, k + ": "), value(k, v)));
     return el("div", { class: "error", role: "alert" },
       el("div", {}, el("span", { class: "code" }, err.code), " ", err.message),
-      details.length ? el("ul", {}, details) : null,
+      items.length ? el("ul", { class: "details" }, items) : null,
       err.requestId ? el("div", { class: "muted" }, "request id ", el("code", {}, err.requestId)) : null);
+  }
+
+  // short8601 is an absolute UTC time to the second.
+  function short8601(ms) { return abs(ms).replace("T", " ").replace(/\.\d+Z$/, "Z"); }
+
+  // table builds a table whose cells carry their column's name, so that a
+  // narrow screen shows each row as a card (CSS: table.cards).
+  function table(attrs, cols, rows) {
+    return el("table", Object.assign({ class: "cards" }, attrs),
+      el("thead", {}, el("tr", {}, cols.map(c => el("th", { scope: "col", class: c.cls || "", title: c.title || undefined }, c.h)))),
+      el("tbody", {}, rows.map(r => el("tr", r.attrs || {}, r.cells.map((cell, i) => el("td", { class: cols[i].cls || "", "data-label": cols[i].h }, cell))))));
   }
 
   function fnName(f) { return f.processorName + "." + f.name + "@" + f.contextName; }
@@ -191,12 +225,22 @@ const A = (() => {
     return status !== "SUCCEEDED" && retries < maxRetries && (recoverable === "RECOVERABLE" || recoverable === "UNKNOWN");
   }
 
+  // VIEWS are the six views: wire name, the name a reader can guess, the
+  // tone and what they hold.
   const VIEWS = [
-    ["to-retry", "To retry", "warn"], ["executing", "Executing", "info"], ["next-retry", "Next retry (due)", "warn"],
-    ["non-retryable", "Non-retryable", "bad"], ["succeeded", "Succeeded", "ok"], ["unrecoverable", "Unrecoverable", "bad"],
+    ["to-retry", "Waiting to retry", "warn", "open, below their retry limit and auto-retried: the scheduler prepares each when its next retry is due"],
+    ["executing", "Replaying", "info", "prepared, the attempt not yet timed out"],
+    ["next-retry", "Due now", "warn", "waiting to retry and due now: what the scheduler prepares next"],
+    ["non-retryable", "Out of retries", "bad", "every retry used: only an operator moves them on"],
+    ["succeeded", "Succeeded", "ok", "a replay succeeded"],
+    ["unrecoverable", "Unrecoverable", "bad", "open and classified UNRECOVERABLE: never retried by the scheduler"],
   ];
   const FILTERS = ["id", "eventId", "aggregateContext", "aggregateType", "aggregateId", "functionContext", "processor", "function",
-    "functionKind", "status", "recoverable", "errorCode", "executeAtFrom", "executeAtTo", "nextRetryAtFrom", "nextRetryAtTo", "minRetries", "view"];
+    "functionKind", "status", "recoverable", "errorCode", "fingerprint", "executeAtFrom", "executeAtTo", "nextRetryAtFrom", "nextRetryAtTo", "minRetries", "view"];
+
+  // ready marks the page as drawn with its first data (the browser tests
+  // wait for it).
+  function ready() { document.documentElement.dataset.ready = "true"; }
 
   function mark(nav) {
     for (const a of document.querySelectorAll("header.top nav a")) {
@@ -204,5 +248,5 @@ const A = (() => {
     }
   }
 
-  return { el, fill, $, api, ApiError, session, isOperator, live, rel, abs, time, dur, badge, errorBox, fnName, willRetry, newRequestId, VIEWS, FILTERS, mark, toSignIn };
+  return { el, fill, $, api, ApiError, session, isOperator, live, rel, abs, time, dur, badge, errorBox, fnName, willRetry, newRequestId, VIEWS, FILTERS, mark, ready, toSignIn, value, isTimeKey, short8601, table, COMMAND_LABELS };
 })();

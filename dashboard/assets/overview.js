@@ -1,16 +1,20 @@
 "use strict";
 // Overview: the six views with live counts, the failure summary and the
-// backlog trend.
+// backlog trend. The view cards are in the page from the start and only
+// their numbers change; the chart has a box of fixed proportions; the
+// summary, whose length varies, is the last thing of the page on a narrow
+// screen: nothing moves when the data arrives.
 (() => {
   const { el, $, api, session, live, time, dur, errorBox, VIEWS, mark } = A;
   mark("overview");
 
   function renderCounts(c) {
     $("#total").textContent = "· " + c.total + " records";
-    A.fill($("#views"), ...VIEWS.map(([v, label, tone]) =>
-      el("a", { class: "view-card " + tone, href: "/search?view=" + v, id: "view-" + v, "aria-label": label + ": " + (c.views[v] || 0) + " records" },
-        el("div", { class: "n", "data-view": v }, String(c.views[v] || 0)),
-        el("div", { class: "label" }, label))));
+    for (const [v, , , hint] of VIEWS) {
+      const card = $("#view-" + v);
+      card.querySelector(".n").textContent = String(c.views[v] || 0);
+      card.title = hint;
+    }
     $("#trend-now").textContent = "now: " + c.due + " due, oldest due for " + dur(c.oldestDueAge);
   }
 
@@ -19,23 +23,33 @@
     return q.toString();
   }
 
+  // openSpan is when a group's open failures happened: "5m ago" or
+  // "1h ago – 5m ago".
+  function openSpan(g) {
+    if (!g.oldestFailureAt) return el("span", { class: "muted" }, "none open");
+    if (g.oldestFailureAt === g.newestFailureAt) return time(g.oldestFailureAt);
+    return el("span", { class: "nowrap" }, time(g.oldestFailureAt), " – ", time(g.newestFailureAt));
+  }
+
   // renderSummary draws the failure groups the live counts carry (the
   // largest first), so the overview costs the server no query of its own.
   function renderSummary(c) {
     const box = $("#summary");
     if (!c.groups.length) { A.fill(box, el("p", { class: "muted" }, "No failures recorded.")); return; }
     const op = A.isOperator();
-    const rows = c.groups.map(g => el("tr", {},
-      el("td", {}, el("a", { href: "/search?" + groupQuery(g) }, g.processor + "." + g.function), el("div", { class: "muted" }, g.functionContext)),
-      el("td", {}, el("code", {}, g.errorCode || "–")),
-      el("td", { class: "num" }, g.total), el("td", { class: "num" }, g.retryable),
-      el("td", { class: "num" }, g.exhausted), el("td", { class: "num" }, g.prepared),
-      el("td", { class: "nowrap" }, time(g.oldestFailureAt)), el("td", { class: "nowrap" }, time(g.newestFailureAt)),
-      op ? el("td", {}, el("a", { href: "/search?" + groupQuery(g) + "#batch", title: "batch-prepare this group's records" }, "Batch…")) : null));
-    A.fill(box, el("table", { id: "summary-table" },
-      el("thead", {}, el("tr", {}, ["Function", "Error code", "Total", "Retryable", "Exhausted", "Prepared", "Oldest open", "Newest open"].map((h, i) =>
-        el("th", { class: i >= 2 && i <= 5 ? "num" : "", scope: "col" }, h)), op ? el("th", { scope: "col" }, "Act") : null)),
-      el("tbody", {}, rows)),
+    const cols = [{ h: "Function" }, { h: "Error code" }, { h: "Total", cls: "num" },
+      { h: "Under limit", cls: "num", title: "open records below their retry limit, whatever their recoverability (UNRECOVERABLE ones are never retried by the scheduler)" },
+      { h: "Out of retries", cls: "num", title: "open records with every retry used: only an operator moves them on" },
+      { h: "Replaying", cls: "num", title: "records with a replay prepared" },
+      { h: "Open failures", title: "when the group's open failures last failed: oldest – newest" }];
+    if (op) cols.push({ h: "Batch" });
+    const rows = c.groups.map(g => ({ cells: [
+      [el("a", { href: "/search?" + groupQuery(g) }, g.processor + "." + g.function), el("div", { class: "muted" }, g.functionContext)],
+      el("code", {}, g.errorCode || "–"),
+      String(g.total), String(g.retryable), String(g.exhausted), String(g.prepared),
+      openSpan(g),
+    ].concat(op ? [el("a", { href: "/search?" + groupQuery(g) + "#batch", title: "batch-prepare this group's records" }, "Batch…")] : []) }));
+    A.fill(box, el("div", { class: "table-wrap" }, A.table({ id: "summary-table" }, cols, rows)),
       c.groupCount > c.groups.length ? el("p", { class: "muted" }, "The " + c.groups.length + " largest of " + c.groupCount + " groups; narrow them down on the ", el("a", { href: "/search" }, "search page"), ".") : null);
   }
 
@@ -51,7 +65,7 @@
     const yd = v => T + (H - T - B) * (1 - v / maxDue);
     const ya = v => T + (H - T - B) * (1 - v / maxAge);
     const line = (cls, f) => el("polyline", { class: cls, points: pts.map(s => x(s.at).toFixed(1) + "," + f(s).toFixed(1)).join(" ") });
-    const svg = el("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "due records and oldest due age over the last hour, sampled every " + dur(periodMs) },
+    return el("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "due records and oldest due age over the last hour, sampled every " + dur(periodMs) },
       el("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }),
       el("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }),
       el("text", { x: L - 4, y: T + 10, "text-anchor": "end" }, String(maxDue)),
@@ -64,21 +78,24 @@
       pts.map(s => el("circle", { class: "due-pt", cx: x(s.at).toFixed(1), cy: yd(s.due).toFixed(1), r: 2.5 },
         el("title", {}, A.abs(s.at) + ": " + s.due + " due, oldest for " + dur(s.oldestDueAge)))),
       el("title", {}, pts.length + " samples"));
-    return svg;
+  }
+
+  function renderTrend(b) {
+    A.fill($("#trend"), chart(b.samples, b.periodMs));
+    $("#trend-samples").textContent = b.samples.length + (b.samples.length === 1 ? " sample" : " samples") + ", one every " + dur(b.periodMs);
   }
 
   async function loadTrend() {
-    try {
-      const b = await api("GET", "/ui/v1/backlog");
-      A.fill($("#trend"), chart(b.samples, b.periodMs),
-        el("p", { class: "muted" }, b.samples.length + (b.samples.length === 1 ? " sample" : " samples") + ", one every " + dur(b.periodMs)));
-    } catch (err) { A.fill($("#trend"), errorBox(err)); }
+    try { renderTrend(await api("GET", "/ui/v1/backlog")); } catch (err) { A.fill($("#trend"), errorBox(err)); }
   }
 
   async function start() {
+    // The session and the trend are asked for at once; the live stream's
+    // first counts follow.
+    const trend = api("GET", "/ui/v1/backlog").then(b => () => renderTrend(b), err => () => A.fill($("#trend"), errorBox(err)));
     await session();
-    live({ counts: c => { renderCounts(c); renderSummary(c); } });
-    loadTrend();
+    (await trend)();
+    live({ counts: c => { renderCounts(c); renderSummary(c); A.ready(); } });
     setInterval(loadTrend, 60000);
   }
   start();

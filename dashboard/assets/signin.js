@@ -30,6 +30,7 @@
     });
     $("#signin").disabled = false; // enabled once the token goes through the handler above
     $("#token").focus();
+    A.ready();
   }
   start();
   void el;

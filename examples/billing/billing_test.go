@@ -73,6 +73,32 @@ func TestFailureToSucceeded(t *testing.T) {
 	assert.Equal(t, int64(1200), ledger.Total())
 }
 
+// The scheduler, run by the test's control plane on a clock the test moves
+// (amendstest.ControlPlane), leaves the record alone until its retry is
+// due, then prepares it, and the service replays it to the emailer.
+func TestScheduledRetry(t *testing.T) {
+	js := amendstest.JetStream(t)
+	cp := amendstest.ControlPlane(t, js)
+	mail, ledger := billing.NewFlakyMailer(4), billing.NewLedger()
+	svc, err := billing.New(js, mail, ledger, amends.WithClock(cp),
+		amends.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		amends.WithProcessorOptions(processor.WithSleeper(noWait)))
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(t.Context()))
+	t.Cleanup(func() { svc.Stop(); require.NoError(t, svc.Wait()) })
+
+	st, err := billing.Issue(t.Context(), svc, "inv-1", billing.Invoice{Email: "ada@example.com", Cents: 1200})
+	require.NoError(t, err)
+	id := aggregate.RecordID(st.Events[0].ID, aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "billing", ProcessorName: "Emailer", Name: "sendInvoice"})
+	cp.WaitStatus(id, aggregate.StatusFailed)
+	assert.Equal(t, 0, cp.Tick(), "the retry is due in a minute")
+	cp.Advance(time.Minute)
+	assert.Equal(t, 1, cp.Tick(), "due: the scheduler prepares it")
+	rec := cp.WaitStatus(id, aggregate.StatusSucceeded)
+	assert.Equal(t, int32(1), rec.State.RetryState.Retries)
+	assert.Equal(t, "ada@example.com: Your invoice", mail.Sent(st.Events[0].ID))
+}
+
 // The README's embedding section is billing.go's wiring, line for line.
 func TestReadmeIsTheExample(t *testing.T) {
 	src, err := os.ReadFile("billing.go")
