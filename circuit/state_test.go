@@ -69,7 +69,9 @@ func TestTransitions(t *testing.T) {
 			then{changed: true, phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseConsecutive, Failures: 20, Calls: 25, CoolDownMs: 10000, Instance: "i1"}}},
 		{"an open circuit does not trip again", open(),
-			func(s circuit.State) (circuit.State, bool) { return s.Tripped(at(time.Second), policy, circuit.Trip{Cause: circuit.CauseRatio}) },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Tripped(at(time.Second), policy, circuit.Trip{Cause: circuit.CauseRatio})
+			},
 			then{phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
 		{"no probe before the cool-down", open(),
 			func(s circuit.State) (circuit.State, bool) {
@@ -99,10 +101,14 @@ func TestTransitions(t *testing.T) {
 			then{changed: true, phase: circuit.Closed, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, 12 * time.Second},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Closed, Cause: circuit.CauseProbesSucceeded, Calls: 2, Instance: "i1"}}},
 		{"a stale probe's success changes nothing", halfOpen(),
-			func(s circuit.State) (circuit.State, bool) { return s.ProbeSucceeded(at(11*time.Second), policy, "other") },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ProbeSucceeded(at(11*time.Second), policy, "other")
+			},
 			then{phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p1", incident: [2]time.Duration{-time.Second, -1}}},
 		{"a failed probe re-opens it with twice the cool-down", halfOpen(),
-			func(s circuit.State) (circuit.State, bool) { return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp) },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp)
+			},
 			then{changed: true, phase: circuit.Open, until: 31 * time.Second, coolDown: 20 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 20000, Instance: "i1"}}},
 		{"the cool-down is capped",
@@ -111,11 +117,15 @@ func TestTransitions(t *testing.T) {
 				s.CoolDownMs = 30000
 				return s
 			}(),
-			func(s circuit.State) (circuit.State, bool) { return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp) },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp)
+			},
 			then{changed: true, phase: circuit.Open, until: 51 * time.Second, coolDown: 40 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 40000, Instance: "i1"}}},
 		{"an operator opens a closed circuit: forced, no probe time", circuit.New(mailer),
-			func(s circuit.State) (circuit.State, bool) { return s.ByOperator(t0, circuit.Open, "ops", "maintenance") },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ByOperator(t0, circuit.Open, "ops", "maintenance")
+			},
 			then{changed: true, phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1},
 				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseOperator, Actor: "ops", Reason: "maintenance"}}},
 		{"a forced circuit is never probed",
@@ -123,15 +133,21 @@ func TestTransitions(t *testing.T) {
 			func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(time.Hour), policy, "i1", "p") },
 			then{phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1}}},
 		{"an operator forces an open circuit: it keeps its incident", open(),
-			func(s circuit.State) (circuit.State, bool) { return s.ByOperator(at(time.Second), circuit.Open, "ops", "m") },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ByOperator(at(time.Second), circuit.Open, "ops", "m")
+			},
 			then{changed: true, phase: circuit.Open, forced: true, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 2, From: circuit.Open, To: circuit.Open, Cause: circuit.CauseOperator, Actor: "ops", Reason: "m"}}},
 		{"opening a forced circuit again changes nothing",
 			func() circuit.State { s, _ := circuit.New(mailer).ByOperator(t0, circuit.Open, "ops", "m"); return s }(),
-			func(s circuit.State) (circuit.State, bool) { return s.ByOperator(at(time.Second), circuit.Open, "ops", "again") },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ByOperator(at(time.Second), circuit.Open, "ops", "again")
+			},
 			then{phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1}}},
 		{"an operator closes a half-open circuit: the incident ends", halfOpen(),
-			func(s circuit.State) (circuit.State, bool) { return s.ByOperator(at(20*time.Second), circuit.Closed, "ops", "fixed") },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ByOperator(at(20*time.Second), circuit.Closed, "ops", "fixed")
+			},
 			then{changed: true, phase: circuit.Closed, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, 20 * time.Second},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Closed, Cause: circuit.CauseOperator, Actor: "ops", Reason: "fixed"}}},
 		{"closing a closed circuit changes nothing", circuit.New(mailer),
