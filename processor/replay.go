@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/failure"
@@ -144,7 +145,9 @@ func (t *replayTask) step(ctx context.Context, ls *laneState) (time.Duration, bo
 	if err != nil && ctx.Err() != nil {
 		return t.end(interrupted, nil)
 	}
-	t.f.stats.Replayed.Add(1)
+	if !errors.Is(err, circuit.ErrOpen) {
+		t.f.stats.Replayed.Add(1)
+	}
 	x := p.execution(t.f, t.d, &t.c, err)
 	x.Function = &t.fn
 	return t.end(p.settleReplay(ctx, t.w.st.Aggregate.ID, x))
