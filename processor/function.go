@@ -120,8 +120,8 @@ type function struct {
 	retry     Retry
 	ordered   bool
 	stats     *FunctionMetrics
-	index     int // its place in its group: its bit in a message's done tasks
-	circuit   *circuit.Policy                  // WithCircuit; nil: the processor's
+	index     int                             // its place in its group: its bit in a message's done tasks
+	circuit   *circuit.Policy                 // WithCircuit; nil: the processor's
 	br        atomic.Pointer[circuit.Breaker] // set by Run (circuits.go)
 }
 

@@ -253,8 +253,12 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 func TestDrainHalvesThenReopens(t *testing.T) {
 	e := newDrainEnv(t)
 	e.records(t, 0, 40, circuit.ErrorCode)
-	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) { return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x") })
-	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) { return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y") })
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+	})
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+	})
 	e.start(t, scheduler.DrainPolicy{Rate: 1000})
 	d := e.tickUntil(t, "a step of 2 judged", func(d scheduler.Drain) bool { return d.Steps == 2 })
 	assert.Equal(t, 3, d.Released, "the canary and a step of 2 succeeded")
@@ -281,8 +285,12 @@ func TestDrainHalvesThenReopens(t *testing.T) {
 func TestDrainKeepsToItsRate(t *testing.T) {
 	e := newDrainEnv(t)
 	e.records(t, 0, 10, circuit.ErrorCode)
-	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) { return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x") })
-	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) { return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y") })
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+	})
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+	})
 	e.start(t, scheduler.DrainPolicy{Rate: 2})
 	d := e.tickUntil(t, "the canary judged", func(d scheduler.Drain) bool { return d.Steps == 1 })
 	assert.Equal(t, 2, d.Size, "the next step: 2, a second's worth at 2/s")
@@ -299,8 +307,12 @@ func TestDrainKeepsToItsRate(t *testing.T) {
 func TestDrainSurvivesARestart(t *testing.T) {
 	e := newDrainEnv(t)
 	ids := e.records(t, 0, 12, circuit.ErrorCode)
-	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) { return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x") })
-	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) { return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y") })
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+	})
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+	})
 	_, stop := e.start(t, scheduler.DrainPolicy{Rate: 1000})
 	d := e.tickUntil(t, "the canary judged", func(d scheduler.Drain) bool { return d.Steps == 1 })
 	e.paused.Store(true) // hold the replays: the next step stays under way
