@@ -97,7 +97,7 @@ func (p *Processor) Circuit(processor, name string) (circuit.State, bool) {
 // the set to run.
 func (p *Processor) startCircuits(ctx context.Context) (*circuit.Set, error) {
 	store := p.o.circuitStore
-	if store == nil {
+	if store == nil && p.anyCircuit() {
 		ctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
 		defer cancel()
 		err := transient.Retry(ctx, p.o.logger, "the circuit bucket "+circuit.DefaultBucket, func(ctx context.Context) error {
@@ -124,6 +124,19 @@ func (p *Processor) startCircuits(ctx context.Context) (*circuit.Set, error) {
 		}
 	}
 	return set, nil
+}
+
+// anyCircuit reports whether a function has its circuit on: without one,
+// no bucket is opened.
+func (p *Processor) anyCircuit() bool {
+	for _, g := range p.groups {
+		for _, f := range g.functions {
+			if (f.circuit == nil && !p.o.circuitPolicy.Off) || (f.circuit != nil && !f.circuit.Off) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // runCircuits runs set until stop ends and returns once it has read the

@@ -8,8 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
+	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -556,8 +559,9 @@ func drained(d Drain, it projection.Item) bool {
 }
 
 // probe prepares the replay of c's oldest record as its probe, when the
-// cool-down passed a grace ago and no call claimed the probe, and the last
-// probe it prepared has an outcome.
+// cool-down passed a grace ago and no call claimed the probe (or, half-open,
+// no call took the next probe), and the last probe it prepared has an
+// outcome.
 func (s *Scheduler) probe(ctx context.Context, c circuit.State, d Drain, now time.Time) error {
 	pol := s.opts.drain.Policy
 	ms := now.UnixMilli()
@@ -569,10 +573,8 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d Drain, now tim
 		return nil
 	case c.Phase == circuit.HalfOpen && !c.Probeable(now):
 		return nil
-	case c.Phase == circuit.HalfOpen && ms < c.UpdatedAt+grace:
-		return nil
-	case d.ProbeAt != 0 && ms < d.ProbeAt+grace:
-		return nil
+	case c.Phase == circuit.Open && d.ProbeAt != 0 && ms < d.ProbeAt+grace:
+		return nil // the last probe failed a moment ago: the circuit's cool-down paces the next
 	case d.Probe != nil && outcome(s.opts.drain.Records, *d.Probe, now) == outcomePending:
 		return nil
 	}
@@ -598,3 +600,22 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d Drain, now tim
 }
 
 func stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+
+// ReplayRoom returns the ReplayCapacity of the replay consumers on the
+// compensation stream stream of js (jsstore.Store.StreamName of
+// aggregate.Context): the consumer's MaxAckPending less the messages it
+// holds and those waiting for it. A context without a replay consumer has
+// no room: its replays would not run.
+func ReplayRoom(js jetstream.JetStream, stream string) ReplayCapacity {
+	return func(ctx context.Context, context string) (int, error) {
+		c, err := js.Consumer(ctx, stream, processor.ReplayDurableName(context))
+		if err != nil {
+			return 0, err
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return info.Config.MaxAckPending - info.NumAckPending - int(min(info.NumPending, 1<<30)), nil
+	}
+}
