@@ -89,6 +89,7 @@ type serveFlags struct {
 	batch       int
 	concurrency int
 	leaseTTL    time.Duration
+	drainRate   float64
 
 	notify notifyFlags
 }
@@ -148,6 +149,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "most records prepared per pass, 1 to 10000")
 	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once, 1 to 256")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
+	fs.Float64Var(&f.drainRate, "drain-rate", scheduler.DefaultDrainRate, "most records per second a recovery drain prepares for one function after its circuit closes, 1 to 100000")
 	f.notify.add(fs)
 	annotateEnv(fs)
 	return cmd
@@ -303,6 +305,7 @@ type schedulerConfig struct {
 	period, delay  time.Duration
 	batch, workers int
 	leaseTTL       time.Duration
+	drainRate      float64
 }
 
 // serveInfo describes a ready serve.

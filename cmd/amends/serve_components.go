@@ -75,6 +75,12 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		return nil, "", err
 	}
 	components = append(components, in.component())
+	circ, err := openCircuits(ctx, cfg, js, startup, logger)
+	if err != nil {
+		return nil, "", err
+	}
+	components = append(components, circ.component())
+	reg.MustRegister(metrics.Circuits(circ.watcher))
 
 	if sc := cfg.scheduler; sc != nil {
 		leases, err := retryOpen(ctx, startup, "the lease bucket "+scheduler.DefaultLeaseBucket, func(ctx context.Context) (*scheduler.Leases, error) {
@@ -90,7 +96,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		sched, err := scheduler.New(index, svc, leases, append([]scheduler.Option{
 			scheduler.WithPeriod(sc.period), scheduler.WithInitialDelay(sc.delay), scheduler.WithBatch(sc.batch),
 			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler"))},
-			in.schedulerOptions(index)...)...)
+			append(in.schedulerOptions(index), circ.schedulerOption(js, store, index, sc.drainRate))...)...)
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
@@ -112,6 +118,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	}
 	apiCfg := server.Config{
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering, Rules: in.rules,
+		Circuits: circ.server(),
 		Logger: logger.With("component", "http"),
 		Ready:  readiness(natsConnected(nc), indexCurrent(index), probe.check),
 	}
