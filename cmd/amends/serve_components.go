@@ -119,8 +119,8 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	apiCfg := server.Config{
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering, Rules: in.rules,
 		Circuits: circ.server(),
-		Logger: logger.With("component", "http"),
-		Ready:  readiness(natsConnected(nc), indexCurrent(index), probe.check),
+		Logger:   logger.With("component", "http"),
+		Ready:    readiness(natsConnected(nc), indexCurrent(index), probe.check),
 	}
 	if components, err = withDashboard(&apiCfg, components, index, store, views, logger); err != nil {
 		return nil, "", err
