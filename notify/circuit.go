@@ -130,8 +130,8 @@ func circuitNote(store *circuit.Store, subject string, data []byte, op string) (
 		note.ErrorCode, note.ErrorMsg = st.Last.Code, clip(st.Last.Message, maxErrorMsg)
 	}
 	return &Notification{
-		ID:      uuid.NewSHA1(namespace, []byte("circuit\x00"+f.String()+"\x00"+strconv.FormatInt(t.Seq, 10)+"\x00"+strconv.FormatInt(t.At, 10))).String(),
-		Type:    typ, Time: t.At, Circuit: note,
+		ID:   uuid.NewSHA1(namespace, []byte("circuit\x00"+f.String()+"\x00"+strconv.FormatInt(t.Seq, 10)+"\x00"+strconv.FormatInt(t.At, 10))).String(),
+		Type: typ, Time: t.At, Circuit: note,
 		Version: uint64(max(t.Seq, 1)),
 	}, true, nil
 }

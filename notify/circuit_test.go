@@ -57,7 +57,9 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 	eventually(t, "circuit_probe_failed", func() bool { return len(rcv.ofType(TypeCircuitProbeFailed)) == 1 })
 	assert.Equal(t, int64(20000), rcv.ofType(TypeCircuitProbeFailed)[0].body.Circuit.CoolDownMs)
 
-	set(func(s circuit.State) (circuit.State, bool) { return s.ByOperator(at(20*time.Second), circuit.Closed, "ops", "smtp is back") })
+	set(func(s circuit.State) (circuit.State, bool) {
+		return s.ByOperator(at(20*time.Second), circuit.Closed, "ops", "smtp is back")
+	})
 	eventually(t, "circuit_closed", func() bool { return len(rcv.ofType(TypeCircuitClosed)) == 1 })
 	cl := rcv.ofType(TypeCircuitClosed)[0].body.Circuit
 	assert.Equal(t, "operator", cl.Cause)
@@ -68,7 +70,9 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 	set(func(s circuit.State) (circuit.State, bool) {
 		return s.Tripped(at(30*time.Second), p, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Last: last, Instance: "i1"})
 	})
-	set(func(s circuit.State) (circuit.State, bool) { return s.ByOperator(at(40*time.Second), circuit.Closed, "ops", "again") })
+	set(func(s circuit.State) (circuit.State, bool) {
+		return s.ByOperator(at(40*time.Second), circuit.Closed, "ops", "again")
+	})
 	eventually(t, "the second close is not notified either", func() bool {
 		c, err := e.js.Consumer(t.Context(), store.Stream(), DefaultDurable+"-circuits")
 		if err != nil {
