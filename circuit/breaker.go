@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,7 +156,7 @@ func (b *Breaker) Done(ctx context.Context, now time.Time, t Ticket, o Outcome) 
 	b.tripping = true
 	b.mu.Unlock()
 	last := failureOf(now, o)
-	tr := Trip{Cause: cause, Failures: consecutive, Calls: int(calls), Last: last, FirstFailureAt: since, Instance: b.set.instance}
+	tr := Trip{Cause: cause, Failures: consecutive, Calls: int(calls), Last: last, FirstFailureAt: since, Instance: b.set.instance, Jitter: rand.Float64()}
 	if cause == CauseRatio {
 		tr.Failures = int(failures)
 	}
@@ -166,7 +167,7 @@ func (b *Breaker) Done(ctx context.Context, now time.Time, t Ticket, o Outcome) 
 	if changed {
 		b.log(slog.LevelWarn, "circuits: the circuit opened; the function is not called until a probe succeeds", n,
 			"cause", string(cause), "consecutiveFailures", consecutive, "callsInWindow", calls, "failuresInWindow", failures,
-			"window", b.p.Window, "coolDown", b.p.CoolDown, "lastError", last.Message)
+			"window", b.p.Window, "coolDown", time.Duration(n.Until-now.UnixMilli())*time.Millisecond, "lastError", last.Message)
 	}
 }
 
@@ -180,10 +181,11 @@ func (b *Breaker) probeDone(ctx context.Context, now time.Time, t Ticket, failed
 		return
 	}
 	last := failureOf(now, o)
-	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.ProbeFailed(now, b.p, t.probe, last) })
+	r := rand.Float64()
+	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.ProbeFailed(now, b.p, t.probe, last, r) })
 	if changed {
 		b.log(slog.LevelWarn, "circuits: the probe failed; the circuit opened again", n,
-			"coolDown", time.Duration(n.CoolDownMs)*time.Millisecond, "lastError", last.Message)
+			"coolDown", time.Duration(n.Until-now.UnixMilli())*time.Millisecond, "lastError", last.Message)
 	}
 }
 

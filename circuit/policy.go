@@ -45,6 +45,11 @@ type Policy struct {
 	// ProbeTimeout is how long a probe may run before another instance may
 	// probe instead (default 30 s).
 	ProbeTimeout time.Duration
+	// Jitter is the largest fraction cut at random from each cool-down
+	// (default 0.2; negative: none), so that the probes of a dependency
+	// that goes up and down on a period do not fall into its down phases
+	// every time, nor the circuits of many functions probe at once.
+	Jitter float64
 }
 
 // The defaults of a Policy: conservative, so that a circuit opens on an
@@ -58,13 +63,14 @@ const (
 	DefaultMaxCoolDown         = 2 * time.Minute
 	DefaultSuccesses           = 3
 	DefaultProbeTimeout        = 30 * time.Second
+	DefaultJitter              = 0.2
 )
 
 // DefaultPolicy is the policy of every function that sets none.
 var DefaultPolicy = Policy{
 	ConsecutiveFailures: DefaultConsecutiveFailures, FailureRatio: DefaultFailureRatio, MinCalls: DefaultMinCalls,
 	Window: DefaultWindow, CoolDown: DefaultCoolDown, MaxCoolDown: DefaultMaxCoolDown, Successes: DefaultSuccesses,
-	ProbeTimeout: DefaultProbeTimeout,
+	ProbeTimeout: DefaultProbeTimeout, Jitter: DefaultJitter,
 }
 
 // Resolve returns p with its zero fields set to their defaults, or an
@@ -96,6 +102,12 @@ func (p Policy) Resolve() (Policy, error) {
 		p.ProbeTimeout = d.ProbeTimeout
 	}
 	switch {
+	case p.Jitter == 0:
+		p.Jitter = d.Jitter
+	case p.Jitter < 0:
+		p.Jitter = -1
+	}
+	switch {
 	case p.ConsecutiveFailures < 1 || p.ConsecutiveFailures > 100000:
 		return p, invalid("consecutiveFailures must be from 1 to 100000, got %d", p.ConsecutiveFailures)
 	case !(p.FailureRatio > 0 && p.FailureRatio <= 1):
@@ -112,8 +124,19 @@ func (p Policy) Resolve() (Policy, error) {
 		return p, invalid("successes must be from 1 to 100, got %d", p.Successes)
 	case p.ProbeTimeout < 100*time.Millisecond || p.ProbeTimeout > time.Hour:
 		return p, invalid("probeTimeout must be from 100ms to 1h, got %s", p.ProbeTimeout)
+	case p.Jitter > 0.9:
+		return p, invalid("jitter must be at most 0.9 (negative: none), got %v", p.Jitter)
 	}
 	return p, nil
+}
+
+// wait is a cool-down of ms cut by the policy's jitter times r, a random
+// draw in [0, 1).
+func (p Policy) wait(ms int64, r float64) int64 {
+	if p.Jitter <= 0 || r <= 0 || r >= 1 {
+		return ms
+	}
+	return ms - int64(float64(ms)*p.Jitter*r)
 }
 
 func invalid(format string, args ...any) error {

@@ -157,6 +157,9 @@ type Trip struct {
 	Last           Failure
 	FirstFailureAt int64
 	Instance       string
+	// Jitter is a random draw in [0, 1): the cool-down is cut by
+	// Policy.Jitter times it (see Policy).
+	Jitter float64
 }
 
 // Tripped returns s opened by t at now: only a CLOSED circuit trips.
@@ -167,7 +170,8 @@ func (s State) Tripped(now time.Time, p Policy, t Trip) (State, bool) {
 	ms := now.UnixMilli()
 	n := s.begin(ms, Open)
 	n.CoolDownMs = p.CoolDown.Milliseconds()
-	n.Until = ms + n.CoolDownMs
+	wait := p.wait(n.CoolDownMs, t.Jitter)
+	n.Until = ms + wait
 	n.Refused = 0
 	last := t.Last
 	n.Last = &last
@@ -177,7 +181,7 @@ func (s State) Tripped(now time.Time, p Policy, t Trip) (State, bool) {
 	}
 	n.Incident = Incident{From: from}
 	n.record(Transition{At: ms, From: s.Phase, To: Open, Cause: t.Cause, Failures: t.Failures, Calls: t.Calls,
-		CoolDownMs: n.CoolDownMs, Instance: t.Instance})
+		CoolDownMs: wait, Instance: t.Instance})
 	return n, true
 }
 
@@ -235,18 +239,20 @@ func (s State) ProbeSucceeded(now time.Time, p Policy, id string) (State, bool) 
 }
 
 // ProbeFailed returns s after probe id failed at now with last: OPEN
-// again, with twice the cool-down (at most p.MaxCoolDown).
-func (s State) ProbeFailed(now time.Time, p Policy, id string, last Failure) (State, bool) {
+// again, with twice the cool-down (at most p.MaxCoolDown), cut by the
+// policy's jitter times jitter, a random draw in [0, 1).
+func (s State) ProbeFailed(now time.Time, p Policy, id string, last Failure, jitter float64) (State, bool) {
 	if s.Phase != HalfOpen || s.Probe == nil || s.Probe.ID != id {
 		return s, false
 	}
 	ms := now.UnixMilli()
 	n := s.begin(ms, Open)
 	n.CoolDownMs = min(max(2*s.CoolDownMs, p.CoolDown.Milliseconds()), p.MaxCoolDown.Milliseconds())
-	n.Until = ms + n.CoolDownMs
+	wait := p.wait(n.CoolDownMs, jitter)
+	n.Until = ms + wait
 	n.Last = &last
 	n.record(Transition{At: ms, From: HalfOpen, To: Open, Cause: CauseProbeFailed, Failures: 1, Calls: s.Successes + 1,
-		CoolDownMs: n.CoolDownMs, Instance: s.Probe.Instance})
+		CoolDownMs: wait, Instance: s.Probe.Instance})
 	return n, true
 }
 
@@ -282,19 +288,21 @@ func (s State) ByOperator(now time.Time, to Phase, actor, reason string) (State,
 }
 
 // DrainFailed returns s re-opened at now because the recovery drain's
-// canary failed: as a trip, with the drain's numbers and reason.
-func (s State) DrainFailed(now time.Time, p Policy, failed, released int, reason string) (State, bool) {
+// canary failed: as a trip, with the drain's numbers and reason (jitter as
+// for ProbeFailed).
+func (s State) DrainFailed(now time.Time, p Policy, failed, released int, reason string, jitter float64) (State, bool) {
 	if s.Phase != Closed {
 		return s, false
 	}
 	ms := now.UnixMilli()
 	n := s.begin(ms, Open)
 	n.CoolDownMs = p.CoolDown.Milliseconds()
-	n.Until = ms + n.CoolDownMs
+	wait := p.wait(n.CoolDownMs, jitter)
+	n.Until = ms + wait
 	n.Refused = 0
 	n.Incident = Incident{From: ms}
 	n.record(Transition{At: ms, From: Closed, To: Open, Cause: CauseDrain, Failures: failed, Calls: released,
-		CoolDownMs: n.CoolDownMs, Actor: "scheduler", Reason: reason})
+		CoolDownMs: wait, Actor: "scheduler", Reason: reason})
 	return n, true
 }
 

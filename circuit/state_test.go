@@ -107,7 +107,7 @@ func TestTransitions(t *testing.T) {
 			then{phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p1", incident: [2]time.Duration{-time.Second, -1}}},
 		{"a failed probe re-opens it with twice the cool-down", halfOpen(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp)
+				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp, 0)
 			},
 			then{changed: true, phase: circuit.Open, until: 31 * time.Second, coolDown: 20 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 20000, Instance: "i1"}}},
@@ -118,10 +118,20 @@ func TestTransitions(t *testing.T) {
 				return s
 			}(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp)
+				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp, 0)
 			},
 			then{changed: true, phase: circuit.Open, until: 51 * time.Second, coolDown: 40 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 40000, Instance: "i1"}}},
+		{"the cool-down is cut by the jitter", halfOpen(),
+			func(s circuit.State) (circuit.State, bool) { return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp, 0.5) },
+			then{changed: true, phase: circuit.Open, until: 29 * time.Second, coolDown: 20 * time.Second, incident: [2]time.Duration{-time.Second, -1},
+				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 18000, Instance: "i1"}}},
+		{"a trip's cool-down too", circuit.New(mailer),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Tripped(t0, policy, circuit.Trip{Cause: circuit.CauseRatio, Failures: 10, Calls: 20, Last: smtp, Instance: "i1", Jitter: 0.99})
+			},
+			then{changed: true, phase: circuit.Open, until: 8020 * time.Millisecond, coolDown: 10 * time.Second, incident: [2]time.Duration{0, -1},
+				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseRatio, Failures: 10, Calls: 20, CoolDownMs: 8020, Instance: "i1"}}},
 		{"an operator opens a closed circuit: forced, no probe time", circuit.New(mailer),
 			func(s circuit.State) (circuit.State, bool) {
 				return s.ByOperator(t0, circuit.Open, "ops", "maintenance")
@@ -154,7 +164,7 @@ func TestTransitions(t *testing.T) {
 			func(s circuit.State) (circuit.State, bool) { return s.ByOperator(t0, circuit.Closed, "ops", "x") },
 			then{phase: circuit.Closed, incident: noIncident}},
 		{"a failed drain canary re-opens a closed circuit", circuit.New(mailer),
-			func(s circuit.State) (circuit.State, bool) { return s.DrainFailed(t0, policy, 1, 1, "canary failed") },
+			func(s circuit.State) (circuit.State, bool) { return s.DrainFailed(t0, policy, 1, 1, "canary failed", 0) },
 			then{changed: true, phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{0, -1},
 				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseDrain, Failures: 1, Calls: 1, CoolDownMs: 10000, Actor: "scheduler", Reason: "canary failed"}}},
 		{"a replay succeeding after failures reports an incident", circuit.New(mailer),
@@ -233,6 +243,7 @@ func TestPolicyResolve(t *testing.T) {
 		{circuit.Policy{Window: time.Millisecond}, "window must be from 1s to 1h, got 1ms"},
 		{circuit.Policy{CoolDown: time.Minute, MaxCoolDown: time.Second}, "maxCoolDown must be from coolDown (1m0s) to 24h, got 1s"},
 		{circuit.Policy{Successes: 101}, "successes must be from 1 to 100, got 101"},
+		{circuit.Policy{Jitter: 0.95}, "jitter must be at most 0.9 (negative: none), got 0.95"},
 	} {
 		_, err := c.p.Resolve()
 		require.ErrorIs(t, err, circuit.ErrInvalidOption)

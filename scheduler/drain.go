@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -465,7 +466,7 @@ func (s *Scheduler) advanceDrain(ctx context.Context, d Drain, now time.Time) er
 			s.opts.logger.Warn("scheduler: the drain's canary failed; opening the circuit again", "function", d.Function.String(), "reason", reason)
 			if dc.Store != nil {
 				if _, _, _, err := dc.Store.Update(ctx, d.Function, func(c circuit.State) (circuit.State, bool) {
-					return c.DrainFailed(now, dc.CircuitPolicy, len(failed), n, reason)
+					return c.DrainFailed(now, dc.CircuitPolicy, len(failed), n, reason, rand.Float64())
 				}); err != nil {
 					return err
 				}
