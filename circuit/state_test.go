@@ -123,7 +123,9 @@ func TestTransitions(t *testing.T) {
 			then{changed: true, phase: circuit.Open, until: 51 * time.Second, coolDown: 40 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 40000, Instance: "i1"}}},
 		{"the cool-down is cut by the jitter", halfOpen(),
-			func(s circuit.State) (circuit.State, bool) { return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp, 0.5) },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp, 0.5)
+			},
 			then{changed: true, phase: circuit.Open, until: 29 * time.Second, coolDown: 20 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 18000, Instance: "i1"}}},
 		{"a trip's cool-down too", circuit.New(mailer),
@@ -164,7 +166,9 @@ func TestTransitions(t *testing.T) {
 			func(s circuit.State) (circuit.State, bool) { return s.ByOperator(t0, circuit.Closed, "ops", "x") },
 			then{phase: circuit.Closed, incident: noIncident}},
 		{"a failed drain canary re-opens a closed circuit", circuit.New(mailer),
-			func(s circuit.State) (circuit.State, bool) { return s.DrainFailed(t0, policy, 1, 1, "canary failed", 0) },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.DrainFailed(t0, policy, 1, 1, "canary failed", 0)
+			},
 			then{changed: true, phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{0, -1},
 				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseDrain, Failures: 1, Calls: 1, CoolDownMs: 10000, Actor: "scheduler", Reason: "canary failed"}}},
 		{"a replay succeeding after failures reports an incident", circuit.New(mailer),

@@ -53,7 +53,9 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 
 	set(func(s circuit.State) (circuit.State, bool) { return s.WithRefused(7, at(time.Second)), true })
 	set(func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(10*time.Second), p, "i1", "p1") })
-	set(func(s circuit.State) (circuit.State, bool) { return s.ProbeFailed(at(11*time.Second), p, "p1", last, 0) })
+	set(func(s circuit.State) (circuit.State, bool) {
+		return s.ProbeFailed(at(11*time.Second), p, "p1", last, 0)
+	})
 	eventually(t, "circuit_probe_failed", func() bool { return len(rcv.ofType(TypeCircuitProbeFailed)) == 1 })
 	assert.Equal(t, int64(20000), rcv.ofType(TypeCircuitProbeFailed)[0].body.Circuit.CoolDownMs)
 
