@@ -57,9 +57,12 @@
     if (circuits === null) return el("span", { class: "muted" }, "–");
     const key = g.functionContext + "." + g.processor + "." + g.function;
     const c = circuits.get(key) || { function: key, phase: "CLOSED", refused: 0 };
-    const out = [el("span", { class: "badge c-" + c.phase, "data-circuit": key, title: c.forced ? "opened by an operator: no probe closes it" : "" }, PHASE[c.phase] || c.phase)];
+    // Closed is the usual state: plain text; the others stand out.
+    const out = [c.phase === "CLOSED"
+      ? el("span", { class: "muted", "data-circuit": key }, PHASE[c.phase])
+      : el("span", { class: "badge c-" + c.phase, "data-circuit": key, title: c.forced ? "opened by an operator: no probe closes it" : "" }, PHASE[c.phase] || c.phase)];
     if (c.phase !== "CLOSED") {
-      out.push(el("div", { class: "muted nowrap" }, "since ", time(c.since)), el("div", { class: "muted nowrap" }, c.refused + " refused"));
+      out.push(el("div", { class: "muted" }, "since ", time(c.since)), el("div", { class: "muted" }, c.refused + " refused"));
     }
     if (!op) return out;
     const verb = c.phase === "CLOSED" ? "open" : "close";
@@ -103,7 +106,7 @@
     if (!c.groups.length) { A.fill(box, el("p", { class: "muted" }, "No failures recorded."), openWithoutGroups(c)); return; }
     const op = A.isOperator();
     const focused = document.activeElement && document.activeElement.classList.contains("circuit-reason") ? document.activeElement.getAttribute("aria-label") : "";
-    const cols = [{ h: "Function" }, { h: "Error code" }, { h: "Circuit", title: "the function's circuit: closed (called), open (not called: its events are recorded at once with errorCode CircuitOpen), half-open (one probe call at a time)" }, { h: "Total", cls: "num" },
+    const cols = [{ h: "Function" }, { h: "Error code" }, { h: "Circuit", cls: "circuit", title: "the function's circuit: closed (called), open (not called: its events are recorded at once with errorCode CircuitOpen), half-open (one probe call at a time)" }, { h: "Total", cls: "num" },
       { h: "Under limit", cls: "num", title: "open records below their retry limit, whatever their recoverability (UNRECOVERABLE ones are never retried by the scheduler)" },
       { h: "Out of retries", cls: "num", title: "open records with every retry used: only an operator moves them on" },
       { h: "Replaying", cls: "num", title: "records with a replay prepared" },
