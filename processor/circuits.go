@@ -102,7 +102,9 @@ func (p *Processor) startCircuits(ctx context.Context) (*circuit.Set, error) {
 		defer cancel()
 		err := transient.Retry(ctx, p.o.logger, "the circuit bucket "+circuit.DefaultBucket, func(ctx context.Context) error {
 			var err error
-			store, err = circuit.OpenStore(ctx, p.js, circuit.WithClock(p.o.clock))
+			// Stored times are checked against the wall clock (the instances'
+			// clocks), whatever clock the processor decides with.
+			store, err = circuit.OpenStore(ctx, p.js)
 			return err
 		})
 		if err != nil {

@@ -68,7 +68,7 @@ func newAPIEnv(tb testing.TB) *apiEnv {
 	require.NoError(tb, err)
 	ruleStore, err := rules.OpenStore(tb.Context(), js, rules.WithClock(e.clock))
 	require.NoError(tb, err)
-	circuits, err := circuit.OpenStore(tb.Context(), js, circuit.WithClock(e.clock))
+	circuits, err := circuit.OpenStore(tb.Context(), js) // the processors of these tests write with the wall clock
 	require.NoError(tb, err)
 	watcher := circuits.Watcher("", nil, nil)
 	wg.Go(func() { _ = watcher.Run(ctx) })
