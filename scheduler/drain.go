@@ -481,7 +481,17 @@ func (s *Scheduler) advanceDrain(ctx context.Context, d Drain, now time.Time) er
 	if dc.Capacity != nil {
 		room, err := dc.Capacity(ctx, d.Function.Context)
 		if err != nil || room < 1 {
-			return nil // no room in the replay consumer: the next tick asks again
+			// No room in the replay consumer (or none runs): the next tick
+			// asks again; the note says why the drain waits.
+			note := "waiting for room in the replay consumer of context " + d.Function.Context
+			if err != nil {
+				note += ": " + err.Error()
+			}
+			if note = clipNote(note); d.Note != note {
+				d.Note = note
+				return s.putDrain(ctx, d, now)
+			}
+			return nil
 		}
 		size = min(size, room)
 	}
@@ -598,6 +608,17 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d Drain, now tim
 	s.opts.logger.Info("scheduler: no call probed the circuit after its cool-down; replaying its oldest record as the probe",
 		"function", c.Function.String(), "record", it.ID)
 	return s.putDrain(ctx, d, now)
+}
+
+func clipNote(s string) string {
+	if len(s) <= 300 {
+		return s
+	}
+	n := 300
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 func stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
