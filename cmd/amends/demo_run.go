@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/examples/orders"
 	"github.com/amends-dev/amends/processor"
