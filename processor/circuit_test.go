@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -207,4 +208,24 @@ func TestWithCircuitRefusesAnInvalidPolicy(t *testing.T) {
 	assert.Contains(t, err.Error(), "failureRatio must be above 0 and at most 1, got 2")
 	_, err = processor.New(e.js, e.store, ctxName, processor.WithCircuitPolicy(circuit.Policy{Window: time.Millisecond}))
 	require.ErrorIs(t, err, processor.ErrInvalidOption)
+}
+
+// A processor that cannot open the circuits bucket (here: another stream
+// holds its subjects) runs all the same, each circuit on this instance.
+func TestCircuitsWithoutTheirBucket(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "squatter", Subjects: []string{"$KV." + circuit.DefaultBucket + ".>"}})
+	require.NoError(t, err)
+	p := e.processor(processor.WithImmediateRetry(processor.Retry{}))
+	send := newCounter()
+	send.failWith(failure.Recoverable(errSMTP))
+	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.WithCircuit(quick)))
+	run(t, p)
+	for i := range 5 {
+		e.emit(order("o-"+itoa(uint64(i))), 1, ev("order_placed", struct{}{}))
+	}
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	assert.Equal(t, int64(3), send.total.Load(), "the circuit opened on this instance")
+	st, _ := p.Circuit("Mailer", "send")
+	assert.Equal(t, circuit.Open, st.Phase)
 }

@@ -94,13 +94,15 @@ func (p *Processor) Circuit(processor, name string) (circuit.State, bool) {
 
 // startCircuits opens the circuits bucket (through transient errors, for
 // up to ProvisionTimeout) and gives every function its breaker. It returns
-// the set to run.
+// the set to run. A bucket that cannot be opened (say the NATS user may
+// not create it) leaves each circuit on this instance alone, with a
+// warning: a function is never kept from running for it.
 func (p *Processor) startCircuits(ctx context.Context) (*circuit.Set, error) {
 	store := p.o.circuitStore
 	if store == nil && p.anyCircuit() {
-		ctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
+		octx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
 		defer cancel()
-		err := transient.Retry(ctx, p.o.logger, "the circuit bucket "+circuit.DefaultBucket, func(ctx context.Context) error {
+		err := transient.Retry(octx, p.o.logger, "the circuit bucket "+circuit.DefaultBucket, func(ctx context.Context) error {
 			var err error
 			// Stored times are checked against the wall clock (the instances'
 			// clocks), whatever clock the processor decides with.
@@ -108,7 +110,12 @@ func (p *Processor) startCircuits(ctx context.Context) (*circuit.Set, error) {
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("processor of context %s: circuits: %w", p.context, err)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("processor of context %s: circuits: %w", p.context, err)
+			}
+			store = nil
+			p.o.logger.Warn("amends processor: the circuit bucket cannot be opened; each circuit is kept on this instance alone, not shared with the other instances nor shown to operators",
+				"processor_context", p.context, "bucket", circuit.DefaultBucket, "err", err)
 		}
 	}
 	set := circuit.NewSet(store, p.context, p.instance, p.o.logger.With("processor_context", p.context), p.o.clock)
