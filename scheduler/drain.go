@@ -212,6 +212,7 @@ type drains struct {
 	tenure context.Context
 	byFn   map[circuit.Function]Drain
 	open   map[circuit.Function]bool // circuits not closed, as last seen
+	seen   bool                      // the circuits were read once
 }
 
 // drainLoop advances the drains every tick until ctx ends.
@@ -232,9 +233,16 @@ func (s *Scheduler) drainLoop(ctx context.Context) {
 	}
 }
 
-// drainTick advances every function's drain by what one tick does.
+// drainTick advances every function's drain by what one tick does. It
+// waits until the circuits and the records are loaded (a source with a
+// Ready channel, as *circuit.Watcher and *projection.Index have): before
+// that, an empty list would end a drain with records left, or take an
+// open circuit for a closed one.
 func (s *Scheduler) drainTick() {
 	dc := s.opts.drain
+	if !loaded(dc.Circuits) || !loaded(dc.Records) {
+		return
+	}
 	states := dc.Circuits.List()
 	open := make(map[circuit.Function]bool, len(states))
 	for _, c := range states {
@@ -243,7 +251,7 @@ func (s *Scheduler) drainTick() {
 		}
 	}
 	s.drain.mu.Lock()
-	s.drain.open = open
+	s.drain.open, s.drain.seen = open, true
 	s.drain.mu.Unlock()
 	active := s.holding()
 	if active == nil {
@@ -272,6 +280,20 @@ func (s *Scheduler) drainTick() {
 				s.opts.logger.Warn("scheduler: drain step failed; trying again", "function", d.Function.String(), "err", err)
 			}
 		}
+	}
+}
+
+// loaded reports whether src has loaded, when it can tell.
+func loaded(src any) bool {
+	r, ok := src.(interface{ Ready() <-chan struct{} })
+	if !ok {
+		return true
+	}
+	select {
+	case <-r.Ready():
+		return true
+	default:
+		return false
 	}
 }
 
@@ -333,11 +355,13 @@ func (s *Scheduler) putDrain(ctx context.Context, d Drain, now time.Time) error 
 }
 
 // drainHolds reports whether the passes leave f's records alone: its
-// circuit is not closed, or its drain waits or drains.
+// circuit is not closed, or its drain waits or drains; or the circuits
+// were not read yet, so that a pass at start-up prepares nothing the
+// circuits would refuse.
 func (s *Scheduler) drainHolds(f circuit.Function) bool {
 	s.drain.mu.Lock()
 	defer s.drain.mu.Unlock()
-	if s.drain.open[f] {
+	if !s.drain.seen || s.drain.open[f] {
 		return true
 	}
 	d, ok := s.drain.byFn[f]
