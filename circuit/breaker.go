@@ -29,13 +29,19 @@ type Breaker struct {
 	set *Set
 	win *window
 
-	mu           sync.Mutex
-	state        State
-	rev          uint64 // of state in the bucket; 0 if it came from nowhere
-	claiming     bool   // a probe claim is under way on this instance
-	tripping     bool   // a trip is being written
-	failingSince int64  // first counted failure since the last Recovered (ms)
+	// closed mirrors state.Phase == Closed (or the policy is off): the
+	// lock-free path of the usual call.
+	closed atomic.Bool
+	// failingSince is the first counted failure since the last Recovered
+	// (ms), 0 if none.
+	failingSince atomic.Int64
 	refused      atomic.Int64
+
+	mu       sync.Mutex
+	state    State
+	rev      uint64 // of state in the bucket; 0 if it came from nowhere
+	claiming bool   // a probe claim is under way on this instance
+	tripping bool   // a trip is being written
 }
 
 // Ticket is what Allow let through: an ordinary call, or the probe.
@@ -59,14 +65,12 @@ func (b *Breaker) State() State {
 
 // Closed reports whether calls go through now (the circuit is closed, or
 // off).
-func (b *Breaker) Closed() bool {
-	if b.p.Off {
-		return true
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state.Phase == Closed
-}
+func (b *Breaker) Closed() bool { return b.closed.Load() }
+
+// Failing reports whether this instance saw a counted failure since the
+// last recovery it reported: a successful replay then reports one (see
+// Outcome.Replay).
+func (b *Breaker) Failing() bool { return b.failingSince.Load() != 0 }
 
 // Allow decides whether a call of the function at now goes through: yes
 // while the circuit is closed; while it is open, only as the probe, once
@@ -74,7 +78,7 @@ func (b *Breaker) Closed() bool {
 // (one round trip); otherwise it returns the refusal, an *OpenError, and
 // counts the refused call.
 func (b *Breaker) Allow(ctx context.Context, now time.Time) (Ticket, *OpenError) {
-	if b.p.Off {
+	if b.closed.Load() {
 		return Ticket{}, nil
 	}
 	b.mu.Lock()
@@ -138,16 +142,14 @@ func (b *Breaker) Done(ctx context.Context, now time.Time, t Ticket, o Outcome) 
 	}
 	if !failed {
 		b.win.success(now)
-		if o.Replay && o.Err == nil {
+		if o.Replay && o.Err == nil && b.failingSince.Load() != 0 {
 			b.recovered(ctx, now)
 		}
 		return
 	}
 	consecutive, calls, failures, since := b.win.failure(now)
+	b.failingSince.CompareAndSwap(0, since)
 	b.mu.Lock()
-	if b.failingSince == 0 {
-		b.failingSince = since
-	}
 	cause, trip := trips(b.p, consecutive, calls, failures)
 	if !trip || b.state.Phase != Closed || b.tripping {
 		b.mu.Unlock()
@@ -191,12 +193,8 @@ func (b *Breaker) probeDone(ctx context.Context, now time.Time, t Ticket, failed
 
 // recovered reports, once, that a replay succeeded after failures.
 func (b *Breaker) recovered(ctx context.Context, now time.Time) {
-	b.mu.Lock()
-	from := b.failingSince
-	closed := b.state.Phase == Closed
-	b.failingSince = 0
-	b.mu.Unlock()
-	if from == 0 || !closed {
+	from := b.failingSince.Swap(0)
+	if from == 0 || !b.closed.Load() {
 		return
 	}
 	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.Recovered(now, from) })
@@ -275,6 +273,7 @@ func (b *Breaker) settle(st State) {
 		b.win.reset()
 	}
 	b.state = st
+	b.closed.Store(b.p.Off || st.Phase == Closed)
 }
 
 func (b *Breaker) log(level slog.Level, msg string, st State, attrs ...any) {

@@ -67,6 +67,7 @@ func (s *Set) Breaker(f Function, p Policy) (*Breaker, error) {
 		return b, nil
 	}
 	b := &Breaker{f: f, p: p, set: s, win: newWindow(p), state: New(f)}
+	b.closed.Store(true)
 	s.breakers[f] = b
 	return b, nil
 }

@@ -2,6 +2,7 @@ package circuit
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -10,14 +11,21 @@ const slots = 10
 
 // window counts one instance's calls of one function: the failures in a
 // row, and the calls and failures of the last Window in slots of a tenth
-// of it. Safe for concurrent use.
+// of it. Safe for concurrent use. A success, the usual call, touches only
+// atomics; failures and the turn of a slot take the lock. The counts are
+// as exact as a trip threshold needs: a call counted in the slot being
+// turned may be lost.
 type window struct {
 	mu          sync.Mutex
 	width       int64 // ms per slot
-	consecutive int
-	firstFail   int64 // ms of the first failure of the current streak of failures
+	consecutive atomic.Int64
+	firstFail   int64 // ms of the first failure of the current streak; mu held
 	slot        [slots]counts
 }
+
+// counts are one slot's: its start, its calls and failures, the time of
+// its first failure.
+type counts struct{ at, calls, failures, first atomic.Int64 }
 
 func newWindow(p Policy) *window {
 	return &window{width: max(p.Window.Milliseconds()/slots, 1)}
@@ -25,10 +33,10 @@ func newWindow(p Policy) *window {
 
 // success counts a call that succeeded at now.
 func (w *window) success(now time.Time) {
-	w.mu.Lock()
-	w.consecutive = 0
-	w.at(now.UnixMilli()).calls++
-	w.mu.Unlock()
+	if w.consecutive.Load() != 0 {
+		w.consecutive.Store(0)
+	}
+	w.at(now.UnixMilli()).calls.Add(1)
 }
 
 // failure counts a call that failed at now and returns the failures in a
@@ -38,50 +46,61 @@ func (w *window) failure(now time.Time) (consecutive int, calls, failures int64,
 	ms := now.UnixMilli()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.consecutive == 0 {
+	c := w.consecutive.Add(1)
+	if c == 1 {
 		w.firstFail = ms
 	}
-	w.consecutive++
 	s := w.at(ms)
-	s.calls++
-	if s.failures == 0 {
-		s.first = ms
+	s.calls.Add(1)
+	if s.failures.Add(1) == 1 {
+		s.first.Store(ms)
 	}
-	s.failures++
 	since = w.firstFail
 	for i := range w.slot {
 		x := &w.slot[i]
-		if x.at > ms-w.width*slots {
-			calls += x.calls
-			failures += x.failures
-			if x.failures > 0 && x.first < since {
-				since = x.first
+		if x.at.Load() > ms-w.width*slots {
+			calls += x.calls.Load()
+			failures += x.failures.Load()
+			if f := x.first.Load(); x.failures.Load() > 0 && f < since {
+				since = f
 			}
 		}
 	}
-	return w.consecutive, calls, failures, since
+	return int(c), calls, failures, since
 }
 
 // reset forgets everything: the circuit closed, a new count begins.
 func (w *window) reset() {
 	w.mu.Lock()
-	w.consecutive, w.firstFail = 0, 0
-	w.slot = [slots]counts{}
+	w.consecutive.Store(0)
+	w.firstFail = 0
+	for i := range w.slot {
+		w.slot[i].at.Store(0)
+		w.slot[i].calls.Store(0)
+		w.slot[i].failures.Store(0)
+		w.slot[i].first.Store(0)
+	}
 	w.mu.Unlock()
 }
-
-// counts are one slot's: its start, its calls and failures, the time of
-// its first failure.
-type counts struct{ at, calls, failures, first int64 }
 
 // at returns the slot of ms, emptied if it held an older span.
 func (w *window) at(ms int64) *counts {
 	start := ms - ms%w.width
 	s := &w.slot[(start/w.width)%slots]
-	if s.at != start {
-		*s = counts{at: start}
+	if s.at.Load() == start {
+		return s
 	}
+	w.turn(s, start)
 	return s
+}
+
+// turn empties s for the span beginning at start, unless another call did.
+func (w *window) turn(s *counts, start int64) {
+	if old := s.at.Load(); old != start && s.at.CompareAndSwap(old, start) {
+		s.calls.Store(0)
+		s.failures.Store(0)
+		s.first.Store(0)
+	}
 }
 
 // trips reports whether counts cross p's thresholds, and by which rule.

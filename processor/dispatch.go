@@ -189,11 +189,18 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 	}
 	f.stats.Calls.Add(1)
 	err = p.tracedCall(ctx, f, d)
-	if br != nil && (err == nil || ctx.Err() == nil) { // a call cancelled by the shutdown says nothing of the dependency
+	switch {
+	case br == nil:
+	case err == nil && !ticket.Probe() && !br.Failing():
+		br.Done(ctx, now, ticket, circuit.Outcome{}) // the usual call: no allocation, no context look-up
+	case err == nil || ctx.Err() == nil: // a call cancelled by the shutdown says nothing of the dependency
 		_, replay := CompensationFrom(ctx)
-		br.Done(ctx, p.o.clock.Now(), ticket, circuit.Outcome{Err: err, Replay: replay,
-			Counted: err != nil && failure.Classify(err, f.rules) != aggregate.Unrecoverable,
-			Last:    func() circuit.Failure { return p.failureOf(f, err) }})
+		o := circuit.Outcome{Err: err, Replay: replay}
+		if err != nil {
+			o.Counted = failure.Classify(err, f.rules) != aggregate.Unrecoverable
+			o.Last = func() circuit.Failure { return p.failureOf(f, err) }
+		}
+		br.Done(ctx, p.o.clock.Now(), ticket, o)
 	}
 	if err == nil {
 		f.stats.Succeeded.Add(1)
