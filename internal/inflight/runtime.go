@@ -138,11 +138,14 @@ func (r *Runtime) Consume(stopping, work context.Context, cons jetstream.Consume
 	if err == nil {
 		select {
 		case <-stopping.Done():
+			// What the client buffered still reaches the callback, to be
+			// nak'ed with the rest rather than wait out AckWait.
+			cc.Drain()
 		case err = <-lost:
+			cc.Stop()
 		case <-cc.Closed():
 			err = ErrConsumerEnded
 		}
-		cc.Stop()
 		<-cc.Closed()
 	} else {
 		err = fmt.Errorf("consume %s: %w", r.cfg.Name, err)
