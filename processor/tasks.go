@@ -22,7 +22,8 @@ import (
 // task is one function's work on one message.
 type task interface {
 	// step runs the task until it finishes (more false) or must wait
-	// before it can go on (more true, after wait).
+	// before it can go on (more true): for wait, or, with wait
+	// resumeLater, until work it started with ls.background is done.
 	step(ctx context.Context, ls *laneState) (wait time.Duration, more bool)
 	// key is what orders it: the function on the message's subject.
 	key() taskKey
@@ -120,7 +121,10 @@ func (ls *laneState) runFrom(ctx context.Context, k taskKey, t task, q *keyQueue
 			q.head = t
 			ls.mu.Lock()
 			ls.blocked[k] = q
-			q.stop = ls.r.p.after(ctx, wait, func() { ls.lane.Post(func(ctx context.Context) { ls.resume(ctx, k) }) })
+			q.stop = nil
+			if wait != resumeLater {
+				q.stop = ls.r.p.after(ctx, wait, func() { ls.lane.Post(func(ctx context.Context) { ls.resume(ctx, k) }) })
+			}
 			ls.mu.Unlock()
 			return
 		}
@@ -143,7 +147,24 @@ func (ls *laneState) runFrom(ctx context.Context, k taskKey, t task, q *keyQueue
 	}
 }
 
-// resume goes on with key k's waiting task, once its timer fired.
+// resumeLater is the wait of a task that resumes once the work it started
+// with background is done.
+const resumeLater time.Duration = -1
+
+// background runs fn (a recording: I/O that would hold the lane) in a
+// goroutine of its own and resumes key k's task on its lane once fn
+// returned; the task returns resumeLater, more. The runner waits for fn
+// before its Run returns. If the lane stopped meanwhile, the task never
+// resumes: its message is nak'ed with the rest.
+func (ls *laneState) background(ctx context.Context, k taskKey, fn func(ctx context.Context)) {
+	ls.r.background.Go(func() {
+		fn(ctx)
+		ls.lane.Post(func(ctx context.Context) { ls.resume(ctx, k) })
+	})
+}
+
+// resume goes on with key k's waiting task, once its timer fired or its
+// background work is done.
 func (ls *laneState) resume(ctx context.Context, k taskKey) {
 	ls.mu.Lock()
 	q := ls.blocked[k]
