@@ -71,12 +71,11 @@ type keyQueue struct {
 }
 
 // laneState is one lane's tasks: the blocked keys. Only the lane's
-// goroutine touches it, but stop.
+// goroutine touches it, and stop once the lane has stopped.
 type laneState struct {
 	r        *runner
 	lane     *inflight.Lane
 	stopping context.Context
-	mu       sync.Mutex // guards blocked against stop
 	blocked  map[taskKey]*keyQueue
 }
 
@@ -94,13 +93,8 @@ func (ls *laneState) schedule(ctx context.Context, t task) {
 	w := t.message()
 	w.pending++
 	k := t.key()
-	ls.mu.Lock()
-	q := ls.blocked[k]
-	if q != nil {
+	if q := ls.blocked[k]; q != nil {
 		q.waiting = append(q.waiting, t)
-	}
-	ls.mu.Unlock()
-	if q != nil {
 		return
 	}
 	ls.runFrom(ctx, k, t, nil)
@@ -118,32 +112,26 @@ func (ls *laneState) runFrom(ctx context.Context, k taskKey, t task, q *keyQueue
 			if q == nil {
 				q = &keyQueue{}
 			}
-			q.head = t
-			ls.mu.Lock()
+			q.head, q.stop = t, nil
 			ls.blocked[k] = q
-			q.stop = nil
 			if wait != resumeLater {
 				q.stop = ls.r.p.after(ctx, wait, func() { ls.lane.Post(func(ctx context.Context) { ls.resume(ctx, k) }) })
 			}
-			ls.mu.Unlock()
 			return
 		}
 		ls.finished(ctx, t)
 		if q == nil {
 			return
 		}
-		ls.mu.Lock()
 		if len(q.waiting) == 0 || ls.stopping.Err() != nil {
 			// Stopping: the tasks still waiting never start; their
 			// messages are nak'ed when the runtime stops.
 			delete(ls.blocked, k)
-			ls.mu.Unlock()
 			return
 		}
 		t = q.waiting[0]
 		q.waiting[0] = nil
 		q.waiting = q.waiting[1:]
-		ls.mu.Unlock()
 	}
 }
 
@@ -166,13 +154,9 @@ func (ls *laneState) background(ctx context.Context, k taskKey, fn func(ctx cont
 // resume goes on with key k's waiting task, once its timer fired or its
 // background work is done.
 func (ls *laneState) resume(ctx context.Context, k taskKey) {
-	ls.mu.Lock()
-	q := ls.blocked[k]
-	ls.mu.Unlock()
-	if q == nil {
-		return
+	if q := ls.blocked[k]; q != nil {
+		ls.runFrom(ctx, k, q.head, q)
 	}
-	ls.runFrom(ctx, k, q.head, q)
 }
 
 // finished accounts for t's end in its message.
@@ -209,8 +193,6 @@ func (ls *laneState) release(ctx context.Context, w *msgWork) {
 // stop cancels the timers of the waiting tasks, once the runtime stopped
 // (it nak'ed their messages).
 func (ls *laneState) stop() {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
 	for k, q := range ls.blocked {
 		if q.stop != nil {
 			q.stop()
