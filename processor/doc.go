@@ -42,8 +42,12 @@
 //     once; a function waiting for a retry of an event of aggregate A
 //     delays only itself, and only on A;
 //   - except around a redelivery: a message nak'ed because the recording
-//     of one of its functions' failures failed is delivered again after
-//     later messages of its aggregate may have reached that function.
+//     of one of its functions' failures failed, or left unsettled by a
+//     processor that stopped (its messages are nak'ed in stream order, but
+//     the server hands redeliveries out in no promised order: one it could
+//     not deliver to the stopped instance's last pull goes behind the
+//     others), is delivered again after later messages of its aggregate
+//     may have reached the functions that had not run it.
 //
 // Across several instances sharing a durable (scale-out), JetStream hands
 // each pull its own messages, so two events of one aggregate can be handled

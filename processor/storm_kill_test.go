@@ -8,19 +8,12 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"os/signal"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,7 +23,6 @@ import (
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/processor"
-	"github.com/amends-dev/amends/recorder"
 )
 
 // The kill -9 loop during a storm: a child process runs Mailer.send,
@@ -56,41 +48,9 @@ func TestStormKillLoop(t *testing.T) {
 		stormChild()
 		return
 	}
-	kills := 8
-	if n, err := strconv.Atoi(os.Getenv("AMENDS_KILLS")); err == nil && n > 0 {
-		kills = n
-	}
-	if testing.Short() {
-		t.Skip("runs child processes")
-	}
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(10*time.Second))
-	require.NoError(t, err)
-	store, err := jsstore.New(js)
-	require.NoError(t, err)
-	require.NoError(t, store.Provision(t.Context(), ctxName, aggregate.Context))
-	logPath := filepath.Join(t.TempDir(), "calls.log")
-	t.Cleanup(func() {
-		if t.Failed() {
-			if b, err := os.ReadFile(logPath + ".log"); err == nil {
-				t.Logf("children's log:\n%s", b)
-			}
-		}
-	})
-	child := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestStormKillLoop$", "-test.count=1")
-		cmd.Env = append(os.Environ(), stormChildEnv+"="+srv.ClientURL()+"|"+logPath)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		return cmd
-	}
+	kills := kills(8)
+	rig := newKillRig(t, "TestStormKillLoop", stormChildEnv)
+	js, store, logPath := rig.js, rig.store, rig.logPath
 
 	var mu sync.Mutex
 	failing := map[string]bool{} // events whose send always fails
@@ -114,19 +74,12 @@ func TestStormKillLoop(t *testing.T) {
 			time.Sleep(3 * time.Millisecond) // the storm's rate, not a wait for a result
 		}
 	})
-	r := rand.New(rand.NewPCG(7, 8))
-	for i := range kills {
-		cmd := child()
-		time.Sleep(time.Duration(200+r.IntN(600)) * time.Millisecond) // when to kill: the point of the test
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL), "kill %d", i)
-		_ = cmd.Wait()
-	}
+	rig.killLoop(kills, rand.New(rand.NewPCG(7, 8)))
 	cancel()
 	bg.Wait()
 
 	// A last child runs until both processors acked everything.
-	cmd := child()
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
+	rig.last()
 	require.Eventually(t, func() bool {
 		return ackedAll(js, store, "Mailer") && ackedAll(js, store, "Ledger")
 	}, 4*waitFor, 50*time.Millisecond, "every event acked by both processors")
@@ -216,48 +169,18 @@ func readStormCalls(t *testing.T, path string) map[string][]string {
 // first Fail calls of each event in this process, with two immediate
 // retries 30 ms apart; every call is logged before it returns.
 func stormChild() {
-	url, logPath, _ := strings.Cut(os.Getenv(stormChildEnv), "|")
-	fail := func(err error) {
-		fmt.Fprintln(os.Stderr, "storm child:", err)
-		os.Exit(3)
-	}
-	nc, err := nats.Connect(url)
-	if err != nil {
-		fail(err)
-	}
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(10*time.Second))
-	if err != nil {
-		fail(err)
-	}
-	store, err := jsstore.New(js)
-	if err != nil {
-		fail(err)
-	}
-	svc := aggregate.NewService(store)
-	rec, err := recorder.New(svc)
-	if err != nil {
-		fail(err)
-	}
-	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		fail(err)
-	}
-	logOut, err := os.OpenFile(logPath+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		fail(err)
-	}
-	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})).With("pid", os.Getpid())
-	p, err := processor.New(js, store, ctxName, processor.WithRecorder(rec), processor.WithRecords(svc), processor.WithoutReplay(),
-		processor.WithLogger(logger), processor.WithAckWait(time.Second), processor.WithNakDelay(20*time.Millisecond),
+	c := newKillChild(stormChildEnv, slog.LevelWarn)
+	p, err := processor.New(c.js, c.store, ctxName, processor.WithRecorder(c.rec), processor.WithRecords(c.svc), processor.WithoutReplay(),
+		processor.WithLogger(c.logger), processor.WithAckWait(time.Second), processor.WithNakDelay(20*time.Millisecond),
 		processor.WithImmediateRetry(processor.Retry{Retries: 2, Backoff: processor.Backoff{Min: 30 * time.Millisecond}}))
 	if err != nil {
-		fail(err)
+		childFail(err)
 	}
 	var mu sync.Mutex
 	sent := map[string]int{}
 	logCall := func(f, eid, result string) {
 		mu.Lock()
-		fmt.Fprintf(out, "%s %s %s\n", f, eid, result)
+		fmt.Fprintf(c.calls, "%s %s %s\n", f, eid, result)
 		mu.Unlock()
 	}
 	send := processor.HandleBody(func(_ context.Context, d *processor.Delivery, e stormEvent) error {
@@ -283,13 +206,8 @@ func stormChild() {
 		h processor.Handler
 	}{{fn("Mailer", "send"), send}, {fn("Mailer", "audit"), ok("audit")}, {fn("Ledger", "post"), ok("post")}} {
 		if err := p.Register(r.f, r.h); err != nil {
-			fail(err)
+			childFail(err)
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	if err := p.Run(ctx); err != nil {
-		fail(err)
-	}
-	os.Exit(0)
+	c.run(p)
 }
