@@ -31,7 +31,7 @@ type OriginalEvent struct {
 func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if err := eventstore.ValidateID("id", id); err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequest", strings.TrimPrefix(err.Error(), "eventstore: "), map[string]any{"field": "id"})
+		writeError(w, http.StatusBadRequest, "BadRequest", strings.TrimSuffix(err.Error(), ": "+eventstore.ErrInvalid.Error()), map[string]any{"field": "id"})
 		return "", false
 	}
 	return id, true
@@ -56,6 +56,9 @@ func (d *Dashboard) record(w http.ResponseWriter, r *http.Request) (projection.V
 }
 
 func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
+	if !checkQuery(w, r) {
+		return
+	}
 	v, ok := d.record(w, r)
 	if !ok {
 		return

@@ -99,7 +99,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request, _ principal) err
 		writeJSON(w, http.StatusForbidden, Error{Code: "CrossOrigin", Message: "sign-in is taken only from the dashboard's own sign-in page"})
 		return nil
 	}
-	body, err := readBody(w, r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}

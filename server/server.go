@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/http"
 	"strconv"
 	"strings"
@@ -72,6 +73,22 @@ type Config struct {
 	// to reach the new version, so a list right after it sees the change
 	// (default 2s; negative disables).
 	ReadYourWrites time.Duration
+	// AllowedHosts are the host names the server answers to in the Host
+	// header, besides IP addresses and "localhost" (always allowed):
+	// exact names, "*.example.com" for the names below example.com, or
+	// "*" for any (see CheckAllowedHost). A request naming another host is
+	// a 421, the defence against DNS rebinding.
+	AllowedHosts []string
+	// TrustedProxies are the peers (TLS-terminating proxies, load
+	// balancers) whose X-Forwarded-For and X-Forwarded-Proto headers the
+	// server believes: the client's address for rate limits and the audit,
+	// and whether it came over TLS (Secure cookies, HSTS). Nil trusts no
+	// peer's forwarding headers.
+	TrustedProxies []netip.Prefix
+	// BodyTimeout bounds how long a request body may take to arrive once
+	// its handler reads it (default DefaultBodyTimeout); a slower one is a
+	// 408 and its connection closes.
+	BodyTimeout time.Duration
 	// TracerProvider receives a span per request (default
 	// otel.GetTracerProvider()), a child of the caller's W3C trace context,
 	// carrying the record id of a record's routes; the commands a request
@@ -87,6 +104,7 @@ type Server struct {
 	// sessions are the dashboard's signed-in browsers.
 	sessions *sessions
 	mux      *http.ServeMux
+	hosts    *hostList
 	metrics  *httpMetrics
 	routes   []route
 }
@@ -108,7 +126,10 @@ func New(cfg Config) *Server {
 	if cfg.ReadYourWrites == 0 {
 		cfg.ReadYourWrites = 2 * time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, keys: newKeyring(cfg.Tokens), sessions: newSessions(time.Now), mux: http.NewServeMux()}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, keys: newKeyring(cfg.Tokens), sessions: newSessions(time.Now), mux: http.NewServeMux(), hosts: newHostList(cfg.AllowedHosts)}
 	s.metrics = newHTTPMetrics(cfg.Registry)
 	s.routes = s.routeTable()
 	for _, rt := range s.routes {
@@ -119,7 +140,7 @@ func New(cfg Config) *Server {
 }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.front) }
 
 // route is one endpoint.
 type route struct {
@@ -165,6 +186,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // Flush lets streamed responses reach the client.
 func (w *statusWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
@@ -195,7 +219,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 // allowed lists the methods that have a route for r's path.
 func (s *Server) allowed(r *http.Request) []string {
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if m == r.Method {
 			continue
 		}

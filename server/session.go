@@ -129,11 +129,12 @@ func (s session) checkCSRF(got string) bool {
 }
 
 // sessionCookie is the cookie that carries id: HttpOnly, SameSite=Strict,
-// scoped to the whole site, Secure when the request came over TLS. maxAge
+// scoped to the whole site, Secure when the client came over TLS (directly
+// or through a trusted proxy). maxAge
 // < 0 deletes it.
 func sessionCookie(r *http.Request, id string, maxAge int) *http.Cookie {
 	return &http.Cookie{
 		Name: SessionCookie, Value: id, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: info(r).secure,
 	}
 }

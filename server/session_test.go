@@ -88,6 +88,7 @@ func TestSignInSetsAStrictHttpOnlyCookieAndNeverEchoesTheToken(t *testing.T) {
 func TestSessionCookieIsSecureUnderTLS(t *testing.T) {
 	e := newEnv(t)
 	e.cfg.Dashboard = stubDashboard{}
+	e.cfg.AllowedHosts = []string{"amends.example"}
 	h := server.New(e.cfg).Handler()
 	req, err := http.NewRequest("POST", "https://amends.example/ui/v1/session", strings.NewReader(`{"token":"`+viewerKey+`"}`))
 	require.NoError(t, err)
