@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/server"
 )
 
 // OriginalEvent is the body of GET /ui/v1/records/{id}/event: the event
@@ -72,6 +74,17 @@ func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "Unavailable", "the event store could not be read now; try again in a moment", nil)
 		return
+	}
+	if d.cfg.Audit != nil {
+		e := audit.Entry{Kind: audit.KindEventRead, Method: r.Method, Route: r.Pattern, Record: v.State.ID, Event: v.State.EventID.ID}
+		if who, ok := server.RequesterFrom(r.Context()); ok {
+			e.Actor, e.Role, e.Client = who.Name, string(who.Role), who.Client
+		}
+		if err := d.cfg.Audit.Record(r.Context(), e); err != nil {
+			d.log.Warn("dashboard: a read of an original event could not be audited; refused", "record", v.State.ID, "err", err)
+			writeError(w, http.StatusServiceUnavailable, "Unavailable", "the read of the original event could not be written to the audit log, so it is not shown; try again in a moment", nil)
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, OriginalEvent{
 		StreamID: st.ID, Aggregate: st.Aggregate, Version: st.Version, Seq: st.Seq, CreateTime: st.CreateTime,

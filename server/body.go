@@ -36,7 +36,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	// without one; the http.Server's ReadTimeout still bounds the request.
 	deadline := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	if deadline {
+	if deadline && err == nil {
+		// A body that failed keeps its passed deadline, so that the
+		// server does not wait for the rest of it either.
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	var tooBig *http.MaxBytesError

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // HSTSMaxAge is the max-age of the Strict-Transport-Security header a
@@ -70,9 +71,16 @@ func (ri *requestInfo) clientString() string {
 //   - The Host header must name this server (Config.AllowedHosts; 421
 //     MisdirectedRequest otherwise), so that a page of another site that
 //     rebinds its name to this server's address reads nothing.
+//   - A request's body must arrive within Config.BodyTimeout.
 //   - The path must be canonical: no "..", "." or empty segments (400,
 //     not a redirect to somewhere the client did not ask for).
 func (s *Server) front(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		// A body is due within the body timeout, read or not: the server
+		// reads an unread body before it answers, so an early refusal
+		// must not wait for one that dribbles in either (see readBody).
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	}
 	ri := s.requestInfo(r)
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -3,6 +3,8 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -216,4 +218,9 @@ func (e *env) do(tb testing.TB, method, path, token string, body any, header ...
 	data, err := io.ReadAll(resp.Body)
 	require.NoError(tb, err)
 	return response{status: resp.StatusCode, body: data, header: resp.Header}
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }
