@@ -1,0 +1,104 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testCA is a certificate authority made in a test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+	pool *x509.CertPool
+}
+
+func newTestCA(t testing.TB) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "amends test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pool: pool}
+}
+
+// leaf is a certificate of the CA with its key, as PEM.
+type leaf struct {
+	certPEM, keyPEM []byte
+	cert            *x509.Certificate
+}
+
+// issue makes a server (or, with client, a client) certificate for
+// 127.0.0.1, ::1 and localhost with the given serial.
+func (ca *testCA) issue(t testing.TB, serial int64, client bool) leaf {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	usage := x509.ExtKeyUsageServerAuth
+	if client {
+		usage = x509.ExtKeyUsageClientAuth
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "amends test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, DNSNames: []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return leaf{certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), cert: cert}
+}
+
+// write writes the leaf's files into dir as name.crt and name.key (mode
+// 0600) and returns their paths.
+func (l leaf) write(t testing.TB, dir, name string) (certFile, keyFile string) {
+	t.Helper()
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	require.NoError(t, os.WriteFile(certFile, l.certPEM, 0o600))
+	require.NoError(t, os.WriteFile(keyFile, l.keyPEM, 0o600))
+	return certFile, keyFile
+}
+
+// tlsCert is the leaf as a tls.Certificate (a client's).
+func (l leaf) tlsCert(t testing.TB) tls.Certificate {
+	t.Helper()
+	c, err := tls.X509KeyPair(l.certPEM, l.keyPEM)
+	require.NoError(t, err)
+	return c
+}
+
+// spki is the base64 SHA-256 of the leaf's public key, as chromium's
+// --ignore-certificate-errors-spki-list takes it.
+func (l leaf) spki() string {
+	h := sha256.Sum256(l.cert.RawSubjectPublicKeyInfo)
+	return base64.StdEncoding.EncodeToString(h[:])
+}
