@@ -163,10 +163,14 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Role) (*
 	}
 	p, err := s.authenticate(r)
 	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="amends"`)
-		if ae, ok := err.(*apiError); ok {
-			writeJSON(w, ae.status, ae.body)
+		ae, ok := err.(*apiError)
+		if !ok {
+			ae = unauthorized("the credential was refused")
 		}
+		if ae.status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="amends"`)
+		}
+		writeJSON(w, ae.status, ae.body)
 		return r, principal{}, nil, false
 	}
 	if !s.allow(w, p, need) {
@@ -207,8 +211,11 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		if err == nil {
 			return p, nil
 		}
-		if ae, ok := err.(*apiError); ok && ae.status == http.StatusServiceUnavailable {
-			return principal{}, err
+		if ae, ok := err.(*apiError); ok {
+			if ae.status == http.StatusForbidden {
+				s.authFailed(r, "", "JWT without an amends role")
+			}
+			return principal{}, err // 503: the issuer is unreachable; 403: no role
 		}
 		s.authFailed(r, "", "JWT refused: "+err.Error())
 		return principal{}, unauthorized("the bearer JWT was refused: " + err.Error())

@@ -92,9 +92,7 @@ func newOIDCAuth(cfg OIDCConfig, log *slog.Logger) *oidcAuth {
 	return &oidcAuth{cfg: cfg, log: log}
 }
 
-// ctx carries the issuer's HTTP client for go-oidc. The key set keeps the
-// context it was made with for later fetches, so it gets one that never
-// ends.
+// ctx carries the issuer's HTTP client for go-oidc.
 func (o *oidcAuth) ctx(ctx context.Context) context.Context {
 	return oidc.ClientContext(ctx, o.cfg.HTTPClient)
 }
@@ -117,23 +115,14 @@ func (o *oidcAuth) ready(ctx context.Context) (*oidc.Provider, error) {
 		o.log.Warn("OIDC: the issuer's discovery failed; its tokens are refused with 503 until it succeeds", "issuer", o.cfg.Issuer, "err", err)
 		return nil, err
 	}
-	// The key set fetches keys long after this request: its context is
-	// the client's alone.
-	keys := oidc.NewRemoteKeySet(o.ctx(context.Background()), jwksURI(p))
+	// Both verifiers share the provider's key set, which fetches keys
+	// with the issuer's client long after this request, and take the
+	// issuer's signing algorithms from its discovery.
 	o.provider = p
-	o.bearer = oidc.NewVerifier(o.cfg.Issuer, keys, &oidc.Config{ClientID: o.cfg.Audience})
-	o.idTokens = oidc.NewVerifier(o.cfg.Issuer, keys, &oidc.Config{ClientID: o.cfg.ClientID})
+	o.bearer = p.Verifier(&oidc.Config{ClientID: o.cfg.Audience})
+	o.idTokens = p.Verifier(&oidc.Config{ClientID: o.cfg.ClientID})
 	o.log.Info("OIDC: issuer discovered", "issuer", o.cfg.Issuer)
 	return p, nil
-}
-
-// jwksURI reads the provider's jwks_uri.
-func jwksURI(p *oidc.Provider) string {
-	var c struct {
-		JWKS string `json:"jwks_uri"`
-	}
-	_ = p.Claims(&c)
-	return c.JWKS
 }
 
 var errIssuerUnreachable = &apiError{status: http.StatusServiceUnavailable, body: Error{Code: "Unavailable",
