@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/internal/testca"
+
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natstest"
@@ -49,8 +51,8 @@ func (l *lockedBuffer) String() string {
 // comes, the server must not panic, must not keep more connections than
 // its cap, and must still answer a normal request over TLS afterwards.
 func FuzzTLSListener(f *testing.F) {
-	ca := newTestCA(f)
-	certFile, keyFile := ca.issue(f, 1, false).write(f, f.TempDir(), "server")
+	ca := testca.New(f)
+	certFile, keyFile := ca.Issue(f, 1, false).Write(f, f.TempDir(), "server")
 	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	reloader, err := newCertReloader(tlsFiles{cert: certFile, key: keyFile}, logger)
@@ -79,7 +81,7 @@ func FuzzTLSListener(f *testing.F) {
 	go func() { _ = hs.run(ctx); close(done) }()
 	f.Cleanup(func() { cancel(); <-done })
 	addr := l.Addr().String()
-	clientTLS := &tls.Config{RootCAs: ca.pool, ServerName: "127.0.0.1"}
+	clientTLS := &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1"}
 
 	for _, s := range []struct {
 		data string

@@ -13,22 +13,24 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/internal/testca"
+
 	"github.com/amends-dev/amends/server"
 )
 
 // httpsClient trusts ca and presents certs.
-func httpsClient(ca *testCA, certs ...tls.Certificate) *http.Client {
+func httpsClient(ca *testca.CA, certs ...tls.Certificate) *http.Client {
 	return &http.Client{Timeout: waitLimit, Transport: &http.Transport{
-		TLSClientConfig:   &tls.Config{RootCAs: ca.pool, Certificates: certs, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:   &tls.Config{RootCAs: ca.Pool, Certificates: certs, MinVersion: tls.VersionTLS12},
 		DisableKeepAlives: true,
 	}}
 }
 
 // servedSerial is the serial of the certificate the server at url
 // presents now.
-func servedSerial(t *testing.T, ca *testCA, url string) int64 {
+func servedSerial(t *testing.T, ca *testca.CA, url string) int64 {
 	t.Helper()
-	c, err := tls.Dial("tcp", strings.TrimPrefix(url, "https://"), &tls.Config{RootCAs: ca.pool, ServerName: "127.0.0.1"})
+	c, err := tls.Dial("tcp", strings.TrimPrefix(url, "https://"), &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1"})
 	require.NoError(t, err)
 	defer c.Close()
 	return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
@@ -39,9 +41,9 @@ func servedSerial(t *testing.T, ca *testCA, url string) int64 {
 // served without a restart, and a broken one is not (the last good one
 // stays).
 func TestServeOverTLSReloadsTheCertificate(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testca.New(t)
 	dir := t.TempDir()
-	certFile, keyFile := ca.issue(t, 100, false).write(t, dir, "server")
+	certFile, keyFile := ca.Issue(t, 100, false).Write(t, dir, "server")
 	var c cli
 	r := c.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--tls-cert", certFile, "--tls-key", keyFile)
 	require.True(t, strings.HasPrefix(r.info.HTTPURL, "https://"), r.info.HTTPURL)
@@ -60,15 +62,15 @@ func TestServeOverTLSReloadsTheCertificate(t *testing.T) {
 
 	// A half-written change (a key that is not the certificate's) keeps
 	// the last good certificate...
-	next := ca.issue(t, 200, false)
-	require.NoError(t, os.WriteFile(certFile, next.certPEM, 0o600))
+	next := ca.Issue(t, 200, false)
+	require.NoError(t, os.WriteFile(certFile, next.CertPEM, 0o600))
 	// The files are checked on a handshake: shake hands until the
 	// check has seen the change.
 	require.Eventually(t, func() bool {
 		return servedSerial(t, ca, r.info.HTTPURL) == 100 && strings.Contains(c.stderr.String(), "the changed files do not load")
 	}, waitLimit, 50*time.Millisecond, "a broken change is seen and not served")
 	// ...and once the key follows, the new one is served.
-	require.NoError(t, os.WriteFile(keyFile, next.keyPEM, 0o600))
+	require.NoError(t, os.WriteFile(keyFile, next.KeyPEM, 0o600))
 	require.Eventually(t, func() bool { return servedSerial(t, ca, r.info.HTTPURL) == 200 }, waitLimit, 50*time.Millisecond, "the new certificate is served")
 	assert.Contains(t, c.stderr.String(), "TLS: certificate reloaded")
 
@@ -90,18 +92,18 @@ func waitForLog(t *testing.T, c *cli, s string) {
 
 // --tls-client-ca requires a client certificate of its CAs (mutual TLS).
 func TestServeRequiresClientCertificatesWithAClientCA(t *testing.T) {
-	ca, clients, stranger := newTestCA(t), newTestCA(t), newTestCA(t)
+	ca, clients, stranger := testca.New(t), testca.New(t), testca.New(t)
 	dir := t.TempDir()
-	certFile, keyFile := ca.issue(t, 1, false).write(t, dir, "server")
-	caFile := filepath.Join(dir, "clients.pem")
-	require.NoError(t, os.WriteFile(caFile, clients.pem, 0o600))
+	certFile, keyFile := ca.Issue(t, 1, false).Write(t, dir, "server")
+	caFile := filepath.Join(dir, "clients.PEM")
+	require.NoError(t, os.WriteFile(caFile, clients.PEM, 0o600))
 	var c cli
 	r := c.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", caFile)
 	_, err := httpsClient(ca).Get(r.info.HTTPURL + "/healthz")
 	require.Error(t, err, "no client certificate: the handshake fails")
-	_, err = httpsClient(ca, stranger.issue(t, 2, true).tlsCert(t)).Get(r.info.HTTPURL + "/healthz")
+	_, err = httpsClient(ca, stranger.Issue(t, 2, true).TLSCert(t)).Get(r.info.HTTPURL + "/healthz")
 	require.Error(t, err, "a certificate of another CA fails too")
-	resp, err := httpsClient(ca, clients.issue(t, 3, true).tlsCert(t)).Get(r.info.HTTPURL + "/healthz")
+	resp, err := httpsClient(ca, clients.Issue(t, 3, true).TLSCert(t)).Get(r.info.HTTPURL + "/healthz")
 	require.NoError(t, err, "a certificate of the client CA is let in")
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -112,8 +114,8 @@ func TestServeRequiresClientCertificatesWithAClientCA(t *testing.T) {
 // the command line (never from the environment); TLS flags are checked.
 func TestServeRefusesPlainHTTPBeyondLoopback(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t)
-	certFile, _ := ca.issue(t, 1, false).write(t, dir, "server")
+	ca := testca.New(t)
+	certFile, _ := ca.Issue(t, 1, false).Write(t, dir, "server")
 	tokens := []string{"--tokens", "ops:operator:" + server.NewSecret()}
 	for _, tc := range []struct {
 		name string

@@ -1,4 +1,7 @@
-package main
+// Package testca makes a certificate authority and its certificates in a
+// test (ECDSA P-256, a day long), for TLS tests that trust nothing but
+// what they made.
+package testca
 
 import (
 	"crypto/ecdsa"
@@ -20,15 +23,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// testCA is a certificate authority made in a test.
-type testCA struct {
-	cert *x509.Certificate
+// CA is a certificate authority made in a test.
+type CA struct {
+	Cert *x509.Certificate
 	key  *ecdsa.PrivateKey
-	pem  []byte
-	pool *x509.CertPool
+	// PEM is the CA's certificate; Pool trusts it.
+	PEM  []byte
+	Pool *x509.CertPool
 }
 
-func newTestCA(t testing.TB) *testCA {
+// New makes a CA.
+func New(t testing.TB) *CA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -43,18 +48,18 @@ func newTestCA(t testing.TB) *testCA {
 	require.NoError(t, err)
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pool: pool}
+	return &CA{Cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), Pool: pool}
 }
 
-// leaf is a certificate of the CA with its key, as PEM.
-type leaf struct {
-	certPEM, keyPEM []byte
-	cert            *x509.Certificate
+// Leaf is a certificate of the CA with its key, as PEM.
+type Leaf struct {
+	CertPEM, KeyPEM []byte
+	Cert            *x509.Certificate
 }
 
-// issue makes a server (or, with client, a client) certificate for
+// Issue makes a server (or, with client, a client) certificate for
 // 127.0.0.1, ::1 and localhost with the given serial.
-func (ca *testCA) issue(t testing.TB, serial int64, client bool) leaf {
+func (ca *CA) Issue(t testing.TB, serial int64, client bool) Leaf {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -68,37 +73,37 @@ func (ca *testCA) issue(t testing.TB, serial int64, client bool) leaf {
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, DNSNames: []string{"localhost"},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	require.NoError(t, err)
 	cert, err := x509.ParseCertificate(der)
 	require.NoError(t, err)
 	kder, err := x509.MarshalECPrivateKey(key)
 	require.NoError(t, err)
-	return leaf{certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), cert: cert}
+	return Leaf{CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), Cert: cert}
 }
 
-// write writes the leaf's files into dir as name.crt and name.key (mode
+// Write writes the leaf's files into dir as name.crt and name.key (mode
 // 0600) and returns their paths.
-func (l leaf) write(t testing.TB, dir, name string) (certFile, keyFile string) {
+func (l Leaf) Write(t testing.TB, dir, name string) (certFile, keyFile string) {
 	t.Helper()
 	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	require.NoError(t, os.WriteFile(certFile, l.certPEM, 0o600))
-	require.NoError(t, os.WriteFile(keyFile, l.keyPEM, 0o600))
+	require.NoError(t, os.WriteFile(certFile, l.CertPEM, 0o600))
+	require.NoError(t, os.WriteFile(keyFile, l.KeyPEM, 0o600))
 	return certFile, keyFile
 }
 
-// tlsCert is the leaf as a tls.Certificate (a client's).
-func (l leaf) tlsCert(t testing.TB) tls.Certificate {
+// TLSCert is the leaf as a tls.Certificate.
+func (l Leaf) TLSCert(t testing.TB) tls.Certificate {
 	t.Helper()
-	c, err := tls.X509KeyPair(l.certPEM, l.keyPEM)
+	c, err := tls.X509KeyPair(l.CertPEM, l.KeyPEM)
 	require.NoError(t, err)
 	return c
 }
 
-// spki is the base64 SHA-256 of the leaf's public key, as chromium's
+// SPKI is the base64 SHA-256 of the leaf's public key, as chromium's
 // --ignore-certificate-errors-spki-list takes it.
-func (l leaf) spki() string {
-	h := sha256.Sum256(l.cert.RawSubjectPublicKeyInfo)
+func (l Leaf) SPKI() string {
+	h := sha256.Sum256(l.Cert.RawSubjectPublicKeyInfo)
 	return base64.StdEncoding.EncodeToString(h[:])
 }
