@@ -124,4 +124,6 @@ func TestOriginalEventReadsAreAudited(t *testing.T) {
 
 type failingAudit struct{}
 
-func (failingAudit) Record(_ context.Context, _ audit.Entry) error { return errors.New("the audit stream is down") }
+func (failingAudit) Record(_ context.Context, _ audit.Entry) error {
+	return errors.New("the audit stream is down")
+}
