@@ -40,9 +40,13 @@ func (streamDashboard) ServeData(w http.ResponseWriter, r *http.Request) {
 	<-r.Context().Done()
 }
 
-// openStream opens /ui/v1/live with the given header pairs and returns a
-// reader of its body once its first event arrived.
-func openStream(t *testing.T, base string, header ...string) *bufio.Reader {
+// liveStream is an open /ui/v1/live whose body is read to its end in the
+// background.
+type liveStream struct{ done chan struct{} }
+
+// openStream opens /ui/v1/live with the given header pairs, waits for its
+// first event and goes on reading it until it ends.
+func openStream(t *testing.T, base string, header ...string) *liveStream {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), "GET", base+"/ui/v1/live", nil)
 	require.NoError(t, err)
@@ -57,20 +61,20 @@ func openStream(t *testing.T, base string, header ...string) *bufio.Reader {
 	line, err := br.ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "event: counts\n", line)
-	return br
+	s := &liveStream{done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		_, _ = io.Copy(io.Discard, br)
+	}()
+	return s
 }
 
 // ends reports whether the stream ends (EOF) within the deadline; a stream
 // that goes on past it is still open.
-func ends(t *testing.T, br *bufio.Reader, within time.Duration) bool {
+func ends(t *testing.T, s *liveStream, within time.Duration) bool {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(io.Discard, br)
-		done <- err
-	}()
 	select {
-	case <-done:
+	case <-s.done:
 		return true
 	case <-time.After(within):
 		return false
