@@ -57,7 +57,7 @@ by every serve: a restart or another instance signs nobody out. A
 principal holds at most 20; a client address gets 20 failed
 authentications, one more every 6 s, before its requests are answered 429.
 Failed authentications, sign-ins, sign-outs and reads of original events go
-to the audit stream AMENDS_audit (GET /api/v1/audit, operators).`
+to the audit stream AMENDS_audit (amends audit, GET /api/v1/audit; operators).`
 
 // httpSecFlags are serve's flags for the API's transport and identity.
 type httpSecFlags struct {
