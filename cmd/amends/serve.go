@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -43,8 +45,11 @@ for a new client. At start serve raises its open-file limit to the hard
 limit where allowed, and logs it.
 
 The API authenticates bearer tokens (--tokens-file, AMENDS_TOKENS) with the
-role viewer (read) or operator (commands). Without tokens it serves only on
-a loopback address, to anyone on this machine, and says so at start.
+role viewer (read) or operator (commands), and with OIDC the issuer's JWTs.
+Without either it serves only on a loopback address, to anyone on this
+machine, and says so at start.
+
+` + httpSecHelp + `
 
 Durability: a file stream on one server acknowledges writes before they
 reach the disk, which happens every 2 minutes; a machine crash can lose the
@@ -91,6 +96,7 @@ type serveFlags struct {
 	leaseTTL    time.Duration
 
 	notify notifyFlags
+	sec    httpSecFlags
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -106,7 +112,7 @@ func newServeCmd(a *app) *cobra.Command {
 					return err
 				}
 			}
-			cfg, err := f.config(cmd)
+			cfg, err := f.config(cmd, a.lookupEnv, a.logger)
 			if err != nil {
 				return err
 			}
@@ -149,7 +155,9 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once, 1 to 256")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
 	f.notify.add(fs)
+	f.sec.add(fs)
 	annotateEnv(fs)
+	f.sec.addCommandLineOnly(fs) // after annotateEnv: never from the environment
 	return cmd
 }
 
@@ -163,12 +171,12 @@ var clientOnly = []string{"nats-creds", "nats-nkey", "nats-tls-ca", "nats-tls-ce
 // flag is checked before anything starts, whether it came from the command
 // line, its AMENDS_ variable or --config; every error is a usage error
 // naming the flag and its rule.
-func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
+func (f *serveFlags) config(cmd *cobra.Command, env func(string) (string, bool), logger *slog.Logger) (serveConfig, error) {
 	cfg := serveConfig{replicas: f.replicas, maxMsgSize: f.maxMsgSize, http: f.http, httpMaxConns: f.maxConns}
 	if err := checkRange("http-max-connections", f.maxConns, 0, maxHTTPConnections, " (0: automatic)"); err != nil {
 		return cfg, err
 	}
-	if err := f.controlPlane(&cfg); err != nil {
+	if err := f.controlPlane(&cfg, env, logger); err != nil {
 		return cfg, err
 	}
 	switch f.storage {
@@ -279,9 +287,21 @@ type serveConfig struct {
 	replicas   int
 	maxMsgSize int32
 
-	// http is the API's address; tokens authenticate it.
-	http   string
-	tokens []server.Token
+	// http is the API's address; tokens authenticate it: those of
+	// tokensFile (re-read when it changes) and inlineTokens (--tokens).
+	http         string
+	tokens       []server.Token
+	tokensFile   string
+	inlineTokens []server.Token
+	// allowedHosts are the Host names the API answers to besides IP
+	// addresses and localhost; trustedProxies the peers whose forwarding
+	// headers it believes.
+	allowedHosts   []string
+	trustedProxies []netip.Prefix
+	// tls, if set, serves the API over HTTPS.
+	tls *certReloader
+	// oidc, if set, accepts the issuer's identities.
+	oidc *server.OIDCConfig
 	// httpMaxConns caps the API's connections; 0 means from the open-file
 	// limit (see fileLimits).
 	httpMaxConns int

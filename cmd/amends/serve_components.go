@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/transient"
 	"github.com/amends-dev/amends/metrics"
@@ -110,26 +112,47 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if err != nil {
 		return nil, "", err
 	}
+	sessions, err := retryOpen(ctx, startup, "the session bucket "+server.DefaultSessionBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return server.OpenSessions(ctx, js, cfg.replicas)
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	auditLog, err := retryOpen(ctx, startup, "the audit stream "+audit.DefaultStream, func(ctx context.Context) (*audit.Log, error) {
+		return audit.Open(ctx, js, audit.Config{Replicas: cfg.replicas, Storage: cfg.storage})
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	httpLog := logger.With("component", "http")
 	apiCfg := server.Config{
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering, Rules: in.rules,
-		Logger: logger.With("component", "http"),
-		Ready:  readiness(natsConnected(nc), indexCurrent(index), probe.check),
+		Logger: httpLog, Sessions: sessions, Audit: auditLog, OIDC: cfg.oidc,
+		AllowedHosts: cfg.allowedHosts, TrustedProxies: cfg.trustedProxies,
+		Ready: readiness(natsConnected(nc), indexCurrent(index), probe.check),
 	}
-	if components, err = withDashboard(&apiCfg, components, index, store, views, logger); err != nil {
+	if components, err = withDashboard(&apiCfg, components, index, store, views, auditLog, logger); err != nil {
 		return nil, "", err
 	}
 	api := server.New(apiCfg)
+	components = append(components, component{"sessions", api.Run})
+	if cfg.tokensFile != "" {
+		fileTokens := cfg.tokens[:len(cfg.tokens)-len(cfg.inlineTokens)]
+		warnTokens(httpLog, cfg.tokensFile, fileTokens)
+		components = append(components, component{"tokens", newTokenReloader(cfg.tokensFile, cfg.inlineTokens, api, httpLog).run})
+	}
 	l, err := net.Listen("tcp", cfg.http)
 	if err != nil {
 		return nil, "", fmt.Errorf("--http %s: %w", cfg.http, err)
 	}
-	url := "http://" + l.Addr().String()
-	if len(cfg.tokens) == 0 {
+	hs := newHTTPServer(l, api.Handler(), httpOptions{maxConns: cfg.httpMaxConns, writeTimeout: httpWriteTimeout, tls: cfg.tls}, httpLog)
+	url := hs.url
+	if len(cfg.tokens) == 0 && cfg.oidc == nil {
 		logger.Warn("the HTTP API has no tokens: anyone on this machine can read and steer records", "http", url)
 	}
-	hs := newHTTPServer(l, api.Handler(), cfg.httpMaxConns, httpWriteTimeout, logger.With("component", "http"))
 	components = append(components, component{"http", func(ctx context.Context) error {
-		logger.Info("HTTP API serving", "url", url, "tokens", len(cfg.tokens), "max_connections", cfg.httpMaxConns)
+		logger.Info("HTTP API serving", "url", url, "tokens", len(cfg.tokens), "oidc", cfg.oidc != nil, "tls", cfg.tls != nil,
+			"max_connections", cfg.httpMaxConns, "allowed_hosts", strings.Join(append([]string{"IP addresses", "localhost"}, cfg.allowedHosts...), ","))
 		return hs.run(ctx)
 	}})
 	return components, url, nil
