@@ -111,6 +111,7 @@ func decodeEntry(raw *jetstream.RawStreamMsg) Entry {
 	}
 	e.ID = raw.Sequence
 	e.Subject = truncate(e.Subject, 1024)
+	e.Key = truncate(e.Key, 1024)
 	e.Error = truncate(e.Error, maxErrorLen)
 	return e
 }
