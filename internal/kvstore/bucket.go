@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // Setting is one setting of a bucket that Open compares.
@@ -64,7 +66,9 @@ type options struct {
 }
 
 // WithRecorder makes the bucket report invalid entries to r (the
-// quarantine); nil keeps the default, a rate-limited log line.
+// process's quarantine, so that its counts and metrics include them); nil
+// keeps the default: a quarantine.Quarantine on the bucket's JetStream with
+// the default stream, provisioned on the first report.
 func WithRecorder(r Recorder) Option {
 	return func(o *options) {
 		if r != nil {
@@ -135,6 +139,11 @@ func Bind(js jetstream.JetStream, kv jetstream.KeyValue, spec Spec, opts ...Opti
 	}
 	if spec.Config.Bucket == "" {
 		spec.Config.Bucket = kv.Bucket()
+	}
+	if o.recorder == nil && js != nil {
+		if q, err := quarantine.New(js, quarantine.WithLogger(o.logger, 0)); err == nil {
+			o.recorder = q
+		}
 	}
 	return &Bucket{kv: kv, js: js, spec: spec, now: o.now, rep: newReporter(kv.Bucket(), o.recorder, o.logger, o.now)}
 }

@@ -19,7 +19,8 @@
 // is never returned as a value, so it can never be acted on. The Store
 // reports it once per revision to its Recorder (the quarantine, as an entry
 // of kind "kv": bucket, key, revision, reason), which counts it and logs it
-// at most once per interval; without a Recorder it is logged, rate-limited.
+// at most once per interval; by default a quarantine on the bucket's
+// JetStream, and if even that cannot be written, a rate-limited log line.
 // What the entry guarded decides how to fail safe (a bad rule matches
 // nothing, a bad progress holds events, a bad release halts, ...).
 //

@@ -69,20 +69,18 @@ func (r *reporter) report(ctx context.Context, e *InvalidError) {
 	r.reported[k] = true
 	r.total++
 	r.mu.Unlock()
+	var recordErr error
 	if r.recorder != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 		defer cancel()
-		err := r.recorder.RecordKV(ctx, e.Bucket, e.Key, e.Revision, e)
-		if err == nil {
+		recordErr = r.recorder.RecordKV(ctx, e.Bucket, e.Key, e.Revision, e)
+		if recordErr == nil {
 			return
 		}
 		r.mu.Lock()
 		delete(r.reported, k) // next time again
 		r.total--
 		r.mu.Unlock()
-		r.logger.Warn("kvstore: an invalid entry could not be quarantined; it is skipped all the same", "bucket", e.Bucket,
-			"key", QuoteKey(e.Key), "revision", e.Revision, "reason", e.Error(), "err", err)
-		return
 	}
 	now := r.now()
 	r.mu.Lock()
@@ -94,8 +92,13 @@ func (r *reporter) report(ctx context.Context, e *InvalidError) {
 		r.suppressed++
 	}
 	r.mu.Unlock()
-	if logNow {
-		r.logger.Error("kvstore: invalid entry skipped", "bucket", e.Bucket, "key", QuoteKey(e.Key), "revision", e.Revision,
-			"field", e.Field, "reason", e.Reason, "alsoSkippedSinceLastLine", suppressed)
+	if !logNow {
+		return
 	}
+	attrs := []any{"bucket", e.Bucket, "key", QuoteKey(e.Key), "revision", e.Revision, "field", e.Field, "reason", e.Reason, "alsoSkippedSinceLastLine", suppressed}
+	if recordErr != nil {
+		r.logger.Error("kvstore: invalid entry skipped; it could not be quarantined", append(attrs, "err", recordErr)...)
+		return
+	}
+	r.logger.Error("kvstore: invalid entry skipped", attrs...)
 }
