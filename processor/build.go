@@ -22,6 +22,9 @@ const (
 	DefaultBuildTTL    = 30 * time.Second
 )
 
+// MaxBuildText bounds a build's version and revision, in bytes.
+const MaxBuildText = 256
+
 // Build names the code an instance runs: its module version and VCS
 // revision.
 type Build struct {

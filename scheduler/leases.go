@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // Lease bucket defaults.
@@ -19,8 +21,8 @@ const (
 // lease held by renewing it, lost by not renewing it. The bucket keeps a
 // marker when a key expires, so a waiting instance is told at once.
 type Leases struct {
-	kv  jetstream.KeyValue
-	ttl time.Duration
+	leases *kvstore.Store[leaseValue]
+	ttl    time.Duration
 }
 
 // LeasesOption configures OpenLeases. An option that cannot be applied
@@ -80,34 +82,28 @@ func OpenLeases(ctx context.Context, js jetstream.JetStream, opts ...LeasesOptio
 			return nil, err
 		}
 	}
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, cfg.Bucket)
-		if err == nil {
-			err = compatible(ctx, kv, cfg)
-		}
+	b, err := kvstore.Open(ctx, js, LeaseSpec(cfg))
+	if errors.Is(err, kvstore.ErrMismatch) {
+		return nil, fmt.Errorf("lease bucket %s: every instance must agree on its TTL: %w: %w", cfg.Bucket, err, ErrIncompatibleBucket)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lease bucket %s: %w", cfg.Bucket, err)
 	}
-	return &Leases{kv: kv, ttl: cfg.TTL}, nil
+	return &Leases{leases: kvstore.For(b, leaseCodec), ttl: cfg.TTL}, nil
 }
 
-func compatible(ctx context.Context, kv jetstream.KeyValue, want jetstream.KeyValueConfig) error {
-	st, err := kv.Status(ctx)
-	if err != nil {
-		return err
-	}
-	bs, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok {
-		return nil
-	}
-	have := bs.Config()
-	if have.TTL != want.TTL || have.Replicas != want.Replicas || have.LimitMarkerTTL == 0 {
-		return fmt.Errorf("exists with TTL %s, replicas %d, marker TTL %s (wanted %s, %d, %s); amends never reconfigures it: match the options or delete the bucket: %w",
-			have.TTL, have.Replicas, have.LimitMarkerTTL, want.TTL, want.Replicas, want.LimitMarkerTTL, ErrIncompatibleBucket)
-	}
-	return nil
+// LeaseSpec is the lease bucket of cfg as the KV layer opens and repairs
+// it: its TTL, marker TTL and replicas must match, and its content (a
+// lease) may be lost.
+func LeaseSpec(cfg jetstream.KeyValueConfig) kvstore.Spec {
+	return kvstore.Spec{Config: cfg, MaxValue: 4 << 10, Disposable: true,
+		Match: []kvstore.Setting{kvstore.SettingTTL, kvstore.SettingMarkerTTL, kvstore.SettingReplicas}}
+}
+
+// DefaultLeaseSpec is the lease bucket serve opens with ttl and replicas.
+func DefaultLeaseSpec(ttl time.Duration, replicas int) kvstore.Spec {
+	return LeaseSpec(jetstream.KeyValueConfig{Bucket: DefaultLeaseBucket, Description: "amends: the scheduler's lease", History: 1,
+		TTL: ttl, LimitMarkerTTL: ttl, Replicas: replicas})
 }
 
 // TTL returns how long a lease lives after its last renewal.
