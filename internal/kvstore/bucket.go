@@ -163,6 +163,17 @@ func (b *Bucket) Spec() Spec { return b.spec }
 // Bucket met since it was opened.
 func (b *Bucket) Invalid() uint64 { return b.rep.count() }
 
+// Report records an entry that decoded but that its user found invalid
+// against what it knows (a progress ahead of its aggregate, a view of a
+// record that does not exist), as the decoders' refusals are: once per
+// key and revision. It returns the *InvalidError, to be returned or
+// logged.
+func (b *Bucket) Report(ctx context.Context, key string, rev uint64, field, reason string) *InvalidError {
+	e := &InvalidError{Bucket: b.Name(), Key: key, Revision: rev, Field: field, Reason: clip(reason, maxReason)}
+	b.rep.report(ctx, e)
+	return e
+}
+
 // MismatchError is a bucket whose settings differ from its Spec's.
 type MismatchError struct {
 	Bucket string

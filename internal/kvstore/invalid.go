@@ -40,6 +40,9 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 type FieldError struct {
 	Field  string
 	Reason string
+	// ignored: the decoder dropped the field and returned a value all the
+	// same (Ignore).
+	ignored bool
 }
 
 func (e *FieldError) Error() string {
@@ -52,6 +55,14 @@ func (e *FieldError) Error() string {
 // Invalid returns a *FieldError for field, its reason formatted.
 func Invalid(field, format string, args ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Ignore is what a decoder returns with a value it kept after dropping a
+// field that does not validate, treated as absent (a claim or a time far
+// in the future): the Store returns the value, and reports the entry as
+// invalid all the same, with reason naming what was ignored.
+func Ignore(field, format string, args ...any) error {
+	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...) + "; treated as absent", ignored: true}
 }
 
 // In prefixes the field of err (a *FieldError) with parent, so that a
@@ -71,7 +82,7 @@ func In(parent string, err error) error {
 				f += "." + fe.Field
 			}
 		}
-		return &FieldError{Field: f, Reason: fe.Reason}
+		return &FieldError{Field: f, Reason: fe.Reason, ignored: fe.ignored}
 	}
 	return &FieldError{Field: parent, Reason: err.Error()}
 }

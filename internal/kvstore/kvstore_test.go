@@ -387,3 +387,28 @@ func TestPurgeRawRemovesAKeyNatsGoRefuses(t *testing.T) {
 	assert.Empty(t, keys)
 	assert.ErrorIs(t, s.PurgeRaw(ctx, "a b"), kvstore.ErrInvalidKey)
 }
+
+func TestAnIgnoredFieldKeepsTheValueAndIsReported(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	rec := &fakeRecorder{}
+	b, err := kvstore.Open(t.Context(), js, spec("claims"), kvstore.WithRecorder(rec))
+	require.NoError(t, err)
+	s := kvstore.For(b, kvstore.Codec[counter]{Decode: func(e kvstore.Entry) (counter, error) {
+		var c counter
+		_ = json.Unmarshal(e.Value, &c)
+		if c.N > 10 {
+			return counter{}, kvstore.Ignore("n", "%d is too far ahead", c.N)
+		}
+		return c, nil
+	}})
+	_, err = s.KV().Put(t.Context(), "a", []byte(`{"n":11}`))
+	require.NoError(t, err)
+	v, _, err := s.Get(t.Context(), "a")
+	require.NoError(t, err)
+	assert.Equal(t, counter{}, v)
+	require.Len(t, rec.all(), 1)
+	assert.Contains(t, rec.all()[0].cause, "n: 11 is too far ahead; treated as absent")
+	got := b.Report(t.Context(), "b", 9, "version", "ahead of its aggregate")
+	assert.ErrorIs(t, got, kvstore.ErrInvalid)
+	assert.Len(t, rec.all(), 2)
+}

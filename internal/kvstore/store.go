@@ -26,7 +26,9 @@ type Entry struct {
 type Codec[T any] struct {
 	// Decode validates e, its key included, and returns its value; an
 	// error is a *FieldError (Invalid) naming the field, or any error
-	// about the value as a whole. Decode must not panic on any input.
+	// about the value as a whole. With Ignore's error, the value returned
+	// is kept (the field dropped) and the entry reported. Decode must not
+	// panic on any input.
 	Decode func(e Entry) (T, error)
 	// Encode returns the bytes stored for v (nil: encoding/json).
 	Encode func(v T) ([]byte, error)
@@ -61,6 +63,11 @@ func (s *Store[T]) decode(ctx context.Context, key string, rev uint64, value []b
 	} else {
 		var v T
 		if v, err = s.safeDecode(e); err == nil {
+			return v, nil
+		}
+		var fe *FieldError
+		if errors.As(err, &fe) && fe.ignored {
+			s.rep.report(ctx, invalidAt(s.Name(), key, rev, err))
 			return v, nil
 		}
 	}
