@@ -411,3 +411,14 @@ func (s *Store) LoadLastIfChanged(ctx context.Context, a eventstore.AggregateID,
 	st, err := s.decode(last)
 	return st, err == nil, err
 }
+
+// LastVersion returns the aggregate's latest version: one direct get of
+// its last message, whose headers tell the version, nothing decoded.
+// Errors as LoadLast.
+func (s *Store) LastVersion(ctx context.Context, a eventstore.AggregateID) (uint64, error) {
+	_, _, _, p, err := s.last(ctx, a)
+	if err != nil {
+		return 0, err
+	}
+	return p.version, nil
+}
