@@ -39,10 +39,10 @@ type Hold = api.Hold
 type (
 	HoldRecovery = api.HoldRecovery
 	HoldHead     = api.HoldHead
-	HeldEvent = api.HeldEvent
-	HoldAudit = api.HoldAudit
-	HeldSkip  = api.HeldSkip
-	HoldClaim = api.HoldClaim
+	HeldEvent    = api.HeldEvent
+	HoldAudit    = api.HoldAudit
+	HeldSkip     = api.HeldSkip
+	HoldClaim    = api.HoldClaim
 )
 
 // HoldKey returns the KV key of the hold of function (processor, name) of
