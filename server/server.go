@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/rules"
 )
@@ -89,6 +91,10 @@ type Server struct {
 	mux      *http.ServeMux
 	metrics  *httpMetrics
 	routes   []route
+
+	// batchStore is Config.Batches through the KV layer (batches).
+	batchOnce  sync.Once
+	batchStore *kvstore.Store[batchEntry]
 }
 
 // New returns a Server for cfg.
