@@ -2,15 +2,20 @@ package scheduler_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/processor"
+	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/rules"
 	"github.com/amends-dev/amends/scheduler"
@@ -84,4 +89,60 @@ func TestAStoredReleaseThatDoesNotValidateIsHalted(t *testing.T) {
 func byFunctionRule() rules.Rule {
 	return rules.Rule{ID: "r-000000000001", Match: rules.Match{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Timeout"},
 		Action: rules.HoldUntilDeploy, Reason: "wait for the fix", CreatedAt: 1}
+}
+
+// Finding 3: views of records that do not exist (due, FAILED, earlier
+// than the real ones) took the whole batch of every pass: real records
+// were never prepared, only the rejected count moved. Each backs off and
+// is handed to the projector, which deletes it; the real records are
+// prepared by the next pass.
+func TestViewsOfRecordsThatDoNotExistDoNotStarveThePasses(t *testing.T) {
+	_, js := natstest.New(t).Connect()
+	e := newEnv(t, js, 1, steadyTTL)
+	q, err := quarantine.New(js, quarantine.WithMemoryStorage())
+	require.NoError(t, err)
+	views, err := projection.OpenViews(t.Context(), js)
+	require.NoError(t, err)
+	reproj, err := projection.NewProjector(js, e.store, views, projection.WithQuarantine(q), projection.WithDurable("reprojector"))
+	require.NoError(t, err)
+
+	var real []string
+	versions := map[string]uint64{}
+	for i := range 3 {
+		id, v := e.create(t, i, aggregate.Recoverable)
+		real = append(real, id)
+		versions[id] = v
+	}
+	e.indexed(t, versions)
+	template, err := projection.GetView(t.Context(), views, real[0])
+	require.NoError(t, err)
+	const fakes = 120
+	for range fakes {
+		v := template
+		v.State.ID = uuid.NewString()
+		v.State.RetryState.NextRetryAt = template.State.RetryState.NextRetryAt - 1000
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		key, err := projection.EncodeKey(v.State.ID)
+		require.NoError(t, err)
+		_, err = views.Put(t.Context(), key, b)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return e.index.Len() == 3+fakes }, 30*time.Second, 5*time.Millisecond)
+
+	ticks := make(chan time.Time)
+	e.clock.SetMillis(t0.UnixMilli() + 60_000)
+	s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithBatch(100), scheduler.WithReprojector(reproj))
+	run(t, s)
+	waitActive(t, s)
+	tick(t, s, ticks)
+	tick(t, s, ticks)
+	for _, id := range real {
+		assert.Len(t, e.prepares(t, id), 1, "real record %s prepared", id)
+	}
+	assert.Equal(t, uint64(fakes), s.Stats().Missing)
+	require.Eventually(t, func() bool { return e.index.Len() == 3 }, 30*time.Second, 5*time.Millisecond, "the views of the records that do not exist are deleted")
+	all, err := q.All(t.Context(), quarantine.Query{Consumer: projection.DefaultBucket})
+	require.NoError(t, err)
+	assert.Len(t, all, fakes)
 }

@@ -174,6 +174,14 @@ func (b *Bucket) Report(ctx context.Context, key string, rev uint64, field, reas
 	return e
 }
 
+// ReportErr is Report for a decoder's or check's error (a *FieldError
+// names the field).
+func (b *Bucket) ReportErr(ctx context.Context, key string, rev uint64, err error) *InvalidError {
+	e := invalidAt(b.Name(), key, rev, err)
+	b.rep.report(ctx, e)
+	return e
+}
+
 // MismatchError is a bucket whose settings differ from its Spec's.
 type MismatchError struct {
 	Bucket string
