@@ -73,7 +73,7 @@ type Projector struct {
 	putPrefix string
 
 	projected, skipped, rebuilt, corrupt, failed, reprojected atomic.Uint64
-	events                                       [7]atomic.Uint64 // by aggregate.EventNames
+	events                                                    [7]atomic.Uint64 // by aggregate.EventNames
 }
 
 // ProjectorStats counts what a projector did since it was created.
