@@ -157,7 +157,11 @@ type ReplaysOption func(*[]kvstore.Option)
 // validate (DecodeReplay) in q, the process's quarantine (default: a
 // quarantine on js). They are never run.
 func WithReplaysQuarantine(q *quarantine.Quarantine) ReplaysOption {
-	return func(o *[]kvstore.Option) { *o = append(*o, kvstore.WithRecorder(q)) }
+	return func(o *[]kvstore.Option) {
+		if q != nil {
+			*o = append(*o, kvstore.WithRecorder(q))
+		}
+	}
 }
 
 // OpenReplays binds the range replay bucket, creating it (with replicas,

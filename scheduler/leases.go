@@ -82,7 +82,7 @@ func OpenLeases(ctx context.Context, js jetstream.JetStream, opts ...LeasesOptio
 			return nil, err
 		}
 	}
-	b, err := kvstore.Open(ctx, js, LeaseSpec(cfg))
+	b, err := kvstore.Open(ctx, js, leaseSpec(cfg))
 	if errors.Is(err, kvstore.ErrMismatch) {
 		return nil, fmt.Errorf("lease bucket %s: every instance must agree on its TTL: %w: %w", cfg.Bucket, err, ErrIncompatibleBucket)
 	}
@@ -92,18 +92,51 @@ func OpenLeases(ctx context.Context, js jetstream.JetStream, opts ...LeasesOptio
 	return &Leases{leases: kvstore.For(b, leaseCodec), ttl: cfg.TTL}, nil
 }
 
-// LeaseSpec is the lease bucket of cfg as the KV layer opens and repairs
-// it: its TTL, marker TTL and replicas must match, and its content (a
-// lease) may be lost.
-func LeaseSpec(cfg jetstream.KeyValueConfig) kvstore.Spec {
-	return kvstore.Spec{Config: cfg, MaxValue: 4 << 10, Disposable: true,
-		Match: []kvstore.Setting{kvstore.SettingTTL, kvstore.SettingMarkerTTL, kvstore.SettingReplicas}}
+// BindLeases binds the existing lease bucket as it is, with its own TTL,
+// whatever settings it has: for a serve that found the bucket with other
+// settings (ErrIncompatibleBucket) and goes on with the bucket's TTL
+// rather than not scheduling at all. Every instance then shares the
+// bucket's TTL. Errors are JetStream's.
+func BindLeases(ctx context.Context, js jetstream.JetStream, bucket string) (*Leases, error) {
+	if bucket == "" {
+		bucket = DefaultLeaseBucket
+	}
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("lease bucket %s: %w", bucket, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lease bucket %s: %w", bucket, err)
+	}
+	if st.TTL() < time.Second {
+		return nil, fmt.Errorf("lease bucket %s has TTL %s; a lease needs one of at least 1s: %w", bucket, st.TTL(), ErrIncompatibleBucket)
+	}
+	return &Leases{leases: kvstore.For(kvstore.Bind(js, kv, kvstore.Spec{MaxValue: 4 << 10}), leaseCodec), ttl: st.TTL()}, nil
 }
 
-// DefaultLeaseSpec is the lease bucket serve opens with ttl and replicas.
-func DefaultLeaseSpec(ttl time.Duration, replicas int) kvstore.Spec {
-	return LeaseSpec(jetstream.KeyValueConfig{Bucket: DefaultLeaseBucket, Description: "amends: the scheduler's lease", History: 1,
-		TTL: ttl, LimitMarkerTTL: ttl, Replicas: replicas})
+// RepairLeases brings the lease bucket of opts to its settings (see
+// OpenLeases): in place where JetStream allows it, else by deleting and
+// creating it again (a lease is transient: the holder acquires it again).
+// dryRun changes nothing. It returns what it did and the differences.
+func RepairLeases(ctx context.Context, js jetstream.JetStream, dryRun bool, opts ...LeasesOption) (string, []string, error) {
+	cfg := jetstream.KeyValueConfig{Bucket: DefaultLeaseBucket, Description: "amends: the scheduler's lease", History: 1,
+		TTL: DefaultLeaseTTL, LimitMarkerTTL: DefaultLeaseTTL, Replicas: 1}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return "", nil, err
+		}
+	}
+	r, err := kvstore.Repair(ctx, js, leaseSpec(cfg), dryRun)
+	return r.Action, r.Diffs, err
+}
+
+// leaseSpec is the lease bucket of cfg as the KV layer opens and repairs
+// it: its TTL, marker TTL and replicas must match, and its content (a
+// lease) may be lost.
+func leaseSpec(cfg jetstream.KeyValueConfig) kvstore.Spec {
+	return kvstore.Spec{Config: cfg, MaxValue: 4 << 10, Disposable: true,
+		Match: []kvstore.Setting{kvstore.SettingTTL, kvstore.SettingMarkerTTL, kvstore.SettingReplicas}}
 }
 
 // TTL returns how long a lease lives after its last renewal.
