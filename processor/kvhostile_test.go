@@ -3,7 +3,6 @@ package processor_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -260,5 +259,3 @@ func TestALargeHoldIsReleasedInChunks(t *testing.T) {
 	writes := info.State.LastSeq - first
 	assert.Less(t, writes, uint64(2*n/64+20), "%d writes to release %d held events", writes, n)
 }
-
-var _ = context.Background

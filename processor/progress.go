@@ -172,6 +172,17 @@ func (pr *progress) advance(ctx context.Context, key string, e progressEntry, v 
 
 var errProgressMoved = errors.New("progress moved")
 
+// checkAheadOfKey is checkAhead for progress key, whose aggregate its key
+// names, after version was dispatched.
+func (p *Processor) checkAheadOfKey(ctx context.Context, pr *progress, key string, e *progressEntry, version uint64) error {
+	k, err := parseHoldKey(key)
+	if err != nil {
+		return err
+	}
+	st := &eventstore.Stream{Aggregate: eventstore.AggregateID{Context: k.context, Type: k.aggregateType, ID: k.aggregateID}, Version: version}
+	return p.checkAhead(ctx, pr, key, e, st)
+}
+
 // checkAhead checks, once per progress read from the bucket, that a
 // progress past st's version is not past the aggregate's last version:
 // such a progress is reported (quarantined) and an error, so the
@@ -300,7 +311,13 @@ func (p *Processor) orderedEnd(ctx context.Context, steps []orderedStep, version
 		err := pr.advance(ctx, s.key, s.entry, version, p.holds.cache.held(s.key))
 		if errors.Is(err, errProgressMoved) {
 			if e, gerr := pr.get(ctx, s.key, true); gerr == nil && e.version >= version {
-				continue // another delivery of it finished first
+				// Another delivery of it finished first, unless the progress
+				// was written ahead of the aggregate: then the message is
+				// redelivered and held (checkProgress).
+				if aerr := p.checkAheadOfKey(ctx, pr, s.key, &e, version); aerr == nil {
+					continue
+				}
+				return false
 			}
 		}
 		if err != nil {

@@ -3,7 +3,6 @@ package projection_test
 import (
 	"encoding/json"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +150,3 @@ func TestTheViewsBucketCreatedAgainIsProjectedAgain(t *testing.T) {
 		})
 	}
 }
-
-var _ = strings.Contains
