@@ -173,10 +173,12 @@ var errBoomCode = &codedError{"Boom"}
 
 type codedError struct{ code string }
 
-func (c *codedError) Error() string     { return c.code }
-func (c *codedError) Code() string      { return c.code }
+func (c *codedError) Error() string { return c.code }
+func (c *codedError) Code() string  { return c.code }
 
-func (e *hostileEnv) emit(id string, v uint64) eventstore.Stream { return e.emitEvent(id, v, uuid.NewString()) }
+func (e *hostileEnv) emit(id string, v uint64) eventstore.Stream {
+	return e.emitEvent(id, v, uuid.NewString())
+}
 
 // emitEvent appends version v of order id, one event of id eventID.
 func (e *hostileEnv) emitEvent(id string, v uint64, eventID string) eventstore.Stream {
