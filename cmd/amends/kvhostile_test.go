@@ -295,7 +295,7 @@ func TestHostileBucketsAgainstServeAndProcessor(t *testing.T) {
 	e.put(rules.DefaultBucket, "r-000000000002", `{"id":"r-000000000002","match":`+match+`,"action":"APPLY_RETRY_SPEC","retrySpec":{"maxRetries":-5,"minBackoff":1,"executionTimeout":1},"reason":"x","createdAt":1}`)
 	// 5. a rule under a key nats.go cannot address.
 	e.put(rules.DefaultBucket, "r-ü", `{"id":"r-ü","match":`+match+`,"action":"WAIVE","reason":"x","createdAt":1}`)
-	for _, k := range []string{"r-000000000001", "r-000000000002", "r-ü"} {
+	for _, k := range []string{"r-000000000001", "r-000000000002"} {
 		want[rules.DefaultBucket+" "+k] = true
 	}
 	// 3. views of records that do not exist, due before the real ones.
@@ -363,6 +363,20 @@ func TestHostileBucketsAgainstServeAndProcessor(t *testing.T) {
 	_, err = e.svc.Execute(ctx, next, aggregate.MarkRecoverable{Recoverable: aggregate.Unrecoverable}, aggregate.Meta{Actor: "test"})
 	require.NoError(t, err, "the record works again")
 
+	// 5. the hidden rule, which nats.go cannot delete, is purged: only as
+	// the quarantine lists it, and never a valid rule.
+	hidden := e.quarantinedEntry(rules.DefaultBucket, "r-ü")
+	rev := strconv.FormatUint(hidden.Seq, 10)
+	op = cli{env: map[string]string{"AMENDS_SERVER": e.serve.info.HTTPURL}}
+	require.Equal(t, exitFailure, op.run(t, "repair", "purge-entry", "--bucket", rules.DefaultBucket, "--key", good.ID, "--revision", "1", "--reason", "x", "--yes"),
+		"a valid rule is never purged: %s", op.stdout.String())
+	op = cli{env: map[string]string{"AMENDS_SERVER": e.serve.info.HTTPURL}}
+	require.Equal(t, exitOK, op.run(t, "repair", "purge-entry", "--bucket", rules.DefaultBucket, "--key", "r-ü", "--revision", rev, "--reason", "hidden rule", "--yes"), op.stderr.String())
+	assert.Contains(t, op.stdout.String(), "purged r-ü of bucket amends_rules")
+	keys, err := kvstore.Bind(e.js, mustKV(t, e.js, rules.DefaultBucket), kvstore.Spec{}).Keys(ctx, ">")
+	require.NoError(t, err)
+	assert.NotContains(t, keys, "r-ü", "the hidden rule is gone")
+
 	// 7. the views bucket deleted and created again: every record is back.
 	require.NoError(t, e.js.DeleteKeyValue(ctx, projection.DefaultBucket))
 	_, err = projection.OpenViews(ctx, e.js)
@@ -426,6 +440,37 @@ func (e *hostileEnv) emitFailureID(id string) string {
 		return ""
 	}
 	return aggregate.RecordID(st.Events[0].ID, projectorFn)
+}
+
+func mustKV(t *testing.T, js jetstream.JetStream, bucket string) jetstream.KeyValue {
+	t.Helper()
+	kv, err := js.KeyValue(t.Context(), bucket)
+	require.NoError(t, err)
+	return kv
+}
+
+// quarantinedEntry waits for the quarantine's entry of key of bucket.
+func (e *hostileEnv) quarantinedEntry(bucket, key string) api.QuarantineEntry {
+	e.t.Helper()
+	var found api.QuarantineEntry
+	require.Eventually(e.t, func() bool {
+		c := cli{env: map[string]string{"AMENDS_SERVER": e.serve.info.HTTPURL}}
+		if c.run(e.t, "quarantine", "list", "--all", "--consumer", bucket, "-o", "json") != exitOK {
+			return false
+		}
+		var page api.QuarantinePage
+		if json.Unmarshal([]byte(c.stdout.String()), &page) != nil {
+			return false
+		}
+		for _, x := range page.Entries {
+			if x.Key == key {
+				found = x
+				return true
+			}
+		}
+		return false
+	}, waitLimit, 50*time.Millisecond, "%s %s is quarantined", bucket, key)
+	return found
 }
 
 func mustViews(t *testing.T, js jetstream.JetStream) jetstream.KeyValue {
