@@ -254,6 +254,7 @@ func collectDigest(ctx context.Context, kv *kvstore.Store[digestEntry], interval
 		for _, r := range changed {
 			_, status, _ := transition(r.g)
 			errs = append(errs, updateGroup(ctx, kv, r.key, func(g *group) {
+				g.Function, g.ErrorCode = r.g.Function, r.g.ErrorCode
 				g.Failures -= min(g.Failures, r.g.Failures)
 				g.Successes -= min(g.Successes, r.g.Successes)
 				g.Status = status
