@@ -86,8 +86,8 @@ func (c *holdCache) releasing() []Hold {
 // apply takes one change the watch delivered. A value that does not
 // validate is not a hold: the key counts as held (held) and is reported
 // damaged with the last valid hold the cache had, to be repaired. So is a
-// deletion of a hold that still held events or was not being released:
-// the processor only deletes a hold whose release gave every event.
+// deletion of a hold that was not being released: the processor only
+// deletes a hold whose release gave its last event.
 func (c *holdCache) apply(e jetstream.KeyValueEntry) {
 	key := e.Key()
 	c.mu.RLock()
@@ -115,7 +115,7 @@ func (c *holdCache) apply(e jetstream.KeyValueEntry) {
 		delete(c.bad, key)
 		c.mu.Unlock()
 		c.set(key, nil, e.Revision())
-		if had && !(prev.Releasing && len(prev.Held) == 0) {
+		if had && !prev.Releasing {
 			d = &damage{key: key, rev: e.Revision(), deleted: true,
 				cause: fmt.Errorf("the hold was deleted (%s) while it held %d events and was not released", e.Operation(), len(prev.Held))}
 		}
