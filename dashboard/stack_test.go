@@ -23,6 +23,7 @@ import (
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/recorder"
 	"github.com/amends-dev/amends/server"
 )
@@ -41,6 +42,7 @@ type stack struct {
 	index *projection.Index
 	svc   *aggregate.Service
 	http  *httptest.Server
+	quar  *quarantine.Quarantine
 	// greylisted and full are the record ids of the orders placed while
 	// the mail server greylisted, or had a full mailbox (unrecoverable).
 	greylisted, full []string
@@ -108,7 +110,8 @@ func newStack(tb testing.TB, greylisted, full int, tokens bool, opts ...stackOpt
 	require.NoError(tb, err)
 	s.svc = aggregate.NewService(store)
 	dcfg := dashboard.Config{Index: s.index, Events: store, Changes: views, Logger: quiet(), Refresh: time.Second, Debounce: 50 * time.Millisecond}
-	cfg := server.Config{Queries: s.index, Commands: s.svc, Batches: batches, Logger: quiet()}
+	s.quar = proj.Quarantine()
+	cfg := server.Config{Queries: s.index, Commands: s.svc, Batches: batches, Logger: quiet(), Quarantine: s.quar}
 	if tokens {
 		cfg.Tokens, err = server.ParseTokens("alice:viewer:" + viewerToken + "\nbob:operator:" + operatorToken)
 		require.NoError(tb, err)

@@ -32,6 +32,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/api/v1/replays/{id}", role: RoleViewer, handler: s.getReplay},
 	}
 	routes = append(routes, s.ruleRoutes()...)
+	routes = append(routes, s.repairRoutes()...)
 	routes = append(routes, s.attemptRoutes()...)
 	for _, name := range OperatorCommands {
 		routes = append(routes, route{method: "POST", pattern: "/api/v1/records/{id}/" + name, role: RoleOperator, handler: s.commandFor(name)})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/audit"
+	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/rules"
 )
@@ -138,6 +139,10 @@ type Server struct {
 	metrics  *httpMetrics
 	routes   []route
 	runOnce  sync.Once
+
+	// batchStore is Config.Batches through the KV layer (batches).
+	batchOnce  sync.Once
+	batchStore *kvstore.Store[batchEntry]
 }
 
 // New returns a Server for cfg.

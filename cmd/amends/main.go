@@ -139,7 +139,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 		newPrepareCmd(a), newForcePrepareCmd(a), newRetrySpecCmd(a), newMarkRecoverableCmd(a), newChangeFunctionCmd(a))
 	root.AddCommand(newNotifyCmd(a))
 	root.AddCommand(newRulesCmd(a))
-	root.AddCommand(newTokenCmd(a), newAuditCmd(a))
+	root.AddCommand(newTokenCmd(a), newAuditCmd(a), newRepairCmd(a))
 	return root
 }
 

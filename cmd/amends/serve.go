@@ -37,7 +37,17 @@ index), the retry scheduler (--scheduler; one active instance across
 servers, elected with a lease) and the HTTP API on --http: /api/v1 (see
 /api/v1/openapi.json), /metrics, /healthz and /readyz. /readyz answers 503
 until NATS is connected, the index is loaded and JetStream acknowledges a
-write to the amends_health bucket (checked at most once a second).
+write to the amends_health bucket (checked at most once a second), and
+while a bucket has settings other than the ones serve needs.
+
+Buckets: amends never reconfigures an existing bucket on its own. A bucket
+whose settings differ (the scheduler's lease with another TTL, the views
+with other replicas or storage) is used as it is, logged and reported by
+/readyz; --repair-buckets changes their settings in place where JetStream
+allows it, or deletes and creates again a bucket whose content is rebuilt
+(the views, which are then projected again) or transient (the lease), at
+start, before anything uses them. Entries of a bucket that do not validate
+are skipped and shown by amends quarantine list; see amends repair.
 
 The API closes connections idle for 60s and gives each write 60s; it holds
 at most --http-max-connections connections, closing the longest-idle one
@@ -94,6 +104,8 @@ type serveFlags struct {
 	batch       int
 	concurrency int
 	leaseTTL    time.Duration
+
+	repairBuckets bool
 
 	notify notifyFlags
 	sec    httpSecFlags
@@ -154,6 +166,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "most records prepared per pass, 1 to 10000")
 	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once, 1 to 256")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
+	fs.BoolVar(&f.repairBuckets, "repair-buckets", false, "at start, bring buckets with other settings to the ones serve needs (in place, or deleted and created again when their content is rebuilt or transient); see Buckets")
 	f.notify.add(fs)
 	f.sec.add(fs)
 	annotateEnv(fs)
@@ -307,6 +320,8 @@ type serveConfig struct {
 	httpMaxConns int
 	// scheduler configures the scheduler; nil disables it.
 	scheduler *schedulerConfig
+	// repairBuckets repairs the settings of mismatched buckets at start.
+	repairBuckets bool
 	// notify configures notifications; nil disables them.
 	notify *notify.Config
 

@@ -35,8 +35,21 @@ const shutdownTimeout = 15 * time.Second
 // election); ctx bounds start-up only, the components run on their own.
 func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstream.JetStream, store *jsstore.Store, logger *slog.Logger) ([]component, string, error) {
 	startup := logger.With("component", "startup")
+	mismatch := &mismatches{}
+	if cfg.repairBuckets {
+		if err := repairBuckets(ctx, cfg, js, startup); err != nil {
+			return nil, "", err
+		}
+	}
 	views, err := retryOpen(ctx, startup, "the views bucket "+projection.DefaultBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return projection.OpenViews(ctx, js, projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))
+		views, err := projection.OpenViews(ctx, js, projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))
+		if errors.Is(err, projection.ErrIncompatibleBucket) {
+			// Used as it is (projected views work on any settings),
+			// reported by /readyz until repaired.
+			mismatch.add(startup, "views", err)
+			return js.KeyValue(ctx, projection.DefaultBucket)
+		}
+		return views, err
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("projection: %w", err)
@@ -49,7 +62,8 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if err != nil {
 		return nil, "", err
 	}
-	index, err := projection.NewIndex(views, store)
+	index, err := projection.NewIndex(views, store, projection.WithReprojector(proj), projection.WithIndexQuarantine(quar),
+		projection.WithIndexLogger(logger.With("component", "index")))
 	if err != nil {
 		return nil, "", err
 	}
@@ -72,7 +86,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		metrics.Records(index), metrics.Projector(proj), metrics.Quarantine(quar),
 		metrics.Failures(index, nil))
 	components := []component{{"projector", proj.Run}, {"index", index.Run}}
-	in, err := openIntel(ctx, cfg, js, startup, logger)
+	in, err := openIntel(ctx, cfg, js, quar, startup, logger)
 	if err != nil {
 		return nil, "", err
 	}
@@ -80,18 +94,21 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 
 	if sc := cfg.scheduler; sc != nil {
 		leases, err := retryOpen(ctx, startup, "the lease bucket "+scheduler.DefaultLeaseBucket, func(ctx context.Context) (*scheduler.Leases, error) {
-			return scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
+			leases, err := scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
+			if errors.Is(err, scheduler.ErrIncompatibleBucket) {
+				// Every serve shares the lease: go on with the bucket's own
+				// TTL, so that they agree, and report it until repaired.
+				mismatch.add(startup, "lease", fmt.Errorf("--lease-ttl %s (or --replicas %d): %w", show(sc.leaseTTL), cfg.replicas, err))
+				return scheduler.BindLeases(ctx, js, scheduler.DefaultLeaseBucket)
+			}
+			return leases, err
 		})
-		if errors.Is(err, scheduler.ErrIncompatibleBucket) {
-			return nil, "", fmt.Errorf("--lease-ttl %s (or --replicas %d): %w; every serve shares the lease bucket, so use the settings it was created with, or delete it (nats kv del %s) while no serve runs",
-				show(sc.leaseTTL), cfg.replicas, err, scheduler.DefaultLeaseBucket)
-		}
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
 		sched, err := scheduler.New(index, svc, leases, append([]scheduler.Option{
 			scheduler.WithPeriod(sc.period), scheduler.WithInitialDelay(sc.delay), scheduler.WithBatch(sc.batch),
-			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler"))},
+			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler")), scheduler.WithReprojector(proj)},
 			in.schedulerOptions(index)...)...)
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
@@ -107,7 +124,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	components = append(components, notifier...)
 
 	ordering, err := retryOpen(ctx, startup, "the holds and replays buckets", func(ctx context.Context) (*server.Ordering, error) {
-		return openOrdering(ctx, js, store, svc, cfg.replicas)
+		return openOrdering(ctx, js, store, svc, quar, cfg.replicas)
 	})
 	if err != nil {
 		return nil, "", err
@@ -129,7 +146,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering, Rules: in.rules,
 		Logger: httpLog, Sessions: sessions, Audit: auditLog, OIDC: cfg.oidc,
 		AllowedHosts: cfg.allowedHosts, TrustedProxies: cfg.trustedProxies,
-		Ready: readiness(natsConnected(nc), indexCurrent(index), probe.check),
+		Ready: readiness(natsConnected(nc), indexCurrent(index), probe.check, mismatch.check),
 	}
 	if components, err = withDashboard(&apiCfg, components, index, store, views, auditLog, logger); err != nil {
 		return nil, "", err

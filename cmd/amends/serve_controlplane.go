@@ -10,6 +10,7 @@ import (
 
 // controlPlane validates the API and scheduler flags into cfg.
 func (f *serveFlags) controlPlane(cfg *serveConfig, env func(string) (string, bool), logger *slog.Logger) error {
+	cfg.repairBuckets = f.repairBuckets
 	if f.tokensFile != "" {
 		tokens, err := server.LoadTokens(f.tokensFile)
 		if err != nil {
