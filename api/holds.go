@@ -25,6 +25,20 @@ type Hold struct {
 	Released      *HoldAudit  `json:"released,omitempty"`
 	Skipped       []HeldSkip  `json:"skipped,omitempty"`
 	Claim         *HoldClaim  `json:"claim,omitempty"`
+	// Recovered is set on a hold written in place of a stored one that did
+	// not validate (garbage, truncated, under another key): its head is
+	// unknown (Head.Record empty), so it waits for an operator's release,
+	// and it holds the aggregate's events from then on.
+	Recovered *HoldRecovery `json:"recovered,omitempty"`
+}
+
+// HoldRecovery says what a recovered hold replaced: the revision of the
+// stored value that did not validate, why, and when it was replaced
+// (epoch ms).
+type HoldRecovery struct {
+	Revision uint64 `json:"revision"`
+	Reason   string `json:"reason"`
+	At       int64  `json:"at"`
 }
 
 // HoldHead is the failure a hold waits on.
@@ -111,6 +125,10 @@ type HoldSummary struct {
 	// Since is when the hold began (epoch ms).
 	Since     int64 `json:"since"`
 	Releasing bool  `json:"releasing"`
+	// Recovered is the reason of a recovered hold (Hold.Recovered): the
+	// stored value did not validate; release it once the aggregate's state
+	// is checked.
+	Recovered string `json:"recovered,omitempty"`
 }
 
 // Summary returns h as a list shows it.
@@ -118,6 +136,9 @@ func (h *Hold) Summary() HoldSummary {
 	s := HoldSummary{Key: h.Key(), Context: h.Context, Processor: h.Processor, Function: h.Function,
 		AggregateType: h.AggregateType, AggregateID: h.AggregateID, HeadRecord: h.Head.Record, HeadVersion: h.Head.Version,
 		Held: len(h.Held), Since: h.Head.Since, Releasing: h.Releasing}
+	if h.Recovered != nil {
+		s.Recovered = h.Recovered.Reason
+	}
 	if n := len(h.Held); n > 0 {
 		s.OldestVersion, s.NewestVersion = h.Held[0].Version, h.Held[n-1].Version
 	}

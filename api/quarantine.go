@@ -23,9 +23,18 @@ const (
 	// QuarantineRetriesExhausted: an error that might have been transient
 	// persisted through the bounded number of deliveries.
 	QuarantineRetriesExhausted QuarantineReason = "retries_exhausted"
+	// QuarantineInvalidEntry: a KV bucket holds an entry (a value, or its
+	// key) that its decoder refuses; it is skipped, never acted on.
+	QuarantineInvalidEntry QuarantineReason = "invalid_entry"
 )
 
-// QuarantineEntry is one quarantined message.
+// QuarantineKindKV is the Kind of an entry about a KV bucket's entry.
+const QuarantineKindKV = "kv"
+
+// QuarantineEntry is one quarantined message, or (Kind "kv") one invalid
+// entry of a KV bucket: then Bucket and Key name it, Stream is the
+// bucket's stream (KV_<bucket>), Seq its revision, Consumer the bucket and
+// Deliveries 0.
 type QuarantineEntry struct {
 	// ID is the entry's sequence in the quarantine stream: a page's
 	// cursor.
@@ -44,6 +53,11 @@ type QuarantineEntry struct {
 	Deliveries uint64 `json:"deliveries"`
 	// At is when it was quarantined, in epoch ms.
 	At int64 `json:"at"`
+	// Kind is "" for a message, QuarantineKindKV for a bucket's entry.
+	Kind string `json:"kind,omitempty"`
+	// Bucket and Key name the bucket's entry (Kind "kv").
+	Bucket string `json:"bucket,omitempty"`
+	Key    string `json:"key,omitempty"`
 }
 
 // QuarantineQuery is a request of GET /api/v1/quarantine.

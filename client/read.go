@@ -62,6 +62,16 @@ func (c *Client) Quarantine(ctx context.Context, q api.QuarantineQuery) (api.Qua
 	return p, c.get(ctx, "/api/v1/quarantine"+query(q.Values()), &p)
 }
 
+// Audit returns a page of the audit log, oldest first: refused
+// credentials, clients over their budget of them, sign-ins and sign-outs,
+// and reads of original events. It needs an operator token. A server that
+// keeps no audit log answers a *Error with Status 404; a bad parameter is a
+// *Error with Status 400 naming it.
+func (c *Client) Audit(ctx context.Context, q api.AuditQuery) (api.AuditPage, error) {
+	var p api.AuditPage
+	return p, c.get(ctx, "/api/v1/audit"+query(q.Values()), &p)
+}
+
 // noNow refuses a filter with a Now, which only batches take.
 func noNow(f api.Filter) error {
 	if !f.Now.IsZero() {

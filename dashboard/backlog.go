@@ -86,6 +86,9 @@ type Backlog struct {
 	Samples []Sample `json:"samples"`
 }
 
-func (d *Dashboard) backlog(w http.ResponseWriter, _ *http.Request) {
+func (d *Dashboard) backlog(w http.ResponseWriter, r *http.Request) {
+	if !checkQuery(w, r) {
+		return
+	}
 	writeJSON(w, http.StatusOK, Backlog{PeriodMs: d.cfg.Sample.Milliseconds(), Samples: d.trend.samples()})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
 )
@@ -60,6 +61,16 @@ type Config struct {
 	// MaxStreams bounds the live streams open at once (default 64); more
 	// are answered 503.
 	MaxStreams int
+	// Audit, if set, records every read of an original event (who read
+	// which record's payload, from where) before the event is sent; a read
+	// that cannot be recorded is answered 503, never sent unrecorded.
+	// *audit.Log satisfies it.
+	Audit Auditor
+}
+
+// Auditor records audit entries.
+type Auditor interface {
+	Record(ctx context.Context, e audit.Entry) error
 }
 
 // Dashboard serves the pages and the browser-only data. It implements

@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/server"
 )
 
 // OriginalEvent is the body of GET /ui/v1/records/{id}/event: the event
@@ -31,7 +33,7 @@ type OriginalEvent struct {
 func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if err := eventstore.ValidateID("id", id); err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequest", strings.TrimPrefix(err.Error(), "eventstore: "), map[string]any{"field": "id"})
+		writeError(w, http.StatusBadRequest, "BadRequest", strings.TrimSuffix(err.Error(), ": "+eventstore.ErrInvalid.Error()), map[string]any{"field": "id"})
 		return "", false
 	}
 	return id, true
@@ -56,6 +58,9 @@ func (d *Dashboard) record(w http.ResponseWriter, r *http.Request) (projection.V
 }
 
 func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
+	if !checkQuery(w, r) {
+		return
+	}
 	v, ok := d.record(w, r)
 	if !ok {
 		return
@@ -69,6 +74,17 @@ func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "Unavailable", "the event store could not be read now; try again in a moment", nil)
 		return
+	}
+	if d.cfg.Audit != nil {
+		e := audit.Entry{Kind: audit.KindEventRead, Method: r.Method, Route: r.Pattern, Record: v.State.ID, Event: v.State.EventID.ID}
+		if who, ok := server.RequesterFrom(r.Context()); ok {
+			e.Actor, e.Role, e.Client = who.Name, string(who.Role), who.Client
+		}
+		if err := d.cfg.Audit.Record(r.Context(), e); err != nil {
+			d.log.Warn("dashboard: a read of an original event could not be audited; refused", "record", v.State.ID, "err", err)
+			writeError(w, http.StatusServiceUnavailable, "Unavailable", "the read of the original event could not be written to the audit log, so it is not shown; try again in a moment", nil)
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, OriginalEvent{
 		StreamID: st.ID, Aggregate: st.Aggregate, Version: st.Version, Seq: st.Seq, CreateTime: st.CreateTime,

@@ -58,10 +58,12 @@ func TestPagesCarryAStrictCSPAndNoInlineCode(t *testing.T) {
 	}
 	assert.Contains(t, dashboard.ContentSecurityPolicy, "script-src 'self';")
 	assert.NotContains(t, dashboard.ContentSecurityPolicy, "unsafe")
-	for _, path := range []string{"/assets/", "/assets/index.html", "/assets/nope.js", "/assets/..%2fdashboard.go", "/nope"} {
+	for _, path := range []string{"/assets/", "/assets/index.html", "/assets/nope.js", "/nope"} {
 		resp, _ := get(t, s, path)
 		assert.Equal(t, http.StatusNotFound, resp.StatusCode, path)
 	}
+	resp, _ := get(t, s, "/assets/..%2fdashboard.go")
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "a traversal is refused as a path that is not canonical")
 }
 
 // readEvent reads the next server-sent event of name from r.
@@ -181,4 +183,35 @@ func TestOriginalEventAndSchedule(t *testing.T) {
 	assert.Contains(t, body, "no ExecutionFailed record with id no-such-record")
 	resp, _ = get(t, s, "/ui/v1/records/"+strings.Repeat("x", 300)+"/schedule")
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
+
+// The browser-only data refuses what it does not take, and an invalid id
+// is told in words, not as the event store's sentinel ("eventstore:
+// invalid").
+func TestDataRefusesUnknownParametersAndExplainsBadIDs(t *testing.T) {
+	s := newStack(t, 1, 0, false)
+	for _, c := range []struct{ path, field string }{
+		{"/ui/v1/live?x=1", "x"},
+		{"/ui/v1/backlog?x=1", "x"},
+		{"/ui/v1/records/" + s.greylisted[0] + "/event?x=1", "x"},
+		{"/ui/v1/records/" + s.greylisted[0] + "/schedule?maxRetries=3&x=1", "x"},
+		{"/ui/v1/records/" + s.greylisted[0] + "/schedule?maxRetries=3&maxRetries=4", "maxRetries"},
+		{"/ui/v1/backlog?%zz", "query"},
+	} {
+		resp, body := get(t, s, c.path)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", c.path, body)
+		var e struct {
+			Code    string         `json:"code"`
+			Message string         `json:"message"`
+			Details map[string]any `json:"details"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &e), body)
+		assert.Equal(t, c.field, e.Details["field"], c.path)
+	}
+	resp, body := get(t, s, "/ui/v1/records/%ff/event")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.NotContains(t, body, "eventstore")
+	assert.Contains(t, body, "not valid UTF-8")
+	resp, _ = get(t, s, "/ui/v1/records/"+s.greylisted[0]+"/schedule?maxRetries=3")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a parameter it takes still works")
 }

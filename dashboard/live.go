@@ -279,6 +279,9 @@ func (d *Dashboard) watchOnce(ctx context.Context, changes chan<- change) error 
 // the last counts at once, then every change, with a comment every 15s to
 // keep proxies from closing the stream.
 func (d *Dashboard) live(w http.ResponseWriter, r *http.Request) {
+	if !checkQuery(w, r) {
+		return
+	}
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, http.StatusInternalServerError, "NoStreaming", "this connection cannot stream events", nil)

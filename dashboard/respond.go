@@ -3,6 +3,10 @@ package dashboard
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -34,4 +38,37 @@ func clip(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s + "…"
+}
+
+// checkQuery answers 400 and returns false if r's query is malformed, has
+// a parameter outside allowed or gives one twice: a typo is not silently
+// ignored.
+func checkQuery(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
+	if r.URL.RawQuery == "" {
+		return true
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequest", "the query is not valid URL encoding; escape % as %25", map[string]any{"field": "query"})
+		return false
+	}
+	for k, vs := range q {
+		switch {
+		case !slices.Contains(allowed, k):
+			takes := "none"
+			if len(allowed) > 0 {
+				takes = strings.Join(allowed, ", ")
+			}
+			field := k
+			if field == "" || !utf8.ValidString(field) {
+				field = "query"
+			}
+			writeError(w, http.StatusBadRequest, "BadRequest", "unknown query parameter "+strconv.Quote(clip(k))+"; "+r.URL.Path+" takes "+takes, map[string]any{"field": clip(field)})
+			return false
+		case len(vs) > 1:
+			writeError(w, http.StatusBadRequest, "BadRequest", "query parameter "+k+" is given "+strconv.Itoa(len(vs))+" times; give it once", map[string]any{"field": k})
+			return false
+		}
+	}
+	return true
 }

@@ -97,6 +97,9 @@ func errorMessage(err error) string {
 // spec of the query's maxRetries, minBackoff and executionTimeout (a
 // preview of apply-retry-spec; each missing one keeps the record's).
 func (d *Dashboard) schedule(w http.ResponseWriter, r *http.Request) {
+	if !checkQuery(w, r, "maxRetries", "minBackoff", "executionTimeout") {
+		return
+	}
 	v, ok := d.record(w, r)
 	if !ok {
 		return

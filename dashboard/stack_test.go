@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	crdb "github.com/cockroachdb/errors"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -22,6 +24,7 @@ import (
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/recorder"
 	"github.com/amends-dev/amends/server"
 )
@@ -40,6 +43,7 @@ type stack struct {
 	index *projection.Index
 	svc   *aggregate.Service
 	http  *httptest.Server
+	quar  *quarantine.Quarantine
 	// circuits are the functions' circuits the processor and the API share.
 	circuits *circuit.Store
 	// greylisted and full are the record ids of the orders placed while
@@ -64,10 +68,22 @@ func background(tb testing.TB, run func(context.Context) error) {
 
 var mailer = aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: orders.Context, ProcessorName: "Mailer", Name: "confirmOrder"}
 
+// stackOption changes a stack before it serves: its server's config, or
+// TLS.
+type stackOption func(*stackSetup)
+
+type stackSetup struct {
+	cfg  *server.Config
+	dash *dashboard.Config
+	js   jetstream.JetStream
+	// tls, if set, serves HTTPS with it.
+	tls *tls.Config
+}
+
 // newStack starts the stack with greylisted orders whose mails failed
 // (recoverable) and full ones (unrecoverable). With tokens, it has a
 // viewer and an operator token; without, it is the loopback local mode.
-func newStack(tb testing.TB, greylisted, full int, tokens bool) *stack {
+func newStack(tb testing.TB, greylisted, full int, tokens bool, opts ...stackOption) *stack {
 	tb.Helper()
 	ctx := tb.Context()
 	_, js := natstest.New(tb).Connect()
@@ -99,20 +115,33 @@ func newStack(tb testing.TB, greylisted, full int, tokens bool) *stack {
 	batches, err := server.OpenBatches(ctx, js, 1)
 	require.NoError(tb, err)
 	s.svc = aggregate.NewService(store)
-	d, err := dashboard.New(dashboard.Config{Index: s.index, Events: store, Changes: views, Logger: quiet(), Refresh: time.Second, Debounce: 50 * time.Millisecond})
-	require.NoError(tb, err)
-	background(tb, d.Run)
+	dcfg := dashboard.Config{Index: s.index, Events: store, Changes: views, Logger: quiet(), Refresh: time.Second, Debounce: 50 * time.Millisecond}
+	s.quar = proj.Quarantine()
 	s.circuits, err = circuit.OpenStore(ctx, js)
 	require.NoError(tb, err)
 	watcher := s.circuits.Watcher("", quiet(), nil)
 	background(tb, watcher.Run)
-	cfg := server.Config{Queries: s.index, Commands: s.svc, Batches: batches, Dashboard: d, Logger: quiet(),
+	cfg := server.Config{Queries: s.index, Commands: s.svc, Batches: batches, Logger: quiet(), Quarantine: s.quar,
 		Circuits: &server.Circuits{Watcher: watcher, Store: s.circuits}}
 	if tokens {
 		cfg.Tokens, err = server.ParseTokens("alice:viewer:" + viewerToken + "\nbob:operator:" + operatorToken)
 		require.NoError(tb, err)
 	}
-	s.http = httptest.NewServer(server.New(cfg).Handler())
+	setup := stackSetup{cfg: &cfg, dash: &dcfg, js: js}
+	for _, o := range opts {
+		o(&setup)
+	}
+	d, err := dashboard.New(dcfg)
+	require.NoError(tb, err)
+	background(tb, d.Run)
+	cfg.Dashboard = d
+	s.http = httptest.NewUnstartedServer(server.New(cfg).Handler())
+	if setup.tls != nil {
+		s.http.TLS = setup.tls
+		s.http.StartTLS()
+	} else {
+		s.http.Start()
+	}
 	tb.Cleanup(s.http.Close)
 
 	place := func(prefix string, n int, fail error) []string {

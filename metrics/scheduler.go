@@ -24,7 +24,7 @@ func Scheduler(s *scheduler.Scheduler, due DueIndex) prometheus.Collector {
 }
 
 func schedulerCollector(stats func() scheduler.Stats, due DueIndex, now func() time.Time) prometheus.Collector {
-	prepares := desc("scheduler_prepares_total", "Prepares the scheduler sent, by result (prepared, rejected because the record moved on, duplicate, failed).", "result")
+	prepares := desc("scheduler_prepares_total", "Prepares the scheduler sent, by result (prepared, rejected because the record moved on, duplicate, failed, missing: the record of a due view does not exist).", "result")
 	passes := desc("scheduler_passes_total", "Scheduler passes run as the lease holder.")
 	active := desc("scheduler_active", "1 if this instance holds the scheduler lease.")
 	leases := desc("scheduler_lease_changes_total", "Lease acquisitions and losses of this instance.", "change")
@@ -44,7 +44,7 @@ func schedulerCollector(stats func() scheduler.Stats, due DueIndex, now func() t
 			gauge(held, float64(s.Held)), counter(releases, s.Releases.Started, "started"), counter(releases, s.Releases.Steps, "step"),
 			counter(releases, s.Releases.Prepared, "prepared"), counter(releases, s.Releases.Halted, "halted"), counter(releases, s.Releases.Done, "done"),
 			counter(prepares, s.Prepared, "prepared"), counter(prepares, s.Rejected, "rejected"),
-			counter(prepares, s.Duplicates, "duplicate"), counter(prepares, s.Failed, "failed"),
+			counter(prepares, s.Duplicates, "duplicate"), counter(prepares, s.Failed, "failed"), counter(prepares, s.Missing, "missing"),
 			counter(passes, s.Passes), counter(leases, s.Acquired, "acquired"), counter(leases, s.Lost, "lost"),
 			counter(skipped, s.Skipped), gauge(backingOff, float64(s.BackingOff)),
 		}

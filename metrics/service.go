@@ -11,8 +11,10 @@ import (
 // the function consumers (amends_processor_messages_total) and of the
 // replay consumer (amends_processor_replay_messages_total, which reads
 // every command of every record), replays, and executions per function
-// (calls, successes, failures, immediate retries, replays), with the
-// bounded context as a label.
+// (calls, successes, failures, immediate retries, replays, failures
+// recorded without their retries because the consumer was near full, and
+// calls not made again on a message that came back because the function
+// was done on it), with the bounded context as a label.
 func Processor(p *processor.Processor) prometheus.Collector {
 	msgs, replayMsgs := processorMessageDescs()
 	replays := desc("processor_replays_total", "Prepared compensations of this context, by what happened.", "context", "result")
@@ -29,7 +31,7 @@ func Processor(p *processor.Processor) prometheus.Collector {
 				continue
 			}
 			for result, v := range map[string]uint64{"call": s.Calls.Load(), "succeeded": s.Succeeded.Load(), "failed": s.Failed.Load(),
-				"immediate_retry": s.Retries.Load(), "replayed": s.Replayed.Load()} {
+				"immediate_retry": s.Retries.Load(), "replayed": s.Replayed.Load(), "retries_shed": s.RetriesShed.Load(), "skipped_done": s.Skipped.Load()} {
 				out = append(out, counter(fn, v, c, f.ProcessorName, f.Name, result))
 			}
 		}

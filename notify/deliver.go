@@ -16,6 +16,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -85,13 +86,13 @@ func (n *Notifier) notify(ctx context.Context, st *eventstore.Stream, note *Noti
 
 var errTransient = errors.New("transient")
 
-func (n *Notifier) dedupKV() jetstream.KeyValue {
+func (n *Notifier) dedupKV() *kvstore.Store[claim] {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.dedup
 }
 
-func (n *Notifier) digestKV() jetstream.KeyValue {
+func (n *Notifier) digestKV() *kvstore.Store[digestEntry] {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.digest

@@ -2,8 +2,6 @@ package notify
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/internal/kvwatch"
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // DefaultDigestBucket is the KV bucket of digest state.
@@ -80,60 +78,96 @@ func transition(g group) (DigestGroup, string, bool) {
 	return d, statusFailing, true
 }
 
-// OpenDigest returns the digest bucket, creating it if missing.
-func OpenDigest(ctx context.Context, js jetstream.JetStream, replicas int, storage jetstream.StorageType) (jetstream.KeyValue, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+// digestSpec is the digest bucket.
+func digestSpec(replicas int, storage jetstream.StorageType) kvstore.Spec {
+	return kvstore.Spec{Config: jetstream.KeyValueConfig{
 		Bucket: DefaultDigestBucket, Description: "amends: notification digest state per function and error code",
 		History: 1, Replicas: max(replicas, 1), Storage: storage,
-	})
+	}, MaxValue: 8 << 10}
+}
+
+// openDigest returns the digest bucket, creating it if missing.
+func openDigest(ctx context.Context, js jetstream.JetStream, replicas int, storage jetstream.StorageType, opts ...kvstore.Option) (*kvstore.Store[digestEntry], error) {
+	b, err := kvstore.Open(ctx, js, digestSpec(replicas, storage), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("open the digest bucket %s: %w", DefaultDigestBucket, err)
 	}
-	return kv, nil
+	return kvstore.For(b, digestCodec), nil
 }
 
-func groupKey(function, code string) string {
-	sum := sha256.Sum256([]byte(function + "\x00" + code))
-	return "g_" + hex.EncodeToString(sum[:20])
+// digestEntry is a value of the digest bucket: a group (keys g_...) or
+// the meta entry (key "meta").
+type digestEntry struct {
+	group *group
+	meta  *digestMetaEntry
 }
 
-// updateGroup applies fn to the stored group with compare-and-set.
-func updateGroup(ctx context.Context, kv jetstream.KeyValue, key string, fn func(*group)) error {
-	for range 32 {
+var digestCodec = kvstore.Codec[digestEntry]{
+	Decode: decodeDigest,
+	Encode: func(d digestEntry) ([]byte, error) {
+		if d.meta != nil {
+			return json.Marshal(d.meta)
+		}
+		return json.Marshal(d.group)
+	},
+}
+
+var groupStatuses = []string{"", statusFailing, statusResolved}
+
+// decodeDigest reads an entry of the digest bucket: the meta entry, whose
+// time of the last digest is not negative (one more than a minute after
+// now is treated as absent, so that a digest is due rather than never
+// again; the entry is reported), or a group under a group key (groupKey),
+// with a function and error code of bounded length and a known status.
+func decodeDigest(e kvstore.Entry) (digestEntry, error) {
+	if e.Key == digestMeta {
+		var m digestMetaEntry
+		if err := json.Unmarshal(e.Value, &m); err != nil {
+			return digestEntry{}, kvstore.Invalid("", "not the digest's meta entry in JSON: %v", err)
+		}
+		if err := kvstore.Within("last", m.Last, e.Now, maxSkew); err != nil {
+			return digestEntry{meta: &digestMetaEntry{}}, kvstore.Ignore("last", "%s", strings.TrimPrefix(err.Error(), "last: "))
+		}
+		return digestEntry{meta: &m}, nil
+	}
+	if !kvstore.IsHash("g_", e.Key) {
+		return digestEntry{}, kvstore.Invalid("key", "is neither %s nor a group key (g_ and 40 hexadecimal digits)", digestMeta)
+	}
+	var g group
+	if err := json.Unmarshal(e.Value, &g); err != nil {
+		return digestEntry{}, kvstore.Invalid("", "not a digest group in JSON: %v", err)
+	}
+	if err := kvstore.Text("function", g.Function, 1024, true); err != nil {
+		return digestEntry{}, err
+	}
+	if err := kvstore.Text("errorCode", g.ErrorCode, 1024, false); err != nil {
+		return digestEntry{}, err
+	}
+	if err := kvstore.OneOf("status", g.Status, groupStatuses...); err != nil {
+		return digestEntry{}, err
+	}
+	return digestEntry{group: &g}, nil
+}
+
+func groupKey(function, code string) string { return kvstore.Hash("g_", function, code) }
+
+// updateGroup applies fn to the stored group with compare-and-set (the
+// bucket's Change loop); a stored group that does not validate starts
+// again from zero.
+func updateGroup(ctx context.Context, kv *kvstore.Store[digestEntry], key string, fn func(*group)) error {
+	_, _, err := kv.Change(ctx, key, func(cur kvstore.Current[digestEntry]) (digestEntry, kvstore.Action, error) {
 		var g group
-		var rev uint64
-		e, err := kv.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return err
-		default:
-			rev = e.Revision()
-			if json.Unmarshal(e.Value(), &g) != nil {
-				g = group{}
-			}
+		if cur.Exists() && cur.Value.group != nil {
+			g = *cur.Value.group
 		}
 		fn(&g)
-		data, _ := json.Marshal(g)
-		if rev == 0 {
-			_, err = kv.Create(ctx, key, data)
-		} else {
-			_, err = kv.Update(ctx, key, data, rev)
-		}
-		if err == nil || !(errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err)) {
-			return err
-		}
-	}
-	return errors.New("digest group kept changing")
-}
-
-func isWrongSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+		return digestEntry{group: &g}, kvstore.Write, nil
+	})
+	return err
 }
 
 // countDigest counts n's failure or success in its group.
-func countDigest(ctx context.Context, kv jetstream.KeyValue, n *Notification) error {
+func countDigest(ctx context.Context, kv *kvstore.Store[digestEntry], n *Notification) error {
 	if n.Record == nil || (n.Type != TypeCreated && n.Type != TypeApplied && n.Type != TypeSucceeded) {
 		return nil
 	}
@@ -161,42 +195,29 @@ type digestMetaEntry struct {
 // bucket's meta entry), and returns its notification and a commit
 // function that resets the groups' counters once it is delivered. ok is
 // false when no digest is due or there is nothing to report.
-func collectDigest(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, interval time.Duration, now time.Time) (*Notification, func(context.Context) error, bool, error) {
-	e, err := kv.Get(ctx, digestMeta)
-	var rev uint64
+func collectDigest(ctx context.Context, kv *kvstore.Store[digestEntry], interval time.Duration, now time.Time) (*Notification, func(context.Context) error, bool, error) {
+	e, rev, err := kv.Get(ctx, digestMeta)
 	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case errors.Is(err, kvstore.ErrNotFound):
+	case errors.Is(err, kvstore.ErrInvalid):
+		// A meta entry that does not validate is replaced: a digest is due.
 	case err != nil:
 		return nil, nil, false, err
-	default:
-		var m digestMetaEntry
-		_ = json.Unmarshal(e.Value(), &m)
-		if now.Sub(time.UnixMilli(m.Last)) < interval {
-			return nil, nil, false, nil
-		}
-		rev = e.Revision()
-	}
-	keys, err := kvwatch.Keys(ctx, js, kv, ">") // not ListKeys: groups being counted would be missed
-	if err != nil {
-		return nil, nil, false, err
+	case e.meta != nil && now.UnixMilli()-e.meta.Last < interval.Milliseconds():
+		return nil, nil, false, nil
 	}
 	type read struct {
 		key string
 		g   group
 	}
 	var groups []read
-	for _, k := range keys {
-		if !strings.HasPrefix(k, "g_") || len(groups) >= maxDigestGroups {
-			continue
+	err = kv.Scan(ctx, ">", func(k string, d digestEntry, _ uint64, err error) { // not ListKeys: groups being counted would be missed
+		if err == nil && d.group != nil && len(groups) < maxDigestGroups {
+			groups = append(groups, read{k, *d.group})
 		}
-		ge, err := kv.Get(ctx, k)
-		if err != nil {
-			continue
-		}
-		var g group
-		if json.Unmarshal(ge.Value(), &g) == nil {
-			groups = append(groups, read{k, g})
-		}
+	})
+	if err != nil {
+		return nil, nil, false, err
 	}
 	var out []DigestGroup
 	var changed []read
@@ -209,7 +230,7 @@ func collectDigest(ctx context.Context, js jetstream.JetStream, kv jetstream.Key
 	if len(out) == 0 {
 		return nil, nil, false, nil // nothing to say: the interval stays open
 	}
-	meta, _ := json.Marshal(digestMetaEntry{Last: now.UnixMilli()})
+	meta := digestEntry{meta: &digestMetaEntry{Last: now.UnixMilli()}}
 	if rev == 0 {
 		_, err = kv.Create(ctx, digestMeta, meta)
 	} else {
@@ -233,6 +254,7 @@ func collectDigest(ctx context.Context, js jetstream.JetStream, kv jetstream.Key
 		for _, r := range changed {
 			_, status, _ := transition(r.g)
 			errs = append(errs, updateGroup(ctx, kv, r.key, func(g *group) {
+				g.Function, g.ErrorCode = r.g.Function, r.g.ErrorCode
 				g.Failures -= min(g.Failures, r.g.Failures)
 				g.Successes -= min(g.Successes, r.g.Successes)
 				g.Status = status
@@ -271,7 +293,7 @@ func (n *Notifier) SendDigest(ctx context.Context) (bool, error) {
 	if n.cfg.Digest == nil || kv == nil {
 		return false, nil
 	}
-	note, commit, ok, err := collectDigest(ctx, n.js, kv, n.cfg.Digest.Interval.Duration, n.opts.clock.Now())
+	note, commit, ok, err := collectDigest(ctx, kv, n.cfg.Digest.Interval.Duration, n.opts.clock.Now())
 	if err != nil || !ok {
 		return false, err
 	}

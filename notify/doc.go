@@ -27,7 +27,9 @@
 // the destination if any resolved address is loopback, private,
 // link-local, CGNAT, ULA, multicast, unspecified or an IPv4-mapped form of
 // them (unless the host name is on the allow-list), connects to the
-// checked address, and follows no redirect.
+// checked address, and follows no redirect. Short and numeric IPv4
+// spellings ("127.1", "0x7f000001") and localhost names are read as the
+// loopback they are, never looked up.
 //
 // De-duplication: a dedup key "<event type>:<function>:<record id>:<error
 // code>" is claimed per endpoint in a KV bucket (DefaultDedupBucket); a

@@ -111,7 +111,10 @@ func allZero(b []byte) bool {
 // (SSRF): only http and https, every resolved address outside the refused
 // ranges (loopback, private, link-local, CGNAT, ULA, multicast,
 // unspecified, and IPv4-mapped forms of them), unless the host name is on
-// the exact-match allow-list. Its Transport connects to the addresses it
+// the exact-match allow-list. A host is read as the address it spells
+// before any lookup, in every form browsers and inet_aton accept ("127.1",
+// "2130706433", "0x7f000001", "0177.0.0.1", a trailing dot), and
+// "localhost" and the names below it are loopback without a lookup. Its Transport connects to the addresses it
 // checked, never resolving again, and its client refuses redirects.
 // A Guard is safe for concurrent use.
 type Guard struct {
@@ -150,9 +153,15 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 		return nil, g.refuse(fmt.Errorf("the URL has no host: %w", ErrRefused))
 	}
 	var addrs []netip.Addr
-	if a, err := netip.ParseAddr(host); err == nil {
-		addrs = []netip.Addr{a}
-	} else {
+	literal, isNumeric, err := parseHostAddr(host)
+	switch {
+	case err != nil:
+		return nil, g.refuse(fmt.Errorf("host %s: %v: %w", host, err, ErrRefused))
+	case isNumeric:
+		addrs = []netip.Addr{literal}
+	case isLocalhost(host) && !g.allow[strings.ToLower(strings.TrimSuffix(host, "."))]:
+		return nil, g.refuse(fmt.Errorf("host %s is a loopback name (localhost and the names below it always mean this machine, RFC 6761): %w", host, ErrRefused))
+	default:
 		ctx, cancel := context.WithTimeout(ctx, g.timeout)
 		defer cancel()
 		addrs, err = g.resolver.LookupNetIP(ctx, "ip", host)

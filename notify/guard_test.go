@@ -162,3 +162,51 @@ func mustURL(t *testing.T, s string) *url.URL {
 	require.NoError(t, err)
 	return u
 }
+
+// Short, numeric, octal and hex spellings of IPv4 addresses, and the
+// loopback names, are read as what they are and refused without a lookup;
+// they used to go to the resolver as names (and fail as NotificationFailed
+// only because none resolved).
+func TestGuardReadsEverySpellingOfAnAddress(t *testing.T) {
+	r := &fakeResolver{hosts: map[string][]string{}}
+	g := NewGuard(r, nil)
+	for host, rng := range map[string]string{
+		"127.1": "loopback", "2130706433": "loopback", "0x7f000001": "loopback", "0X7F000001": "loopback",
+		"0177.0.0.1": "loopback", "0177.1": "loopback", "127.0.0.1.": "loopback", "127.0x0.0.01": "loopback",
+		"10.1": "private", "167772161": "private", "012.0.0.1": "private", "0xa.0.0.1": "private",
+		"169.254.43518": "link-local", "0xA9FEA9FE": "link-local", "0": "unspecified",
+		"localhost": "loopback name", "localhost.": "loopback name", "LOCALHOST": "loopback name", "api.localhost": "loopback name",
+		"[::1]": "loopback",
+	} {
+		t.Run(host, func(t *testing.T) {
+			_, err := g.Check(t.Context(), mustURL(t, "http://"+host+":8080/hook"))
+			require.ErrorIs(t, err, ErrRefused, "%s must be refused", host)
+			assert.Contains(t, err.Error(), rng)
+		})
+	}
+	for _, host := range []string{"1.2.3.256", "1.2.3.4.5", "4294967296", "0x1g.1", "09.1.1.1", "1.2.3.0x100"} {
+		_, err := g.Check(t.Context(), mustURL(t, "http://"+host+"/hook"))
+		require.ErrorIs(t, err, ErrRefused, "%s is no address and no name: refused", host)
+		assert.Contains(t, err.Error(), "no IPv4 address")
+	}
+	assert.Zero(t, r.lookups.Load(), "no spelling of an address reached the resolver")
+
+	// Public addresses spelled short pass, as their dotted form would.
+	addrs, err := g.Check(t.Context(), mustURL(t, "http://1570299906/hook"))
+	require.NoError(t, err)
+	assert.Equal(t, "93.152.224.2", addrs[0].String())
+	addrs, err = g.Check(t.Context(), mustURL(t, "http://8.8.2056/hook"))
+	require.NoError(t, err)
+	assert.Equal(t, "8.8.8.8", addrs[0].String())
+
+	// Names are still names, including ones with digits.
+	r.hosts["1password.example"] = []string{"93.184.216.34"}
+	r.hosts["hooks.123"] = nil
+	_, err = g.Check(t.Context(), mustURL(t, "http://1password.example/hook"))
+	require.NoError(t, err)
+	// An allow-listed loopback name reaches loopback (a receiver on this
+	// machine, by choice).
+	r.hosts["localhost"] = []string{"127.0.0.1"}
+	_, err = NewGuard(r, []string{"localhost"}).Check(t.Context(), mustURL(t, "http://localhost:9000/hook"))
+	require.NoError(t, err)
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -166,8 +167,8 @@ type Notifier struct {
 	metrics *Metrics
 
 	mu     sync.Mutex
-	dedup  jetstream.KeyValue
-	digest jetstream.KeyValue
+	dedup  *kvstore.Store[claim]
+	digest *kvstore.Store[digestEntry]
 }
 
 // New returns a notifier for cfg (see LoadConfig) on the compensation
@@ -256,13 +257,14 @@ func (n *Notifier) open(ctx context.Context) error {
 }
 
 func (n *Notifier) openOnce(ctx context.Context) error {
-	d, err := OpenDedup(ctx, n.js, n.opts.replicas, n.opts.storage)
+	kopts := []kvstore.Option{kvstore.WithRecorder(n.opts.quarantine), kvstore.WithLogger(n.opts.logger), kvstore.WithClock(n.opts.clock.Now)}
+	d, err := openDedup(ctx, n.js, n.opts.replicas, n.opts.storage, kopts...)
 	if err != nil {
 		return err
 	}
-	var g jetstream.KeyValue
+	var g *kvstore.Store[digestEntry]
 	if n.cfg.Digest != nil {
-		if g, err = OpenDigest(ctx, n.js, n.opts.replicas, n.opts.storage); err != nil {
+		if g, err = openDigest(ctx, n.js, n.opts.replicas, n.opts.storage, kopts...); err != nil {
 			return err
 		}
 	}

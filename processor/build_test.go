@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/processor"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 func TestBuildRegistryHeartbeat(t *testing.T) {
@@ -37,4 +38,35 @@ func TestBuildRegistryHeartbeat(t *testing.T) {
 	entries, err = reg.Builds(t.Context())
 	require.NoError(t, err)
 	assert.Empty(t, entries, "a stopped processor removes its entry")
+}
+
+// Finding 11: an odd key in the registry (one nats.go cannot read, or a
+// value that is not an entry) made Builds fail, which stopped deploy
+// releases of every processor until its TTL. It is skipped and
+// quarantined; the other entries are listed.
+func TestBuildRegistrySkipsEntriesThatDoNotValidate(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	q, err := quarantine.New(e.js, quarantine.WithMemoryStorage())
+	require.NoError(t, err)
+	reg, err := processor.OpenBuildRegistry(ctx, e.js, "", 0, 0, processor.WithRegistryQuarantine(q))
+	require.NoError(t, err)
+	good := processor.BuildEntry{Context: "shop", Processor: "Mailer", Instance: "i1", Build: processor.Build{Version: "v1"}, StartedAt: 1, HeartbeatAt: 2}
+	require.NoError(t, reg.Register(ctx, good))
+	for key, value := range map[string]string{
+		"b-ü":                     `{"context":"shop","processor":"P","instance":"x","build":{"version":"v"},"startedAt":1,"heartbeatAt":1}`,
+		"odd":                     `{"context":"shop"}`,
+		"c2hvcA.UA.eA":            `{"context":"shop","processor":"P","instance":"x","build":{"version":""},"startedAt":1,"heartbeatAt":1}`,
+		"c2hvcA.UA.eQ":            `{"context":"shop","processor":"P","instance":"x","build":{"version":"v"},"startedAt":9000000000000000,"heartbeatAt":9000000000000000}`,
+		"c2hvcA.TWFpbGVy.b3RoZXI": `not json`,
+	} {
+		_, err := e.js.Publish(ctx, "$KV."+processor.DefaultBuildBucket+"."+key, []byte(value))
+		require.NoError(t, err)
+	}
+	got, err := reg.Builds(ctx)
+	require.NoError(t, err, "an odd entry is no error of the listing")
+	assert.Equal(t, []processor.BuildEntry{good}, got)
+	entries, err := q.All(ctx, quarantine.Query{Consumer: processor.DefaultBuildBucket})
+	require.NoError(t, err)
+	assert.Len(t, entries, 5, "every odd entry is quarantined")
 }

@@ -67,6 +67,9 @@ type liveTask struct {
 	ev     int       // the event it is at
 	d      *Delivery // that event's delivery, once begun
 	n      int       // calls made on it
+	called bool      // its last call is made: err is its result
+	err    error     // that result
+	out    Outcome   // and how its failure was recorded
 	g      gate      // its hold's gate (Ordered)
 	begun  bool      // its progress was checked (Ordered)
 	hkey   string    // its hold and progress key (Ordered)
@@ -112,30 +115,38 @@ func (t *liveTask) step(ctx context.Context, ls *laneState) (time.Duration, bool
 				}
 			}
 		}
-		err, wait, again := p.try(ctx, f, t.d, true, t.n)
-		if again && !ls.r.shed() {
-			p.retrying(ctx, f, t.d, t.n, wait, err)
-			t.n++
-			return wait, true
+		if !t.called {
+			err, wait, again := p.try(ctx, f, t.d, true, t.n)
+			if again && !ls.r.shed() {
+				p.retrying(ctx, f, t.d, t.n, wait, err)
+				t.n++
+				return wait, true
+			}
+			if again {
+				f.stats.RetriesShed.Add(1)
+				f.stats.Failed.Add(1)
+			}
+			if err != nil && ctx.Err() != nil {
+				return t.fail(ctx, interrupted) // stopped midway: neither record nor ack
+			}
+			t.called, t.err, t.out = true, err, OutcomeNone
+			if err != nil {
+				// Recorded off the lane: its siblings and the lane's other
+				// aggregates need not wait for the record's round trips.
+				// The function's later events of the aggregate do.
+				x := p.execution(f, t.d, nil, err)
+				ls.background(ctx, t.k, func(ctx context.Context) { t.out = p.record(ctx, x) })
+				return resumeLater, true
+			}
 		}
-		if again {
-			f.stats.RetriesShed.Add(1)
-			f.stats.Failed.Add(1)
-		}
-		if err != nil && ctx.Err() != nil {
-			return t.fail(ctx, interrupted) // stopped midway: neither record nor ack
-		}
-		out := OutcomeNone
-		if err != nil {
-			out = p.record(ctx, p.execution(f, t.d, nil, err))
-		}
+		err, out := t.err, t.out
 		if f.ordered && (!p.afterOrdered(ctx, f, t.d, t.g, err, out) || out == OutcomeRecordingFailed) {
 			return t.fail(ctx, nak) // its later events of the message wait for the redelivery
 		}
 		if out == OutcomeRecordingFailed {
 			t.result = nak
 		}
-		t.d = nil
+		t.d, t.called, t.err = nil, false, nil
 	}
 	if f.ordered && !p.orderedEnd(ctx, f, t.hkey, t.entry, st.Version) {
 		return t.fail(ctx, nak)

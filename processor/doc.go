@@ -42,8 +42,12 @@
 //     once; a function waiting for a retry of an event of aggregate A
 //     delays only itself, and only on A;
 //   - except around a redelivery: a message nak'ed because the recording
-//     of one of its functions' failures failed is delivered again after
-//     later messages of its aggregate may have reached that function.
+//     of one of its functions' failures failed, or left unsettled by a
+//     processor that stopped (its messages are nak'ed in stream order, but
+//     the server hands redeliveries out in no promised order: one it could
+//     not deliver to the stopped instance's last pull goes behind the
+//     others), is delivered again after later messages of its aggregate
+//     may have reached the functions that had not run it.
 //
 // Across several instances sharing a durable (scale-out), JetStream hands
 // each pull its own messages, so two events of one aggregate can be handled
@@ -222,6 +226,21 @@
 // function (bench dispatch-ordered); functions without the option pay
 // nothing. Delivery stays at least once: a crash after the function ran
 // and before the progress write runs it again on that version.
+//
+// Holds and progress are read through one validating decoder each
+// (DecodeHold, the progress's "<version>[h]"), and so are range replays,
+// snapshots and build entries: a value written by something else is never
+// acted on. It is quarantined (kind kv) and fails safe. A progress that
+// does not read, or that is ahead of its aggregate's last version, holds
+// the aggregate's events (they are redelivered, never run out of order
+// nor acked as done) until it is written again or removed (amends repair
+// purge-entry). A hold that becomes invalid or is deleted while it still
+// held events is written back from the last value this instance saw; one
+// met invalid at start-up, with no value seen before, is replaced by a
+// recovered hold (Hold.Recovered, no head record) that holds the
+// aggregate's next events until an operator releases it. A claim that ends
+// more than a day ahead is no claim. A release takes up to 64 held events
+// per claim and removes them from the hold in one write.
 //
 // Range replays (WithRangeReplays, ReplayRequest) give committed events
 // again to one function at an operator's request: see Replays.

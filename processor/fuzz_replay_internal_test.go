@@ -134,6 +134,12 @@ func (p *Processor) replayOnce(ctx context.Context, m jetstream.Msg) disposition
 	}
 	got := disposition(-1)
 	r.backoff, r.settled = true, func(d disposition) { got = d }
-	p.dispatchReplay(ctx, newLaneState(r, nil, context.Background()), inflight.Hold(m))
-	return got
+	lane := inflight.NewLane()
+	p.dispatchReplay(ctx, newLaneState(r, lane, context.Background()), inflight.Hold(m))
+	for { // the recordings in the background, and the tasks they resume
+		r.background.Wait()
+		if lane.RunPosted(ctx) == 0 {
+			return got
+		}
+	}
 }

@@ -2,16 +2,15 @@ package processor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // HoldBucket is the KV bucket of ordering holds, shared by every context:
@@ -38,11 +37,12 @@ type Hold = api.Hold
 // HoldHead, HeldEvent, HoldAudit, HeldSkip and HoldClaim are the parts of
 // a Hold.
 type (
-	HoldHead  = api.HoldHead
-	HeldEvent = api.HeldEvent
-	HoldAudit = api.HoldAudit
-	HeldSkip  = api.HeldSkip
-	HoldClaim = api.HoldClaim
+	HoldRecovery = api.HoldRecovery
+	HoldHead     = api.HoldHead
+	HeldEvent    = api.HeldEvent
+	HoldAudit    = api.HoldAudit
+	HeldSkip     = api.HeldSkip
+	HoldClaim    = api.HoldClaim
 )
 
 // HoldKey returns the KV key of the hold of function (processor, name) of
@@ -90,15 +90,6 @@ func holdRemove(h *Hold, eventID string) bool {
 	return true
 }
 
-// decodeHold decodes a hold's KV value.
-func decodeHold(b []byte) (Hold, error) {
-	var h Hold
-	if err := json.Unmarshal(b, &h); err != nil {
-		return Hold{}, fmt.Errorf("decode hold: %w", err)
-	}
-	return h, nil
-}
-
 // errNoHold is what an update's change returns to mean "the key does not
 // exist"; update returns it when the key is gone.
 var errNoHold = errors.New("no hold")
@@ -106,69 +97,70 @@ var errNoHold = errors.New("no hold")
 // errUnchanged, returned by an update's change, leaves the hold as it is.
 var errUnchanged = errors.New("hold unchanged")
 
+// holds is the holds bucket, typed.
+type holds = kvstore.Store[Hold]
+
 // updateHold reads key, applies change and writes the result with CAS on
-// the revision read, retrying on a concurrent write. change returns
-// del=true to delete the key (CAS as well), errUnchanged to write nothing.
-// It returns the hold written (or the one left unchanged), errNoHold if
-// the key does not exist.
-func updateHold(ctx context.Context, kv jetstream.KeyValue, key string, change func(h *Hold) (del bool, err error)) (Hold, error) {
+// the revision read, retrying on a concurrent write (the bucket's Change
+// loop). change returns del=true to delete the key (CAS as well),
+// errUnchanged to write nothing. It returns the hold written (or the one
+// left unchanged), errNoHold if the key does not exist, and an
+// *invalidHoldError if its stored value does not validate (change is not
+// called with it).
+func updateHold(ctx context.Context, kv *holds, key string, change func(h *Hold) (del bool, err error)) (Hold, error) {
 	h, _, err := updateHoldRev(ctx, kv, key, change)
 	return h, err
 }
 
+// invalidHoldError is a stored hold that does not validate, at revision
+// Rev; the runtime replaces it (holdRuntime.repair).
+type invalidHoldError struct {
+	Rev   uint64
+	Cause *kvstore.InvalidError
+}
+
+func (e *invalidHoldError) Error() string { return e.Cause.Error() }
+func (e *invalidHoldError) Unwrap() error { return e.Cause }
+
 // updateHoldRev is updateHold that also returns the revision written (the
 // deletion's for a deleted key; 0 when nothing was written).
-func updateHoldRev(ctx context.Context, kv jetstream.KeyValue, key string, change func(h *Hold) (del bool, err error)) (Hold, uint64, error) {
-	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return Hold{}, 0, err
+func updateHoldRev(ctx context.Context, kv *holds, key string, change func(h *Hold) (del bool, err error)) (Hold, uint64, error) {
+	deleted, read := false, uint64(0)
+	h, rev, err := kv.Change(ctx, key, func(cur kvstore.Current[Hold]) (Hold, kvstore.Action, error) {
+		read = cur.Revision
+		switch {
+		case cur.Invalid != nil:
+			return Hold{}, kvstore.Keep, &invalidHoldError{Rev: cur.Revision, Cause: cur.Invalid}
+		case !cur.Exists():
+			return Hold{}, kvstore.Keep, errNoHold
 		}
-		e, err := kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			return Hold{}, 0, errNoHold
-		}
-		if err != nil {
-			return Hold{}, 0, fmt.Errorf("read hold %s: %w", key, err)
-		}
-		h, err := decodeHold(e.Value())
-		if err != nil {
-			return Hold{}, 0, fmt.Errorf("hold %s: %w", key, err)
-		}
+		h := cur.Value
 		del, err := change(&h)
-		if errors.Is(err, errUnchanged) {
-			return h, 0, nil
-		}
 		if err != nil {
-			return h, 0, err
+			return h, kvstore.Keep, err
 		}
-		rev := e.Revision() + 1 // a deletion's revision is not returned; at least this
+		deleted = del
 		if del {
-			err = kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
-		} else {
-			var b []byte
-			if b, err = json.Marshal(h); err != nil {
-				return h, 0, err
-			}
-			rev, err = kv.Update(ctx, key, b, e.Revision())
+			return h, kvstore.Remove, nil
 		}
-		if err == nil {
-			return h, rev, nil
-		}
-		if !isCASConflict(err) || attempt > 1000 {
-			return h, 0, fmt.Errorf("write hold %s: %w", key, err)
-		}
+		return h, kvstore.Write, nil
+	})
+	switch {
+	case errors.Is(err, errUnchanged):
+		return h, 0, nil
+	case err != nil:
+		return h, 0, err
+	case deleted:
+		return h, read + 1, nil // a deletion's revision is not returned; at least this
 	}
+	return h, rev, nil
 }
 
 // createHoldRev writes a new hold and returns its revision; 0 if one
 // exists already.
-func createHoldRev(ctx context.Context, kv jetstream.KeyValue, h Hold) (uint64, error) {
-	b, err := json.Marshal(h)
-	if err != nil {
-		return 0, err
-	}
-	rev, err := kv.Create(ctx, h.Key(), b)
-	if errors.Is(err, jetstream.ErrKeyExists) {
+func createHoldRev(ctx context.Context, kv *holds, h Hold) (uint64, error) {
+	rev, err := kv.Create(ctx, h.Key(), h)
+	if errors.Is(err, kvstore.ErrConflict) {
 		return 0, nil
 	}
 	if err != nil {
@@ -177,35 +169,14 @@ func createHoldRev(ctx context.Context, kv jetstream.KeyValue, h Hold) (uint64, 
 	return rev, nil
 }
 
-// isCASConflict reports a KV write refused because the revision moved.
-func isCASConflict(err error) bool {
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-		return true
-	}
-	return errors.Is(err, jetstream.ErrKeyExists) || strings.Contains(err.Error(), "wrong last sequence")
-}
-
-// holdsBucket creates or binds the holds bucket.
-func holdsBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, HoldBucket)
-	if err == nil {
-		return kv, nil
-	}
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("open the holds bucket %s: %w", HoldBucket, err)
-	}
-	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: HoldBucket, Description: "amends ordering holds: one key per (function, aggregate)",
-		History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
-	})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, HoldBucket)
-	}
+// holdsBucket creates or binds the holds bucket, reporting holds that do
+// not validate to q.
+func holdsBucket(ctx context.Context, js jetstream.JetStream, replicas int, opts ...kvstore.Option) (*holds, error) {
+	b, err := kvstore.Open(ctx, js, holdSpec(replicas), opts...)
 	if err != nil {
-		return nil, fmt.Errorf("create the holds bucket %s: %w", HoldBucket, err)
+		return nil, fmt.Errorf("the holds bucket: %w", err)
 	}
-	return kv, nil
+	return kvstore.For(b, holdCodec), nil
 }
 
 // headOf builds the head of a new hold on record's failure of f.

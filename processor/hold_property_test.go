@@ -3,7 +3,6 @@ package processor_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"sync"
 	"testing"
@@ -16,9 +15,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
-	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/processor"
-	"github.com/amends-dev/amends/recorder"
 )
 
 // propLog is what the Ordered function saw, per aggregate.
@@ -56,20 +53,7 @@ var propRuns = 0
 // out of version order, and every event not skipped by an operator is
 // handled in the end (an operator-released head counts as handled).
 func TestOrderedProperty(t *testing.T) {
-	if f := flag.Lookup("rapid.checks"); f != nil && f.Value.String() == "100" {
-		_ = f.Value.Set("12") // each check runs real processors; -rapid.checks=N for more
-	}
-	srv := natstest.New(t)
-	_, js := srv.Connect()
-	store, err := jsstore.New(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := aggregate.NewService(store)
-	rec, err := recorder.New(svc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, store, svc, rec := propertyEnv(t, 12)
 	hs, err := processor.OpenHolds(t.Context(), js, 1)
 	if err != nil {
 		t.Fatal(err)

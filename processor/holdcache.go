@@ -18,7 +18,26 @@ type holdCache struct {
 	byKey  map[string]Hold
 	byHead map[string]string // head record id → key
 	revs   map[string]uint64 // last revision applied per key, deletions included
+	bad    map[string]uint64 // keys whose stored value does not validate → its revision
 	notify chan struct{}     // capacity 1: "a hold changed"
+
+	// decode validates a put the watch delivered (the bucket's decoder).
+	decode func(e jetstream.KeyValueEntry) (Hold, error)
+	// damaged is told, outside the lock, of a hold whose stored value does
+	// not validate or that was deleted while it still held events, with
+	// the last valid value the cache had (nil if none).
+	damaged func(d damage)
+}
+
+// damage is a hold the cache found damaged: the key, the revision of the
+// damage, the last valid hold seen (nil if none), whether it was deleted
+// and why it is damaged.
+type damage struct {
+	key     string
+	rev     uint64
+	prev    *Hold
+	deleted bool
+	cause   error
 }
 
 // maxHoldRevs bounds the revisions the cache remembers before it forgets
@@ -26,14 +45,18 @@ type holdCache struct {
 const maxHoldRevs = 1 << 16
 
 func newHoldCache() *holdCache {
-	return &holdCache{byKey: make(map[string]Hold), byHead: make(map[string]string), revs: make(map[string]uint64), notify: make(chan struct{}, 1)}
+	return &holdCache{byKey: make(map[string]Hold), byHead: make(map[string]string), revs: make(map[string]uint64), bad: make(map[string]uint64),
+		notify: make(chan struct{}, 1), decode: func(jetstream.KeyValueEntry) (Hold, error) { return Hold{}, errNoHold }, damaged: func(damage) {}}
 }
 
+// held reports whether key is held: a hold, or a stored value that does
+// not validate (which holds until it is repaired).
 func (c *holdCache) held(key string) bool {
 	c.mu.RLock()
 	_, ok := c.byKey[key]
+	_, bad := c.bad[key]
 	c.mu.RUnlock()
-	return ok
+	return ok || bad
 }
 
 func (c *holdCache) byRecord(id string) (Hold, bool) {
@@ -60,14 +83,49 @@ func (c *holdCache) releasing() []Hold {
 	return out
 }
 
+// apply takes one change the watch delivered. A value that does not
+// validate is not a hold: the key counts as held (held) and is reported
+// damaged with the last valid hold the cache had, to be repaired. So is a
+// deletion of a hold that was not being released: the processor only
+// deletes a hold whose release gave its last event.
 func (c *holdCache) apply(e jetstream.KeyValueEntry) {
-	var h *Hold
-	if e.Operation() == jetstream.KeyValuePut {
-		if v, err := decodeHold(e.Value()); err == nil {
-			h = &v
+	key := e.Key()
+	c.mu.RLock()
+	prev, had := c.byKey[key]
+	stale := e.Revision() < c.revs[key]
+	c.mu.RUnlock()
+	if stale {
+		return
+	}
+	var d *damage
+	switch {
+	case e.Operation() == jetstream.KeyValuePut:
+		v, err := c.decode(e)
+		if err == nil {
+			c.set(key, &v, e.Revision())
+			return
+		}
+		d = &damage{key: key, rev: e.Revision(), cause: err}
+		c.mu.Lock()
+		c.bad[key] = e.Revision()
+		c.mu.Unlock()
+		c.set(key, nil, e.Revision())
+	default:
+		c.mu.Lock()
+		delete(c.bad, key)
+		c.mu.Unlock()
+		c.set(key, nil, e.Revision())
+		if had && !prev.Releasing {
+			d = &damage{key: key, rev: e.Revision(), deleted: true,
+				cause: fmt.Errorf("the hold was deleted (%s) while it held %d events and was not released", e.Operation(), len(prev.Held))}
 		}
 	}
-	c.set(e.Key(), h, e.Revision())
+	if d != nil {
+		if had {
+			d.prev = &prev
+		}
+		c.damaged(*d)
+	}
 }
 
 // put records a hold this instance wrote at revision rev.
@@ -89,6 +147,9 @@ func (c *holdCache) set(key string, h *Hold, rev uint64) {
 		}
 	}
 	c.revs[key] = rev
+	if h != nil {
+		delete(c.bad, key)
+	}
 	if old, ok := c.byKey[key]; ok {
 		delete(c.byHead, old.Head.Record)
 		delete(c.byKey, key)
@@ -139,6 +200,7 @@ func watchHolds(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyVal
 // gone drops key, which the bucket no longer has, keeping its revision.
 func (c *holdCache) gone(key string) {
 	c.mu.Lock()
+	delete(c.bad, key)
 	if old, ok := c.byKey[key]; ok {
 		delete(c.byHead, old.Head.Record)
 		delete(c.byKey, key)

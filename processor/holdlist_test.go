@@ -22,13 +22,14 @@ func TestHoldsListSeesHoldsChangedMeanwhile(t *testing.T) {
 	kv, err := js.KeyValue(t.Context(), processor.HoldBucket)
 	require.NoError(t, err)
 	val := func(i, n int) []byte {
-		return fmt.Appendf(nil, `{"context":"shop","processor":"P","function":"f","aggregateType":"order","aggregateId":"o-%d","head":{"eventId":"e","record":"r"},"held":[],"n":%d}`, i, n)
+		return fmt.Appendf(nil, `{"context":"shop","processor":"P","function":"f","aggregateType":"order","aggregateId":"o-%d","head":{"eventId":"e","record":"r","version":1,"since":1},"held":[],"n":%d}`, i, n)
 	}
+	key := func(i int) string { return processor.HoldKey("shop", "P", "f", "order", fmt.Sprintf("o-%d", i)) }
 	for i := range 20 {
-		_, err := kv.Put(t.Context(), fmt.Sprintf("shop.P.f.order.k%d", i), val(i, 0))
+		_, err := kv.Put(t.Context(), key(i), val(i, 0))
 		require.NoError(t, err)
 		if i < 15 {
-			require.NoError(t, kv.Delete(t.Context(), fmt.Sprintf("shop.P.f.order.k%d", i)))
+			require.NoError(t, kv.Delete(t.Context(), key(i)))
 		}
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -36,7 +37,7 @@ func TestHoldsListSeesHoldsChangedMeanwhile(t *testing.T) {
 	for i := 15; i < 20; i++ {
 		wg.Go(func() {
 			for n := 0; ctx.Err() == nil; n++ {
-				_, _ = kv.Put(ctx, fmt.Sprintf("shop.P.f.order.k%d", i), val(i, n))
+				_, _ = kv.Put(ctx, key(i), val(i, n))
 			}
 		})
 	}

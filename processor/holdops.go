@@ -12,7 +12,8 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/internal/kvwatch"
+	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // Holds is the operators' view of the holds bucket: list, release, skip.
@@ -20,18 +21,41 @@ import (
 // processors that own the functions run the releases. Safe for concurrent
 // use.
 type Holds struct {
-	kv jetstream.KeyValue
-	js jetstream.JetStream
+	kv  *holds
+	now func() time.Time
+}
+
+// HoldsOption configures OpenHolds.
+type HoldsOption func(*holdsOptions)
+
+type holdsOptions struct {
+	quarantine *quarantine.Quarantine
+	now        func() time.Time
+}
+
+// WithHoldsQuarantine records the stored holds that do not validate
+// (DecodeHold) in q, the process's quarantine (default: a quarantine on
+// js).
+func WithHoldsQuarantine(q *quarantine.Quarantine) HoldsOption {
+	return func(o *holdsOptions) { o.quarantine = q }
 }
 
 // OpenHolds binds the holds bucket, creating it (with replicas, 1 if 0)
 // if no processor has yet.
-func OpenHolds(ctx context.Context, js jetstream.JetStream, replicas int) (*Holds, error) {
-	kv, err := holdsBucket(ctx, js, replicas)
+func OpenHolds(ctx context.Context, js jetstream.JetStream, replicas int, opts ...HoldsOption) (*Holds, error) {
+	o := holdsOptions{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var kopts []kvstore.Option
+	if o.quarantine != nil {
+		kopts = append(kopts, kvstore.WithRecorder(o.quarantine))
+	}
+	kv, err := holdsBucket(ctx, js, replicas, kopts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Holds{kv: kv, js: js}, nil
+	return &Holds{kv: kv, now: o.now}, nil
 }
 
 // HoldFilter selects holds; empty fields match everything.
@@ -45,7 +69,9 @@ type HoldFilter struct {
 const MaxHoldList = 1000
 
 // List returns the holds matching f, at most limit (1 to MaxHoldList),
-// ordered by key, and whether more matched.
+// ordered by key, and whether more matched. A stored hold that does not
+// validate is listed as the recovered hold its processor writes in its
+// place (Recovered set, no head), so that it can be seen and released.
 func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]Hold, bool, error) {
 	if limit < 1 || limit > MaxHoldList {
 		return nil, false, fmt.Errorf("limit must be between 1 and %d, got %d: %w", MaxHoldList, limit, ErrInvalidOption)
@@ -60,24 +86,18 @@ func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]Hold, boo
 	// The whole history (one revision per key) read up to the leader's
 	// last revision: a watch's own end signal comes early while holds
 	// change, and then misses the holds being released (see kvwatch).
-	w, err := hs.kv.Watch(ctx, pattern, jetstream.IncludeHistory())
-	if err != nil {
-		return nil, false, fmt.Errorf("list holds: %w", err)
-	}
-	defer func() { _ = w.Stop() }()
 	live := make(map[string]Hold)
-	err = kvwatch.Initial(ctx, hs.js, hs.kv, pattern, w, func(e jetstream.KeyValueEntry) {
-		delete(live, e.Key())
-		if e.Operation() != jetstream.KeyValuePut {
-			return
-		}
-		h, err := decodeHold(e.Value())
+	err := hs.kv.Scan(ctx, pattern, func(key string, h Hold, rev uint64, err error) {
 		if err != nil {
-			return
+			k, kerr := parseHoldKey(key)
+			if kerr != nil {
+				return // no function's hold: only in the quarantine
+			}
+			h = recoveredHold(k, rev, err.Error(), hs.now())
 		}
 		if (f.Processor == "" || h.Processor == f.Processor) && (f.Function == "" || h.Function == f.Function) &&
 			(f.Record == "" || h.Head.Record == f.Record) {
-			live[e.Key()] = h
+			live[key] = h
 		}
 	})
 	if err != nil {
@@ -95,16 +115,31 @@ func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]Hold, boo
 	return out, more, nil
 }
 
-// Get returns the hold of key, or an error matching ErrHoldNotFound.
+// Get returns the hold of key, or an error matching ErrHoldNotFound. A
+// stored hold that does not validate is returned as the recovered hold
+// its processor writes in its place (see List).
 func (hs *Holds) Get(ctx context.Context, key string) (Hold, error) {
-	e, err := hs.kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
-		return Hold{}, fmt.Errorf("hold %s: %w", key, ErrHoldNotFound)
+	h, _, err := hs.get(ctx, key)
+	return h, err
+}
+
+// get is Get that also returns the revision of a stored hold that does
+// not validate (0 for a valid one).
+func (hs *Holds) get(ctx context.Context, key string) (Hold, uint64, error) {
+	h, rev, err := hs.kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, kvstore.ErrNotFound), errors.Is(err, kvstore.ErrInvalidKey):
+		return Hold{}, 0, fmt.Errorf("hold %s: %w", key, ErrHoldNotFound)
+	case errors.Is(err, kvstore.ErrInvalid):
+		k, kerr := parseHoldKey(key)
+		if kerr != nil {
+			return Hold{}, 0, fmt.Errorf("hold %s: the key is no hold's (%v): %w", kvstore.QuoteKey(key), kerr, ErrHoldNotFound)
+		}
+		return recoveredHold(k, rev, err.Error(), hs.now()), rev, nil
+	case err != nil:
+		return Hold{}, 0, fmt.Errorf("read hold %s: %w", key, err)
 	}
-	if err != nil {
-		return Hold{}, fmt.Errorf("read hold %s: %w", key, err)
-	}
-	return decodeHold(e.Value())
+	return h, 0, nil
 }
 
 // HoldAction is an operator's action on a hold. Actor and Reason are
@@ -149,11 +184,16 @@ func (hs *Holds) Release(ctx context.Context, key string, records RecordCommands
 	if err := a.check(); err != nil {
 		return ReleasePlan{}, err
 	}
-	h, err := hs.Get(ctx, key)
+	h, invalidRev, err := hs.get(ctx, key)
 	if err != nil {
 		return ReleasePlan{}, err
 	}
 	plan := ReleasePlan{Hold: h, DryRun: a.DryRun, Commands: []string{}}
+	if invalidRev != 0 || h.Head.Record == "" {
+		// A recovered hold (or a stored one that does not validate, which
+		// becomes one): no head record to resolve; release what it holds.
+		return hs.releaseRecovered(ctx, key, h, invalidRev, plan, a)
+	}
 	st, _, err := records.Get(ctx, h.Head.Record)
 	switch {
 	case errors.Is(err, aggregate.ErrNotFound):
@@ -195,14 +235,49 @@ func (hs *Holds) Release(ctx context.Context, key string, records RecordCommands
 	audit := HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}
 	head := h.Head
 	h, err = updateHold(ctx, hs.kv, key, func(h *Hold) (bool, error) {
-		if h.Releasing || h.Head != head {
-			return false, errUnchanged // released, or waiting on another head now
+		if h.Head != head {
+			return false, errUnchanged // waiting on another head now
 		}
+		if h.Releasing && h.Claim == nil {
+			return false, errUnchanged // released already, not claimed: a processor takes it up
+		}
+		// Releasing and claimed: a claim of an instance that is gone would
+		// keep it from being released until it ends; this release frees it.
 		h.Releasing, h.Claim, h.Released = true, nil, &audit
 		return false, nil
 	})
 	if errors.Is(err, errNoHold) {
 		return plan, nil // released already
+	}
+	plan.Hold = h
+	return plan, err
+}
+
+// releaseRecovered releases a recovered hold (or writes the recovered hold
+// in place of a stored one that does not validate, at revision rev, and
+// releases it): no head to resolve, the held events given in order.
+func (hs *Holds) releaseRecovered(ctx context.Context, key string, h Hold, rev uint64, plan ReleasePlan, a HoldAction) (ReleasePlan, error) {
+	if a.DryRun {
+		return plan, nil
+	}
+	audit := HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}
+	if rev != 0 {
+		h.Releasing, h.Claim, h.Released = true, nil, &audit
+		if _, err := hs.kv.Update(ctx, key, h, rev); err != nil {
+			return plan, fmt.Errorf("release hold %s: %w", key, err)
+		}
+		plan.Hold = h
+		return plan, nil
+	}
+	h, err := updateHold(ctx, hs.kv, key, func(h *Hold) (bool, error) {
+		if h.Head.Record != "" || h.Releasing && h.Claim == nil {
+			return false, errUnchanged
+		}
+		h.Releasing, h.Claim, h.Released = true, nil, &audit
+		return false, nil
+	})
+	if errors.Is(err, errNoHold) {
+		return plan, nil
 	}
 	plan.Hold = h
 	return plan, err

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // WithHoldReplicas sets the replica count of the holds bucket when the
@@ -25,11 +26,12 @@ func WithHoldReplicas(n int) Option {
 
 // holdRuntime is a running processor's view of its holds.
 type holdRuntime struct {
-	kv       jetstream.KeyValue
+	kv       *holds
 	cache    *holdCache
 	owner    string                    // this Run's claim owner
 	watch    func(ctx context.Context) // feeds the cache until ctx ends
 	progress *progress
+	repair   func(ctx context.Context, d damage) // repairHold
 }
 
 // ordered reports whether any registered function is Ordered.
@@ -51,16 +53,20 @@ func (p *Processor) startHolds(ctx context.Context) error {
 	if p.o.recorder == nil || p.o.records == nil {
 		return fmt.Errorf("processor of context %s: Ordered functions need WithRecorder and WithRecords, since holds wait on records: %w", p.context, ErrInvalidFunction)
 	}
-	kv, err := holdsBucket(ctx, p.js, p.o.holdReplicas)
+	kopts := []kvstore.Option{kvstore.WithRecorder(p.o.quarantine), kvstore.WithLogger(p.o.logger), kvstore.WithClock(p.o.clock.Now)}
+	kv, err := holdsBucket(ctx, p.js, p.o.holdReplicas, kopts...)
 	if err != nil {
 		return fmt.Errorf("processor of context %s: %w", p.context, err)
 	}
-	progress, err := progressBucket(ctx, p.js, p.o.holdReplicas)
+	progress, err := progressBucket(ctx, p.js, p.o.holdReplicas, kopts...)
 	if err != nil {
 		return fmt.Errorf("processor of context %s: %w", p.context, err)
 	}
 	rt := &holdRuntime{kv: kv, cache: newHoldCache(), owner: uuid.NewString(), progress: newProgress(progress)}
-	if rt.watch, err = watchHolds(ctx, p.js, kv, p.context, rt.cache); err != nil {
+	rt.cache.decode = func(e jetstream.KeyValueEntry) (Hold, error) { return kv.DecodeEntry(ctx, e) }
+	rt.cache.damaged = func(d damage) { p.repairHold(ctx, rt, d) }
+	rt.repair = func(ctx context.Context, d damage) { p.repairHold(ctx, rt, d) }
+	if rt.watch, err = watchHolds(ctx, p.js, kv.KV(), p.context, rt.cache); err != nil {
 		return fmt.Errorf("processor of context %s: %w", p.context, err)
 	}
 	p.holds = rt
@@ -110,6 +116,8 @@ func (p *Processor) gate(ctx context.Context, f *function, d *Delivery, held boo
 	switch {
 	case errors.Is(err, errNoHold):
 		return gateRun // released meanwhile
+	case errors.Is(err, kvstore.ErrInvalid):
+		return gateRetry // the stored hold is being repaired: held until then (and logged by the quarantine)
 	case err != nil:
 		p.o.logger.Warn("amends processor: cannot hold the event; it will be redelivered",
 			"context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "key", key, "event", eid.ID, "err", err)
@@ -174,14 +182,28 @@ func (p *Processor) afterOrdered(ctx context.Context, f *function, d *Delivery, 
 }
 
 // update is updateHold writing what it wrote through to the cache, so this
-// instance sees its own changes at once.
+// instance sees its own changes at once. A stored hold that does not
+// validate is repaired (repairHold) and the change tried once more.
 func (rt *holdRuntime) update(ctx context.Context, key string, change func(h *Hold) (del bool, err error)) (Hold, error) {
 	deleted := false
-	h, rev, err := updateHoldRev(ctx, rt.kv, key, func(h *Hold) (bool, error) {
-		del, err := change(h)
-		deleted = del
-		return del, err
-	})
+	run := func() (Hold, uint64, error) {
+		return updateHoldRev(ctx, rt.kv, key, func(h *Hold) (bool, error) {
+			del, err := change(h)
+			deleted = del
+			return del, err
+		})
+	}
+	h, rev, err := run()
+	var ie *invalidHoldError
+	if errors.As(err, &ie) && rt.repair != nil {
+		prev, ok := rt.cache.get(key)
+		d := damage{key: key, rev: ie.Rev, cause: ie.Cause}
+		if ok {
+			d.prev = &prev
+		}
+		rt.repair(ctx, d)
+		h, rev, err = run()
+	}
 	if errors.Is(err, errNoHold) {
 		rt.cache.gone(key)
 	}

@@ -9,27 +9,18 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/processor"
-	"github.com/amends-dev/amends/recorder"
 )
 
 // The kill -9 loop: a child process runs an Ordered function while the
@@ -47,46 +38,12 @@ func TestOrderedKillLoop(t *testing.T) {
 		killChild()
 		return
 	}
-	kills := 8 // AMENDS_KILLS=50 for the long run
-	if n, err := strconv.Atoi(os.Getenv("AMENDS_KILLS")); err == nil && n > 0 {
-		kills = n
-	}
-	if testing.Short() {
-		t.Skip("runs child processes")
-	}
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(10*time.Second))
-	require.NoError(t, err)
-	store, err := jsstore.New(js)
-	require.NoError(t, err)
-	require.NoError(t, store.Provision(t.Context(), ctxName, aggregate.Context))
+	kills := kills(8)
+	rig := newKillRig(t, "TestOrderedKillLoop", killChildEnv)
+	js, store, logPath := rig.js, rig.store, rig.logPath
 	svc := aggregate.NewService(store)
 	hs, err := processor.OpenHolds(t.Context(), js, 1)
 	require.NoError(t, err)
-	logPath := filepath.Join(t.TempDir(), "calls.log")
-	t.Cleanup(func() {
-		if t.Failed() { // what the children logged at Info and above, to find the cause
-			if b, err := os.ReadFile(logPath + ".log"); err == nil {
-				t.Logf("children's log:\n%s", b)
-			}
-		}
-	})
-
-	child := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestOrderedKillLoop$", "-test.count=1")
-		cmd.Env = append(os.Environ(), killChildEnv+"="+srv.ClientURL()+"|"+logPath)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		return cmd
-	}
-
 	// The writer appends versions to 8 aggregates; the scheduler replays
 	// every FAILED head.
 	const aggregates = 8
@@ -134,19 +91,12 @@ func TestOrderedKillLoop(t *testing.T) {
 		}
 	})
 
-	r := rand.New(rand.NewPCG(3, 4))
-	for i := range kills {
-		cmd := child()
-		time.Sleep(time.Duration(150+r.IntN(600)) * time.Millisecond) // when to kill: the point of the test
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL), "kill %d", i)
-		_ = cmd.Wait()
-	}
+	rig.killLoop(kills, rand.New(rand.NewPCG(3, 4)))
 	cancel()
 	bg.Wait()
 
 	// A last child runs until every hold is released and every event acked.
-	cmd := child()
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
+	rig.last()
 	require.Eventually(t, func() bool {
 		prepareHeads()
 		list, _, err := hs.List(context.Background(), processor.HoldFilter{Context: ctxName}, processor.MaxHoldList)
@@ -220,43 +170,13 @@ func readCalls(t *testing.T, path string) (map[string][]uint64, map[string]map[u
 // that fails on every seventh (aggregate, version) unless replayed, and
 // logs every call before it returns.
 func killChild() {
-	url, logPath, _ := strings.Cut(os.Getenv(killChildEnv), "|")
-	fail := func(err error) {
-		fmt.Fprintln(os.Stderr, "kill child:", err)
-		os.Exit(3)
-	}
-	nc, err := nats.Connect(url)
-	if err != nil {
-		fail(err)
-	}
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(10*time.Second))
-	if err != nil {
-		fail(err)
-	}
-	store, err := jsstore.New(js)
-	if err != nil {
-		fail(err)
-	}
-	svc := aggregate.NewService(store)
-	rec, err := recorder.New(svc)
-	if err != nil {
-		fail(err)
-	}
-	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		fail(err)
-	}
-	logOut, err := os.OpenFile(logPath+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		fail(err)
-	}
-	logger := slog.New(slog.NewTextHandler(logOut, nil)).With("pid", os.Getpid())
+	c := newKillChild(killChildEnv, slog.LevelInfo)
 	var mu sync.Mutex
-	p, err := processor.New(js, store, ctxName, processor.WithRecorder(rec), processor.WithRecords(svc),
-		processor.WithLogger(logger), processor.WithAckWait(time.Second), processor.WithNakDelay(20*time.Millisecond),
+	p, err := processor.New(c.js, c.store, ctxName, processor.WithRecorder(c.rec), processor.WithRecords(c.svc),
+		processor.WithLogger(c.logger), processor.WithAckWait(time.Second), processor.WithNakDelay(20*time.Millisecond),
 		processor.WithImmediateRetry(processor.Retry{}))
 	if err != nil {
-		fail(err)
+		childFail(err)
 	}
 	handler := func(ctx context.Context, d *processor.Delivery) error {
 		h := fnv.New32a()
@@ -268,7 +188,7 @@ func killChild() {
 			result = "fail"
 		}
 		mu.Lock()
-		fmt.Fprintf(out, "%s %d %s\n", d.Stream.Aggregate.ID, d.Stream.Version, result)
+		fmt.Fprintf(c.calls, "%s %d %s\n", d.Stream.Aggregate.ID, d.Stream.Version, result)
 		mu.Unlock()
 		if failing {
 			return errBoom
@@ -276,12 +196,7 @@ func killChild() {
 		return nil
 	}
 	if err := p.Register(fn("Projector", "onStep"), handler, processor.Ordered()); err != nil {
-		fail(err)
+		childFail(err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	if err := p.Run(ctx); err != nil {
-		fail(err)
-	}
-	os.Exit(0)
+	c.run(p)
 }

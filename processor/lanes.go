@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,6 +37,8 @@ type runner struct {
 	backoff bool             // nak delays grow with deliveries (replays)
 	done    *completions     // what already ran of messages that come back
 	shedLog logEvery         // "retries shed" at most once per interval
+	// background is the tasks' recordings under way (laneState.background).
+	background sync.WaitGroup
 	// settled, when set, sees every disposition before it is applied
 	// (tests of the handlers).
 	settled func(d disposition)
@@ -88,6 +91,7 @@ func (r *runner) run(stopping, work context.Context) {
 				ls.stop()
 			}
 		}
+		r.background.Wait()
 		if stopping.Err() != nil {
 			return
 		}

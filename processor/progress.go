@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // ProgressBucket is the KV bucket of Ordered functions' progress: per
@@ -31,6 +33,53 @@ type progressEntry struct {
 	// the next version asks the holds bucket even before this instance's
 	// watch shows the hold.
 	held bool
+	// checked: the version is known not to be ahead of its aggregate
+	// (written here, or compared with the aggregate's last version).
+	checked bool
+}
+
+// progressValue is a stored progress: "<version>" or "<version>h".
+type progressValue struct {
+	version uint64
+	held    bool
+}
+
+// maxProgressValue bounds a stored progress: 20 digits and "h".
+const maxProgressValue = 21
+
+var progressCodec = kvstore.Codec[progressValue]{
+	Decode: func(e kvstore.Entry) (progressValue, error) {
+		if _, err := parseHoldKey(e.Key); err != nil {
+			return progressValue{}, err
+		}
+		return decodeProgress(e.Value)
+	},
+	Encode: func(v progressValue) ([]byte, error) {
+		b := strconv.AppendUint(nil, v.version, 10)
+		if v.held {
+			b = append(b, 'h')
+		}
+		return b, nil
+	},
+}
+
+// decodeProgress reads "<version>" or "<version>h": a version from 1,
+// written in decimal without a sign or leading zeros.
+func decodeProgress(b []byte) (progressValue, error) {
+	val, held := bytes.CutSuffix(b, []byte("h"))
+	if len(val) == 0 || len(val) > 20 || val[0] == '0' {
+		return progressValue{}, kvstore.Invalid("version", "%s is not a version: a progress is a version from 1, in decimal, and h when held", kvstore.Quote(string(b)))
+	}
+	for _, c := range val {
+		if c < '0' || c > '9' {
+			return progressValue{}, kvstore.Invalid("version", "%s is not a version: a progress is a version from 1, in decimal, and h when held", kvstore.Quote(string(b)))
+		}
+	}
+	v, err := strconv.ParseUint(string(val), 10, 64)
+	if err != nil {
+		return progressValue{}, kvstore.Invalid("version", "%s is out of range", kvstore.Quote(string(val)))
+	}
+	return progressValue{version: v, held: held}, nil
 }
 
 // progress reads and advances the progress of Ordered functions, with a
@@ -38,34 +87,24 @@ type progressEntry struct {
 // aggregate handled here costs one CAS write per version. Safe for
 // concurrent use.
 type progress struct {
-	kv    jetstream.KeyValue
+	store *kvstore.Store[progressValue]
 	mu    sync.Mutex
 	cache map[string]progressEntry
 }
 
-func newProgress(kv jetstream.KeyValue) *progress {
-	return &progress{kv: kv, cache: make(map[string]progressEntry)}
+func newProgress(store *kvstore.Store[progressValue]) *progress {
+	return &progress{store: store, cache: make(map[string]progressEntry)}
 }
 
-func progressBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, ProgressBucket)
-	if err == nil {
-		return kv, nil
-	}
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("open the progress bucket %s: %w", ProgressBucket, err)
-	}
-	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+func progressBucket(ctx context.Context, js jetstream.JetStream, replicas int, opts ...kvstore.Option) (*kvstore.Store[progressValue], error) {
+	b, err := kvstore.Open(ctx, js, kvstore.Spec{Config: jetstream.KeyValueConfig{
 		Bucket: ProgressBucket, Description: "amends Ordered functions: last version dispatched per (function, aggregate)",
 		History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
-	})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, ProgressBucket)
-	}
+	}, MaxValue: maxProgressValue}, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("create the progress bucket %s: %w", ProgressBucket, err)
+		return nil, fmt.Errorf("the progress bucket: %w", err)
 	}
-	return kv, nil
+	return kvstore.For(b, progressCodec), nil
 }
 
 // get returns key's progress: from the cache, else the bucket (fresh:
@@ -79,19 +118,17 @@ func (pr *progress) get(ctx context.Context, key string, fresh bool) (progressEn
 			return e, nil
 		}
 	}
-	kve, err := pr.kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+	v, rev, err := pr.store.Get(ctx, key)
+	if errors.Is(err, kvstore.ErrNotFound) {
 		return progressEntry{}, nil
 	}
 	if err != nil {
+		// A progress that does not validate is quarantined by the store:
+		// its events are held (redelivered, never dispatched nor dropped)
+		// until it is written again or removed.
 		return progressEntry{}, fmt.Errorf("read progress %s: %w", key, err)
 	}
-	val, held := strings.CutSuffix(string(kve.Value()), "h")
-	v, err := strconv.ParseUint(val, 10, 64)
-	if err != nil {
-		return progressEntry{}, fmt.Errorf("progress %s is not a version: %q", key, kve.Value())
-	}
-	e := progressEntry{version: v, rev: kve.Revision(), held: held}
+	e := progressEntry{version: v.version, rev: rev, held: v.held}
 	pr.remember(key, e)
 	return e, nil
 }
@@ -114,29 +151,59 @@ func (pr *progress) forget(key string) {
 // advance writes version v for key over e (CAS on its revision; create if
 // e.rev is 0). errConflict: another writer moved it; read it fresh.
 func (pr *progress) advance(ctx context.Context, key string, e progressEntry, v uint64, held bool) error {
-	val := []byte(strconv.FormatUint(v, 10))
-	if held {
-		val = append(val, 'h')
-	}
+	val := progressValue{version: v, held: held}
 	var rev uint64
 	var err error
 	if e.rev == 0 {
-		rev, err = pr.kv.Create(ctx, key, val)
+		rev, err = pr.store.Create(ctx, key, val)
 	} else {
-		rev, err = pr.kv.Update(ctx, key, val, e.rev)
+		rev, err = pr.store.Update(ctx, key, val, e.rev)
 	}
 	if err != nil {
 		pr.forget(key)
-		if isCASConflict(err) {
+		if errors.Is(err, kvstore.ErrConflict) {
 			return errProgressMoved
 		}
 		return fmt.Errorf("write progress %s: %w", key, err)
 	}
-	pr.remember(key, progressEntry{version: v, rev: rev, held: held})
+	pr.remember(key, progressEntry{version: v, rev: rev, held: held, checked: true})
 	return nil
 }
 
 var errProgressMoved = errors.New("progress moved")
+
+// checkAheadOfKey is checkAhead for progress key, whose aggregate its key
+// names, after version was dispatched.
+func (p *Processor) checkAheadOfKey(ctx context.Context, pr *progress, key string, e *progressEntry, version uint64) error {
+	k, err := parseHoldKey(key)
+	if err != nil {
+		return err
+	}
+	st := &eventstore.Stream{Aggregate: eventstore.AggregateID{Context: k.context, Type: k.aggregateType, ID: k.aggregateID}, Version: version}
+	return p.checkAhead(ctx, pr, key, e, st)
+}
+
+// checkAhead checks, once per progress read from the bucket, that a
+// progress past st's version is not past the aggregate's last version:
+// such a progress is reported (quarantined) and an error, so the
+// aggregate's events are held, never skipped as done.
+func (p *Processor) checkAhead(ctx context.Context, pr *progress, key string, e *progressEntry, st *eventstore.Stream) error {
+	if e.checked || e.version == st.Version {
+		return nil
+	}
+	last, err := p.store.LastVersion(ctx, st.Aggregate)
+	if err != nil {
+		return fmt.Errorf("read the last version of %s to check progress %s: %w", st.Aggregate, key, err)
+	}
+	if e.version > last {
+		return pr.store.Report(ctx, key, e.rev, "version", fmt.Sprintf(
+			"%d is ahead of the aggregate's last version %d: the function would never be given the versions after %d; they are held until the progress is written again or removed (amends repair purge-entry)",
+			e.version, last, st.Version-1))
+	}
+	e.checked = true
+	pr.remember(key, *e)
+	return nil
+}
 
 // step is what the progress of one Ordered function says about a message.
 type step int
@@ -165,7 +232,13 @@ func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstor
 		case e.rev == 0 && (st.Version == 1 || floor() >= prevSeq):
 			return stepRun, e, nil
 		case e.rev != 0 && st.Version <= e.version:
-			return stepDone, e, nil // progress only grows: even a cached one is right
+			// Progress only grows: even a cached one is right, unless it was
+			// written ahead of the aggregate (a hand edit, a bad
+			// migration): then it would skip events never dispatched.
+			if err := p.checkAhead(ctx, pr, key, &e, st); err != nil {
+				return stepEarly, e, err
+			}
+			return stepDone, e, nil
 		case e.rev != 0 && st.Version == e.version+1:
 			return stepRun, e, nil
 		}
@@ -210,13 +283,15 @@ func (p *Processor) ackFloor(ctx context.Context, o *orderedMsg) uint64 {
 
 // orderedBegin checks f's progress on st's aggregate: run it, skip it
 // (done), or redeliver the message (an earlier version is not dispatched
-// yet, or the progress cannot be read).
+// yet, or the progress cannot be read or does not validate).
 func (p *Processor) orderedBegin(ctx context.Context, f *function, st *eventstore.Stream, o *orderedMsg) (string, progressEntry, step) {
 	key := p.holdKey(f, eventIDOf(st, &eventstore.Event{}).AggregateID)
 	s, e, err := p.checkProgress(ctx, key, st, o.prevSeq, func() uint64 { return p.ackFloor(ctx, o) }, o.redelivered)
 	if err != nil {
-		p.o.logger.Warn("amends processor: cannot read the progress of an Ordered function; the message will be redelivered",
-			"context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "key", key, "err", err)
+		if !errors.Is(err, kvstore.ErrInvalid) { // an invalid one is logged by the quarantine
+			p.o.logger.Warn("amends processor: cannot read the progress of an Ordered function; the message will be redelivered",
+				"context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "key", key, "err", err)
+		}
 		return key, e, stepEarly
 	}
 	return key, e, s
@@ -230,7 +305,10 @@ func (p *Processor) orderedEnd(ctx context.Context, f *function, key string, e p
 	err := pr.advance(ctx, key, e, version, p.holds.cache.held(key))
 	if errors.Is(err, errProgressMoved) {
 		if e, gerr := pr.get(ctx, key, true); gerr == nil && e.version >= version {
-			return true // another delivery of it finished first
+			// Another delivery of it finished first, unless the progress
+			// was written ahead of the aggregate: then the message is
+			// redelivered and held (checkProgress).
+			return p.checkAheadOfKey(ctx, pr, key, &e, version) == nil
 		}
 	}
 	if err != nil {

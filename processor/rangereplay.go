@@ -12,6 +12,7 @@ import (
 
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // WithRangeReplays makes the processor run operators' range replays (see
@@ -25,7 +26,7 @@ func WithRangeReplays() Option {
 }
 
 type rangeRuntime struct {
-	kv      jetstream.KeyValue
+	kv      *replays
 	owner   string
 	mu      sync.Mutex
 	pending map[string]ReplayRequest // requests of this context not DONE
@@ -41,11 +42,11 @@ func (p *Processor) startRanges(ctx context.Context) error {
 	if p.o.recorder == nil {
 		return fmt.Errorf("processor of context %s: WithRangeReplays needs WithRecorder, which records the events that still fail: %w", p.context, ErrInvalidOption)
 	}
-	kv, err := replaysBucket(ctx, p.js, p.o.holdReplicas)
+	kv, err := replaysBucket(ctx, p.js, p.o.holdReplicas, kvstore.WithRecorder(p.o.quarantine), kvstore.WithLogger(p.o.logger), kvstore.WithClock(p.o.clock.Now))
 	if err != nil {
 		return fmt.Errorf("processor of context %s: %w", p.context, err)
 	}
-	w, err := kv.WatchAll(context.WithoutCancel(ctx))
+	w, err := kv.KV().WatchAll(context.WithoutCancel(ctx))
 	if err != nil {
 		return fmt.Errorf("processor of context %s: watch range replays: %w", p.context, err)
 	}
@@ -76,7 +77,7 @@ func (p *Processor) runRanges(stopping, work context.Context) {
 				return
 			}
 			if e != nil {
-				rt.apply(p.context, e)
+				rt.apply(work, p.context, e)
 			}
 		case <-t.C:
 		}
@@ -112,14 +113,20 @@ func (p *Processor) runRanges(stopping, work context.Context) {
 	}
 }
 
-func (rt *rangeRuntime) apply(boundedContext string, e jetstream.KeyValueEntry) {
+// apply takes one change of the bucket; a request that does not validate
+// (DecodeReplay) is quarantined by the store and never run.
+func (rt *rangeRuntime) apply(ctx context.Context, boundedContext string, e jetstream.KeyValueEntry) {
+	var r ReplayRequest
+	var err error
+	if e.Operation() == jetstream.KeyValuePut {
+		r, err = rt.kv.DecodeEntry(ctx, e)
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(rt.pending, e.Key())
 		return
 	}
-	r, err := decodeReplay(e.Value())
 	if err != nil || r.Context != boundedContext || r.Status == ReplayDone {
 		delete(rt.pending, e.Key())
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,33 +80,91 @@ func (p *Processor) runReleases(stopping, work context.Context) {
 	}
 }
 
+// releaseChunk is how many held events one claim takes from a hold over
+// MaxHeld (which only another program writes): they are given to the
+// function one at a time and removed from the hold in one write after the
+// chunk, so that such a hold is not rewritten after every event. A hold of
+// at most MaxHeld gives one event per claim and removes it right after it
+// ran, so that a processor killed mid-release runs at most that one event
+// again, never an earlier one after a later.
+const releaseChunk = 64
+
+// chunkOf is how many held events of h one claim takes.
+func chunkOf(h *Hold) int {
+	if len(h.Held) > MaxHeld {
+		return releaseChunk
+	}
+	return 1
+}
+
+// releaseWriteTimeout bounds the write that removes a chunk's released
+// events from the hold, which also runs when the processor stops.
+const releaseWriteTimeout = 5 * time.Second
+
 // release gives the held events of f's hold key to f in version order,
-// one at a time, each after the claim was renewed and each removed from
-// the hold only after f succeeded on it. A failure is recorded and becomes
-// the new head; the hold then waits again. It returns when the hold is
-// empty (and deleted), waits, is claimed by another instance, or the
-// processor stops (a held event interrupted runs again on the next claim).
+// one at a time, each removed from the hold only after f succeeded on it,
+// in the same write that claims the next (a hold over MaxHeld: a chunk
+// per claim; see releaseChunk). A failure is recorded and becomes the new
+// head; the hold then waits again. It returns when the hold is empty (and
+// deleted), waits, is claimed by another instance, or the processor stops
+// (a held event interrupted runs again on the next claim).
 func (p *Processor) release(stopping, work context.Context, f *function, key string) {
 	rt := p.holds
 	log := p.o.logger.With("context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "key", key)
-	for stopping.Err() == nil {
-		var ref HeldEvent
+	var (
+		done    map[string]bool // released since the last write
+		newHead *HoldHead       // the head of a recorded failure, since the last write
+	)
+	for {
+		var refs []HeldEvent
 		var head string
 		var a aggregate.WireAggregateID
 		empty := false
 		now := p.o.clock.Now()
-		_, err := rt.update(work, key, func(h *Hold) (bool, error) {
+		ctx := work
+		if stopping.Err() != nil {
+			if len(done) == 0 {
+				return
+			}
+			// What was released is written even when the processor stops,
+			// so that it does not run again on the next claim.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.WithoutCancel(work), releaseWriteTimeout)
+			defer cancel()
+		}
+		_, err := rt.update(ctx, key, func(h *Hold) (bool, error) {
+			refs, empty = nil, false
+			removed := false
+			if len(done) > 0 {
+				n := len(h.Held)
+				h.Held = slices.DeleteFunc(h.Held, func(r HeldEvent) bool { return done[r.EventID] })
+				removed = len(h.Held) != n
+			}
+			if newHead != nil {
+				h.Head = *newHead
+				h.Releasing, h.Claim, h.Released = false, nil, nil
+				return false, nil
+			}
 			switch {
-			case !h.Releasing:
-				return false, errNotReleasing
-			case h.Claim != nil && h.Claim.Owner != rt.owner && h.Claim.Until > now.UnixMilli():
+			case stopping.Err() != nil:
+				if removed {
+					return false, nil
+				}
+				return false, errUnchanged
+			case !h.Releasing || h.Claim != nil && h.Claim.Owner != rt.owner && h.Claim.Until > now.UnixMilli():
+				if removed {
+					return false, nil // the removals only
+				}
+				if !h.Releasing {
+					return false, errNotReleasing
+				}
 				return false, errClaimed
 			case len(h.Held) == 0:
 				empty = true
 				return true, nil
 			}
 			h.Claim = &HoldClaim{Owner: rt.owner, Until: now.Add(p.claimTTL()).UnixMilli()}
-			ref, head = h.Held[0], h.Head.Record
+			refs, head = slices.Clone(h.Held[:min(len(h.Held), chunkOf(h))]), h.Head.Record
 			a = aggregate.WireAggregateID{ContextName: h.Context, AggregateName: h.AggregateType, AggregateID: h.AggregateID, TenantID: aggregate.DefaultTenantID}
 			return false, nil
 		})
@@ -114,78 +173,96 @@ func (p *Processor) release(stopping, work context.Context, f *function, key str
 			return
 		case err != nil:
 			log.Warn("amends processor: cannot claim the release; retrying", "err", err)
-			_ = Sleep(stopping, p.o.nakDelay)
+			if stopping.Err() != nil || Sleep(stopping, p.o.nakDelay) != nil {
+				return
+			}
 			continue
+		}
+		done = nil
+		switch {
+		case newHead != nil || stopping.Err() != nil:
+			return // waits on its new head, or stopped
 		case empty:
 			log.Debug("amends processor: hold released")
 			return
-		}
-		if !p.releaseOne(stopping, work, f, key, head, a, ref, log) {
+		case len(refs) == 0:
 			return
 		}
+		done, newHead = p.releaseRefs(stopping, work, f, key, head, a, refs, log)
 	}
 }
 
-// releaseOne runs f on held event ref and updates the hold; false when the
-// release must stop here (a new head, stopped, claim lost).
-func (p *Processor) releaseOne(stopping, work context.Context, f *function, key, head string, a aggregate.WireAggregateID, ref HeldEvent, log *slog.Logger) bool {
-	rt := p.holds
+// releaseStep is what became of one held event.
+type releaseStep int
+
+const (
+	releaseDone    releaseStep = iota // handled (or gone from the store): remove it
+	releaseNewHead                    // failed and recorded: remove it, it is the new head
+	releaseAgain                      // not handled, for now: give it again later
+	releaseStop                       // interrupted: stop here
+)
+
+// releaseRefs gives refs to f in order, renewing the claim meanwhile, and
+// returns those handled and, for a recorded failure, the new head; the
+// caller removes them from the hold in its next write.
+func (p *Processor) releaseRefs(stopping, work context.Context, f *function, key, head string, a aggregate.WireAggregateID, refs []HeldEvent, log *slog.Logger) (map[string]bool, *HoldHead) {
+	renewed := make(chan struct{})
+	var renew sync.WaitGroup
+	renew.Go(func() { p.renewClaim(work, key, renewed) })
+	defer func() {
+		close(renewed)
+		renew.Wait()
+	}()
+	done := make(map[string]bool, len(refs))
+	for _, ref := range refs {
+		step, h := p.releaseOne(stopping, work, f, head, a, ref, log)
+		switch step {
+		case releaseDone:
+			done[ref.EventID] = true
+		case releaseNewHead:
+			done[ref.EventID] = true
+			return done, h
+		default: // again later, or interrupted: the rest waits for the next claim
+			return done, nil
+		}
+	}
+	return done, nil
+}
+
+// releaseOne runs f on held event ref and says what became of it; with
+// releaseNewHead, the head of its recorded failure.
+func (p *Processor) releaseOne(stopping, work context.Context, f *function, head string, a aggregate.WireAggregateID, ref HeldEvent, log *slog.Logger) (releaseStep, *HoldHead) {
 	eid := aggregate.EventID{ID: ref.EventID, AggregateID: a, Version: ref.Version, Seq: ref.Seq}
 	st, idx, err := p.original(work, eid)
 	if errors.Is(err, ErrEventNotFound) {
 		log.Warn("amends processor: a held event is no longer in the store; dropped from the hold", "event", ref.EventID, "version", ref.Version, "err", err)
-		_, err = rt.update(work, key, func(h *Hold) (bool, error) {
-			if !holdRemove(h, ref.EventID) {
-				return false, errUnchanged
-			}
-			return false, nil
-		})
-		return err == nil
+		return releaseDone, nil
 	}
 	if err != nil {
 		log.Warn("amends processor: cannot load a held event; retrying", "event", ref.EventID, "err", err)
 		_ = Sleep(stopping, p.o.nakDelay)
-		return true
+		return releaseAgain, nil
 	}
 	d := &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info}
-	renewed := make(chan struct{})
-	var renew sync.WaitGroup
-	renew.Go(func() { p.renewClaim(work, key, renewed) })
 	err = p.execute(WithCompensation(work, Compensation{ID: head, Release: true}), f, d, false)
-	close(renewed)
-	renew.Wait()
 	if err != nil && work.Err() != nil {
-		return false // interrupted: the next claim runs it again
+		return releaseStop, nil // interrupted: the next claim runs it again
 	}
 	if err == nil {
 		f.stats.Released.Add(1)
-		_, err = rt.update(work, key, func(h *Hold) (bool, error) {
-			if !holdRemove(h, ref.EventID) {
-				return false, errUnchanged
-			}
-			return false, nil
-		})
-		return err == nil || errors.Is(err, errNoHold)
+		return releaseDone, nil
 	}
 	out := p.record(work, p.execution(f, d, nil, err))
 	if out == OutcomeRecordingFailed {
 		_ = Sleep(stopping, p.o.nakDelay)
-		return true // the same event again
+		return releaseAgain, nil // the same event again
 	}
 	f.stats.Released.Add(1)
-	now := p.o.clock.Now().UnixMilli()
-	_, err = rt.update(work, key, func(h *Hold) (bool, error) {
-		holdRemove(h, ref.EventID)
-		if out == OutcomeRecorded || out == OutcomeAlreadyRecorded {
-			h.Head = headOf(f, d.EventID(), now)
-			h.Releasing, h.Claim, h.Released = false, nil, nil
-		}
-		return false, nil
-	})
 	if out == OutcomeRecorded || out == OutcomeAlreadyRecorded {
-		return false // waits on its new head
+		h := headOf(f, d.EventID(), p.o.clock.Now().UnixMilli())
+		return releaseNewHead, &h // waits on its new head
 	}
-	return err == nil
+	return releaseDone, nil
 }
 
 // renewClaim extends this instance's claim on key every third of the TTL

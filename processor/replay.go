@@ -108,14 +108,18 @@ type replayTask struct {
 	k    taskKey
 	prep aggregate.CompensationPrepared
 	// Once the record and the event are read: what to run.
-	ready  bool
-	f      *function
-	d      *Delivery
-	c      Compensation
-	fn     aggregate.FunctionInfo
-	n      int
-	result disposition
-	done   bool
+	ready bool
+	f     *function
+	d     *Delivery
+	c     Compensation
+	fn    aggregate.FunctionInfo
+	n     int
+	// settling: its result is being recorded; recorded is how that went.
+	settling bool
+	recorded disposition
+	cause    error
+	result   disposition
+	done     bool
 }
 
 func (t *replayTask) key() taskKey                 { return t.k }
@@ -125,6 +129,9 @@ func (t *replayTask) outcome() (disposition, bool) { return t.result, t.done }
 
 func (t *replayTask) step(ctx context.Context, ls *laneState) (time.Duration, bool) {
 	p := ls.r.p
+	if t.settling {
+		return t.end(t.recorded, t.cause)
+	}
 	if !t.ready {
 		d, err := p.prepareReplay(ctx, t)
 		if !t.ready {
@@ -150,7 +157,11 @@ func (t *replayTask) step(ctx context.Context, ls *laneState) (time.Duration, bo
 	}
 	x := p.execution(t.f, t.d, &t.c, err)
 	x.Function = &t.fn
-	return t.end(p.settleReplay(ctx, t.w.st.Aggregate.ID, x))
+	// Recorded off the lane, as a live failure is; the task ends once the
+	// result is recorded.
+	ls.background(ctx, t.k, func(ctx context.Context) { t.recorded, t.cause = p.settleReplay(ctx, t.w.st.Aggregate.ID, x) })
+	t.settling = true
+	return resumeLater, true
 }
 
 // end finishes t with d, and its cause for a nak or term.

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // ReplayBucket is the KV bucket of operators' range replays, one key per
@@ -141,38 +144,99 @@ var ErrReplayNotFound = errors.New("processor: replay request not found")
 // Replays is the operators' view of range replays: submit, read, list.
 // Safe for concurrent use.
 type Replays struct {
-	kv jetstream.KeyValue
+	kv *replays
+}
+
+// replays is the range replay bucket, typed.
+type replays = kvstore.Store[ReplayRequest]
+
+// ReplaysOption configures OpenReplays.
+type ReplaysOption func(*[]kvstore.Option)
+
+// WithReplaysQuarantine records the stored range replays that do not
+// validate (DecodeReplay) in q, the process's quarantine (default: a
+// quarantine on js). They are never run.
+func WithReplaysQuarantine(q *quarantine.Quarantine) ReplaysOption {
+	return func(o *[]kvstore.Option) {
+		if q != nil {
+			*o = append(*o, kvstore.WithRecorder(q))
+		}
+	}
 }
 
 // OpenReplays binds the range replay bucket, creating it (with replicas,
 // 1 if 0) if needed.
-func OpenReplays(ctx context.Context, js jetstream.JetStream, replicas int) (*Replays, error) {
-	kv, err := replaysBucket(ctx, js, replicas)
+func OpenReplays(ctx context.Context, js jetstream.JetStream, replicas int, opts ...ReplaysOption) (*Replays, error) {
+	var kopts []kvstore.Option
+	for _, opt := range opts {
+		opt(&kopts)
+	}
+	kv, err := replaysBucket(ctx, js, replicas, kopts...)
 	if err != nil {
 		return nil, err
 	}
 	return &Replays{kv: kv}, nil
 }
 
-func replaysBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, ReplayBucket)
-	if err == nil {
-		return kv, nil
+// maxReplayValue bounds a stored range replay.
+const maxReplayValue = 64 << 10
+
+var replayCodec = kvstore.Codec[ReplayRequest]{Decode: func(e kvstore.Entry) (ReplayRequest, error) { return DecodeReplay(e.Key, e.Value, e.Now) }}
+
+// DecodeReplay reads the range replay stored under key, validating every
+// field at now: what ValidateReplay checks of a request, the key is its
+// id, the status is one of the statuses, Next lies in the range (or just
+// past it), the counts do not exceed the events of the range, the times
+// are before now. A claim that ends more than a day after now is dropped
+// as absent (and reported): an instance claims for AckWait. An error
+// names the field; such a request is never run.
+func DecodeReplay(key string, value []byte, now time.Time) (ReplayRequest, error) {
+	var r ReplayRequest
+	if err := json.Unmarshal(value, &r); err != nil {
+		return ReplayRequest{}, kvstore.Invalid("", "not a range replay in JSON: %v", err)
 	}
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("open the replays bucket %s: %w", ReplayBucket, err)
+	if r.ID != key {
+		return ReplayRequest{}, kvstore.Invalid("id", "%s is not the key %s", kvstore.Quote(r.ID), kvstore.QuoteKey(key))
 	}
-	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+	if err := ValidateReplay(&r); err != nil {
+		return ReplayRequest{}, kvstore.Invalid("", "%s", strings.TrimSuffix(err.Error(), ": "+ErrInvalidOption.Error()))
+	}
+	if err := kvstore.OneOf("status", r.Status, ReplayPending, ReplayRunning, ReplayDone); err != nil {
+		return ReplayRequest{}, err
+	}
+	if r.Next < r.First() || r.Next > r.Last()+1 {
+		return ReplayRequest{}, kvstore.Invalid("next", "%d is outside the range %d..%d", r.Next, r.First(), r.Last())
+	}
+	if span := r.Last() - r.First() + 1; r.Failed > r.Replayed || r.Replayed > span*maxEventIndex {
+		return ReplayRequest{}, kvstore.Invalid("replayed", "replayed %d and failed %d do not fit the range of %d", r.Replayed, r.Failed, span)
+	}
+	if err := kvstore.Past("created", r.Created, now, true); err != nil {
+		return ReplayRequest{}, err
+	}
+	if err := kvstore.Past("updated", r.Updated, now, true); err != nil {
+		return ReplayRequest{}, err
+	}
+	if c := r.Claim; c != nil {
+		if err := kvstore.Name("claim.owner", c.Owner, 256); err != nil {
+			return ReplayRequest{}, err
+		}
+		if err := kvstore.Within("claim.until", c.Until, now, maxClaimAhead); err != nil {
+			r.Claim = nil
+			return r, kvstore.Ignore("claim.until", "%s", strings.TrimPrefix(err.Error(), "claim.until: "))
+		}
+	}
+	return r, nil
+}
+
+func replaysBucket(ctx context.Context, js jetstream.JetStream, replicas int, opts ...kvstore.Option) (*replays, error) {
+	b, err := kvstore.Open(ctx, js, kvstore.Spec{Config: jetstream.KeyValueConfig{
 		Bucket: ReplayBucket, Description: "amends operators' range replays, one key per request id",
 		History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
-	})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, ReplayBucket)
-	}
+	}, MaxValue: maxReplayValue}, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("create the replays bucket %s: %w", ReplayBucket, err)
+		return nil, fmt.Errorf("the replays bucket: %w", err)
 	}
-	return kv, nil
+	return kvstore.For(b, replayCodec), nil
 }
 
 // Submit stores r as PENDING for its function's processor to run, and
@@ -188,14 +252,11 @@ func (rs *Replays) Submit(ctx context.Context, r ReplayRequest) (ReplayRequest, 
 		return ReplayRequest{}, false, err
 	}
 	r.Status, r.Next, r.Replayed, r.Failed, r.Claim, r.Updated = ReplayPending, r.First(), 0, 0, nil, r.Created
-	b, err := json.Marshal(r)
-	if err != nil {
-		return ReplayRequest{}, false, err
-	}
-	if _, err = rs.kv.Create(ctx, r.ID, b); err == nil {
+	_, err := rs.kv.Create(ctx, r.ID, r)
+	if err == nil {
 		return r, true, nil
 	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
+	if !errors.Is(err, kvstore.ErrConflict) {
 		return ReplayRequest{}, false, fmt.Errorf("store replay %s: %w", r.ID, err)
 	}
 	have, err := rs.Get(ctx, r.ID)
@@ -213,50 +274,30 @@ func (rs *Replays) Get(ctx context.Context, id string) (ReplayRequest, error) {
 	if err := eventstore.ValidateName("id", id); err != nil {
 		return ReplayRequest{}, fmt.Errorf("%s: %w", reason(err), ErrReplayNotFound)
 	}
-	e, err := rs.kv.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+	r, _, err := rs.kv.Get(ctx, id)
+	if errors.Is(err, kvstore.ErrNotFound) {
 		return ReplayRequest{}, fmt.Errorf("replay %s: %w", id, ErrReplayNotFound)
 	}
 	if err != nil {
 		return ReplayRequest{}, fmt.Errorf("read replay %s: %w", id, err)
 	}
-	return decodeReplay(e.Value())
-}
-
-func decodeReplay(b []byte) (ReplayRequest, error) {
-	var r ReplayRequest
-	if err := json.Unmarshal(b, &r); err != nil {
-		return ReplayRequest{}, fmt.Errorf("decode replay request: %w", err)
-	}
 	return r, nil
 }
 
-// updateReplay is updateHold's read-change-CAS loop for a request.
-func updateReplay(ctx context.Context, kv jetstream.KeyValue, id string, change func(r *ReplayRequest) error) (ReplayRequest, error) {
-	for attempt := 0; ; attempt++ {
-		e, err := kv.Get(ctx, id)
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			return ReplayRequest{}, fmt.Errorf("replay %s: %w", id, ErrReplayNotFound)
+// updateReplay is the bucket's read-change-CAS loop for a request.
+func updateReplay(ctx context.Context, kv *replays, id string, change func(r *ReplayRequest) error) (ReplayRequest, error) {
+	r, _, err := kv.Change(ctx, id, func(cur kvstore.Current[ReplayRequest]) (ReplayRequest, kvstore.Action, error) {
+		switch {
+		case cur.Invalid != nil:
+			return ReplayRequest{}, kvstore.Keep, fmt.Errorf("replay %s is stored invalid and is not run: %w", id, cur.Invalid)
+		case !cur.Exists():
+			return ReplayRequest{}, kvstore.Keep, fmt.Errorf("replay %s: %w", id, ErrReplayNotFound)
 		}
-		if err != nil {
-			return ReplayRequest{}, fmt.Errorf("read replay %s: %w", id, err)
-		}
-		r, err := decodeReplay(e.Value())
-		if err != nil {
-			return ReplayRequest{}, err
-		}
+		r := cur.Value
 		if err := change(&r); err != nil {
-			return r, err
+			return r, kvstore.Keep, err
 		}
-		b, err := json.Marshal(r)
-		if err != nil {
-			return r, err
-		}
-		if _, err = kv.Update(ctx, id, b, e.Revision()); err == nil {
-			return r, nil
-		}
-		if !isCASConflict(err) || attempt > 1000 {
-			return r, fmt.Errorf("write replay %s: %w", id, err)
-		}
-	}
+		return r, kvstore.Write, nil
+	})
+	return r, err
 }

@@ -22,7 +22,8 @@ import (
 // task is one function's work on one message.
 type task interface {
 	// step runs the task until it finishes (more false) or must wait
-	// before it can go on (more true, after wait).
+	// before it can go on (more true): for wait, or, with wait
+	// resumeLater, until work it started with ls.background is done.
 	step(ctx context.Context, ls *laneState) (wait time.Duration, more bool)
 	// key is what orders it: the function on the message's subject.
 	key() taskKey
@@ -70,12 +71,11 @@ type keyQueue struct {
 }
 
 // laneState is one lane's tasks: the blocked keys. Only the lane's
-// goroutine touches it, but stop.
+// goroutine touches it, and stop once the lane has stopped.
 type laneState struct {
 	r        *runner
 	lane     *inflight.Lane
 	stopping context.Context
-	mu       sync.Mutex // guards blocked against stop
 	blocked  map[taskKey]*keyQueue
 }
 
@@ -93,13 +93,8 @@ func (ls *laneState) schedule(ctx context.Context, t task) {
 	w := t.message()
 	w.pending++
 	k := t.key()
-	ls.mu.Lock()
-	q := ls.blocked[k]
-	if q != nil {
+	if q := ls.blocked[k]; q != nil {
 		q.waiting = append(q.waiting, t)
-	}
-	ls.mu.Unlock()
-	if q != nil {
 		return
 	}
 	ls.runFrom(ctx, k, t, nil)
@@ -117,41 +112,51 @@ func (ls *laneState) runFrom(ctx context.Context, k taskKey, t task, q *keyQueue
 			if q == nil {
 				q = &keyQueue{}
 			}
-			q.head = t
-			ls.mu.Lock()
+			q.head, q.stop = t, nil
 			ls.blocked[k] = q
-			q.stop = ls.r.p.after(ctx, wait, func() { ls.lane.Post(func(ctx context.Context) { ls.resume(ctx, k) }) })
-			ls.mu.Unlock()
+			if wait != resumeLater {
+				q.stop = ls.r.p.after(ctx, wait, func() { ls.lane.Post(func(ctx context.Context) { ls.resume(ctx, k) }) })
+			}
 			return
 		}
 		ls.finished(ctx, t)
 		if q == nil {
 			return
 		}
-		ls.mu.Lock()
 		if len(q.waiting) == 0 || ls.stopping.Err() != nil {
 			// Stopping: the tasks still waiting never start; their
 			// messages are nak'ed when the runtime stops.
 			delete(ls.blocked, k)
-			ls.mu.Unlock()
 			return
 		}
 		t = q.waiting[0]
 		q.waiting[0] = nil
 		q.waiting = q.waiting[1:]
-		ls.mu.Unlock()
 	}
 }
 
-// resume goes on with key k's waiting task, once its timer fired.
+// resumeLater is the wait of a task that resumes once the work it started
+// with background is done.
+const resumeLater time.Duration = -1
+
+// background runs fn (a recording: I/O that would hold the lane) in a
+// goroutine of its own and resumes key k's task on its lane once fn
+// returned; the task returns resumeLater, more. The runner waits for fn
+// before its Run returns. If the lane stopped meanwhile, the task never
+// resumes: its message is nak'ed with the rest.
+func (ls *laneState) background(ctx context.Context, k taskKey, fn func(ctx context.Context)) {
+	ls.r.background.Go(func() {
+		fn(ctx)
+		ls.lane.Post(func(ctx context.Context) { ls.resume(ctx, k) })
+	})
+}
+
+// resume goes on with key k's waiting task, once its timer fired or its
+// background work is done.
 func (ls *laneState) resume(ctx context.Context, k taskKey) {
-	ls.mu.Lock()
-	q := ls.blocked[k]
-	ls.mu.Unlock()
-	if q == nil {
-		return
+	if q := ls.blocked[k]; q != nil {
+		ls.runFrom(ctx, k, q.head, q)
 	}
-	ls.runFrom(ctx, k, q.head, q)
 }
 
 // finished accounts for t's end in its message.
@@ -188,8 +193,6 @@ func (ls *laneState) release(ctx context.Context, w *msgWork) {
 // stop cancels the timers of the waiting tasks, once the runtime stopped
 // (it nak'ed their messages).
 func (ls *laneState) stop() {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
 	for k, q := range ls.blocked {
 		if q.stop != nil {
 			q.stop()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // DefaultBucket is the name of the KV bucket that holds the views.
@@ -51,12 +53,11 @@ func WithBucketStorage(st jetstream.StorageType) BucketOption {
 	}
 }
 
-// OpenViews returns the KV bucket of the views, creating it if it does not
-// exist. It keeps one value per record (history 1). An existing bucket
-// whose replicas, storage or history differ is an error wrapping
-// ErrIncompatibleBucket that lists the differences; OpenViews never changes
-// an existing bucket. Safe to call from several instances at once.
-func OpenViews(ctx context.Context, js jetstream.JetStream, opts ...BucketOption) (jetstream.KeyValue, error) {
+// viewsSpec is the views bucket of opts: its replicas, storage, history
+// and TTL must match; its content is rebuilt from the event store, so a
+// repair may create it again (and the projector then projects every
+// record again).
+func viewsSpecOf(opts ...BucketOption) (kvstore.Spec, error) {
 	cfg := jetstream.KeyValueConfig{
 		Bucket:      DefaultBucket,
 		Description: "amends: the current view of every ExecutionFailed record",
@@ -66,47 +67,45 @@ func OpenViews(ctx context.Context, js jetstream.JetStream, opts ...BucketOption
 	}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
-			return nil, err
+			return kvstore.Spec{}, err
 		}
 	}
-	return openBucket(ctx, js, cfg)
+	return kvstore.Spec{Config: cfg, MaxValue: viewsSpec.MaxValue, Disposable: true,
+		Match: []kvstore.Setting{kvstore.SettingReplicas, kvstore.SettingStorage, kvstore.SettingHistory, kvstore.SettingTTL}}, nil
 }
 
-// openBucket creates cfg's bucket or binds to an existing one that matches.
-func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if err == nil {
-		return kv, nil
-	}
-	if !errors.Is(err, jetstream.ErrBucketExists) {
-		return nil, fmt.Errorf("create KV bucket %s: %w", cfg.Bucket, err)
-	}
-	kv, err = js.KeyValue(ctx, cfg.Bucket)
+// OpenViews returns the KV bucket of the views, creating it if it does not
+// exist. It keeps one value per record (history 1). An existing bucket
+// whose replicas, storage, history or TTL differ is an error wrapping
+// ErrIncompatibleBucket that lists the differences and says how to repair
+// them (RepairViews, amends serve --repair-buckets); OpenViews never
+// changes an existing bucket. Safe to call from several instances at once.
+func OpenViews(ctx context.Context, js jetstream.JetStream, opts ...BucketOption) (jetstream.KeyValue, error) {
+	spec, err := viewsSpecOf(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("open KV bucket %s: %w", cfg.Bucket, err)
+		return nil, err
 	}
-	st, err := kv.Status(ctx)
+	b, err := kvstore.Open(ctx, js, spec)
+	if errors.Is(err, kvstore.ErrMismatch) {
+		return nil, fmt.Errorf("%w: %w", err, ErrIncompatibleBucket)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("KV bucket %s status: %w", cfg.Bucket, err)
+		return nil, err
 	}
-	bs, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok {
-		return kv, nil
+	return b.KV(), nil
+}
+
+// RepairViews brings an existing views bucket to the settings of opts (see
+// OpenViews): in place where JetStream allows it, else (another storage)
+// by deleting it and creating it again, after which a running projector
+// projects every record again. It creates a missing bucket. dryRun
+// changes nothing. It returns what it did ("none", "created", "updated",
+// "recreated") and the differences it found.
+func RepairViews(ctx context.Context, js jetstream.JetStream, dryRun bool, opts ...BucketOption) (string, []string, error) {
+	spec, err := viewsSpecOf(opts...)
+	if err != nil {
+		return "", nil, err
 	}
-	have := bs.Config()
-	var diffs []string
-	diff := func(field string, h, w any) {
-		if h != w {
-			diffs = append(diffs, fmt.Sprintf("%s %v (wanted %v)", field, h, w))
-		}
-	}
-	diff("replicas", have.Replicas, cfg.Replicas)
-	diff("storage", have.Storage, cfg.Storage)
-	diff("history", have.History, cfg.History)
-	diff("ttl", have.TTL, cfg.TTL)
-	if len(diffs) > 0 {
-		return nil, fmt.Errorf("KV bucket %s exists with %v; amends never reconfigures a bucket: match the options or delete the bucket: %w",
-			cfg.Bucket, diffs, ErrIncompatibleBucket)
-	}
-	return kv, nil
+	r, err := kvstore.Repair(ctx, js, spec, dryRun)
+	return r.Action, r.Diffs, err
 }

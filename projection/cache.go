@@ -52,3 +52,17 @@ func (c *viewCache) drop(key string) {
 	defer c.mu.Unlock()
 	delete(c.m, key)
 }
+
+// has reports whether the cache holds key at revision rev: a view this
+// projector wrote (or read and checked) itself.
+func (c *viewCache) has(key string, rev uint64) bool {
+	v, ok := c.get(key)
+	return ok && v.rev == rev
+}
+
+// clear forgets every view (the bucket was created again).
+func (c *viewCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+}

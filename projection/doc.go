@@ -64,6 +64,25 @@
 // record, never a copy of their conditions, so the index and the commands
 // always agree.
 //
+// # Views that do not validate
+//
+// The views bucket is written by other programs too. A view is read
+// through one rule on both decode paths (decodeView and the fast scanner,
+// then checkView / checkFields): stored under its record's key, a
+// function with a context, processor and name, counts and times not
+// negative, a version not above its sequence. A view that fails it is
+// reported to the quarantine (kind kv), left out of the index's answers
+// as it was (counted, Corrupt) and projected again from the record's
+// history (Projector.Reproject, given to the index with WithReprojector);
+// Index.Get shows such a record from its history meanwhile. The projector
+// also projects again a view it finds ahead of its record's last version,
+// and deletes the view of a record that has no history (the scheduler
+// hands it those: see scheduler.WithReprojector). When the views bucket
+// is younger than the projector's consumer progress (deleted and created
+// again, by hand or by RepairViews), the projector starts its consumer
+// from the first message, while running (checked every
+// DefaultViewsCheck) and after a restart, so every record comes back.
+//
 // # Concurrency
 //
 // Projector and Index are safe for concurrent use. Each has a Run(ctx)

@@ -14,7 +14,7 @@ import (
 
 // GetView reads the view of record id from the views bucket: one KV get.
 // A record without a view is an error matching ErrNotFound; a stored value
-// that is not a view, ErrCorruptView; an id that cannot be a record id
+// that is not a valid view (decodeView, checkView), ErrCorruptView; an id that cannot be a record id
 // (CheckID), ErrInvalidQuery, and nothing is sent.
 func GetView(ctx context.Context, views jetstream.KeyValue, id string) (View, error) {
 	key, err := EncodeKey(id)
@@ -29,6 +29,11 @@ func GetView(ctx context.Context, views jetstream.KeyValue, id string) (View, er
 		return View{}, fmt.Errorf("read the view of record %s: %w", id, err)
 	}
 	v, err := decodeView(e.Value())
+	if err == nil {
+		if cerr := checkView(key, &v); cerr != nil {
+			err = errInvalidView(cerr)
+		}
+	}
 	if err != nil {
 		return View{}, fmt.Errorf("record %s: %w", id, err)
 	}
@@ -36,10 +41,16 @@ func GetView(ctx context.Context, views jetstream.KeyValue, id string) (View, er
 }
 
 // Get returns the full record id and its version from the views bucket
-// (the index keeps only what queries need). Errors as GetView. Safe for
-// concurrent use.
+// (the index keeps only what queries need). A stored view that does not
+// validate is made again from the record's history (and projected again,
+// WithReprojector), so the record can still be shown. Errors as GetView.
+// Safe for concurrent use.
 func (ix *Index) Get(ctx context.Context, id string) (View, error) {
-	return GetView(ctx, ix.views, id)
+	v, err := GetView(ctx, ix.views, id)
+	if errors.Is(err, ErrCorruptView) {
+		return ix.rebuildFromHistory(ctx, id, err)
+	}
+	return v, err
 }
 
 // Change is one command in a record's history.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // HistoryStore is what the Index needs of the event store for History.
@@ -49,9 +51,14 @@ type Index struct {
 	// remembers the watch that last delivered it, so a restarted watch's
 	// initial values can sweep what the bucket no longer holds.
 	gen     uint32
-	corrupt map[string]uint32 // keys holding a value that is not a view → gen
-	samples map[uint32]string // fingerprint → a message of it (fingerprints.go)
-	counts  counts            // kept by order and unorder (cells.go)
+	corrupt map[string]corruptKey // keys holding a value that is not a valid view
+	// repair is told to reproject the corrupt keys (repair.go).
+	repair      chan struct{}
+	reprojector Reprojector
+	bucket      *kvstore.Bucket // the views, to report the invalid ones
+	quarantine  *quarantine.Quarantine
+	samples     map[uint32]string // fingerprint → a message of it (fingerprints.go)
+	counts      counts            // kept by order and unorder (cells.go)
 	// loading holds the slot of every packed id while the first load is
 	// made in bulk (load.go), nil otherwise.
 	loading map[string]uint32
@@ -118,7 +125,8 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 		names:      newInterner(),
 		checkEvery: 30 * time.Second,
 		waiters:    make(map[string][]waiter),
-		corrupt:    make(map[string]uint32),
+		corrupt:    make(map[string]corruptKey),
+		repair:     make(chan struct{}, 1),
 		counts:     newCounts(),
 		ready:      make(chan struct{}),
 	}
@@ -129,6 +137,13 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 		}
 	}
 	ix.cursor = ix.clock.Now().UnixMilli()
+	if views != nil {
+		var opts []kvstore.Option
+		if ix.quarantine != nil {
+			opts = append(opts, kvstore.WithRecorder(ix.quarantine))
+		}
+		ix.bucket = kvstore.Bind(nil, views, viewsSpec, append(opts, kvstore.WithLogger(ix.logger))...)
+	}
 	return ix, nil
 }
 

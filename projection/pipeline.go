@@ -105,9 +105,9 @@ func (p *Projector) group(ctx context.Context, msgs []jetstream.Msg) []*batchGro
 
 // start brings g's view through its streams in memory and publishes it.
 func (p *Projector) start(ctx context.Context, g *batchGroup) {
-	stored, rev, err := p.read(ctx, g.key, g.streams[0].Version, false)
-	if err != nil {
-		g.sync = true
+	stored, rev, bad, err := p.read(ctx, g.key, g.streams[0].Version, false)
+	if err != nil || bad || stored != nil && stored.Version > g.streams[0].Version && !p.cache.has(g.key, rev) {
+		g.sync = true // the synchronous path replaces a bad view, or checks one past the streams
 		return
 	}
 	g.done = make([]action, len(g.streams))

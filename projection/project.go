@@ -166,9 +166,32 @@ func (p *Projector) project(ctx context.Context, st *eventstore.Stream, reread b
 	if err != nil {
 		return 0, err
 	}
-	stored, rev, err := p.read(ctx, key, st.Version, reread)
+	stored, rev, bad, err := p.read(ctx, key, st.Version, reread)
 	if err != nil {
 		return 0, err
+	}
+	if !bad && stored != nil && stored.Version > st.Version && !p.cache.has(key, rev) {
+		// A view read from the bucket past this stream: a redelivery, or a
+		// view written ahead of its record (which would never be updated
+		// again). One read of the record's last version tells.
+		last, err := p.store.LastVersion(ctx, st.Aggregate)
+		if err != nil {
+			return 0, fmt.Errorf("read the last version of record %s: %w", st.Aggregate.ID, err)
+		}
+		if stored.Version > last {
+			p.bucket.Report(ctx, key, rev, "version", fmt.Sprintf("%d is ahead of the record's last version %d; the view is projected again from the history", stored.Version, last))
+			bad = true
+		}
+	}
+	if bad {
+		// A stored view that does not validate, or is ahead of its record:
+		// replaced by the record's whole history, not only up to st (st may
+		// be a redelivery, and the streams after it acknowledged long ago).
+		next, err := p.rebuildLatest(ctx, st)
+		if err != nil {
+			return 0, err
+		}
+		return rebuild, p.write(ctx, key, rev, &next)
 	}
 	next, todo, err := p.advance(ctx, stored, st)
 	if err != nil || todo == skip {
@@ -207,27 +230,33 @@ func (p *Projector) advance(ctx context.Context, stored *View, st *eventstore.St
 }
 
 // read returns the stored view of key and its revision (nil and 0 if there
-// is none), from the cache when allowed.
-func (p *Projector) read(ctx context.Context, key string, version uint64, reread bool) (*View, uint64, error) {
+// is none), from the cache when allowed. bad reports a stored value that
+// does not validate (decodeView and checkView; reported to the
+// quarantine): it is rebuilt.
+func (p *Projector) read(ctx context.Context, key string, version uint64, reread bool) (v *View, rev uint64, bad bool, err error) {
 	if reread {
 		p.cache.drop(key)
 	} else if c, ok := p.cache.get(key); ok {
-		return &c.view, c.rev, nil
+		return &c.view, c.rev, false, nil
 	} else if version == 1 {
-		return nil, 0, nil // a first stream: create; a lost race rereads
+		return nil, 0, false, nil // a first stream: create; a lost race rereads
 	}
 	e, err := p.views.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return nil, 0, nil
+		return nil, 0, false, nil
 	case err != nil:
-		return nil, 0, fmt.Errorf("read view %s: %w", key, err)
+		return nil, 0, false, fmt.Errorf("read view %s: %w", key, err)
 	}
-	v, err := decodeView(e.Value())
+	view, err := decodeView(e.Value())
+	if err == nil {
+		err = checkView(key, &view)
+	}
 	if err != nil {
-		return nil, e.Revision(), nil // a corrupt view is rebuilt
+		p.bucket.ReportErr(ctx, key, e.Revision(), err)
+		return nil, e.Revision(), true, nil
 	}
-	return &v, e.Revision(), nil
+	return &view, e.Revision(), false, nil
 }
 
 // rebuild returns the view after st from the state st carries or, if it

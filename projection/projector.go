@@ -14,6 +14,7 @@ import (
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/inflight"
+	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -60,18 +61,19 @@ const defaultWorkers = 16
 //
 // A Projector is safe for concurrent use; Run it once at a time.
 type Projector struct {
-	js    jetstream.JetStream
-	store *jsstore.Store
-	views jetstream.KeyValue
-	opts  projectorOptions
-	cache *viewCache
+	js     jetstream.JetStream
+	store  *jsstore.Store
+	views  jetstream.KeyValue
+	bucket *kvstore.Bucket // views, to report the invalid ones to the quarantine
+	opts   projectorOptions
+	cache  *viewCache
 	// putPrefix is the subject prefix of the bucket's keys while writes
 	// are pipelined, "" while each goes through views (set by consume
 	// before any worker starts).
 	putPrefix string
 
-	projected, skipped, rebuilt, corrupt, failed atomic.Uint64
-	events                                       [7]atomic.Uint64 // by aggregate.EventNames
+	projected, skipped, rebuilt, corrupt, failed, reprojected atomic.Uint64
+	events                                                    [7]atomic.Uint64 // by aggregate.EventNames
 }
 
 // ProjectorStats counts what a projector did since it was created.
@@ -87,6 +89,9 @@ type ProjectorStats struct {
 	Corrupt uint64
 	// Failed counts messages handed back for redelivery after an error.
 	Failed uint64
+	// Reprojected counts the times every record was projected again
+	// because the views bucket was created again.
+	Reprojected uint64
 	// Events counts the events of projected and rebuilt streams by name
 	// (aggregate.EventNames): failures recorded, prepares, replay results.
 	// Redelivered streams are not counted twice by one projector.
@@ -103,6 +108,7 @@ type projectorOptions struct {
 	logger        *slog.Logger
 	quarantine    *quarantine.Quarantine // nil: NewProjector makes one
 	retry         quarantine.Retry       // First 0: nakDelay
+	viewsCheck    time.Duration
 }
 
 // DefaultAckWait is the projector consumer's AckWait: how soon the server
@@ -204,7 +210,7 @@ func WithLogger(l *slog.Logger) ProjectorOption {
 // NewProjector returns a projector from store's compensation stream into
 // views (see OpenViews). It does no I/O.
 func NewProjector(js jetstream.JetStream, store *jsstore.Store, views jetstream.KeyValue, opts ...ProjectorOption) (*Projector, error) {
-	o := projectorOptions{durable: DefaultDurable, workers: defaultWorkers, maxAckPending: 1024, cacheSize: 1 << 14, nakDelay: time.Second, ackWait: DefaultAckWait, logger: slog.Default()}
+	o := projectorOptions{durable: DefaultDurable, workers: defaultWorkers, maxAckPending: 1024, cacheSize: 1 << 14, nakDelay: time.Second, ackWait: DefaultAckWait, logger: slog.Default(), viewsCheck: DefaultViewsCheck}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -213,14 +219,18 @@ func NewProjector(js jetstream.JetStream, store *jsstore.Store, views jetstream.
 	if err := o.defaultQuarantine(js, store); err != nil {
 		return nil, err
 	}
-	return &Projector{js: js, store: store, views: views, opts: o, cache: newViewCache(o.cacheSize)}, nil
+	p := &Projector{js: js, store: store, views: views, opts: o, cache: newViewCache(o.cacheSize)}
+	if views != nil {
+		p.bucket = kvstore.Bind(js, views, viewsSpec, kvstore.WithRecorder(o.quarantine), kvstore.WithLogger(o.logger))
+	}
+	return p, nil
 }
 
 // Stats returns the projector's counters.
 func (p *Projector) Stats() ProjectorStats {
 	return ProjectorStats{
 		Projected: p.projected.Load(), Rebuilt: p.rebuilt.Load(), Skipped: p.skipped.Load(),
-		Corrupt: p.corrupt.Load(), Failed: p.failed.Load(), Events: p.eventCounts(),
+		Corrupt: p.corrupt.Load(), Failed: p.failed.Load(), Reprojected: p.reprojected.Load(), Events: p.eventCounts(),
 	}
 }
 
@@ -297,11 +307,27 @@ func (p *Projector) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", p.opts.durable, stream, err)
 	}
+	created, err := p.viewsCreated(ctx)
+	if err != nil {
+		return err
+	}
+	if cons, err = p.reprojectIfLost(ctx, stream, cons, created); err != nil {
+		return err
+	}
 	p.putPrefix = p.pipelinePrefix(ctx)
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	defer close(done)
+	go p.watchViews(cctx, cancel, created, done)
 	rt, err := inflight.New(inflight.Config{Name: p.opts.durable, Lanes: p.opts.workers, AckWait: p.opts.ackWait,
 		MaxAckPending: p.opts.maxAckPending, Batch: laneBatch, Logger: p.opts.logger})
 	if err != nil {
 		return err
 	}
-	return rt.Consume(ctx, ctx, cons, func(ctx context.Context, _ *inflight.Lane, msgs []jetstream.Msg) { p.handleBatch(ctx, msgs) })
+	err = rt.Consume(cctx, cctx, cons, func(ctx context.Context, _ *inflight.Lane, msgs []jetstream.Msg) { p.handleBatch(ctx, msgs) })
+	if cause := context.Cause(cctx); ctx.Err() == nil && errors.Is(cause, errViewsRecreated) {
+		return cause
+	}
+	return err
 }

@@ -41,6 +41,7 @@ type viewFields struct {
 	retries     int32  // State.RetryState.Retries
 	maxRetries  int32  // State.RetrySpec.MaxRetries
 	version     uint64 // Version
+	seq         uint64 // Seq
 
 	buf []byte // unescaped strings; reused by the next call
 }
@@ -105,7 +106,7 @@ func decodeViewFields(data []byte, out *viewFields) (ok bool) {
 		s.lit(`,"isRetryable":`) && s.bool() &&
 		s.lit(`},"version":`) && s.uint(&f.version) &&
 		s.lit(`,"updatedAt":`) && s.int(nil, 64) &&
-		s.lit(`,"seq":`) && s.uint(nil) &&
+		s.lit(`,"seq":`) && s.uint(&f.seq) &&
 		s.lit(`}`) && s.i == len(data)
 	return ok && len(f.id) > 0 && f.version != 0 &&
 		isFunctionKind(f.fnKind) && isStatus(f.status) && isRecoverability(f.recoverable)

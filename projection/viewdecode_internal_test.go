@@ -57,6 +57,8 @@ func diffFields(v *View, f *viewFields) string {
 		return "maxRetries"
 	case f.version != v.Version:
 		return "version"
+	case f.seq != v.Seq:
+		return "seq"
 	}
 	return ""
 }

@@ -49,6 +49,10 @@ func (ix *Index) Run(ctx context.Context) error {
 		return fmt.Errorf("index: no views bucket to watch (NewIndex was given nil): %w", ErrInvalidOption)
 	}
 	defer ix.setHealth(errStopped)
+	rctx, stopRepair := context.WithCancel(ctx)
+	repaired := make(chan struct{})
+	go func() { defer close(repaired); ix.repairLoop(rctx) }()
+	defer func() { stopRepair(); <-repaired }()
 	backoff := watchBackoffMin
 	for attempt := 1; ; attempt++ {
 		synced, err := ix.watch(ctx)
@@ -205,6 +209,8 @@ type change struct {
 	key     string // the bucket key
 	deleted string // the id of a deleted record
 	corrupt bool   // the value is not a view
+	why     error  // why not
+	rev     uint64 // the revision of a put
 	ready   bool   // the watch has delivered every initial value
 }
 
@@ -219,11 +225,15 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32, synced 
 		case e == nil:
 			changes = append(changes, change{ready: true})
 		case e.Operation() == jetstream.KeyValuePut:
-			c := change{key: e.Key()}
-			if c.fast = decodeViewFields(e.Value(), &c.fields); !c.fast {
-				var err error
-				c.view, err = decodeView(e.Value())
-				c.corrupt = err != nil
+			c := change{key: e.Key(), rev: e.Revision()}
+			var err error
+			if c.fast = decodeViewFields(e.Value(), &c.fields); c.fast {
+				err = checkFields(c.key, &c.fields)
+			} else if c.view, err = decodeView(e.Value()); err == nil {
+				err = checkView(c.key, &c.view)
+			}
+			if err != nil {
+				c.corrupt, c.fast, c.why = true, false, err
 			}
 			changes = append(changes, c)
 		default: // deleted or purged
@@ -235,6 +245,12 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32, synced 
 			changes = append(changes, change{key: e.Key(), deleted: id})
 		}
 	}
+	repair := false
+	defer func() {
+		if repair {
+			ix.signalRepair()
+		}
+	}()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for i := range changes {
@@ -250,7 +266,10 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32, synced 
 			synced, ready = true, true
 			ix.readyOnce.Do(func() { close(ix.ready) })
 		case c.corrupt:
-			ix.corrupt[c.key] = gen
+			// What the index held of the record stays until the view is
+			// projected again.
+			ix.corrupt[c.key] = corruptKey{gen: gen, rev: c.rev, why: c.why}
+			repair = true
 		case c.deleted != "":
 			delete(ix.corrupt, c.key)
 			ix.remove(c.deleted)
@@ -285,8 +304,8 @@ func (ix *Index) sweep(gen uint32) {
 	for _, id := range gone {
 		ix.removePacked(id)
 	}
-	for k, g := range ix.corrupt {
-		if g != gen {
+	for k, c := range ix.corrupt {
+		if c.gen != gen {
 			delete(ix.corrupt, k)
 		}
 	}

@@ -11,6 +11,13 @@
 // logs it at most once per interval for each consumer and reason. List
 // pages through the entries in the order they were quarantined.
 //
+// The quarantine also keeps the entries of KV buckets that their decoder
+// refuses (RecordKV): an Entry of Kind "kv" with the bucket and key, the
+// bucket's stream (KV_<bucket>) and the entry's revision as stream and
+// sequence, the bucket as consumer and ReasonInvalidEntry. Those entries
+// are skipped by the buckets' users (see internal/kvstore), never acted
+// on; FindKV reads one back, for a repair.
+//
 // Transient errors are retried with a bounded backoff: Retry.Delay grows
 // with the number of deliveries up to a cap, and Retry.Exhausted says when
 // a message has been delivered often enough to be quarantined

@@ -23,10 +23,16 @@ const (
 	// ReasonRetriesExhausted: an error that might have been transient
 	// persisted through the bounded number of deliveries (Retry).
 	ReasonRetriesExhausted = api.QuarantineRetriesExhausted
+	// ReasonInvalidEntry: a KV bucket holds an entry its decoder refuses
+	// (RecordKV).
+	ReasonInvalidEntry = api.QuarantineInvalidEntry
 )
 
+// KindKV is the Kind of an entry about a KV bucket's entry (RecordKV).
+const KindKV = api.QuarantineKindKV
+
 // Reasons lists every reason, in a stable order.
-var Reasons = []Reason{ReasonUndecodable, ReasonCorrupt, ReasonInvalidView, ReasonRetriesExhausted}
+var Reasons = []Reason{ReasonUndecodable, ReasonCorrupt, ReasonInvalidView, ReasonRetriesExhausted, ReasonInvalidEntry}
 
 // maxErrorLen bounds Entry.Error in bytes.
 const maxErrorLen = 1024

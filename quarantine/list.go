@@ -111,6 +111,7 @@ func decodeEntry(raw *jetstream.RawStreamMsg) Entry {
 	}
 	e.ID = raw.Sequence
 	e.Subject = truncate(e.Subject, 1024)
+	e.Key = truncate(e.Key, 1024)
 	e.Error = truncate(e.Error, maxErrorLen)
 	return e
 }
@@ -119,4 +120,25 @@ func sortCounts(c []Count) {
 	slices.SortFunc(c, func(a, b Count) int {
 		return cmp.Or(strings.Compare(a.Consumer, b.Consumer), strings.Compare(string(a.Reason), string(b.Reason)))
 	})
+}
+
+// FindKV returns the entry RecordKV stored for revision of key in bucket,
+// if there is one: one direct read of its subject. Errors as List's.
+func (q *Quarantine) FindKV(ctx context.Context, bucket, key string, revision uint64) (Entry, bool, error) {
+	s, err := q.handle(ctx)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	raw, err := s.GetLastMsgForSubject(ctx, q.subject(truncate(bucket, 256), "KV_"+truncate(bucket, 256), revision))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Entry{}, false, nil
+	}
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("read quarantine stream %s: %w", q.opts.stream, err)
+	}
+	e := decodeEntry(raw)
+	if e.Kind != KindKV || e.Bucket != bucket || e.Key != key || e.Seq != revision {
+		return Entry{}, false, nil
+	}
+	return e, true, nil
 }

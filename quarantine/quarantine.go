@@ -281,12 +281,30 @@ func (q *Quarantine) Record(ctx context.Context, m jetstream.Msg, consumer strin
 	return q.Put(ctx, e)
 }
 
+// RecordKV stores the trace of an entry of a KV bucket that its decoder
+// refused (cause), which the bucket's users skip: an Entry of Kind KindKV
+// with the bucket and key, the bucket's stream (KV_<bucket>) and the
+// entry's revision as stream and sequence, the bucket as consumer and
+// reason ReasonInvalidEntry. Recording the same revision again replaces
+// its entry. It is counted and logged as Record's entries are. Errors as
+// Put's. Safe for concurrent use; *Quarantine satisfies the KV layer's
+// recorder this way.
+func (q *Quarantine) RecordKV(ctx context.Context, bucket, key string, revision uint64, cause error) error {
+	e := Entry{Kind: KindKV, Bucket: truncate(bucket, 256), Key: truncate(key, 1024), Stream: "KV_" + truncate(bucket, 256), Seq: revision,
+		Subject: "$KV." + truncate(bucket, 256) + "." + key, Consumer: truncate(bucket, 256), Reason: ReasonInvalidEntry, At: q.opts.clock.Now().UnixMilli()}
+	if cause != nil {
+		e.Error = cause.Error()
+	}
+	return q.Put(ctx, e)
+}
+
 // Put stores e (its ID is ignored), counts it and logs it, as Record does
 // for a message. It returns an error wrapping ErrIncompatibleStream, or
 // JetStream's error, if the entry could not be stored.
 func (q *Quarantine) Put(ctx context.Context, e Entry) error {
 	e.ID = 0
 	e.Subject = truncate(e.Subject, 1024)
+	e.Key = truncate(e.Key, 1024)
 	e.Error = truncate(e.Error, maxErrorLen)
 	data, err := json.Marshal(e)
 	if err != nil {
@@ -331,6 +349,11 @@ func (q *Quarantine) count(e Entry) {
 	}
 	q.mu.Unlock()
 	if log {
+		if e.Kind == KindKV {
+			q.opts.logger.Error("amends: invalid KV entry quarantined and skipped; list it with `amends quarantine list`",
+				"bucket", e.Bucket, "key", e.Key, "revision", e.Seq, "reason", string(e.Reason), "err", e.Error, "alsoQuarantinedSinceLastLine", suppressed)
+			return
+		}
 		q.opts.logger.Error("amends: message quarantined and terminated; list it with `amends quarantine list`",
 			"consumer", e.Consumer, "stream", e.Stream, "seq", e.Seq, "subject", e.Subject, "reason", string(e.Reason),
 			"deliveries", e.Deliveries, "err", e.Error, "alsoQuarantinedSinceLastLine", suppressed)

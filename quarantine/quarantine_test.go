@@ -174,3 +174,34 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	_, err := quarantine.New(nil)
 	require.ErrorIs(t, err, quarantine.ErrInvalidOption)
 }
+
+func TestRecordKVKeepsBucketKeyRevisionAndReason(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	var logs bytes.Buffer
+	clock := fakeclock.At(1_700_000_000_000)
+	q, err := quarantine.New(js, quarantine.WithMemoryStorage(), quarantine.WithClock(clock),
+		quarantine.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)), time.Minute))
+	require.NoError(t, err)
+	ctx := t.Context()
+	cause := fmt.Errorf("bucket amends_rules key r-ü revision 7: key: not a rule id")
+	require.NoError(t, q.RecordKV(ctx, "amends_rules", "r-ü", 7, cause))
+	require.NoError(t, q.RecordKV(ctx, "amends_rules", "r-ü", 7, cause), "the same revision again replaces the entry")
+	require.NoError(t, q.RecordKV(ctx, "amends_releases", "c2hvcA.UHJvamVjdG9y", 3, fmt.Errorf("step: must be from 0 to 64, got -1")))
+
+	all, err := q.All(ctx, quarantine.Query{})
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	e := all[0]
+	e.ID = 0
+	assert.Equal(t, quarantine.Entry{Kind: quarantine.KindKV, Bucket: "amends_rules", Key: "r-ü", Stream: "KV_amends_rules", Seq: 7,
+		Subject: "$KV.amends_rules.r-ü", Consumer: "amends_rules", Reason: quarantine.ReasonInvalidEntry, Error: cause.Error(), At: 1_700_000_000_000}, e)
+
+	byBucket, err := q.All(ctx, quarantine.Query{Consumer: "amends_releases"})
+	require.NoError(t, err)
+	require.Len(t, byBucket, 1, "the bucket is the consumer to filter by")
+	assert.Equal(t, uint64(3), byBucket[0].Seq)
+
+	assert.Contains(t, q.Counts(), quarantine.Count{Consumer: "amends_rules", Reason: quarantine.ReasonInvalidEntry, N: 2})
+	assert.Equal(t, 1, strings.Count(logs.String(), "bucket=amends_rules"), "logged once per interval: %s", logs.String())
+	assert.Contains(t, logs.String(), "invalid KV entry quarantined and skipped")
+}

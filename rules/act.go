@@ -5,7 +5,9 @@ import "github.com/amends-dev/amends/aggregate"
 // ApplyToCreate changes a creation the way r acts on a new failure:
 // MARK_* set its classification, APPLY_RETRY_SPEC its retry spec, WAIVE
 // both (UNRECOVERABLE, the spec with maxRetries 0). HOLD_UNTIL_DEPLOY
-// leaves it as it is: holding is the scheduler's (see Set.Held).
+// leaves it as it is: holding is the scheduler's (see Set.Held). A rule
+// that is not valid (an APPLY_RETRY_SPEC without its spec, which the store
+// never hands out) changes nothing.
 func (r *Rule) ApplyToCreate(c *aggregate.CreateExecutionFailed, defaultSpec aggregate.RetrySpec) {
 	switch r.Action {
 	case MarkUnrecoverable:
@@ -13,6 +15,9 @@ func (r *Rule) ApplyToCreate(c *aggregate.CreateExecutionFailed, defaultSpec agg
 	case MarkRecoverable:
 		c.Recoverable = aggregate.Recoverable
 	case ApplyRetrySpec:
+		if r.RetrySpec == nil {
+			return
+		}
 		spec := *r.RetrySpec
 		c.RetrySpec = &spec
 	case Waive:
@@ -27,7 +32,8 @@ func (r *Rule) ApplyToCreate(c *aggregate.CreateExecutionFailed, defaultSpec agg
 }
 
 // Command is the command r applies to an existing record, and false for
-// HOLD_UNTIL_DEPLOY, which needs none.
+// HOLD_UNTIL_DEPLOY, which needs none, and for a rule that is not valid
+// (an APPLY_RETRY_SPEC without its spec, an unknown action).
 func (r *Rule) Command() (aggregate.Command, bool) {
 	switch r.Action {
 	case MarkUnrecoverable, Waive:
@@ -35,6 +41,9 @@ func (r *Rule) Command() (aggregate.Command, bool) {
 	case MarkRecoverable:
 		return aggregate.MarkRecoverable{Recoverable: aggregate.Recoverable}, true
 	case ApplyRetrySpec:
+		if r.RetrySpec == nil {
+			return nil, false
+		}
 		return aggregate.ApplyRetrySpec(*r.RetrySpec), true
 	}
 	return nil, false

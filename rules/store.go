@@ -3,7 +3,6 @@ package rules
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -15,15 +14,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/internal/kvwatch"
+	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/quarantine"
 )
 
 // DefaultBucket is the KV bucket of the rules.
 const DefaultBucket = "amends_rules"
-
-// maxValueBytes bounds a stored rule that is read back: a bucket written
-// by something else cannot make a reader allocate without limit.
-const maxValueBytes = 64 << 10
 
 var idPattern = regexp.MustCompile(`^r-[0-9a-f]{12}$`)
 
@@ -34,8 +30,7 @@ func ValidID(id string) bool { return idPattern.MatchString(id) }
 // Store keeps rules in a KV bucket, one key per rule id. Safe for
 // concurrent use.
 type Store struct {
-	kv    jetstream.KeyValue
-	js    jetstream.JetStream
+	rules *kvstore.Store[Rule]
 	clock aggregate.Clock
 }
 
@@ -44,8 +39,22 @@ type Store struct {
 type StoreOption func(*storeOptions) error
 
 type storeOptions struct {
-	cfg   jetstream.KeyValueConfig
-	clock aggregate.Clock
+	cfg        jetstream.KeyValueConfig
+	clock      aggregate.Clock
+	quarantine *quarantine.Quarantine
+}
+
+// WithQuarantine records the stored rules that do not validate in q
+// (kind kv, reason invalid_entry); they match nothing either way. Without
+// it they are logged, at most once per interval.
+func WithQuarantine(q *quarantine.Quarantine) StoreOption {
+	return func(o *storeOptions) error {
+		if q == nil {
+			return fmt.Errorf("quarantine is nil: %w", ErrInvalidOption)
+		}
+		o.quarantine = q
+		return nil
+	}
 }
 
 // WithBucket names the bucket (default DefaultBucket).
@@ -96,14 +105,15 @@ func OpenStore(ctx context.Context, js jetstream.JetStream, opts ...StoreOption)
 			return nil, err
 		}
 	}
-	kv, err := js.CreateKeyValue(ctx, o.cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, o.cfg.Bucket)
+	var kopts []kvstore.Option
+	if o.quarantine != nil {
+		kopts = append(kopts, kvstore.WithRecorder(o.quarantine))
 	}
+	b, err := kvstore.Open(ctx, js, bucketSpec(o.cfg), append(kopts, kvstore.WithClock(o.clock.Now))...)
 	if err != nil {
-		return nil, fmt.Errorf("rules bucket %s: %w", o.cfg.Bucket, err)
+		return nil, fmt.Errorf("rules: %w", err)
 	}
-	return &Store{kv: kv, js: js, clock: o.clock}, nil
+	return &Store{rules: kvstore.For(b, ruleCodec), clock: o.clock}, nil
 }
 
 // Add validates r (see Rule.Validate), gives it an id, its creation time
@@ -125,17 +135,15 @@ func (s *Store) Add(ctx context.Context, r Rule) (Rule, error) {
 	r.ID = "r-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
 	r.CreatedAt, r.RemovedAt, r.Recorded, r.Applied, r.Audit = now.UnixMilli(), 0, 0, 0, nil
 	r.audit(Audit{Op: "add", Actor: r.Actor, Reason: r.Reason, At: r.CreatedAt})
-	b, err := json.Marshal(r)
-	if err != nil {
-		return Rule{}, err
-	}
-	if _, err := s.kv.Create(ctx, r.ID, b); err != nil {
+	if _, err := s.rules.Create(ctx, r.ID, r); err != nil {
 		return Rule{}, fmt.Errorf("store rule %s: %w", r.ID, err)
 	}
 	return r, nil
 }
 
-// Get returns the rule id, removed or not. Errors wrap ErrNotFound.
+// Get returns the rule id, removed or not. Errors wrap ErrNotFound; a
+// stored rule that does not validate (DecodeStored) is an error matching
+// ErrInvalidRule and kvstore's ErrInvalid that names the field.
 func (s *Store) Get(ctx context.Context, id string) (Rule, error) {
 	r, _, err := s.get(ctx, id)
 	return r, err
@@ -145,50 +153,30 @@ func (s *Store) get(ctx context.Context, id string) (Rule, uint64, error) {
 	if !ValidID(id) {
 		return Rule{}, 0, fmt.Errorf("rule id must be r- followed by 12 hexadecimal digits, got %q: %w", id, ErrNotFound)
 	}
-	e, err := s.kv.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	r, rev, err := s.rules.Get(ctx, id)
+	switch {
+	case errors.Is(err, kvstore.ErrNotFound):
 		return Rule{}, 0, fmt.Errorf("rule %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
+	case errors.Is(err, kvstore.ErrInvalid):
+		return Rule{}, rev, fmt.Errorf("rule %s is stored invalid, so it matches nothing; write it again or remove it with amends repair purge-entry (%w): %w", id, err, ErrInvalidRule)
+	case err != nil:
 		return Rule{}, 0, fmt.Errorf("read rule %s: %w", id, err)
 	}
-	r, err := decode(e.Value())
-	if err != nil {
-		return Rule{}, 0, fmt.Errorf("rule %s: %w", id, err)
-	}
-	return r, e.Revision(), nil
-}
-
-func decode(b []byte) (Rule, error) {
-	var r Rule
-	if len(b) > maxValueBytes {
-		return r, fmt.Errorf("stored rule is %d bytes, more than %d: %w", len(b), maxValueBytes, ErrInvalidRule)
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("stored rule is not valid JSON: %w", ErrInvalidRule)
-	}
-	return r, nil
+	return r, rev, nil
 }
 
 // List returns the rules, oldest first; removed ones only if withRemoved.
-// Entries that do not decode are skipped.
+// Stored rules that do not validate are left out (they match nothing and
+// are in the quarantine).
 func (s *Store) List(ctx context.Context, withRemoved bool) ([]Rule, error) {
-	keys, err := kvwatch.Keys(ctx, s.js, s.kv, ">")
-	if err != nil {
-		return nil, fmt.Errorf("list rules: %w", err)
-	}
 	var out []Rule
-	for _, key := range keys {
-		r, _, err := s.get(ctx, key)
-		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidRule) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if withRemoved || r.RemovedAt == 0 {
+	err := s.rules.Scan(ctx, ">", func(_ string, r Rule, _ uint64, err error) {
+		if err == nil && (withRemoved || r.RemovedAt == 0) {
 			out = append(out, r)
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list rules: %w", err)
 	}
 	slices.SortFunc(out, func(a, b Rule) int { return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID)) })
 	return out, nil
@@ -231,27 +219,24 @@ func (s *Store) AddRecorded(ctx context.Context, id string, n int64) error {
 	return err
 }
 
-// update changes rule id with f under optimistic concurrency, retrying on
-// a concurrent change.
+// update changes rule id with f under optimistic concurrency (the
+// bucket's Change loop), retrying on a concurrent change.
 func (s *Store) update(ctx context.Context, id string, f func(r *Rule, now int64) error) (Rule, error) {
-	for attempt := 0; ; attempt++ {
-		r, rev, err := s.get(ctx, id)
-		if err != nil {
-			return Rule{}, err
-		}
-		if err := f(&r, s.clock.Now().UnixMilli()); err != nil {
-			return Rule{}, err
-		}
-		b, err := json.Marshal(r)
-		if err != nil {
-			return Rule{}, err
-		}
-		_, err = s.kv.Update(ctx, id, b, rev)
-		if err == nil {
-			return r, nil
-		}
-		if attempt >= 10 || !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return Rule{}, fmt.Errorf("update rule %s: %w", id, err)
-		}
+	if !ValidID(id) {
+		return Rule{}, fmt.Errorf("rule id must be r- followed by 12 hexadecimal digits, got %q: %w", id, ErrNotFound)
 	}
+	r, _, err := s.rules.Change(ctx, id, func(cur kvstore.Current[Rule]) (Rule, kvstore.Action, error) {
+		switch {
+		case cur.Invalid != nil:
+			return Rule{}, kvstore.Keep, fmt.Errorf("rule %s is stored invalid, so it matches nothing; write it again or remove it with amends repair purge-entry (%w): %w", id, cur.Invalid, ErrInvalidRule)
+		case !cur.Exists():
+			return Rule{}, kvstore.Keep, fmt.Errorf("rule %s: %w", id, ErrNotFound)
+		}
+		r := cur.Value
+		if err := f(&r, s.clock.Now().UnixMilli()); err != nil {
+			return Rule{}, kvstore.Keep, err
+		}
+		return r, kvstore.Write, nil
+	})
+	return r, err
 }

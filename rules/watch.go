@@ -102,7 +102,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 }
 
 func (w *Watcher) watch(ctx context.Context) error {
-	kw, err := w.store.kv.WatchAll(ctx, jetstream.IncludeHistory())
+	kv := w.store.rules.KV()
+	kw, err := kv.WatchAll(ctx, jetstream.IncludeHistory())
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func (w *Watcher) watch(ctx context.Context) error {
 	}
 	// Every rule, up to the leader's last revision: the watch's own end
 	// signal comes early while rules are written (a flush of the counts).
-	if err := kvwatch.Initial(ctx, w.store.js, w.store.kv, ">", kw, func(e jetstream.KeyValueEntry) { w.apply(rules, e) }); err != nil {
+	if err := kvwatch.InitialAll(ctx, kv, kw, func(e jetstream.KeyValueEntry) { w.apply(ctx, rules, e) }); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -136,20 +137,22 @@ func (w *Watcher) watch(ctx context.Context) error {
 			if e == nil {
 				continue // the watch's own end-of-initial-values signal
 			}
-			w.apply(rules, e)
+			w.apply(ctx, rules, e)
 			publish()
 		}
 	}
 }
 
-func (w *Watcher) apply(rules map[string]Rule, e jetstream.KeyValueEntry) {
+// apply takes one change of the bucket. A stored rule that does not
+// validate (DecodeStored) is dropped, so it matches nothing, and reported
+// to the quarantine by the store (once per revision).
+func (w *Watcher) apply(ctx context.Context, rules map[string]Rule, e jetstream.KeyValueEntry) {
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(rules, e.Key())
 		return
 	}
-	r, err := decode(e.Value())
-	if err != nil || r.ID != e.Key() {
-		w.logger.Warn("rules: skipping a stored rule that does not decode", "key", e.Key(), "err", err)
+	r, err := w.store.rules.DecodeEntry(ctx, e)
+	if err != nil {
 		delete(rules, e.Key())
 		return
 	}

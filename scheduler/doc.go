@@ -17,6 +17,12 @@
 // the ones behind them from being prepared. Their WARN lines are limited to
 // a few a minute.
 //
+// A due record the index lists but that does not exist (a view written by
+// something else) is counted (Stats.Missing), backs off, and is handed to
+// the projector (WithReprojector), which deletes its view: such views
+// never take a pass's batch. A stored release that does not validate, or
+// that the policy cannot continue, is halted rather than acted on.
+//
 // # One active instance
 //
 // Every instance runs a Scheduler; only the holder of a lease in a KV

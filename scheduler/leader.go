@@ -16,7 +16,7 @@ const releaseTimeout = 5 * time.Second
 // renew it every interval and step down when it is lost or its validity
 // ends without a renewal.
 func (s *Scheduler) lead(ctx context.Context) {
-	l := &lease{kv: s.leases.kv, key: s.opts.key, holder: s.opts.instance, ttl: s.leases.ttl, margin: s.opts.margin, clock: s.opts.leaseClock}
+	l := &lease{kv: s.leases.leases, key: s.opts.key, holder: s.opts.instance, ttl: s.leases.ttl, margin: s.opts.margin, clock: s.opts.leaseClock}
 	freed := s.watchFreed(ctx)
 	if freed != nil {
 		defer freed.Stop()
@@ -109,7 +109,7 @@ func (s *Scheduler) lead(ctx context.Context) {
 // watchFreed watches the lease key for deletion and expiry. It returns nil
 // if the watch cannot start; the renewal interval's retries then take over.
 func (s *Scheduler) watchFreed(ctx context.Context) jetstream.KeyWatcher {
-	w, err := s.leases.kv.Watch(ctx, s.opts.key, jetstream.UpdatesOnly(), jetstream.MetaOnly())
+	w, err := s.leases.leases.KV().Watch(ctx, s.opts.key, jetstream.UpdatesOnly(), jetstream.MetaOnly())
 	if err != nil {
 		s.opts.logger.Warn("scheduler: cannot watch the lease", "err", err)
 		return nil

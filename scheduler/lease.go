@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // lease is one instance's claim on a key of a Leases bucket. The server
@@ -19,7 +20,7 @@ import (
 // lease as lost margin before that. Not safe for concurrent use; the
 // leader loop owns it.
 type lease struct {
-	kv     jetstream.KeyValue
+	kv     *kvstore.Store[leaseValue]
 	key    string
 	holder string
 	ttl    time.Duration
@@ -36,10 +37,23 @@ type leaseValue struct {
 	RenewedAt int64  `json:"renewedAt"`
 }
 
-func (l *lease) value(at time.Time) []byte {
-	b, _ := json.Marshal(leaseValue{Holder: l.holder, RenewedAt: at.UnixMilli()})
-	return b
+func (l *lease) value(at time.Time) leaseValue {
+	return leaseValue{Holder: l.holder, RenewedAt: at.UnixMilli()}
 }
+
+// leaseCodec is the lease bucket's decoder: a holder's name and when it
+// renewed. Nothing acts on the value (the key's existence is the lease);
+// operators read it.
+var leaseCodec = kvstore.Codec[leaseValue]{Decode: func(e kvstore.Entry) (leaseValue, error) {
+	var v leaseValue
+	if err := json.Unmarshal(e.Value, &v); err != nil {
+		return v, kvstore.Invalid("", "not a lease in JSON: %v", err)
+	}
+	if err := kvstore.Name("holder", v.Holder, 256); err != nil {
+		return v, err
+	}
+	return v, kvstore.Past("renewedAt", v.RenewedAt, e.Now, false)
+}}
 
 // held reports whether the lease is ours and not past its validity at now.
 func (l *lease) held(now time.Time) bool { return l.rev != 0 && now.Before(l.validUntil) }
@@ -49,7 +63,7 @@ func (l *lease) held(now time.Time) bool { return l.rev != 0 && now.Before(l.val
 func (l *lease) acquire(ctx context.Context) (bool, error) {
 	sent := l.clock.Now()
 	rev, err := l.kv.Create(ctx, l.key, l.value(sent))
-	if errors.Is(err, jetstream.ErrKeyExists) {
+	if errors.Is(err, kvstore.ErrConflict) {
 		return false, nil
 	}
 	if err != nil {
@@ -68,7 +82,7 @@ var errLost = errors.New("lease lost")
 func (l *lease) renew(ctx context.Context) error {
 	sent := l.clock.Now()
 	rev, err := l.kv.Update(ctx, l.key, l.value(sent), l.rev)
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyNotFound) {
+	if errors.Is(err, kvstore.ErrConflict) || errors.Is(err, jetstream.ErrKeyNotFound) {
 		l.rev = 0
 		return fmt.Errorf("renew lease %s: %w", l.key, errLost)
 	}
@@ -87,7 +101,7 @@ func (l *lease) release(ctx context.Context) error {
 	}
 	rev := l.rev
 	l.rev = 0
-	if err := l.kv.Delete(ctx, l.key, jetstream.LastRevision(rev)); err != nil {
+	if err := l.kv.Delete(ctx, l.key, rev); err != nil {
 		return fmt.Errorf("release lease %s: %w", l.key, err)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // Lease bucket defaults.
@@ -19,8 +21,8 @@ const (
 // lease held by renewing it, lost by not renewing it. The bucket keeps a
 // marker when a key expires, so a waiting instance is told at once.
 type Leases struct {
-	kv  jetstream.KeyValue
-	ttl time.Duration
+	leases *kvstore.Store[leaseValue]
+	ttl    time.Duration
 }
 
 // LeasesOption configures OpenLeases. An option that cannot be applied
@@ -80,34 +82,61 @@ func OpenLeases(ctx context.Context, js jetstream.JetStream, opts ...LeasesOptio
 			return nil, err
 		}
 	}
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, cfg.Bucket)
-		if err == nil {
-			err = compatible(ctx, kv, cfg)
-		}
+	b, err := kvstore.Open(ctx, js, leaseSpec(cfg))
+	if errors.Is(err, kvstore.ErrMismatch) {
+		return nil, fmt.Errorf("lease bucket %s: every instance must agree on its TTL: %w: %w", cfg.Bucket, err, ErrIncompatibleBucket)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lease bucket %s: %w", cfg.Bucket, err)
 	}
-	return &Leases{kv: kv, ttl: cfg.TTL}, nil
+	return &Leases{leases: kvstore.For(b, leaseCodec), ttl: cfg.TTL}, nil
 }
 
-func compatible(ctx context.Context, kv jetstream.KeyValue, want jetstream.KeyValueConfig) error {
+// BindLeases binds the existing lease bucket as it is, with its own TTL,
+// whatever settings it has: for a serve that found the bucket with other
+// settings (ErrIncompatibleBucket) and goes on with the bucket's TTL
+// rather than not scheduling at all. Every instance then shares the
+// bucket's TTL. Errors are JetStream's.
+func BindLeases(ctx context.Context, js jetstream.JetStream, bucket string) (*Leases, error) {
+	if bucket == "" {
+		bucket = DefaultLeaseBucket
+	}
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("lease bucket %s: %w", bucket, err)
+	}
 	st, err := kv.Status(ctx)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("lease bucket %s: %w", bucket, err)
 	}
-	bs, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok {
-		return nil
+	if st.TTL() < time.Second {
+		return nil, fmt.Errorf("lease bucket %s has TTL %s; a lease needs one of at least 1s: %w", bucket, st.TTL(), ErrIncompatibleBucket)
 	}
-	have := bs.Config()
-	if have.TTL != want.TTL || have.Replicas != want.Replicas || have.LimitMarkerTTL == 0 {
-		return fmt.Errorf("exists with TTL %s, replicas %d, marker TTL %s (wanted %s, %d, %s); amends never reconfigures it: match the options or delete the bucket: %w",
-			have.TTL, have.Replicas, have.LimitMarkerTTL, want.TTL, want.Replicas, want.LimitMarkerTTL, ErrIncompatibleBucket)
+	return &Leases{leases: kvstore.For(kvstore.Bind(js, kv, kvstore.Spec{MaxValue: 4 << 10}), leaseCodec), ttl: st.TTL()}, nil
+}
+
+// RepairLeases brings the lease bucket of opts to its settings (see
+// OpenLeases): in place where JetStream allows it, else by deleting and
+// creating it again (a lease is transient: the holder acquires it again).
+// dryRun changes nothing. It returns what it did and the differences.
+func RepairLeases(ctx context.Context, js jetstream.JetStream, dryRun bool, opts ...LeasesOption) (string, []string, error) {
+	cfg := jetstream.KeyValueConfig{Bucket: DefaultLeaseBucket, Description: "amends: the scheduler's lease", History: 1,
+		TTL: DefaultLeaseTTL, LimitMarkerTTL: DefaultLeaseTTL, Replicas: 1}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return "", nil, err
+		}
 	}
-	return nil
+	r, err := kvstore.Repair(ctx, js, leaseSpec(cfg), dryRun)
+	return r.Action, r.Diffs, err
+}
+
+// leaseSpec is the lease bucket of cfg as the KV layer opens and repairs
+// it: its TTL, marker TTL and replicas must match, and its content (a
+// lease) may be lost.
+func leaseSpec(cfg jetstream.KeyValueConfig) kvstore.Spec {
+	return kvstore.Spec{Config: cfg, MaxValue: 4 << 10, Disposable: true,
+		Match: []kvstore.Setting{kvstore.SettingTTL, kvstore.SettingMarkerTTL, kvstore.SettingReplicas}}
 }
 
 // TTL returns how long a lease lives after its last renewal.

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
 )
 
 // Defaults of the options; period, initial delay and batch are Wow's.
@@ -33,6 +34,15 @@ type options struct {
 	release              *releaseConfig // release.go
 	drain                *DrainConfig   // drain.go
 	tracer               trace.Tracer   // trace.go; nil: the global provider's
+	reprojector          projection.Reprojector
+}
+
+// WithReprojector hands the due records the index lists but that do not
+// exist (their prepare answers not found: a view written by something
+// else) to r, the projector, which deletes their views or projects them
+// again. Without it they only back off.
+func WithReprojector(r projection.Reprojector) Option {
+	return func(o *options) error { o.reprojector = r; return notNil("reprojector", r) }
 }
 
 // Option configures a Scheduler. An option that cannot be applied makes

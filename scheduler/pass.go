@@ -94,7 +94,19 @@ func (s *Scheduler) prepare(ctx context.Context, now time.Time, d projection.Due
 	case err == nil:
 		s.prepared.Add(1)
 		s.backoff.succeeded(d.ID)
-	case errors.Is(err, aggregate.ErrIllegalState), errors.Is(err, aggregate.ErrNotFound):
+	case errors.Is(err, aggregate.ErrNotFound):
+		// The index lists a record that does not exist: its view is wrong
+		// (written by something else). It backs off, so that such views
+		// never take a pass's batch, and is handed to the projector, which
+		// deletes the view (or projects it again from its history).
+		s.missing.Add(1)
+		s.backoff.failed(d, now, fmt.Errorf("the index lists record %s, which does not exist; its view is projected again: %w", d.ID, err))
+		if r := s.opts.reprojector; r != nil {
+			if rerr := r.Reproject(ctx, d.ID); rerr != nil && ctx.Err() == nil {
+				s.opts.logger.Warn("scheduler: the view of a record that does not exist could not be projected again", "record", d.ID, "err", rerr)
+			}
+		}
+	case errors.Is(err, aggregate.ErrIllegalState):
 		s.rejected.Add(1)
 		s.backoff.succeeded(d.ID)
 		s.opts.logger.Debug("scheduler: record moved on", "record", d.ID, "reason", err)

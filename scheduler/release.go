@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,8 +11,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/rules"
 )
 
@@ -101,11 +101,23 @@ func (r *releaseStats) load() ReleaseStats {
 
 // Releases keeps the progress of releases in a KV bucket. Safe for
 // concurrent use.
-type Releases struct{ kv jetstream.KeyValue }
+type Releases struct{ store *kvstore.Store[Release] }
+
+// ReleasesOption configures OpenReleases.
+type ReleasesOption func(*releasesOptions)
+
+type releasesOptions struct{ quarantine *quarantine.Quarantine }
+
+// WithReleasesQuarantine records the stored releases that do not validate
+// (DecodeRelease) in q, the process's quarantine, so its counts include
+// them (default: a quarantine on js).
+func WithReleasesQuarantine(q *quarantine.Quarantine) ReleasesOption {
+	return func(o *releasesOptions) { o.quarantine = q }
+}
 
 // OpenReleases returns the progress bucket (DefaultReleaseBucket if
 // bucket is ""), creating it with replicas (1 if 0) if it does not exist.
-func OpenReleases(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*Releases, error) {
+func OpenReleases(ctx context.Context, js jetstream.JetStream, bucket string, replicas int, opts ...ReleasesOption) (*Releases, error) {
 	if bucket == "" {
 		bucket = DefaultReleaseBucket
 	}
@@ -115,51 +127,55 @@ func OpenReleases(ctx context.Context, js jetstream.JetStream, bucket string, re
 	if replicas < 1 || replicas > 5 {
 		return nil, fmt.Errorf("release bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
 	}
-	cfg := jetstream.KeyValueConfig{Bucket: bucket, Description: "amends: progress of deploy releases", History: 5, Replicas: replicas, MaxValueSize: 256 << 10}
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, bucket)
+	var o releasesOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
+	var kopts []kvstore.Option
+	if o.quarantine != nil {
+		kopts = append(kopts, kvstore.WithRecorder(o.quarantine))
+	}
+	b, err := kvstore.Open(ctx, js, releaseSpec(bucket, replicas), kopts...)
 	if err != nil {
-		return nil, fmt.Errorf("release bucket %s: %w", bucket, err)
+		return nil, fmt.Errorf("release bucket: %w", err)
 	}
-	return &Releases{kv: kv}, nil
+	return &Releases{store: kvstore.For(b, releaseCodec)}, nil
 }
 
-func releaseKey(context, processor string) string {
-	enc := base64.RawURLEncoding
-	return enc.EncodeToString([]byte(context)) + "." + enc.EncodeToString([]byte(processor))
-}
+func releaseKey(context, processor string) string { return kvstore.Segments(context, processor) }
 
 // Get returns the release of processor (context, name); ok is false if
-// none was ever recorded.
+// none was ever recorded. A stored release that does not validate
+// (DecodeRelease) is an error matching kvstore's ErrInvalid that names the
+// field; it is quarantined.
 func (r *Releases) Get(ctx context.Context, context, processor string) (rel Release, ok bool, err error) {
-	e, err := r.kv.Get(ctx, releaseKey(context, processor))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	rel, _, err = r.store.Get(ctx, releaseKey(context, processor))
+	if errors.Is(err, kvstore.ErrNotFound) {
 		return Release{}, false, nil
 	}
 	if err != nil {
-		return Release{}, false, err
-	}
-	if err := json.Unmarshal(e.Value(), &rel); err != nil {
-		return Release{}, false, fmt.Errorf("release of %s/%s does not decode: %w", context, processor, err)
+		return Release{}, false, fmt.Errorf("release of %s/%s: %w", context, processor, err)
 	}
 	return rel, true, nil
 }
 
 func (r *Releases) put(ctx context.Context, rel Release) error {
-	b, err := json.Marshal(rel)
-	if err != nil {
-		return err
-	}
-	_, err = r.kv.Put(ctx, releaseKey(rel.Context, rel.Processor), b)
+	_, err := r.store.Put(ctx, releaseKey(rel.Context, rel.Processor), rel)
 	return err
 }
 
 // Watch returns a watch of every release's progress (see
-// jetstream.KeyValue.WatchAll); each value is a Release in JSON.
+// jetstream.KeyValue.WatchAll); each value is a Release in JSON: read it
+// with Decode.
 func (r *Releases) Watch(ctx context.Context) (jetstream.KeyWatcher, error) {
-	return r.kv.WatchAll(ctx)
+	return r.store.KV().WatchAll(ctx)
+}
+
+// Decode validates a release a Watch delivered (DecodeRelease); one that
+// does not validate is quarantined and an error matching kvstore's
+// ErrInvalid.
+func (r *Releases) Decode(ctx context.Context, e jetstream.KeyValueEntry) (Release, error) {
+	return r.store.DecodeEntry(ctx, e)
 }
 
 // BuildSource lists the live build registrations. *processor.BuildRegistry
@@ -285,8 +301,15 @@ func compareKeys(a, b [2]string) int {
 // advance moves the release of e's processor on by one step at most.
 func (s *Scheduler) advance(ctx context.Context, rc *releaseConfig, e processor.BuildEntry, now time.Time) error {
 	rel, ok, err := rc.progress.Get(ctx, e.Context, e.Processor)
+	if errors.Is(err, kvstore.ErrInvalid) {
+		return s.halt(ctx, rc, Release{Context: e.Context, Processor: e.Processor, Build: e.Build, StartedAt: now.UnixMilli()}, now,
+			"the stored release does not validate, so it is not acted on ("+err.Error()+"); the held records stay held until the next build", nil)
+	}
 	if err != nil {
 		return err
+	}
+	if bad := rc.policy.check(rel); bad != "" {
+		return s.halt(ctx, rc, rel, now, bad, nil)
 	}
 	ms := now.UnixMilli()
 	switch {
@@ -336,32 +359,48 @@ func (s *Scheduler) settle(ctx context.Context, rc *releaseConfig, rel Release, 
 		what = fmt.Sprintf("step %d", rel.Step+1)
 	}
 	if ratio < rc.policy.Threshold {
-		rel.Phase = PhaseHalted
-		rel.Halt = fmt.Sprintf("the %s of build %s succeeded for %d of %d records (%.0f%%), below the threshold of %.0f%%; the release halted and the other held records stay held",
-			what, rel.Build, len(ok), n, 100*ratio, 100*rc.policy.Threshold)
-		if err := rc.progress.put(ctx, rel); err != nil {
-			return err
-		}
-		s.releases.halted.Add(1)
-		s.opts.logger.Warn("scheduler: release halted", "context", rel.Context, "processor", rel.Processor, "build", rel.Build.String(), "reason", rel.Halt, "failed", failed)
-		for _, id := range failed {
-			meta := aggregate.Meta{Actor: Actor, Reason: "release halted: " + rel.Halt, CommandID: fmt.Sprintf("release-halt:%s:%s:%d", id, rel.Build, rel.StartedAt)}
-			if _, err := s.exec.Execute(ctx, id, aggregate.MarkRecoverable{Recoverable: aggregate.Unrecoverable}, meta); err != nil && !errors.As(err, new(*aggregate.Error)) {
-				s.opts.logger.Warn("scheduler: marking a failed release record failed", "record", id, "err", err)
-			}
-		}
-		if rc.onHalt != nil {
-			rc.onHalt(rel)
-		}
-		return nil
+		return s.halt(ctx, rc, rel, now, fmt.Sprintf("the %s of build %s succeeded for %d of %d records (%.0f%%), below the threshold of %.0f%%; the release halted and the other held records stay held",
+			what, rel.Build, len(ok), n, 100*ratio, 100*rc.policy.Threshold), failed)
 	}
 	s.releases.steps.Add(1)
 	if rel.Phase == PhaseCanary {
 		rel.Phase, rel.Step = PhaseSteps, 0
-	} else if rc.policy.Steps[rel.Step] != 0 {
+	} else if rel.Step < len(rc.policy.Steps) && rc.policy.Steps[rel.Step] != 0 {
 		rel.Step++ // an "all" step repeats until nothing is left
 	}
 	return rc.progress.put(ctx, rel)
+}
+
+// halt stops rel for reason: it is stored halted (so it is never acted on
+// again), logged, counted and handed to onHalt; the failed records of its
+// last step are marked UNRECOVERABLE with the reason.
+func (s *Scheduler) halt(ctx context.Context, rc *releaseConfig, rel Release, now time.Time, reason string, failed []string) error {
+	rel.Phase, rel.Halt, rel.Batch, rel.UpdatedAt = PhaseHalted, reason, nil, now.UnixMilli()
+	if err := rc.progress.put(ctx, rel); err != nil {
+		return err
+	}
+	s.releases.halted.Add(1)
+	s.opts.logger.Warn("scheduler: release halted", "context", rel.Context, "processor", rel.Processor, "build", rel.Build.String(), "reason", rel.Halt, "failed", failed)
+	for _, id := range failed {
+		meta := aggregate.Meta{Actor: Actor, Reason: "release halted: " + rel.Halt, CommandID: fmt.Sprintf("release-halt:%s:%s:%d", id, rel.Build, rel.StartedAt)}
+		if _, err := s.exec.Execute(ctx, id, aggregate.MarkRecoverable{Recoverable: aggregate.Unrecoverable}, meta); err != nil && !errors.As(err, new(*aggregate.Error)) {
+			s.opts.logger.Warn("scheduler: marking a failed release record failed", "record", id, "err", err)
+		}
+	}
+	if rc.onHalt != nil {
+		rc.onHalt(rel)
+	}
+	return nil
+}
+
+// check reports, as the reason of a halt, a release under way that this
+// policy cannot continue: a step past its steps (the policy changed since,
+// or the entry was edited). "" if it can.
+func (p ReleasePolicy) check(rel Release) string {
+	if rel.Phase == PhaseSteps && rel.Step > len(p.Steps) {
+		return fmt.Sprintf("the release is at step %d, past the %d steps of the policy (it changed since, or the entry was edited); it halted and the held records stay held", rel.Step+1, len(p.Steps))
+	}
+	return ""
 }
 
 // launch prepares the next canary or step, or ends the release when no

@@ -55,7 +55,7 @@ type Scheduler struct {
 
 	backoff *backoffs
 
-	passes, idle, prepared, rejected, duplicates, failed, skipped, acquired, lost atomic.Uint64
+	passes, idle, prepared, rejected, duplicates, failed, skipped, acquired, lost, missing atomic.Uint64
 
 	heldLast   atomic.Int64 // records held in the last pass (hold.go)
 	releases   releaseStats // release.go
@@ -77,6 +77,10 @@ type Stats struct {
 	Rejected uint64
 	// Duplicates counts prepares already applied for the same due time.
 	Duplicates uint64
+	// Missing counts due records the index listed that do not exist (a
+	// wrong view): each backs off and is handed to the reprojector
+	// (WithReprojector).
+	Missing uint64
 	// Failed counts prepares that failed for another reason (logged, at
 	// most a few lines a minute). Such a record backs off: the passes skip
 	// it for a time that doubles with each failure (WithFailureBackoff), so
@@ -142,7 +146,7 @@ func (s *Scheduler) Stats() Stats {
 	s.mu.Unlock()
 	return Stats{
 		Active: active, ActiveSince: since, ValidUntil: until, Passes: s.passes.Load(), Idle: s.idle.Load(),
-		Prepared: s.prepared.Load(), Rejected: s.rejected.Load(), Duplicates: s.duplicates.Load(), Failed: s.failed.Load(),
+		Prepared: s.prepared.Load(), Rejected: s.rejected.Load(), Duplicates: s.duplicates.Load(), Failed: s.failed.Load(), Missing: s.missing.Load(),
 		Skipped: s.skipped.Load(), BackingOff: s.backoff.extra(),
 		Acquired: s.acquired.Load(), Lost: s.lost.Load(),
 		Held: int(s.heldLast.Load()), Releases: s.releases.load(), Drains: s.drainStats.load(),

@@ -106,7 +106,9 @@ func TestSchedulerCountsRecordsThatMovedOn(t *testing.T) {
 	waitActive(t, s)
 	tick(t, s, ticks)
 	st := s.Stats()
-	assert.Equal(t, uint64(2), st.Rejected, "a succeeded and a missing record are rejections: %+v", st)
+	assert.Equal(t, uint64(1), st.Rejected, "a succeeded record is a rejection: %+v", st)
+	assert.Equal(t, uint64(1), st.Missing, "a record that does not exist is missing (its view is wrong): %+v", st)
+	assert.Equal(t, 1, st.BackingOff, "the missing record backs off, so it cannot take a pass's batch")
 	assert.Zero(t, st.Failed+st.Prepared)
 }
 

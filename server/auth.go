@@ -1,92 +1,17 @@
 package server
 
 import (
-	"bufio"
-	"crypto/sha256"
-	"crypto/subtle"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/amends-dev/amends/audit"
 )
-
-// Role is what a token may do.
-type Role string
-
-// The roles.
-const (
-	// RoleViewer reads records, views, summaries, history and metrics.
-	RoleViewer Role = "viewer"
-	// RoleOperator also sends commands.
-	RoleOperator Role = "operator"
-)
-
-// MinSecretLength is the shortest token secret accepted.
-const MinSecretLength = 16
-
-// Token is a bearer token: who holds it and what it may do.
-type Token struct {
-	// Name is the actor recorded on every command sent with the token.
-	Name string
-	// Role is viewer or operator.
-	Role Role
-	// Secret is the bearer value, at least MinSecretLength characters.
-	Secret string
-}
-
-// ParseTokens reads tokens as "name:role:secret", separated by commas or
-// newlines; blank lines and lines starting with # are ignored. Names must
-// be unique, and so must secrets (a secret held by two tokens would make
-// one of them act as the other). The error names the entry and the rule it
-// breaks (never the secret).
-func ParseTokens(text string) ([]Token, error) {
-	var out []Token
-	seen := map[string]bool{}
-	secrets := map[string]string{} // secret -> name
-	sc := bufio.NewScanner(strings.NewReader(strings.ReplaceAll(text, ",", "\n")))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("token entry %d is not name:role:secret", n)
-		}
-		t := Token{Name: strings.TrimSpace(parts[0]), Role: Role(strings.TrimSpace(parts[1])), Secret: strings.TrimSpace(parts[2])}
-		switch {
-		case t.Name == "":
-			return nil, fmt.Errorf("token entry %d has an empty name", n)
-		case t.Role != RoleViewer && t.Role != RoleOperator:
-			return nil, fmt.Errorf("token %q has role %q; the roles are viewer and operator", t.Name, t.Role)
-		case len(t.Secret) < MinSecretLength:
-			return nil, fmt.Errorf("token %q has a secret of %d characters; use at least %d (e.g. openssl rand -hex 24)", t.Name, len(t.Secret), MinSecretLength)
-		case seen[t.Name]:
-			return nil, fmt.Errorf("token name %q appears twice; names are the actors of the audit trail and must be unique", t.Name)
-		case secrets[t.Secret] != "":
-			return nil, fmt.Errorf("tokens %q and %q have the same secret; give every token its own secret (e.g. openssl rand -hex 24)", secrets[t.Secret], t.Name)
-		}
-		seen[t.Name] = true
-		secrets[t.Secret] = t.Name
-		out = append(out, t)
-	}
-	return out, sc.Err()
-}
-
-// LoadTokens reads a tokens file (see ParseTokens).
-func LoadTokens(path string) ([]Token, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("tokens file: %w", err)
-	}
-	tokens, err := ParseTokens(string(data))
-	if err != nil {
-		return nil, fmt.Errorf("tokens file %s: %w", path, err)
-	}
-	return tokens, nil
-}
 
 // CheckBind returns an error wrapping ErrInsecureBind if addr is not a
 // loopback address and there are no tokens.
@@ -107,57 +32,41 @@ func CheckBind(addr string, tokens []Token) error {
 	return fmt.Errorf("%s is not a loopback address and no tokens are configured; configure tokens (--tokens-file or AMENDS_TOKENS) or bind to 127.0.0.1: %w", addr, ErrInsecureBind)
 }
 
+// How a principal authenticated.
+const (
+	viaToken = "token"
+	viaOIDC  = "oidc"
+	viaLocal = "local"
+)
+
 // principal is who sent a request.
 type principal struct {
 	name string
 	role Role
+	// via is how it authenticated: viaToken, viaOIDC or viaLocal.
+	via string
+	// subject identifies an OIDC principal: issuer and subject.
+	subject string
+	// expires, if not zero, ends it (a token's expiry, a JWT's exp).
+	expires time.Time
+}
+
+// key identifies the principal's credential: the sessions of one key are
+// counted together, and end together when it is revoked.
+func (p principal) key() string {
+	switch p.via {
+	case viaOIDC:
+		return "oidc:" + p.subject
+	case viaLocal:
+		return viaLocal
+	}
+	return "token:" + p.name
 }
 
 // LocalActor is the actor of requests to a server without tokens.
 const LocalActor = "local"
 
-type keyring struct {
-	hashes [][sha256.Size]byte
-	tokens []Token
-}
-
-func newKeyring(tokens []Token) *keyring {
-	k := &keyring{tokens: tokens}
-	for _, t := range tokens {
-		k.hashes = append(k.hashes, sha256.Sum256([]byte(t.Secret)))
-	}
-	return k
-}
-
-// authenticate finds the request's principal. It compares the presented
-// secret's hash with every token's in constant time, whichever matches.
-func (k *keyring) authenticate(r *http.Request) (principal, bool) {
-	if len(k.tokens) == 0 {
-		return principal{name: LocalActor, role: RoleOperator}, true
-	}
-	// The scheme is case-insensitive (RFC 7235 §2.1).
-	scheme, secret, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return principal{}, false
-	}
-	return k.match(secret)
-}
-
-// match finds the token whose secret is secret, comparing hashes in
-// constant time with every token's, whichever matches.
-func (k *keyring) match(secret string) (principal, bool) {
-	h := sha256.Sum256([]byte(strings.TrimSpace(secret)))
-	found := -1
-	for i := range k.hashes {
-		if subtle.ConstantTimeCompare(h[:], k.hashes[i][:]) == 1 {
-			found = i
-		}
-	}
-	if found < 0 {
-		return principal{}, false
-	}
-	return principal{name: k.tokens[found].Name, role: k.tokens[found].Role}, true
-}
+var localPrincipal = principal{name: LocalActor, role: RoleOperator, via: viaLocal}
 
 // allows reports whether a principal of role p may act as role need.
 func (p principal) allows(need Role) bool {
@@ -199,6 +108,8 @@ func fromBrowser(r *http.Request) bool {
 // authorize finds r's principal and checks it may act as role need,
 // writing the error response and returning false if not:
 //
+//   - a client address over its budget of failed authentications is
+//     refused (429 with Retry-After) before its credentials are looked at;
 //   - a state-changing request from another origin is refused (403
 //     CrossOrigin), however it authenticates;
 //   - a request without an Authorization header that carries a live
@@ -208,43 +119,179 @@ func fromBrowser(r *http.Request) bool {
 //   - without tokens configured, a state-changing request from a browser
 //     needs such a session too (the dashboard makes one on loopback), so
 //     that no other page the browser shows can steer records;
-//   - otherwise the bearer token decides, as before (401, 403).
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Role) (principal, bool) {
+//   - otherwise the bearer token decides: one of the tokens, or with OIDC
+//     a JWT of the issuer (401, 403).
+//
+// A failed authentication counts against the client's budget and goes to
+// the audit log. The returned request's context ends when the session
+// ends (sign-out, revocation of its token) or the credential expires, so
+// that a live stream stops with it.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Role) (*http.Request, principal, func(), bool) {
+	ri := info(r)
+	if wait, blocked := s.limits.blocked(ri.client, s.now()); blocked {
+		tooMany(w, wait, "too many failed authentications from this address")
+		return r, principal{}, nil, false
+	}
 	unsafe := !safeMethod(r.Method)
 	if unsafe && !sameOrigin(r) {
 		writeJSON(w, http.StatusForbidden, Error{Code: "CrossOrigin",
 			Message: "this request came from another site (its Origin is not this server's); state-changing requests are taken only from the dashboard's own pages"})
-		return principal{}, false
+		return r, principal{}, nil, false
 	}
 	if r.Header.Get("Authorization") == "" {
-		if _, sess, ok := s.sessions.fromCookie(r); ok {
-			if unsafe && (r.Header.Get("Origin") == "" || !sess.checkCSRF(r.Header.Get(CSRFHeader))) {
+		id, sess, present, ok := s.sessionOf(r)
+		if ok {
+			if unsafe && (r.Header.Get("Origin") == "" || !checkCSRF(id, r.Header.Get(CSRFHeader))) {
 				writeJSON(w, http.StatusForbidden, Error{Code: "CSRF",
 					Message: "the request has no valid " + CSRFHeader + " header for this session; reload the dashboard and try again"})
-				return principal{}, false
+				return r, principal{}, nil, false
 			}
-			return s.allow(w, sess.principal, need)
+			if !s.allow(w, sess.principal, need) {
+				return r, principal{}, nil, false
+			}
+			r, done := s.live(r, sess.principal, sessionKey(id), sess.expires)
+			return r, sess.principal, done, true
 		}
-		if unsafe && len(s.keys.tokens) == 0 && fromBrowser(r) {
+		if present {
+			s.authFailed(r, "", "unknown or expired session")
+		}
+		if unsafe && s.tokenless() && fromBrowser(r) {
 			writeJSON(w, http.StatusForbidden, Error{Code: "CSRF",
 				Message: "a browser's state-changing request needs a dashboard session and its " + CSRFHeader + " header; reload the dashboard and try again"})
-			return principal{}, false
+			return r, principal{}, nil, false
 		}
 	}
-	p, ok := s.keys.authenticate(r)
-	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="amends"`)
-		writeJSON(w, http.StatusUnauthorized, Error{Code: "Unauthorized", Message: "missing or unknown bearer token; send Authorization: Bearer <token> (AMENDS_TOKEN for the CLI) or sign in to the dashboard"})
-		return principal{}, false
+	p, err := s.authenticate(r)
+	if err != nil {
+		ae, ok := err.(*apiError)
+		if !ok {
+			ae = unauthorized("the credential was refused")
+		}
+		if ae.status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="amends"`)
+		}
+		writeJSON(w, ae.status, ae.body)
+		return r, principal{}, nil, false
 	}
-	return s.allow(w, p, need)
+	if !s.allow(w, p, need) {
+		return r, principal{}, nil, false
+	}
+	r, done := s.live(r, p, "", p.expires)
+	return r, p, done, true
 }
 
-// allow checks that p may act as role need.
-func (s *Server) allow(w http.ResponseWriter, p principal, need Role) (principal, bool) {
+// authenticate finds the principal of r's Authorization header: the local
+// operator on a server without tokens or OIDC, else a bearer token or JWT.
+// Its error is the *apiError to answer.
+func (s *Server) authenticate(r *http.Request) (principal, error) {
+	if s.tokenless() {
+		return localPrincipal, nil
+	}
+	h := strings.TrimSpace(r.Header.Get("Authorization"))
+	// The scheme is case-insensitive (RFC 7235 §2.1).
+	scheme, secret, ok := strings.Cut(h, " ")
+	if h == "" || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+		return principal{}, unauthorized("missing bearer token; send Authorization: Bearer <token> (AMENDS_TOKEN for the CLI) or sign in to the dashboard")
+	}
+	secret = strings.TrimSpace(secret)
+	if len(secret) > maxBearerBytes {
+		s.authFailed(r, "", "bearer token over the size limit")
+		return principal{}, unauthorized(fmt.Sprintf("the bearer token is over the limit of %d bytes", maxBearerBytes))
+	}
+	p, expired, ok := s.keys.Load().match(secret, s.now())
+	switch {
+	case ok:
+		return p, nil
+	case expired:
+		s.authFailed(r, "", "expired token")
+		return principal{}, unauthorized("this token has expired; ask for a new one")
+	}
+	if s.oidc != nil && looksLikeJWT(secret) {
+		p, err := s.oidc.verifyBearer(r.Context(), secret)
+		if err == nil {
+			return p, nil
+		}
+		if ae, ok := err.(*apiError); ok {
+			if ae.status == http.StatusForbidden {
+				s.authFailed(r, "", "JWT without an amends role")
+			}
+			return principal{}, err // 503: the issuer is unreachable; 403: no role
+		}
+		s.authFailed(r, "", "JWT refused: "+err.Error())
+		return principal{}, unauthorized("the bearer JWT was refused: " + err.Error())
+	}
+	s.authFailed(r, "", "unknown token")
+	return principal{}, unauthorized("unknown bearer token; send Authorization: Bearer <token> (AMENDS_TOKEN for the CLI) or sign in to the dashboard")
+}
+
+// maxBearerBytes bounds a bearer value (a JWT with many claims fits).
+const maxBearerBytes = 8 << 10
+
+func unauthorized(msg string) *apiError {
+	return &apiError{status: http.StatusUnauthorized, body: Error{Code: "Unauthorized", Message: msg}}
+}
+
+// looksLikeJWT reports whether a bearer value has a JWS's three parts.
+func looksLikeJWT(s string) bool { return strings.Count(s, ".") == 2 }
+
+// tokenless reports whether the server authenticates nobody: no tokens
+// and no OIDC, the loopback local mode.
+func (s *Server) tokenless() bool { return len(s.keys.Load().tokens) == 0 && s.oidc == nil }
+
+// allow checks that p may act as role need, answering 403 if not.
+func (s *Server) allow(w http.ResponseWriter, p principal, need Role) bool {
 	if !p.allows(need) {
 		writeJSON(w, http.StatusForbidden, Error{Code: "Forbidden", Message: "token " + p.name + " has role " + string(p.role) + "; this request needs the " + string(need) + " role"})
-		return principal{}, false
+		return false
 	}
-	return p, true
+	return true
+}
+
+// live returns r with p as its requester and a context that ends when the
+// session of key (if not "") or p's credential is revoked, or at expires;
+// done ends it when the request is served.
+func (s *Server) live(r *http.Request, p principal, key string, expires time.Time) (*http.Request, func()) {
+	ri := *info(r)
+	ri.who = &p
+	ctx := context.WithValue(r.Context(), infoKey{}, &ri)
+	ctx, cancel := context.WithCancel(ctx)
+	if !expires.IsZero() {
+		// expires is on the server's clock; the deadline is on the
+		// system's.
+		ctx, cancel = withDeadline(ctx, cancel, time.Now().Add(expires.Sub(s.now())))
+	}
+	keys := []string{p.key()}
+	if key != "" {
+		keys = append(keys, key)
+	}
+	remove := s.requests.add(keys, cancel)
+	return r.WithContext(ctx), func() { remove(); cancel() }
+}
+
+// withDeadline adds a deadline to ctx, keeping both cancels.
+func withDeadline(ctx context.Context, cancel context.CancelFunc, at time.Time) (context.Context, context.CancelFunc) {
+	dctx, dcancel := context.WithDeadline(ctx, at)
+	return dctx, func() { dcancel(); cancel() }
+}
+
+// authFailed counts a failed authentication of r against its client's
+// budget (and, if name is set, its principal's), logs the client that
+// goes over it and writes the failure to the audit log.
+func (s *Server) authFailed(r *http.Request, name, reason string) {
+	ri := info(r)
+	now := s.now()
+	if s.limits.fail(ri.client, now) {
+		s.log.Warn("authentication: too many failures from a client; refusing its requests for a while",
+			"client", ri.clientString(), "retry_after", s.limits.cfg.FailureEvery.String(), "last_reason", reason)
+		s.audit(r, audit.Entry{Kind: audit.KindRateLimited, Actor: name, Reason: reason})
+	}
+	s.audit(r, audit.Entry{Kind: audit.KindAuthFailure, Actor: name, Reason: reason})
+}
+
+// tooMany answers 429 with Retry-After (whole seconds, at least 1).
+func tooMany(w http.ResponseWriter, wait time.Duration, what string) {
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeJSON(w, http.StatusTooManyRequests, Error{Code: "TooManyRequests",
+		Message: fmt.Sprintf("%s; try again in %d s", what, secs), Details: map[string]any{"retryAfter": secs}})
 }

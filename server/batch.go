@@ -66,7 +66,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, p principal) erro
 		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
 			Message: "batches run " + strings.Join(BatchCommands, " or ") + ", not " + quote(name), Details: map[string]any{"field": "command"}}}
 	}
-	body, err := readBody(w, r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, p principal) erro
 // filter's values as the list's query parameters take them.
 type batchBody struct {
 	Filter        map[string]json.RawMessage `json:"filter"`
-	Limit         int                        `json:"limit"`
+	Limit         *int                       `json:"limit"`
 	DryRun        bool                       `json:"dryRun"`
 	RatePerSecond float64                    `json:"ratePerSecond"`
 	RequestID     string                     `json:"requestId"`
@@ -135,10 +135,14 @@ func (s *Server) parseBatch(name string, body []byte) (BatchRequest, error) {
 	if err != nil {
 		return BatchRequest{}, err
 	}
-	req := BatchRequest{Filter: f, Limit: b.Limit, DryRun: b.DryRun, RatePerSecond: b.RatePerSecond, RequestID: b.RequestID, Reason: strings.TrimSpace(b.Reason)}
+	limit := s.cfg.MaxBatch // absent: the most a batch takes
+	if b.Limit != nil {
+		limit = *b.Limit
+	}
+	req := BatchRequest{Filter: f, Limit: limit, DryRun: b.DryRun, RatePerSecond: b.RatePerSecond, RequestID: b.RequestID, Reason: strings.TrimSpace(b.Reason)}
 	switch {
-	case req.Limit < 0 || req.Limit > s.cfg.MaxBatch:
-		return req, badRequest("limit", "limit must be between 1 and %d, got %d", s.cfg.MaxBatch, req.Limit)
+	case req.Limit < 1 || req.Limit > s.cfg.MaxBatch:
+		return req, badRequest("limit", "limit must be between 1 and %d (absent: %d), got %d", s.cfg.MaxBatch, s.cfg.MaxBatch, req.Limit)
 	case req.RatePerSecond < 0 || req.RatePerSecond > MaxBatchRate:
 		return req, badRequest("ratePerSecond", "ratePerSecond must be between 0 (the default %g) and %g, got %g", DefaultBatchRate, MaxBatchRate, req.RatePerSecond)
 	case !req.DryRun && strings.TrimSpace(req.RequestID) == "":
@@ -148,12 +152,9 @@ func (s *Server) parseBatch(name string, body []byte) (BatchRequest, error) {
 		return req, ae
 	}
 	if req.Reason != "" || !req.DryRun { // a dry run needs no reason
-		if _, err := checkReason(name, &req.Reason); err != nil {
+		if _, err := checkCommandReason(name, &req.Reason); err != nil {
 			return req, err
 		}
-	}
-	if req.Limit == 0 {
-		req.Limit = s.cfg.MaxBatch
 	}
 	if req.RatePerSecond == 0 {
 		req.RatePerSecond = DefaultBatchRate

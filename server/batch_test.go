@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,4 +195,25 @@ func TestBatchOutcomeOfAFailedRecordShowsNoInternals(t *testing.T) {
 		got.ID = ""
 		assert.Equal(t, want, got, "outcome of %v", err)
 	}
+}
+
+// A batch entry or an Idempotency-Key that does not validate (written by
+// something else) answered 500 for ever. It is taken over: the batch runs
+// (each record's command id makes a repeat a duplicate), the command
+// passes.
+func TestBatchEntriesThatDoNotValidateAreTakenOver(t *testing.T) {
+	e := newEnv(t)
+	id := e.create(t, 0, nil)
+	sum := sha256.Sum256([]byte("r-bad"))
+	_, err := e.js.Publish(t.Context(), "$KV."+server.DefaultBatchBucket+".b_"+hex.EncodeToString(sum[:20]), []byte(`{"running":tru`))
+	require.NoError(t, err)
+	r := e.do(t, "POST", "/api/v1/batch/force_prepare_compensation", operatorKey, map[string]any{"requestId": "r-bad", "reason": "test", "ratePerSecond": 1000})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+
+	key := sha256.Sum256([]byte("idem-1"))
+	_, err = e.js.Publish(t.Context(), "$KV."+server.DefaultBatchBucket+".k_"+hex.EncodeToString(key[:20]), []byte(`{"hash":"","at":9000000000000000}`))
+	require.NoError(t, err)
+	r = e.do(t, "POST", "/api/v1/records/"+id+"/force_prepare_compensation", operatorKey, map[string]any{"reason": "again"}, "Idempotency-Key", "idem-1")
+	assert.NotEqual(t, http.StatusInternalServerError, r.status, string(r.body))
+	assert.NotEqual(t, http.StatusUnprocessableEntity, r.status, string(r.body))
 }

@@ -2,90 +2,227 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"mime"
 	"net/http"
+	"os"
 	"reflect"
-	"strconv"
 	"strings"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // MaxBodyBytes bounds request bodies.
 const MaxBodyBytes = 64 << 10
 
-// readBody reads a JSON body of at most MaxBodyBytes. A body that is not
-// empty must be sent as Content-Type application/json (415 otherwise); an
-// empty body, with any or no content type, means {}.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// DefaultBodyTimeout is how long a request's body may take to arrive after
+// its handler starts reading it (Config.BodyTimeout): 64 KiB in 10 s is a
+// client slower than 6.4 KB/s, or one that holds a connection on purpose.
+const DefaultBodyTimeout = 10 * time.Second
+
+// readBody reads a JSON body of at most MaxBodyBytes within the server's
+// body timeout. A body that is not empty must be sent as Content-Type
+// application/json, with no parameter but charset=utf-8 (415 otherwise);
+// an empty body, with any or no content type, means {}. A body that does
+// not arrive in time is a 408 RequestTimeout, and the connection closes.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	// A ResponseWriter that cannot set deadlines (a test's recorder) reads
+	// without one; the http.Server's ReadTimeout still bounds the request.
+	deadline := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if deadline && err == nil {
+		// A body that failed keeps its passed deadline, so that the
+		// server does not wait for the rest of it either.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	switch {
+	case errors.As(err, &tooBig):
 		return nil, &apiError{status: http.StatusRequestEntityTooLarge, body: Error{Code: "PayloadTooLarge",
 			Message: "the request body is over the limit of 64 KiB", Details: map[string]any{"field": "body"}}}
-	}
-	if err != nil {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		return nil, &apiError{status: http.StatusRequestTimeout, body: Error{Code: "RequestTimeout",
+			Message: fmt.Sprintf("the request body did not arrive within %s; send it at once, not byte by byte", s.cfg.BodyTimeout),
+			Details: map[string]any{"field": "body"}}}
+	case err != nil:
 		return nil, badRequest("body", "the request body could not be read to its end; send the request again")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return []byte("{}"), nil
 	}
-	ct := r.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return nil, &apiError{status: http.StatusUnsupportedMediaType, body: Error{Code: "UnsupportedMediaType",
-			Message: fmt.Sprintf("the request body must be JSON sent with Content-Type: application/json, got Content-Type %s", quote(ct)),
-			Details: map[string]any{"field": "Content-Type"}}}
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		return nil, err
 	}
 	return body, nil
 }
 
-// decodeStrict decodes body, a single JSON object, into v, whose fields are
-// the only ones allowed. what names the body in messages ("the body of
-// mark_recoverable"). Errors are 400s naming the field at fault ("body"
-// when the body as a whole is at fault), without Go type names.
-func decodeStrict(body []byte, v any, what string) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(err, v, what)
+// checkContentType accepts application/json with at most the parameter
+// charset=utf-8 (RFC 8259 §8.1: JSON is UTF-8).
+func checkContentType(ct string) error {
+	unsupported := func(msg string) error {
+		return &apiError{status: http.StatusUnsupportedMediaType, body: Error{Code: "UnsupportedMediaType",
+			Message: msg, Details: map[string]any{"field": "Content-Type"}}}
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return badRequest("body", "%s has data after its JSON object; send one object", what)
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return unsupported(fmt.Sprintf("the request body must be JSON sent with Content-Type: application/json, got Content-Type %s", quote(ct)))
+	}
+	for k, v := range params {
+		if k != "charset" {
+			return unsupported(fmt.Sprintf("Content-Type application/json takes no parameter %s; send Content-Type: application/json", quote(k)))
+		}
+		if !strings.EqualFold(v, "utf-8") {
+			return unsupported(fmt.Sprintf("the request body must be UTF-8 JSON, got charset %s; send Content-Type: application/json", quote(v)))
+		}
 	}
 	return nil
 }
 
-// jsonError translates an encoding/json error into a 400 naming the field.
+// decodeStrict decodes body, a single JSON object, into v, whose fields are
+// the only ones allowed. Field names match exactly (case included), no
+// name may appear twice in an object, every string must be valid UTF-8
+// (no lone surrogate escapes either), and nothing may follow the object.
+// what names the body in messages ("the body of mark_recoverable"). Errors
+// are 400s naming the field at fault ("body" when the body as a whole is
+// at fault), without Go type names, and quote at most 40 bytes of a value.
+func decodeStrict(body []byte, v any, what string) error {
+	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return jsonError(err, v, what)
+	}
+	return nil
+}
+
+// jsonError translates a json/v2 error into a 400 naming the field.
 func jsonError(err error, v any, what string) error {
 	var (
-		typeErr   *json.UnmarshalTypeError
-		syntaxErr *json.SyntaxError
+		sem *jsonv2.SemanticError
+		syn *jsontext.SyntacticError
 	)
 	switch {
-	case errors.As(err, &typeErr):
-		if typeErr.Field == "" {
-			return badRequest("body", "%s must be a JSON object, got %s", what, typeErr.Value)
+	case errors.As(err, &sem):
+		field := pointerField(sem.JSONPointer)
+		if errors.Is(sem.Err, jsonv2.ErrUnknownName) {
+			parent, name := splitField(field)
+			return badRequest(fieldName(field, "body"), "unknown field %s in %s; the fields are %s", quote(name), what+parentSuffix(parent), strings.Join(jsonFields(fieldType(reflect.TypeOf(v), parent)), ", "))
 		}
-		return badRequest(typeErr.Field, "field %q: must be %s, got %s", typeErr.Field, describeType(typeErr.Type), typeErr.Value)
-	case errors.As(err, &syntaxErr):
-		return badRequest("body", "%s is not valid JSON: %s (at byte %d)", what, syntaxErr.Error(), syntaxErr.Offset)
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return badRequest("body", "%s ends before its JSON object does", what)
-	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		if n, uerr := strconv.Unquote(name); uerr == nil {
-			name = n
+		got := kindName(sem.JSONKind)
+		if sem.JSONKind == '0' && len(sem.JSONValue) > 0 {
+			got += " " + clipNumber(string(sem.JSONValue))
 		}
-		return badRequest(fieldName(name, "body"), "unknown field %s in %s; the fields are %s", quote(name), what, strings.Join(jsonFields(reflect.TypeOf(v)), ", "))
+		if field == "" {
+			return badRequest("body", "%s must be a JSON object, got %s", what, got)
+		}
+		return badRequest(fieldName(field, "body"), "field %s: must be %s, got %s", quote(field), describeType(sem.GoType), got)
+	case errors.As(err, &syn):
+		field := pointerField(syn.JSONPointer)
+		inField := ""
+		if field != "" {
+			inField = " in field " + quote(field)
+		}
+		msg := ""
+		if syn.Err != nil {
+			msg = syn.Err.Error()
+		}
+		switch {
+		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
+			return badRequest(fieldName(field, "body"), "field %s is given twice in %s; give every field once", quote(field), what)
+		case strings.Contains(msg, "UTF-8"), strings.Contains(msg, "surrogate"):
+			return badRequest(fieldName(field, "body"), "%s has text that is not valid UTF-8%s (at byte %d); send UTF-8, with surrogate escapes only in pairs", what, inField, syn.ByteOffset)
+		case errors.Is(syn.Err, io.ErrUnexpectedEOF):
+			return badRequest("body", "%s ends before its JSON object does", what)
+		case strings.Contains(msg, "after top-level value"):
+			return badRequest("body", "%s has data after its JSON object; send one object", what)
+		}
+		return badRequest("body", "%s is not valid JSON%s (at byte %d)", what, inField, syn.ByteOffset)
 	}
 	return badRequest("body", "%s could not be read as JSON", what)
 }
 
+// pointerField turns a JSON pointer ("/filter/status") into the API's
+// field path ("filter.status").
+func pointerField(p jsontext.Pointer) string {
+	var parts []string
+	for tok := range p.Tokens() {
+		parts = append(parts, tok)
+	}
+	return strings.Join(parts, ".")
+}
+
+// splitField splits a field path into its parent and last name.
+func splitField(field string) (parent, name string) {
+	if i := strings.LastIndexByte(field, '.'); i >= 0 {
+		return field[:i], field[i+1:]
+	}
+	return "", field
+}
+
+func parentSuffix(parent string) string {
+	if parent == "" {
+		return ""
+	}
+	return " (in " + quote(parent) + ")"
+}
+
+// fieldType is the type of the struct field at path in t ("" is t).
+func fieldType(t reflect.Type, path string) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if path == "" {
+		return t
+	}
+	head, rest, _ := strings.Cut(path, ".")
+	if t.Kind() != reflect.Struct {
+		return t
+	}
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == head {
+			return fieldType(t.Field(i).Type, rest)
+		}
+	}
+	return t
+}
+
+// kindName names a JSON kind for messages.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "another JSON value"
+}
+
+// clipNumber shows a JSON number of a message, its first 40 characters
+// if it is longer (a number is ASCII).
+func clipNumber(n string) string {
+	if len(n) <= 40 {
+		return n
+	}
+	return fmt.Sprintf("%s... (%d characters)", n[:40], len(n))
+}
+
 // describeType says what JSON value a Go type takes, for messages.
 func describeType(t reflect.Type) string {
+	if t == nil {
+		return "another JSON value"
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -94,6 +231,8 @@ func describeType(t reflect.Type) string {
 		return fmt.Sprintf("a whole number from %d to %d", math.MinInt32, math.MaxInt32)
 	case reflect.Int, reflect.Int64:
 		return "a whole number"
+	case reflect.Uint, reflect.Uint64, reflect.Uint32:
+		return "a whole number of at least 0"
 	case reflect.Float64, reflect.Float32:
 		return "a number"
 	case reflect.String:
@@ -112,6 +251,9 @@ func describeType(t reflect.Type) string {
 func jsonFields(t reflect.Type) []string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
 	}
 	var out []string
 	for i := range t.NumField() {

@@ -149,7 +149,7 @@ func (s *Server) setCircuit(to circuit.Phase) func(http.ResponseWriter, *http.Re
 		if err != nil {
 			return err
 		}
-		body, err := readBody(w, r)
+		body, err := s.readBody(w, r)
 		if err != nil {
 			return err
 		}

@@ -53,7 +53,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, p principal,
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}

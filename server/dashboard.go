@@ -3,6 +3,9 @@ package server
 import (
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/amends-dev/amends/audit"
 )
 
 // Dashboard is the browser UI a Server mounts next to the API (package
@@ -42,6 +45,8 @@ func (s *Server) dashboardRoutes() []route {
 		{method: "GET", pattern: "/ui/v1/session", handler: s.whoami},
 		{method: "POST", pattern: "/ui/v1/session", handler: s.signIn},
 		{method: "DELETE", pattern: "/ui/v1/session", handler: s.signOut},
+		{method: "GET", pattern: "/ui/v1/oidc/start", handler: s.oidcStart},
+		{method: "GET", pattern: OIDCCallbackPath, handler: s.oidcCallback},
 		{method: "GET", pattern: "/ui/v1/{data...}", role: RoleViewer, handler: data},
 	}
 }
@@ -55,6 +60,8 @@ type SessionInfo struct {
 	CSRF string `json:"csrf"`
 	// Local is true on a server without tokens: no sign-in is needed.
 	Local bool `json:"local,omitempty"`
+	// Expires is when the session ends, epoch ms.
+	Expires int64 `json:"expires,omitempty"`
 }
 
 // noStore marks a response as private to this browser.
@@ -65,25 +72,48 @@ func noStore(w http.ResponseWriter) {
 
 // whoami answers the browser's session. Without tokens it starts a local
 // session, so the dashboard works on loopback without sign-in as the API
-// does.
+// does. Unsigned, its 401 says how to sign in (details.signIn: "token",
+// and "oidc" with details.oidcStart when the server signs in through an
+// issuer).
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request, _ principal) error {
 	noStore(w)
-	if _, sess, ok := s.sessions.fromCookie(r); ok {
-		writeJSON(w, http.StatusOK, SessionInfo{Name: sess.name, Role: sess.role, CSRF: sess.csrf, Local: len(s.keys.tokens) == 0})
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	if wait, blocked := s.limits.blocked(info(r).client, s.now()); blocked {
+		tooMany(w, wait, "too many failed authentications from this address")
 		return nil
 	}
-	if len(s.keys.tokens) == 0 {
-		s.startSession(w, r, principal{name: LocalActor, role: RoleOperator}, true)
+	id, sess, present, ok := s.sessionOf(r)
+	if ok {
+		writeJSON(w, http.StatusOK, SessionInfo{Name: sess.name, Role: sess.role, CSRF: csrfOf(id), Local: sess.via == viaLocal, Expires: sess.expires.UnixMilli()})
 		return nil
 	}
-	writeJSON(w, http.StatusUnauthorized, Error{Code: "Unauthorized", Message: "not signed in; sign in with a viewer or operator token at /signin"})
+	if present {
+		s.authFailed(r, "", "unknown or expired session")
+	}
+	if s.tokenless() {
+		return s.startSession(w, r, localPrincipal)
+	}
+	ways := []string{"token"}
+	details := map[string]any{}
+	if s.oidc != nil && s.oidc.cfg.ClientID != "" {
+		ways = append(ways, "oidc")
+		details["oidcStart"] = "/ui/v1/oidc/start"
+	}
+	details["signIn"] = ways
+	writeJSON(w, http.StatusUnauthorized, Error{Code: "Unauthorized", Message: "not signed in; sign in at /signin", Details: details})
 	return nil
 }
 
-func (s *Server) startSession(w http.ResponseWriter, r *http.Request, p principal, local bool) {
-	id, csrf := s.sessions.create(p)
-	http.SetCookie(w, sessionCookie(r, id, int(SessionTTL.Seconds())))
-	writeJSON(w, http.StatusOK, SessionInfo{Name: p.name, Role: p.role, CSRF: csrf, Local: local})
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, p principal) error {
+	id, sess, err := s.sessions.create(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, sessionCookie(r, id, max(1, int(sess.expires.Sub(s.now()).Seconds()))))
+	writeJSON(w, http.StatusOK, SessionInfo{Name: p.name, Role: p.role, CSRF: csrfOf(id), Local: p.via == viaLocal, Expires: sess.expires.UnixMilli()})
+	return nil
 }
 
 // signInBody is the body of POST /ui/v1/session.
@@ -93,14 +123,23 @@ type signInBody struct {
 
 // signIn exchanges a token for a session cookie. The token comes in the
 // body (never the URL) and is compared in constant time; a refusal does
-// not repeat it.
+// not repeat it. A client over its budget of failed authentications, or a
+// principal over its budget of sign-ins, is answered 429 with Retry-After.
+// A principal's sessions beyond MaxSessionsPerPrincipal end, oldest first.
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request, _ principal) error {
 	noStore(w)
+	if err := noQuery(r); err != nil {
+		return err
+	}
 	if !sameOrigin(r) {
 		writeJSON(w, http.StatusForbidden, Error{Code: "CrossOrigin", Message: "sign-in is taken only from the dashboard's own sign-in page"})
 		return nil
 	}
-	body, err := readBody(w, r)
+	if wait, blocked := s.limits.blocked(info(r).client, s.now()); blocked {
+		tooMany(w, wait, "too many failed authentications from this address")
+		return nil
+	}
+	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}
@@ -108,36 +147,62 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request, _ principal) err
 	if err := decodeStrict(body, &b, "the sign-in body"); err != nil {
 		return err
 	}
-	if len(s.keys.tokens) == 0 {
-		s.startSession(w, r, principal{name: LocalActor, role: RoleOperator}, true)
-		return nil
+	if s.tokenless() {
+		return s.startSession(w, r, localPrincipal)
 	}
 	if strings.TrimSpace(b.Token) == "" {
 		return badRequest("token", "token is required: paste a viewer or operator token")
 	}
-	if len(b.Token) > 1024 {
-		return badRequest("token", "token is over the limit of 1024 characters")
+	if len(b.Token) > maxBearerBytes {
+		return badRequest("token", "token is over the limit of %d bytes", maxBearerBytes)
 	}
-	p, ok := s.keys.match(b.Token)
+	p, expired, ok := s.keys.Load().match(b.Token, s.now())
+	if !ok && !expired && s.oidc != nil && looksLikeJWT(strings.TrimSpace(b.Token)) {
+		var err error
+		if p, err = s.oidc.verifyBearer(r.Context(), strings.TrimSpace(b.Token)); err == nil {
+			ok = true
+			p.expires = time.Time{} // the session lasts SessionTTL
+		} else if ae, isAPI := err.(*apiError); isAPI && ae.status != http.StatusUnauthorized {
+			return err
+		}
+	}
 	if !ok {
-		writeJSON(w, http.StatusUnauthorized, Error{Code: "Unauthorized", Message: "this token is not one the server knows; check it and try again", Details: map[string]any{"field": "token"}})
+		reason, msg := "sign-in with an unknown token", "this token is not one the server knows; check it and try again"
+		if expired {
+			reason, msg = "sign-in with an expired token", "this token has expired; ask for a new one"
+		}
+		s.authFailed(r, "", reason)
+		writeJSON(w, http.StatusUnauthorized, Error{Code: "Unauthorized", Message: msg, Details: map[string]any{"field": "token"}})
 		return nil
 	}
-	s.startSession(w, r, p, false)
+	if wait, ok := s.limits.signIn(p.key(), s.now()); !ok {
+		s.log.Warn("sign-in: too many for one principal; refused for a while", "name", p.name, "client", info(r).clientString())
+		tooMany(w, wait, "too many sign-ins for "+p.name)
+		return nil
+	}
+	if err := s.startSession(w, r, p); err != nil {
+		return err
+	}
+	s.audit(r, audit.Entry{Kind: audit.KindSignIn, Actor: p.name, Role: string(p.role), Reason: p.via})
 	return nil
 }
 
-// signOut ends the browser's session. It is CSRF-checked like every
-// state-changing request of a session.
+// signOut ends the browser's session, and with it the session's requests
+// in flight (its live streams) on every server. It is CSRF-checked like
+// every state-changing request of a session.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request, _ principal) error {
 	noStore(w)
-	id, sess, ok := s.sessions.fromCookie(r)
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	id, sess, _, ok := s.sessionOf(r)
 	if ok {
-		if !sameOrigin(r) || r.Header.Get("Origin") == "" || !sess.checkCSRF(r.Header.Get(CSRFHeader)) {
+		if !sameOrigin(r) || r.Header.Get("Origin") == "" || !checkCSRF(id, r.Header.Get(CSRFHeader)) {
 			writeJSON(w, http.StatusForbidden, Error{Code: "CSRF", Message: "the request has no valid " + CSRFHeader + " header for this session; reload the dashboard and try again"})
 			return nil
 		}
-		s.sessions.drop(id)
+		s.sessions.drop(r.Context(), sessionKey(id))
+		s.audit(r, audit.Entry{Kind: audit.KindSignOut, Actor: sess.name, Role: string(sess.role)})
 	}
 	http.SetCookie(w, sessionCookie(r, "", -1))
 	w.WriteHeader(http.StatusNoContent)

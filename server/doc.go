@@ -28,8 +28,15 @@
 // Traceparent MaxHeaderBytes, reasons MaxReasonLength, bodies MaxBodyBytes.
 // A query parameter is given at most once; endpoints refuse parameters
 // they do not take. Bodies are one JSON object sent as Content-Type
-// application/json; an empty body (any content type) means {}. Unknown
-// fields and data after the object are refused. apply_retry_spec takes
+// application/json (no parameter but charset=utf-8); an empty body (any
+// content type) means {}. Field names match exactly; unknown fields, a
+// field given twice, invalid UTF-8 (lone surrogate escapes included) and
+// data after the object are refused; reasons refuse format characters
+// (bidi overrides, zero-width characters) and line separators. A command's
+// Traceparent must be a W3C traceparent. A body must arrive within
+// Config.BodyTimeout (408 otherwise). Paths must be canonical. The Host
+// header must name the server (Config.AllowedHosts; 421 otherwise), the
+// defence against DNS rebinding. apply_retry_spec takes
 // Wow's rules plus the API's executionTimeout >= MinExecutionTimeout.
 // An Idempotency-Key is bound to its first request (command, record and
 // body) for as long as batch results are kept; another request with it is
@@ -45,16 +52,35 @@
 // scheme "Bearer" in any case), 403 for a viewer sending a command, 404
 // for an unknown record or route, 405 with Allow for a known path with
 // another method, 409 when the record's state does not allow the command
-// (with the aggregate's message), 413 for a body over the limit, 415 for
-// a body that is not JSON, 422 for a well-formed command whose values are
-// refused (code IllegalArgument or IdempotencyKeyReused), 503 (code
-// Unavailable, or NotReady from /readyz) when NATS cannot be reached.
+// (with the aggregate's message), 408 for a body that does not arrive in
+// time, 413 for a body over the limit, 415 for a body that is not JSON,
+// 421 for a Host the server does not answer to, 422 for a well-formed
+// command whose values are refused (code IllegalArgument or
+// IdempotencyKeyReused), 429 with Retry-After for a client over its budget
+// of failed authentications, 503 (code Unavailable, or NotReady from
+// /readyz) when NATS or the OIDC issuer cannot be reached.
 // Nothing else is a 5xx but a 500 Internal for a bug, logged.
 //
 // # Auth
 //
 // Bearer tokens carry a name and a role: viewer (read) or operator (read
-// and commands). Tokens are compared in constant time. A server without
-// tokens accepts every request as actor "local"; CheckBind allows that
-// only on a loopback address.
+// and commands), optionally an expiry; the tokens file stores their
+// secrets' hashes (HashSecret, TokenLine), and secrets are compared through
+// their hashes in constant time. SetTokens replaces them at once, revoking
+// the sessions and cancelling the requests of every token it removes or
+// changes. With Config.OIDC, an issuer's JWTs are bearer tokens too,
+// checked against its JWKS, their role from a claim, and the dashboard
+// signs in through the issuer. A server without tokens or OIDC accepts
+// every request as actor "local"; CheckBind allows that only on a loopback
+// address.
+//
+// The dashboard's sessions (session.go) are kept in a KV bucket every
+// server shares (Config.Sessions, OpenSessions; Run follows it), at most
+// MaxSessionsPerPrincipal per principal; signing out ends the session's
+// requests in flight, live streams included. Failed authentications are
+// budgeted per client address and sign-ins per principal (AuthLimits), and
+// recorded with sign-ins and sign-outs in the audit log (Config.Audit, GET
+// /api/v1/audit). Behind Config.TrustedProxies the client's address and
+// scheme come from X-Forwarded-For and -Proto; answers over TLS carry HSTS.
+// docs/security.md has the whole picture.
 package server

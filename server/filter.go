@@ -77,8 +77,8 @@ func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {
 		}
 	}
 	if v := q.Get("view"); v != "" {
-		if f.View, err = aggregate.ParseView(v); err != nil {
-			return f, badRequest("view", "%v", err)
+		if f.View, err = parseView(v); err != nil {
+			return f, err
 		}
 	}
 	if f.ExecuteAtFrom, err = parseTime(q, "executeAtFrom"); err != nil {
@@ -175,4 +175,17 @@ func joinSortFields() string {
 		names[i] = string(f)
 	}
 	return strings.Join(names, ", ")
+}
+
+// parseView reads a view's name; the error lists the views.
+func parseView(s string) (aggregate.View, error) {
+	v, err := aggregate.ParseView(s)
+	if err != nil {
+		names := make([]string, len(aggregate.Views))
+		for i, v := range aggregate.Views {
+			names[i] = string(v)
+		}
+		return "", badRequest("view", "unknown view %s; the views are %s", quote(s), strings.Join(names, ", "))
+	}
+	return v, nil
 }

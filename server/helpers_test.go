@@ -3,6 +3,8 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +75,7 @@ func newEnv(tb testing.TB) *env {
 	require.NoError(tb, err)
 	e.cfg = server.Config{
 		Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock,
+		AllowedHosts: []string{"amends.test"},
 		Ready: func() error {
 			if p := e.ready.Load(); p != nil {
 				return *p
@@ -203,6 +206,10 @@ func (e *env) do(tb testing.TB, method, path, token string, body any, header ...
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1] // the client sends req.Host, not a Host in Header
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -211,4 +218,9 @@ func (e *env) do(tb testing.TB, method, path, token string, body any, header ...
 	data, err := io.ReadAll(resp.Body)
 	require.NoError(tb, err)
 	return response{status: resp.StatusCode, body: data, header: resp.Header}
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }

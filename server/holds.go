@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/processor"
@@ -143,14 +142,14 @@ func (s *Server) holdAction(w http.ResponseWriter, r *http.Request, p principal,
 	if err != nil {
 		return "", req, processor.HoldAction{}, err
 	}
-	body, err := readBody(w, r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		return "", req, processor.HoldAction{}, err
 	}
 	if err := decodeStrict(body, &req, "the body of "+what); err != nil {
 		return "", req, processor.HoldAction{}, err
 	}
-	reason, err := checkReason(aggregate.NameForcePrepareCompensation, &req.Reason) // required, as for a forced prepare
+	reason, err := checkReason(what, true, &req.Reason) // required, as for a forced prepare
 	if err != nil {
 		return "", req, processor.HoldAction{}, err
 	}

@@ -65,7 +65,7 @@ func TestHostileInput(t *testing.T) {
 		{name: "list by POST", method: "POST", path: "/api/v1/records", status: 405, code: "MethodNotAllowed"},
 		{name: "count unknown", method: "GET", path: "/api/v1/count?limit=1", status: 400, code: "BadRequest", field: "limit"},
 		{name: "summary bad enum", method: "GET", path: "/api/v1/summary?recoverable=maybe", status: 400, code: "BadRequest", field: "recoverable", msg: "recoverable must be"},
-		{name: "view unknown", method: "GET", path: "/api/v1/views/someday", status: 400, code: "BadRequest", field: "view", msg: "view must be one of"},
+		{name: "view unknown", method: "GET", path: "/api/v1/views/someday", status: 400, code: "BadRequest", field: "view", msg: "the views are to-retry, executing"},
 		{name: "view long", method: "GET", path: "/api/v1/views/" + long, status: 400, code: "BadRequest", field: "view", msg: "over the limit of 256"},
 		// POST /api/v1/records/{id}/{command}
 		{name: "command long id", method: "POST", path: "/api/v1/records/" + long + "/prepare_compensation", status: 400, code: "BadRequest", field: "id", msg: "over the limit of 256"},

@@ -2,17 +2,13 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // storedKey is the bucket entry of a single command's Idempotency-Key: a
@@ -22,10 +18,7 @@ type storedKey struct {
 	At   int64  `json:"at"`
 }
 
-func idempotencyKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "k_" + hex.EncodeToString(sum[:20])
-}
+func idempotencyKey(key string) string { return kvstore.Hash("k_", key) }
 
 // commandHash identifies a single command request: the command, the record
 // and the body (JSON normalised, so key order and spacing do not count).
@@ -44,45 +37,47 @@ func commandHash(name, id string, body []byte) string {
 // record then only recognises the key of a command it ran).
 func (s *Server) claimKey(ctx context.Context, key, hash string) (release func(error), err error) {
 	none := func(error) {}
-	kv := s.cfg.Batches
+	kv := s.batches()
 	if key == "" || kv == nil {
 		return none, nil
 	}
 	k := idempotencyKey(key)
-	data, _ := json.Marshal(storedKey{Hash: hash, At: s.cfg.Clock.Now().UnixMilli()})
-	for range 3 {
-		rev, err := kv.Create(ctx, k, data)
-		if err == nil {
-			return func(err error) {
-				if err == nil || !errors.As(err, new(*aggregate.Error)) {
-					return
-				}
-				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				defer cancel()
-				if err := kv.Delete(ctx, k, jetstream.LastRevision(rev)); err != nil {
-					s.log.Warn("free an idempotency key", "err", err)
-				}
-			}, nil
+	mine := batchEntry{key: &storedKey{Hash: hash, At: s.cfg.Clock.Now().UnixMilli()}}
+	claimed := false
+	_, rev, err := kv.Change(ctx, k, func(cur kvstore.Current[batchEntry]) (batchEntry, kvstore.Action, error) {
+		if !cur.Exists() || cur.Value.key == nil {
+			claimed = true
+			return mine, kvstore.Write, nil // new, freed, or stored invalid: taken over
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return none, fmt.Errorf("claim the idempotency key: %w", err)
-		}
-		e, err := kv.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			continue // freed meanwhile: claim it again
-		}
-		if err != nil {
-			return none, fmt.Errorf("read the idempotency key: %w", err)
-		}
-		var st storedKey
-		if err := json.Unmarshal(e.Value(), &st); err != nil || st.Hash != hash {
-			return none, &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: "IdempotencyKeyReused",
+		if cur.Value.key.Hash != hash {
+			return batchEntry{}, kvstore.Keep, &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: "IdempotencyKeyReused",
 				Message: fmt.Sprintf("Idempotency-Key %s was used for another request (another command, record or body); send a new key for a new request", quote(key)),
 				Details: map[string]any{"field": "Idempotency-Key"}}}
 		}
+		claimed = false
+		return batchEntry{}, kvstore.Keep, nil // the same request again
+	})
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return none, err
+	case errors.Is(err, kvstore.ErrConflict):
+		return none, &apiError{status: http.StatusConflict, body: Error{Code: "Conflict",
+			Message: fmt.Sprintf("Idempotency-Key %s is being claimed by concurrent requests; send the request again", quote(key)),
+			Details: map[string]any{"field": "Idempotency-Key"}}}
+	case err != nil:
+		return none, fmt.Errorf("claim the idempotency key: %w", err)
+	case !claimed:
 		return none, nil
 	}
-	return none, &apiError{status: http.StatusConflict, body: Error{Code: "Conflict",
-		Message: fmt.Sprintf("Idempotency-Key %s is being claimed by concurrent requests; send the request again", quote(key)),
-		Details: map[string]any{"field": "Idempotency-Key"}}}
+	return func(err error) {
+		if err == nil || !errors.As(err, new(*aggregate.Error)) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := kv.Delete(ctx, k, rev); err != nil {
+			s.log.Warn("free an idempotency key", "err", err)
+		}
+	}, nil
 }

@@ -3,10 +3,12 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/tracing"
 )
 
 // Limits of request values. Every value is checked against its limit
@@ -51,6 +53,27 @@ func checkLine(field, v string, limit int, tabs bool) *apiError {
 		}
 	}
 	return nil
+}
+
+// checkVisible refuses the characters of v that display as nothing or
+// change how the text around them displays (refusedInText).
+func checkVisible(field, v string) *apiError {
+	for i, r := range v {
+		if refusedInText(r) {
+			return badRequest(field, "%s has the invisible character %U at byte %d (a format character such as a bidi override, or a line separator); write the text without it", field, r, i)
+		}
+	}
+	return nil
+}
+
+// refusedInText reports whether r is a format character (Unicode category
+// Cf: bidi overrides and isolates such as U+202E, zero-width spaces and
+// joiners, the byte-order mark, soft hyphens) or a line or paragraph
+// separator (U+2028, U+2029): characters a terminal or a page shows as
+// nothing, or that reorder the text around them, so that an audit reason
+// would read otherwise than it is.
+func refusedInText(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }
 
 // quote quotes a value for a message, cut to its first 40 bytes.
@@ -135,6 +158,12 @@ func commandMeta(r *http.Request, p principal, reason string) (aggregate.Meta, e
 		}
 		if ae := checkText(h.name, vs[0], MaxHeaderBytes); ae != nil {
 			return m, ae
+		}
+		// The trace id is stored with the command: it must name a trace.
+		// (A read ignores a malformed traceparent, as W3C Trace Context
+		// asks; a command would write it into the audit trail.)
+		if h.name == "Traceparent" && !tracing.SpanContext(vs[0], "").IsValid() {
+			return m, badRequest(h.name, "the Traceparent header %s is not a W3C traceparent (00-<32 hex digits of trace id>-<16 hex digits of parent id>-<2 hex digits of flags>, not all zeros); send a valid one or none", quote(vs[0]))
 		}
 		*h.to = vs[0]
 	}

@@ -11,7 +11,10 @@ import (
 //go:embed openapi.json
 var openAPIDocument []byte
 
-func (s *Server) openapi(w http.ResponseWriter, _ *http.Request, _ principal) error {
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request, _ principal) error {
+	if err := noQuery(r); err != nil {
+		return err
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_, err := w.Write(openAPIDocument)
 	return err

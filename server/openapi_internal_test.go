@@ -139,6 +139,7 @@ func TestOpenAPIParametersMatchTheHandlers(t *testing.T) {
 	assert.Equal(t, sorted(filterParams), queryParams(doc, ops["GET /api/v1/count"]))
 	assert.Equal(t, sorted(filterParams, []string{"by"}), queryParams(doc, ops["GET /api/v1/summary"]))
 	assert.Equal(t, sorted(quarantineParams), queryParams(doc, ops["GET /api/v1/quarantine"]))
+	assert.Equal(t, sorted(auditParams), queryParams(doc, ops["GET /api/v1/audit"]))
 
 	for _, name := range OperatorCommands {
 		assert.NotNil(t, ops["POST /api/v1/records/{id}/"+name], "%s has its own path", name)
@@ -175,6 +176,11 @@ func TestOpenAPIParametersMatchTheHandlers(t *testing.T) {
 		reasons = append(reasons, string(r))
 	}
 	assert.Equal(t, reasons, enum("QuarantineReason"))
+	var auditKinds []string
+	for _, k := range api.AuditKinds {
+		auditKinds = append(auditKinds, string(k))
+	}
+	assert.Equal(t, auditKinds, enum("AuditKind"))
 }
 
 // tagFields lists the JSON names of a struct's fields and those without
@@ -347,6 +353,8 @@ func TestOpenAPIResponsesMatchTheServer(t *testing.T) {
 		"HistoryEvent":    HistoryEvent{},
 		"QuarantinePage":  QuarantinePage{},
 		"QuarantineEntry": quarantine.Entry{},
+		"AuditPage":       AuditPage{},
+		"AuditEntry":      api.AuditEntry{},
 		// Failure intelligence.
 		"Rule":             api.Rule{},
 		"RuleAudit":        api.RuleAudit{},

@@ -22,9 +22,9 @@ func (s *Server) listView(w http.ResponseWriter, r *http.Request, _ principal) e
 	if ae := checkText("view", raw, MaxParamBytes); ae != nil {
 		return ae
 	}
-	v, err := aggregate.ParseView(raw)
+	v, err := parseView(raw)
 	if err != nil {
-		return badRequest("view", "%v", err)
+		return err
 	}
 	q, err := parseQuery(r)
 	if err != nil {

@@ -113,7 +113,7 @@ func TestListRejectsBadParameters(t *testing.T) {
 		"/api/v1/records?cursor=garbage":       "cursor",
 		"/api/v1/records?executeAtFrom=monday": "executeAtFrom must be an RFC 3339 time",
 		"/api/v1/records?minRetries=-1":        "minRetries must be a whole number from 0 to 2147483647",
-		"/api/v1/views/someday":                "view must be one of",
+		"/api/v1/views/someday":                "the views are to-retry, executing",
 		"/api/v1/count?recoverable=maybe":      "recoverable must be RECOVERABLE, UNRECOVERABLE or UNKNOWN",
 	} {
 		r := e.do(t, "GET", path, viewerKey, nil)

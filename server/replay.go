@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/processor"
@@ -18,7 +17,7 @@ func (s *Server) startReplay(w http.ResponseWriter, r *http.Request, p principal
 	if err := noQuery(r); err != nil {
 		return err
 	}
-	body, err := readBody(w, r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}
@@ -26,7 +25,7 @@ func (s *Server) startReplay(w http.ResponseWriter, r *http.Request, p principal
 	if err := decodeStrict(body, &req, "the body of a range replay"); err != nil {
 		return err
 	}
-	reason, err := checkReason(aggregate.NameForcePrepareCompensation, &req.Reason)
+	reason, err := checkReason("a range replay", true, &req.Reason)
 	if err != nil {
 		return err
 	}

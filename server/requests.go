@@ -121,7 +121,7 @@ func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, 
 		return nil, "", &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
 			Message: "unknown command " + quote(name) + "; the commands are " + strings.Join(OperatorCommands, ", "), Details: map[string]any{"field": "command"}}}
 	}
-	r, err := checkReason(name, reason)
+	r, err := checkCommandReason(name, reason)
 	if err != nil {
 		return nil, "", err
 	}
@@ -185,14 +185,24 @@ var reasonRequired = []string{aggregate.NameForcePrepareCompensation, aggregate.
 // MaxReasonLength bounds an audit reason.
 const MaxReasonLength = 1024
 
-// checkReason trims and checks an audit reason.
-func checkReason(command string, p *string) (string, error) {
+// checkCommandReason checks the audit reason of command name, required for
+// the commands of reasonRequired.
+func checkCommandReason(name string, p *string) (string, error) {
+	return checkReason(name, slices.Contains(reasonRequired, name), p)
+}
+
+// checkReason trims and checks an audit reason of what (a command name, "a
+// range replay"): required if required, at most MaxReasonLength bytes of
+// one line of valid UTF-8 without control characters, and without the
+// invisible characters that would make the audit trail read otherwise
+// than it is (see refusedInText).
+func checkReason(what string, required bool, p *string) (string, error) {
 	reason := ""
 	if p != nil {
 		reason = strings.TrimSpace(*p)
 	}
-	if reason == "" && slices.Contains(reasonRequired, command) {
-		return "", badRequest("reason", "%s needs a reason for the audit trail: add \"reason\": \"...\" to the body (amends --reason)", command)
+	if reason == "" && required {
+		return "", badRequest("reason", "%s needs a reason for the audit trail: add \"reason\": \"...\" to the body (amends --reason)", what)
 	}
 	if len(reason) > MaxReasonLength {
 		return "", badRequest("reason", "reason is %d bytes, over the limit of %d", len(reason), MaxReasonLength)
@@ -201,6 +211,9 @@ func checkReason(command string, p *string) (string, error) {
 		return "", badRequest("reason", "reason must be one line without control characters")
 	}
 	if ae := checkLine("reason", reason, MaxReasonLength, true); ae != nil {
+		return "", ae
+	}
+	if ae := checkVisible("reason", reason); ae != nil {
 		return "", ae
 	}
 	return reason, nil

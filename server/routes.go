@@ -23,6 +23,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/api/v1/records/{id}", role: RoleViewer, handler: s.get},
 		{method: "GET", pattern: "/api/v1/records/{id}/history", role: RoleViewer, handler: s.history},
 		{method: "GET", pattern: "/api/v1/quarantine", role: RoleViewer, handler: s.listQuarantine},
+		{method: "GET", pattern: "/api/v1/audit", role: RoleOperator, handler: s.listAudit},
 		{method: "GET", pattern: "/api/v1/holds", role: RoleViewer, handler: s.listHolds},
 		{method: "GET", pattern: "/api/v1/holds/{key}", role: RoleViewer, handler: s.getHold},
 		{method: "POST", pattern: "/api/v1/holds/{key}/release", role: RoleOperator, handler: s.releaseHold},
@@ -31,6 +32,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/api/v1/replays/{id}", role: RoleViewer, handler: s.getReplay},
 	}
 	routes = append(routes, s.ruleRoutes()...)
+	routes = append(routes, s.repairRoutes()...)
 	routes = append(routes, s.attemptRoutes()...)
 	routes = append(routes, s.circuitRoutes()...)
 	for _, name := range OperatorCommands {

@@ -94,7 +94,7 @@ func (s *Server) addRule(w http.ResponseWriter, r *http.Request, p principal) er
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (s *Server) removeRule(w http.ResponseWriter, r *http.Request, p principal)
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func (s *Server) applyRule(w http.ResponseWriter, r *http.Request, p principal) 
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}
@@ -196,8 +196,8 @@ func (s *Server) applyRule(w http.ResponseWriter, r *http.Request, p principal) 
 	if ae := checkText("requestId", req.RequestID, MaxParamBytes); ae != nil {
 		return ae
 	}
-	if ae := checkText("reason", req.Reason, MaxReasonLength); ae != nil {
-		return ae
+	if _, err := checkReason("a rule apply", false, &req.Reason); err != nil {
+		return err
 	}
 	limit := req.Limit
 	if limit == 0 {

@@ -2,11 +2,15 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/audit"
+	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/rules"
 )
@@ -44,9 +50,24 @@ type Config struct {
 	// Batches keeps batch results by request id, for idempotency. Required
 	// for batch runs; see OpenBatches.
 	Batches jetstream.KeyValue
-	// Tokens authenticate requests; none means every request is the local
-	// operator (see CheckBind).
+	// Tokens authenticate requests; none (and no OIDC) means every request
+	// is the local operator (see CheckBind). SetTokens replaces them.
 	Tokens []Token
+	// OIDC, if set, also accepts the issuer's JWTs as bearer tokens and
+	// lets the dashboard sign in through the issuer (see OIDCConfig).
+	OIDC *OIDCConfig
+	// Sessions is the KV bucket of dashboard sessions (OpenSessions),
+	// shared by every server of a deployment so that a session survives a
+	// restart and works on each; Run watches it. Nil keeps sessions in
+	// this process's memory.
+	Sessions jetstream.KeyValue
+	// AuthLimits bound failed authentications per client address and
+	// sign-ins per principal (zero fields: DefaultAuthLimits).
+	AuthLimits AuthLimits
+	// Audit receives failed authentications, clients over their budget,
+	// sign-ins and sign-outs, and serves GET /api/v1/audit; nil records
+	// nothing (and answers that route 404).
+	Audit AuditLog
 	// Quarantine lists the messages consumers quarantined (GET
 	// /api/v1/quarantine); nil answers that route 404.
 	Quarantine QuarantineLister
@@ -75,6 +96,22 @@ type Config struct {
 	// to reach the new version, so a list right after it sees the change
 	// (default 2s; negative disables).
 	ReadYourWrites time.Duration
+	// AllowedHosts are the host names the server answers to in the Host
+	// header, besides IP addresses and "localhost" (always allowed):
+	// exact names, "*.example.com" for the names below example.com, or
+	// "*" for any (see CheckAllowedHost). A request naming another host is
+	// a 421, the defence against DNS rebinding.
+	AllowedHosts []string
+	// TrustedProxies are the peers (TLS-terminating proxies, load
+	// balancers) whose X-Forwarded-For and X-Forwarded-Proto headers the
+	// server believes: the client's address for rate limits and the audit,
+	// and whether it came over TLS (Secure cookies, HSTS). Nil trusts no
+	// peer's forwarding headers.
+	TrustedProxies []netip.Prefix
+	// BodyTimeout bounds how long a request body may take to arrive once
+	// its handler reads it (default DefaultBodyTimeout); a slower one is a
+	// 408 and its connection closes.
+	BodyTimeout time.Duration
 	// TracerProvider receives a span per request (default
 	// otel.GetTracerProvider()), a child of the caller's W3C trace context,
 	// carrying the record id of a record's routes; the commands a request
@@ -82,16 +119,33 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 }
 
+// AuditLog keeps the audit trail of security events; *audit.Log satisfies
+// it.
+type AuditLog interface {
+	Record(ctx context.Context, e audit.Entry) error
+	Query(ctx context.Context, q audit.Query) (audit.Page, error)
+}
+
 // Server is the HTTP control plane. Its handler is safe for concurrent use.
 type Server struct {
 	cfg  Config
 	log  *slog.Logger
-	keys *keyring
+	keys atomic.Pointer[keyring]
 	// sessions are the dashboard's signed-in browsers.
 	sessions *sessions
+	// requests are the authenticated requests in flight.
+	requests *liveRequests
+	limits   *authLimiter
+	oidc     *oidcAuth
 	mux      *http.ServeMux
+	hosts    *hostList
 	metrics  *httpMetrics
 	routes   []route
+	runOnce  sync.Once
+
+	// batchStore is Config.Batches through the KV layer (batches).
+	batchOnce  sync.Once
+	batchStore *kvstore.Store[batchEntry]
 }
 
 // New returns a Server for cfg.
@@ -111,7 +165,25 @@ func New(cfg Config) *Server {
 	if cfg.ReadYourWrites == 0 {
 		cfg.ReadYourWrites = 2 * time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, keys: newKeyring(cfg.Tokens), sessions: newSessions(time.Now), mux: http.NewServeMux()}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, requests: newLiveRequests(), limits: newAuthLimiter(cfg.AuthLimits),
+		mux: http.NewServeMux(), hosts: newHostList(cfg.AllowedHosts)}
+	s.keys.Store(newKeyring(cfg.Tokens))
+	var store *sessionStore
+	if cfg.Sessions != nil {
+		var opts []kvstore.Option
+		if r, ok := cfg.Quarantine.(kvstore.Recorder); ok {
+			opts = append(opts, kvstore.WithRecorder(r))
+		}
+		opts = append(opts, kvstore.WithLogger(cfg.Logger), kvstore.WithClock(cfg.Clock.Now))
+		store = &sessionStore{st: kvstore.For(kvstore.Bind(nil, cfg.Sessions, SessionSpec(1), opts...), sessionCodec), log: cfg.Logger}
+	}
+	s.sessions = newSessions(s.now, store, s.requests.end)
+	if cfg.OIDC != nil {
+		s.oidc = newOIDCAuth(*cfg.OIDC, cfg.Logger)
+	}
 	s.metrics = newHTTPMetrics(cfg.Registry)
 	s.routes = s.routeTable()
 	for _, rt := range s.routes {
@@ -121,8 +193,100 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// now is the server's time.
+func (s *Server) now() time.Time { return s.cfg.Clock.Now() }
+
+// Run keeps the server's shared state until ctx ends: it follows the
+// session bucket (Config.Sessions), so that a sign-in or sign-out on
+// another server shows here at once and a sign-out there ends this
+// server's live streams of the session, and drops expired sessions from
+// memory every minute. It returns nil once everything it started has
+// stopped. A server that is not run still works; its sessions are then
+// those it made or read from the bucket itself. Call it once.
+func (s *Server) Run(ctx context.Context) error {
+	ran := false
+	s.runOnce.Do(func() { ran = true })
+	if !ran {
+		return errors.New("server: Run was called twice")
+	}
+	var wg sync.WaitGroup
+	if st := s.sessions.store; st != nil {
+		wg.Go(func() { st.watch(ctx, s.sessions) })
+	}
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return nil
+		case <-t.C:
+			s.sessions.sweep()
+		}
+	}
+}
+
+// SetTokens replaces the tokens the server accepts, at once. A token that
+// is gone, or whose secret, role or expiry changed, is revoked: its
+// sessions end (on every server sharing the session bucket) and its
+// requests in flight, live streams included, are cancelled. Safe for
+// concurrent use.
+func (s *Server) SetTokens(ctx context.Context, tokens []Token) {
+	next := newKeyring(tokens)
+	old := s.keys.Swap(next)
+	for _, name := range changed(old, next) {
+		key := principal{name: name, via: viaToken}.key()
+		s.sessions.dropPrincipal(ctx, key)
+		s.requests.end(key)
+		s.log.Info("token revoked: its sessions and requests ended", "token", name)
+	}
+	if len(old.tokens) == 0 && len(tokens) > 0 {
+		// The local sessions of a server that had no tokens end too.
+		s.sessions.dropPrincipal(ctx, localPrincipal.key())
+		s.requests.end(localPrincipal.key())
+	}
+}
+
+// audit records e about request r, with r's time, client, method, route
+// and requester filled in where e has none. A failure is logged: the
+// request goes on (event reads, which must not go unaudited, use
+// recordAudit's error).
+func (s *Server) audit(r *http.Request, e audit.Entry) {
+	if err := s.recordAudit(r, e); err != nil {
+		s.log.Warn("audit: an entry could not be recorded", "kind", e.Kind, "err", err)
+	}
+}
+
+func (s *Server) recordAudit(r *http.Request, e audit.Entry) error {
+	if s.cfg.Audit == nil {
+		return nil
+	}
+	ri := info(r)
+	if e.Time == 0 {
+		e.Time = s.now().UnixMilli()
+	}
+	if e.Client == "" {
+		e.Client = ri.clientString()
+	}
+	if e.Method == "" {
+		e.Method = r.Method
+	}
+	if e.Route == "" {
+		e.Route = r.Pattern
+		if e.Route == "" {
+			e.Route = cut(r.URL.Path)
+		}
+	}
+	if e.Actor == "" && ri.who != nil {
+		e.Actor, e.Role = ri.who.name, string(ri.who.role)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
+	defer cancel()
+	return s.cfg.Audit.Record(ctx, e)
+}
+
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.front) }
 
 // route is one endpoint.
 type route struct {
@@ -148,9 +312,11 @@ func (s *Server) wrap(rt route) http.Handler {
 		p := principal{}
 		if rt.role != "" {
 			var ok bool
-			if p, ok = s.authorize(sw, r, rt.role); !ok {
+			var done func()
+			if r, p, done, ok = s.authorize(sw, r, rt.role); !ok {
 				return
 			}
+			defer done()
 		}
 		if err := rt.handler(sw, r, p); err != nil {
 			s.writeError(sw, r, err)
@@ -167,6 +333,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Flush lets streamed responses reach the client.
 func (w *statusWriter) Flush() {
@@ -198,7 +367,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 // allowed lists the methods that have a route for r's path.
 func (s *Server) allowed(r *http.Request) []string {
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if m == r.Method {
 			continue
 		}

@@ -68,7 +68,7 @@ func TestSignInSetsAStrictHttpOnlyCookieAndNeverEchoesTheToken(t *testing.T) {
 	assert.Equal(t, "no-store", resp.header.Get("Cache-Control"))
 	var info server.SessionInfo
 	resp.json(t, &info)
-	assert.Equal(t, server.SessionInfo{Name: "bob", Role: server.RoleOperator, CSRF: csrf}, info)
+	assert.Equal(t, server.SessionInfo{Name: "bob", Role: server.RoleOperator, CSRF: csrf, Expires: t0 + server.SessionTTL.Milliseconds()}, info)
 
 	// The cookie authenticates reads; whoami answers the same session.
 	got := e.do(t, "GET", "/ui/v1/session", "", nil, "Cookie", cookie)
@@ -88,6 +88,7 @@ func TestSignInSetsAStrictHttpOnlyCookieAndNeverEchoesTheToken(t *testing.T) {
 func TestSessionCookieIsSecureUnderTLS(t *testing.T) {
 	e := newEnv(t)
 	e.cfg.Dashboard = stubDashboard{}
+	e.cfg.AllowedHosts = []string{"amends.example"}
 	h := server.New(e.cfg).Handler()
 	req, err := http.NewRequest("POST", "https://amends.example/ui/v1/session", strings.NewReader(`{"token":"`+viewerKey+`"}`))
 	require.NoError(t, err)

@@ -89,6 +89,12 @@ func printHolds(a *app, page api.HoldPage) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, h := range page.Holds {
+		if h.Recovered != "" {
+			fmt.Fprintf(a.stdout, "%s is a recovered hold (its stored value did not validate: %s); it holds the aggregate's events: check them, then amends holds release %s\n",
+				cell(h.Key, 200), cell(h.Recovered, 200), cell(h.Key, 200))
+		}
+	}
 	switch {
 	case len(page.Holds) == 0:
 		fmt.Fprintln(a.stdout, "nothing held")

@@ -28,7 +28,7 @@ func orderedCLI(t *testing.T) (*apiEnv, func() *cli) {
 	t.Helper()
 	e := newAPIEnv(t)
 	require.NoError(t, e.store.Provision(t.Context(), "shop"))
-	ordering, err := openOrdering(t.Context(), e.js, e.store, e.svc, 1)
+	ordering, err := openOrdering(t.Context(), e.js, e.store, e.svc, nil, 1)
 	require.NoError(t, err)
 	tokens, err := server.ParseTokens("bob:operator:" + operatorKey)
 	require.NoError(t, err)

@@ -59,6 +59,9 @@ type app struct {
 // execute runs the command line args and returns the process exit code.
 // It prints errors to a.stderr.
 func execute(ctx context.Context, a *app, args []string) int {
+	// Records carry text from anywhere: nothing printed may move the
+	// cursor, hide or reorder what follows (see safeWriter).
+	a.stdout = &safeWriter{w: a.stdout}
 	root := newRootCmd(a)
 	root.SetArgs(append([]string{}, args...)) // never nil: nil makes cobra read os.Args
 	root.SetOut(a.stdout)
@@ -76,7 +79,7 @@ func execute(ctx context.Context, a *app, args []string) int {
 		a.logger.Error("amends: "+err.Error(), "command", cmd.CommandPath(), "exit_code", code)
 		return code
 	}
-	fmt.Fprintf(a.stderr, "amends: %v\n", err)
+	fmt.Fprintf(a.stderr, "amends: %s\n", escapeText(err.Error()))
 	if code == exitUsage {
 		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
@@ -136,6 +139,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 		newPrepareCmd(a), newForcePrepareCmd(a), newRetrySpecCmd(a), newMarkRecoverableCmd(a), newChangeFunctionCmd(a))
 	root.AddCommand(newNotifyCmd(a))
 	root.AddCommand(newRulesCmd(a))
+	root.AddCommand(newTokenCmd(a), newAuditCmd(a), newRepairCmd(a))
 	root.AddCommand(newCircuitsCmd(a), newDrainsCmd(a))
 	return root
 }

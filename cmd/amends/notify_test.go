@@ -140,7 +140,7 @@ func TestNotifyTestSendsASignedNotification(t *testing.T) {
 	r.env = c.env
 	code = r.run(t, "notify", "test", "default", "--notify-url", url, "--notify-secret-env", "HOOK_SECRET")
 	assert.Equal(t, exitFailure, code)
-	assert.Contains(t, r.stderr.String(), "loopback address")
+	assert.Contains(t, r.stderr.String(), "loopback")
 	assert.NotContains(t, r.stderr.String(), notifySecret)
 
 	var n cli

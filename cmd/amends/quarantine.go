@@ -22,7 +22,18 @@ kept failing through its bounded retries (retries_exhausted).
 Each entry names the consumer (the projector, amends-projection, or a
 service's replay consumer, amends_replay_<context>), the stream and
 sequence of the message, its subject and what went wrong. Read the
-message itself with: nats stream get <stream> <sequence>.`
+message itself with: nats stream get <stream> <sequence>.
+
+It also shows the entries of KV buckets that amends skipped because they
+do not validate (reason invalid_entry): a rule, release, hold, progress,
+view, dedup claim and so on written by something else. Their consumer is
+the bucket (amends_rules, ...), their stream the bucket's stream
+(KV_<bucket>), their sequence the entry's revision and their subject
+$KV.<bucket>.<key>; the error names the field and the rule it breaks.
+What the entry guarded fails safe meanwhile (a bad rule matches nothing, a
+bad progress holds its events, a bad release is halted, a bad view is
+projected again). Write a valid value, or remove the entry with
+amends repair purge-entry.`
 
 const quarantineListLong = `List shows the quarantined messages, oldest first, one page at a time.
 

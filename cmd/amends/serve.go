@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -35,7 +37,17 @@ index), the retry scheduler (--scheduler; one active instance across
 servers, elected with a lease) and the HTTP API on --http: /api/v1 (see
 /api/v1/openapi.json), /metrics, /healthz and /readyz. /readyz answers 503
 until NATS is connected, the index is loaded and JetStream acknowledges a
-write to the amends_health bucket (checked at most once a second).
+write to the amends_health bucket (checked at most once a second), and
+while a bucket has settings other than the ones serve needs.
+
+Buckets: amends never reconfigures an existing bucket on its own. A bucket
+whose settings differ (the scheduler's lease with another TTL, the views
+with other replicas or storage) is used as it is, logged and reported by
+/readyz; --repair-buckets changes their settings in place where JetStream
+allows it, or deletes and creates again a bucket whose content is rebuilt
+(the views, which are then projected again) or transient (the lease), at
+start, before anything uses them. Entries of a bucket that do not validate
+are skipped and shown by amends quarantine list; see amends repair.
 
 The API closes connections idle for 60s and gives each write 60s; it holds
 at most --http-max-connections connections, closing the longest-idle one
@@ -43,8 +55,11 @@ for a new client. At start serve raises its open-file limit to the hard
 limit where allowed, and logs it.
 
 The API authenticates bearer tokens (--tokens-file, AMENDS_TOKENS) with the
-role viewer (read) or operator (commands). Without tokens it serves only on
-a loopback address, to anyone on this machine, and says so at start.
+role viewer (read) or operator (commands), and with OIDC the issuer's JWTs.
+Without either it serves only on a loopback address, to anyone on this
+machine, and says so at start.
+
+` + httpSecHelp + `
 
 Durability: a file stream on one server acknowledges writes before they
 reach the disk, which happens every 2 minutes; a machine crash can lose the
@@ -91,7 +106,10 @@ type serveFlags struct {
 	leaseTTL    time.Duration
 	drainRate   float64
 
+	repairBuckets bool
+
 	notify notifyFlags
+	sec    httpSecFlags
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -107,7 +125,7 @@ func newServeCmd(a *app) *cobra.Command {
 					return err
 				}
 			}
-			cfg, err := f.config(cmd)
+			cfg, err := f.config(cmd, a.lookupEnv, a.logger)
 			if err != nil {
 				return err
 			}
@@ -149,9 +167,12 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "most records prepared per pass, 1 to 10000")
 	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once, 1 to 256")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
+	fs.BoolVar(&f.repairBuckets, "repair-buckets", false, "at start, bring buckets with other settings to the ones serve needs (in place, or deleted and created again when their content is rebuilt or transient); see Buckets")
 	fs.Float64Var(&f.drainRate, "drain-rate", scheduler.DefaultDrainRate, "most records per second a recovery drain prepares for one function after its circuit closes, 1 to 100000")
 	f.notify.add(fs)
+	f.sec.add(fs)
 	annotateEnv(fs)
+	f.sec.addCommandLineOnly(fs) // after annotateEnv: never from the environment
 	return cmd
 }
 
@@ -165,12 +186,12 @@ var clientOnly = []string{"nats-creds", "nats-nkey", "nats-tls-ca", "nats-tls-ce
 // flag is checked before anything starts, whether it came from the command
 // line, its AMENDS_ variable or --config; every error is a usage error
 // naming the flag and its rule.
-func (f *serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
+func (f *serveFlags) config(cmd *cobra.Command, env func(string) (string, bool), logger *slog.Logger) (serveConfig, error) {
 	cfg := serveConfig{replicas: f.replicas, maxMsgSize: f.maxMsgSize, http: f.http, httpMaxConns: f.maxConns}
 	if err := checkRange("http-max-connections", f.maxConns, 0, maxHTTPConnections, " (0: automatic)"); err != nil {
 		return cfg, err
 	}
-	if err := f.controlPlane(&cfg); err != nil {
+	if err := f.controlPlane(&cfg, env, logger); err != nil {
 		return cfg, err
 	}
 	switch f.storage {
@@ -281,14 +302,28 @@ type serveConfig struct {
 	replicas   int
 	maxMsgSize int32
 
-	// http is the API's address; tokens authenticate it.
-	http   string
-	tokens []server.Token
+	// http is the API's address; tokens authenticate it: those of
+	// tokensFile (re-read when it changes) and inlineTokens (--tokens).
+	http         string
+	tokens       []server.Token
+	tokensFile   string
+	inlineTokens []server.Token
+	// allowedHosts are the Host names the API answers to besides IP
+	// addresses and localhost; trustedProxies the peers whose forwarding
+	// headers it believes.
+	allowedHosts   []string
+	trustedProxies []netip.Prefix
+	// tls, if set, serves the API over HTTPS.
+	tls *certReloader
+	// oidc, if set, accepts the issuer's identities.
+	oidc *server.OIDCConfig
 	// httpMaxConns caps the API's connections; 0 means from the open-file
 	// limit (see fileLimits).
 	httpMaxConns int
 	// scheduler configures the scheduler; nil disables it.
 	scheduler *schedulerConfig
+	// repairBuckets repairs the settings of mismatched buckets at start.
+	repairBuckets bool
 	// notify configures notifications; nil disables them.
 	notify *notify.Config
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/transient"
 	"github.com/amends-dev/amends/metrics"
@@ -33,8 +35,21 @@ const shutdownTimeout = 15 * time.Second
 // election); ctx bounds start-up only, the components run on their own.
 func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstream.JetStream, store *jsstore.Store, logger *slog.Logger) ([]component, string, error) {
 	startup := logger.With("component", "startup")
+	mismatch := &mismatches{}
+	if cfg.repairBuckets {
+		if err := repairBuckets(ctx, cfg, js, startup); err != nil {
+			return nil, "", err
+		}
+	}
 	views, err := retryOpen(ctx, startup, "the views bucket "+projection.DefaultBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return projection.OpenViews(ctx, js, projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))
+		views, err := projection.OpenViews(ctx, js, projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))
+		if errors.Is(err, projection.ErrIncompatibleBucket) {
+			// Used as it is (projected views work on any settings),
+			// reported by /readyz until repaired.
+			mismatch.add(startup, "views", err)
+			return js.KeyValue(ctx, projection.DefaultBucket)
+		}
+		return views, err
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("projection: %w", err)
@@ -47,7 +62,8 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if err != nil {
 		return nil, "", err
 	}
-	index, err := projection.NewIndex(views, store)
+	index, err := projection.NewIndex(views, store, projection.WithReprojector(proj), projection.WithIndexQuarantine(quar),
+		projection.WithIndexLogger(logger.With("component", "index")))
 	if err != nil {
 		return nil, "", err
 	}
@@ -70,7 +86,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		metrics.Records(index), metrics.Projector(proj), metrics.Quarantine(quar),
 		metrics.Failures(index, nil))
 	components := []component{{"projector", proj.Run}, {"index", index.Run}}
-	in, err := openIntel(ctx, cfg, js, startup, logger)
+	in, err := openIntel(ctx, cfg, js, quar, startup, logger)
 	if err != nil {
 		return nil, "", err
 	}
@@ -84,18 +100,21 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 
 	if sc := cfg.scheduler; sc != nil {
 		leases, err := retryOpen(ctx, startup, "the lease bucket "+scheduler.DefaultLeaseBucket, func(ctx context.Context) (*scheduler.Leases, error) {
-			return scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
+			leases, err := scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
+			if errors.Is(err, scheduler.ErrIncompatibleBucket) {
+				// Every serve shares the lease: go on with the bucket's own
+				// TTL, so that they agree, and report it until repaired.
+				mismatch.add(startup, "lease", fmt.Errorf("--lease-ttl %s (or --replicas %d): %w", show(sc.leaseTTL), cfg.replicas, err))
+				return scheduler.BindLeases(ctx, js, scheduler.DefaultLeaseBucket)
+			}
+			return leases, err
 		})
-		if errors.Is(err, scheduler.ErrIncompatibleBucket) {
-			return nil, "", fmt.Errorf("--lease-ttl %s (or --replicas %d): %w; every serve shares the lease bucket, so use the settings it was created with, or delete it (nats kv del %s) while no serve runs",
-				show(sc.leaseTTL), cfg.replicas, err, scheduler.DefaultLeaseBucket)
-		}
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
 		sched, err := scheduler.New(index, svc, leases, append([]scheduler.Option{
 			scheduler.WithPeriod(sc.period), scheduler.WithInitialDelay(sc.delay), scheduler.WithBatch(sc.batch),
-			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler"))},
+			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler")), scheduler.WithReprojector(proj)},
 			append(in.schedulerOptions(index), circ.schedulerOption(js, store, index, sc.drainRate))...)...)
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
@@ -111,32 +130,53 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	components = append(components, notifier...)
 
 	ordering, err := retryOpen(ctx, startup, "the holds and replays buckets", func(ctx context.Context) (*server.Ordering, error) {
-		return openOrdering(ctx, js, store, svc, cfg.replicas)
+		return openOrdering(ctx, js, store, svc, quar, cfg.replicas)
 	})
 	if err != nil {
 		return nil, "", err
 	}
+	sessions, err := retryOpen(ctx, startup, "the session bucket "+server.DefaultSessionBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return server.OpenSessions(ctx, js, cfg.replicas)
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	auditLog, err := retryOpen(ctx, startup, "the audit stream "+audit.DefaultStream, func(ctx context.Context) (*audit.Log, error) {
+		return audit.Open(ctx, js, audit.Config{Replicas: cfg.replicas, Storage: cfg.storage})
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	httpLog := logger.With("component", "http")
 	apiCfg := server.Config{
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering, Rules: in.rules,
+		Logger: httpLog, Sessions: sessions, Audit: auditLog, OIDC: cfg.oidc,
+		AllowedHosts: cfg.allowedHosts, TrustedProxies: cfg.trustedProxies,
 		Circuits: circ.server(),
-		Logger:   logger.With("component", "http"),
-		Ready:    readiness(natsConnected(nc), indexCurrent(index), probe.check),
+		Ready:    readiness(natsConnected(nc), indexCurrent(index), probe.check, mismatch.check),
 	}
-	if components, err = withDashboard(&apiCfg, components, index, store, views, logger); err != nil {
+	if components, err = withDashboard(&apiCfg, components, index, store, views, auditLog, logger); err != nil {
 		return nil, "", err
 	}
 	api := server.New(apiCfg)
+	components = append(components, component{"sessions", api.Run})
+	if cfg.tokensFile != "" {
+		fileTokens := cfg.tokens[:len(cfg.tokens)-len(cfg.inlineTokens)]
+		warnTokens(httpLog, cfg.tokensFile, fileTokens)
+		components = append(components, component{"tokens", newTokenReloader(cfg.tokensFile, cfg.inlineTokens, api, httpLog).run})
+	}
 	l, err := net.Listen("tcp", cfg.http)
 	if err != nil {
 		return nil, "", fmt.Errorf("--http %s: %w", cfg.http, err)
 	}
-	url := "http://" + l.Addr().String()
-	if len(cfg.tokens) == 0 {
+	hs := newHTTPServer(l, api.Handler(), httpOptions{maxConns: cfg.httpMaxConns, writeTimeout: httpWriteTimeout, tls: cfg.tls}, httpLog)
+	url := hs.url
+	if len(cfg.tokens) == 0 && cfg.oidc == nil {
 		logger.Warn("the HTTP API has no tokens: anyone on this machine can read and steer records", "http", url)
 	}
-	hs := newHTTPServer(l, api.Handler(), cfg.httpMaxConns, httpWriteTimeout, logger.With("component", "http"))
 	components = append(components, component{"http", func(ctx context.Context) error {
-		logger.Info("HTTP API serving", "url", url, "tokens", len(cfg.tokens), "max_connections", cfg.httpMaxConns)
+		logger.Info("HTTP API serving", "url", url, "tokens", len(cfg.tokens), "oidc", cfg.oidc != nil, "tls", cfg.tls != nil,
+			"max_connections", cfg.httpMaxConns, "allowed_hosts", strings.Join(append([]string{"IP addresses", "localhost"}, cfg.allowedHosts...), ","))
 		return hs.run(ctx)
 	}})
 	return components, url, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/amends-dev/amends/scheduler"
@@ -9,12 +10,14 @@ import (
 )
 
 // controlPlane validates the API and scheduler flags into cfg.
-func (f *serveFlags) controlPlane(cfg *serveConfig) error {
+func (f *serveFlags) controlPlane(cfg *serveConfig, env func(string) (string, bool), logger *slog.Logger) error {
+	cfg.repairBuckets = f.repairBuckets
 	if f.tokensFile != "" {
 		tokens, err := server.LoadTokens(f.tokensFile)
 		if err != nil {
 			return usageErrorf("--tokens-file: %v", err)
 		}
+		cfg.tokensFile = f.tokensFile
 		cfg.tokens = append(cfg.tokens, tokens...)
 	}
 	if f.tokens != "" {
@@ -22,17 +25,32 @@ func (f *serveFlags) controlPlane(cfg *serveConfig) error {
 		if err != nil {
 			return usageErrorf("--tokens: %v", err)
 		}
+		cfg.inlineTokens = tokens
 		cfg.tokens = append(cfg.tokens, tokens...)
 	}
-	if _, _, err := parseHostPort("http", f.http, "127.0.0.1:8080"); err != nil {
+	if _, err := mergeTokens(cfg.tokens); err != nil {
+		return usageErrorf("--tokens-file and --tokens: %v", err)
+	}
+	host, _, err := parseHostPort("http", f.http, "127.0.0.1:8080")
+	if err != nil {
 		return err
 	}
-	if err := server.CheckBind(f.http, cfg.tokens); err != nil {
+	if err := f.sec.config(cfg, host, env, logger); err != nil {
+		return err
+	}
+	bind := cfg.tokens
+	if cfg.oidc != nil && len(bind) == 0 {
+		bind = []server.Token{{Name: "oidc"}} // OIDC authenticates too
+	}
+	if err := server.CheckBind(f.http, bind); err != nil {
 		if errors.Is(err, server.ErrInsecureBind) {
 			return usageErrorf("--http %s is not a loopback address and no tokens are configured: anyone who could reach it could read and steer records. "+
 				"Configure tokens (--tokens-file or AMENDS_TOKENS) or bind to loopback (--http %s)", f.http, loopbackHint(f.http))
 		}
 		return usageErrorf("--http %s: %v", f.http, err)
+	}
+	if err := f.sec.requireTLS(cfg, host); err != nil {
+		return err
 	}
 	// The scheduler's flags are checked even when it is off, so that a
 	// mistake shows before it is turned on.

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,7 +149,6 @@ func TestServeSettingsThatConflictWithTheStore(t *testing.T) {
 		want string
 	}{
 		{[]string{"--max-msg-size", "2048"}, "(--storage, --replicas and --max-msg-size must match the existing stream): stream AMENDS_compensation exists with max message size 1048576 (wanted 2048)"},
-		{[]string{"--lease-ttl", "10s"}, "--lease-ttl 10s (or --replicas 1): lease bucket amends_scheduler_lease: exists with TTL 30s"},
 	} {
 		var c cli
 		code := c.run(t, append([]string{"serve", "--data-dir", dir, "--nats-listen", "127.0.0.1:-1", "--http", "127.0.0.1:0"}, tc.args...)...)
@@ -155,6 +157,49 @@ func TestServeSettingsThatConflictWithTheStore(t *testing.T) {
 		assert.Contains(t, stderr, tc.want, tc.args)
 		assert.NotRegexp(t, `(jsstore|scheduler): (incompatible|invalid)`, stderr, tc.args)
 	}
+}
+
+// Finding 11: a lease bucket created with another TTL stopped serve from
+// starting, with advice (nats kv del … while no serve runs) that the
+// embedded server leaves no way to follow. serve starts, schedules with
+// the bucket's TTL (so every instance agrees), /readyz reports the
+// mismatch and the flag that repairs it, and --repair-buckets does.
+func TestServeLeaseBucketOfAnotherTTL(t *testing.T) {
+	dir := t.TempDir()
+	var first cli
+	r := first.startServe(t, "serve", "--data-dir", dir, "--nats-listen", "127.0.0.1:-1")
+	require.Equal(t, exitOK, r.stop(t), first.stderr.String())
+
+	var c cli
+	r = c.startServe(t, "serve", "--data-dir", dir, "--nats-listen", "127.0.0.1:-1", "--lease-ttl", "10s")
+	var body string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(r.info.HTTPURL + "/readyz")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, "bucket settings differ")
+	}, waitLimit, 10*time.Millisecond, "/readyz reports the mismatch")
+	assert.Contains(t, body, "--repair-buckets")
+	assert.Contains(t, body, "ttl 30s (wanted 10s)")
+	assert.NotContains(t, body, "nats kv del")
+	require.Equal(t, exitOK, r.stop(t), c.stderr.String())
+
+	var fixed cli
+	r = fixed.startServe(t, "serve", "--data-dir", dir, "--nats-listen", "127.0.0.1:-1", "--lease-ttl", "10s", "--repair-buckets")
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(r.info.HTTPURL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, waitLimit, 10*time.Millisecond, "ready once repaired")
+	assert.Contains(t, fixed.stderr.String(), "--repair-buckets: bucket repaired")
+	require.Equal(t, exitOK, r.stop(t), fixed.stderr.String())
 }
 
 func TestServeRefusesABadNATSURL(t *testing.T) {

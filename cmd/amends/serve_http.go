@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +14,11 @@ const (
 	// httpReadHeaderTimeout bounds how long a client may take to send a
 	// request's headers.
 	httpReadHeaderTimeout = 10 * time.Second
+	// httpReadTimeout bounds how long a client may take to send a whole
+	// request, headers and body: the backstop behind the API's own body
+	// deadline (server.DefaultBodyTimeout, a 408) and the connection cap's
+	// closing of stalled connections.
+	httpReadTimeout = 30 * time.Second
 	// httpIdleTimeout closes a keep-alive connection idle this long.
 	httpIdleTimeout = 60 * time.Second
 	// httpWriteTimeout bounds each write of a response (not the whole
@@ -22,7 +28,8 @@ const (
 )
 
 // httpServer is the API's server on its listener, with its timeouts, its
-// connection cap and its write deadlines.
+// connection cap, its write deadlines and, with TLS, its reloading
+// certificate.
 type httpServer struct {
 	hs      *http.Server
 	limiter *connLimiter
@@ -31,21 +38,44 @@ type httpServer struct {
 	logger  *slog.Logger
 }
 
-// newHTTPServer serves h on l with at most maxConns connections (see
-// connLimiter) and a per-write deadline of writeTimeout.
-func newHTTPServer(l net.Listener, h http.Handler, maxConns int, writeTimeout time.Duration, logger *slog.Logger) *httpServer {
-	limiter := newConnLimiter(maxConns)
+// httpOptions configure newHTTPServer.
+type httpOptions struct {
+	// maxConns caps the open connections (see connLimiter).
+	maxConns int
+	// writeTimeout bounds each write of a response.
+	writeTimeout time.Duration
+	// stallAfter is how long a connection may keep the server waiting
+	// for its client before the cap may close it (0: defaultStallAfter).
+	stallAfter time.Duration
+	// tls, if set, serves HTTPS with its certificate (reloaded when its
+	// files change) and, with client CAs, requires client certificates.
+	tls *certReloader
+}
+
+// newHTTPServer serves h on l with at most o.maxConns connections (see
+// connLimiter), a per-write deadline of o.writeTimeout and, with o.tls,
+// over TLS (HTTP/1.1: ConnState then tracks every request).
+func newHTTPServer(l net.Listener, h http.Handler, o httpOptions, logger *slog.Logger) *httpServer {
+	limiter := newConnLimiter(o.maxConns, o.stallAfter)
 	hs := &http.Server{
-		Handler:           writeDeadlines(h, writeTimeout),
+		Handler:           limiter.Handler(writeDeadlines(h, o.writeTimeout)),
 		ReadHeaderTimeout: httpReadHeaderTimeout,
+		ReadTimeout:       httpReadTimeout,
 		IdleTimeout:       httpIdleTimeout,
 		// The server sets this deadline when it has read a request;
 		// writeDeadlines moves it forward before every write.
-		WriteTimeout: writeTimeout,
+		WriteTimeout: o.writeTimeout,
 		ConnState:    limiter.ConnState,
+		ConnContext:  limiter.ConnContext,
 		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	return &httpServer{hs: hs, limiter: limiter, l: limiter.Listen(l), url: "http://" + l.Addr().String(), logger: logger}
+	ll := limiter.Listen(l)
+	scheme := "http://"
+	if o.tls != nil {
+		ll = tls.NewListener(ll, o.tls.config())
+		scheme = "https://"
+	}
+	return &httpServer{hs: hs, limiter: limiter, l: ll, url: scheme + l.Addr().String(), logger: logger}
 }
 
 // run serves until ctx ends, then shuts down, draining in-flight requests

@@ -22,9 +22,15 @@ import (
 // test ends.
 func startHTTP(t *testing.T, h http.Handler, maxConns int, writeTimeout time.Duration) *httpServer {
 	t.Helper()
+	return startHTTPWith(t, h, httpOptions{maxConns: maxConns, writeTimeout: writeTimeout})
+}
+
+// startHTTPWith is startHTTP with every option.
+func startHTTPWith(t *testing.T, h http.Handler, o httpOptions) *httpServer {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := newHTTPServer(l, h, maxConns, writeTimeout, slog.New(slog.DiscardHandler))
+	s := newHTTPServer(l, h, o, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.run(ctx) }()
@@ -138,9 +144,10 @@ func TestConnectionCapClosesTheLongestIdleForANewClient(t *testing.T) {
 }
 
 func TestConnectionCapQueuesWhileEveryConnectionIsBusy(t *testing.T) {
-	s := startHTTP(t, okHandler, 1, time.Minute)
+	s := startHTTPWith(t, okHandler, httpOptions{maxConns: 1, writeTimeout: time.Minute, stallAfter: 2 * waitLimit})
 	// A connection that has sent nothing yet is not idle: it holds the
-	// only slot.
+	// only slot (until it has stalled for stallAfter, here longer than the
+	// test).
 	busy, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
 	require.NoError(t, err)
 	t.Cleanup(func() { busy.Close() })

@@ -9,6 +9,7 @@ import (
 
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/rules"
 	"github.com/amends-dev/amends/scheduler"
 )
@@ -25,21 +26,21 @@ type intel struct {
 
 // openIntel opens the rules, builds and releases buckets, retrying through
 // transient errors at start-up.
-func openIntel(ctx context.Context, cfg serveConfig, js jetstream.JetStream, startup, logger *slog.Logger) (*intel, error) {
+func openIntel(ctx context.Context, cfg serveConfig, js jetstream.JetStream, quar *quarantine.Quarantine, startup, logger *slog.Logger) (*intel, error) {
 	st, err := retryOpen(ctx, startup, "the rules bucket "+rules.DefaultBucket, func(ctx context.Context) (*rules.Store, error) {
-		return rules.OpenStore(ctx, js, rules.WithReplicas(cfg.replicas))
+		return rules.OpenStore(ctx, js, rules.WithReplicas(cfg.replicas), rules.WithQuarantine(quar))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
 	builds, err := retryOpen(ctx, startup, "the build registry "+processor.DefaultBuildBucket, func(ctx context.Context) (*processor.BuildRegistry, error) {
-		return processor.OpenBuildRegistry(ctx, js, "", 0, cfg.replicas)
+		return processor.OpenBuildRegistry(ctx, js, "", 0, cfg.replicas, processor.WithRegistryQuarantine(quar))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build registry: %w", err)
 	}
 	releases, err := retryOpen(ctx, startup, "the release bucket "+scheduler.DefaultReleaseBucket, func(ctx context.Context) (*scheduler.Releases, error) {
-		return scheduler.OpenReleases(ctx, js, "", cfg.replicas)
+		return scheduler.OpenReleases(ctx, js, "", cfg.replicas, scheduler.WithReleasesQuarantine(quar))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("releases: %w", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -74,18 +75,14 @@ func indexCurrent(ix *projection.Index) readyCheck {
 // openHealth opens (or creates) the health bucket with the store's storage
 // and replicas.
 func openHealth(ctx context.Context, js jetstream.JetStream, storage jetstream.StorageType, replicas int) (jetstream.KeyValue, error) {
-	cfg := jetstream.KeyValueConfig{
+	b, err := kvstore.Open(ctx, js, kvstore.Spec{Config: jetstream.KeyValueConfig{
 		Bucket: healthBucket, Description: "amends: /readyz write probes, one key per server",
 		History: 1, TTL: healthTTL, Storage: storage, Replicas: replicas,
-	}
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, healthBucket)
-	}
+	}, MaxValue: 64, Disposable: true})
 	if err != nil {
-		return nil, fmt.Errorf("health bucket %s: %w", healthBucket, err)
+		return nil, fmt.Errorf("health: %w", err)
 	}
-	return kv, nil
+	return b.KV(), nil
 }
 
 // writeProbe is ready while JetStream acknowledges a put to kv, under a key

@@ -180,6 +180,28 @@
     try { renderTrend(await api("GET", "/ui/v1/backlog")); } catch (err) { A.fill($("#trend"), errorBox(err)); }
   }
 
+  // loadQuarantine shows the newest quarantined messages and bucket
+  // entries (the API lists them oldest first: the first page of 500 is
+  // read and its end shown).
+  async function loadQuarantine() {
+    try {
+      const p = await api("GET", "/api/v1/quarantine?limit=500");
+      const entries = p.entries.slice(-20).reverse();
+      $("#quar-n").textContent = "· " + p.entries.length + (p.next ? "+" : "") + " entries";
+      if (!entries.length) { A.fill($("#quarantine"), el("p", { class: "muted" }, "Nothing quarantined.")); return; }
+      const rows = entries.map(e => el("tr", {},
+        el("td", { class: "nowrap" }, time(e.at)),
+        el("td", {}, e.kind === "kv" ? "bucket " + e.bucket : e.consumer),
+        el("td", {}, el("code", {}, e.reason)),
+        el("td", {}, e.kind === "kv" ? el("code", {}, e.key) : el("code", {}, e.subject)),
+        el("td", { class: "num" }, e.stream + " " + e.seq),
+        el("td", {}, e.error)));
+      A.fill($("#quarantine"), el("table", { id: "quarantine-table" },
+        el("thead", {}, el("tr", {}, ["Quarantined", "Where", "Reason", "Key or subject", "Stream seq", "Why"].map(h => el("th", { scope: "col" }, h)))),
+        el("tbody", {}, rows)));
+    } catch (err) { A.fill($("#quarantine"), errorBox(err)); }
+  }
+
   async function start() {
     // The session and the trend are asked for at once; the live stream's
     // first counts follow.
@@ -189,6 +211,8 @@
     await loadCircuits();
     live({ counts: c => { renderCounts(c); renderSummary(c); A.ready(); } });
     setInterval(loadTrend, 60000);
+    loadQuarantine();
+    setInterval(loadQuarantine, 60000);
     setInterval(() => { if (!document.hidden) loadCircuits(); }, 5000);
   }
   start();

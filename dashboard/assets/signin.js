@@ -13,7 +13,15 @@
       await api("GET", "/ui/v1/session", undefined, { noRedirect: true });
       location.replace(next()); // already signed in (or no tokens)
       return;
-    } catch (_) { /* not signed in */ }
+    } catch (err) {
+      // Not signed in. A server that signs in through an OIDC issuer
+      // says where that starts.
+      const sso = err.details && err.details.oidcStart;
+      if (typeof sso === "string" && sso.startsWith("/") && !sso.startsWith("//")) {
+        $("#sso-link").href = sso + "?next=" + encodeURIComponent(next());
+        $("#sso").hidden = false;
+      }
+    }
     $("#signin-form").addEventListener("submit", async ev => {
       ev.preventDefault();
       const input = $("#token");

@@ -36,6 +36,12 @@ const unavailableRetries = 5
 // document exceeds the max message size, return an error matching
 // eventstore.ErrInvalid that names the field or the limit.
 func (s *Store) Append(ctx context.Context, st eventstore.Stream, expectedVersion uint64) (eventstore.Stream, error) {
+	return s.append(ctx, st, expectedVersion, false)
+}
+
+// append is Append; retried is set on the one retry of a first stream
+// after skipped messages (see resolveConflict).
+func (s *Store) append(ctx context.Context, st eventstore.Stream, expectedVersion uint64, retried bool) (eventstore.Stream, error) {
 	if st.Version == 0 {
 		st.Version = expectedVersion + 1
 	}
@@ -65,7 +71,7 @@ func (s *Store) Append(ctx context.Context, st eventstore.Stream, expectedVersio
 	prev, err := s.expected(ctx, h, subj, st.Aggregate, expectedVersion)
 	if ce := (*eventstore.ConflictError)(nil); errors.As(err, &ce) && ce.Actual >= st.Version {
 		// The aggregate is past our version: maybe our own earlier attempt.
-		return s.resolveConflict(ctx, h, subj, st, expectedVersion)
+		return s.resolveConflict(ctx, h, subj, st, expectedVersion, retried)
 	}
 	if err != nil {
 		return eventstore.Stream{}, err
@@ -74,7 +80,7 @@ func (s *Store) Append(ctx context.Context, st eventstore.Stream, expectedVersio
 	msg := nats.NewMsg(subj)
 	msg.Data = data
 	msg.Header[jetstream.MsgIDHeader] = []string{st.ID}
-	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(prev.seq, 10)}
+	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(prev.last(), 10)}
 	msg.Header[HeaderVersion] = []string{strconv.FormatUint(st.Version, 10)}
 	first, prevs := uint64(0), ""
 	if expectedVersion > 0 {
@@ -103,7 +109,7 @@ func (s *Store) Append(ctx context.Context, st eventstore.Stream, expectedVersio
 		switch apiErr.ErrorCode {
 		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
 			s.positions.forget(subj)
-			return s.resolveConflict(ctx, h, subj, st, expectedVersion)
+			return s.resolveConflict(ctx, h, subj, st, expectedVersion, retried)
 		case 10163: // expected last sequence per subject temporarily unavailable
 			if attempt < unavailableRetries {
 				if err := wait.Sleep(ctx, time.Duration(attempt+1)*10*time.Millisecond); err != nil {
@@ -131,6 +137,9 @@ func (s *Store) Append(ctx context.Context, st eventstore.Stream, expectedVersio
 // the cache when it knows exactly that version, else from the last message.
 func (s *Store) expected(ctx context.Context, h *streamHandle, subj string, a eventstore.AggregateID, v uint64) (position, error) {
 	if v == 0 {
+		if p, ok := s.positions.get(subj); ok && p.version == 0 {
+			return p, nil // only skipped messages on the subject: append after them
+		}
 		return position{}, nil
 	}
 	if p, ok := s.positions.get(subj); ok && p.version == v {
@@ -152,19 +161,22 @@ func (s *Store) expected(ctx context.Context, h *streamHandle, subj string, a ev
 // resolveConflict tells a lost race from a retried append that already
 // committed: if the stream at st.Version has st.ID, the append succeeded
 // before and its stream is returned.
-func (s *Store) resolveConflict(ctx context.Context, h *streamHandle, subj string, st eventstore.Stream, expected uint64) (eventstore.Stream, error) {
+func (s *Store) resolveConflict(ctx context.Context, h *streamHandle, subj string, st eventstore.Stream, expected uint64, retried bool) (eventstore.Stream, error) {
 	last, err := s.leaderLast(ctx, h, subj)
+	var p position
+	if err == nil {
+		last, p, err = s.readable(ctx, h, subj, last)
+	}
+	if errors.Is(err, errOnlySkipped) && expected == 0 && !retried {
+		// The subject holds only skipped messages: append after them.
+		return s.append(ctx, st, expected, true)
+	}
 	if errors.Is(err, eventstore.ErrNotFound) {
 		return eventstore.Stream{}, &eventstore.ConflictError{Aggregate: st.Aggregate, Expected: expected}
 	}
 	if err != nil {
 		return eventstore.Stream{}, err
 	}
-	p, err := last.pos()
-	if err != nil {
-		return eventstore.Stream{}, err
-	}
-	s.positions.put(subj, p)
 	conflict := &eventstore.ConflictError{Aggregate: st.Aggregate, Expected: expected, Actual: p.version}
 	if p.version < st.Version {
 		return eventstore.Stream{}, conflict

@@ -8,7 +8,13 @@ type position struct {
 	seq      uint64 // its stream sequence
 	firstSeq uint64 // the sequence of version 1
 	prevs    string // the HeaderPrevSeqs value of that stream
+	// expect, when set, is the sequence of the subject's last message, a
+	// skipped one after this stream (see Skip): appends expect it.
+	expect uint64
 }
+
+// last is the sequence an append after p expects on the subject.
+func (p position) last() uint64 { return max(p.seq, p.expect) }
 
 // positionCache remembers the last position of recently used aggregates so
 // an append that expects that version can skip reading it first. A hit is

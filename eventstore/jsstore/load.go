@@ -24,11 +24,11 @@ import (
 // streams, and one matching ErrCorrupt if its last message is not a stream
 // amends wrote there.
 func (s *Store) LoadLast(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error) {
-	_, _, last, _, err := s.last(ctx, a)
+	h, subj, last, _, err := s.last(ctx, a)
 	if err != nil {
 		return eventstore.Stream{}, err
 	}
-	return s.decode(last)
+	return s.decodeLast(ctx, h, subj, last)
 }
 
 // Load returns the aggregate's streams from version from (1 if 0) to the
@@ -127,6 +127,16 @@ func (s *Store) history(ctx context.Context, h *streamHandle, subj string, last 
 			return nil, err
 		}
 		if out[i], err = s.decode(m); err != nil {
+			if i == len(msgs)-1 && errors.Is(err, ErrCorrupt) {
+				// The last message's body does not decode: read the history
+				// up to the one before it if an operator skipped it.
+				if pm, pp, perr := s.passOver(ctx, h, subj, m, err); perr == nil {
+					if pm == nil {
+						return nil, errOnlySkipped
+					}
+					return s.history(ctx, h, subj, pm, pp, from)
+				}
+			}
 			return nil, err
 		}
 	}
@@ -212,7 +222,7 @@ func (s *Store) last(ctx context.Context, a eventstore.AggregateID) (*streamHand
 // of this Store.
 func (s *Store) freshLast(ctx context.Context, h *streamHandle, subj string, atLeast uint64) (*rawMsg, position, error) {
 	if known, ok := s.positions.get(subj); ok {
-		atLeast = max(atLeast, known.seq)
+		atLeast = max(atLeast, known.last())
 	}
 	m, err := s.lastMsg(ctx, h, subj)
 	if errors.Is(err, eventstore.ErrNotFound) && atLeast > 0 || err == nil && m.seq < atLeast {
@@ -222,12 +232,52 @@ func (s *Store) freshLast(ctx context.Context, h *streamHandle, subj string, atL
 	if err != nil {
 		return nil, position{}, err
 	}
+	return s.readable(ctx, h, subj, m)
+}
+
+// errOnlySkipped: the subject's messages are all skipped (Skip): the
+// aggregate has no stream yet.
+var errOnlySkipped = fmt.Errorf("the aggregate's only messages are skipped ones: %w", eventstore.ErrNotFound)
+
+// readable returns the aggregate's last message that loaders read, given
+// the subject's last message m, and remembers its position: m, or the one
+// before m when an operator skipped m (Skip); errOnlySkipped when there is
+// none before it (the position then holds what appends expect).
+func (s *Store) readable(ctx context.Context, h *streamHandle, subj string, m *rawMsg) (*rawMsg, position, error) {
 	p, err := m.pos()
+	if err == nil {
+		if _, skipped := s.knownSkip(h.name, m.seq); !skipped {
+			s.positions.put(subj, p)
+			return m, p, nil
+		}
+		err = fmt.Errorf("message %d on %s is skipped", m.seq, subj)
+	}
+	pm, pp, err := s.passOver(ctx, h, subj, m, err)
 	if err != nil {
 		return nil, position{}, err
 	}
-	s.positions.put(subj, p)
-	return m, p, nil
+	s.positions.put(subj, pp)
+	if pm == nil {
+		return nil, pp, errOnlySkipped
+	}
+	return pm, pp, nil
+}
+
+// decodeLast decodes m, the last message last() read, or, when its body
+// does not decode and an operator skipped it, the one before it.
+func (s *Store) decodeLast(ctx context.Context, h *streamHandle, subj string, m *rawMsg) (eventstore.Stream, error) {
+	st, err := s.decode(m)
+	if err == nil || !errors.Is(err, ErrCorrupt) {
+		return st, err
+	}
+	pm, _, perr := s.passOver(ctx, h, subj, m, err)
+	if perr != nil {
+		return eventstore.Stream{}, perr
+	}
+	if pm == nil {
+		return eventstore.Stream{}, fmt.Errorf("aggregate on %s has no streams: %w", subj, errOnlySkipped)
+	}
+	return s.decode(pm)
 }
 
 // LoadLastFromLeader returns the aggregate's latest stream as the stream
@@ -248,18 +298,16 @@ func (s *Store) LoadLastFromLeader(ctx context.Context, a eventstore.AggregateID
 		return eventstore.Stream{}, err
 	}
 	m, err := s.leaderLast(ctx, h, subj)
+	if err == nil {
+		m, _, err = s.readable(ctx, h, subj, m)
+	}
 	if errors.Is(err, eventstore.ErrNotFound) {
 		return eventstore.Stream{}, fmt.Errorf("aggregate %s has no streams: %w", a, eventstore.ErrNotFound)
 	}
 	if err != nil {
 		return eventstore.Stream{}, err
 	}
-	p, err := m.pos()
-	if err != nil {
-		return eventstore.Stream{}, err
-	}
-	s.positions.put(subj, p)
-	return s.decode(m)
+	return s.decodeLast(ctx, h, subj, m)
 }
 
 // findVersion returns the message of version v, given the aggregate's last
@@ -324,6 +372,10 @@ func (s *Store) walk(ctx context.Context, h *streamHandle, subj string, p positi
 				return false, fmt.Errorf("%s: version %d is missing between sequences %d and %d: %w", subj, next, p.firstSeq, p.seq, ErrCorrupt)
 			}
 			if err := m.at(subj, p.firstSeq, next); err != nil {
+				if _, skipped, serr := s.skipped(ctx, h, m.seq); serr == nil && skipped {
+					from = m.seq + 1
+					return true, nil // an operator skipped it: not one of the versions
+				}
 				return false, err
 			}
 			if next == p.version && m.seq != p.seq {
@@ -408,6 +460,17 @@ func (s *Store) LoadLastIfChanged(ctx context.Context, a eventstore.AggregateID,
 	if known != 0 && last.seq == known {
 		return eventstore.Stream{}, false, nil
 	}
-	st, err := s.decode(last)
+	st, err := s.decodeLast(ctx, h, subj, last)
 	return st, err == nil, err
+}
+
+// LastVersion returns the aggregate's latest version: one direct get of
+// its last message, whose headers tell the version, nothing decoded.
+// Errors as LoadLast.
+func (s *Store) LastVersion(ctx context.Context, a eventstore.AggregateID) (uint64, error) {
+	_, _, _, p, err := s.last(ctx, a)
+	if err != nil {
+		return 0, err
+	}
+	return p.version, nil
 }

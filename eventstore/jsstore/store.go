@@ -29,6 +29,7 @@ type Store struct {
 	streams map[string]*streamHandle
 
 	positions *positionCache
+	skips     skipList // skip.go
 
 	laggingReads atomic.Uint64
 }

@@ -23,9 +23,9 @@
 //
 // A handler may settle its messages later, from another goroutine, and
 // may Post work to its lane to run in order with the lane's messages (a
-// timer's resumption). When Consume stops, queued messages that no
-// handler started are nak'ed for immediate redelivery, posted work that
-// did not start is dropped, running handlers finish (they get the work
-// context, which the caller cancels after its shutdown timeout), and every
-// message still held is nak'ed.
+// timer's resumption). When Consume stops, posted work that did not start
+// is dropped, running handlers finish (they get the work context, which
+// the caller cancels after its shutdown timeout), and every message still
+// held, queued or waiting, is nak'ed for immediate redelivery in stream
+// order, the order the server then redelivers them in.
 package inflight

@@ -100,3 +100,31 @@ func (l *Lane) take(n int) {
 		l.items, l.head = l.items[:0], 0
 	}
 }
+
+// NewLane returns a lane of no Runtime, for handlers called without one
+// (tests, fuzzers): RunPosted runs what is posted to it.
+func NewLane() *Lane { return newLane(0) }
+
+// RunPosted runs, in order, the work posted to l so far and what that
+// work posts, until none is left, and returns how much ran. For lanes of
+// NewLane; messages on l are left where they are.
+func (l *Lane) RunPosted(ctx context.Context) int {
+	n := 0
+	for {
+		l.mu.Lock()
+		var fn func(context.Context)
+		for i := l.head; i < len(l.items); i++ {
+			if l.items[i].fn != nil {
+				fn = l.items[i].fn
+				l.items = append(l.items[:i], l.items[i+1:]...)
+				break
+			}
+		}
+		l.mu.Unlock()
+		if fn == nil {
+			return n
+		}
+		fn(ctx)
+		n++
+	}
+}

@@ -1,10 +1,12 @@
 package inflight
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,11 +138,14 @@ func (r *Runtime) Consume(stopping, work context.Context, cons jetstream.Consume
 	if err == nil {
 		select {
 		case <-stopping.Done():
+			// What the client buffered still reaches the callback, to be
+			// nak'ed with the rest rather than wait out AckWait.
+			cc.Drain()
 		case err = <-lost:
+			cc.Stop()
 		case <-cc.Closed():
 			err = ErrConsumerEnded
 		}
-		cc.Stop()
 		<-cc.Closed()
 	} else {
 		err = fmt.Errorf("consume %s: %w", r.cfg.Name, err)
@@ -149,12 +154,16 @@ func (r *Runtime) Consume(stopping, work context.Context, cons jetstream.Consume
 		l.close()
 	}
 	wg.Wait()
+	// Every message still held, queued or left waiting by its handler, is
+	// nak'ed in stream order, which is the order the server redelivers
+	// them in: a subject's messages come back in their order.
 	var left []*Msg
 	for _, s := range shards {
-		left = s.all(left[:0])
-		for _, m := range left {
-			_ = m.Nak() // a handler left it waiting: redeliver it now
-		}
+		left = s.all(left)
+	}
+	slices.SortFunc(left, func(a, b *Msg) int { return cmp.Compare(a.key, b.key) })
+	for _, m := range left {
+		_ = m.Nak()
 	}
 	close(hbDone)
 	hb.Wait()
@@ -165,7 +174,8 @@ func (r *Runtime) Consume(stopping, work context.Context, cons jetstream.Consume
 }
 
 // run hands lane l's items to h until l is closed and empty; once stopping
-// has ended, queued messages are nak'ed and posted work dropped.
+// has ended, queued messages are left to Consume's nak and posted work is
+// dropped.
 func (r *Runtime) run(stopping, work context.Context, l *Lane, h Handler) {
 	batch := make([]jetstream.Msg, 0, r.cfg.Batch)
 	for {
@@ -177,9 +187,7 @@ func (r *Runtime) run(stopping, work context.Context, l *Lane, h Handler) {
 		}
 		switch {
 		case stopping.Err() != nil:
-			for _, m := range batch {
-				_ = m.Nak() // not started: let another instance have it now
-			}
+			// Not started: nak'ed, in order, once every lane stopped.
 		case fn != nil:
 			fn(work)
 		default:

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/server"
+)
+
+// amends audit reads serve's audit log: a refused token shows with the
+// client and the reason; a viewer may not read it.
+func TestAuditShowsRefusedCredentials(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	ops, watcher := server.NewSecret(), server.NewSecret()
+	require.NoError(t, os.WriteFile(file, []byte(server.TokenLine("ops", server.RoleOperator, ops, time.Time{})+"\n"+
+		server.TokenLine("watcher", server.RoleViewer, watcher, time.Time{})+"\n"), 0o600))
+	var s cli
+	r := s.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--tokens-file", file, "--scheduler=false")
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", r.info.HTTPURL+"/api/v1/count", nil)
+	req.Header.Set("Authorization", "Bearer not-a-token-of-this-server")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	c := cli{env: map[string]string{"AMENDS_SERVER": r.info.HTTPURL, "AMENDS_TOKEN": ops}}
+	require.Equal(t, exitOK, c.run(t, "audit", "--kind", "auth_failure"), c.stderr.String())
+	out := c.stdout.String()
+	assert.Contains(t, out, "auth_failure")
+	assert.Contains(t, out, "127.0.0.1")
+	assert.Contains(t, out, "unknown token")
+	assert.Contains(t, out, "GET /api/v1/count")
+	assert.NotContains(t, out, "not-a-token-of-this-server", "the refused secret is never recorded")
+
+	var j cli
+	j.env = c.env
+	require.Equal(t, exitOK, j.run(t, "audit", "-o", "json"))
+	var page server.AuditPage
+	require.NoError(t, json.Unmarshal([]byte(j.stdout.String()), &page))
+	require.NotEmpty(t, page.Entries)
+
+	v := cli{env: map[string]string{"AMENDS_SERVER": r.info.HTTPURL, "AMENDS_TOKEN": watcher}}
+	assert.Equal(t, exitFailure, v.run(t, "audit"))
+	assert.Contains(t, v.stderr.String(), "operator")
+	var bad cli
+	bad.env = c.env
+	assert.Equal(t, exitUsage, bad.run(t, "audit", "--kind", "everything"))
+	assert.True(t, strings.Contains(bad.stderr.String(), "auth_failure"), bad.stderr.String())
+	require.Equal(t, exitOK, r.stop(t))
+}

@@ -1,0 +1,38 @@
+package bench_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/internal/bench"
+)
+
+// A short storm loses nothing and re-runs nothing: every event reached
+// every function with success in the end, no function that succeeded on
+// an event was called on it again, the failing function's live calls stay
+// within one call and its immediate retries per event, and every record
+// belongs to an event of the outage. Its latencies are never asserted.
+func TestStormLosesAndRerunsNothing(t *testing.T) {
+	env := newEnv(t, 1)
+	c := bench.StormConfig{Rate: 100, Before: 300 * time.Millisecond, Outage: 700 * time.Millisecond, ImmediateRetries: 2,
+		RetryWait: 20 * time.Millisecond, SchedulerPeriod: 50 * time.Millisecond, Drain: time.Minute}
+	res, err := bench.RunStorm(t.Context(), env, c)
+	require.NoError(t, err)
+	require.Equal(t, 100, res.Events)
+	assert.GreaterOrEqual(t, res.RecoverySeconds, 0.0, "every event succeeded on every function within the drain")
+	for _, f := range bench.StormFunctions {
+		assert.Equal(t, res.Events, res.Succeeded[f], "%s succeeded on every event", f)
+		assert.Zero(t, res.Reruns[f], "%s was not called again on an event it had succeeded on", f)
+	}
+	assert.Equal(t, uint64(res.Events), res.Calls["Mailer.audit"], "the sibling: one call per event")
+	assert.Equal(t, uint64(res.Events), res.Calls["Ledger.post"], "the other processor: one call per event")
+	live := res.Calls["Mailer.send"] - res.ReplayCalls["Mailer.send"]
+	assert.LessOrEqual(t, live, uint64(res.Events*(1+c.ImmediateRetries)), "send's live calls: at most one and its retries per event")
+	assert.Positive(t, res.RecordsCreated, "the outage's failures were recorded")
+	assert.LessOrEqual(t, res.RecordsCreated, uint64(70), "only the outage's events have records")
+	assert.Positive(t, res.Sibling.Before.N)
+	assert.Positive(t, res.Sibling.During.N)
+}

@@ -1,0 +1,261 @@
+package processor_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/processor"
+	"github.com/amends-dev/amends/quarantine"
+)
+
+// syncLog is a logger's output that tests read while it is written.
+type syncLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) longest() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		n = max(n, len(sc.Bytes()))
+	}
+	return n
+}
+
+// kvQuarantined returns the quarantine's entries of bucket's keys.
+func kvQuarantined(t *testing.T, e *env, bucket string) map[string]quarantine.Entry {
+	t.Helper()
+	q, err := quarantine.New(e.js)
+	require.NoError(t, err)
+	all, err := q.All(t.Context(), quarantine.Query{Consumer: bucket})
+	require.NoError(t, err)
+	out := map[string]quarantine.Entry{}
+	for _, x := range all {
+		out[x.Key] = x
+	}
+	return out
+}
+
+func putRaw(t *testing.T, e *env, bucket, key string, value []byte) uint64 {
+	t.Helper()
+	ack, err := e.js.Publish(t.Context(), "$KV."+bucket+"."+key, value)
+	require.NoError(t, err)
+	return ack.Sequence
+}
+
+// Finding 4: a progress written far ahead of its aggregate (a hand edit,
+// a bad migration) made the Ordered function skip the aggregate's next
+// events as done: acked, never run, nothing logged or recorded. They are
+// held instead (redelivered, not run), the progress is quarantined, and
+// once it is fixed the function gets them, in order.
+func TestAProgressAheadOfItsAggregateHoldsItsEvents(t *testing.T) {
+	s := newSeen()
+	e := newEnv(t)
+	p1 := e.processor()
+	require.NoError(t, p1.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
+	stop := run(t, p1)
+	e.emit(order("o-1"), 1, ev("step", struct{}{}))
+	e.emit(order("o-1"), 2, ev("step", struct{}{}))
+	require.Eventually(t, func() bool { return len(s.versions("o-1")) == 2 }, waitFor, tick)
+	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+	stop()
+
+	rev := putRaw(t, e, processor.ProgressBucket, holdKey("o-1"), []byte("99"))
+	p2 := e.processor()
+	require.NoError(t, p2.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
+	run(t, p2)
+	e.emit(order("o-1"), 3, ev("step", struct{}{}))
+	var entry quarantine.Entry
+	require.Eventually(t, func() bool {
+		var ok bool
+		entry, ok = kvQuarantined(t, e, processor.ProgressBucket)[holdKey("o-1")]
+		return ok
+	}, waitFor, tick, "the progress ahead of its aggregate is quarantined")
+	assert.Equal(t, rev, entry.Seq)
+	assert.Contains(t, entry.Error, "version: 99 is ahead of the aggregate's last version 3")
+	assert.Equal(t, []uint64{1, 2}, s.versions("o-1"), "version 3 is held, not run")
+
+	kv, err := e.js.KeyValue(t.Context(), processor.ProgressBucket)
+	require.NoError(t, err)
+	require.NoError(t, kv.Delete(t.Context(), holdKey("o-1")), "the operator removes the bad progress")
+	require.Eventually(t, func() bool { return len(s.versions("o-1")) == 3 }, waitFor, tick, "version 3 was held, not dropped")
+	assert.Equal(t, []uint64{1, 2, 3}, s.versions("o-1"))
+}
+
+// Finding 9: a 1 MB progress value was quoted whole in a warning every
+// second. It is quarantined (its reason clipped), and no line of the log
+// is long.
+func TestAHugeProgressValueIsNotLogged(t *testing.T) {
+	s := newSeen()
+	e := newEnv(t)
+	var log syncLog
+	p := e.processor(processor.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	require.NoError(t, p.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
+	run(t, p)
+	putRaw(t, e, processor.ProgressBucket, holdKey("o-1"), bytes.Repeat([]byte("7"), 900<<10))
+	e.emit(order("o-1"), 1, ev("step", struct{}{}))
+	e.emit(order("o-1"), 2, ev("step", struct{}{}))
+	require.Eventually(t, func() bool {
+		x, ok := kvQuarantined(t, e, processor.ProgressBucket)[holdKey("o-1")]
+		return ok && strings.Contains(x.Error, "over the limit of 21")
+	}, waitFor, tick)
+	assert.Empty(t, s.versions("o-1"), "nothing is dispatched past a progress that does not read")
+	assert.Less(t, log.longest(), 4096, "no log line quotes the value")
+}
+
+// heldHold fails version 1 of o-1 and holds version 2; it returns the
+// head's first stream.
+func heldHold(t *testing.T, s *seen, e *env, hs *processor.Holds) (head string) {
+	t.Helper()
+	v1 := e.emit(order("o-1"), 1, ev("step", struct{}{}))
+	e.emit(order("o-1"), 2, ev("step", struct{}{}))
+	require.Eventually(t, func() bool { return len(heldVersions(t, hs, "o-1")) == 1 }, waitFor, tick)
+	return aggregate.RecordID(v1.Events[0].ID, projector)
+}
+
+// Finding 8: a hold overwritten with garbage, truncated, or deleted lost
+// its held events and vanished from holds list. Seen live, it is written
+// back from the last valid value and quarantined; nothing held is lost.
+func TestADamagedHoldIsRestored(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, e *env)
+	}{
+		{"garbage", func(t *testing.T, e *env) { putRaw(t, e, processor.HoldBucket, holdKey("o-1"), []byte("garbage")) }},
+		{"truncated", func(t *testing.T, e *env) {
+			putRaw(t, e, processor.HoldBucket, holdKey("o-1"), []byte(`{"context":"shop","processor":"Projector","function":"onStep","aggreg`))
+		}},
+		{"empty object", func(t *testing.T, e *env) { putRaw(t, e, processor.HoldBucket, holdKey("o-1"), []byte(`{}`)) }},
+		{"deleted", func(t *testing.T, e *env) {
+			kv, err := e.js.KeyValue(t.Context(), processor.HoldBucket)
+			require.NoError(t, err)
+			require.NoError(t, kv.Delete(t.Context(), holdKey("o-1")))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSeen()
+			s.failOn("o-1", 1, 1)
+			e, _, _, hs := orderedEnv(t, s)
+			head := heldHold(t, s, e, hs)
+			c.damage(t, e)
+			require.Eventually(t, func() bool {
+				h, err := hs.Get(t.Context(), holdKey("o-1"))
+				return err == nil && h.Recovered == nil && len(h.Held) == 1 && h.Head.Record == head
+			}, waitFor, tick, "the hold is written back")
+			require.Eventually(t, func() bool {
+				_, ok := kvQuarantined(t, e, processor.HoldBucket)[holdKey("o-1")]
+				return ok
+			}, waitFor, tick, "the damage is quarantined")
+			e.emit(order("o-1"), 3, ev("step", struct{}{}))
+			require.Eventually(t, func() bool { return len(heldVersions(t, hs, "o-1")) == 2 }, waitFor, tick)
+			e.clock.SetMillis(t0 + 1000)
+			e.prepare(head, false)
+			require.Eventually(t, func() bool { return noHold(t, hs, "o-1") }, waitFor, tick)
+			assert.Equal(t, []uint64{1, 1, 2, 3}, s.versions("o-1"), "nothing held was lost")
+		})
+	}
+}
+
+// Finding 8: a hold stored as {} (or anything else that does not validate)
+// before the processor starts listed as key "...." and could not be
+// released. It is replaced by a recovered hold under its own key, listed,
+// that holds the aggregate's events until an operator releases it.
+func TestAnInvalidHoldAtStartIsRecoveredListedAndReleasable(t *testing.T) {
+	s := newSeen()
+	e := newEnv(t)
+	hs, err := processor.OpenHolds(t.Context(), e.js, 1)
+	require.NoError(t, err)
+	putRaw(t, e, processor.HoldBucket, holdKey("o-2"), []byte(`{}`))
+	list, _, err := hs.List(t.Context(), processor.HoldFilter{}, 10)
+	require.NoError(t, err)
+	require.Len(t, list, 1, "listed before any processor repaired it")
+	assert.Equal(t, holdKey("o-2"), list[0].Key(), "under its own key, not ....")
+	require.NotNil(t, list[0].Recovered)
+
+	p := e.processor()
+	require.NoError(t, p.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
+	run(t, p)
+	require.Eventually(t, func() bool {
+		h, err := hs.Get(t.Context(), holdKey("o-2"))
+		return err == nil && h.Recovered != nil && h.Recovered.Revision != 0
+	}, waitFor, tick)
+	e.emit(order("o-2"), 1, ev("step", struct{}{}))
+	require.Eventually(t, func() bool { return len(heldVersions(t, hs, "o-2")) == 1 }, waitFor, tick, "the aggregate's event is held")
+	assert.Empty(t, s.versions("o-2"))
+
+	plan, err := hs.Release(t.Context(), holdKey("o-2"), e.svc, processor.HoldAction{Actor: "ops", Reason: "checked o-2", Now: e.clock.Now()})
+	require.NoError(t, err)
+	assert.Empty(t, plan.Commands, "no head record to resolve")
+	require.Eventually(t, func() bool { return noHold(t, hs, "o-2") }, waitFor, tick)
+	assert.Equal(t, []uint64{1}, s.versions("o-2"))
+}
+
+// Finding 8: a claim of a ghost that ends in the far future froze a
+// release for ever (and holds release printed "released"). Such a claim is
+// no claim: the release runs, and the claim is quarantined.
+func TestAGhostClaimDoesNotFreezeARelease(t *testing.T) {
+	s := newSeen()
+	s.failOn("o-1", 1, 1)
+	e, _, _, hs := orderedEnv(t, s)
+	head := heldHold(t, s, e, hs)
+	h, err := hs.Get(t.Context(), holdKey("o-1"))
+	require.NoError(t, err)
+	e.clock.SetMillis(t0 + 1000)
+	_, err = e.svc.Execute(t.Context(), head, aggregate.ForcePrepareCompensation{}, aggregate.Meta{Actor: "test", Headers: map[string]string{processor.HeaderResolve: "x"}})
+	require.NoError(t, err)
+	h.Releasing, h.Claim = true, &processor.HoldClaim{Owner: "ghost", Until: 9_000_000_000_000_000}
+	b, err := json.Marshal(h)
+	require.NoError(t, err)
+	putRaw(t, e, processor.HoldBucket, holdKey("o-1"), b)
+	require.Eventually(t, func() bool { return noHold(t, hs, "o-1") }, waitFor, tick, "the release runs")
+	assert.Contains(t, s.versions("o-1"), uint64(2))
+	x, ok := kvQuarantined(t, e, processor.HoldBucket)[holdKey("o-1")]
+	require.True(t, ok)
+	assert.Contains(t, x.Error, "claim.until")
+}
+
+// Finding 8: a hold of more references than the 4 096 it grows to (the
+// finding's had 9 000, about 1 MB) was released one event per two
+// rewrites of the whole value. While it is over the limit it is released
+// a chunk per claim, one rewrite per 64 events.
+func TestALargeHoldIsReleasedInChunks(t *testing.T) {
+	s := newSeen()
+	e, _, _, hs := orderedEnv(t, s)
+	h := processor.Hold{Context: ctxName, Processor: "Projector", Function: "onStep", AggregateType: "order", AggregateID: "o-9",
+		Head:      processor.HoldHead{Record: "r-gone", EventID: "e-head", Version: 1, Seq: 1, Since: t0},
+		Releasing: true}
+	const over = 640
+	for i := range processor.MaxHeld + over {
+		h.Held = append(h.Held, processor.HeldEvent{EventID: fmt.Sprintf("e-%05d", i), Version: uint64(i + 2), Seq: uint64(i + 2), HeldAt: t0})
+	}
+	b, err := json.Marshal(h)
+	require.NoError(t, err)
+	first := putRaw(t, e, processor.HoldBucket, h.Key(), b)
+	require.Eventually(t, func() bool { return len(heldVersions(t, hs, "o-9")) <= processor.MaxHeld }, 4*waitFor, tick, "released down to the limit")
+	stream, err := e.js.Stream(t.Context(), "KV_"+processor.HoldBucket)
+	require.NoError(t, err)
+	info, err := stream.Info(t.Context())
+	require.NoError(t, err)
+	writes := info.State.LastSeq - first
+	assert.Less(t, writes, uint64(over/64+10), "%d writes to release %d held events", writes, over)
+}

@@ -1,0 +1,152 @@
+package projection_test
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/quarantine"
+)
+
+// viewsQuarantined returns the quarantine's entries of the views bucket by
+// key.
+func viewsQuarantined(t *testing.T, q *quarantine.Quarantine) map[string]quarantine.Entry {
+	t.Helper()
+	all, err := q.All(t.Context(), quarantine.Query{Consumer: projection.DefaultBucket})
+	require.NoError(t, err)
+	out := map[string]quarantine.Entry{}
+	for _, e := range all {
+		out[e.Key] = e
+	}
+	return out
+}
+
+func putView(t *testing.T, e *env, id string, raw []byte) {
+	t.Helper()
+	key, err := projection.EncodeKey(id)
+	require.NoError(t, err)
+	_, err = e.views.Put(t.Context(), key, raw)
+	require.NoError(t, err)
+}
+
+// Finding 9: a view that is not JSON made its record vanish from list and
+// summary and show answer 500, counted nowhere; a view with an empty
+// function broke listing; a view at version 2^64-1 was never updated
+// again. Each is quarantined, the record is still shown (from its
+// history), and its view is projected again.
+func TestInvalidViewsAreQuarantinedShownAndProjectedAgain(t *testing.T) {
+	e := newEnv(t)
+	q, err := quarantine.New(e.js, quarantine.WithMemoryStorage())
+	require.NoError(t, err)
+	p := e.projector(t, projection.WithQuarantine(q))
+	run(t, p)
+	ix := e.index(t, projection.WithReprojector(p), projection.WithIndexQuarantine(q), projection.WithBucketCheck(50*time.Millisecond))
+	run(t, ix)
+	<-ix.Ready()
+	ids := []string{e.create(t, evt(1), fnA, "E", nil), e.create(t, evt(2), fnA, "E", nil), e.create(t, evt(3), fnA, "E", nil)}
+	e.waitViews(t, map[string]uint64{ids[0]: 1, ids[1]: 1, ids[2]: 1})
+	good, err := projection.GetView(t.Context(), e.views, ids[1])
+	require.NoError(t, err)
+
+	putView(t, e, ids[0], []byte("not a view"))
+	noFunction := good
+	noFunction.State.Function.Name = ""
+	b, err := json.Marshal(noFunction)
+	require.NoError(t, err)
+	putView(t, e, ids[1], b)
+	ahead := good
+	ahead.State.ID, ahead.Version = ids[2], math.MaxUint64
+	b, err = json.Marshal(ahead)
+	require.NoError(t, err)
+	putView(t, e, ids[2], b)
+
+	v, err := ix.Get(t.Context(), ids[0])
+	require.NoError(t, err, "show answers from the history, not 500")
+	assert.Equal(t, ids[0], v.State.ID)
+	e.waitViews(t, map[string]uint64{ids[0]: 1, ids[1]: 1, ids[2]: 1})
+	require.Eventually(t, func() bool { return len(viewsQuarantined(t, q)) == 3 }, 30*time.Second, 5*time.Millisecond, "every bad view is quarantined")
+	got := viewsQuarantined(t, q)
+	assert.Contains(t, got[ids[1]].Error, "state.function.name: must not be empty")
+	assert.Contains(t, got[ids[2]].Error, "version: 18446744073709551615 is above the view's sequence")
+	page, err := ix.List(projection.Query{Limit: 10})
+	require.NoError(t, err)
+	assert.Len(t, page.Items, 3, "every record is listed")
+	require.Eventually(t, func() bool { return ix.Corrupt() == 0 }, 30*time.Second, 5*time.Millisecond, "no corrupt view left")
+}
+
+// Finding 9: a view written ahead of its record (a consistent-looking
+// version and sequence no stream has) kept the record from being updated
+// for ever. The record's next stream finds it ahead of the record's last
+// version and projects the view again from the history.
+func TestAViewAheadOfItsRecordIsProjectedAgain(t *testing.T) {
+	e := newEnv(t)
+	q, err := quarantine.New(e.js, quarantine.WithMemoryStorage())
+	require.NoError(t, err)
+	p := e.projector(t, projection.WithQuarantine(q))
+	run(t, p)
+	id := e.create(t, evt(1), fnA, "E", nil)
+	e.waitViews(t, map[string]uint64{id: 1})
+	v, err := projection.GetView(t.Context(), e.views, id)
+	require.NoError(t, err)
+	v.Version, v.Seq = 1_000_000, 1_000_000
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	putView(t, e, id, b)
+	e.exec(t, id, aggregate.MarkRecoverable{Recoverable: aggregate.Recoverable})
+	e.waitViews(t, map[string]uint64{id: 2})
+	got := viewsQuarantined(t, q)[mustKey(t, id)]
+	assert.Contains(t, got.Error, "1000000 is ahead of the record's last version 2")
+}
+
+func mustKey(t *testing.T, id string) string {
+	t.Helper()
+	k, err := projection.EncodeKey(id)
+	require.NoError(t, err)
+	return k
+}
+
+// Finding 7: the views bucket deleted and created again lost every
+// record for good: the projector's consumer resumed where it was. The
+// projector sees the bucket is younger than its consumer's progress and
+// projects every record again, while it runs and after a restart.
+func TestTheViewsBucketCreatedAgainIsProjectedAgain(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		name := "while running"
+		if restart {
+			name = "after a restart"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			p := e.projector(t, projection.WithViewsCheck(50*time.Millisecond))
+			stop := run(t, p)
+			ix := e.index(t, projection.WithBucketCheck(50*time.Millisecond))
+			run(t, ix)
+			want := map[string]uint64{}
+			for i := range 6 {
+				want[e.create(t, evt(i), fnA, "E", nil)] = 1
+			}
+			e.waitViews(t, want)
+			e.drained(t)
+			if restart {
+				stop()
+			}
+			require.NoError(t, e.js.DeleteKeyValue(t.Context(), projection.DefaultBucket))
+			views, err := projection.OpenViews(t.Context(), e.js)
+			require.NoError(t, err)
+			e.views = views
+			if restart {
+				p = e.projector(t, projection.WithViewsCheck(50*time.Millisecond))
+				run(t, p)
+			}
+			e.waitViews(t, want)
+			require.Eventually(t, func() bool { return ix.Len() == len(want) }, 30*time.Second, 5*time.Millisecond, "the index has every record again")
+			assert.Equal(t, uint64(1), p.Stats().Reprojected)
+		})
+	}
+}

@@ -1,0 +1,113 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/quarantine"
+)
+
+// corruptKey is a key of the bucket whose value is not a valid view: the
+// watch that last delivered it, its revision and why.
+type corruptKey struct {
+	gen uint32
+	rev uint64
+	why error
+}
+
+// WithReprojector makes the index hand the records whose stored view does
+// not validate to r (the projector), which projects them again from their
+// history; meanwhile they are left out of the index. Without it they are
+// only left out, counted (Corrupt) and reported.
+func WithReprojector(r Reprojector) IndexOption {
+	return func(ix *Index) error {
+		if r == nil {
+			return fmt.Errorf("reprojector is nil: %w", ErrInvalidOption)
+		}
+		ix.reprojector = r
+		return nil
+	}
+}
+
+// WithIndexQuarantine records the stored views the index finds invalid in
+// q (kind kv, reason invalid_entry); without it they are logged, at most
+// once per interval.
+func WithIndexQuarantine(q *quarantine.Quarantine) IndexOption {
+	return func(ix *Index) error {
+		if q == nil {
+			return fmt.Errorf("quarantine is nil: %w", ErrInvalidOption)
+		}
+		ix.quarantine = q
+		return nil
+	}
+}
+
+// repairTimeout bounds one reprojection.
+const repairTimeout = 30 * time.Second
+
+func (ix *Index) signalRepair() {
+	select {
+	case ix.repair <- struct{}{}:
+	default:
+	}
+}
+
+// repairLoop reports the corrupt keys (once per revision) and hands their
+// records to the reprojector, when told and every check interval, until
+// ctx ends.
+func (ix *Index) repairLoop(ctx context.Context) {
+	tried := map[string]uint64{} // key → revision handed over
+	t := time.NewTicker(ix.checkEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ix.repair:
+		case <-t.C:
+			clear(tried) // try again what is still corrupt
+		}
+		ix.mu.RLock()
+		todo := make(map[string]corruptKey, len(ix.corrupt))
+		for k, c := range ix.corrupt {
+			if tried[k] != c.rev {
+				todo[k] = c
+			}
+		}
+		ix.mu.RUnlock()
+		for k, c := range todo {
+			tried[k] = c.rev
+			if ix.bucket != nil {
+				ix.bucket.ReportErr(ctx, k, c.rev, c.why)
+			}
+			id, err := DecodeKey(k)
+			if err != nil || ix.reprojector == nil {
+				continue
+			}
+			rctx, cancel := context.WithTimeout(ctx, repairTimeout)
+			if err := ix.reprojector.Reproject(rctx, id); err != nil && ctx.Err() == nil {
+				ix.logger.Warn("index: a view that does not validate could not be projected again; trying again later", "record", id, "err", err)
+				delete(tried, k)
+			}
+			cancel()
+		}
+	}
+}
+
+// rebuildFromHistory returns record id's view made from its history, for
+// a stored view that does not validate (Get), and asks for it to be
+// projected again.
+func (ix *Index) rebuildFromHistory(ctx context.Context, id string, cause error) (View, error) {
+	ix.signalRepair()
+	if ix.history == nil {
+		return View{}, cause
+	}
+	streams, err := ix.history.Load(ctx, aggregate.RecordAggregate(id), 1)
+	if err != nil {
+		return View{}, errors.Join(cause, fmt.Errorf("and its history does not load: %w", err))
+	}
+	return replayView(id, streams)
+}

@@ -1,0 +1,107 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/kvstore"
+)
+
+// Reprojector projects a record's view again from the record's history:
+// a view that does not validate, or that the index or the scheduler found
+// wrong (ahead of its record, of a record that does not exist), is
+// replaced or deleted. *Projector satisfies it.
+type Reprojector interface {
+	Reproject(ctx context.Context, id string) error
+}
+
+var _ Reprojector = (*Projector)(nil)
+
+// viewsSpec is the views bucket as the KV layer sees it (OpenViews has
+// its settings).
+var viewsSpec = kvstore.Spec{MaxValue: 1 << 20}
+
+// Reproject brings the view of record id back to the record's history:
+// it rebuilds the view from the whole history in the event store and
+// writes it over whatever the bucket holds (compare-and-set on what it
+// read), or deletes the view if the record has no history (a view of a
+// record that does not exist). A stored view equal to the rebuilt one is
+// left as it is. What it replaces is reported to the quarantine (bucket,
+// key, revision, reason). A write that loses a race (another projector
+// wrote meanwhile) is not an error: that writer's view is at least as
+// recent. Errors: ErrInvalidQuery for an id that cannot be a record id,
+// ErrCorruptView for a history that does not make a view, the store's or
+// the bucket's. Safe for concurrent use.
+func (p *Projector) Reproject(ctx context.Context, id string) error {
+	key, err := EncodeKey(id)
+	if err != nil {
+		return err
+	}
+	var rev uint64
+	var stored *View
+	var why error // the stored view's refusal
+	e, err := p.views.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return fmt.Errorf("read view %s: %w", key, err)
+	default:
+		rev = e.Revision()
+		v, derr := decodeView(e.Value())
+		if derr == nil {
+			derr = checkView(key, &v)
+		}
+		if why = derr; derr == nil {
+			stored = &v
+		}
+	}
+	streams, err := p.store.Load(ctx, aggregate.RecordAggregate(id), 1)
+	if errors.Is(err, eventstore.ErrNotFound) {
+		if rev == 0 {
+			return nil
+		}
+		p.bucket.Report(ctx, key, rev, "state.id", fmt.Sprintf("no record %s exists (its history is empty); the view is deleted", kvstore.Quote(id)))
+		if err := p.views.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !kvstore.IsConflict(err) {
+			return fmt.Errorf("delete the view of record %s, which does not exist: %w", id, err)
+		}
+		p.cache.drop(key)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load the history of record %s: %w", id, err)
+	}
+	v, err := replayView(id, streams)
+	if err != nil {
+		return err
+	}
+	if stored != nil && stored.Version == v.Version && stored.Seq == v.Seq {
+		return nil // it is the record's view
+	}
+	switch {
+	case why != nil:
+		p.bucket.ReportErr(ctx, key, rev, why)
+	case stored != nil:
+		p.bucket.Report(ctx, key, rev, "version", fmt.Sprintf("the stored view is at version %d (sequence %d), the record's history at %d (sequence %d); it is projected again from the history",
+			stored.Version, stored.Seq, v.Version, v.Seq))
+	}
+	if err := p.write(ctx, key, rev, &v); err != nil && !errors.Is(err, errLostRace) {
+		return err
+	}
+	return nil
+}
+
+// rebuildLatest returns the view of st's record after its whole history:
+// the view that replaces a stored one that does not validate or is ahead
+// of the record, whatever st's own version.
+func (p *Projector) rebuildLatest(ctx context.Context, st *eventstore.Stream) (View, error) {
+	streams, err := p.store.Load(ctx, st.Aggregate, 1)
+	if err != nil {
+		return View{}, fmt.Errorf("load the history of record %s: %w", st.Aggregate.ID, err)
+	}
+	return replayView(st.Aggregate.ID, streams)
+}

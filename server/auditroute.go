@@ -1,0 +1,90 @@
+package server
+
+import (
+	"errors"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/audit"
+)
+
+// auditParams are the query parameters of GET /api/v1/audit.
+var auditParams = []string{"kind", "actor", "record", "from", "to", "cursor", "limit"}
+
+// AuditPage is the body of GET /api/v1/audit.
+type AuditPage = api.AuditPage
+
+// listAudit answers a page of the audit log (operators only: it names who
+// read which payload, and from where).
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ principal) error {
+	q, err := queryValues(r)
+	if err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(auditParams, k) {
+			return badRequest(fieldName(k, "query"), "unknown query parameter %s; the parameters are %s", quote(k), strings.Join(auditParams, ", "))
+		}
+		if n := len(q[k]); n > 1 {
+			return badRequest(k, "query parameter %s is given %d times; give it once", k, n)
+		}
+		if ae := checkText(k, q.Get(k), MaxParamBytes); ae != nil {
+			return ae
+		}
+	}
+	query := audit.Query{Actor: q.Get("actor"), Record: q.Get("record")}
+	if v := q.Get("kind"); v != "" {
+		k, err := audit.ParseKind(v)
+		if err != nil {
+			return badRequest("kind", "%v", err)
+		}
+		query.Kind = k
+	}
+	for _, p := range []struct {
+		name string
+		to   *int64
+	}{{"from", &query.From}, {"to", &query.To}} {
+		if v := q.Get(p.name); v != "" {
+			t, err := parseTime(q, p.name)
+			if err != nil {
+				return err
+			}
+			*p.to = t.UnixMilli()
+		}
+	}
+	if v := q.Get("cursor"); v != "" {
+		if query.After, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return badRequest("cursor", "cursor must be the next of a previous page, a whole number, got %s", quote(v))
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > audit.MaxLimit {
+			return badRequest("limit", "limit must be a whole number from 1 to %d, got %s", audit.MaxLimit, quote(v))
+		}
+		query.Limit = n
+	}
+	if s.cfg.Audit == nil {
+		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server keeps no audit log"}}
+	}
+	page, err := s.cfg.Audit.Query(r.Context(), query)
+	if errors.Is(err, audit.ErrInvalidQuery) {
+		return badRequest("query", "%s", strings.TrimSuffix(err.Error(), ": "+audit.ErrInvalidQuery.Error()))
+	}
+	if err != nil {
+		return err
+	}
+	out := AuditPage{Entries: page.Entries, Skipped: page.Skipped}
+	if out.Entries == nil {
+		out.Entries = []api.AuditEntry{}
+	}
+	if page.Next != 0 {
+		out.Next = strconv.FormatUint(page.Next, 10)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

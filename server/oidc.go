@@ -1,0 +1,216 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+)
+
+// OIDCConfig lets a server accept an OpenID Connect issuer's identities:
+// its JWTs as bearer tokens (checked against the issuer's JWKS, which is
+// fetched again when a token names a key it does not hold, so the issuer
+// may rotate keys), and, with a ClientID, sign-in to the dashboard through
+// the issuer (the authorization code flow with PKCE, state and nonce). A
+// claim maps each identity to the viewer or operator role.
+type OIDCConfig struct {
+	// Issuer is the issuer's URL; its discovery document
+	// (/.well-known/openid-configuration) names the JWKS and endpoints.
+	Issuer string
+	// Audience is the "aud" a bearer JWT must carry (the API's identifier
+	// at the issuer; often the client id).
+	Audience string
+	// ClientID and ClientSecret are the dashboard's client at the issuer.
+	// Without ClientID the dashboard signs in with tokens only.
+	ClientID, ClientSecret string
+	// RoleClaim names the claim that holds the roles: a string (of
+	// space-separated values) or an array of strings; a dotted path
+	// reaches into objects ("realm_access.roles"). Default "roles".
+	RoleClaim string
+	// OperatorRoles and ViewerRoles are the claim values that grant the
+	// operator and viewer role (defaults "amends-operator" and
+	// "amends-viewer"); operator wins when both are held. An identity with
+	// neither is refused (403 NoRole).
+	OperatorRoles, ViewerRoles []string
+	// NameClaim is the claim whose value is the actor's name in the audit
+	// trail (default "email"); without it, "sub".
+	NameClaim string
+	// HTTPClient reaches the issuer (default: a client with a 10 s
+	// timeout and the system's roots).
+	HTTPClient *http.Client
+	// RedirectURL is the sign-in callback registered at the issuer; by
+	// default this server's /ui/v1/oidc/callback at the scheme and host
+	// the browser used (the host is checked against AllowedHosts).
+	RedirectURL string
+}
+
+// OIDCCallbackPath is the path of the dashboard's sign-in callback.
+const OIDCCallbackPath = "/ui/v1/oidc/callback"
+
+// oidcAuth verifies an issuer's tokens. The issuer's discovery is done on
+// first use and, after a failure, tried again at most every
+// oidcRetryEvery; until it succeeds, JWTs are answered 503. Safe for
+// concurrent use.
+type oidcAuth struct {
+	cfg OIDCConfig
+	log *slog.Logger
+
+	mu       sync.Mutex
+	provider *oidc.Provider
+	failed   time.Time
+	lastErr  error
+	bearer   *oidc.IDTokenVerifier
+	idTokens *oidc.IDTokenVerifier
+}
+
+// oidcRetryEvery is how long a failed discovery of the issuer is reused.
+const oidcRetryEvery = 5 * time.Second
+
+func newOIDCAuth(cfg OIDCConfig, log *slog.Logger) *oidcAuth {
+	if cfg.RoleClaim == "" {
+		cfg.RoleClaim = "roles"
+	}
+	if len(cfg.OperatorRoles) == 0 {
+		cfg.OperatorRoles = []string{"amends-operator"}
+	}
+	if len(cfg.ViewerRoles) == 0 {
+		cfg.ViewerRoles = []string{"amends-viewer"}
+	}
+	if cfg.NameClaim == "" {
+		cfg.NameClaim = "email"
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	return &oidcAuth{cfg: cfg, log: log}
+}
+
+// ctx carries the issuer's HTTP client for go-oidc.
+func (o *oidcAuth) ctx(ctx context.Context) context.Context {
+	return oidc.ClientContext(ctx, o.cfg.HTTPClient)
+}
+
+// ready returns the issuer's provider, discovering it first if needed.
+func (o *oidcAuth) ready(ctx context.Context) (*oidc.Provider, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.provider != nil {
+		return o.provider, nil
+	}
+	if !o.failed.IsZero() && time.Since(o.failed) < oidcRetryEvery {
+		return nil, o.lastErr
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p, err := oidc.NewProvider(o.ctx(dctx), o.cfg.Issuer)
+	if err != nil {
+		o.failed, o.lastErr = time.Now(), err
+		o.log.Warn("OIDC: the issuer's discovery failed; its tokens are refused with 503 until it succeeds", "issuer", o.cfg.Issuer, "err", err)
+		return nil, err
+	}
+	// Both verifiers share the provider's key set, which fetches keys
+	// with the issuer's client long after this request, and take the
+	// issuer's signing algorithms from its discovery.
+	o.provider = p
+	o.bearer = p.Verifier(&oidc.Config{ClientID: o.cfg.Audience})
+	o.idTokens = p.Verifier(&oidc.Config{ClientID: o.cfg.ClientID})
+	o.log.Info("OIDC: issuer discovered", "issuer", o.cfg.Issuer)
+	return p, nil
+}
+
+var errIssuerUnreachable = &apiError{status: http.StatusServiceUnavailable, body: Error{Code: "Unavailable",
+	Message: "the OIDC issuer cannot be reached now, so its tokens cannot be checked; try again later, or use an amends token"}}
+
+// verifyBearer checks a bearer JWT: signature by a key of the issuer's
+// JWKS, issuer, audience and expiry, then the role claim. The error is
+// errIssuerUnreachable, a plain error saying why the token is refused, or
+// an *apiError 403 NoRole.
+func (o *oidcAuth) verifyBearer(ctx context.Context, raw string) (principal, error) {
+	if _, err := o.ready(ctx); err != nil {
+		return principal{}, errIssuerUnreachable
+	}
+	tok, err := o.bearer.Verify(o.ctx(ctx), raw)
+	if err != nil {
+		return principal{}, plainOIDCError(err)
+	}
+	return o.principal(tok)
+}
+
+// plainOIDCError drops go-oidc's prefix and cuts the message.
+func plainOIDCError(err error) error {
+	var expired *oidc.TokenExpiredError
+	if errors.As(err, &expired) {
+		return errors.New("the token expired at " + expired.Expiry.UTC().Format(time.RFC3339))
+	}
+	return errors.New(cut(strings.TrimPrefix(err.Error(), "oidc: ")))
+}
+
+// principal maps a verified token to its principal: the name claim (or
+// sub), the role the role claim grants, the issuer and subject, the
+// token's expiry.
+func (o *oidcAuth) principal(tok *oidc.IDToken) (principal, error) {
+	var claims map[string]any
+	if err := tok.Claims(&claims); err != nil {
+		return principal{}, errors.New("the token's claims do not decode")
+	}
+	role, ok := o.role(claims)
+	if !ok {
+		return principal{}, &apiError{status: http.StatusForbidden, body: Error{Code: "NoRole",
+			Message: fmt.Sprintf("the identity has no amends role: its claim %q holds none of %s (operator) or %s (viewer); ask the issuer's administrator for one",
+				o.cfg.RoleClaim, strings.Join(o.cfg.OperatorRoles, ", "), strings.Join(o.cfg.ViewerRoles, ", "))}}
+	}
+	name, _ := claims[o.cfg.NameClaim].(string)
+	if !printableName(name) {
+		name = tok.Subject
+	}
+	subject := tok.Issuer + "#" + tok.Subject
+	if tok.Subject == "" || !printableName(tok.Subject) || len(subject) > maxSubjectBytes {
+		return principal{}, errors.New("the token's sub claim is not up to 256 bytes of printable text")
+	}
+	return principal{name: name, role: role, via: viaOIDC, subject: subject, expires: tok.Expiry}, nil
+}
+
+// printableName reports whether s can be an actor's name.
+func printableName(s string) bool {
+	return s != "" && checkText("name", s, MaxParamBytes) == nil && !strings.ContainsFunc(s, refusedInText)
+}
+
+// role finds the role the claims grant.
+func (o *oidcAuth) role(claims map[string]any) (Role, bool) {
+	var v any = claims
+	for part := range strings.SplitSeq(o.cfg.RoleClaim, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		v = m[part]
+	}
+	var held []string
+	switch x := v.(type) {
+	case string:
+		held = strings.Fields(x)
+	case []any:
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				held = append(held, s)
+			}
+		}
+	}
+	has := func(want []string) bool {
+		return slices.ContainsFunc(held, func(h string) bool { return slices.Contains(want, h) })
+	}
+	switch {
+	case has(o.cfg.OperatorRoles):
+		return RoleOperator, true
+	case has(o.cfg.ViewerRoles):
+		return RoleViewer, true
+	}
+	return "", false
+}

@@ -1,0 +1,222 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/audit"
+	"github.com/amends-dev/amends/internal/testissuer"
+	"github.com/amends-dev/amends/server"
+)
+
+const apiAudience = "amends-api"
+
+func withOIDC(t *testing.T, e *env, iss *testissuer.Issuer, change func(*server.OIDCConfig)) *env {
+	t.Helper()
+	return e.with(t, func(c *server.Config) {
+		o := &server.OIDCConfig{Issuer: iss.URL, Audience: apiAudience, ClientID: iss.ClientID, ClientSecret: iss.ClientSecret, HTTPClient: iss.Server.Client()}
+		if change != nil {
+			change(o)
+		}
+		c.OIDC = o
+		c.Dashboard = stubDashboard{}
+	})
+}
+
+// A JWT of the issuer is a bearer token: its role comes from the role
+// claim, its name from the name claim; the issuer's keys may rotate
+// without a restart; a JWT of the wrong audience, expired, of another
+// issuer or without a role is refused.
+func TestOIDCBearerTokens(t *testing.T) {
+	base := newEnv(t)
+	id := base.create(t, 1, nil)
+	iss := testissuer.Start(t, nil)
+	al := openAudit(t, base)
+	e := withOIDC(t, base, iss, nil).with(t, func(c *server.Config) { c.Audit = al })
+	operator := iss.Token(apiAudience, map[string]any{"sub": "u-1", "email": "ada@example.com", "roles": []string{"amends-operator"}}, time.Hour)
+	viewer := iss.Token(apiAudience, map[string]any{"sub": "u-2", "email": "bo@example.com", "roles": "amends-viewer other"}, time.Hour)
+
+	r := e.do(t, "POST", "/api/v1/records/"+id+"/force_prepare_compensation", operator, map[string]string{"reason": "oidc operator"})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	hist := e.do(t, "GET", "/api/v1/records/"+id+"/history", viewer, nil)
+	require.Equal(t, http.StatusOK, hist.status, string(hist.body))
+	assert.Contains(t, string(hist.body), `"actor":"ada@example.com"`, "the name claim is the actor")
+	r = e.do(t, "POST", "/api/v1/records/"+id+"/prepare_compensation", viewer, nil)
+	assert.Equal(t, http.StatusForbidden, r.status, "a viewer sends no command")
+	assert.Equal(t, http.StatusOK, e.do(t, "GET", "/api/v1/count", viewerKey, nil).status, "amends tokens still work beside OIDC")
+
+	for name, c := range map[string]struct {
+		token  string
+		status int
+		msg    string
+	}{
+		"no role":        {iss.Token(apiAudience, map[string]any{"sub": "u-3", "roles": []string{"someone-else"}}, time.Hour), http.StatusForbidden, "no amends role"},
+		"wrong audience": {iss.Token("another-api", map[string]any{"sub": "u-1", "roles": []string{"amends-operator"}}, time.Hour), http.StatusUnauthorized, "audience"},
+		"expired":        {iss.Token(apiAudience, map[string]any{"sub": "u-1", "roles": []string{"amends-operator"}}, -time.Minute), http.StatusUnauthorized, "expired"},
+		"another issuer": {testissuer.Start(t, nil).Token(apiAudience, map[string]any{"sub": "u-1", "roles": []string{"amends-operator"}}, time.Hour), http.StatusUnauthorized, "refused"},
+		"tampered":       {operator[:len(operator)-4] + "AAAA", http.StatusUnauthorized, "refused"},
+	} {
+		r := e.do(t, "GET", "/api/v1/count", c.token, nil)
+		assert.Equal(t, c.status, r.status, "%s: %s", name, r.body)
+		assert.Contains(t, r.apiError(t).Message, c.msg, name)
+	}
+
+	// The issuer rotates its key: tokens of the new key verify at once.
+	iss.Rotate(true)
+	fresh := iss.Token(apiAudience, map[string]any{"sub": "u-1", "roles": []string{"amends-operator"}}, time.Hour)
+	assert.Equal(t, http.StatusOK, e.do(t, "GET", "/api/v1/count", fresh, nil).status, "a token of the rotated key")
+	iss.Rotate(false)
+	assert.Equal(t, http.StatusOK, e.do(t, "GET", "/api/v1/count", iss.Token(apiAudience, map[string]any{"sub": "u-1", "roles": []string{"amends-operator"}}, time.Hour), nil).status)
+
+	failures, err := al.Query(t.Context(), audit.Query{Kind: audit.KindAuthFailure})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, len(failures.Entries), 5, "refused JWTs are audited")
+	reasons := ""
+	for _, f := range failures.Entries {
+		reasons += f.Reason + "\n"
+	}
+	assert.Contains(t, reasons, "JWT refused")
+	assert.Contains(t, reasons, "JWT without an amends role")
+}
+
+// A nested role claim and another name claim, as Keycloak issues them.
+func TestOIDCNestedRoleClaim(t *testing.T) {
+	iss := testissuer.Start(t, nil)
+	e := withOIDC(t, newEnv(t), iss, func(o *server.OIDCConfig) {
+		o.RoleClaim, o.NameClaim, o.OperatorRoles = "realm_access.roles", "preferred_username", []string{"ops"}
+	})
+	tok := iss.Token(apiAudience, map[string]any{"sub": "u-9", "preferred_username": "ada", "realm_access": map[string]any{"roles": []string{"ops"}}}, time.Hour)
+	r := e.do(t, "GET", "/api/v1/count", tok, nil)
+	assert.Equal(t, http.StatusOK, r.status, string(r.body))
+}
+
+// An issuer that cannot be reached makes its tokens a 503, not a 401, and
+// amends tokens go on working.
+func TestOIDCIssuerUnreachable(t *testing.T) {
+	iss := testissuer.Start(t, nil)
+	tok := iss.Token(apiAudience, map[string]any{"sub": "u-1", "roles": []string{"amends-operator"}}, time.Hour)
+	e := withOIDC(t, newEnv(t), iss, nil)
+	iss.Server.Close()
+	r := e.do(t, "GET", "/api/v1/count", tok, nil)
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, string(r.body))
+	assert.Equal(t, "Unavailable", r.apiError(t).Code)
+	assert.Equal(t, http.StatusOK, e.do(t, "GET", "/api/v1/count", viewerKey, nil).status)
+}
+
+// browserClient follows redirects and keeps cookies, as a browser does.
+func browserClient(t *testing.T) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return &http.Client{Jar: jar, Timeout: 30 * time.Second}
+}
+
+// Sign-in through the issuer: the start sends the browser to the issuer
+// with state, nonce and a PKCE challenge; the callback checks them,
+// exchanges the code and starts a session of the ID token's identity.
+func TestOIDCSignInThroughTheIssuer(t *testing.T) {
+	iss := testissuer.Start(t, nil)
+	al := openAudit(t, newEnv(t))
+	e := withOIDC(t, newEnv(t), iss, nil).with(t, func(c *server.Config) { c.Audit = al })
+	b := browserClient(t)
+	resp, err := b.Get(e.http.URL + "/ui/v1/oidc/start?next=" + url.QueryEscape("/search?status=FAILED"))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Equal(t, "/search", resp.Request.URL.Path, "back where the sign-in began")
+	assert.Equal(t, "status=FAILED", resp.Request.URL.RawQuery)
+	assert.Equal(t, 1, iss.Logins())
+
+	u, _ := url.Parse(e.http.URL)
+	var cookie string
+	for _, c := range b.Jar.Cookies(u) {
+		if c.Name == server.SessionCookie {
+			cookie = c.Name + "=" + c.Value
+		}
+	}
+	require.NotEmpty(t, cookie)
+	r := e.do(t, "GET", "/ui/v1/session", "", nil, "Cookie", cookie)
+	require.Equal(t, http.StatusOK, r.status)
+	var info server.SessionInfo
+	r.json(t, &info)
+	assert.Equal(t, "ada@example.com", info.Name)
+	assert.Equal(t, server.RoleOperator, info.Role)
+	assert.Equal(t, t0+server.SessionTTL.Milliseconds(), info.Expires, "the session lasts SessionTTL, not the ID token's hour")
+	signIns, err := al.Query(t.Context(), audit.Query{Kind: audit.KindSignIn})
+	require.NoError(t, err)
+	require.Len(t, signIns.Entries, 1)
+	assert.Contains(t, signIns.Entries[0].Reason, "oidc")
+
+	// An unsigned browser learns how to sign in.
+	r = e.do(t, "GET", "/ui/v1/session", "", nil)
+	require.Equal(t, http.StatusUnauthorized, r.status)
+	assert.Equal(t, []any{"token", "oidc"}, r.apiError(t).Details["signIn"])
+
+	// A redirect elsewhere is not followed.
+	nb := browserClient(t)
+	resp, err = nb.Get(e.http.URL + "/ui/v1/oidc/start?next=" + url.QueryEscape("//evil.example/x"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, "/", resp.Request.URL.Path, "only a local next")
+	assert.Equal(t, strings.TrimPrefix(e.http.URL, "http://"), resp.Request.URL.Host)
+}
+
+// The callback refuses a state that is not the browser's, a missing
+// sign-in, a code used twice, and an identity without a role.
+func TestOIDCCallbackRefusals(t *testing.T) {
+	iss := testissuer.Start(t, nil)
+	e := withOIDC(t, newEnv(t), iss, nil)
+	noRedirect := browserClient(t)
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	// Start a sign-in and stop at the issuer's redirect back.
+	resp, err := noRedirect.Get(e.http.URL + "/ui/v1/oidc/start")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	at, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	assert.Equal(t, "S256", at.Query().Get("code_challenge_method"))
+	assert.NotEmpty(t, at.Query().Get("nonce"))
+	assert.Contains(t, resp.Header.Get("Set-Cookie"), "SameSite=Lax")
+	assert.Contains(t, resp.Header.Get("Set-Cookie"), "HttpOnly")
+	resp, err = noRedirect.Get(at.String())
+	require.NoError(t, err)
+	resp.Body.Close()
+	back, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+
+	forged := *back
+	q := forged.Query()
+	q.Set("state", "not-the-state")
+	forged.RawQuery = q.Encode()
+	resp, err = noRedirect.Get(forged.String())
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a forged state")
+
+	other := browserClient(t)
+	other.CheckRedirect = noRedirect.CheckRedirect
+	resp, err = other.Get(back.String())
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "another browser (no sign-in cookie) cannot use the code")
+
+	// A new sign-in of a user without a role.
+	iss.SignInAs(map[string]any{"sub": "u-7", "email": "eve@example.com", "roles": []string{"nothing"}})
+	nb := browserClient(t)
+	resp, err = nb.Get(e.http.URL + "/ui/v1/oidc/start")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), "NoRole")
+}
