@@ -2,43 +2,43 @@ package circuit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // DefaultBucket is the KV bucket of the circuits, one key per function
 // (Function.String).
 const DefaultBucket = "amends_circuits"
 
-// maxConflicts bounds the compare-and-set attempts of one Update.
-const maxConflicts = 16
-
-// Store keeps the circuits in a KV bucket: every read validates the
-// stored value (DecodeState), every change is a compare-and-set on the
-// key's revision. Safe for concurrent use.
-//
-// This file is the only one that reads or writes the bucket.
+// Store keeps the circuits in a KV bucket through the engine's typed KV
+// layer (internal/kvstore): every read validates the stored value
+// (DecodeState; one that does not is quarantined), every change is a
+// compare-and-set on the key's revision (kvstore's Change). Safe for
+// concurrent use.
 type Store struct {
-	kv    jetstream.KeyValue
+	store *kvstore.Store[State]
 	js    jetstream.JetStream
-	clock aggregate.Clock
+	now   func() time.Time
 }
 
-// StoreOption configures OpenStore; one that cannot be applied makes OpenStore
-// return an error matching ErrInvalidOption.
+// StoreOption configures OpenStore; one that cannot be applied makes
+// OpenStore return an error matching ErrInvalidOption.
 type StoreOption func(*storeOptions) error
 
 type storeOptions struct {
 	bucket   string
 	replicas int
 	storage  jetstream.StorageType
-	clock    aggregate.Clock
+	now      func() time.Time
+	kv       []kvstore.Option
 }
 
 // WithBucket names the bucket (default DefaultBucket).
@@ -76,14 +76,31 @@ func WithClock(c aggregate.Clock) StoreOption {
 		if c == nil {
 			return fmt.Errorf("clock is nil: %w", ErrInvalidOption)
 		}
-		o.clock = c
+		o.now = c.Now
 		return nil
 	}
 }
 
+// WithQuarantine records the stored circuits that do not validate in r
+// (the process's quarantine; default: a quarantine on the bucket's
+// JetStream).
+func WithQuarantine(r kvstore.Recorder) StoreOption {
+	return func(o *storeOptions) error { o.kv = append(o.kv, kvstore.WithRecorder(r)); return nil }
+}
+
+// Spec is the circuits bucket's: a few revisions per key, so that a
+// consumer of the bucket's stream that lags (the notifier) still sees each
+// transition's revision.
+func Spec(bucket string, replicas int, storage jetstream.StorageType) kvstore.Spec {
+	return kvstore.Spec{Config: jetstream.KeyValueConfig{Bucket: bucket, Description: "amends: circuits of the functions, shared by their instances",
+		History: 16, Replicas: replicas, Storage: storage, MaxValueSize: MaxValue}, MaxValue: MaxValue}
+}
+
+var codec = kvstore.Codec[State]{Decode: func(e kvstore.Entry) (State, error) { return DecodeState(e.Key, e.Value, e.Now) }}
+
 // OpenStore returns the circuits bucket, creating it if it does not exist.
 func OpenStore(ctx context.Context, js jetstream.JetStream, opts ...StoreOption) (*Store, error) {
-	o := storeOptions{bucket: DefaultBucket, replicas: 1, storage: jetstream.FileStorage, clock: aggregate.ClockFunc(time.Now)}
+	o := storeOptions{bucket: DefaultBucket, replicas: 1, storage: jetstream.FileStorage, now: time.Now}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -92,74 +109,62 @@ func OpenStore(ctx context.Context, js jetstream.JetStream, opts ...StoreOption)
 	if js == nil {
 		return nil, fmt.Errorf("jetstream is nil: %w", ErrInvalidOption)
 	}
-	// A few revisions per key, so that a consumer of the bucket's stream
-	// that lags (the notifier) still sees each transition's revision.
-	cfg := jetstream.KeyValueConfig{Bucket: o.bucket, Description: "amends: circuits of the functions, shared by their instances",
-		History: 16, Replicas: o.replicas, Storage: o.storage, MaxValueSize: MaxValue}
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, o.bucket)
-	}
+	b, err := kvstore.Open(ctx, js, Spec(o.bucket, o.replicas, o.storage), append(o.kv, kvstore.WithClock(o.now))...)
 	if err != nil {
-		return nil, fmt.Errorf("circuit bucket %s: %w", o.bucket, err)
+		return nil, fmt.Errorf("circuit bucket: %w", err)
 	}
-	return &Store{kv: kv, js: js, clock: o.clock}, nil
+	return &Store{store: kvstore.For(b, codec), js: js, now: o.now}, nil
 }
 
 // Bucket returns the bucket's name.
-func (s *Store) Bucket() string { return s.kv.Bucket() }
+func (s *Store) Bucket() string { return s.store.Name() }
 
 // Stream returns the name of the bucket's stream, whose messages are the
 // circuits' revisions (the notifier consumes it).
-func (s *Store) Stream() string { return "KV_" + s.kv.Bucket() }
+func (s *Store) Stream() string { return "KV_" + s.store.Name() }
+
+// invalidStored turns kvstore's refusal of a stored circuit into one matching
+// ErrInvalid too.
+func invalidStored(f Function, err error) error {
+	return fmt.Errorf("circuit of %s: %w: %w", f, err, ErrInvalid)
+}
 
 // Get returns f's circuit and its revision. Errors: ErrNotFound if f has
-// none (it is closed), one matching ErrInvalid for a stored circuit that
-// does not validate, or JetStream's.
+// none (it is closed), one matching ErrInvalid (and kvstore's) for a
+// stored circuit that does not validate, which is quarantined, or
+// JetStream's.
 func (s *Store) Get(ctx context.Context, f Function) (State, uint64, error) {
 	if err := f.Validate(); err != nil {
 		return State{}, 0, err
 	}
-	e, err := s.kv.Get(ctx, f.String())
+	st, rev, err := s.store.Get(ctx, f.String())
 	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+	case errors.Is(err, kvstore.ErrNotFound):
 		return State{}, 0, fmt.Errorf("circuit of %s: %w", f, ErrNotFound)
+	case errors.Is(err, kvstore.ErrInvalid):
+		return State{}, rev, invalidStored(f, err)
 	case err != nil:
 		return State{}, 0, fmt.Errorf("read the circuit of %s: %w", f, err)
 	}
-	st, err := DecodeState(e.Key(), e.Value(), s.clock.Now())
-	if err != nil {
-		return State{}, e.Revision(), fmt.Errorf("circuit of %s at revision %d: %w", f, e.Revision(), err)
-	}
-	return st, e.Revision(), nil
+	return st, rev, nil
 }
 
-// List returns every stored circuit that validates, by key, and the
+// List returns every stored circuit that validates, by function, and the
 // errors of those that do not.
 func (s *Store) List(ctx context.Context) ([]State, []error, error) {
-	keys, err := s.kv.ListKeys(ctx)
+	var out []State
+	var bad []error
+	err := s.store.Scan(ctx, ">", func(key string, st State, _ uint64, err error) {
+		if err != nil {
+			bad = append(bad, fmt.Errorf("circuit %s: %w: %w", kvstore.QuoteKey(key), err, ErrInvalid))
+			return
+		}
+		out = append(out, st)
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list the circuits: %w", err)
 	}
-	var out []State
-	var bad []error
-	for k := range keys.Keys() {
-		f, err := ParseFunction(k)
-		if err != nil {
-			bad = append(bad, fmt.Errorf("key %.80q: %w", k, ErrInvalid))
-			continue
-		}
-		st, _, err := s.Get(ctx, f)
-		switch {
-		case errors.Is(err, ErrNotFound):
-		case errors.Is(err, ErrInvalid):
-			bad = append(bad, err)
-		case err != nil:
-			return nil, nil, err
-		default:
-			out = append(out, st)
-		}
-	}
+	slices.SortFunc(out, func(a, b State) int { return strings.Compare(a.Function.String(), b.Function.String()) })
 	return out, bad, nil
 }
 
@@ -167,68 +172,58 @@ func (s *Store) List(ctx context.Context) ([]State, []error, error) {
 // gets the stored circuit (New(f) if there is none, or if the stored one
 // does not validate, which the change then replaces) and returns the new
 // one and whether it changed anything. A concurrent write makes Update
-// read again and ask change again, up to a bound. It returns the circuit
-// as stored, its revision and whether this call changed it. Errors:
-// JetStream's, or one saying the conflicts did not end.
+// read again and ask change again (kvstore's Change). It returns the
+// circuit as stored, its revision and whether this call changed it.
+// Errors: JetStream's, kvstore's (a conflict that did not end, a value too
+// large), or one matching ErrInvalid for a change that would not
+// validate.
 func (s *Store) Update(ctx context.Context, f Function, change func(State) (State, bool)) (State, uint64, bool, error) {
 	if err := f.Validate(); err != nil {
 		return State{}, 0, false, err
 	}
-	for attempt := 0; ; attempt++ {
-		cur, rev, err := s.Get(ctx, f)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			cur = New(f)
-		case errors.Is(err, ErrInvalid):
-			cur = New(f)
-		case err != nil:
-			return State{}, 0, false, err
+	var base State
+	var changed bool
+	st, rev, err := s.store.Change(ctx, f.String(), func(cur kvstore.Current[State]) (State, kvstore.Action, error) {
+		base = New(f)
+		if cur.Exists() {
+			base = cur.Value
 		}
-		next, changed := change(cur)
-		if !changed {
-			return cur, rev, false, nil
+		next, ok := change(base)
+		if changed = ok; !ok {
+			return base, kvstore.Keep, nil
 		}
 		next.Function = f
-		if err := next.check(s.clock.Now()); err != nil {
-			return cur, rev, false, fmt.Errorf("the new circuit of %s would not validate: %w", f, err)
+		if err := next.check(s.now()); err != nil {
+			return base, kvstore.Keep, fmt.Errorf("the new circuit of %s would not validate: %w", f, err)
 		}
-		b, err := json.Marshal(next)
-		if err != nil {
-			return cur, rev, false, err
-		}
-		var nrev uint64
-		if rev == 0 {
-			nrev, err = s.kv.Create(ctx, f.String(), b)
-		} else {
-			nrev, err = s.kv.Update(ctx, f.String(), b, rev)
-		}
-		if err == nil {
-			return next, nrev, true, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
-			return cur, rev, false, fmt.Errorf("write the circuit of %s: %w", f, err)
-		}
-		if attempt >= maxConflicts {
-			return cur, rev, false, fmt.Errorf("write the circuit of %s: %d concurrent changes in a row; try again: %w", f, attempt+1, err)
-		}
+		return next, kvstore.Write, nil
+	})
+	if err != nil {
+		return base, rev, false, fmt.Errorf("write the circuit of %s: %w", f, err)
 	}
+	if !changed {
+		return base, rev, false, nil
+	}
+	return st, rev, true, nil
 }
 
 // Watch watches the circuits whose keys match pattern (">" for all, or
 // "CONTEXT.>"), with their history so that kvwatch.Initial can read them
 // completely.
 func (s *Store) Watch(ctx context.Context, pattern string) (jetstream.KeyWatcher, error) {
-	return s.kv.Watch(ctx, pattern, jetstream.IncludeHistory())
+	return s.store.KV().Watch(ctx, pattern, jetstream.IncludeHistory())
 }
 
 // Decode validates a circuit a watch (or a consumer of the bucket's
-// stream) delivered, under key.
+// stream) delivered, under key: DecodeState at the bucket's clock. It
+// does not quarantine: the watchers log, the notifier quarantines the
+// message.
 func (s *Store) Decode(key string, value []byte) (State, error) {
-	return DecodeState(key, value, s.clock.Now())
+	return DecodeState(key, value, s.now())
 }
 
 // KV returns the bucket, for kvwatch.
-func (s *Store) KV() jetstream.KeyValue { return s.kv }
+func (s *Store) KV() jetstream.KeyValue { return s.store.KV() }
 
 // JetStream returns the JetStream the bucket is on.
 func (s *Store) JetStream() jetstream.JetStream { return s.js }

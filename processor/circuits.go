@@ -102,11 +102,16 @@ func (p *Processor) startCircuits(ctx context.Context) (*circuit.Set, error) {
 	if store == nil && p.anyCircuit() {
 		octx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
 		defer cancel()
+		// Stored times are checked against the wall clock (the instances'
+		// clocks), whatever clock the processor decides with; a stored
+		// circuit that does not validate goes to the processor's quarantine.
+		var sopts []circuit.StoreOption
+		if p.o.quarantine != nil {
+			sopts = append(sopts, circuit.WithQuarantine(p.o.quarantine))
+		}
 		err := transient.Retry(octx, p.o.logger, "the circuit bucket "+circuit.DefaultBucket, func(ctx context.Context) error {
 			var err error
-			// Stored times are checked against the wall clock (the instances'
-			// clocks), whatever clock the processor decides with.
-			store, err = circuit.OpenStore(ctx, p.js)
+			store, err = circuit.OpenStore(ctx, p.js, sopts...)
 			return err
 		})
 		if err != nil {

@@ -8,13 +8,14 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // DefaultDrainBucket is the KV bucket of the recovery drains' progress,
@@ -34,18 +35,37 @@ const (
 // message names the field.
 var ErrInvalidDrain = errors.New("scheduler: invalid stored drain")
 
-// Drains keeps the progress of the recovery drains in a KV bucket, so
-// that it survives a restart of the scheduler, or another instance taking
-// its lease over. Safe for concurrent use. This file is the only one that
-// reads or writes the bucket.
+// Drains keeps the progress of the recovery drains in a KV bucket through
+// the engine's typed KV layer (internal/kvstore: every read validated by
+// DecodeDrain, an invalid entry quarantined), so that it survives a
+// restart of the scheduler, or another instance taking its lease over.
+// Safe for concurrent use.
 type Drains struct {
-	kv    jetstream.KeyValue
-	clock aggregate.Clock
+	store *kvstore.Store[Drain]
+	now   func() time.Time
 }
+
+// DrainsOption configures OpenDrains.
+type DrainsOption func(*drainsOptions)
+
+type drainsOptions struct{ kv []kvstore.Option }
+
+// WithDrainsQuarantine records the stored drains that do not validate in
+// r, the process's quarantine (default: a quarantine on js).
+func WithDrainsQuarantine(r kvstore.Recorder) DrainsOption {
+	return func(o *drainsOptions) { o.kv = append(o.kv, kvstore.WithRecorder(r)) }
+}
+
+func drainSpec(bucket string, replicas int) kvstore.Spec {
+	return kvstore.Spec{Config: jetstream.KeyValueConfig{Bucket: bucket, Description: "amends: progress of the recovery drains after an outage", History: 5,
+		Replicas: replicas, MaxValueSize: maxDrainValue}, MaxValue: maxDrainValue}
+}
+
+var drainCodec = kvstore.Codec[Drain]{Decode: func(e kvstore.Entry) (Drain, error) { return DecodeDrain(e.Key, e.Value, e.Now) }}
 
 // OpenDrains returns the drains bucket (DefaultDrainBucket if bucket is
 // ""), creating it with replicas (1 if 0) if it does not exist.
-func OpenDrains(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*Drains, error) {
+func OpenDrains(ctx context.Context, js jetstream.JetStream, bucket string, replicas int, opts ...DrainsOption) (*Drains, error) {
 	if bucket == "" {
 		bucket = DefaultDrainBucket
 	}
@@ -55,31 +75,29 @@ func OpenDrains(ctx context.Context, js jetstream.JetStream, bucket string, repl
 	if replicas < 1 || replicas > 5 {
 		return nil, fmt.Errorf("drain bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
 	}
-	cfg := jetstream.KeyValueConfig{Bucket: bucket, Description: "amends: progress of the recovery drains after an outage", History: 5,
-		Replicas: replicas, MaxValueSize: maxDrainValue}
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, bucket)
+	var o drainsOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
+	b, err := kvstore.Open(ctx, js, drainSpec(bucket, replicas), o.kv...)
 	if err != nil {
-		return nil, fmt.Errorf("drain bucket %s: %w", bucket, err)
+		return nil, fmt.Errorf("drain bucket: %w", err)
 	}
-	return &Drains{kv: kv, clock: aggregate.ClockFunc(time.Now)}, nil
+	return &Drains{store: kvstore.For(b, drainCodec), now: time.Now}, nil
 }
 
 // Get returns f's drain; ok is false if f never had one. A stored drain
-// that does not validate is an error matching ErrInvalidDrain.
+// that does not validate is an error matching ErrInvalidDrain (and
+// kvstore's ErrInvalid); it is quarantined.
 func (d *Drains) Get(ctx context.Context, f circuit.Function) (dr Drain, ok bool, err error) {
-	e, err := d.kv.Get(ctx, f.String())
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+	dr, rev, err := d.store.Get(ctx, f.String())
+	switch {
+	case errors.Is(err, kvstore.ErrNotFound):
 		return Drain{}, false, nil
-	}
-	if err != nil {
+	case errors.Is(err, kvstore.ErrInvalid):
+		return Drain{}, false, fmt.Errorf("drain of %s at revision %d: %w: %w", f, rev, err, ErrInvalidDrain)
+	case err != nil:
 		return Drain{}, false, fmt.Errorf("read the drain of %s: %w", f, err)
-	}
-	dr, err = DecodeDrain(e.Key(), e.Value(), d.clock.Now())
-	if err != nil {
-		return Drain{}, false, fmt.Errorf("drain of %s at revision %d: %w", f, e.Revision(), err)
 	}
 	return dr, true, nil
 }
@@ -87,52 +105,28 @@ func (d *Drains) Get(ctx context.Context, f circuit.Function) (dr Drain, ok bool
 // List returns every stored drain that validates, by function, and the
 // errors of those that do not.
 func (d *Drains) List(ctx context.Context) ([]Drain, []error, error) {
-	keys, err := d.kv.ListKeys(ctx)
+	var out []Drain
+	var bad []error
+	err := d.store.Scan(ctx, ">", func(key string, dr Drain, _ uint64, err error) {
+		if err != nil {
+			bad = append(bad, fmt.Errorf("drain %s: %w: %w", kvstore.QuoteKey(key), err, ErrInvalidDrain))
+			return
+		}
+		out = append(out, dr)
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list the drains: %w", err)
 	}
-	var out []Drain
-	var bad []error
-	for k := range keys.Keys() {
-		f, err := circuit.ParseFunction(k)
-		if err != nil {
-			bad = append(bad, fmt.Errorf("drain key %.80q: %v: %w", k, err, ErrInvalidDrain))
-			continue
-		}
-		dr, ok, err := d.Get(ctx, f)
-		switch {
-		case errors.Is(err, ErrInvalidDrain):
-			bad = append(bad, err)
-		case err != nil:
-			return nil, nil, err
-		case ok:
-			out = append(out, dr)
-		}
-	}
-	slices.SortFunc(out, func(a, b Drain) int { return compareStrings(a.Function.String(), b.Function.String()) })
+	slices.SortFunc(out, func(a, b Drain) int { return strings.Compare(a.Function.String(), b.Function.String()) })
 	return out, bad, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // put stores dr; only the lease holder writes drains.
 func (d *Drains) put(ctx context.Context, dr Drain) error {
-	if err := dr.check(d.clock.Now()); err != nil {
+	if err := dr.check(d.now()); err != nil {
 		return fmt.Errorf("the drain of %s would not validate: %w", dr.Function, err)
 	}
-	b, err := json.Marshal(dr)
-	if err != nil {
-		return err
-	}
-	_, err = d.kv.Put(ctx, dr.Function.String(), b)
+	_, err := d.store.Put(ctx, dr.Function.String(), dr)
 	return err
 }
 

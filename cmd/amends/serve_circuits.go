@@ -11,6 +11,7 @@ import (
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
 )
@@ -26,15 +27,15 @@ type circuits struct {
 
 // openCircuits opens the circuits and drains buckets, retrying through
 // transient errors at start-up.
-func openCircuits(ctx context.Context, cfg serveConfig, js jetstream.JetStream, startup, logger *slog.Logger) (*circuits, error) {
+func openCircuits(ctx context.Context, cfg serveConfig, js jetstream.JetStream, quar *quarantine.Quarantine, startup, logger *slog.Logger) (*circuits, error) {
 	store, err := retryOpen(ctx, startup, "the circuit bucket "+circuit.DefaultBucket, func(ctx context.Context) (*circuit.Store, error) {
-		return circuit.OpenStore(ctx, js, circuit.WithReplicas(cfg.replicas), circuit.WithStorage(cfg.storage))
+		return circuit.OpenStore(ctx, js, circuit.WithReplicas(cfg.replicas), circuit.WithStorage(cfg.storage), circuit.WithQuarantine(quar))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("circuits: %w", err)
 	}
 	drains, err := retryOpen(ctx, startup, "the drain bucket "+scheduler.DefaultDrainBucket, func(ctx context.Context) (*scheduler.Drains, error) {
-		return scheduler.OpenDrains(ctx, js, "", cfg.replicas)
+		return scheduler.OpenDrains(ctx, js, "", cfg.replicas, scheduler.WithDrainsQuarantine(quar))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("drains: %w", err)

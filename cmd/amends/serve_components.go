@@ -91,7 +91,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		return nil, "", err
 	}
 	components = append(components, in.component())
-	circ, err := openCircuits(ctx, cfg, js, startup, logger)
+	circ, err := openCircuits(ctx, cfg, js, quar, startup, logger)
 	if err != nil {
 		return nil, "", err
 	}
