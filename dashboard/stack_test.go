@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/dashboard"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/examples/orders"
@@ -43,6 +44,8 @@ type stack struct {
 	svc   *aggregate.Service
 	http  *httptest.Server
 	quar  *quarantine.Quarantine
+	// circuits are the functions' circuits the processor and the API share.
+	circuits *circuit.Store
 	// greylisted and full are the record ids of the orders placed while
 	// the mail server greylisted, or had a full mailbox (unrecoverable).
 	greylisted, full []string
@@ -88,7 +91,10 @@ func newStack(tb testing.TB, greylisted, full int, tokens bool, opts ...stackOpt
 	clock := aggregate.ClockFunc(time.Now)
 	app, err := orders.New(ctx, js, orders.Config{
 		Mail: s.mail, Clock: clock,
-		ProcessorOpts:   []processor.Option{processor.WithSleeper(noWait), processor.WithLogger(quiet())},
+		// Circuits off: the fixture's failures (each with its immediate
+		// retries, which do not wait) would open the mailer's circuit, and
+		// the later orders' records would read CircuitOpen.
+		ProcessorOpts:   []processor.Option{processor.WithSleeper(noWait), processor.WithLogger(quiet()), processor.WithCircuitPolicy(circuit.Policy{Off: true})},
 		RecorderOptions: []recorder.Option{recorder.WithSleeper(noWait)},
 	})
 	require.NoError(tb, err)
@@ -111,7 +117,12 @@ func newStack(tb testing.TB, greylisted, full int, tokens bool, opts ...stackOpt
 	s.svc = aggregate.NewService(store)
 	dcfg := dashboard.Config{Index: s.index, Events: store, Changes: views, Logger: quiet(), Refresh: time.Second, Debounce: 50 * time.Millisecond}
 	s.quar = proj.Quarantine()
-	cfg := server.Config{Queries: s.index, Commands: s.svc, Batches: batches, Logger: quiet(), Quarantine: s.quar}
+	s.circuits, err = circuit.OpenStore(ctx, js)
+	require.NoError(tb, err)
+	watcher := s.circuits.Watcher("", quiet(), nil)
+	background(tb, watcher.Run)
+	cfg := server.Config{Queries: s.index, Commands: s.svc, Batches: batches, Logger: quiet(), Quarantine: s.quar,
+		Circuits: &server.Circuits{Watcher: watcher, Store: s.circuits}}
 	if tokens {
 		cfg.Tokens, err = server.ParseTokens("alice:viewer:" + viewerToken + "\nbob:operator:" + operatorToken)
 		require.NoError(tb, err)

@@ -34,9 +34,13 @@ func schedulerCollector(stats func() scheduler.Stats, due DueIndex, now func() t
 	backingOff := desc("scheduler_backing_off", "Records backing off after a failed prepare, to be tried again later.")
 	held := desc("scheduler_held", "Due records the last pass left alone because a hold-until-deploy rule holds them.")
 	releases := desc("scheduler_releases_total", "Deploy releases of held records, by event (started, step, prepared, halted, done); halted means a canary or step failed.", "event")
-	return &collector{descs: []*prometheus.Desc{prepares, passes, active, leases, backlog, oldest, skipped, backingOff, held, releases}, read: func() []sample {
+	drains := desc("scheduler_drains_total", "Recovery drains after an outage, by event (started, step, prepared, probe, halved, reopened, done); reopened means a canary failed and opened the circuit again.", "event")
+	return &collector{descs: []*prometheus.Desc{prepares, passes, active, leases, backlog, oldest, skipped, backingOff, held, releases, drains}, read: func() []sample {
 		s := stats()
+		d := s.Drains
 		out := []sample{
+			counter(drains, d.Started, "started"), counter(drains, d.Steps, "step"), counter(drains, d.Prepared, "prepared"), counter(drains, d.Probes, "probe"),
+			counter(drains, d.Halved, "halved"), counter(drains, d.Reopened, "reopened"), counter(drains, d.Done, "done"),
 			gauge(held, float64(s.Held)), counter(releases, s.Releases.Started, "started"), counter(releases, s.Releases.Steps, "step"),
 			counter(releases, s.Releases.Prepared, "prepared"), counter(releases, s.Releases.Halted, "halted"), counter(releases, s.Releases.Done, "done"),
 			counter(prepares, s.Prepared, "prepared"), counter(prepares, s.Rejected, "rejected"),

@@ -29,6 +29,7 @@ type Body struct {
 	Record  *BodyRecord   `json:"record,omitempty"`
 	Batch   *BatchSummary `json:"batch,omitempty"`
 	Digest  []DigestGroup `json:"digest,omitempty"`
+	Circuit *CircuitNote  `json:"circuit,omitempty"`
 }
 
 // BodyRecord is the record in a body.
@@ -57,7 +58,7 @@ func RecordLink(publicURL, id string) string {
 
 // genericBody returns the generic body of n.
 func genericBody(n *Notification, publicURL string) Body {
-	b := Body{ID: n.ID, Type: n.Type, Time: n.Time, TraceID: n.TraceID, Batch: n.Batch, Digest: n.Digest}
+	b := Body{ID: n.ID, Type: n.Type, Time: n.Time, TraceID: n.TraceID, Batch: n.Batch, Digest: n.Digest, Circuit: n.Circuit}
 	if s := n.Record; s != nil {
 		b.Link = RecordLink(publicURL, s.ID)
 		b.Record = &BodyRecord{
@@ -103,6 +104,9 @@ func slack(n *Notification, publicURL string) slackBody {
 	title := titles[n.Type]
 	var detail, context []string
 	switch {
+	case n.Circuit != nil:
+		title = circuitTitle(n)
+		detail = append(detail, slackEscape(circuitDetail(n.Circuit)))
 	case n.Record != nil:
 		s := n.Record
 		f := s.Function

@@ -2,7 +2,10 @@
 // to webhooks: signed, behind an SSRF guard, de-duplicated, at least once.
 //
 // A Notifier is a durable JetStream consumer on the compensation stream
-// (and one on the batch bucket's stream, for finished batches). For each
+// (and one on the batch bucket's stream, for finished batches, and one on
+// the circuits bucket's, for circuits that open, fail a probe or close:
+// circuit_opened, circuit_probe_failed, circuit_closed, de-duplicated as
+// the others, so a flapping circuit notifies once per window). For each
 // record stream it derives notifications (created, prepared, applied,
 // succeeded, recoverable_marked, function_changed, and retries_exhausted
 // when a failure leaves no automatic retry), routes each by the config's

@@ -27,7 +27,7 @@ const (
 // EventTypes are the event types rules can select. Digests go to the
 // digest's endpoint, tests to the endpoint named; rules select neither.
 var EventTypes = []string{TypeCreated, TypePrepared, TypeApplied, TypeSucceeded, TypeRecoverableMarked,
-	TypeFunctionChanged, TypeRetriesExhausted, TypeBatchCompleted}
+	TypeFunctionChanged, TypeRetriesExhausted, TypeBatchCompleted, TypeCircuitOpened, TypeCircuitProbeFailed, TypeCircuitClosed}
 
 // typeOf maps record event names to notification types.
 var typeOf = map[string]string{
@@ -61,6 +61,9 @@ type Notification struct {
 	Batch *BatchSummary
 	// Digest is the digest's groups (TypeDigest).
 	Digest []DigestGroup
+	// Circuit is the circuit transition (TypeCircuitOpened,
+	// TypeCircuitProbeFailed, TypeCircuitClosed).
+	Circuit *CircuitNote
 }
 
 // BatchSummary is what a batch notification says.
@@ -72,16 +75,23 @@ type BatchSummary struct {
 	Counts    map[string]int `json:"counts"`
 }
 
-// Function returns the record's function, or the zero one.
+// Function returns the record's (or the circuit's) function, or the zero
+// one.
 func (n *Notification) Function() aggregate.FunctionInfo {
+	if n.Circuit != nil {
+		return n.Circuit.fn
+	}
 	if n.Record == nil {
 		return aggregate.FunctionInfo{}
 	}
 	return n.Record.Function
 }
 
-// ErrorCode returns the record's last error code, or "".
+// ErrorCode returns the record's (or the circuit's) last error code, or "".
 func (n *Notification) ErrorCode() string {
+	if n.Circuit != nil {
+		return n.Circuit.ErrorCode
+	}
 	if n.Record == nil {
 		return ""
 	}
@@ -89,9 +99,14 @@ func (n *Notification) ErrorCode() string {
 }
 
 // DedupKey is "<event type>:<function>:<record id>:<error code>", the key
-// that sends one notification per dedup window; batches and digests use
-// their id.
+// that sends one notification per dedup window; a circuit's has no record
+// id, so a flapping circuit notifies once per window and kind; batches
+// and digests use their id.
 func (n *Notification) DedupKey() string {
+	if c := n.Circuit; c != nil {
+		f := c.fn
+		return n.Type + ":" + f.ContextName + "/" + f.ProcessorName + "/" + f.Name + "::" + c.ErrorCode
+	}
 	if n.Record == nil {
 		return n.Type + ":" + n.ID
 	}

@@ -230,6 +230,9 @@ func (n *Notifier) Run(ctx context.Context) error {
 			})
 		})
 	}
+	if n.routesCircuits() {
+		wg.Go(func() { n.loop(ctx, n.opts.durable+"-circuits", n.consumeCircuits) })
+	}
 	if n.cfg.Digest != nil {
 		wg.Go(func() { n.digestLoop(ctx) })
 	}

@@ -35,6 +35,7 @@ func (p *Processor) identify() {
 	if p.o.build != nil {
 		p.instance, p.build = p.o.build.instance, p.o.build.build
 	}
+	p.describer, _ = p.o.recorder.(FailureDescriber)
 	if p.o.recorder != nil {
 		p.o.recorder = runRecorder{next: p.o.recorder, instance: p.instance, build: p.build.String()}
 	}

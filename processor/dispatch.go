@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/internal/inflight"
@@ -165,27 +166,58 @@ func (t *liveTask) fail(ctx context.Context, d disposition) (time.Duration, bool
 
 // try makes call n (0-based) of f on d: it returns nil on success, or the
 // error and, for a RECOVERABLE one (by the global classification, as the
-// reference's retry filter does) with immediate retries left, again with
-// the wait before the next call. STATE_EVENT functions first get the
-// aggregate's state; failing to build it is their failure.
+// reference's retry filter does) with immediate retries left and the
+// function's circuit still closed, again with the wait before the next
+// call. While the circuit is open the function is not called: the error
+// is the circuit's *circuit.OpenError, final (circuits.go). STATE_EVENT
+// functions first get the aggregate's state; failing to build it is their
+// failure.
 func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache bool, n int) (err error, wait time.Duration, again bool) {
+	now := p.o.clock.Now()
 	if d.started.IsZero() {
-		d.started = p.o.clock.Now()
+		d.started = now
+	}
+	br := f.breaker()
+	var ticket circuit.Ticket
+	if br != nil {
+		var refused *circuit.OpenError
+		if ticket, refused = br.Allow(ctx, now); refused != nil {
+			f.stats.Refused.Add(1)
+			f.stats.Failed.Add(1)
+			return refused, 0, false
+		}
+		if ticket.Probe() {
+			f.stats.Probes.Add(1)
+		}
 	}
 	if f.info.FunctionKind == aggregate.KindStateEvent && d.State == nil {
 		state, err := p.stateAfter(ctx, d.Stream, cache)
 		if err != nil {
 			f.stats.Failed.Add(1)
-			return err, 0, false
+			return err, 0, false // not the function's answer: the circuit learns nothing (a probe times out)
 		}
 		d.State = state
 	}
 	f.stats.Calls.Add(1)
-	if err = p.tracedCall(ctx, f, d); err == nil {
+	err = p.tracedCall(ctx, f, d)
+	switch {
+	case br == nil:
+	case err == nil && !ticket.Probe() && !br.Failing():
+		br.Done(ctx, now, ticket, circuit.Outcome{}) // the usual call: no allocation, no context look-up
+	case err == nil || ctx.Err() == nil: // a call cancelled by the shutdown says nothing of the dependency
+		_, replay := CompensationFrom(ctx)
+		o := circuit.Outcome{Err: err, Replay: replay}
+		if err != nil {
+			o.Counted = failure.Classify(err, f.rules) != aggregate.Unrecoverable
+			o.Last = func() circuit.Failure { return p.failureOf(f, err) }
+		}
+		br.Done(ctx, p.o.clock.Now(), ticket, o)
+	}
+	if err == nil {
 		f.stats.Succeeded.Add(1)
 		return nil, 0, false
 	}
-	if n >= f.retry.Retries || ctx.Err() != nil || failure.Classify(err, failure.Rules{}) != aggregate.Recoverable {
+	if n >= f.retry.Retries || ctx.Err() != nil || failure.Classify(err, failure.Rules{}) != aggregate.Recoverable || (br != nil && !br.Closed()) {
 		f.stats.Failed.Add(1)
 		return err, 0, false
 	}
@@ -266,6 +298,12 @@ func (p *Processor) record(ctx context.Context, x Execution) Outcome {
 		p.o.logger.Error("amends processor: recording failed; the message will be redelivered", append(attrs, "err", rerr.Error())...)
 	case x.Err != nil && (out == OutcomeUnrecorded || out == OutcomeNone):
 		p.o.logger.Warn("amends processor: function failed and was not recorded", append(attrs, "err", x.Err.Error())...)
+	case errors.Is(x.Err, circuit.ErrOpen):
+		// Refused by its circuit: one line per event would drown the log
+		// during an outage; the circuit's transitions are logged.
+		if p.o.logger.Enabled(ctx, slog.LevelDebug) {
+			p.o.logger.Debug("amends processor: circuit open; failure recorded without a call", append(attrs, "err", x.Err.Error())...)
+		}
 	case x.Err != nil:
 		// Recorded (or waived, or stale): amends has it in hand.
 		p.o.logger.Info("amends processor: function failed", append(attrs, "err", x.Err.Error())...)

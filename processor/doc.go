@@ -94,6 +94,36 @@
 // every 30 s): its record, which the scheduler prepares and replays, is
 // then the durable form of the retry.
 //
+// # Circuits
+//
+// Every function has a circuit (package circuit), on by default with
+// circuit.DefaultPolicy: after 20 failed calls in a row, or half of at
+// least 20 calls in 30 s (immediate retries and replays included; only
+// failures the function's classification calls RECOVERABLE or UNKNOWN
+// count), the function is not called any more. A call its circuit refuses,
+// live, retried, replayed or released, is not made: its error is a
+// *circuit.OpenError, final, recorded at once (errorCode CircuitOpen, the
+// last real failure's message, fingerprint and classification, the
+// function's retry spec) as any final failure, so an Ordered function
+// holds the aggregate's later events as after any failure, and the
+// message is acked as usual; FunctionMetrics.Refused counts them. A
+// failure that opens the circuit is recorded without its remaining
+// immediate retries, and a retry that wakes to an open circuit is refused.
+// After the cool-down (10 s at first, doubling after each failed probe up
+// to 2 min, with a random cut of up to 20 %), the next call, live or
+// replay, is the probe (FunctionMetrics.Probes), one at a time across the
+// instances; 3 that succeed in a row close the circuit. The scheduler
+// then drains the records the outage left (scheduler.WithDrains).
+//
+// The circuits are shared by the processor's instances in a KV bucket
+// (circuit.DefaultBucket, or WithCircuitStore), with compare-and-set;
+// Run opens it and watches the context's circuits, so an instance learns
+// at once of what another one, or an operator (amends circuits open|close),
+// changed. Each instance counts its own calls. WithCircuit sets a
+// function's Policy (circuit.Policy{Off: true}: always called),
+// WithCircuitPolicy the processor's; Circuit tells a function's circuit as
+// this instance sees it.
+//
 // # Acknowledgement contract
 //
 // Every event of a message goes to every function that reacts to it; a

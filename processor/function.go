@@ -3,8 +3,10 @@ package processor
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/failure"
 )
@@ -118,8 +120,13 @@ type function struct {
 	retry     Retry
 	ordered   bool
 	stats     *FunctionMetrics
-	index     int // its place in its group: its bit in a message's done tasks
+	index     int                             // its place in its group: its bit in a message's done tasks
+	circuit   *circuit.Policy                 // WithCircuit; nil: the processor's
+	br        atomic.Pointer[circuit.Breaker] // set by Run (circuits.go)
 }
+
+// breaker returns f's breaker, nil before Run started the circuits.
+func (f *function) breaker() *circuit.Breaker { return f.br.Load() }
 
 // reacts reports whether f receives events named name.
 func (f *function) reacts(name string) bool { return f.events == nil || f.events[name] }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
@@ -197,7 +198,9 @@ func TestRetriesAreShedBeforeTheConsumerFills(t *testing.T) {
 	const maxAckPending, events = 8, 20
 	e := newEnv(t)
 	gate := newGate() // never opened: retries wait until shed or stopped
-	p := e.processor(processor.WithMaxAckPending(maxAckPending), processor.WithSleeper(gate.Sleep))
+	// Circuits off: the 20 failures in a row would open send's circuit,
+	// which ends immediate retries of its own (circuit_test.go).
+	p := e.processor(processor.WithMaxAckPending(maxAckPending), processor.WithSleeper(gate.Sleep), processor.WithCircuitPolicy(circuit.Policy{Off: true}))
 	send, audit := newCounter(), newCounter()
 	send.failWith(failure.Recoverable(errBoom))
 	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle))

@@ -89,6 +89,12 @@ type FunctionMetrics struct {
 	Skipped atomic.Uint64
 	// Replayed counts replays run.
 	Replayed atomic.Uint64
+	// Refused counts the calls the function's circuit refused (package
+	// circuit): live events and replays recorded at once with errorCode
+	// CircuitOpen, without a call. Probes counts the calls made as the
+	// circuit's probe (included in Calls).
+	Refused atomic.Uint64
+	Probes  atomic.Uint64
 	// Held counts events held behind a failure (Ordered functions).
 	Held atomic.Uint64
 	// Released counts held events given to the function by a release.

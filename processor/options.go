@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -41,6 +42,8 @@ type options struct {
 	build           *buildConfig // nil: no build registry (build.go)
 	tracer          trace.Tracer // WithTracerProvider (trace.go)
 	tracerSet       bool
+	circuitPolicy   circuit.Policy // WithCircuitPolicy (circuits.go)
+	circuitStore    *circuit.Store // nil: Run opens the default bucket
 }
 
 func defaultOptions() options {
@@ -58,6 +61,7 @@ func defaultOptions() options {
 		stateCache:      4096,
 		replay:          true,
 		tracer:          defaultTracer(),
+		circuitPolicy:   circuit.DefaultPolicy,
 	}
 }
 

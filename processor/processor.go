@@ -28,6 +28,8 @@ type Processor struct {
 	// instance and build name this instance in attempt runs (attemptrun.go).
 	instance string
 	build    Build
+	// describer is the recorder, if it describes failures (circuits.go).
+	describer FailureDescriber
 
 	mu        sync.Mutex
 	running   bool

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/failure"
@@ -151,7 +152,9 @@ func (t *replayTask) step(ctx context.Context, ls *laneState) (time.Duration, bo
 	if err != nil && ctx.Err() != nil {
 		return t.end(interrupted, nil)
 	}
-	t.f.stats.Replayed.Add(1)
+	if !errors.Is(err, circuit.ErrOpen) {
+		t.f.stats.Replayed.Add(1)
+	}
 	x := p.execution(t.f, t.d, &t.c, err)
 	x.Function = &t.fn
 	// Recorded off the lane, as a live failure is; the task ends once the

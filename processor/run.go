@@ -103,6 +103,21 @@ func (p *Processor) run(ctx context.Context, groups []*group) error {
 	if err := p.startRanges(ctx); err != nil {
 		return err
 	}
+	if len(groups) > 0 {
+		set, err := p.startCircuits(ctx)
+		if err != nil {
+			return err
+		}
+		// The circuits stop last, once nothing calls a function any more,
+		// with a last flush of their refused counts.
+		circuitCtx, stopCircuits := context.WithCancel(context.WithoutCancel(ctx))
+		var circuits sync.WaitGroup
+		defer func() {
+			stopCircuits()
+			circuits.Wait()
+		}()
+		p.runCircuits(ctx, circuitCtx, set, &circuits)
+	}
 	log := p.o.logger.With("processor_context", p.context)
 	if p.o.recorder == nil && len(groups) > 0 {
 		log.Warn("amends processor: no recorder (processor.WithRecorder, or amends.New); final failures will be logged and acked as FAILURE_UNRECORDED, never recorded or replayed")

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/fingerprint"
 	"github.com/amends-dev/amends/processor"
@@ -27,7 +28,10 @@ type Recorder struct {
 	metrics Metrics
 }
 
-var _ processor.FailureRecorder = (*Recorder)(nil)
+var (
+	_ processor.FailureRecorder  = (*Recorder)(nil)
+	_ processor.FailureDescriber = (*Recorder)(nil)
+)
 
 // New returns a Recorder sending its commands to exec. Invalid options
 // return an error wrapping ErrInvalidOption.
@@ -75,8 +79,7 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 	case x.Waived:
 		return processor.OutcomeWaived, nil
 	}
-	details, recoverable := Details(x.Err), failure.Classify(x.Err, x.Rules)
-	details.Fingerprint = fingerprint.Of(*x.Function, details.ErrorCode, details.ErrorMsg, details.StackTrace, r.o.module)
+	details, recoverable := r.Describe(*x.Function, x.Err, x.Rules)
 	if x.Compensation != nil {
 		return r.apply(ctx, x, aggregate.ApplyExecutionFailed{
 			Error: details, ExecuteAt: executeAt, Recoverable: recoverable, Attempt: x.Compensation.Attempt,
@@ -106,6 +109,34 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 	default:
 		return processor.OutcomeRecordingFailed, attach(x.Err, fmt.Errorf("%s on ExecutionFailed %s: %w", cmd.CommandName(), id, err))
 	}
+}
+
+// Describe returns what the record of f's failure err carries: its
+// details (see Details) with their fingerprint, and its classification
+// by rules (failure.Classify). The failure of a call f's circuit refused
+// (a *circuit.OpenError) is described by the circuit's last real
+// failure: errorCode CircuitOpen with that failure's message, fingerprint
+// and classification (RECOVERABLE if the circuit has none, as when an
+// operator opened it). Safe for concurrent use.
+func (r *Recorder) Describe(f aggregate.FunctionInfo, err error, rules failure.Rules) (aggregate.ErrorDetails, aggregate.Recoverability) {
+	var open *circuit.OpenError
+	if errors.As(err, &open) {
+		d := aggregate.ErrorDetails{ErrorCode: circuit.ErrorCode, ErrorMsg: open.Last.Message, Fingerprint: open.Last.Fingerprint}
+		if d.ErrorMsg == "" {
+			d.ErrorMsg = open.Error()
+		}
+		if d.Fingerprint == "" {
+			d.Fingerprint = fingerprint.Of(f, open.Last.Code, d.ErrorMsg, "", r.o.module)
+		}
+		rec := open.Last.Recoverable
+		if rec == "" {
+			rec = aggregate.Recoverable
+		}
+		return d, rec
+	}
+	d := Details(err)
+	d.Fingerprint = fingerprint.Of(f, d.ErrorCode, d.ErrorMsg, d.StackTrace, r.o.module)
+	return d, failure.Classify(err, rules)
 }
 
 // apply sends a replay's result, fenced by its attempt and the version of

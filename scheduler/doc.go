@@ -59,4 +59,36 @@
 // (Stats.Releases.Halted, amends_scheduler_releases_total{event="halted"}),
 // kept in the bucket (Phase "halted", Halt) for a notifier to watch
 // (Releases.Watch) and handed to the optional onHalt hook.
+//
+// # Circuits and recovery drains
+//
+// With WithDrains the scheduler follows the functions' circuits (package
+// circuit). While a function's circuit is not closed its records are left
+// alone by the passes (they would only be refused) and its drain waits
+// (phase "waiting"); if no live event claims the probe within a grace
+// after the cool-down, the drain prepares the function's oldest record
+// with an automatic retry left as the probe's replay, one at a time.
+//
+// When the circuit closes (after its probes, or an operator), or a replay
+// reports that the function recovered from failures that did not open it,
+// the drain prepares the records the incident left, without waiting out
+// their backoff: those of the function with an automatic retry left whose
+// errorCode is CircuitOpen or whose last failure is within the incident,
+// oldest first. It is a rollout, as the deploy release is (rollout.go): a
+// canary (1 record by default), then steps that double while at least 90 %
+// of the last one succeeded, each no larger than a second's worth at the
+// drain's rate (DefaultDrainRate per function) nor than the room in the
+// replay consumer (DrainConfig.Capacity), and started no sooner than its
+// size at that rate after the last. A step below the threshold halves the
+// step and the rate; a canary below it opens the circuit again
+// (circuit.CauseDrain). While a drain waits or drains the passes leave the
+// function's records alone; once none is left it is done, and the passes
+// take the records that failed since.
+//
+// Each prepare is PrepareCompensation, as actor "scheduler" with a reason
+// naming the drain and a command id fixed by the record, its retry count
+// and the drain, so a resend (after a crash of the holder) appends once.
+// The progress is a Drain per function in a KV bucket (OpenDrains),
+// written after each step, so that a new holder continues where the last
+// stopped; amends drains list shows it.
 package scheduler

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/rules"
 )
@@ -43,17 +44,18 @@ func failureOf(d projection.Due) rules.Failure {
 	return rules.Failure{Function: d.Function, ErrorCode: d.ErrorCode, Fingerprint: d.Fingerprint}
 }
 
-// listDue lists the due records a pass considers, without the held ones:
-// at least batch plus the backing-off records that are not held, unless
-// the due list ends first (complete). It starts from the number held in
-// the last pass and doubles the list until it has enough.
+// listDue lists the due records a pass considers, without the held ones
+// (by a rule, or by their circuit: see skipper): at least batch plus the
+// backing-off records that are not held, unless the due list ends first
+// (complete). It starts from the number held in the last pass and doubles
+// the list until it has enough.
 func (s *Scheduler) listDue(now time.Time) (due []projection.Due, complete bool) {
 	want := s.opts.batch + s.backoff.extra()
-	if s.opts.holds == nil {
+	skip := s.skipper(now)
+	if skip == nil {
 		listed := s.due.Due(now, want)
 		return listed, len(listed) < want
 	}
-	set := s.opts.holds.Set()
 	limit := want + int(s.heldLast.Load())
 	for {
 		listed := s.due.Due(now, limit)
@@ -61,7 +63,7 @@ func (s *Scheduler) listDue(now time.Time) (due []projection.Due, complete bool)
 		due = due[:0]
 		held := 0
 		for _, d := range listed {
-			if set.Held(failureOf(d), now) {
+			if skip(d) {
 				held++
 				continue
 			}
@@ -72,5 +74,23 @@ func (s *Scheduler) listDue(now time.Time) (due []projection.Due, complete bool)
 			return due, complete
 		}
 		limit *= 2
+	}
+}
+
+// skipper returns what a pass leaves alone, nil if nothing: the records a
+// HOLD_UNTIL_DEPLOY rule holds (WithHolds), and those of a function whose
+// circuit is not closed or whose recovery drain waits or drains
+// (WithDrains): the drain prepares them, not the passes.
+func (s *Scheduler) skipper(now time.Time) func(projection.Due) bool {
+	var set *rules.Set
+	if s.opts.holds != nil {
+		set = s.opts.holds.Set()
+	}
+	drains := s.opts.drain != nil
+	if set == nil && !drains {
+		return nil
+	}
+	return func(d projection.Due) bool {
+		return (set != nil && set.Held(failureOf(d), now)) || (drains && s.drainHolds(circuit.Of(d.Function)))
 	}
 }

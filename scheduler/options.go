@@ -32,6 +32,7 @@ type options struct {
 	backoffMax           time.Duration
 	holds                RuleSource     // hold.go
 	release              *releaseConfig // release.go
+	drain                *DrainConfig   // drain.go
 	tracer               trace.Tracer   // trace.go; nil: the global provider's
 	reprojector          projection.Reprojector
 }

@@ -344,16 +344,9 @@ func (s *Scheduler) advance(ctx context.Context, rc *releaseConfig, e processor.
 // settle checks the batch under way and, once every record has an
 // outcome, advances or halts the release.
 func (s *Scheduler) settle(ctx context.Context, rc *releaseConfig, rel Release, now time.Time) error {
-	var ok, failed []string
-	for _, r := range rel.Batch {
-		switch outcome(rc.records, r, now) {
-		case outcomePending:
-			return nil
-		case outcomeSucceeded:
-			ok = append(ok, r.ID)
-		default:
-			failed = append(failed, r.ID)
-		}
+	pending, ok, failed := settleBatch(rc.records, rel.Batch, now)
+	if pending {
+		return nil
 	}
 	n := len(rel.Batch)
 	rel.Released += n
@@ -432,24 +425,20 @@ func (s *Scheduler) launch(ctx context.Context, rc *releaseConfig, rel Release, 
 	if len(held) == 0 {
 		return s.done(ctx, rc, rel, now)
 	}
-	for _, it := range held {
-		meta := aggregate.Meta{Actor: Actor, Reason: fmt.Sprintf("deploy release of build %s: %s", rel.Build, label),
+	batch, err := s.prepareAll(ctx, held, aggregate.ForcePrepareCompensation{}, func(it projection.Item) aggregate.Meta {
+		return aggregate.Meta{Actor: Actor, Reason: fmt.Sprintf("deploy release of build %s: %s", rel.Build, label),
 			CommandID: fmt.Sprintf("release:%s:%s:%d", it.ID, rel.Build, rel.StartedAt)}
-		res, err := s.exec.Execute(ctx, it.ID, aggregate.ForcePrepareCompensation{}, meta)
-		if err != nil {
-			if errors.As(err, new(*aggregate.Error)) {
-				continue // the record moved on
-			}
-			return err
-		}
-		rel.Batch = append(rel.Batch, ReleasedRecord{ID: it.ID, Attempt: res.State.Attempt()})
-		s.releases.prepared.Add(1)
-	}
+	})
+	s.releases.prepared.Add(uint64(len(batch)))
+	rel.Batch = append(rel.Batch, batch...)
 	if len(rel.Batch) == 0 {
-		return nil // every pick moved on; the next pass picks again
+		return err // every pick moved on (the next pass picks again), or the first could not be sent
 	}
 	rel.UpdatedAt = now.UnixMilli()
-	return rc.progress.put(ctx, rel)
+	if perr := rc.progress.put(ctx, rel); perr != nil {
+		return perr
+	}
+	return err // the records prepared are in the batch; the error is logged
 }
 
 func (s *Scheduler) done(ctx context.Context, rc *releaseConfig, rel Release, now time.Time) error {
@@ -489,37 +478,4 @@ func (s *Scheduler) heldRecords(rc *releaseConfig, rel Release, now time.Time, n
 		q.Cursor = page.Next
 	}
 	return out, nil
-}
-
-type releaseOutcome int
-
-const (
-	outcomePending releaseOutcome = iota
-	outcomeSucceeded
-	outcomeFailed
-)
-
-// outcome tells what became of released record r: pending while the
-// index has not seen its prepare or its replay runs, succeeded, or failed
-// (failed again, timed out, moved on without succeeding, or gone).
-func outcome(records RecordLister, r ReleasedRecord, now time.Time) releaseOutcome {
-	page, err := records.List(projection.Query{Filter: projection.Filter{ID: r.ID}, Limit: 1})
-	if err != nil {
-		return outcomePending
-	}
-	if len(page.Items) == 0 {
-		return outcomeFailed
-	}
-	it := page.Items[0]
-	switch {
-	case it.Retries < r.Attempt:
-		return outcomePending // the index has not seen the prepare yet
-	case it.Status == aggregate.StatusSucceeded:
-		return outcomeSucceeded
-	case it.Retries > r.Attempt:
-		return outcomeFailed
-	case it.Status == aggregate.StatusPrepared && now.UnixMilli() <= it.TimeoutAt:
-		return outcomePending
-	}
-	return outcomeFailed
 }

@@ -34,6 +34,7 @@ func (s *Server) routeTable() []route {
 	routes = append(routes, s.ruleRoutes()...)
 	routes = append(routes, s.repairRoutes()...)
 	routes = append(routes, s.attemptRoutes()...)
+	routes = append(routes, s.circuitRoutes()...)
 	for _, name := range OperatorCommands {
 		routes = append(routes, route{method: "POST", pattern: "/api/v1/records/{id}/" + name, role: RoleOperator, handler: s.commandFor(name)})
 	}

@@ -89,6 +89,9 @@ type Config struct {
 	// Ordering serves the holds and range replays of Ordered functions;
 	// nil answers their routes 404.
 	Ordering *Ordering
+	// Circuits serves the functions' circuits and the recovery drains;
+	// nil answers their routes 404.
+	Circuits *Circuits
 	// ReadYourWrites bounds how long a command response waits for the index
 	// to reach the new version, so a list right after it sees the change
 	// (default 2s; negative disables).

@@ -16,10 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/rules"
+	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -66,7 +68,14 @@ func newAPIEnv(tb testing.TB) *apiEnv {
 	require.NoError(tb, err)
 	ruleStore, err := rules.OpenStore(tb.Context(), js, rules.WithClock(e.clock))
 	require.NoError(tb, err)
-	api := server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock, Quarantine: proj.Quarantine(), Rules: ruleStore}).Handler()
+	circuits, err := circuit.OpenStore(tb.Context(), js) // the processors of these tests write with the wall clock
+	require.NoError(tb, err)
+	watcher := circuits.Watcher("", nil, nil)
+	wg.Go(func() { _ = watcher.Run(ctx) })
+	drains, err := scheduler.OpenDrains(tb.Context(), js, "", 1)
+	require.NoError(tb, err)
+	api := server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock, Quarantine: proj.Quarantine(), Rules: ruleStore,
+		Circuits: &server.Circuits{Watcher: watcher, Store: circuits, Drains: drains}}).Handler()
 	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.requests.Add(1)
 		if r.Method != http.MethodGet {

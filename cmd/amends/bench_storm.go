@@ -13,24 +13,38 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/internal/bench"
+	"github.com/amends-dev/amends/scheduler"
 )
 
 const stormLong = `Storm plays the bad day: events appended at a steady rate to one service
 with three functions, Mailer.send and Mailer.audit (one processor) and
 Ledger.post (another). After a healthy lead-in (--before), every call of
 Mailer.send fails for --outage, with an error marked recoverable, so it is
-retried in process and then recorded; the control plane (projector,
-index, scheduler) prepares its records and the service replays them once
-the outage is over.
+retried in process and then recorded. Its circuit opens and its events
+are recorded at once (errorCode CircuitOpen) without a call; after its
+cool-down a live event (or, with none, a replay the scheduler prepares)
+probes it. Once it closes, the control plane (projector, index, scheduler)
+drains its records, a canary then doubling steps, and the service replays
+them. --flap 5s makes the dependency flap during --outage instead: down
+5 s, up 5 s (--flap-up), and so on.
+
+The settings are those of amends serve unless a flag changes them: the
+scheduler's period (1m) and batch (100), the records' min backoff (180 s),
+the processor's immediate retries (3 after 2/4/8 s), the default circuit
+and the drain's default rate.
 
 It prints the healthy sibling's (Mailer.audit) and the other processor's
 (Ledger.post) latency from append to first call, before, during and after
 the outage; the calls of each function, those made during the outage and
 the re-runs of a function on an event it had already succeeded on; the
-records created; the largest backlog (pending + ack pending) of each
-processor's consumer; and the time from the outage's end until every event
-had a successful call of every function (-1: not within --drain).
+calls refused by the circuits and their probes; Mailer.send's circuit
+transitions and recovery drain; the records created and their status at
+the end; the largest backlog (pending + ack pending) of each processor's
+consumer; and the time from the outage's end until every event had a
+successful call of every function (-1: not within --drain).
 
 The embedded NATS server is started on a temporary directory as for bench;
 --nats-url plays it on an existing server. --quick plays a short storm
@@ -50,6 +64,11 @@ type stormFlags struct {
 	schedulerBatch  int
 	minBackoff      time.Duration
 	drain           time.Duration
+	flapDown        time.Duration
+	flapUp          time.Duration
+	drainRate       float64
+	coolDown        time.Duration
+	noCircuit       bool
 }
 
 func newBenchStormCmd(a *app) *cobra.Command {
@@ -71,9 +90,14 @@ func newBenchStormCmd(a *app) *cobra.Command {
 	fs.DurationVar(&f.outage, "outage", 60*time.Second, "how long every call of Mailer.send fails")
 	fs.IntVar(&f.retries, "immediate-retries", -1, "immediate retries per failure, 0 to 10 (default -1: the processor's default, 3 after 2/4/8 s)")
 	fs.DurationVar(&f.retryWait, "retry-wait", 0, "wait before the first immediate retry, doubling after (default the processor's 2s)")
-	fs.DurationVar(&f.schedulerPeriod, "scheduler-period", time.Second, "the scheduler's pass period")
-	fs.IntVar(&f.schedulerBatch, "scheduler-batch", 100, "records the scheduler prepares per pass")
-	fs.DurationVar(&f.minBackoff, "min-backoff", time.Second, "the records' retry spec min backoff (whole seconds)")
+	fs.DurationVar(&f.flapDown, "flap", 0, "flap during --outage: down for this long, then up (--flap-up), and so on (default: down throughout)")
+	fs.DurationVar(&f.flapUp, "flap-up", 0, "with --flap, how long the dependency is up between downs (default --flap)")
+	fs.DurationVar(&f.schedulerPeriod, "scheduler-period", scheduler.DefaultPeriod, "the scheduler's pass period")
+	fs.IntVar(&f.schedulerBatch, "scheduler-batch", scheduler.DefaultBatch, "records the scheduler prepares per pass")
+	fs.DurationVar(&f.minBackoff, "min-backoff", time.Duration(aggregate.DefaultRetrySpec.MinBackoff)*time.Second, "the records' retry spec min backoff (whole seconds)")
+	fs.Float64Var(&f.drainRate, "drain-rate", scheduler.DefaultDrainRate, "the recovery drain's most records per second, 1 to 100000")
+	fs.DurationVar(&f.coolDown, "cool-down", circuit.DefaultCoolDown, "the circuits' first cool-down, 100ms to 1h (doubling after each failed probe, at most "+circuit.DefaultMaxCoolDown.String()+")")
+	fs.BoolVar(&f.noCircuit, "no-circuit", false, "turn the circuits off (the storm of the isolation issue)")
 	fs.DurationVar(&f.drain, "drain", 10*time.Minute, "how long to wait after the outage for every event to succeed")
 	fs.StringVar(&f.bench.natsURL, "nats-url", "", "play it on this NATS server or cluster instead of an embedded one")
 	fs.StringVar(&f.bench.creds, "nats-creds", "", "NATS credentials file for --nats-url")
@@ -90,13 +114,15 @@ func runStorm(ctx context.Context, a *app, f *stormFlags, changed func(string) b
 	}
 	c := bench.StormConfig{Rate: f.rate, Events: f.events, Before: f.before, Outage: f.outage, ImmediateRetries: f.retries,
 		RetryWait: f.retryWait, SchedulerPeriod: f.schedulerPeriod, SchedulerBatch: f.schedulerBatch, MinBackoff: f.minBackoff,
-		Drain: f.drain, Logger: quiet(a.logger)}
+		Drain: f.drain, FlapDown: f.flapDown, FlapUp: f.flapUp, DrainRate: f.drainRate, Circuit: circuit.Policy{Off: f.noCircuit, CoolDown: f.coolDown},
+		Logger: quiet(a.logger)}
 	if f.bench.quick {
 		// Each flag the command line set keeps its value.
 		quick := map[string]func(){
 			"rate": func() { c.Rate = 50 }, "before": func() { c.Before = time.Second }, "outage": func() { c.Outage = 2 * time.Second },
 			"retry-wait": func() { c.RetryWait = 50 * time.Millisecond }, "scheduler-period": func() { c.SchedulerPeriod = 100 * time.Millisecond },
 			"min-backoff": func() { c.MinBackoff = 0 }, "drain": func() { c.Drain = time.Minute },
+			"cool-down": func() { c.Circuit.CoolDown = 500 * time.Millisecond },
 		}
 		for name, set := range quick {
 			if !changed(name) {
@@ -125,6 +151,14 @@ func runStorm(ctx context.Context, a *app, f *stormFlags, changed func(string) b
 		return usageErrorf("--min-backoff must be whole seconds between 0s and 1h, got %s", c.MinBackoff)
 	case c.Drain < time.Second || c.Drain > 24*time.Hour:
 		return usageErrorf("--drain must be between 1s and 24h, got %s", c.Drain)
+	case c.FlapDown < 0 || c.FlapDown > time.Hour:
+		return usageErrorf("--flap must be between 0s (no flapping) and 1h, got %s", c.FlapDown)
+	case c.FlapUp < 0 || c.FlapUp > time.Hour || (c.FlapUp > 0 && c.FlapDown == 0):
+		return usageErrorf("--flap-up must be between 0s and 1h, and needs --flap, got %s", c.FlapUp)
+	case c.Circuit.CoolDown < 100*time.Millisecond || c.Circuit.CoolDown > time.Hour:
+		return usageErrorf("--cool-down must be between 100ms and 1h, got %s", c.Circuit.CoolDown)
+	case !(c.DrainRate >= 1 && c.DrainRate <= scheduler.MaxDrainRate):
+		return usageErrorf("--drain-rate must be between 1 and %d records/s, got %v", scheduler.MaxDrainRate, c.DrainRate)
 	}
 	env := &bench.Env{Prefix: strings.ReplaceAll(uuid.NewString()[:8], "-", ""), Quick: f.bench.quick, Concurrency: 1, Replicas: 1}
 	switch f.bench.storage {
@@ -162,8 +196,16 @@ func printStorm(w io.Writer, r bench.StormResult) error {
 	if c.ImmediateRetries >= 0 {
 		retries = fmt.Sprint(c.ImmediateRetries)
 	}
-	fmt.Fprintf(w, "storm: %d events at %d/s, Mailer.send down for %s after %s, immediate retries %s, scheduler every %s × %d\n\n",
-		r.Events, c.Rate, c.Outage, c.Before, retries, c.SchedulerPeriod, c.SchedulerBatch)
+	down := "down for " + c.Outage.String()
+	if c.FlapDown > 0 {
+		down = fmt.Sprintf("flapping for %s (down %s, up %s)", c.Outage, c.FlapDown, c.FlapUp)
+	}
+	circ := "default circuit"
+	if c.Circuit.Off {
+		circ = "no circuit"
+	}
+	fmt.Fprintf(w, "storm: %d events at %d/s, Mailer.send %s after %s, immediate retries %s, scheduler every %s × %d, min backoff %s, %s\n\n",
+		r.Events, c.Rate, down, c.Before, retries, c.SchedulerPeriod, c.SchedulerBatch, c.MinBackoff, circ)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LATENCY APPEND → FIRST CALL\tPHASE\tN\tP50\tP99\tMAX")
 	for _, fn := range []struct {
@@ -185,19 +227,36 @@ func printStorm(w io.Writer, r bench.StormResult) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "FUNCTION\tCALLS\tOF REPLAYS\tDURING OUTAGE\tRE-RUNS AFTER SUCCESS\tEVENTS SUCCEEDED\t")
+	fmt.Fprintln(tw, "FUNCTION\tCALLS\tREPLAYS\tDURING OUTAGE\tREPLAYS DURING\tREFUSED\tPROBES\tRE-RUNS AFTER SUCCESS\tEVENTS SUCCEEDED\t")
 	for _, name := range bench.StormFunctions {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", name, r.Calls[name], r.ReplayCalls[name], r.CallsDuringOutage[name], r.Reruns[name], r.Succeeded[name])
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, r.Calls[name], r.ReplayCalls[name], r.CallsDuringOutage[name],
+			r.ReplayCallsDuringOutage[name], r.Refused[name], r.Probes[name], r.Reruns[name], r.Succeeded[name])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(r.Transitions) > 0 {
+		fmt.Fprintln(w, "\nMailer.send's circuit (seconds from the outage's start):")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "AT\tFROM\tTO\tCAUSE\tFAILURES\tCALLS\tCOOL-DOWN")
+		for _, t := range r.Transitions {
+			fmt.Fprintf(tw, "%.1f\t%s\t%s\t%s\t%d\t%d\t%.1fs\n", t.At, t.From, t.To, t.Cause, t.Failures, t.Calls, t.CoolDown)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "final circuit %s", r.FinalCircuit)
+	if d := r.Drain; d != nil {
+		fmt.Fprintf(w, "; drain %s: %d released in %d steps, %d succeeded, %d failed; %d probe replays", d.Phase, d.Released, d.Steps, d.Succeeded, d.Failed, r.DrainProbes)
+	}
+	fmt.Fprintln(w)
 	recovery := "not within --drain"
 	if r.RecoverySeconds >= 0 {
 		recovery = fmt.Sprintf("%.1f s", r.RecoverySeconds)
 	}
-	fmt.Fprintf(w, "\nrecords created %d (already recorded %d); backlog peak Mailer %d, Ledger %d\n", r.RecordsCreated, r.AlreadyRecorded,
-		r.BacklogPeak["Mailer"], r.BacklogPeak["Ledger"])
+	fmt.Fprintf(w, "\nrecords created %d (already recorded %d), at the end %v, %d not SUCCEEDED; backlog peak Mailer %d, Ledger %d\n", r.RecordsCreated, r.AlreadyRecorded,
+		r.RecordsByStatus, r.RecordsOpen, r.BacklogPeak["Mailer"], r.BacklogPeak["Ledger"])
 	fmt.Fprintf(w, "outage end → every event succeeded on every function: %s (storm took %.1f s)\n", recovery, r.Seconds)
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/examples/orders"
 	"github.com/amends-dev/amends/processor"
@@ -52,6 +53,11 @@ func (d *demo) run(ctx context.Context) error {
 	svc, err := orders.New(ctx, d.js, orders.Config{
 		Mail: mail, Clock: aggregate.ClockFunc(time.Now), MailRetrySpec: &spec,
 		ProcessorOpts: []processor.Option{
+			// The demo's mail server refuses the first sends of every mail,
+			// as greylisting does: a circuit would take that for an outage
+			// and stop the replays the demo shows (amends bench storm shows
+			// the circuits).
+			processor.WithCircuitPolicy(circuit.Policy{Off: true}),
 			processor.WithImmediateRetry(processor.Retry{Retries: 1, Backoff: processor.Backoff{Min: 200 * time.Millisecond}}),
 			processor.WithDeliverNew(),
 			// The story goes to stdout; the processor's warnings about the

@@ -104,6 +104,7 @@ type serveFlags struct {
 	batch       int
 	concurrency int
 	leaseTTL    time.Duration
+	drainRate   float64
 
 	repairBuckets bool
 
@@ -167,6 +168,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once, 1 to 256")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
 	fs.BoolVar(&f.repairBuckets, "repair-buckets", false, "at start, bring buckets with other settings to the ones serve needs (in place, or deleted and created again when their content is rebuilt or transient); see Buckets")
+	fs.Float64Var(&f.drainRate, "drain-rate", scheduler.DefaultDrainRate, "most records per second a recovery drain prepares for one function after its circuit closes, 1 to 100000")
 	f.notify.add(fs)
 	f.sec.add(fs)
 	annotateEnv(fs)
@@ -338,6 +340,7 @@ type schedulerConfig struct {
 	period, delay  time.Duration
 	batch, workers int
 	leaseTTL       time.Duration
+	drainRate      float64
 }
 
 // serveInfo describes a ready serve.

@@ -91,6 +91,12 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		return nil, "", err
 	}
 	components = append(components, in.component())
+	circ, err := openCircuits(ctx, cfg, js, quar, startup, logger)
+	if err != nil {
+		return nil, "", err
+	}
+	components = append(components, circ.component())
+	reg.MustRegister(metrics.Circuits(circ.watcher))
 
 	if sc := cfg.scheduler; sc != nil {
 		leases, err := retryOpen(ctx, startup, "the lease bucket "+scheduler.DefaultLeaseBucket, func(ctx context.Context) (*scheduler.Leases, error) {
@@ -109,7 +115,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		sched, err := scheduler.New(index, svc, leases, append([]scheduler.Option{
 			scheduler.WithPeriod(sc.period), scheduler.WithInitialDelay(sc.delay), scheduler.WithBatch(sc.batch),
 			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler")), scheduler.WithReprojector(proj)},
-			in.schedulerOptions(index)...)...)
+			append(in.schedulerOptions(index), circ.schedulerOption(js, store, index, sc.drainRate))...)...)
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
@@ -146,7 +152,8 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering, Rules: in.rules,
 		Logger: httpLog, Sessions: sessions, Audit: auditLog, OIDC: cfg.oidc,
 		AllowedHosts: cfg.allowedHosts, TrustedProxies: cfg.trustedProxies,
-		Ready: readiness(natsConnected(nc), indexCurrent(index), probe.check, mismatch.check),
+		Circuits: circ.server(),
+		Ready:    readiness(natsConnected(nc), indexCurrent(index), probe.check, mismatch.check),
 	}
 	if components, err = withDashboard(&apiCfg, components, index, store, views, auditLog, logger); err != nil {
 		return nil, "", err

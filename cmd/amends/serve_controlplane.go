@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -64,8 +65,11 @@ func (f *serveFlags) controlPlane(cfg *serveConfig, env func(string) (string, bo
 			return err
 		}
 	}
+	if !(f.drainRate >= 1 && f.drainRate <= scheduler.MaxDrainRate) {
+		return usageErrorf("--drain-rate must be between 1 and %d records per second, got %v", scheduler.MaxDrainRate, f.drainRate)
+	}
 	if f.scheduler {
-		cfg.scheduler = &schedulerConfig{period: f.period, delay: f.delay, batch: f.batch, workers: f.concurrency, leaseTTL: f.leaseTTL}
+		cfg.scheduler = &schedulerConfig{period: f.period, delay: f.delay, batch: f.batch, workers: f.concurrency, leaseTTL: f.leaseTTL, drainRate: f.drainRate}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@
 // screen: nothing moves when the data arrives.
 (() => {
   const { el, $, api, session, live, time, dur, errorBox, VIEWS, mark } = A;
+  // Overview: also each function's circuit (a column of the summary).
   mark("overview");
 
   function renderCounts(c) {
@@ -31,26 +32,116 @@
     return el("span", { class: "nowrap" }, time(g.oldestFailureAt), " – ", time(g.newestFailureAt));
   }
 
+  // circuits are the functions' circuits by CONTEXT.PROCESSOR.NAME, read
+  // every few seconds; null when the server keeps none.
+  let circuits = new Map();
+  let lastCounts = null;
+
+  async function loadCircuits() {
+    try {
+      const l = await api("GET", "/api/v1/circuits");
+      circuits = new Map(l.circuits.map(c => [c.function, c]));
+    } catch (err) {
+      if (err.status === 404) circuits = null;
+      else return; // keep what we have; the next refresh tries again
+    }
+    if (lastCounts) renderSummary(lastCounts);
+  }
+
+  const PHASE = { CLOSED: "closed", OPEN: "open", HALF_OPEN: "half-open" };
+
+  // circuitCell shows a function's circuit: its state, since when it is
+  // open and how many calls it refused, and, for an operator, a form to
+  // open or close it with a reason.
+  function circuitCell(g, op) {
+    if (circuits === null) return el("span", { class: "muted" }, "–");
+    const key = g.functionContext + "." + g.processor + "." + g.function;
+    const c = circuits.get(key) || { function: key, phase: "CLOSED", refused: 0 };
+    // Closed is the usual state: plain text; the others stand out.
+    const out = [c.phase === "CLOSED"
+      ? el("span", { class: "muted", "data-circuit": key }, PHASE[c.phase])
+      : el("span", { class: "badge c-" + c.phase, "data-circuit": key, title: c.forced ? "opened by an operator: no probe closes it" : "" }, PHASE[c.phase] || c.phase)];
+    if (c.phase !== "CLOSED") {
+      out.push(el("div", { class: "muted" }, "since ", time(c.since)), el("div", { class: "muted" }, c.refused + " refused"));
+    }
+    if (!op) return out;
+    const verb = c.phase === "CLOSED" ? "open" : "close";
+    const reason = el("input", { class: "circuit-reason", placeholder: "why (required)", "aria-label": "reason to " + verb + " the circuit of " + key, required: true });
+    const result = el("div", { class: "circuit-result" });
+    const send = async () => {
+      if (!reason.value.trim()) { A.fill(result, errorBox(new Error("Say why: opening and closing circuits is audited."))); reason.focus(); return; }
+      try {
+        const ch = await api("POST", "/api/v1/circuits/" + encodeURIComponent(key) + "/" + verb, { reason: reason.value.trim() });
+        circuits.set(key, ch.circuit);
+        A.fill(result, el("span", { class: "muted" }, ch.changed ? "now " + PHASE[ch.circuit.phase] : "already " + PHASE[ch.circuit.phase]));
+        pending.delete(key);
+        if (lastCounts) renderSummary(lastCounts);
+      } catch (err) { A.fill(result, errorBox(err)); }
+    };
+    const form = el("details", { class: "circuit-act", "data-function": key },
+      el("summary", {}, verb === "open" ? "Open…" : "Close…"),
+      el("div", { class: "circuit-form" }, reason,
+        el("button", { type: "button", class: verb === "open" ? "danger" : "primary", onclick: send },
+          verb === "open" ? "Open circuit" : "Close circuit")), result);
+    // An open form and a half-typed reason survive the refreshes.
+    const kept = pending.get(key);
+    if (kept && kept.verb === verb) { form.open = kept.open; reason.value = kept.reason; }
+    form.addEventListener("toggle", () => remember(key, verb, form, reason));
+    reason.addEventListener("input", () => remember(key, verb, form, reason));
+    out.push(form);
+    return out;
+  }
+
+  const pending = new Map();
+  function remember(key, verb, form, reason) {
+    if (form.open || reason.value) pending.set(key, { verb, open: form.open, reason: reason.value });
+    else pending.delete(key);
+  }
+
   // renderSummary draws the failure groups the live counts carry (the
   // largest first), so the overview costs the server no query of its own.
   function renderSummary(c) {
+    lastCounts = c;
     const box = $("#summary");
-    if (!c.groups.length) { A.fill(box, el("p", { class: "muted" }, "No failures recorded.")); return; }
+    if (!c.groups.length) { A.fill(box, el("p", { class: "muted" }, "No failures recorded."), openWithoutGroups(c)); return; }
     const op = A.isOperator();
-    const cols = [{ h: "Function" }, { h: "Error code" }, { h: "Total", cls: "num" },
+    const focused = document.activeElement && document.activeElement.classList.contains("circuit-reason") ? document.activeElement.getAttribute("aria-label") : "";
+    const cols = [{ h: "Function" }, { h: "Error code" }, { h: "Circuit", cls: "circuit", title: "the function's circuit: closed (called), open (not called: its events are recorded at once with errorCode CircuitOpen), half-open (one probe call at a time)" }, { h: "Total", cls: "num" },
       { h: "Under limit", cls: "num", title: "open records below their retry limit, whatever their recoverability (UNRECOVERABLE ones are never retried by the scheduler)" },
       { h: "Out of retries", cls: "num", title: "open records with every retry used: only an operator moves them on" },
       { h: "Replaying", cls: "num", title: "records with a replay prepared" },
       { h: "Open failures", title: "when the group's open failures last failed: oldest – newest" }];
     if (op) cols.push({ h: "Batch" });
+    // A function's circuit once per function: in its first (largest) group.
+    const shown = new Set();
     const rows = c.groups.map(g => ({ cells: [
       [el("a", { href: "/search?" + groupQuery(g) }, g.processor + "." + g.function), el("div", { class: "muted" }, g.functionContext)],
       el("code", {}, g.errorCode || "–"),
+      (() => {
+        const key = g.functionContext + "." + g.processor + "." + g.function;
+        if (shown.has(key)) return el("span", { class: "muted", title: "see the function's first row" }, "↑");
+        shown.add(key);
+        return circuitCell(g, op);
+      })(),
       String(g.total), String(g.retryable), String(g.exhausted), String(g.prepared),
       openSpan(g),
     ].concat(op ? [el("a", { href: "/search?" + groupQuery(g) + "#batch", title: "batch-prepare this group's records" }, "Batch…")] : []) }));
     A.fill(box, el("div", { class: "table-wrap" }, A.table({ id: "summary-table" }, cols, rows)),
-      c.groupCount > c.groups.length ? el("p", { class: "muted" }, "The " + c.groups.length + " largest of " + c.groupCount + " groups; narrow them down on the ", el("a", { href: "/search" }, "search page"), ".") : null);
+      c.groupCount > c.groups.length ? el("p", { class: "muted" }, "The " + c.groups.length + " largest of " + c.groupCount + " groups; narrow them down on the ", el("a", { href: "/search" }, "search page"), ".") : null,
+      openWithoutGroups(c));
+    if (focused) { const again = box.querySelector('input[aria-label="' + CSS.escape(focused) + '"]'); if (again) again.focus(); }
+  }
+
+  // openWithoutGroups lists the circuits that are not closed for functions
+  // the summary does not show (an operator opened one with no failure).
+  function openWithoutGroups(c) {
+    if (!circuits) return null;
+    const inGroups = new Set(c.groups.map(g => g.functionContext + "." + g.processor + "." + g.function));
+    const rest = [...circuits.values()].filter(x => x.phase !== "CLOSED" && !inGroups.has(x.function));
+    if (!rest.length) return null;
+    return el("p", { id: "circuits-elsewhere" }, "Circuits not closed: ",
+      rest.map((x, i) => [i ? ", " : "", el("code", {}, x.function), " ", el("span", { class: "badge c-" + x.phase }, PHASE[x.phase] || x.phase)]),
+      " (", el("code", {}, "amends circuits list"), ").");
   }
 
   // chart draws the samples as an inline SVG: due count (left scale) and
@@ -117,10 +208,12 @@
     const trend = api("GET", "/ui/v1/backlog").then(b => () => renderTrend(b), err => () => A.fill($("#trend"), errorBox(err)));
     await session();
     (await trend)();
+    await loadCircuits();
     live({ counts: c => { renderCounts(c); renderSummary(c); A.ready(); } });
     setInterval(loadTrend, 60000);
     loadQuarantine();
     setInterval(loadQuarantine, 60000);
+    setInterval(() => { if (!document.hidden) loadCircuits(); }, 5000);
   }
   start();
 })();

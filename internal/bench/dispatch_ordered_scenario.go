@@ -42,7 +42,11 @@ func prepareDispatchOrdered(ctx context.Context, env *Env) (*Pair, error) {
 	typ := func(side string, w, i int) string { return fmt.Sprintf("%s%d_%d", side[:1], w, i) }
 	run := func(ctx context.Context, side string, w, i int, opts []processor.Option, fopts []processor.FunctionOption) error {
 		name := "P" + typ(side, w, i)
-		p, err := processor.New(env.JS, st, benchContext, append([]processor.Option{processor.WithoutReplay(), processor.WithLogger(discard)}, opts...)...)
+		circuits, err := circuitsOf(ctx, env, "dispatch_ordered")
+		if err != nil {
+			return err
+		}
+		p, err := processor.New(env.JS, st, benchContext, append([]processor.Option{processor.WithoutReplay(), processor.WithLogger(discard), circuits}, opts...)...)
 		if err != nil {
 			return err
 		}

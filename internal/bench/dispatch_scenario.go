@@ -100,7 +100,7 @@ func prepareDispatch(ctx context.Context, env *Env) (*Pair, error) {
 			return waitCount(ctx, acked.load, uint64(batch))
 		},
 		Amends: func(ctx context.Context, w, i int) error {
-			p, err := newDispatchProcessor(env, st, "P"+typ("amends", w, i), typ("amends", w, i))
+			p, err := newDispatchProcessor(ctx, env, st, "P"+typ("amends", w, i), typ("amends", w, i))
 			if err != nil {
 				return err
 			}
@@ -117,8 +117,12 @@ func prepareDispatch(ctx context.Context, env *Env) (*Pair, error) {
 	}, nil
 }
 
-func newDispatchProcessor(env *Env, st *jsstore.Store, name, typ string) (*processor.Processor, error) {
-	p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithLogger(discard))
+func newDispatchProcessor(ctx context.Context, env *Env, st *jsstore.Store, name, typ string) (*processor.Processor, error) {
+	circuits, err := circuitsOf(ctx, env, "dispatch")
+	if err != nil {
+		return nil, err
+	}
+	p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithLogger(discard), circuits)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/scheduler"
@@ -58,7 +59,8 @@ func prepareE2E(ctx context.Context, env *Env) (*Pair, error) {
 	var mu sync.Mutex
 	called := map[string]bool{}
 	p, err := processor.New(env.JS, r.store, benchContext, processor.WithRecorder(r.rec), processor.WithRecords(r.records),
-		processor.WithImmediateRetry(processor.Retry{}), processor.WithLogger(discard))
+		processor.WithImmediateRetry(processor.Retry{}), processor.WithLogger(discard),
+		processor.WithCircuitPolicy(circuit.Policy{Off: true})) // every event fails once: its circuit would open
 	if err != nil {
 		return fail(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
 	"github.com/amends-dev/amends/rules"
@@ -57,7 +58,7 @@ func prepareRecordRules(ctx context.Context, env *Env) (*Pair, error) {
 			if err != nil {
 				return err
 			}
-			p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithRecorder(rec),
+			p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithCircuitPolicy(circuit.Policy{Off: true}), processor.WithRecorder(rec),
 				processor.WithImmediateRetry(processor.Retry{}), processor.WithConcurrency(recordWorkers), processor.WithLogger(discard))
 			if err != nil {
 				return err

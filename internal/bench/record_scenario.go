@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
@@ -139,7 +140,7 @@ func prepareRecord(ctx context.Context, env *Env) (*Pair, error) {
 			if err != nil {
 				return err
 			}
-			p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithRecorder(rec),
+			p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithCircuitPolicy(circuit.Policy{Off: true}), processor.WithRecorder(rec),
 				processor.WithImmediateRetry(processor.Retry{}), processor.WithConcurrency(recordWorkers), processor.WithLogger(discard))
 			if err != nil {
 				return err

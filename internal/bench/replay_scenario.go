@@ -41,7 +41,11 @@ func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
 		return nil, err
 	}
 	fail := func(err error) (*Pair, error) { r.close(); return nil, err }
-	p, err := processor.New(env.JS, r.store, benchContext, processor.WithRecorder(r.rec), processor.WithRecords(r.records), processor.WithLogger(discard))
+	circuits, err := circuitsOf(ctx, env, "replay")
+	if err != nil {
+		return fail(err)
+	}
+	p, err := processor.New(env.JS, r.store, benchContext, processor.WithRecorder(r.rec), processor.WithRecords(r.records), processor.WithLogger(discard), circuits)
 	if err != nil {
 		return fail(err)
 	}

@@ -9,8 +9,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/processor"
 )
 
 const benchContext = "orders"
@@ -34,12 +36,30 @@ func newStore(ctx context.Context, env *Env, name string, contexts ...string) (*
 		for _, c := range contexts {
 			_ = env.JS.DeleteStream(context.Background(), st.StreamName(c))
 		}
+		_ = env.JS.DeleteKeyValue(context.Background(), circuitBucket(env, name)) // if a processor opened it
 	}
 	if err := st.Provision(ctx, contexts...); err != nil {
 		closeFn()
 		return nil, nil, err
 	}
 	return st, closeFn, nil
+}
+
+// circuitBucket is the bucket of the circuits of bench name's processors,
+// deleted with its streams.
+func circuitBucket(env *Env, name string) string {
+	return "bench_" + env.Prefix + "_" + name + "_circuits"
+}
+
+// circuitsOf is the option that gives a processor of bench name its own
+// circuits bucket (the processors' default is the real one).
+func circuitsOf(ctx context.Context, env *Env, name string) (processor.Option, error) {
+	st, err := circuit.OpenStore(ctx, env.JS, circuit.WithBucket(circuitBucket(env, name)), circuit.WithStorage(env.Storage),
+		circuit.WithReplicas(max(env.Replicas, 1)))
+	if err != nil {
+		return nil, err
+	}
+	return processor.WithCircuitStore(st), nil
 }
 
 func orderStream(id string, version uint64) eventstore.Stream {

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/processor"
@@ -36,8 +37,12 @@ type StormConfig struct {
 	// Before is the healthy time before the outage starts, for the
 	// baseline latency.
 	Before time.Duration `json:"beforeNs"`
-	// Outage is how long every call of Mailer.send fails.
-	Outage time.Duration `json:"outageNs"`
+	// Outage is how long every call of Mailer.send fails; with FlapDown
+	// set, how long the dependency flaps: down FlapDown, up FlapUp, down
+	// again, and so on, down first.
+	Outage   time.Duration `json:"outageNs"`
+	FlapDown time.Duration `json:"flapDownNs,omitempty"`
+	FlapUp   time.Duration `json:"flapUpNs,omitempty"`
 	// ImmediateRetries is the processor's immediate retries per failure;
 	// -1 keeps its default (processor.DefaultRetry).
 	ImmediateRetries int `json:"immediateRetries"`
@@ -54,6 +59,11 @@ type StormConfig struct {
 	// Drain bounds the wait, after the outage, for every event to have a
 	// successful call of every function.
 	Drain time.Duration `json:"drainNs"`
+	// Circuit is the functions' circuit policy (the zero Policy is
+	// circuit.DefaultPolicy; Off turns the circuits off); DrainRate the
+	// recovery drain's rate (0: scheduler.DefaultDrainRate).
+	Circuit   circuit.Policy `json:"circuit"`
+	DrainRate float64        `json:"drainRate,omitempty"`
 	// Processor are more options of the service's processor (tests).
 	Processor []processor.Option `json:"-"`
 	// Logger receives the service's and control plane's logs (nil: none).
@@ -97,9 +107,31 @@ type StormResult struct {
 	Other   StormPhases `json:"otherProcessor"`
 	// Calls counts every call of each function (live, immediate retries,
 	// redeliveries and replays); CallsDuringOutage those made while it
-	// lasted.
-	Calls             map[string]uint64 `json:"calls"`
-	CallsDuringOutage map[string]uint64 `json:"callsDuringOutage"`
+	// lasted, ReplayCallsDuringOutage the replays among them.
+	Calls                   map[string]uint64 `json:"calls"`
+	CallsDuringOutage       map[string]uint64 `json:"callsDuringOutage"`
+	ReplayCallsDuringOutage map[string]uint64 `json:"replayCallsDuringOutage"`
+	// Refused counts the calls each function's circuit refused (their
+	// events recorded at once with errorCode CircuitOpen); Probes the calls
+	// made as its probe.
+	Refused map[string]uint64 `json:"refused"`
+	Probes  map[string]uint64 `json:"probes"`
+	// Transitions are Mailer.send's circuit transitions, At in seconds
+	// from the outage's start.
+	Transitions []StormTransition `json:"transitions"`
+	// FinalCircuit is Mailer.send's circuit at the end.
+	FinalCircuit circuit.Phase `json:"finalCircuit"`
+	// Drain is Mailer.send's recovery drain at the end (its last one).
+	Drain *scheduler.Drain `json:"drain,omitempty"`
+	// DrainProbes counts the replays the scheduler prepared as the circuit's
+	// probe.
+	DrainProbes uint64 `json:"drainProbes"`
+	// RecordsOpen counts the storm's records not SUCCEEDED at the end;
+	// RecordsByStatus all of them by status (nothing lost: every failed
+	// event has its record; nothing duplicated: one record per event and
+	// function, by the records' deterministic ids).
+	RecordsOpen     int            `json:"recordsOpen"`
+	RecordsByStatus map[string]int `json:"recordsByStatus"`
 	// ReplayCalls counts the calls of replays (of records the scheduler
 	// prepared), included in Calls.
 	ReplayCalls map[string]uint64 `json:"replayCalls"`
@@ -123,6 +155,18 @@ type StormResult struct {
 	Seconds float64 `json:"seconds"`
 }
 
+// StormTransition is a circuit transition of the storm, At seconds after
+// the outage began.
+type StormTransition struct {
+	At       float64       `json:"at"`
+	From     circuit.Phase `json:"from"`
+	To       circuit.Phase `json:"to"`
+	Cause    circuit.Cause `json:"cause"`
+	Failures int           `json:"failures,omitempty"`
+	Calls    int           `json:"calls,omitempty"`
+	CoolDown float64       `json:"coolDownS,omitempty"`
+}
+
 // stormLatencies collects one function's first-call latencies by phase.
 type stormLatencies struct {
 	before, during, after []time.Duration
@@ -130,16 +174,17 @@ type stormLatencies struct {
 
 // stormState is what the functions observe, shared by their calls.
 type stormState struct {
-	failing atomic.Bool
-	outage  atomic.Bool // the outage is on: count calls during it
-	mu      sync.Mutex
-	ok      [3]map[string]bool // per function: events it succeeded on
-	seen    [3]map[string]bool // per function: events it was called on
-	lat     [3]stormLatencies
-	calls   [3]atomic.Uint64
-	replays [3]atomic.Uint64
-	during  [3]atomic.Uint64
-	reruns  [3]atomic.Uint64
+	failing       atomic.Bool
+	outage        atomic.Bool // the outage is on: count calls during it
+	mu            sync.Mutex
+	ok            [3]map[string]bool // per function: events it succeeded on
+	seen          [3]map[string]bool // per function: events it was called on
+	lat           [3]stormLatencies
+	calls         [3]atomic.Uint64
+	replays       [3]atomic.Uint64
+	during        [3]atomic.Uint64
+	replaysDuring [3]atomic.Uint64
+	reruns        [3]atomic.Uint64
 	// outageStart and outageEnd are unix nanos, appended events carry
 	// their append time in their body.
 	outageStart, outageEnd atomic.Int64
@@ -155,11 +200,15 @@ type stormBody struct {
 // call notes a call of function i on d and returns whether it succeeds.
 func (s *stormState) call(ctx context.Context, i int, d *processor.Delivery, body stormBody) error {
 	s.calls[i].Add(1)
-	if _, ok := processor.CompensationFrom(ctx); ok {
+	_, replay := processor.CompensationFrom(ctx)
+	if replay {
 		s.replays[i].Add(1)
 	}
 	if s.outage.Load() {
 		s.during[i].Add(1)
+		if replay {
+			s.replaysDuring[i].Add(1)
+		}
 	}
 	fail := i == 0 && s.failing.Load()
 	id := d.Event.ID
@@ -199,6 +248,15 @@ type outcomes struct {
 	created, already atomic.Uint64
 }
 
+// Describe forwards to the recorder, so refused calls' records carry the
+// last failure's fingerprint.
+func (o *outcomes) Describe(f aggregate.FunctionInfo, err error, rules failure.Rules) (aggregate.ErrorDetails, aggregate.Recoverability) {
+	if d, ok := o.FailureRecorder.(processor.FailureDescriber); ok {
+		return d.Describe(f, err, rules)
+	}
+	return aggregate.ErrorDetails{ErrorCode: "Unclassified", ErrorMsg: err.Error()}, failure.Classify(err, rules)
+}
+
 func (o *outcomes) Record(ctx context.Context, x processor.Execution) (processor.Outcome, error) {
 	out, err := o.FailureRecorder.Record(ctx, x)
 	switch out {
@@ -217,6 +275,8 @@ func (c StormConfig) withDefaults() (StormConfig, error) {
 		return c, fmt.Errorf("storm rate must be between 1 and 10000 events/s, got %d", c.Rate)
 	case c.Before < 0 || c.Outage < 0:
 		return c, fmt.Errorf("storm phases must not be negative, got before %s and outage %s", c.Before, c.Outage)
+	case c.FlapDown < 0 || c.FlapUp < 0 || (c.FlapDown == 0 && c.FlapUp != 0):
+		return c, fmt.Errorf("storm flapping must be down and up for positive times, got down %s and up %s", c.FlapDown, c.FlapUp)
 	case c.Events < 0 || c.Events > 1_000_000:
 		return c, fmt.Errorf("storm events must be between 0 (rate × duration) and 1000000, got %d", c.Events)
 	case c.ImmediateRetries < -1 || c.ImmediateRetries > 10:
@@ -226,10 +286,13 @@ func (c StormConfig) withDefaults() (StormConfig, error) {
 		c.Events = max(1, int(float64(c.Rate)*(c.Before+c.Outage).Seconds()))
 	}
 	if c.SchedulerPeriod <= 0 {
-		c.SchedulerPeriod = time.Second
+		c.SchedulerPeriod = scheduler.DefaultPeriod
 	}
 	if c.SchedulerBatch <= 0 {
-		c.SchedulerBatch = 100
+		c.SchedulerBatch = scheduler.DefaultBatch
+	}
+	if c.FlapDown > 0 && c.FlapUp == 0 {
+		c.FlapUp = c.FlapDown
 	}
 	if c.Drain <= 0 {
 		c.Drain = 10 * time.Minute
@@ -281,8 +344,22 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 		return StormResult{}, err
 	}
 	cleanups = append(cleanups, func() { _ = env.JS.DeleteKeyValue(context.Background(), names+"_leases") })
+	circuits, err := circuit.OpenStore(ctx, env.JS, circuit.WithBucket(names+"_circuits"), circuit.WithStorage(env.Storage))
+	if err != nil {
+		return StormResult{}, err
+	}
+	cleanups = append(cleanups, func() { _ = env.JS.DeleteKeyValue(context.Background(), names+"_circuits") })
+	tr := &stormTransitions{fn: circuit.Of(aggregate.FunctionInfo{ContextName: benchContext, ProcessorName: stormSend.Processor, Name: stormSend.Name})}
+	watcher := circuits.Watcher("", log, tr.observe)
+	drains, err := scheduler.OpenDrains(ctx, env.JS, names+"_drains", 1)
+	if err != nil {
+		return StormResult{}, err
+	}
+	cleanups = append(cleanups, func() { _ = env.JS.DeleteKeyValue(context.Background(), names+"_drains") })
 	sched, err := scheduler.New(index, r.records, leases, scheduler.WithPeriod(c.SchedulerPeriod), scheduler.WithBatch(c.SchedulerBatch),
-		scheduler.WithInitialDelay(0), scheduler.WithLogger(log))
+		scheduler.WithInitialDelay(0), scheduler.WithLogger(log),
+		scheduler.WithDrains(scheduler.DrainConfig{Circuits: watcher, Store: circuits, CircuitPolicy: c.Circuit, Records: index, Progress: drains,
+			Policy: scheduler.DrainPolicy{Rate: c.DrainRate}, Capacity: scheduler.ReplayRoom(env.JS, r.store.StreamName(aggregate.Context))}))
 	if err != nil {
 		return StormResult{}, err
 	}
@@ -291,7 +368,8 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 		return StormResult{}, err
 	}
 	counted := &outcomes{FailureRecorder: rec}
-	opts := []processor.Option{processor.WithRecorder(counted), processor.WithRecords(r.records), processor.WithLogger(log)}
+	opts := []processor.Option{processor.WithRecorder(counted), processor.WithRecords(r.records), processor.WithLogger(log),
+		processor.WithCircuitStore(circuits), processor.WithCircuitPolicy(c.Circuit)}
 	if c.ImmediateRetries >= 0 {
 		retry := processor.Retry{Retries: c.ImmediateRetries, Backoff: processor.DefaultRetry.Backoff}
 		if c.RetryWait > 0 {
@@ -320,7 +398,7 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{proj.Run, index.Run, sched.Run} {
+	for _, run := range []func(context.Context) error{proj.Run, index.Run, watcher.Run, sched.Run} {
 		wg.Go(func() { _ = run(bg) })
 	}
 	cleanups = append(cleanups, func() { cancel(); wg.Wait() })
@@ -352,7 +430,25 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 		}
 		s.failing.Store(true)
 		s.outage.Store(true)
-		log.Info("storm: outage begins", "function", "Mailer.send", "for", c.Outage)
+		log.Info("storm: outage begins", "function", "Mailer.send", "for", c.Outage, "flapDown", c.FlapDown, "flapUp", c.FlapUp)
+		if c.FlapDown > 0 {
+			// Down, up, down, ... until the outage's end.
+			at := start.Add(c.Before)
+			for down := true; ; down = !down {
+				if down {
+					at = at.Add(c.FlapDown)
+				} else {
+					at = at.Add(c.FlapUp)
+				}
+				if !at.Before(start.Add(c.Before + c.Outage)) {
+					break
+				}
+				if sleepUntil(ctx, at) != nil {
+					return
+				}
+				s.failing.Store(!down)
+			}
+		}
 		if sleepUntil(ctx, start.Add(c.Before+c.Outage)) != nil {
 			return
 		}
@@ -375,13 +471,19 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 		return StormResult{}, ctx.Err()
 	}
 	res := StormResult{Config: c, Events: c.Events, RecoverySeconds: recovery, Seconds: time.Since(start).Seconds(),
-		Calls: map[string]uint64{}, ReplayCalls: map[string]uint64{}, CallsDuringOutage: map[string]uint64{}, Reruns: map[string]uint64{}, Succeeded: map[string]int{},
+		Calls: map[string]uint64{}, ReplayCalls: map[string]uint64{}, CallsDuringOutage: map[string]uint64{}, ReplayCallsDuringOutage: map[string]uint64{},
+		Refused: map[string]uint64{}, Probes: map[string]uint64{}, Reruns: map[string]uint64{}, Succeeded: map[string]int{},
 		BacklogPeak: map[string]uint64{}, RecordsCreated: counted.created.Load(), AlreadyRecorded: counted.already.Load()}
+	res.RecordsByStatus, res.RecordsOpen = settledRecords(ctx, index)
 	s.mu.Lock()
 	for i, name := range StormFunctions {
 		res.Calls[name], res.CallsDuringOutage[name], res.Reruns[name] = s.calls[i].Load(), s.during[i].Load(), s.reruns[i].Load()
-		res.ReplayCalls[name] = s.replays[i].Load()
+		res.ReplayCalls[name], res.ReplayCallsDuringOutage[name] = s.replays[i].Load(), s.replaysDuring[i].Load()
 		res.Succeeded[name] = len(s.ok[i])
+		fn := []processor.Function{stormSend, stormAudit, stormPost}[i]
+		if m := p.FunctionMetrics(fn.Processor, fn.Name); m != nil {
+			res.Refused[name], res.Probes[name] = m.Refused.Load(), m.Probes.Load()
+		}
 	}
 	res.Sibling = s.lat[1].phases()
 	res.Other = s.lat[2].phases()
@@ -389,7 +491,84 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 	for g, v := range peaks {
 		res.BacklogPeak[g] = v.Load()
 	}
+	res.Transitions = tr.since(start.Add(c.Before))
+	if st, _, err := circuits.Get(ctx, tr.fn); err == nil {
+		res.FinalCircuit = st.Phase
+	} else {
+		res.FinalCircuit = circuit.Closed
+	}
+	// The drain judges its last step a tick after the last replay.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		d, ok, err := drains.Get(ctx, tr.fn)
+		if err == nil && ok {
+			res.Drain = &d
+		}
+		if res.Drain == nil || !res.Drain.Draining() || time.Now().After(deadline) || sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) != nil {
+			break
+		}
+	}
+	res.DrainProbes = sched.Stats().Drains.Probes
 	return res, nil
+}
+
+// settledRecords counts the storm's records by status once the index has
+// none FAILED or PREPARED (or 10 s passed: the last replays' outcomes may
+// still be on their way), and how many are not SUCCEEDED.
+func settledRecords(ctx context.Context, index *projection.Index) (map[string]int, int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		by := map[string]int{}
+		open := 0
+		for _, st := range aggregate.Statuses {
+			n, err := index.Count(projection.Filter{Status: st})
+			if err != nil {
+				continue
+			}
+			if n > 0 {
+				by[string(st)] = n
+			}
+			if st != aggregate.StatusSucceeded {
+				open += n
+			}
+		}
+		if open == 0 || time.Now().After(deadline) || sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) != nil {
+			return by, open
+		}
+	}
+}
+
+// stormTransitions collects a circuit's transitions from the watch of the
+// bucket, each once.
+type stormTransitions struct {
+	fn   circuit.Function
+	mu   sync.Mutex
+	seq  int64
+	seen []circuit.Transition
+}
+
+func (t *stormTransitions) observe(st circuit.State, _ uint64) {
+	if st.Function != t.fn {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tr := range st.Transitions {
+		if tr.Seq > t.seq {
+			t.seq = tr.Seq
+			t.seen = append(t.seen, tr)
+		}
+	}
+}
+
+func (t *stormTransitions) since(origin time.Time) []StormTransition {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]StormTransition, 0, len(t.seen))
+	for _, tr := range t.seen {
+		out = append(out, StormTransition{At: float64(tr.At-origin.UnixMilli()) / 1000, From: tr.From, To: tr.To, Cause: tr.Cause,
+			Failures: tr.Failures, Calls: tr.Calls, CoolDown: float64(tr.CoolDownMs) / 1000})
+	}
+	return out
 }
 
 // publishStorm appends c.Events events, one new order each, at c.Rate a

@@ -1,0 +1,285 @@
+package circuit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// writeTimeout bounds a write of the bucket made on a call's path.
+const writeTimeout = 2 * time.Second
+
+// Breaker is one instance's view of one function's circuit: it decides
+// whether a call goes through (Allow) and counts its outcome (Done),
+// opening the circuit when the outcomes cross the policy's thresholds.
+// Every change goes to the shared bucket with compare-and-set and is
+// logged with the numbers that caused it; what other instances change
+// comes back through the Set's watch. If the bucket cannot be written, the
+// change is applied here alone, and the next change read from the bucket
+// replaces it. Safe for concurrent use.
+type Breaker struct {
+	f   Function
+	p   Policy
+	set *Set
+	win *window
+
+	// closed mirrors state.Phase == Closed (or the policy is off): the
+	// lock-free path of the usual call.
+	closed atomic.Bool
+	// failingSince is the first counted failure since the last Recovered
+	// (ms), 0 if none.
+	failingSince atomic.Int64
+	refused      atomic.Int64
+
+	mu       sync.Mutex
+	state    State
+	rev      uint64 // of state in the bucket; 0 if it came from nowhere
+	claiming bool   // a probe claim is under way on this instance
+	tripping bool   // a trip is being written
+}
+
+// Ticket is what Allow let through: an ordinary call, or the probe.
+type Ticket struct{ probe string }
+
+// Probe reports whether the call is the circuit's probe.
+func (t Ticket) Probe() bool { return t.probe != "" }
+
+// Function returns the breaker's function.
+func (b *Breaker) Function() Function { return b.f }
+
+// Policy returns the breaker's policy.
+func (b *Breaker) Policy() Policy { return b.p }
+
+// State returns the circuit as this instance last saw it.
+func (b *Breaker) State() State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state
+}
+
+// Closed reports whether calls go through now (the circuit is closed, or
+// off).
+func (b *Breaker) Closed() bool { return b.closed.Load() }
+
+// Failing reports whether this instance saw a counted failure since the
+// last recovery it reported: a successful replay then reports one (see
+// Outcome.Replay).
+func (b *Breaker) Failing() bool { return b.failingSince.Load() != 0 }
+
+// Allow decides whether a call of the function at now goes through: yes
+// while the circuit is closed; while it is open, only as the probe, once
+// the cool-down passed and this instance claimed the probe in the bucket
+// (one round trip); otherwise it returns the refusal, an *OpenError, and
+// counts the refused call.
+func (b *Breaker) Allow(ctx context.Context, now time.Time) (Ticket, *OpenError) {
+	if b.closed.Load() {
+		return Ticket{}, nil
+	}
+	b.mu.Lock()
+	st := b.state
+	if st.Phase == Closed {
+		b.mu.Unlock()
+		return Ticket{}, nil
+	}
+	if !st.Probeable(now) || b.claiming {
+		b.mu.Unlock()
+		b.refused.Add(1)
+		return Ticket{}, openError(st)
+	}
+	b.claiming = true
+	b.mu.Unlock()
+	id := uuid.NewString()
+	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.Claimed(now, b.p, b.set.instance, id) })
+	b.mu.Lock()
+	b.claiming = false
+	b.mu.Unlock()
+	if changed && n.Probe != nil && n.Probe.ID == id {
+		if st.Phase == Open {
+			b.log(slog.LevelInfo, "circuits: the cool-down passed; the next call is the probe", n, "coolDown", time.Duration(st.CoolDownMs)*time.Millisecond)
+		}
+		return Ticket{probe: id}, nil
+	}
+	b.refused.Add(1)
+	return Ticket{}, openError(n)
+}
+
+// Outcome is how a call went, for Done.
+type Outcome struct {
+	// Err is the call's error; nil on success.
+	Err error
+	// Counted reports that the failure counts towards opening: the
+	// function's classification calls it RECOVERABLE or UNKNOWN. A failure
+	// that does not count is, for the circuit, an answer of a live
+	// dependency.
+	Counted bool
+	// Last describes the failure for the refused calls' records; called
+	// only when the circuit opens or a probe fails.
+	Last func() Failure
+	// Replay reports a replay: one that succeeds while the circuit is
+	// closed, after failures this instance saw, reports the incident to
+	// be drained (State.Recovered).
+	Replay bool
+}
+
+// Done counts the outcome at now of a call Allow let through with t:
+// a probe's success or failure moves the circuit on (closed after the
+// policy's successes, open again with a longer cool-down); an ordinary
+// call's failure that counts may trip it.
+func (b *Breaker) Done(ctx context.Context, now time.Time, t Ticket, o Outcome) {
+	if b.p.Off {
+		return
+	}
+	failed := o.Err != nil && o.Counted
+	if t.Probe() {
+		b.probeDone(ctx, now, t, failed, o)
+		return
+	}
+	if !failed {
+		b.win.success(now)
+		if o.Replay && o.Err == nil && b.failingSince.Load() != 0 {
+			b.recovered(ctx, now)
+		}
+		return
+	}
+	consecutive, calls, failures, since := b.win.failure(now)
+	b.failingSince.CompareAndSwap(0, since)
+	b.mu.Lock()
+	cause, trip := trips(b.p, consecutive, calls, failures)
+	if !trip || b.state.Phase != Closed || b.tripping {
+		b.mu.Unlock()
+		return
+	}
+	b.tripping = true
+	b.mu.Unlock()
+	last := failureOf(now, o)
+	tr := Trip{Cause: cause, Failures: consecutive, Calls: int(calls), Last: last, FirstFailureAt: since, Instance: b.set.instance, Jitter: rand.Float64()}
+	if cause == CauseRatio {
+		tr.Failures = int(failures)
+	}
+	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.Tripped(now, b.p, tr) })
+	b.mu.Lock()
+	b.tripping = false
+	b.mu.Unlock()
+	if changed {
+		b.log(slog.LevelWarn, "circuits: the circuit opened; the function is not called until a probe succeeds", n,
+			"cause", string(cause), "consecutiveFailures", consecutive, "callsInWindow", calls, "failuresInWindow", failures,
+			"window", b.p.Window, "coolDown", time.Duration(n.Until-now.UnixMilli())*time.Millisecond, "lastError", last.Message)
+	}
+}
+
+func (b *Breaker) probeDone(ctx context.Context, now time.Time, t Ticket, failed bool, o Outcome) {
+	if !failed {
+		n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.ProbeSucceeded(now, b.p, t.probe) })
+		if changed && n.Phase == Closed {
+			b.log(slog.LevelInfo, "circuits: the probes succeeded; the circuit closed", n, "successes", b.p.Successes,
+				"refused", n.Refused, "openFor", time.Duration(now.UnixMilli()-n.Incident.From)*time.Millisecond)
+		}
+		return
+	}
+	last := failureOf(now, o)
+	r := rand.Float64()
+	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.ProbeFailed(now, b.p, t.probe, last, r) })
+	if changed {
+		b.log(slog.LevelWarn, "circuits: the probe failed; the circuit opened again", n,
+			"coolDown", time.Duration(n.Until-now.UnixMilli())*time.Millisecond, "lastError", last.Message)
+	}
+}
+
+// recovered reports, once, that a replay succeeded after failures.
+func (b *Breaker) recovered(ctx context.Context, now time.Time) {
+	from := b.failingSince.Swap(0)
+	if from == 0 || !b.closed.Load() {
+		return
+	}
+	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.Recovered(now, from) })
+	if changed {
+		b.log(slog.LevelInfo, "circuits: a replay succeeded after failures; the records of the incident will be drained", n,
+			"from", time.UnixMilli(n.Incident.From).UTC(), "to", time.UnixMilli(n.Incident.To).UTC())
+	}
+}
+
+func failureOf(now time.Time, o Outcome) Failure {
+	var f Failure
+	if o.Last != nil {
+		f = o.Last()
+	} else if o.Err != nil {
+		f = Failure{Code: codeOf(o.Err), Message: o.Err.Error()}
+	}
+	f.Message = clip(f.Message, MaxMessageBytes)
+	f.Code = clip(f.Code, maxCodeBytes)
+	f.At = now.UnixMilli()
+	return f
+}
+
+func codeOf(err error) string {
+	var coded interface{ Code() string }
+	if errors.As(err, &coded) {
+		return coded.Code()
+	}
+	return ""
+}
+
+// change applies f to the circuit in the bucket (or here alone, without
+// one or when it cannot be written) and keeps what results.
+func (b *Breaker) change(ctx context.Context, f func(State) (State, bool)) (State, bool) {
+	if b.set.store == nil {
+		return b.local(f)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	n, rev, changed, err := b.set.store.Update(wctx, b.f, f)
+	if err != nil {
+		b.set.warn.do(b.set.clock.Now(), func() {
+			b.set.logger.Warn("circuits: the circuit bucket cannot be written; this instance applies the change alone", "function", b.f.String(), "err", err)
+		})
+		return b.local(f)
+	}
+	b.observe(n, rev)
+	return n, changed
+}
+
+func (b *Breaker) local(f func(State) (State, bool)) (State, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, changed := f(b.state)
+	if changed {
+		b.settle(n)
+	}
+	return b.state, changed
+}
+
+// observe takes st at revision rev, unless it is older than what the
+// breaker has.
+func (b *Breaker) observe(st State, rev uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rev != 0 && rev <= b.rev {
+		return
+	}
+	b.rev = rev
+	b.settle(st)
+}
+
+// settle makes st the breaker's state; b.mu held. A circuit that closes
+// starts counting again.
+func (b *Breaker) settle(st State) {
+	if st.Phase == Closed && b.state.Phase != Closed {
+		b.win.reset()
+	}
+	b.state = st
+	b.closed.Store(b.p.Off || st.Phase == Closed)
+}
+
+func (b *Breaker) log(level slog.Level, msg string, st State, attrs ...any) {
+	attrs = append([]any{"function", b.f.String(), "state", string(st.Phase), "instance", b.set.instance}, attrs...)
+	if t, ok := st.LastTransition(); ok {
+		attrs = append(attrs, "transition", t.Seq)
+	}
+	b.set.logger.Log(context.Background(), level, msg, attrs...)
+}

@@ -1,0 +1,236 @@
+package circuit
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/fingerprint"
+)
+
+// Bounds of a stored circuit, checked by DecodeState.
+const (
+	// MaxValue bounds a stored circuit's JSON.
+	MaxValue = 64 << 10
+	// MaxMessageBytes bounds the last failure's message a circuit keeps;
+	// a longer one is cut (on a rune boundary) before it is stored.
+	MaxMessageBytes = 4096
+	// MaxReasonBytes and MaxActorBytes bound an operator's reason and name.
+	MaxReasonBytes = 1024
+	MaxActorBytes  = 256
+	maxCodeBytes   = 256
+	maxIDBytes     = 128
+	// skew is how far ahead of the reader's clock a stored time may be: the
+	// clocks of the instances differ a little.
+	skew = 5 * time.Minute
+	// maxAhead bounds times meant to be in the future (an open circuit's
+	// probe time, a probe's deadline).
+	maxAhead = 24*time.Hour + skew
+	maxCount = 1 << 53
+)
+
+// DecodeState reads the circuit stored under key, validating every field
+// at now: the key is the circuit's function (CONTEXT.PROCESSOR.NAME, valid
+// names); the phase is one of Phases and the fields that belong to it
+// agree with it (Until and Forced only while OPEN, Until set unless
+// forced, a probe only while HALF_OPEN); times are not negative and not
+// ahead of now by more than a few minutes of clock skew (Until and the
+// probe's deadline by at most a day more); counts are not negative and
+// RefusedTotal is at least Refused; texts are valid UTF-8 within their
+// bounds; a fingerprint has the shape of one; the incident ends after it
+// begins; at most MaxTransitions transitions, numbered in increasing
+// order, each of known phases and cause. The error matches ErrInvalid and
+// names the field. A circuit that does not decode is never acted on: its
+// function's calls go on as if it were closed (see Breaker).
+func DecodeState(key string, value []byte, now time.Time) (State, error) {
+	if len(value) > MaxValue {
+		return State{}, bad("", "the value is %d bytes, over the limit of %d", len(value), MaxValue)
+	}
+	f, err := ParseFunction(key)
+	if err != nil {
+		return State{}, bad("key", "%v", err)
+	}
+	var s State
+	if err := json.Unmarshal(value, &s); err != nil {
+		return State{}, bad("", "not a circuit in JSON: %v", err)
+	}
+	if s.Function != f {
+		return State{}, bad("function", "%s is not the key's function %s", s.Function, f)
+	}
+	if err := s.check(now); err != nil {
+		return State{}, err
+	}
+	return s, nil
+}
+
+func (s *State) check(now time.Time) error {
+	ms := now.UnixMilli()
+	past := ms + skew.Milliseconds()
+	ahead := ms + maxAhead.Milliseconds()
+	if !slices.Contains(Phases, s.Phase) {
+		return bad("phase", "must be one of %v, got %.40q", Phases, s.Phase)
+	}
+	for _, t := range []struct {
+		field string
+		v     int64
+	}{{"since", s.Since}, {"updatedAt", s.UpdatedAt}, {"incident.from", s.Incident.From}, {"incident.to", s.Incident.To}} {
+		if err := timeAt(t.field, t.v, past); err != nil {
+			return err
+		}
+	}
+	if err := timeAt("until", s.Until, ahead); err != nil {
+		return err
+	}
+	if s.CoolDownMs < 0 || s.CoolDownMs > (24*time.Hour).Milliseconds() {
+		return bad("coolDownMs", "must be from 0 to a day, got %d", s.CoolDownMs)
+	}
+	switch {
+	case s.Phase != Open && (s.Until != 0 || s.Forced):
+		return bad("until", "only an OPEN circuit has a probe time or is forced, this one is %s", s.Phase)
+	case s.Phase == Open && !s.Forced && s.Until == 0:
+		return bad("until", "an OPEN circuit that an operator did not open must have a probe time")
+	case s.Phase == Open && s.Forced && s.Until != 0:
+		return bad("until", "an OPEN circuit an operator opened has no probe time, got %d", s.Until)
+	case s.Phase != HalfOpen && (s.Probe != nil || s.Successes != 0):
+		return bad("probe", "only a HALF_OPEN circuit has a probe or successes, this one is %s", s.Phase)
+	case s.Successes < 0 || s.Successes > 100:
+		return bad("successes", "must be from 0 to 100, got %d", s.Successes)
+	}
+	if p := s.Probe; p != nil {
+		if err := text("probe.instance", p.Instance, maxIDBytes, true); err != nil {
+			return err
+		}
+		if err := text("probe.id", p.ID, maxIDBytes, true); err != nil {
+			return err
+		}
+		if err := timeAt("probe.at", p.At, past); err != nil {
+			return err
+		}
+		if err := timeAt("probe.until", p.Until, ahead); err != nil {
+			return err
+		}
+		if p.Until < p.At {
+			return bad("probe.until", "%d is before the probe began at %d", p.Until, p.At)
+		}
+	}
+	switch {
+	case s.Refused < 0 || s.Refused > maxCount:
+		return bad("refused", "must be from 0 to 2^53, got %d", s.Refused)
+	case s.RefusedTotal < s.Refused || s.RefusedTotal > maxCount:
+		return bad("refusedTotal", "must be from refused (%d) to 2^53, got %d", s.Refused, s.RefusedTotal)
+	case s.Incident.To != 0 && s.Incident.To < s.Incident.From:
+		return bad("incident.to", "%d is before the incident began at %d", s.Incident.To, s.Incident.From)
+	case s.Incident.To != 0 && s.Incident.From == 0:
+		return bad("incident.from", "an incident that ended must have begun")
+	}
+	if l := s.Last; l != nil {
+		if err := text("last.code", l.Code, maxCodeBytes, false); err != nil {
+			return err
+		}
+		if err := text("last.message", l.Message, MaxMessageBytes, false); err != nil {
+			return err
+		}
+		if l.Fingerprint != "" && !fingerprint.Valid(l.Fingerprint) {
+			return bad("last.fingerprint", "%.40q is not a fingerprint (%s and 16 hexadecimal digits)", l.Fingerprint, fingerprint.Prefix)
+		}
+		if l.Recoverable != "" && !slices.Contains(aggregate.Recoverabilities, l.Recoverable) {
+			return bad("last.recoverable", "must be one of %v, got %.40q", aggregate.Recoverabilities, l.Recoverable)
+		}
+		if err := timeAt("last.at", l.At, past); err != nil {
+			return err
+		}
+	}
+	for _, c := range []struct {
+		field string
+		v     int64
+	}{{"counts.opened", s.Counts.Opened}, {"counts.halfOpened", s.Counts.HalfOpened}, {"counts.closed", s.Counts.Closed}} {
+		if c.v < 0 || c.v > maxCount {
+			return bad(c.field, "must be from 0 to 2^53, got %d", c.v)
+		}
+	}
+	if len(s.Transitions) > MaxTransitions {
+		return bad("transitions", "has %d, over the limit of %d", len(s.Transitions), MaxTransitions)
+	}
+	var seq int64
+	for i, t := range s.Transitions {
+		field := "transitions[" + strconv.Itoa(i) + "]"
+		switch {
+		case t.Seq <= seq || t.Seq > s.Counts.Total():
+			return bad(field+".seq", "must be above %d and at most the count of transitions %d, got %d", seq, s.Counts.Total(), t.Seq)
+		case !slices.Contains(Phases, t.From) || !slices.Contains(Phases, t.To):
+			return bad(field, "from and to must be among %v, got %.40q and %.40q", Phases, t.From, t.To)
+		case !slices.Contains(Causes, t.Cause):
+			return bad(field+".cause", "must be one of %v, got %.40q", Causes, t.Cause)
+		case t.Failures < 0 || t.Calls < 0 || t.Failures > 1<<30 || t.Calls > 1<<30:
+			return bad(field, "failures and calls must be from 0 to 2^30, got %d and %d", t.Failures, t.Calls)
+		case t.CoolDownMs < 0 || t.CoolDownMs > (24*time.Hour).Milliseconds():
+			return bad(field+".coolDownMs", "must be from 0 to a day, got %d", t.CoolDownMs)
+		}
+		seq = t.Seq
+		if err := timeAt(field+".at", t.At, past); err != nil {
+			return err
+		}
+		for _, x := range []struct {
+			name, v string
+			max     int
+		}{{"instance", t.Instance, maxIDBytes}, {"actor", t.Actor, MaxActorBytes}, {"reason", t.Reason, MaxReasonBytes}} {
+			if err := text(field+"."+x.name, x.v, x.max, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func timeAt(field string, v, latest int64) error {
+	if v < 0 || v > latest {
+		return bad(field, "must be an epoch-ms time from 0 to %d (now and the allowed clock skew), got %d", latest, v)
+	}
+	return nil
+}
+
+func text(field, v string, limit int, required bool) error {
+	switch {
+	case required && v == "":
+		return bad(field, "is empty")
+	case len(v) > limit:
+		return bad(field, "is %d bytes, over the limit of %d", len(v), limit)
+	case !utf8.ValidString(v):
+		return bad(field, "is not valid UTF-8")
+	}
+	for _, r := range v {
+		if r < 0x20 && r != '\n' && r != '\t' {
+			return bad(field, "has the control character %U", r)
+		}
+	}
+	return nil
+}
+
+// bad returns an error matching ErrInvalid about field ("" for the value
+// as a whole).
+func bad(field, format string, args ...any) error {
+	if field == "" {
+		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalid)
+	}
+	return fmt.Errorf("field %s: %s: %w", field, fmt.Sprintf(format, args...), ErrInvalid)
+}
+
+// clip cuts s to at most n bytes on a rune boundary, dropping control
+// characters other than newline and tab, so that it passes DecodeState.
+func clip(s string, n int) string {
+	out := make([]byte, 0, min(len(s), n))
+	for _, r := range s {
+		if r == utf8.RuneError || (r < 0x20 && r != '\n' && r != '\t') {
+			r = '?'
+		}
+		if len(out)+utf8.RuneLen(r) > n {
+			break
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	return string(out)
+}

@@ -1,0 +1,144 @@
+package circuit
+
+import (
+	"fmt"
+	"time"
+)
+
+// Policy says when a function's circuit opens and how it closes again.
+// The zero Policy is DefaultPolicy: each zero field takes its default.
+//
+// Closed → open: when, of the function's calls on one instance, the last
+// ConsecutiveFailures failed, or at least MinCalls were made in the last
+// Window and FailureRatio of them failed. Only failures the function's
+// classification calls RECOVERABLE or UNKNOWN count: an UNRECOVERABLE one
+// is about the event, not the dependency.
+//
+// Open → half-open: after the cool-down (CoolDown, doubled after each
+// failed probe up to MaxCoolDown) one call is let through as the probe;
+// the other calls are still refused. A probe claimed by an instance that
+// dies is given to another after ProbeTimeout.
+//
+// Half-open → closed after Successes probes in a row succeeded; → open
+// again, with a longer cool-down, as soon as one fails.
+type Policy struct {
+	// Off turns the circuit off: the function is always called.
+	Off bool
+	// ConsecutiveFailures opens the circuit after that many failures in
+	// a row (default 20).
+	ConsecutiveFailures int
+	// FailureRatio and MinCalls open it when at least MinCalls calls were
+	// made in Window and at least FailureRatio of them failed (defaults
+	// 0.5, 20 and 30 s).
+	FailureRatio float64
+	MinCalls     int
+	Window       time.Duration
+	// CoolDown is how long the circuit stays open before a probe (default
+	// 10 s); it doubles after every failed probe up to MaxCoolDown
+	// (default 2 min) and starts again at CoolDown once the circuit
+	// closes.
+	CoolDown    time.Duration
+	MaxCoolDown time.Duration
+	// Successes is how many probes in a row must succeed to close it
+	// (default 3).
+	Successes int
+	// ProbeTimeout is how long a probe may run before another instance may
+	// probe instead (default 30 s).
+	ProbeTimeout time.Duration
+	// Jitter is the largest fraction cut at random from each cool-down
+	// (default 0.2; negative: none), so that the probes of a dependency
+	// that goes up and down on a period do not fall into its down phases
+	// every time, nor the circuits of many functions probe at once.
+	Jitter float64
+}
+
+// The defaults of a Policy: conservative, so that a circuit opens on an
+// outage, not on a few failures among many successes.
+const (
+	DefaultConsecutiveFailures = 20
+	DefaultFailureRatio        = 0.5
+	DefaultMinCalls            = 20
+	DefaultWindow              = 30 * time.Second
+	DefaultCoolDown            = 10 * time.Second
+	DefaultMaxCoolDown         = 2 * time.Minute
+	DefaultSuccesses           = 3
+	DefaultProbeTimeout        = 30 * time.Second
+	DefaultJitter              = 0.2
+)
+
+// DefaultPolicy is the policy of every function that sets none.
+var DefaultPolicy = Policy{
+	ConsecutiveFailures: DefaultConsecutiveFailures, FailureRatio: DefaultFailureRatio, MinCalls: DefaultMinCalls,
+	Window: DefaultWindow, CoolDown: DefaultCoolDown, MaxCoolDown: DefaultMaxCoolDown, Successes: DefaultSuccesses,
+	ProbeTimeout: DefaultProbeTimeout, Jitter: DefaultJitter,
+}
+
+// Resolve returns p with its zero fields set to their defaults, or an
+// error matching ErrInvalidOption that names the field out of range.
+func (p Policy) Resolve() (Policy, error) {
+	d := DefaultPolicy
+	if p.ConsecutiveFailures == 0 {
+		p.ConsecutiveFailures = d.ConsecutiveFailures
+	}
+	if p.FailureRatio == 0 {
+		p.FailureRatio = d.FailureRatio
+	}
+	if p.MinCalls == 0 {
+		p.MinCalls = d.MinCalls
+	}
+	if p.Window == 0 {
+		p.Window = d.Window
+	}
+	if p.CoolDown == 0 {
+		p.CoolDown = d.CoolDown
+	}
+	if p.MaxCoolDown == 0 {
+		p.MaxCoolDown = max(d.MaxCoolDown, p.CoolDown)
+	}
+	if p.Successes == 0 {
+		p.Successes = d.Successes
+	}
+	if p.ProbeTimeout == 0 {
+		p.ProbeTimeout = d.ProbeTimeout
+	}
+	switch {
+	case p.Jitter == 0:
+		p.Jitter = d.Jitter
+	case p.Jitter < 0:
+		p.Jitter = -1
+	}
+	switch {
+	case p.ConsecutiveFailures < 1 || p.ConsecutiveFailures > 100000:
+		return p, invalid("consecutiveFailures must be from 1 to 100000, got %d", p.ConsecutiveFailures)
+	case !(p.FailureRatio > 0 && p.FailureRatio <= 1):
+		return p, invalid("failureRatio must be above 0 and at most 1, got %v", p.FailureRatio)
+	case p.MinCalls < 1 || p.MinCalls > 1000000:
+		return p, invalid("minCalls must be from 1 to 1000000, got %d", p.MinCalls)
+	case p.Window < time.Second || p.Window > time.Hour:
+		return p, invalid("window must be from 1s to 1h, got %s", p.Window)
+	case p.CoolDown < 100*time.Millisecond || p.CoolDown > time.Hour:
+		return p, invalid("coolDown must be from 100ms to 1h, got %s", p.CoolDown)
+	case p.MaxCoolDown < p.CoolDown || p.MaxCoolDown > 24*time.Hour:
+		return p, invalid("maxCoolDown must be from coolDown (%s) to 24h, got %s", p.CoolDown, p.MaxCoolDown)
+	case p.Successes < 1 || p.Successes > 100:
+		return p, invalid("successes must be from 1 to 100, got %d", p.Successes)
+	case p.ProbeTimeout < 100*time.Millisecond || p.ProbeTimeout > time.Hour:
+		return p, invalid("probeTimeout must be from 100ms to 1h, got %s", p.ProbeTimeout)
+	case p.Jitter > 0.9:
+		return p, invalid("jitter must be at most 0.9 (negative: none), got %v", p.Jitter)
+	}
+	return p, nil
+}
+
+// wait is a cool-down of ms cut by the policy's jitter times r, a random
+// draw in [0, 1).
+func (p Policy) wait(ms int64, r float64) int64 {
+	if p.Jitter <= 0 || r <= 0 || r >= 1 {
+		return ms
+	}
+	return ms - int64(float64(ms)*p.Jitter*r)
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("circuit policy: %s: %w", fmt.Sprintf(format, args...), ErrInvalidOption)
+}

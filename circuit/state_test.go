@@ -1,0 +1,267 @@
+package circuit_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
+)
+
+var (
+	mailer = circuit.Function{Context: "shop", Processor: "Mailer", Name: "send"}
+	t0     = time.UnixMilli(1_700_000_000_000)
+	policy = mustPolicy(circuit.Policy{CoolDown: 10 * time.Second, MaxCoolDown: 40 * time.Second, Successes: 2, ProbeTimeout: 5 * time.Second})
+	smtp   = circuit.Failure{Code: "Unclassified", Message: "smtp 451: mail service unavailable", Fingerprint: "fp1-0123456789abcdef", Recoverable: aggregate.Recoverable}
+)
+
+func mustPolicy(p circuit.Policy) circuit.Policy {
+	p, err := p.Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+// open is a circuit tripped at t0 by 20 failures in a row that began 1 s
+// before.
+func open() circuit.State {
+	s, _ := circuit.New(mailer).Tripped(t0, policy, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Last: smtp,
+		FirstFailureAt: at(-time.Second).UnixMilli(), Instance: "i1"})
+	return s
+}
+
+func halfOpen() circuit.State {
+	s, _ := open().Claimed(at(10*time.Second), policy, "i1", "p1")
+	return s
+}
+
+// Every transition, given a state, when something happens at a time, then
+// the state that results (or that nothing changed).
+func TestTransitions(t *testing.T) {
+	type then struct {
+		changed    bool
+		phase      circuit.Phase
+		until      time.Duration // from t0; 0: no probe time
+		coolDown   time.Duration
+		forced     bool
+		probe      string
+		successes  int
+		incident   [2]time.Duration // from t0; -1: unset
+		transition *circuit.Transition
+	}
+	noIncident := [2]time.Duration{-1, -1}
+	cases := []struct {
+		name  string
+		given circuit.State
+		when  func(circuit.State) (circuit.State, bool)
+		then  then
+	}{
+		{"closed trips on consecutive failures", circuit.New(mailer),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Tripped(t0, policy, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 25, Last: smtp, FirstFailureAt: at(-time.Second).UnixMilli(), Instance: "i1"})
+			},
+			then{changed: true, phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1},
+				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseConsecutive, Failures: 20, Calls: 25, CoolDownMs: 10000, Instance: "i1"}}},
+		{"an open circuit does not trip again", open(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Tripped(at(time.Second), policy, circuit.Trip{Cause: circuit.CauseRatio})
+			},
+			then{phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
+		{"no probe before the cool-down", open(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Claimed(at(10*time.Second-time.Millisecond), policy, "i2", "p")
+			},
+			then{phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
+		{"after the cool-down a claim half-opens it", open(),
+			func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(10*time.Second), policy, "i2", "p") },
+			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p", incident: [2]time.Duration{-time.Second, -1},
+				transition: &circuit.Transition{Seq: 2, From: circuit.Open, To: circuit.HalfOpen, Cause: circuit.CauseCoolDown, CoolDownMs: 10000, Instance: "i2"}}},
+		{"half-open: a second claim while the probe runs is refused", halfOpen(),
+			func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(11*time.Second), policy, "i2", "p2") },
+			then{phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p1", incident: [2]time.Duration{-time.Second, -1}}},
+		{"half-open: a probe past its timeout is taken over", halfOpen(),
+			func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(15*time.Second), policy, "i2", "p2") },
+			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p2", incident: [2]time.Duration{-time.Second, -1}}},
+		{"a probe's success counts; the circuit stays half-open below the successes", halfOpen(),
+			func(s circuit.State) (circuit.State, bool) { return s.ProbeSucceeded(at(11*time.Second), policy, "p1") },
+			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, successes: 1, incident: [2]time.Duration{-time.Second, -1}}},
+		{"the last success closes it and ends the incident",
+			func() circuit.State {
+				s, _ := halfOpen().ProbeSucceeded(at(11*time.Second), policy, "p1")
+				s, _ = s.Claimed(at(11*time.Second), policy, "i1", "p3")
+				return s
+			}(),
+			func(s circuit.State) (circuit.State, bool) { return s.ProbeSucceeded(at(12*time.Second), policy, "p3") },
+			then{changed: true, phase: circuit.Closed, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, 12 * time.Second},
+				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Closed, Cause: circuit.CauseProbesSucceeded, Calls: 2, Instance: "i1"}}},
+		{"a stale probe's success changes nothing", halfOpen(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ProbeSucceeded(at(11*time.Second), policy, "other")
+			},
+			then{phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p1", incident: [2]time.Duration{-time.Second, -1}}},
+		{"a failed probe re-opens it with twice the cool-down", halfOpen(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp, 0)
+			},
+			then{changed: true, phase: circuit.Open, until: 31 * time.Second, coolDown: 20 * time.Second, incident: [2]time.Duration{-time.Second, -1},
+				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 20000, Instance: "i1"}}},
+		{"the cool-down is capped",
+			func() circuit.State {
+				s := halfOpen()
+				s.CoolDownMs = 30000
+				return s
+			}(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp, 0)
+			},
+			then{changed: true, phase: circuit.Open, until: 51 * time.Second, coolDown: 40 * time.Second, incident: [2]time.Duration{-time.Second, -1},
+				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 40000, Instance: "i1"}}},
+		{"the cool-down is cut by the jitter", halfOpen(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp, 0.5)
+			},
+			then{changed: true, phase: circuit.Open, until: 29 * time.Second, coolDown: 20 * time.Second, incident: [2]time.Duration{-time.Second, -1},
+				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 18000, Instance: "i1"}}},
+		{"a trip's cool-down too", circuit.New(mailer),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Tripped(t0, policy, circuit.Trip{Cause: circuit.CauseRatio, Failures: 10, Calls: 20, Last: smtp, Instance: "i1", Jitter: 0.99})
+			},
+			then{changed: true, phase: circuit.Open, until: 8020 * time.Millisecond, coolDown: 10 * time.Second, incident: [2]time.Duration{0, -1},
+				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseRatio, Failures: 10, Calls: 20, CoolDownMs: 8020, Instance: "i1"}}},
+		{"an operator opens a closed circuit: forced, no probe time", circuit.New(mailer),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ByOperator(t0, circuit.Open, "ops", "maintenance")
+			},
+			then{changed: true, phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1},
+				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseOperator, Actor: "ops", Reason: "maintenance"}}},
+		{"a forced circuit is never probed",
+			func() circuit.State { s, _ := circuit.New(mailer).ByOperator(t0, circuit.Open, "ops", "m"); return s }(),
+			func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(time.Hour), policy, "i1", "p") },
+			then{phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1}}},
+		{"an operator forces an open circuit: it keeps its incident", open(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ByOperator(at(time.Second), circuit.Open, "ops", "m")
+			},
+			then{changed: true, phase: circuit.Open, forced: true, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1},
+				transition: &circuit.Transition{Seq: 2, From: circuit.Open, To: circuit.Open, Cause: circuit.CauseOperator, Actor: "ops", Reason: "m"}}},
+		{"opening a forced circuit again changes nothing",
+			func() circuit.State { s, _ := circuit.New(mailer).ByOperator(t0, circuit.Open, "ops", "m"); return s }(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ByOperator(at(time.Second), circuit.Open, "ops", "again")
+			},
+			then{phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1}}},
+		{"an operator closes a half-open circuit: the incident ends", halfOpen(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ByOperator(at(20*time.Second), circuit.Closed, "ops", "fixed")
+			},
+			then{changed: true, phase: circuit.Closed, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, 20 * time.Second},
+				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Closed, Cause: circuit.CauseOperator, Actor: "ops", Reason: "fixed"}}},
+		{"closing a closed circuit changes nothing", circuit.New(mailer),
+			func(s circuit.State) (circuit.State, bool) { return s.ByOperator(t0, circuit.Closed, "ops", "x") },
+			then{phase: circuit.Closed, incident: noIncident}},
+		{"a failed drain canary re-opens a closed circuit", circuit.New(mailer),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.DrainFailed(t0, policy, 1, 1, "canary failed", 0)
+			},
+			then{changed: true, phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{0, -1},
+				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseDrain, Failures: 1, Calls: 1, CoolDownMs: 10000, Actor: "scheduler", Reason: "canary failed"}}},
+		{"a replay succeeding after failures reports an incident", circuit.New(mailer),
+			func(s circuit.State) (circuit.State, bool) { return s.Recovered(at(time.Minute), t0.UnixMilli()) },
+			then{changed: true, phase: circuit.Closed, incident: [2]time.Duration{0, time.Minute}}},
+		{"recovery is not reported while the circuit is open", open(),
+			func(s circuit.State) (circuit.State, bool) { return s.Recovered(at(time.Minute), t0.UnixMilli()) },
+			then{phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(c.given.Transitions)
+			got, changed := c.when(c.given)
+			w := c.then
+			assert.Equal(t, w.changed, changed, "changed")
+			assert.Equal(t, w.phase, got.Phase, "phase")
+			wantUntil := int64(0)
+			if w.until != 0 {
+				wantUntil = at(w.until).UnixMilli()
+			}
+			assert.Equal(t, wantUntil, got.Until, "until")
+			assert.Equal(t, w.coolDown.Milliseconds(), got.CoolDownMs, "cool-down")
+			assert.Equal(t, w.forced, got.Forced, "forced")
+			if w.probe == "" {
+				assert.Nil(t, got.Probe, "no probe")
+			} else if assert.NotNil(t, got.Probe, "a probe") {
+				assert.Equal(t, w.probe, got.Probe.ID, "probe")
+			}
+			assert.Equal(t, w.successes, got.Successes, "successes")
+			inc := func(d time.Duration) int64 {
+				if d == -1 {
+					return 0
+				}
+				return at(d).UnixMilli()
+			}
+			assert.Equal(t, circuit.Incident{From: inc(w.incident[0]), To: inc(w.incident[1])}, got.Incident, "incident")
+			if w.transition == nil {
+				assert.Len(t, got.Transitions, before, "no transition")
+				return
+			}
+			require.Len(t, got.Transitions, before+1, "one transition")
+			tr := got.Transitions[len(got.Transitions)-1]
+			want := *w.transition
+			want.At = tr.At
+			assert.Equal(t, want, tr)
+			assert.Equal(t, tr.Seq, got.Counts.Total(), "transitions are counted")
+			assert.Len(t, c.given.Transitions, before, "the given state is unchanged")
+		})
+	}
+}
+
+func TestTransitionsKeepTheLast(t *testing.T) {
+	s := circuit.New(mailer)
+	now := t0
+	for range circuit.MaxTransitions {
+		s, _ = s.ByOperator(now, circuit.Open, "ops", "x")
+		s, _ = s.ByOperator(now, circuit.Closed, "ops", "y")
+		now = now.Add(time.Second)
+	}
+	require.Len(t, s.Transitions, circuit.MaxTransitions)
+	assert.Equal(t, int64(2*circuit.MaxTransitions), s.Transitions[len(s.Transitions)-1].Seq)
+	assert.Equal(t, int64(circuit.MaxTransitions), s.Counts.Opened)
+	assert.Equal(t, int64(circuit.MaxTransitions), s.Counts.Closed)
+}
+
+func TestPolicyResolve(t *testing.T) {
+	p, err := circuit.Policy{}.Resolve()
+	require.NoError(t, err)
+	assert.Equal(t, circuit.DefaultPolicy, p, "the zero policy is the default")
+	for _, c := range []struct {
+		p    circuit.Policy
+		want string
+	}{
+		{circuit.Policy{ConsecutiveFailures: -1}, "consecutiveFailures must be from 1 to 100000, got -1"},
+		{circuit.Policy{FailureRatio: 1.5}, "failureRatio must be above 0 and at most 1, got 1.5"},
+		{circuit.Policy{Window: time.Millisecond}, "window must be from 1s to 1h, got 1ms"},
+		{circuit.Policy{CoolDown: time.Minute, MaxCoolDown: time.Second}, "maxCoolDown must be from coolDown (1m0s) to 24h, got 1s"},
+		{circuit.Policy{Successes: 101}, "successes must be from 1 to 100, got 101"},
+		{circuit.Policy{Jitter: 0.95}, "jitter must be at most 0.9 (negative: none), got 0.95"},
+	} {
+		_, err := c.p.Resolve()
+		require.ErrorIs(t, err, circuit.ErrInvalidOption)
+		assert.Contains(t, err.Error(), c.want)
+	}
+}
+
+func TestParseFunction(t *testing.T) {
+	f, err := circuit.ParseFunction("shop.Mailer.send")
+	require.NoError(t, err)
+	assert.Equal(t, mailer, f)
+	assert.Equal(t, "shop.Mailer.send", f.String())
+	for _, bad := range []string{"", "shop.Mailer", "a.b.c.d", "shop..send", "shop.Mail er.send"} {
+		_, err := circuit.ParseFunction(bad)
+		assert.ErrorIs(t, err, circuit.ErrInvalidFunction, bad)
+	}
+}

@@ -1,0 +1,172 @@
+package circuit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/kvwatch"
+)
+
+// Watcher keeps the circuits of a bucket (or of one context) in memory by
+// watching it: the API, the dashboard, the metrics and the scheduler's
+// drains read circuits from one. Until it has loaded the bucket it knows
+// none (Ready tells when it has). A stored circuit that does not
+// validate is logged (at most once per revision) and left out, so its
+// function reads as closed. Safe for concurrent use.
+type Watcher struct {
+	store   *Store
+	pattern string
+	logger  *slog.Logger
+	changed func(State, uint64)
+
+	mu     sync.RWMutex
+	states map[Function]State
+	bad    map[string]string // key -> why it does not validate
+	ready  chan struct{}
+	once   sync.Once
+}
+
+// Watcher returns a watcher of every circuit of s (context "" ) or of one
+// context's, logging to logger (slog.Default if nil). changed, if not
+// nil, is called with each circuit the watch delivers and its revision,
+// on the watch's goroutine, after the watcher has it (a deleted circuit
+// as New). It does no I/O until Run.
+func (s *Store) Watcher(context string, logger *slog.Logger, changed func(State, uint64)) *Watcher {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	pattern := ">"
+	if context != "" {
+		pattern = context + ".>"
+	}
+	return &Watcher{store: s, pattern: pattern, logger: logger, changed: changed,
+		states: map[Function]State{}, bad: map[string]string{}, ready: make(chan struct{})}
+}
+
+// Ready is closed once the watcher has loaded the circuits present when
+// it started.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// Get returns f's circuit; ok is false if it has none (it is closed and
+// never opened) or the watcher has not loaded yet.
+func (w *Watcher) Get(f Function) (State, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	s, ok := w.states[f]
+	return s, ok
+}
+
+// List returns the circuits it knows, by function.
+func (w *Watcher) List() []State {
+	w.mu.RLock()
+	out := make([]State, 0, len(w.states))
+	for _, s := range w.states {
+		out = append(out, s)
+	}
+	w.mu.RUnlock()
+	slices.SortFunc(out, func(a, b State) int { return strings.Compare(a.Function.String(), b.Function.String()) })
+	return out
+}
+
+// Invalid returns the keys whose stored circuit does not validate, with
+// why.
+func (w *Watcher) Invalid() map[string]string {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	out := make(map[string]string, len(w.bad))
+	for k, v := range w.bad {
+		out[k] = v
+	}
+	return out
+}
+
+// Run watches the bucket until ctx ends, then returns nil. A lost watch
+// is started again after a second.
+func (w *Watcher) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		err := w.watch(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		w.logger.Warn("circuits: the watch of the circuits stopped; starting it again in a second", "bucket", w.store.Bucket(), "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return nil
+}
+
+func (w *Watcher) watch(ctx context.Context) error {
+	kw, err := w.store.Watch(ctx, w.pattern)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = kw.Stop() }()
+	if err := kvwatch.Initial(ctx, w.store.JetStream(), w.store.KV(), w.pattern, kw, w.apply); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	w.once.Do(func() { close(w.ready) })
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-kw.Updates():
+			if !ok {
+				return errors.New("the watch ended")
+			}
+			if e != nil {
+				w.apply(e)
+			}
+		}
+	}
+}
+
+func (w *Watcher) apply(e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		if f, err := ParseFunction(e.Key()); err == nil {
+			w.mu.Lock()
+			delete(w.states, f)
+			delete(w.bad, e.Key())
+			w.mu.Unlock()
+			if w.changed != nil {
+				w.changed(New(f), e.Revision())
+			}
+		}
+		return
+	}
+	st, err := w.store.Decode(e.Key(), e.Value())
+	if err != nil {
+		w.mu.Lock()
+		seen := w.bad[e.Key()] == err.Error()
+		w.bad[e.Key()] = err.Error()
+		if f, ferr := ParseFunction(e.Key()); ferr == nil {
+			delete(w.states, f)
+		}
+		w.mu.Unlock()
+		if !seen {
+			w.logger.Warn("circuits: a stored circuit does not validate; its function is treated as closed until it is rewritten",
+				"bucket", w.store.Bucket(), "key", e.Key(), "revision", e.Revision(), "err", err)
+		}
+		return
+	}
+	w.mu.Lock()
+	w.states[st.Function] = st
+	delete(w.bad, e.Key())
+	w.mu.Unlock()
+	if w.changed != nil {
+		w.changed(st, e.Revision())
+	}
+}

@@ -1,0 +1,231 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
+	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/processor"
+)
+
+var errSMTP = errors.New("smtp 451: mail service unavailable")
+
+// quick is a circuit that opens after 3 failures in a row and closes
+// after one successful probe, 10 s after it opened.
+var quick = circuit.Policy{ConsecutiveFailures: 3, CoolDown: 10 * time.Second, Successes: 1}
+
+func openCircuit(t *testing.T, e *env, fnName string) circuit.State {
+	t.Helper()
+	st, err := circuit.OpenStore(t.Context(), e.js)
+	require.NoError(t, err)
+	s, _, err := st.Get(t.Context(), circuit.Function{Context: ctxName, Processor: "Mailer", Name: fnName})
+	require.NoError(t, err)
+	return s
+}
+
+// Given a function whose dependency is down, when its circuit opens after
+// 3 failures, then it is not called for the next events: each gets its
+// record at once, an ordinary ExecutionFailed with errorCode CircuitOpen,
+// the last real failure's message and fingerprint and the function's
+// retry spec; its sibling gets every event, and every message is acked.
+func TestCircuitOpenRecordsWithoutCalling(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor(processor.WithImmediateRetry(processor.Retry{}))
+	send, audit := newCounter(), newCounter()
+	send.failWith(failure.Recoverable(errSMTP))
+	spec := aggregate.RetrySpec{MaxRetries: 7, MinBackoff: 30, ExecutionTimeout: 60}
+	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.WithCircuit(quick), processor.WithRetrySpec(spec)))
+	require.NoError(t, p.Register(fn("Mailer", "audit"), audit.handle))
+	run(t, p)
+	var ids []string
+	for i := range 10 {
+		st := e.emit(order("o-"+itoa(uint64(i))), 1, ev("order_placed", struct{}{}))
+		ids = append(ids, st.Events[0].ID)
+		if i == 2 { // the third failure opens the circuit; wait for it, so the count below is exact
+			require.Eventually(t, func() bool { return send.total.Load() == 3 && e.settled("Mailer") }, waitFor, tick)
+		}
+	}
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	assert.Equal(t, int64(3), send.total.Load(), "called until the circuit opened, then not")
+	assert.Equal(t, int64(10), audit.total.Load(), "the sibling gets every event")
+	m := p.FunctionMetrics("Mailer", "send")
+	assert.Equal(t, uint64(7), m.Refused.Load())
+	assert.Equal(t, 10, e.recordCount())
+	real := e.record(ids[2], info("Mailer", "send"))
+	for _, id := range ids[3:] {
+		r := e.record(id, info("Mailer", "send"))
+		assert.Equal(t, aggregate.StatusFailed, r.Status)
+		assert.Equal(t, circuit.ErrorCode, r.Error.ErrorCode, "errorCode CircuitOpen")
+		assert.Equal(t, errSMTP.Error(), r.Error.ErrorMsg, "the last real failure's message")
+		assert.Equal(t, real.Error.Fingerprint, r.Error.Fingerprint, "and its fingerprint")
+		assert.Equal(t, aggregate.Recoverable, r.Recoverable, "and its classification")
+		assert.Equal(t, spec, r.RetrySpec, "the function's retry spec")
+		assert.Equal(t, int32(0), r.RetryState.Retries)
+	}
+	assert.Equal(t, "Unclassified", real.Error.ErrorCode, "the real failures keep their code")
+	st, ok := p.Circuit("Mailer", "send")
+	require.True(t, ok)
+	assert.Equal(t, circuit.Open, st.Phase)
+	assert.Equal(t, openCircuit(t, e, "send").Phase, circuit.Open, "the circuit is open in the bucket")
+	a, ok := p.Circuit("Mailer", "audit")
+	require.True(t, ok)
+	assert.Equal(t, circuit.Closed, a.Phase, "a circuit per function")
+}
+
+// A failure that opens the circuit, and an immediate retry that wakes to
+// an open circuit, are recorded at once: no call is made while it is open.
+func TestCircuitEndsImmediateRetries(t *testing.T) {
+	e := newEnv(t)
+	gate := newGate()
+	p := e.processor(processor.WithSleeper(gate.Sleep))
+	send := newCounter()
+	send.failWith(failure.Recoverable(errSMTP))
+	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.WithCircuit(circuit.Policy{ConsecutiveFailures: 2, CoolDown: time.Minute})))
+	run(t, p)
+	a := e.emit(order("a"), 1, ev("order_placed", struct{}{}))
+	require.Eventually(t, func() bool { return gate.waiting.Load() == 1 }, waitFor, tick, "a waits for its first retry")
+	b := e.emit(order("b"), 1, ev("order_placed", struct{}{}))
+	require.Eventually(t, func() bool { return e.record(b.Events[0].ID, info("Mailer", "send")).Status == aggregate.StatusFailed }, waitFor, tick,
+		"the second failure opened the circuit: recorded without a retry")
+	assert.Equal(t, int64(2), send.total.Load())
+	close(gate.open)
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	assert.Equal(t, int64(2), send.total.Load(), "a's retry woke to an open circuit: no call")
+	r := e.record(a.Events[0].ID, info("Mailer", "send"))
+	assert.Equal(t, circuit.ErrorCode, r.Error.ErrorCode)
+	assert.Equal(t, uint64(1), p.FunctionMetrics("Mailer", "send").Refused.Load())
+}
+
+// Given an open circuit, when its cool-down passes, then the next event is
+// the probe; its success closes the circuit (one success) and the events
+// after it are called again. A replay while open is refused as well: its
+// record gets errorCode CircuitOpen and no call is made.
+func TestCircuitProbeClosesAndReplaysGoThroughIt(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor(processor.WithImmediateRetry(processor.Retry{}))
+	send := newCounter()
+	send.failWith(failure.Recoverable(errSMTP))
+	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.WithCircuit(quick)))
+	run(t, p)
+	var first string
+	for i := range 3 {
+		st := e.emit(order("o-"+itoa(uint64(i))), 1, ev("order_placed", struct{}{}))
+		if i == 0 {
+			first = aggregate.RecordID(st.Events[0].ID, info("Mailer", "send"))
+		}
+	}
+	require.Eventually(t, func() bool { return e.settled("Mailer") && e.recordCount() == 3 }, waitFor, tick)
+	st, _ := p.Circuit("Mailer", "send")
+	require.Equal(t, circuit.Open, st.Phase)
+
+	// A replay while open: refused, recorded, no call.
+	attempt := e.prepare(first, false)
+	require.Eventually(t, func() bool {
+		s, _, err := e.svc.Get(context.Background(), first)
+		return err == nil && s.Status == aggregate.StatusFailed && s.RetryState.Retries == attempt
+	}, waitFor, tick, "the replay is applied as failed")
+	s, _, err := e.svc.Get(context.Background(), first)
+	require.NoError(t, err)
+	assert.Equal(t, circuit.ErrorCode, s.Error.ErrorCode, "the replay was refused by the circuit")
+	assert.Equal(t, int64(3), send.total.Load(), "no call")
+
+	// The cool-down passes and the dependency is back: the next event probes.
+	send.succeed()
+	e.clock.Set(time.UnixMilli(t0).Add(10 * time.Second))
+	next := e.emit(order("o-3"), 1, ev("order_placed", struct{}{}))
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	assert.Equal(t, 1, send.count(next.Events[0].ID), "the probe")
+	assert.Equal(t, uint64(1), p.FunctionMetrics("Mailer", "send").Probes.Load())
+	st, _ = p.Circuit("Mailer", "send")
+	assert.Equal(t, circuit.Closed, st.Phase, "one success closes it")
+	assert.NotZero(t, st.Incident.To, "the incident ended")
+	after := e.emit(order("o-4"), 1, ev("order_placed", struct{}{}))
+	require.Eventually(t, func() bool { return send.count(after.Events[0].ID) == 1 }, waitFor, tick, "called again")
+	assert.Equal(t, 3, e.recordCount(), "no record for the probe and after")
+}
+
+// For an Ordered function the hold contract applies to a refused call as
+// to any failure: the refused event's record is the head of its
+// aggregate's hold, and the aggregate's later events are held.
+func TestCircuitOpenHoldsOrderedFunctions(t *testing.T) {
+	s := newSeen()
+	s.failOn("o-1", 1, 1)
+	e := newEnv(t)
+	p := e.processor()
+	require.NoError(t, p.Register(fn("Projector", "onStep"), s.handle, processor.Ordered(),
+		processor.WithCircuit(circuit.Policy{ConsecutiveFailures: 1, CoolDown: time.Hour})))
+	run(t, p)
+	hs, err := processor.OpenHolds(t.Context(), e.js, 1)
+	require.NoError(t, err)
+	e.emit(order("o-1"), 1, ev("step", struct{}{}))
+	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+	v1 := e.emit(order("o-2"), 1, ev("step", struct{}{}))
+	v2 := e.emit(order("o-2"), 2, ev("step", struct{}{}))
+	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+	assert.Empty(t, s.versions("o-2"), "the circuit is open: not called")
+	head := e.record(v1.Events[0].ID, projector)
+	assert.Equal(t, circuit.ErrorCode, head.Error.ErrorCode)
+	assert.Equal(t, aggregate.State{}, e.record(v2.Events[0].ID, projector), "a held event has no record")
+	h, err := hs.Get(t.Context(), holdKey("o-2"))
+	require.NoError(t, err)
+	assert.Equal(t, aggregate.RecordID(v1.Events[0].ID, projector), h.Head.Record)
+	require.Len(t, h.Held, 1)
+	assert.Equal(t, uint64(2), h.Held[0].Version)
+}
+
+// Failures the function's rules call UNRECOVERABLE never open its
+// circuit: they are about the event.
+func TestCircuitIgnoresUnrecoverableFailures(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor(processor.WithImmediateRetry(processor.Retry{}))
+	send := newCounter()
+	errBad := errors.New("invalid address")
+	send.failWith(errBad)
+	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.WithCircuit(quick), processor.UnrecoverableOn(failure.Is(errBad))))
+	run(t, p)
+	for i := range 6 {
+		e.emit(order("o-"+itoa(uint64(i))), 1, ev("order_placed", struct{}{}))
+	}
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	assert.Equal(t, int64(6), send.total.Load(), "called for every event")
+	st, _ := p.Circuit("Mailer", "send")
+	assert.Equal(t, circuit.Closed, st.Phase)
+}
+
+func TestWithCircuitRefusesAnInvalidPolicy(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	err := p.Register(fn("Mailer", "send"), newCounter().handle, processor.WithCircuit(circuit.Policy{FailureRatio: 2}))
+	require.ErrorIs(t, err, processor.ErrInvalidFunction)
+	assert.Contains(t, err.Error(), "failureRatio must be above 0 and at most 1, got 2")
+	_, err = processor.New(e.js, e.store, ctxName, processor.WithCircuitPolicy(circuit.Policy{Window: time.Millisecond}))
+	require.ErrorIs(t, err, processor.ErrInvalidOption)
+}
+
+// A processor that cannot open the circuits bucket (here: another stream
+// holds its subjects) runs all the same, each circuit on this instance.
+func TestCircuitsWithoutTheirBucket(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "squatter", Subjects: []string{"$KV." + circuit.DefaultBucket + ".>"}})
+	require.NoError(t, err)
+	p := e.processor(processor.WithImmediateRetry(processor.Retry{}))
+	send := newCounter()
+	send.failWith(failure.Recoverable(errSMTP))
+	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.WithCircuit(quick)))
+	run(t, p)
+	for i := range 5 {
+		e.emit(order("o-"+itoa(uint64(i))), 1, ev("order_placed", struct{}{}))
+	}
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	assert.Equal(t, int64(3), send.total.Load(), "the circuit opened on this instance")
+	st, _ := p.Circuit("Mailer", "send")
+	assert.Equal(t, circuit.Open, st.Phase)
+}

@@ -1,0 +1,360 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
+	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/scheduler"
+)
+
+const waitFor, poll = 30 * time.Second, 5 * time.Millisecond
+
+var fnCircuit = circuit.Of(fn)
+
+// drainEnv is a control plane with circuits and drains, and a replayer
+// that plays the processor: it answers every prepared record of fn,
+// succeeding while healthy says so.
+type drainEnv struct {
+	*env
+	circuits *circuit.Store
+	watcher  *circuit.Watcher
+	drains   *scheduler.Drains
+	ticks    chan time.Time // drain ticks
+	passes   chan time.Time // pass ticks
+	healthy  atomic.Bool
+	paused   atomic.Bool // no replay while set
+	replays  atomic.Int64
+}
+
+func newDrainEnv(t *testing.T) *drainEnv {
+	t.Helper()
+	js := natstest.New(t).JetStream()
+	e := &drainEnv{env: newEnv(t, js, 1, 10*time.Second), ticks: make(chan time.Time), passes: make(chan time.Time)}
+	var err error
+	e.circuits, err = circuit.OpenStore(t.Context(), js, circuit.WithClock(e.clock))
+	require.NoError(t, err)
+	e.watcher = e.circuits.Watcher("", quietLog(), nil)
+	run(t, e.watcher)
+	<-e.watcher.Ready()
+	e.drains, err = scheduler.OpenDrains(t.Context(), js, "", 1)
+	require.NoError(t, err)
+	e.healthy.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { e.replay(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return e
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func (e *drainEnv) start(t *testing.T, policy scheduler.DrainPolicy) (*scheduler.Scheduler, func()) {
+	t.Helper()
+	s := e.scheduler(t, e.svc, scheduler.WithTicks(e.passes), scheduler.WithLogger(quietLog()),
+		scheduler.WithDrains(scheduler.DrainConfig{Circuits: e.watcher, Store: e.circuits, Records: e.index, Progress: e.drains,
+			Policy: policy, Ticks: e.ticks, CircuitPolicy: circuit.Policy{CoolDown: 10 * time.Second}}))
+	stop := run(t, s)
+	require.Eventually(t, func() bool { return s.Stats().Active }, waitFor, poll, "the scheduler holds its lease")
+	return s, stop
+}
+
+// replay applies the outcome of every prepared record of fn, as a replay
+// consumer would.
+func (e *drainEnv) replay(ctx context.Context) {
+	for ctx.Err() == nil {
+		if e.paused.Load() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(2 * time.Millisecond):
+			}
+			continue
+		}
+		page, err := e.index.List(projection.Query{Filter: projection.Filter{Status: aggregate.StatusPrepared}, Limit: projection.MaxLimit})
+		if err == nil {
+			for _, it := range page.Items {
+				var c aggregate.Command = aggregate.ApplyExecutionSuccess{ExecuteAt: e.clock.Now().UnixMilli(), Attempt: it.Retries}
+				if !e.healthy.Load() {
+					c = aggregate.ApplyExecutionFailed{ExecuteAt: e.clock.Now().UnixMilli(), Attempt: it.Retries, Recoverable: aggregate.Recoverable,
+						Error: aggregate.ErrorDetails{ErrorCode: "Unavailable", ErrorMsg: "still down"}}
+				}
+				if _, err := e.svc.Execute(ctx, it.ID, c, aggregate.Meta{Actor: "replayer"}); err == nil {
+					e.replays.Add(1)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// records creates n records of fn failed at the clock's time with code,
+// not due for an hour, and waits until the index has them.
+func (e *drainEnv) records(t *testing.T, from, n int, code string) []string {
+	t.Helper()
+	var ids []string
+	versions := map[string]uint64{}
+	for i := from; i < from+n; i++ {
+		evt := fmt.Sprintf("evt-%05d", i)
+		id := aggregate.RecordID(evt, fn)
+		r, err := e.svc.Execute(t.Context(), id, aggregate.CreateExecutionFailed{
+			EventID:     aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt}, Version: 1},
+			Function:    fn,
+			Error:       aggregate.ErrorDetails{ErrorCode: code, ErrorMsg: "smtp 451"},
+			ExecuteAt:   e.clock.Now().UnixMilli(),
+			RetrySpec:   &aggregate.RetrySpec{MaxRetries: 10, MinBackoff: 3600, ExecutionTimeout: 60},
+			Recoverable: aggregate.Recoverable,
+		}, aggregate.Meta{Actor: "test"})
+		require.NoError(t, err)
+		ids = append(ids, id)
+		versions[id] = r.Version
+	}
+	e.indexed(t, versions)
+	return ids
+}
+
+func (e *drainEnv) setCircuit(t *testing.T, change func(circuit.State) (circuit.State, bool)) circuit.State {
+	t.Helper()
+	st, rev, _, err := e.circuits.Update(t.Context(), fnCircuit, change)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		for _, c := range e.watcher.List() {
+			if c.Function == fnCircuit && c.UpdatedAt == st.UpdatedAt && c.Phase == st.Phase {
+				return true
+			}
+		}
+		return false
+	}, waitFor, poll, "the watcher has revision %d", rev)
+	return st
+}
+
+func (e *drainEnv) tick(t *testing.T) {
+	t.Helper()
+	select {
+	case e.ticks <- e.clock.Now():
+	case <-time.After(waitFor):
+		t.Fatal("the drain loop does not take ticks")
+	}
+}
+
+func (e *drainEnv) drain(t *testing.T) scheduler.Drain {
+	t.Helper()
+	d, ok, err := e.drains.Get(t.Context(), fnCircuit)
+	require.NoError(t, err)
+	require.True(t, ok, "a drain is stored")
+	return d
+}
+
+// tickUntil ticks the drains, 10 ms apart on the clock, until cond holds.
+func (e *drainEnv) tickUntil(t *testing.T, what string, cond func(scheduler.Drain) bool) scheduler.Drain {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for time.Now().Before(deadline) {
+		e.clock.Set(e.clock.Now().Add(10 * time.Millisecond))
+		e.tick(t)
+		if d, ok, err := e.drains.Get(t.Context(), fnCircuit); err == nil && ok && cond(d) {
+			return d
+		}
+		time.Sleep(poll) // let the replayer and the index move between ticks
+	}
+	t.Fatalf("%s: not within %s; drain %+v", what, waitFor, e.drain(t))
+	return scheduler.Drain{}
+}
+
+func (e *drainEnv) status(t *testing.T, id string) aggregate.State {
+	t.Helper()
+	s, _, err := e.svc.Get(t.Context(), id)
+	require.NoError(t, err)
+	return s
+}
+
+var opened = circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Instance: "i1",
+	Last: circuit.Failure{Code: "Unavailable", Message: "smtp 451"}}
+
+// Given records of an outage (CircuitOpen ones and real failures within
+// it) and others from before it, when the circuit is open the passes leave
+// them alone and the drain waits; after the cool-down, with no live call,
+// the drain prepares the oldest record as the probe; when the circuit
+// closes it prepares a canary, then steps that double (1, 2, 4, ...), each
+// once the last has succeeded, until the incident's records are drained,
+// each prepared once; the record from before the incident waits out its
+// backoff.
+func TestDrainAfterTheCircuitCloses(t *testing.T) {
+	e := newDrainEnv(t)
+	before := e.records(t, 0, 1, "Unavailable")
+	e.clock.Set(t0.Add(time.Minute))
+	realIDs := e.records(t, 100, 3, "Unavailable")
+	trip := opened
+	trip.FirstFailureAt = e.clock.Now().UnixMilli()
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.Tripped(e.clock.Now(), resolved(t, circuit.Policy{CoolDown: 10 * time.Second}), trip)
+	})
+	e.clock.Set(t0.Add(time.Minute + 5*time.Second))
+	refused := e.records(t, 200, 25, circuit.ErrorCode)
+	s, _ := e.start(t, scheduler.DrainPolicy{Rate: 1000})
+
+	d := e.tickUntil(t, "the drain waits", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainWaiting })
+	assert.Equal(t, t0.Add(time.Minute).UnixMilli(), d.From)
+	// Every record is due; the pass leaves fn's alone while the circuit is open.
+	e.clock.Set(t0.Add(3 * time.Hour))
+	e.passes <- e.clock.Now()
+	require.Eventually(t, func() bool { return s.Stats().Passes >= 1 }, waitFor, poll)
+	assert.Zero(t, s.Stats().Prepared, "nothing prepared while the circuit is open")
+	assert.Equal(t, 29, s.Stats().Held)
+
+	// Long past the cool-down, no live call came: the drain probes.
+	d = e.tickUntil(t, "a probe", func(d scheduler.Drain) bool { return d.Probes == 1 })
+	require.NotNil(t, d.Probe)
+	assert.Equal(t, before[0], d.Probe.ID, "the oldest record is the probe")
+	require.Eventually(t, func() bool { return e.status(t, before[0]).Status == aggregate.StatusSucceeded }, waitFor, poll)
+
+	// The probes closed it (here: an operator).
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "smtp is back")
+	})
+	d = e.tickUntil(t, "the canary", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainCanary && len(d.Batch) == 1 })
+	assert.Contains(t, realIDs, d.Batch[0].ID, "oldest first: the real failures of the incident")
+	var sizes []int
+	for d.Phase != scheduler.DrainDone {
+		d = e.tickUntil(t, "a step", func(n scheduler.Drain) bool {
+			return n.Phase == scheduler.DrainDone || (len(n.Batch) > 0 && n.BatchAt != d.BatchAt)
+		})
+		if d.Phase != scheduler.DrainDone {
+			sizes = append(sizes, len(d.Batch))
+		}
+	}
+	assert.Equal(t, []int{2, 4, 8, 13}, sizes, "steps double while they succeed, the last takes the rest")
+	assert.Equal(t, 28, d.Released)
+	assert.Equal(t, 28, d.Succeeded)
+	for _, id := range append(realIDs, refused...) {
+		assert.Equal(t, aggregate.StatusSucceeded, e.status(t, id).Status, id)
+		assert.Len(t, e.prepares(t, id), 1, "%s is prepared once", id)
+	}
+	assert.Equal(t, uint64(1), s.Stats().Drains.Started)
+	assert.Equal(t, uint64(1), s.Stats().Drains.Done)
+}
+
+// A step below the threshold halves the next step and the rate; a canary
+// below it opens the circuit again and the drain waits for it to close.
+func TestDrainHalvesThenReopens(t *testing.T) {
+	e := newDrainEnv(t)
+	e.records(t, 0, 40, circuit.ErrorCode)
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+	})
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+	})
+	e.start(t, scheduler.DrainPolicy{Rate: 1000})
+	d := e.tickUntil(t, "a step of 2 judged", func(d scheduler.Drain) bool { return d.Steps == 2 })
+	assert.Equal(t, 3, d.Released, "the canary and a step of 2 succeeded")
+	assert.Equal(t, 4, d.Size)
+	// The dependency fails again, but not enough to open the circuit.
+	e.healthy.Store(false)
+	d = e.tickUntil(t, "halved", func(d scheduler.Drain) bool { return d.Steps == 3 })
+	assert.Equal(t, 2, d.Size, "halved")
+	assert.Equal(t, 500.0, d.Rate, "and the rate")
+	d = e.tickUntil(t, "halved to the canary", func(d scheduler.Drain) bool { return d.Steps == 4 })
+	assert.Equal(t, 1, d.Size)
+	assert.Equal(t, 250.0, d.Rate)
+	d = e.tickUntil(t, "re-opened", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainWaiting })
+	st, _, err := e.circuits.Get(t.Context(), fnCircuit)
+	require.NoError(t, err)
+	assert.Equal(t, circuit.Open, st.Phase, "the failed canary opened the circuit again")
+	tr, _ := st.LastTransition()
+	assert.Equal(t, circuit.CauseDrain, tr.Cause)
+	assert.Contains(t, d.Note, "succeeded for 0 of 1 records (0%), below 90%; the circuit is opened again")
+}
+
+// A drain prepares no faster than its rate: a step of n waits n/rate
+// after the one before it was prepared.
+func TestDrainKeepsToItsRate(t *testing.T) {
+	e := newDrainEnv(t)
+	e.records(t, 0, 10, circuit.ErrorCode)
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+	})
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+	})
+	e.start(t, scheduler.DrainPolicy{Rate: 2})
+	d := e.tickUntil(t, "the canary judged", func(d scheduler.Drain) bool { return d.Steps == 1 })
+	assert.Equal(t, 2, d.Size, "the next step: 2, a second's worth at 2/s")
+	for range 20 {
+		e.tick(t)
+	}
+	assert.Empty(t, e.drain(t).Batch, "the canary was prepared at the clock's time; half a second must pass")
+	e.clock.Set(e.clock.Now().Add(500 * time.Millisecond))
+	e.tickUntil(t, "the next step", func(d scheduler.Drain) bool { return len(d.Batch) == 2 })
+}
+
+// The progress is in the bucket: a scheduler that takes over continues
+// the drain where the last one stopped, and prepares nothing twice.
+func TestDrainSurvivesARestart(t *testing.T) {
+	e := newDrainEnv(t)
+	ids := e.records(t, 0, 12, circuit.ErrorCode)
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+	})
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+	})
+	_, stop := e.start(t, scheduler.DrainPolicy{Rate: 1000})
+	d := e.tickUntil(t, "the canary judged", func(d scheduler.Drain) bool { return d.Steps == 1 })
+	e.paused.Store(true) // hold the replays: the next step stays under way
+	d = e.tickUntil(t, "a step of 2 under way", func(d scheduler.Drain) bool { return len(d.Batch) == 2 })
+	started := d.StartedAt
+	stop()
+	e.paused.Store(false)
+	e.start(t, scheduler.DrainPolicy{Rate: 1000})
+	d = e.tickUntil(t, "done", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainDone })
+	assert.Equal(t, started, d.StartedAt, "the same drain")
+	assert.Equal(t, 12, d.Released)
+	for _, id := range ids {
+		assert.Len(t, e.prepares(t, id), 1, "%s is prepared once", id)
+	}
+}
+
+func TestDrainOptionsAreChecked(t *testing.T) {
+	for _, c := range []struct {
+		cfg  scheduler.DrainConfig
+		want string
+	}{
+		{scheduler.DrainConfig{}, "drains need the circuits"},
+		{scheduler.DrainConfig{Circuits: &circuit.Watcher{}, Records: &projection.Index{}, Progress: &scheduler.Drains{}, Policy: scheduler.DrainPolicy{Threshold: 2}}, "drain threshold must be a fraction above 0 and at most 1, got 2"},
+		{scheduler.DrainConfig{Circuits: &circuit.Watcher{}, Records: &projection.Index{}, Progress: &scheduler.Drains{}, Policy: scheduler.DrainPolicy{Rate: 0.5}}, "drain rate must be from 1 to 100000 records/s, got 0.5"},
+		{scheduler.DrainConfig{Circuits: &circuit.Watcher{}, Records: &projection.Index{}, Progress: &scheduler.Drains{}, Policy: scheduler.DrainPolicy{Canary: 501}}, "drain canary must be between 1 and 500 records, got 501"},
+	} {
+		_, err := scheduler.New(nil, nil, mustLeases(t), scheduler.WithDrains(c.cfg))
+		require.ErrorIs(t, err, scheduler.ErrInvalidOption)
+		assert.Contains(t, err.Error(), c.want)
+	}
+}
+
+func mustLeases(t *testing.T) *scheduler.Leases {
+	t.Helper()
+	l, err := scheduler.OpenLeases(t.Context(), natstest.New(t).JetStream())
+	require.NoError(t, err)
+	return l
+}
+
+func resolved(t *testing.T, p circuit.Policy) circuit.Policy {
+	t.Helper()
+	p, err := p.Resolve()
+	require.NoError(t, err)
+	return p
+}

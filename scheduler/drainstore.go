@@ -1,0 +1,244 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/circuit"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/kvstore"
+)
+
+// DefaultDrainBucket is the KV bucket of the recovery drains' progress,
+// one key per function (circuit.Function.String).
+const DefaultDrainBucket = "amends_drains"
+
+// Bounds of a stored drain, checked by DecodeDrain.
+const (
+	maxDrainValue = 256 << 10
+	maxNoteBytes  = 4096
+	// MaxDrainRate bounds a drain's rate, records per second.
+	MaxDrainRate = 100000
+	drainSkew    = 5 * time.Minute
+)
+
+// ErrInvalidDrain reports a stored drain that does not validate; the
+// message names the field.
+var ErrInvalidDrain = errors.New("scheduler: invalid stored drain")
+
+// Drains keeps the progress of the recovery drains in a KV bucket through
+// the engine's typed KV layer (internal/kvstore: every read validated by
+// DecodeDrain, an invalid entry quarantined), so that it survives a
+// restart of the scheduler, or another instance taking its lease over.
+// Safe for concurrent use.
+type Drains struct {
+	store *kvstore.Store[Drain]
+	now   func() time.Time
+}
+
+// DrainsOption configures OpenDrains.
+type DrainsOption func(*drainsOptions)
+
+type drainsOptions struct{ kv []kvstore.Option }
+
+// WithDrainsQuarantine records the stored drains that do not validate in
+// r, the process's quarantine (default: a quarantine on js).
+func WithDrainsQuarantine(r kvstore.Recorder) DrainsOption {
+	return func(o *drainsOptions) { o.kv = append(o.kv, kvstore.WithRecorder(r)) }
+}
+
+func drainSpec(bucket string, replicas int) kvstore.Spec {
+	return kvstore.Spec{Config: jetstream.KeyValueConfig{Bucket: bucket, Description: "amends: progress of the recovery drains after an outage", History: 5,
+		Replicas: replicas, MaxValueSize: maxDrainValue}, MaxValue: maxDrainValue}
+}
+
+var drainCodec = kvstore.Codec[Drain]{Decode: func(e kvstore.Entry) (Drain, error) { return DecodeDrain(e.Key, e.Value, e.Now) }}
+
+// OpenDrains returns the drains bucket (DefaultDrainBucket if bucket is
+// ""), creating it with replicas (1 if 0) if it does not exist.
+func OpenDrains(ctx context.Context, js jetstream.JetStream, bucket string, replicas int, opts ...DrainsOption) (*Drains, error) {
+	if bucket == "" {
+		bucket = DefaultDrainBucket
+	}
+	if replicas == 0 {
+		replicas = 1
+	}
+	if replicas < 1 || replicas > 5 {
+		return nil, fmt.Errorf("drain bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
+	}
+	var o drainsOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	b, err := kvstore.Open(ctx, js, drainSpec(bucket, replicas), o.kv...)
+	if err != nil {
+		return nil, fmt.Errorf("drain bucket: %w", err)
+	}
+	return &Drains{store: kvstore.For(b, drainCodec), now: time.Now}, nil
+}
+
+// Get returns f's drain; ok is false if f never had one. A stored drain
+// that does not validate is an error matching ErrInvalidDrain (and
+// kvstore's ErrInvalid); it is quarantined.
+func (d *Drains) Get(ctx context.Context, f circuit.Function) (dr Drain, ok bool, err error) {
+	dr, rev, err := d.store.Get(ctx, f.String())
+	switch {
+	case errors.Is(err, kvstore.ErrNotFound):
+		return Drain{}, false, nil
+	case errors.Is(err, kvstore.ErrInvalid):
+		return Drain{}, false, fmt.Errorf("drain of %s at revision %d: %w: %w", f, rev, err, ErrInvalidDrain)
+	case err != nil:
+		return Drain{}, false, fmt.Errorf("read the drain of %s: %w", f, err)
+	}
+	return dr, true, nil
+}
+
+// List returns every stored drain that validates, by function, and the
+// errors of those that do not.
+func (d *Drains) List(ctx context.Context) ([]Drain, []error, error) {
+	var out []Drain
+	var bad []error
+	err := d.store.Scan(ctx, ">", func(key string, dr Drain, _ uint64, err error) {
+		if err != nil {
+			bad = append(bad, fmt.Errorf("drain %s: %w: %w", kvstore.QuoteKey(key), err, ErrInvalidDrain))
+			return
+		}
+		out = append(out, dr)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the drains: %w", err)
+	}
+	slices.SortFunc(out, func(a, b Drain) int { return strings.Compare(a.Function.String(), b.Function.String()) })
+	return out, bad, nil
+}
+
+// put stores dr; only the lease holder writes drains.
+func (d *Drains) put(ctx context.Context, dr Drain) error {
+	if err := dr.check(d.now()); err != nil {
+		return fmt.Errorf("the drain of %s would not validate: %w", dr.Function, err)
+	}
+	_, err := d.store.Put(ctx, dr.Function.String(), dr)
+	return err
+}
+
+var drainPhases = []string{DrainWaiting, DrainCanary, DrainSteps, DrainDone}
+
+// DecodeDrain reads the drain stored under key, validating every field at
+// now: the key is its function (CONTEXT.PROCESSOR.NAME); the phase is one
+// of the drain phases; the window ends after it begins; the step size is
+// from 1 to MaxReleaseBatch and the rate above 0 and at most MaxDrainRate
+// while it drains; the batch, only while it drains, holds at most
+// MaxReleaseBatch records, each a record id with an attempt from 1, as
+// does the probe; counts are not negative and succeeded plus failed is at
+// most released; times are not ahead of now by more than a few minutes;
+// the note is short UTF-8 text. The error matches ErrInvalidDrain and
+// names the field. A drain that does not decode is started again from the
+// circuit's incident, never acted on as stored.
+func DecodeDrain(key string, value []byte, now time.Time) (Drain, error) {
+	if len(value) > maxDrainValue {
+		return Drain{}, badDrain("", "the value is %d bytes, over the limit of %d", len(value), maxDrainValue)
+	}
+	f, err := circuit.ParseFunction(key)
+	if err != nil {
+		return Drain{}, badDrain("key", "%v", err)
+	}
+	var dr Drain
+	if err := json.Unmarshal(value, &dr); err != nil {
+		return Drain{}, badDrain("", "not a drain in JSON: %v", err)
+	}
+	if dr.Function != f {
+		return Drain{}, badDrain("function", "%s is not the key's function %s", dr.Function, f)
+	}
+	if err := dr.check(now); err != nil {
+		return Drain{}, err
+	}
+	return dr, nil
+}
+
+func (dr *Drain) check(now time.Time) error {
+	latest := now.Add(drainSkew).UnixMilli()
+	if !slices.Contains(drainPhases, dr.Phase) {
+		return badDrain("phase", "must be one of %v, got %.40q", drainPhases, dr.Phase)
+	}
+	for _, t := range []struct {
+		field string
+		v     int64
+	}{{"from", dr.From}, {"to", dr.To}, {"startedAt", dr.StartedAt}, {"batchAt", dr.BatchAt}, {"probeAt", dr.ProbeAt},
+		{"doneAt", dr.DoneAt}, {"updatedAt", dr.UpdatedAt}} {
+		if t.v < 0 || t.v > latest {
+			return badDrain(t.field, "must be an epoch-ms time from 0 to %d (now and the allowed clock skew), got %d", latest, t.v)
+		}
+	}
+	draining := dr.Phase == DrainCanary || dr.Phase == DrainSteps
+	switch {
+	case dr.To != 0 && dr.To < dr.From:
+		return badDrain("to", "%d is before the window begins at %d", dr.To, dr.From)
+	case draining && dr.To == 0:
+		return badDrain("to", "a drain under way drains a window that ended")
+	case draining && (dr.Size < 1 || dr.Size > MaxReleaseBatch):
+		return badDrain("size", "must be from 1 to %d while draining, got %d", MaxReleaseBatch, dr.Size)
+	case dr.Size < 0 || dr.Size > MaxReleaseBatch:
+		return badDrain("size", "must be from 0 to %d, got %d", MaxReleaseBatch, dr.Size)
+	case math.IsNaN(dr.Rate) || dr.Rate < 0 || dr.Rate > MaxDrainRate || (draining && dr.Rate == 0):
+		return badDrain("rate", "must be above 0 and at most %d records/s while draining, got %v", MaxDrainRate, dr.Rate)
+	case dr.Steps < 0 || dr.Steps > 1<<30:
+		return badDrain("steps", "must be from 0 to 2^30, got %d", dr.Steps)
+	case len(dr.Batch) > 0 && !draining:
+		return badDrain("batch", "a drain in phase %s has no batch under way, got %d records", dr.Phase, len(dr.Batch))
+	case len(dr.Batch) > MaxReleaseBatch:
+		return badDrain("batch", "has %d records, over the limit of %d", len(dr.Batch), MaxReleaseBatch)
+	case dr.Released < 0 || dr.Succeeded < 0 || dr.Failed < 0 || dr.Probes < 0:
+		return badDrain("released", "the counts must not be negative, got released %d, succeeded %d, failed %d, probes %d", dr.Released, dr.Succeeded, dr.Failed, dr.Probes)
+	case dr.Succeeded > dr.Released || dr.Failed > dr.Released-dr.Succeeded:
+		return badDrain("released", "succeeded %d plus failed %d is more than released %d", dr.Succeeded, dr.Failed, dr.Released)
+	}
+	for i, r := range dr.Batch {
+		if err := checkReleased("batch["+strconv.Itoa(i)+"]", r); err != nil {
+			return err
+		}
+	}
+	if dr.Probe != nil {
+		if err := checkReleased("probe", *dr.Probe); err != nil {
+			return err
+		}
+	}
+	if len(dr.Note) > maxNoteBytes || !validText(dr.Note) {
+		return badDrain("note", "must be UTF-8 text of at most %d bytes without control characters", maxNoteBytes)
+	}
+	return nil
+}
+
+func checkReleased(field string, r ReleasedRecord) error {
+	if err := eventstore.ValidateID(field+".id", r.ID); err != nil {
+		return badDrain(field+".id", "%v", err)
+	}
+	if r.Attempt < 1 {
+		return badDrain(field+".attempt", "must be at least 1, got %d", r.Attempt)
+	}
+	return nil
+}
+
+func validText(s string) bool {
+	for _, r := range s {
+		if r == 0xFFFD || (r < 0x20 && r != '\n' && r != '\t') {
+			return false
+		}
+	}
+	return true
+}
+
+func badDrain(field, format string, args ...any) error {
+	if field == "" {
+		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalidDrain)
+	}
+	return fmt.Errorf("field %s: %s: %w", field, fmt.Sprintf(format, args...), ErrInvalidDrain)
+}

@@ -1,0 +1,88 @@
+package scheduler_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/scheduler"
+)
+
+func drainJSON(t testing.TB, d scheduler.Drain) []byte {
+	t.Helper()
+	b, err := json.Marshal(d)
+	require.NoError(t, err)
+	return b
+}
+
+var goodDrain = scheduler.Drain{Function: fnCircuit, Phase: scheduler.DrainSteps, From: t0.UnixMilli(), To: t0.Add(time.Minute).UnixMilli(),
+	StartedAt: t0.Add(time.Minute).UnixMilli(), Size: 8, Rate: 200, Steps: 3, Batch: []scheduler.ReleasedRecord{{ID: "r-1", Attempt: 1}},
+	BatchAt: t0.Add(time.Minute).UnixMilli(), Released: 7, Succeeded: 7, UpdatedAt: t0.Add(time.Minute).UnixMilli()}
+
+// Every field of a stored drain is checked, and the error names it.
+func TestDecodeDrainRefusesEachBadField(t *testing.T) {
+	now := t0.Add(time.Hour)
+	got, err := scheduler.DecodeDrain(fnCircuit.String(), drainJSON(t, goodDrain), now)
+	require.NoError(t, err)
+	assert.Equal(t, goodDrain, got)
+	for _, c := range []struct {
+		field  string
+		key    string
+		change func(d *scheduler.Drain)
+	}{
+		{"key", "order.OrderProjector", func(*scheduler.Drain) {}},
+		{"function", "order.OrderProjector.other", func(*scheduler.Drain) {}},
+		{"phase", "", func(d *scheduler.Drain) { d.Phase = "draining" }},
+		{"from", "", func(d *scheduler.Drain) { d.From = -1 }},
+		{"updatedAt", "", func(d *scheduler.Drain) { d.UpdatedAt = now.Add(time.Hour).UnixMilli() }},
+		{"to", "", func(d *scheduler.Drain) { d.To = d.From - 1 }},
+		{"to", "", func(d *scheduler.Drain) { d.To = 0 }},
+		{"size", "", func(d *scheduler.Drain) { d.Size = 0 }},
+		{"size", "", func(d *scheduler.Drain) { d.Size = scheduler.MaxReleaseBatch + 1 }},
+		{"rate", "", func(d *scheduler.Drain) { d.Rate = 0 }},
+		{"rate", "", func(d *scheduler.Drain) { d.Rate = scheduler.MaxDrainRate + 1 }},
+		{"steps", "", func(d *scheduler.Drain) { d.Steps = -1 }},
+		{"batch", "", func(d *scheduler.Drain) { d.Phase = scheduler.DrainDone }},
+		{"batch[0].id", "", func(d *scheduler.Drain) { d.Batch[0].ID = "" }},
+		{"batch[0].attempt", "", func(d *scheduler.Drain) { d.Batch[0].Attempt = 0 }},
+		{"probe.attempt", "", func(d *scheduler.Drain) { d.Probe = &scheduler.ReleasedRecord{ID: "r", Attempt: -2} }},
+		{"released", "", func(d *scheduler.Drain) { d.Succeeded = 9 }},
+		{"released", "", func(d *scheduler.Drain) { d.Failed = -1 }},
+		{"note", "", func(d *scheduler.Drain) { d.Note = strings.Repeat("n", 5000) }},
+		{"note", "", func(d *scheduler.Drain) { d.Note = "a\x01b" }},
+	} {
+		t.Run(c.field, func(t *testing.T) {
+			d := goodDrain
+			d.Batch = append([]scheduler.ReleasedRecord(nil), goodDrain.Batch...)
+			c.change(&d)
+			key := c.key
+			if key == "" {
+				key = fnCircuit.String()
+			}
+			_, err := scheduler.DecodeDrain(key, drainJSON(t, d), now)
+			require.ErrorIs(t, err, scheduler.ErrInvalidDrain)
+			assert.Contains(t, err.Error(), c.field)
+		})
+	}
+	_, err = scheduler.DecodeDrain(fnCircuit.String(), []byte(`{"phase":`), now)
+	assert.ErrorIs(t, err, scheduler.ErrInvalidDrain)
+}
+
+func FuzzDecodeDrain(f *testing.F) {
+	b, _ := json.Marshal(goodDrain)
+	f.Add(fnCircuit.String(), b)
+	f.Add("a.b.c", []byte(`{"phase":"steps","rate":1e400}`))
+	f.Fuzz(func(t *testing.T, key string, value []byte) {
+		d, err := scheduler.DecodeDrain(key, value, t0.Add(time.Hour))
+		if err != nil {
+			return
+		}
+		again, err := scheduler.DecodeDrain(key, drainJSON(t, d), t0.Add(time.Hour))
+		require.NoError(t, err)
+		assert.Equal(t, d, again)
+	})
+}

@@ -1,0 +1,109 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection"
+)
+
+// A rollout prepares records in batches and judges each batch by what
+// became of its records before it prepares the next: the deploy release
+// (release.go) and the recovery drain (drain.go) are rollouts, with their
+// own choice of records, batch sizes and ways to stop. This file is the
+// machinery they share.
+
+// prepareAll sends cmd to each of items, s.opts.concurrency at once, with
+// the meta metaOf gives it (a command id that makes a resend append once),
+// and returns those it prepared with their attempt, in items' order. A
+// record that moved on (a rejection) is left out; the first other error is
+// returned with the records prepared before or beside it.
+func (s *Scheduler) prepareAll(ctx context.Context, items []projection.Item, cmd aggregate.Command, metaOf func(projection.Item) aggregate.Meta) ([]ReleasedRecord, error) {
+	out := make([]ReleasedRecord, len(items))
+	sem := make(chan struct{}, s.opts.concurrency)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for i, it := range items {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res, err := s.exec.Execute(ctx, it.ID, cmd, metaOf(it))
+			switch {
+			case err == nil:
+				out[i] = ReleasedRecord{ID: it.ID, Attempt: res.State.Attempt()}
+			case errors.As(err, new(*aggregate.Error)):
+				// the record moved on
+			default:
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	batch := out[:0]
+	for _, r := range out {
+		if r.ID != "" {
+			batch = append(batch, r)
+		}
+	}
+	return batch, first
+}
+
+// settleBatch tells what became of batch's records: pending while one of
+// them has no outcome yet, else the ids that succeeded and those that
+// failed.
+func settleBatch(records RecordLister, batch []ReleasedRecord, now time.Time) (pending bool, ok, failed []string) {
+	for _, r := range batch {
+		switch outcome(records, r, now) {
+		case outcomePending:
+			return true, nil, nil
+		case outcomeSucceeded:
+			ok = append(ok, r.ID)
+		default:
+			failed = append(failed, r.ID)
+		}
+	}
+	return false, ok, failed
+}
+
+type releaseOutcome int
+
+const (
+	outcomePending releaseOutcome = iota
+	outcomeSucceeded
+	outcomeFailed
+)
+
+// outcome tells what became of released record r: pending while the
+// index has not seen its prepare or its replay runs, succeeded, or failed
+// (failed again, timed out, moved on without succeeding, or gone).
+func outcome(records RecordLister, r ReleasedRecord, now time.Time) releaseOutcome {
+	page, err := records.List(projection.Query{Filter: projection.Filter{ID: r.ID}, Limit: 1})
+	if err != nil {
+		return outcomePending
+	}
+	if len(page.Items) == 0 {
+		return outcomeFailed
+	}
+	it := page.Items[0]
+	switch {
+	case it.Retries < r.Attempt:
+		return outcomePending // the index has not seen the prepare yet
+	case it.Status == aggregate.StatusSucceeded:
+		return outcomeSucceeded
+	case it.Retries > r.Attempt:
+		return outcomeFailed
+	case it.Status == aggregate.StatusPrepared && now.UnixMilli() <= it.TimeoutAt:
+		return outcomePending
+	}
+	return outcomeFailed
+}
