@@ -28,7 +28,7 @@ func GetView(ctx context.Context, views jetstream.KeyValue, id string) (View, er
 	if err != nil {
 		return View{}, fmt.Errorf("read the view of record %s: %w", id, err)
 	}
-	v, err := decodeView(e.Value())
+	v, err := readView(e.Value())
 	if err == nil {
 		if cerr := checkView(key, &v); cerr != nil {
 			err = errInvalidView(cerr)
