@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/projection/index"
 )
 
 // A field added to State is written by MarshalJSON and read by json/v2;
@@ -87,4 +88,39 @@ func FuzzViewOfFields(f *testing.F) {
 		var out viewFields
 		requireSameView(t, data, &out)
 	})
+}
+
+// What the watch gives the index of a view read by the fast path is what
+// the view decodeView reads holds.
+func TestRecordOfFieldsIsTheViewsRecord(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	var f viewFields
+	for i := range 500 {
+		v := randomView(r, i)
+		if i%2 == 1 {
+			v = withStack(v)
+			v.State.Error.Fingerprint, v.State.ID = randomString(r), "r"+randomString(r)
+		}
+		data, err := encodeView(&v)
+		if err != nil {
+			continue
+		}
+		require.True(t, decodeViewFields(data, &f))
+		want, err := decodeView(data)
+		require.NoError(t, err)
+		s, rec := &want.State, f.record()
+		got := index.Fields[string]{ID: string(rec.ID), EventID: string(rec.EventID), AggregateID: string(rec.AggregateID),
+			AggregateContext: string(rec.AggregateContext), AggregateType: string(rec.AggregateType), FunctionKind: string(rec.FunctionKind),
+			FunctionContext: string(rec.FunctionContext), Processor: string(rec.Processor), Function: string(rec.Function),
+			ErrorCode: string(rec.ErrorCode), ErrorMsg: string(rec.ErrorMsg), Fingerprint: string(rec.Fingerprint),
+			Status: string(rec.Status), Recoverable: string(rec.Recoverable), Version: rec.Version, ExecuteAt: rec.ExecuteAt,
+			TimeoutAt: rec.TimeoutAt, NextRetryAt: rec.NextRetryAt, Retries: rec.Retries, MaxRetries: rec.MaxRetries}
+		require.Equal(t, index.Fields[string]{ID: s.ID, EventID: s.EventID.ID, AggregateID: s.EventID.AggregateID.AggregateID,
+			AggregateContext: s.EventID.AggregateID.ContextName, AggregateType: s.EventID.AggregateID.AggregateName,
+			FunctionKind: string(s.Function.FunctionKind), FunctionContext: s.Function.ContextName, Processor: s.Function.ProcessorName,
+			Function: s.Function.Name, ErrorCode: s.Error.ErrorCode, ErrorMsg: s.Error.ErrorMsg, Fingerprint: s.Error.Fingerprint,
+			Status: string(s.Status), Recoverable: string(s.Recoverable), Version: want.Version, ExecuteAt: s.ExecuteAt,
+			TimeoutAt: s.RetryState.TimeoutAt, NextRetryAt: s.RetryState.NextRetryAt, Retries: s.RetryState.Retries,
+			MaxRetries: s.RetrySpec.MaxRetries}, got)
+	}
 }

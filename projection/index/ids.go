@@ -1,4 +1,4 @@
-package projection
+package index
 
 // Record and event ids are UUIDs in their canonical form in practice: 36
 // bytes, 48 with their allocation. The index keeps such an id as its 16
@@ -8,11 +8,11 @@ package projection
 // 16 bytes that does not start with NUL is a UUID, one that starts with NUL
 // is the rest. Every comparison the index makes is between packed ids.
 
-// hexDigits are the lowercase hex digits (ids.go, viewencode.go).
+// hexDigits are the lowercase hex digits.
 const hexDigits = "0123456789abcdef"
 
-// packID returns the form of id the index keeps.
-func packID(id string) string {
+// packID returns the form of id the index keeps, with bytes of its own.
+func packID[S text](id S) string {
 	if len(id) == 36 {
 		var b [16]byte
 		if decodeUUID(id, &b) && b[0] != 0 {
@@ -20,21 +20,9 @@ func packID(id string) string {
 		}
 	}
 	if len(id) == 16 || len(id) > 0 && id[0] == 0 {
-		return "\x00" + id
+		return "\x00" + string(id)
 	}
-	return id
-}
-
-// packIDBytes is packID for the bytes of an id: it returns a string of
-// its own.
-func packIDBytes(b []byte) string {
-	if len(b) == 36 {
-		var u [16]byte
-		if decodeUUID(b, &u) && u[0] != 0 {
-			return string(u[:])
-		}
-	}
-	return packID(string(b))
+	return string(id)
 }
 
 // decodeUUID reads a canonical lowercase UUID into b.

@@ -1,4 +1,4 @@
-package projection
+package index
 
 // interner maps the few distinct values of repeated names (contexts,
 // processors, functions, aggregate types, error codes) to small numbers, so
@@ -14,11 +14,8 @@ func newInterner() *interner {
 	return &interner{ids: map[string]uint32{"": 0}, names: []string{""}}
 }
 
-// intern returns s's id, adding s if it is new.
-func (in *interner) intern(s string) uint32 {
-	if id, ok := in.ids[s]; ok {
-		return id
-	}
+// add adds s, which is new, and returns its id.
+func (in *interner) add(s string) uint32 {
 	id := uint32(len(in.names))
 	s = string([]byte(s)) // own the bytes: s may point into a large decoded value
 	in.ids[s] = id
@@ -26,13 +23,13 @@ func (in *interner) intern(s string) uint32 {
 	return id
 }
 
-// internBytes is intern for the bytes of a name: a name already held
-// costs no allocation.
-func (in *interner) internBytes(b []byte) uint32 {
-	if id, ok := in.ids[string(b)]; ok {
+// intern returns the id of name s, adding it if it is new: a name
+// already held costs no allocation.
+func intern[S text](in *interner, s S) uint32 {
+	if id, ok := in.ids[string(s)]; ok {
 		return id
 	}
-	return in.intern(string(b))
+	return in.add(string(s))
 }
 
 // lookup returns s's id; ok is false if s was never interned, so no entry

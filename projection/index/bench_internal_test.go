@@ -1,4 +1,4 @@
-package projection
+package index
 
 // Index benchmarks. Run: go test -run '^$' -bench 'Index' -benchtime 1x ./projection/
 // (the 1 000 000-record index takes a few seconds to build, once per size).

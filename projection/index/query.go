@@ -1,4 +1,4 @@
-package projection
+package index
 
 import (
 	"slices"
@@ -104,13 +104,13 @@ func (ix *Index) List(q Query) (Page, error) {
 	t := &ix.orders[field]
 	switch {
 	case q.Sort.Desc && after != nil:
-		t.before(highest(after.key, after.tie), true, visit)
+		t.Before(highest(after.key, after.tie), true, visit)
 	case q.Sort.Desc:
-		t.eachDesc(visit)
+		t.EachDesc(visit)
 	case after != nil:
-		t.from(lowest(after.key, after.tie), visit)
+		t.From(lowest(after.key, after.tie), visit)
 	default:
-		t.each(visit)
+		t.Each(visit)
 	}
 	return page, nil
 }
@@ -146,19 +146,14 @@ func (ix *Index) Count(f Filter) (int, error) {
 	f, atNow := ix.rlockAt(f)
 	defer ix.mu.RUnlock()
 	m := ix.compile(f)
-	n := 0
-	if m.byLookup() {
-		ix.lookup(&m, func(uint32, *entry) { n++ })
+	switch p, sh := m.plan(countQuery, atNow); p {
+	case viaNothing:
+		return 0, nil
+	case viaCounts:
+		return ix.countByCounts(&m, &sh), nil
+	default:
+		n := 0
+		ix.each(&m, p, func(*entry) { n++ })
 		return n, nil
 	}
-	if n, ok := ix.countFast(&m, atNow); ok {
-		return n, nil
-	}
-	ix.slots.each(func(_ uint32, e *entry) bool {
-		if m.match(e) {
-			n++
-		}
-		return true
-	})
-	return n, nil
 }

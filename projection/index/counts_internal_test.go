@@ -1,10 +1,9 @@
-package projection
+package index
 
 import (
 	"cmp"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -73,7 +72,7 @@ func scanList(views map[string]View, q Query, now time.Time) []string {
 	in := newInterner()
 	for _, v := range views {
 		if scanMatches(q.Filter, &v.State, now) {
-			e := newEntry(&v, in)
+			e := entryOf(&v, in)
 			ks = append(ks, keyed{field.key(&e), tieOf(e.id), unpackID(e.id)})
 		}
 	}
@@ -285,101 +284,6 @@ type atomicTime struct{ t time.Time }
 
 func (a *atomicTime) get() time.Time  { return a.t }
 func (a *atomicTime) set(t time.Time) { a.t = t }
-
-// The sorted multiset keeps its values in order through inserts and
-// removes that split and empty chunks, and counts like a sorted slice.
-func TestSortedIsASortedSlice(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		var s sorted[int64]
-		var model []int64
-		for range rapid.IntRange(0, 3000).Draw(t, "ops") {
-			v := int64(rapid.IntRange(-50, 50).Draw(t, "v"))
-			if rapid.IntRange(0, 2).Draw(t, "op") == 0 {
-				i, ok := slices.BinarySearch(model, v)
-				if ok {
-					model = slices.Delete(model, i, i+1)
-				}
-				require.Equal(t, ok, s.remove(v))
-			} else {
-				i, _ := slices.BinarySearch(model, v)
-				model = slices.Insert(model, i, v)
-				s.insert(v)
-			}
-		}
-		var got []int64
-		s.from(math.MinInt64, func(v int64) bool { got = append(got, v); return true })
-		require.Equal(t, len(model), s.n)
-		if len(model) == 0 {
-			require.Empty(t, got)
-			return
-		}
-		require.Equal(t, model, got)
-		require.Equal(t, model[0], s.first())
-		require.Equal(t, model[len(model)-1], s.last())
-		for range 20 {
-			v := int64(rapid.IntRange(-52, 52).Draw(t, "q"))
-			less, _ := slices.BinarySearch(model, v)
-			require.Equal(t, less, s.less(v), "less(%d)", v)
-			var tail []int64
-			s.from(v, func(x int64) bool { tail = append(tail, x); return true })
-			require.True(t, slices.Equal(model[less:], tail), "from(%d)", v)
-			x, ok := s.atLeast(v)
-			require.Equal(t, less < len(model), ok, "atLeast(%d)", v)
-			if ok {
-				require.Equal(t, model[less], x, "atLeast(%d)", v)
-			}
-			x, ok = s.below(v)
-			require.Equal(t, less > 0, ok, "below(%d)", v)
-			if ok {
-				require.Equal(t, model[less-1], x, "below(%d)", v)
-			}
-		}
-	})
-}
-
-// With more chunks than fenFrom, the Fenwick tree counts as the chunks
-// do, through splits and chunks that empty.
-func TestSortedCountsWithManyChunks(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	var s sorted[int64]
-	var model []int64
-	check := func() {
-		require.Greater(t, len(s.chunks), fenFrom, "the Fenwick tree is in use")
-		for range 50 {
-			v := r.Int64N(4000) - 2000
-			less, _ := slices.BinarySearch(model, v)
-			require.Equal(t, less, s.less(v), "less(%d)", v)
-		}
-	}
-	for range 40_000 {
-		v := r.Int64N(4000) - 2000
-		i, _ := slices.BinarySearch(model, v)
-		model = slices.Insert(model, i, v)
-		s.insert(v)
-	}
-	check()
-	for range 25_000 {
-		v := r.Int64N(4000) - 2000
-		i, ok := slices.BinarySearch(model, v)
-		if ok {
-			model = slices.Delete(model, i, i+1)
-		}
-		require.Equal(t, ok, s.remove(v))
-	}
-	// Empty whole chunks: remove a range of values.
-	for v := int64(-500); v < 500; v++ {
-		for {
-			i, ok := slices.BinarySearch(model, v)
-			if !ok {
-				break
-			}
-			model = slices.Delete(model, i, i+1)
-			require.True(t, s.remove(v))
-		}
-	}
-	check()
-	require.Equal(t, len(model), s.n)
-}
 
 // FingerprintSummary from the counts answers as its scan does, but for
 // the names of a fingerprint met in several groups: they are one of them.

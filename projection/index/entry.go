@@ -1,7 +1,6 @@
-package projection
+package index
 
 import (
-	"slices"
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -27,9 +26,15 @@ type entry struct {
 	gen                    uint32 // the watch that delivered it last (see Index.gen)
 }
 
-// enumIndex returns v's 1-based position in values, 0 if absent.
-func enumIndex[T comparable](values []T, v T) uint8 {
-	return uint8(slices.Index(values, v) + 1)
+// enumIndex returns the 1-based position of the value named s in values,
+// 0 if absent.
+func enumIndex[T ~string, S text](values []T, s S) uint8 {
+	for i, v := range values {
+		if string(v) == string(s) {
+			return uint8(i + 1)
+		}
+	}
+	return 0
 }
 
 func enumValue[T any](values []T, i uint8) (v T) {
@@ -39,65 +44,67 @@ func enumValue[T any](values []T, i uint8) (v T) {
 	return values[i-1]
 }
 
-// newEntry compacts a view.
-func newEntry(v *View, in *interner) entry {
+// text is what a record's strings are: strings, or the bytes of a
+// decoded document.
+type text interface{ ~string | ~[]byte }
+
+// Fields is what the index reads of a record: a View's fields, as
+// strings (Batch.Put) or as the bytes a decoder read them into
+// (Batch.PutFields). The enums (FunctionKind, Status, Recoverable) are
+// their canonical names; an unknown one counts as absent.
+type Fields[S text] struct {
+	ID, EventID, AggregateID        S
+	AggregateContext, AggregateType S
+	FunctionKind                    S
+	FunctionContext, Processor      S
+	Function                        S
+	ErrorCode, ErrorMsg             S
+	Fingerprint                     S
+	Status, Recoverable             S
+	Version                         uint64
+	ExecuteAt                       int64
+	TimeoutAt, NextRetryAt          int64
+	Retries, MaxRetries             int32
+}
+
+// fieldsOf returns the fields of v, sharing its strings.
+func fieldsOf(v *View) Fields[string] {
 	s := &v.State
-	return entry{
-		id:          packID(s.ID),
-		eventID:     packID(s.EventID.ID),
-		aggregateID: s.EventID.AggregateID.AggregateID,
-		version:     v.Version,
-		executeAt:   s.ExecuteAt,
-		timeoutAt:   s.RetryState.TimeoutAt,
-		nextRetryAt: s.RetryState.NextRetryAt,
-		retries:     s.RetryState.Retries,
-		maxRetries:  s.RetrySpec.MaxRetries,
-		aggContext:  in.intern(s.EventID.AggregateID.ContextName),
-		aggType:     in.intern(s.EventID.AggregateID.AggregateName),
-		fnContext:   in.intern(s.Function.ContextName),
-		fnProcessor: in.intern(s.Function.ProcessorName),
-		fnName:      in.intern(s.Function.Name),
-		errorCode:   in.intern(s.Error.ErrorCode),
-		fingerprint: in.intern(s.Error.Fingerprint),
-		kind:        enumIndex(aggregate.FunctionKinds, s.Function.FunctionKind),
-		status:      enumIndex(aggregate.Statuses, s.Status),
-		recover:     enumIndex(aggregate.Recoverabilities, s.Recoverable),
+	return Fields[string]{
+		ID: s.ID, EventID: s.EventID.ID, AggregateID: s.EventID.AggregateID.AggregateID,
+		AggregateContext: s.EventID.AggregateID.ContextName, AggregateType: s.EventID.AggregateID.AggregateName,
+		FunctionKind: string(s.Function.FunctionKind), FunctionContext: s.Function.ContextName,
+		Processor: s.Function.ProcessorName, Function: s.Function.Name,
+		ErrorCode: s.Error.ErrorCode, ErrorMsg: s.Error.ErrorMsg, Fingerprint: s.Error.Fingerprint,
+		Status: string(s.Status), Recoverable: string(s.Recoverable),
+		Version: v.Version, ExecuteAt: s.ExecuteAt, TimeoutAt: s.RetryState.TimeoutAt, NextRetryAt: s.RetryState.NextRetryAt,
+		Retries: s.RetryState.Retries, MaxRetries: s.RetrySpec.MaxRetries,
 	}
 }
 
-// entryOf is newEntry for a view read by decodeViewFields.
-func entryOf(f *viewFields, in *interner) entry {
+// newEntry compacts a record, copying what it keeps of f's strings.
+func newEntry[S text](f *Fields[S], in *interner) entry {
 	return entry{
-		id:          packIDBytes(f.id),
-		eventID:     packIDBytes(f.eventID),
-		aggregateID: string(f.aggregateID),
-		version:     f.version,
-		executeAt:   f.executeAt,
-		timeoutAt:   f.timeoutAt,
-		nextRetryAt: f.nextRetryAt,
-		retries:     f.retries,
-		maxRetries:  f.maxRetries,
-		aggContext:  in.internBytes(f.aggContext),
-		aggType:     in.internBytes(f.aggName),
-		fnContext:   in.internBytes(f.fnContext),
-		fnProcessor: in.internBytes(f.fnProcessor),
-		fnName:      in.internBytes(f.fnName),
-		errorCode:   in.internBytes(f.errorCode),
-		fingerprint: in.internBytes(f.fingerprint),
-		kind:        enumIndexBytes(aggregate.FunctionKinds, f.fnKind),
-		status:      enumIndexBytes(aggregate.Statuses, f.status),
-		recover:     enumIndexBytes(aggregate.Recoverabilities, f.recoverable),
+		id:          packID(f.ID),
+		eventID:     packID(f.EventID),
+		aggregateID: string(f.AggregateID),
+		version:     f.Version,
+		executeAt:   f.ExecuteAt,
+		timeoutAt:   f.TimeoutAt,
+		nextRetryAt: f.NextRetryAt,
+		retries:     f.Retries,
+		maxRetries:  f.MaxRetries,
+		aggContext:  intern(in, f.AggregateContext),
+		aggType:     intern(in, f.AggregateType),
+		fnContext:   intern(in, f.FunctionContext),
+		fnProcessor: intern(in, f.Processor),
+		fnName:      intern(in, f.Function),
+		errorCode:   intern(in, f.ErrorCode),
+		fingerprint: intern(in, f.Fingerprint),
+		kind:        enumIndex(aggregate.FunctionKinds, f.FunctionKind),
+		status:      enumIndex(aggregate.Statuses, f.Status),
+		recover:     enumIndex(aggregate.Recoverabilities, f.Recoverable),
 	}
-}
-
-// enumIndexBytes is enumIndex for the bytes of a value.
-func enumIndexBytes[T ~string](values []T, b []byte) uint8 {
-	for i, v := range values {
-		if string(v) == string(b) {
-			return uint8(i + 1)
-		}
-	}
-	return 0
 }
 
 // predicateState is the record as far as the aggregate's predicates
@@ -128,6 +135,9 @@ func (e *entry) dueCandidate() bool {
 	s := e.predicateState()
 	return s.Schedulable(endOfTime)
 }
+
+// View is a record as the views bucket holds it (the API's type).
+type View = api.View
 
 // Item is a record as List returns it: what the index holds (the API's
 // type). Get returns the full record.

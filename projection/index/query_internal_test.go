@@ -1,4 +1,4 @@
-package projection
+package index
 
 import (
 	"cmp"
@@ -92,7 +92,7 @@ func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
 	}
 	all := make([]keyed, len(views))
 	for i := range views {
-		e := newEntry(&views[i], ix.names)
+		e := entryOf(&views[i], ix.names)
 		all[i] = keyed{tie: tieOf(e.id), v: &views[i]}
 		for f := range numSortFields {
 			all[i].keys[f] = sortField(f).key(&e)

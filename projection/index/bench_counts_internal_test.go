@@ -1,4 +1,4 @@
-package projection
+package index
 
 // Benchmarks of Count, Summary and the id lookups of List per filter kind
 // at 10 000 and 1 000 000 records: the two sizes of one query should be

@@ -1,14 +1,10 @@
-package projection
+package index
 
 import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 )
-
-// timeNow is the default clock.
-var timeNow = time.Now
 
 // waiter is a WaitFor call waiting for a record to reach a version.
 type waiter struct {

@@ -1,4 +1,4 @@
-package projection
+package index
 
 import (
 	"encoding/base64"

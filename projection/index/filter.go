@@ -1,4 +1,4 @@
-package projection
+package index
 
 import (
 	"time"
@@ -13,9 +13,12 @@ type Filter = api.Filter
 
 // matcher is a Filter compiled against an index's names.
 type matcher struct {
-	f     Filter
-	names [7]uint32 // aggContext, aggType, fnContext, fnProcessor, fnName, errorCode, fingerprint; 0 = any
-	kind  uint8
+	f Filter
+	// group holds the group names the filter asks for (function context,
+	// processor, function, error code, fingerprint), side the side names
+	// (by sideAggContext, sideAggType, sideKind); 0 = any.
+	group groupKey
+	side  [numSides]uint32
 	stat  uint8
 	rec   uint8
 	from  int64
@@ -34,28 +37,23 @@ type matcher struct {
 func (ix *Index) compile(f Filter) matcher {
 	m := matcher{f: f, from: -1 << 63, to: 1<<63 - 1, nrFrom: -1 << 63, nrTo: 1<<63 - 1, now: f.Now,
 		id: packID(f.ID), eventID: packID(f.EventID)}
-	for i, s := range []string{f.AggregateContext, f.AggregateType, f.FunctionContext, f.Processor, f.Function, f.ErrorCode, f.Fingerprint} {
+	name := func(s string) uint32 {
 		if s == "" {
-			continue
+			return 0
 		}
 		id, ok := ix.names.lookup(s)
-		if !ok {
-			m.none = true
-		}
-		m.names[i] = id
+		m.none = m.none || !ok
+		return id
 	}
-	if f.FunctionKind != "" {
-		m.kind = enumIndex(aggregate.FunctionKinds, f.FunctionKind)
-		m.none = m.none || m.kind == 0
+	m.group = groupKey{ctx: name(f.FunctionContext), proc: name(f.Processor), fn: name(f.Function), code: name(f.ErrorCode), fp: name(f.Fingerprint)}
+	m.side[sideAggContext], m.side[sideAggType] = name(f.AggregateContext), name(f.AggregateType)
+	enum := func(set bool, i uint8) uint8 {
+		m.none = m.none || set && i == 0
+		return i
 	}
-	if f.Status != "" {
-		m.stat = enumIndex(aggregate.Statuses, f.Status)
-		m.none = m.none || m.stat == 0
-	}
-	if f.Recoverable != "" {
-		m.rec = enumIndex(aggregate.Recoverabilities, f.Recoverable)
-		m.none = m.none || m.rec == 0
-	}
+	m.side[sideKind] = uint32(enum(f.FunctionKind != "", enumIndex(aggregate.FunctionKinds, f.FunctionKind)))
+	m.stat = enum(f.Status != "", enumIndex(aggregate.Statuses, f.Status))
+	m.rec = enum(f.Recoverable != "", enumIndex(aggregate.Recoverabilities, f.Recoverable))
 	if !f.ExecuteAtFrom.IsZero() {
 		m.from = f.ExecuteAtFrom.UnixMilli()
 	}
@@ -76,19 +74,27 @@ func (ix *Index) compile(f Filter) matcher {
 	return m
 }
 
-// match reports whether e passes the filter.
-func (m *matcher) match(e *entry) bool {
-	if m.none {
-		return false
-	}
-	names := [7]uint32{e.aggContext, e.aggType, e.fnContext, e.fnProcessor, e.fnName, e.errorCode, e.fingerprint}
-	for i, want := range m.names {
-		if want != 0 && names[i] != want {
+// covers reports whether the names of group g pass those the filter asks
+// for (k, 0 = any).
+func (k groupKey) covers(g groupKey) bool {
+	return (k.ctx == 0 || k.ctx == g.ctx) && (k.proc == 0 || k.proc == g.proc) && (k.fn == 0 || k.fn == g.fn) &&
+		(k.code == 0 || k.code == g.code) && (k.fp == 0 || k.fp == g.fp)
+}
+
+// sidesMatch reports whether side values vs pass the filter's.
+func (m *matcher) sidesMatch(vs [numSides]uint32) bool {
+	for d, want := range m.side {
+		if want != 0 && vs[d] != want {
 			return false
 		}
 	}
+	return true
+}
+
+// match reports whether e passes the filter.
+func (m *matcher) match(e *entry) bool {
 	switch {
-	case m.kind != 0 && e.kind != m.kind,
+	case m.none, !m.group.covers(entryGroup(e)), !m.sidesMatch(e.sides()),
 		m.stat != 0 && e.status != m.stat,
 		m.rec != 0 && e.recover != m.rec,
 		m.execBound && !inBounds(e.executeAt, m.from, m.to, !m.f.ExecuteAtTo.IsZero()),

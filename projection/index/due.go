@@ -1,4 +1,4 @@
-package projection
+package index
 
 import (
 	"time"
@@ -53,9 +53,9 @@ func (ix *Index) Due(now time.Time, limit int) []Due {
 		return len(out) < limit
 	}
 	if ms == 1<<63-1 {
-		ix.due.each(visit)
+		ix.due.Each(visit)
 	} else {
-		ix.due.below(pos{key: ms + 1}, visit)
+		ix.due.Below(pos{key: ms + 1}, visit)
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package projection
+package index
 
 import (
 	"cmp"
@@ -56,19 +56,29 @@ func (ix *Index) FingerprintSummary(f Filter) ([]FingerprintGroup, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	m := ix.compile(f)
-	if _, every := m.cells(); every && !m.byLookup() && m.bound() == boundNone && m.names[0] == 0 && m.names[1] == 0 && m.kind == 0 {
+	switch p, _ := m.plan(fingerprintQuery, false); p {
+	case viaNothing:
+		return sortFingerprints(nil), nil
+	case viaCounts:
 		return ix.fingerprintCounts(&m), nil
+	default:
+		return sortFingerprints(ix.fingerprints(&m, p)), nil
 	}
-	return sortFingerprints(ix.fingerprintScan(&m)), nil
 }
 
 // fingerprintScan is FingerprintSummary by reading every entry. The caller
 // holds the read lock.
 func (ix *Index) fingerprintScan(m *matcher) map[uint32]*FingerprintGroup {
+	return ix.fingerprints(m, viaScan)
+}
+
+// fingerprints groups the records of m that p finds (viaLookup or
+// viaScan) by fingerprint. The caller holds the read lock.
+func (ix *Index) fingerprints(m *matcher, p path) map[uint32]*FingerprintGroup {
 	groups := map[uint32]*FingerprintGroup{}
-	ix.slots.each(func(_ uint32, e *entry) bool {
-		if e.fingerprint == 0 || !m.match(e) {
-			return true
+	ix.each(m, p, func(e *entry) {
+		if e.fingerprint == 0 {
+			return
 		}
 		g := groups[e.fingerprint]
 		if g == nil {
@@ -80,7 +90,6 @@ func (ix *Index) fingerprintScan(m *matcher) map[uint32]*FingerprintGroup {
 		g.Total++
 		g.ByStatus[enumValue(aggregate.Statuses, e.status)]++
 		g.FirstSeen, g.LastSeen = min(g.FirstSeen, e.executeAt), max(g.LastSeen, e.executeAt)
-		return true
 	})
 	return groups
 }
@@ -90,23 +99,20 @@ func (ix *Index) fingerprintScan(m *matcher) map[uint32]*FingerprintGroup {
 // group. The caller holds the read lock.
 func (ix *Index) fingerprintCounts(m *matcher) []FingerprintGroup {
 	groups := map[uint32]*FingerprintGroup{}
-	if m.none {
-		return sortFingerprints(groups)
-	}
 	for _, g := range ix.counts.list {
-		if g.key.fp == 0 || g.total == 0 || !m.groupMatches(g) {
+		if g.key.fp == 0 || g.total == 0 || !m.group.covers(g.key) {
 			continue
 		}
 		fg := groups[g.key.fp]
 		first, last := int64(0), int64(0)
 		seen := false
 		for _, c := range []int{classDone, classRetryable, classExhausted} {
-			if set := &g.classes[c].exec; set.n > 0 {
-				if !seen || set.first() < first {
-					first = set.first()
+			if set := &g.classes[c].exec; set.Len() > 0 {
+				if !seen || set.First() < first {
+					first = set.First()
 				}
-				if !seen || set.last() > last {
-					last = set.last()
+				if !seen || set.Last() > last {
+					last = set.Last()
 				}
 				seen = true
 			}

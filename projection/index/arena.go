@@ -1,4 +1,4 @@
-package projection
+package index
 
 // arena stores entries in fixed-size pages, so growing never copies the
 // entries or leaves half of a doubled slice unused, and a slot number
