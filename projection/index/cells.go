@@ -7,8 +7,8 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 )
 
-// Counts kept up to date on every put and remove, so that Count and
-// Summary cost what their answer has, not what the index holds.
+// Counts kept up to date on every put and remove (counts.go), so that
+// Count and Summary cost what their answer has, not what the index holds.
 //
 // Every record is in one cell: its status, recoverability, whether its
 // retries are below maxRetries and, for the records whose views change as
@@ -191,4 +191,3 @@ func (e *entry) nextChange(t int64) (at int64, ok bool) {
 	}
 	return at, ok
 }
-
