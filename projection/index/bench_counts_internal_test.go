@@ -3,7 +3,7 @@ package index
 // Benchmarks of Count, Summary and the id lookups of List per filter kind
 // at 10 000 and 1 000 000 records: the two sizes of one query should be
 // within 3x of each other. Run:
-// go test -run '^$' -bench 'IndexCount|IndexSummaryBy|IndexLookup' -benchtime 3x ./projection/
+// go test -run '^$' -bench 'IndexCount|IndexSummaryBy|IndexLookup' -benchtime 3x ./projection/index/
 // and the build with -bench IndexBuild -benchtime 1x.
 
 import (

@@ -1,6 +1,6 @@
 package index
 
-// Index benchmarks. Run: go test -run '^$' -bench 'Index' -benchtime 1x ./projection/
+// Index benchmarks. Run: go test -run '^$' -bench 'Index' -benchtime 1x ./projection/index/
 // (the 1 000 000-record index takes a few seconds to build, once per size).
 
 import (
