@@ -170,7 +170,12 @@ func New(cfg Config) *Server {
 	s.keys.Store(newKeyring(cfg.Tokens))
 	var store *sessionStore
 	if cfg.Sessions != nil {
-		store = &sessionStore{kv: cfg.Sessions, log: cfg.Logger}
+		var opts []kvstore.Option
+		if r, ok := cfg.Quarantine.(kvstore.Recorder); ok {
+			opts = append(opts, kvstore.WithRecorder(r))
+		}
+		opts = append(opts, kvstore.WithLogger(cfg.Logger), kvstore.WithClock(cfg.Clock.Now))
+		store = &sessionStore{st: kvstore.For(kvstore.Bind(nil, cfg.Sessions, SessionSpec(1), opts...), sessionCodec), log: cfg.Logger}
 	}
 	s.sessions = newSessions(s.now, store, s.requests.end)
 	if cfg.OIDC != nil {

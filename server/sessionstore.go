@@ -13,6 +13,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/internal/wait"
 )
 
@@ -27,27 +28,39 @@ const (
 	maxSubjectBytes = 512
 )
 
-// OpenSessions returns the bucket of dashboard sessions, creating it with
-// the given replicas if missing. Every server of a deployment shares it, so
-// a session works on each and survives a restart. An entry is kept for
-// SessionTTL, a value is at most 1 KiB, and a server refuses sign-ins
-// beyond MaxSessions (never dropping another principal's session), so the
-// bucket stays within MaxSessions KiB per server without a byte limit that
-// the account's storage would have to reserve. Keys are the SHA-256 of session ids, values the principal's name, role,
-// how it signed in and the session's times: no secret.
-func OpenSessions(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+// SessionSpec is the session bucket: entries kept SessionTTL (its TTL
+// must match), at most 1 KiB each; its content may be lost (everyone signs
+// in again), so Repair may recreate it.
+func SessionSpec(replicas int) kvstore.Spec {
+	return kvstore.Spec{Config: jetstream.KeyValueConfig{
 		Bucket:       DefaultSessionBucket,
 		Description:  "amends: dashboard sessions by the SHA-256 of their ids (no secrets)",
 		TTL:          SessionTTL,
 		Replicas:     max(replicas, 1),
 		History:      1,
 		MaxValueSize: maxSessionValue,
-	})
+	}, MaxValue: maxSessionValue, Disposable: true, Match: []kvstore.Setting{kvstore.SettingTTL}}
+}
+
+// OpenSessions returns the bucket of dashboard sessions, creating it with
+// the given replicas if missing (and bringing its TTL to SessionTTL). Every
+// server of a deployment shares it, so a session works on each and
+// survives a restart. An entry is kept for SessionTTL, a value is at most
+// 1 KiB, and a server refuses sign-ins beyond MaxSessions (never dropping
+// another principal's session), so the bucket stays within MaxSessions KiB
+// per server without a byte limit that the account's storage would have to
+// reserve. Keys are the SHA-256 of session ids, values the principal's
+// name, role, how it signed in and the session's times: no secret.
+func OpenSessions(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	spec := SessionSpec(replicas)
+	if _, err := kvstore.Repair(ctx, js, spec, false); err != nil {
+		return nil, fmt.Errorf("open the session bucket %s: %w", DefaultSessionBucket, err)
+	}
+	b, err := kvstore.Open(ctx, js, spec)
 	if err != nil {
 		return nil, fmt.Errorf("open the session bucket %s: %w", DefaultSessionBucket, err)
 	}
-	return kv, nil
+	return b.KV(), nil
 }
 
 // storedSession is a session's value in the bucket.
@@ -63,48 +76,44 @@ type storedSession struct {
 	Expires int64 `json:"expires"`
 }
 
-// sessionStore reads and writes sessions in the bucket. Safe for
-// concurrent use.
+// sessionStore reads and writes sessions in the bucket, through the KV
+// layer: an entry that does not validate is quarantined and counts as no
+// session. Safe for concurrent use.
 type sessionStore struct {
-	kv  jetstream.KeyValue
+	st  *kvstore.Store[*session]
 	log *slog.Logger
+}
+
+var sessionCodec = kvstore.Codec[*session]{
+	Decode: func(e kvstore.Entry) (*session, error) { return decodeSession(e.Key, e.Value) },
+	Encode: func(s *session) ([]byte, error) {
+		return jsonv2.Marshal(storedSession{V: 1, Name: s.name, Role: s.role, Via: s.via, Subject: s.subject,
+			Created: s.created.UnixMilli(), Expires: s.expires.UnixMilli()})
+	},
 }
 
 // storeTimeout bounds one request of the store on a request's path.
 const storeTimeout = 5 * time.Second
 
 func (st *sessionStore) put(ctx context.Context, key string, s *session) error {
-	data, err := jsonv2.Marshal(storedSession{V: 1, Name: s.name, Role: s.role, Via: s.via, Subject: s.subject,
-		Created: s.created.UnixMilli(), Expires: s.expires.UnixMilli()})
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	if _, err := st.kv.Create(ctx, key, data); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
+	if _, err := st.st.Create(ctx, key, s); err != nil {
+		if errors.Is(err, kvstore.ErrConflict) {
 			return fmt.Errorf("store session: a session with this id exists: %w", err)
 		}
-		return fmt.Errorf("store session in %s: %w", DefaultSessionBucket, err)
+		return fmt.Errorf("store session: %w", err)
 	}
 	return nil
 }
 
-// get reads the session of key; an entry that does not decode is logged
-// and treated as no session.
+// get reads the session of key; an entry that does not validate is
+// quarantined and treated as no session.
 func (st *sessionStore) get(ctx context.Context, key string) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	e, err := st.kv.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	s, err := decodeSession(e.Key(), e.Value())
-	if err != nil {
-		st.log.Warn("session bucket: an entry does not decode; it counts as no session", "bucket", DefaultSessionBucket, "key", cutText(e.Key(), 80), "revision", e.Revision(), "reason", err)
-		return nil, err
-	}
-	return s, nil
+	s, _, err := st.st.Get(ctx, key)
+	return s, err
 }
 
 // delete ends a session in the bucket; a failure is logged (the entry
@@ -112,7 +121,7 @@ func (st *sessionStore) get(ctx context.Context, key string) (*session, error) {
 func (st *sessionStore) delete(ctx context.Context, key string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	if err := st.kv.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if err := st.st.Delete(ctx, key, 0); err != nil {
 		st.log.Warn("session bucket: could not delete an ended session; other servers end it when it expires", "key", key, "err", err)
 	}
 }
@@ -127,32 +136,32 @@ func (st *sessionStore) delete(ctx context.Context, key string) {
 func decodeSession(key string, data []byte) (*session, error) {
 	h, ok := strings.CutPrefix(key, "s_")
 	if b, err := hex.DecodeString(h); !ok || err != nil || len(b) != 32 {
-		return nil, fmt.Errorf("key is not s_ and 64 hex digits")
+		return nil, kvstore.Invalid("key", "is not s_ and 64 hex digits")
 	}
 	if len(data) > maxSessionValue {
-		return nil, fmt.Errorf("value of %d bytes, over %d", len(data), maxSessionValue)
+		return nil, kvstore.Invalid("", "value of %d bytes, over %d", len(data), maxSessionValue)
 	}
 	var v storedSession
 	if err := jsonv2.Unmarshal(bytes.TrimSpace(data), &v, jsonv2.RejectUnknownMembers(true)); err != nil {
-		return nil, fmt.Errorf("value does not decode: %v", err)
+		return nil, kvstore.Invalid("", "not a session in JSON: %v", err)
 	}
 	switch {
 	case v.V != 1:
-		return nil, fmt.Errorf("version %d, want 1", v.V)
+		return nil, kvstore.Invalid("v", "version %d, want 1", v.V)
 	case v.Name == "" || checkText("name", v.Name, MaxParamBytes) != nil || strings.ContainsFunc(v.Name, refusedInText):
-		return nil, fmt.Errorf("name is not 1 to %d bytes of printable text", MaxParamBytes)
+		return nil, kvstore.Invalid("name", "is not 1 to %d bytes of printable text", MaxParamBytes)
 	case v.Role != RoleViewer && v.Role != RoleOperator:
-		return nil, fmt.Errorf("role %q is neither viewer nor operator", cutText(string(v.Role), 20))
+		return nil, kvstore.Invalid("role", "%q is neither viewer nor operator", cutText(string(v.Role), 20))
 	case v.Via != viaToken && v.Via != viaOIDC && v.Via != viaLocal:
-		return nil, fmt.Errorf("via %q is not token, oidc or local", cutText(v.Via, 20))
+		return nil, kvstore.Invalid("via", "%q is not token, oidc or local", cutText(v.Via, 20))
 	case v.Via == viaOIDC && v.Subject == "", v.Via != viaOIDC && v.Subject != "":
-		return nil, fmt.Errorf("subject is given where it is not, or missing where it is, due")
+		return nil, kvstore.Invalid("subject", "is given where it is not, or missing where it is, due")
 	case len(v.Subject) > maxSubjectBytes || checkText("subject", v.Subject, maxSubjectBytes) != nil:
-		return nil, fmt.Errorf("subject is not up to %d bytes of printable text", maxSubjectBytes)
+		return nil, kvstore.Invalid("subject", "is not up to %d bytes of printable text", maxSubjectBytes)
 	case v.Via == viaLocal && (v.Name != LocalActor || v.Role != RoleOperator):
-		return nil, fmt.Errorf("a local session is not the local operator")
+		return nil, kvstore.Invalid("via", "a local session is not the local operator")
 	case v.Created <= 0 || v.Expires <= v.Created || v.Expires-v.Created > SessionTTL.Milliseconds():
-		return nil, fmt.Errorf("times created %d and expires %d are not a span of at most %s", v.Created, v.Expires, SessionTTL)
+		return nil, kvstore.Invalid("expires", "times created %d and expires %d are not a span of at most %s", v.Created, v.Expires, SessionTTL)
 	}
 	return &session{principal: principal{name: v.Name, role: v.Role, via: v.Via, subject: v.Subject},
 		created: time.UnixMilli(v.Created), expires: time.UnixMilli(v.Expires)}, nil
@@ -179,7 +188,7 @@ func (st *sessionStore) watch(ctx context.Context, ss *sessions) {
 var errSessionWatchEnded = errors.New("the watch of the session bucket ended")
 
 func (st *sessionStore) watchOnce(ctx context.Context, ss *sessions) error {
-	w, err := st.kv.WatchAll(ctx)
+	w, err := st.st.KV().WatchAll(ctx)
 	if err != nil {
 		return err
 	}
@@ -199,10 +208,9 @@ func (st *sessionStore) watchOnce(ctx context.Context, ss *sessions) error {
 				ss.apply(e.Key(), nil)
 				continue
 			}
-			s, err := decodeSession(e.Key(), e.Value())
+			s, err := st.st.DecodeEntry(ctx, e)
 			if err != nil {
-				st.log.Warn("session bucket: an entry does not decode; skipped", "bucket", DefaultSessionBucket, "key", cutText(e.Key(), 80), "revision", e.Revision(), "reason", err)
-				continue
+				continue // quarantined: it signs nobody in
 			}
 			ss.apply(e.Key(), s)
 		}
