@@ -2,12 +2,9 @@ package eventstore
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -137,49 +134,5 @@ func FuzzDecodeCanonical(f *testing.F) {
 			return
 		}
 		requireDecodesAsUnmarshal(t, data)
-	})
-}
-
-// surelyValid reports whether the validator takes doc as one JSON
-// document.
-func surelyValid(doc []byte) bool {
-	if !utf8.Valid(doc) {
-		return false
-	}
-	v := validator{b: doc}
-	v.space()
-	if !v.value(0) {
-		return false
-	}
-	v.space()
-	return v.i == len(doc)
-}
-
-func TestValidatorNeverTakesWhatIsValidRefuses(t *testing.T) {
-	valid := []string{`{}`, `[]`, `0`, `-0`, `-0.5e+10`, `1E3`, ` {"a" : [ 1 , true , false , null , "x" ] } `, `"\u00e9\ud83d\ude00\"\\\/\b\f\n\r\t"`,
-		"\"é😀\"", `{"a":{"a":{"a":1}}}`, `{"a":1,"b":2}`}
-	invalid := []string{``, ` `, `{`, `}`, `{"a":1,"a":2}`, `{"a":1,}`, `[1,]`, `01`, `1.`, `.5`, `1e`, `-`, `+1`, `"\ud800"`, `"\udc00"`,
-		`"\ud800\u0041"`, `"\x"`, `"\u12"`, "\"\t\"", "\"\xff\"", `tru`, `nul`, `{"a"}`, `{a:1}`, `[1 2]`, `{} {}`, `"a`, `NaN`, `{"a":1 "b":2}`}
-	for _, doc := range valid {
-		assert.True(t, surelyValid([]byte(doc)), "%s is valid", doc)
-		assert.True(t, jsontext.Value(doc).IsValid(), "%s is valid for IsValid too", doc)
-	}
-	for _, doc := range invalid {
-		assert.False(t, surelyValid([]byte(doc)), "%q is not valid", doc)
-		assert.False(t, jsontext.Value(doc).IsValid(), "%q is not valid for IsValid either", doc)
-	}
-	assert.False(t, surelyValid([]byte(`{"\u0061":1,"a":2}`)), "a name with an escape is left to IsValid")
-	assert.False(t, surelyValid([]byte(strings.Repeat("[", maxDepth+2)+strings.Repeat("]", maxDepth+2))), "deep nesting is left to IsValid")
-}
-
-// FuzzValidator: the validator never takes a document IsValid refuses.
-func FuzzValidator(f *testing.F) {
-	for _, s := range []string{`{"a":[1,-2.5e3,"\u00e9"],"b":{"c":null}}`, `"\ud83d\ude00"`, `{"a":1,"a":1}`, ` [ true , false ] `, "\"\xff\""} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, doc []byte) {
-		if surelyValid(doc) && !jsontext.Value(doc).IsValid() {
-			t.Fatalf("surelyValid took %q, which IsValid refuses", doc)
-		}
 	})
 }

@@ -28,47 +28,30 @@
 //
 // # Index
 //
-// An Index holds every record in memory in a compact form (about 120 bytes,
-// UUID ids kept as their 16 bytes, names such as processors and error codes
-// interned) and answers List, Count, Summary, FingerprintSummary and Due
-// from memory; Get and History read the bucket and the event store. It is
-// built from the bucket when Run starts, without replaying events, and kept
-// current by watching the bucket, so several server instances can each
-// keep their own. The first load is made in bulk: the views are read with a
-// decoder of the projector's own layout (any other view with the full
-// decoder), kept, and every order and count is then sorted once. A watch
-// that ends is started again after a capped backoff, and its replay of the
+// An Index answers List, Count, Summary, FingerprintSummary and Due from
+// memory with an index.Index (package projection/index: the records in
+// a compact form, the counts, the planner), and Get and History from the
+// bucket and the event store. It is built from the bucket when Run
+// starts, without replaying events, and kept current by watching the
+// bucket, so several server instances can each keep their own. The first
+// load is made in bulk (index.Batch.BeginLoad): the views are read with
+// the view codec's fast reader (viewcodec.go; any other view with
+// json/v2), and the index sorts every order and count once. A watch that
+// ends is started again after a capped backoff, and its replay of the
 // bucket leaves the index as a fresh load would; Healthy says whether the
-// index is current.
-//
-// Count and Summary read counts the index keeps on every change rather
-// than the records (cells.go): per cell (status, recoverability, retries
-// below the maximum and, for the records whose views change with time,
-// whether the attempt has timed out and the next retry is due at the
-// index's now) and per (function, error code, fingerprint) group, with
-// sorted sets for the executeAt, nextRetryAt and retries bounds and counts
-// per aggregate context, aggregate type and function kind. So a view is a
-// set of cells, and a query costs what the groups and cells are, not the
-// records; Count and Summary say which filters they answer so, and read
-// the records for the others. The index's now only moves forward: a query
-// for a later now first moves the records whose situation changed by then.
-// A property test compares every answer with a scan.
+// index is current. The watch also moves the index's now to the clock's
+// once a second while nobody asks. The query types (Filter, Query,
+// Summary, ...) are the index's, re-exported here.
 //
 // Get, GetView and History refuse an id that cannot be a record id
 // (CheckID: over 256 bytes, not UTF-8, control characters) with
 // ErrInvalidQuery before anything reaches NATS.
 //
-// Every selection that depends on a record's state (the six operator
-// views, Due, the summary's counts) calls the aggregate's predicates
-// (aggregate.State.Schedulable, aggregate.View.Contains, ...) on the
-// record, never a copy of their conditions, so the index and the commands
-// always agree.
-//
 // # Views that do not validate
 //
 // The views bucket is written by other programs too. A view is read
-// through one rule on both decode paths (decodeView and the fast scanner,
-// then checkView / checkFields): stored under its record's key, a
+// through one rule on both decode paths (the view codec's fast reader and
+// json/v2, then checkFields / checkView): stored under its record's key, a
 // function with a context, processor and name, counts and times not
 // negative, a version not above its sequence. A view that fails it is
 // reported to the quarantine (kind kv), left out of the index's answers

@@ -14,7 +14,7 @@ import (
 
 // The watch moves the index's now to the clock's while no query asks, so
 // a record whose attempt timed out meanwhile is in its timed-out cell
-// before the next query.
+// before the next query (the cells' moves: package index's tests).
 func TestIndexNowFollowsTheClock(t *testing.T) {
 	js := natstest.New(t).JetStream()
 	views, err := OpenViews(t.Context(), js)
@@ -48,26 +48,15 @@ func TestIndexNowFollowsTheClock(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the index did not load the bucket within 30 s")
 	}
-	cellNow := func() (int64, uint8, int) {
-		ix.mu.RLock()
-		defer ix.mu.RUnlock()
-		slot, ok := ix.slotOf(packID(v.State.ID))
-		require.True(t, ok)
-		return ix.cursor, ix.slots.at(slot).cell, ix.counts.ahead.n
-	}
-	cur, cell, ahead := cellNow()
-	require.Equal(t, int64(t0), cur)
-	require.Zero(t, int(cell)&comboTimedOut, "not timed out at t0")
-	require.Equal(t, 1, ahead, "its timeout is ahead")
+	require.Equal(t, time.UnixMilli(t0), ix.Now())
+	n, err := ix.Count(Filter{View: aggregate.ViewExecuting, Now: time.UnixMilli(t0)})
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "executing at t0")
 
 	clock.SetMillis(t0 + 2000) // past the timeout, before the next retry
-	require.Eventually(t, func() bool { cur, _, _ := cellNow(); return cur == t0+2000 }, 30*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return ix.Now().Equal(time.UnixMilli(t0 + 2000)) }, 30*time.Second, 20*time.Millisecond,
 		"the index's now follows the clock without a query")
-	_, cell, ahead = cellNow()
-	require.NotZero(t, int(cell)&comboTimedOut, "timed out at t0+2s")
-	require.Zero(t, int(cell)&comboNextDue, "its next retry is not due yet")
-	require.Equal(t, 1, ahead, "its next retry is ahead")
-	n, err := ix.Count(Filter{View: aggregate.ViewExecuting})
+	n, err = ix.Count(Filter{View: aggregate.ViewExecuting})
 	require.NoError(t, err)
 	require.Zero(t, n, "a timed-out attempt is not executing")
 }

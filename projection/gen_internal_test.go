@@ -3,7 +3,6 @@ package projection
 import (
 	"fmt"
 	"math/rand/v2"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -43,33 +42,5 @@ func randomView(r *rand.Rand, i int) View {
 		Version:   uint64(r.IntN(20) + 1),
 		UpdatedAt: retryAt,
 		Seq:       uint64(i + 1),
-	}
-}
-
-// memIndex returns an index filled with views, without a bucket.
-func memIndex(now time.Time, views []View) *Index {
-	ix, err := NewIndex(nil, nil, WithClock(aggregate.ClockFunc(func() time.Time { return now })))
-	if err != nil {
-		panic(err)
-	}
-	ix.mu.Lock()
-	for i := range views {
-		ix.put(&views[i])
-	}
-	ix.mu.Unlock()
-	return ix
-}
-
-// randomTime returns a time around the generated records' times, with
-// extra weight on exact boundaries of v.
-func randomTime(r *rand.Rand, v *View) time.Time {
-	rs := v.State.RetryState
-	switch r.IntN(4) {
-	case 0:
-		return time.UnixMilli(rs.TimeoutAt + r.Int64N(3) - 1)
-	case 1:
-		return time.UnixMilli(rs.NextRetryAt + r.Int64N(3) - 1)
-	default:
-		return time.UnixMilli(base + r.Int64N(4*3_600_000))
 	}
 }

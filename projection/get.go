@@ -28,7 +28,7 @@ func GetView(ctx context.Context, views jetstream.KeyValue, id string) (View, er
 	if err != nil {
 		return View{}, fmt.Errorf("read the view of record %s: %w", id, err)
 	}
-	v, err := decodeView(e.Value())
+	v, err := readView(e.Value())
 	if err == nil {
 		if cerr := checkView(key, &v); cerr != nil {
 			err = errInvalidView(cerr)
@@ -75,7 +75,7 @@ func (ix *Index) History(ctx context.Context, id string) ([]Change, error) {
 	// The index may have seen a version that the replica which answered
 	// the read has not applied yet: read from the stream leader then, so
 	// the history is never older than the record the index shows.
-	if indexed := ix.version(id); indexed > 0 && (errors.Is(err, eventstore.ErrNotFound) || err == nil && uint64(len(streams)) < indexed) {
+	if indexed := ix.Index.Version(id); indexed > 0 && (errors.Is(err, eventstore.ErrNotFound) || err == nil && uint64(len(streams)) < indexed) {
 		if ls, ok := ix.history.(leaderHistory); ok {
 			var last eventstore.Stream
 			if last, err = ls.LoadLastFromLeader(ctx, a); err == nil {
@@ -110,14 +110,4 @@ func (ix *Index) History(ctx context.Context, id string) ([]Change, error) {
 type leaderHistory interface {
 	LoadLastFromLeader(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error)
 	LoadAt(ctx context.Context, a eventstore.AggregateID, from, seq uint64) ([]eventstore.Stream, error)
-}
-
-// version returns the version of record id the index holds; 0 if none.
-func (ix *Index) version(id string) uint64 {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	if slot, ok := ix.slotOf(packID(id)); ok {
-		return ix.slots.at(slot).version
-	}
-	return 0
 }

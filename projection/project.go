@@ -248,7 +248,7 @@ func (p *Projector) read(ctx context.Context, key string, version uint64, reread
 	case err != nil:
 		return nil, 0, false, fmt.Errorf("read view %s: %w", key, err)
 	}
-	view, err := decodeView(e.Value())
+	view, err := readView(e.Value())
 	if err == nil {
 		err = checkView(key, &view)
 	}

@@ -70,14 +70,14 @@ func (ix *Index) repairLoop(ctx context.Context) {
 		case <-t.C:
 			clear(tried) // try again what is still corrupt
 		}
-		ix.mu.RLock()
+		ix.mu.Lock()
 		todo := make(map[string]corruptKey, len(ix.corrupt))
 		for k, c := range ix.corrupt {
 			if tried[k] != c.rev {
 				todo[k] = c
 			}
 		}
-		ix.mu.RUnlock()
+		ix.mu.Unlock()
 		for k, c := range todo {
 			tried[k] = c.rev
 			if ix.bucket != nil {

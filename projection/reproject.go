@@ -52,7 +52,7 @@ func (p *Projector) Reproject(ctx context.Context, id string) error {
 		return fmt.Errorf("read view %s: %w", key, err)
 	default:
 		rev = e.Revision()
-		v, derr := decodeView(e.Value())
+		v, derr := readView(e.Value())
 		if derr == nil {
 			derr = checkView(key, &v)
 		}

@@ -2,7 +2,6 @@ package projection
 
 import (
 	"fmt"
-	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
@@ -22,32 +21,13 @@ type View = api.View
 // events. The error matches ErrCorruptView and names what the reader
 // refuses.
 //
-// The bytes are those of json.Marshal(v), written field by field
-// (appendState).
+// The bytes are those of json.Marshal(v), written by the view's codec
+// (viewcodec.go).
 func encodeView(v *View) ([]byte, error) {
 	if err := readsBack(v); err != nil {
 		return nil, fmt.Errorf("record %s version %d would not read back: %w", v.State.ID, v.Version, err)
 	}
 	return appendView(v)
-}
-
-// appendView returns the stored JSON of v, unchecked.
-func appendView(v *View) ([]byte, error) {
-	e := &v.State.Error
-	data := make([]byte, 0, 768+len(e.ErrorMsg)+len(e.StackTrace)+len(e.Fingerprint)+64*len(e.BindingErrors)) // a view with short ids and names is about 700 bytes
-	data = append(data, `{"state":`...)
-	data, err := appendState(data, &v.State)
-	if err != nil {
-		return nil, fmt.Errorf("encode view: %v: %w", err, ErrCorruptView)
-	}
-	data = append(data, `,"version":`...)
-	data = strconv.AppendUint(data, v.Version, 10)
-	data = append(data, `,"updatedAt":`...)
-	data = strconv.AppendInt(data, v.UpdatedAt, 10)
-	data = append(data, `,"seq":`...)
-	data = strconv.AppendUint(data, v.Seq, 10)
-	data = append(data, '}')
-	return data, nil
 }
 
 // readsBack reports whether decodeView accepts what appendView writes
@@ -76,8 +56,19 @@ func readsBack(v *View) error {
 	return nil
 }
 
-// decodeView parses a stored view. Decoding is on the rebuild path of every
-// index, so it uses the json/v2 prototype, as the event store does. An
+// readView parses a stored view: by the view's codec if it is in the
+// codec's layout (decodeViewFields), else with decodeView. An error
+// matches ErrCorruptView.
+func readView(data []byte) (View, error) {
+	var f viewFields
+	if decodeViewFields(data, &f) {
+		return f.view(), nil
+	}
+	return decodeView(data)
+}
+
+// decodeView parses a stored view in any shape with the json/v2
+// prototype, as the event store does for documents out of its layout. An
 // error matches ErrCorruptView.
 func decodeView(data []byte) (View, error) {
 	var v View

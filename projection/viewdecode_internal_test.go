@@ -2,13 +2,10 @@ package projection
 
 import (
 	"bytes"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -330,71 +327,6 @@ func TestDecodeViewFieldsUnescapesLikeDecodeView(t *testing.T) {
 	}
 }
 
-// Integers of every length read exactly, eight digits at a time or not;
-// one more than a uint64 holds is refused.
-func TestViewScannerDigits(t *testing.T) {
-	r := rand.New(rand.NewPCG(17, 18))
-	for n := 1; n <= 20; n++ {
-		for range 200 {
-			b := []byte{byte('1' + r.IntN(9))}
-			for len(b) < n {
-				b = append(b, byte('0'+r.IntN(10)))
-			}
-			if n == 20 {
-				b[0], b[1] = '1', '0' // below 2^64 = 18446744073709551616
-			}
-			want, err := strconv.ParseUint(string(b), 10, 64)
-			require.NoError(t, err)
-			s := viewScanner{d: append(b, ',')}
-			got, ok := s.digits()
-			require.True(t, ok, "digits must read %s", b)
-			require.Equal(t, want, got, "digits of %s", b)
-			require.Equal(t, n, s.i, "digits must stop at the comma after %s", b)
-		}
-	}
-	for _, c := range []struct {
-		in string
-		ok bool
-	}{{"0", true}, {"18446744073709551615", true}, {"18446744073709551616", false}, {"99999999999999999999", false}, {"012345678", false}, {"", false}, {"x", false}} {
-		s := viewScanner{d: []byte(c.in)}
-		_, ok := s.digits()
-		assert.Equal(t, c.ok, ok, "digits of %q", c.in)
-	}
-}
-
-// skipPlain stops at the first byte a string does not hold as it is,
-// wherever it is in a word, and notes bytes that are not ASCII only
-// before it.
-func TestSkipPlain(t *testing.T) {
-	r := rand.New(rand.NewPCG(19, 20))
-	plain := []byte("az AZ09~/ !#\x7f\xc3\xa9\xff\xa2\xa0\xdc")
-	special := []byte{'"', '\\', 0, 0x1f, '\n'}
-	for range 5000 {
-		n := r.IntN(40)
-		d := make([]byte, n, n+1)
-		for i := range d {
-			d[i] = plain[r.IntN(len(plain))]
-		}
-		want := len(d)
-		if r.IntN(4) > 0 && n > 0 {
-			want = r.IntN(n)
-			d[want] = special[r.IntN(len(special))]
-			for i := want + 1; i < n; i++ {
-				if r.IntN(3) == 0 {
-					d[i] = special[r.IntN(len(special))]
-				}
-			}
-		}
-		wantHigh := false
-		for _, c := range d[:want] {
-			wantHigh = wantHigh || c >= utf8.RuneSelf
-		}
-		end, high := skipPlain(d, 0)
-		require.Equal(t, want, end, "skipPlain(%q)", d)
-		require.Equal(t, wantHigh, high, "skipPlain(%q) saw a byte that is not ASCII", d)
-	}
-}
-
 // randomString draws a string with the characters encoding/json escapes
 // or passes through.
 func randomString(r *rand.Rand) string {
@@ -502,70 +434,4 @@ func FuzzDecodeViewFields(f *testing.F) {
 			}
 		}
 	})
-}
-
-// withStack gives v a failure as Go services record it: a quoted message
-// and a multi-line stack trace, which encoding/json writes with escapes.
-func withStack(v View) View {
-	var st strings.Builder
-	for i := range 12 {
-		fmt.Fprintf(&st, "github.com/acme/shop/billing.(*Invoicer).step%d(...)\n\t/src/shop/billing/invoicer.go:%d +0x1f4\n", i, 100+i)
-	}
-	v.State.Error.ErrorMsg = `charge order "o-1": card declined: <insufficient funds>`
-	v.State.Error.StackTrace = st.String()
-	return v
-}
-
-// BenchmarkDecodeViewFields compares the fast path with decodeView on the
-// same generated views: as randomView makes them, and with a quoted
-// message and a 1 KB stack trace each. cpu-ns/op is the process's CPU
-// time per view (garbage collection included), steadier than ns/op on a
-// loaded machine.
-func BenchmarkDecodeViewFields(b *testing.B) {
-	sets := []struct {
-		name    string
-		encoded [][]byte
-	}{{name: "plain"}, {name: "stack"}}
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range 1024 {
-		v := randomView(r, i)
-		for j, v := range []View{v, withStack(v)} {
-			data, err := encodeView(&v)
-			require.NoError(b, err)
-			sets[j].encoded = append(sets[j].encoded, data)
-		}
-	}
-	for _, set := range sets {
-		size := 0
-		for _, data := range set.encoded {
-			size += len(data)
-		}
-		b.Run(set.name+"/fields", func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(size / len(set.encoded)))
-			var out viewFields
-			i := 0
-			cpu := cpuTime()
-			for b.Loop() {
-				if !decodeViewFields(set.encoded[i%len(set.encoded)], &out) {
-					b.Fatal("the fast path refused a generated view")
-				}
-				i++
-			}
-			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
-		})
-		b.Run(set.name+"/decodeView", func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(size / len(set.encoded)))
-			i := 0
-			cpu := cpuTime()
-			for b.Loop() {
-				if _, err := decodeView(set.encoded[i%len(set.encoded)]); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
-		})
-	}
 }

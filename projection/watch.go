@@ -10,6 +10,7 @@ import (
 
 	"github.com/amends-dev/amends/internal/kvwatch"
 	"github.com/amends-dev/amends/internal/wait"
+	"github.com/amends-dev/amends/projection/index"
 )
 
 // batchSize bounds how many bucket updates are applied under one lock.
@@ -103,24 +104,22 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	ix.mu.Lock()
 	ix.gen++
 	gen := ix.gen
-	ix.beginLoad() // the first load, in bulk (load.go)
 	ix.mu.Unlock()
+	// A restarted watch replays the bucket's current values: they replace
+	// what the index kept from before.
+	ix.Index.Update(func(b *index.Batch) { b.BeginLoad(gen > 1) })
 	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
 	err = kvwatch.InitialAll(wctx, ix.views, w, func(e jetstream.KeyValueEntry) {
 		if batch = append(batch, e); len(batch) == batchSize {
-			ix.applyBatch(batch, gen, false)
+			ix.applyBatch(batch, gen)
 			batch = batch[:0]
 		}
 	})
 	if err != nil {
-		ix.mu.Lock()
-		if ix.loading != nil {
-			ix.finishLoad() // the next watch applies its values one by one
-		}
-		ix.mu.Unlock()
+		ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // cut short: nothing is dropped
 		return false, fmt.Errorf("load the views: %w", err)
 	}
-	ix.applyBatch(append(batch, nil), gen, false) // nil: every view is in
+	ix.applyBatch(append(batch, nil), gen) // nil: every view is in
 	synced = true
 	ix.setHealth(nil)
 	check := time.NewTicker(ix.checkEvery)
@@ -135,9 +134,7 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 		case <-ctx.Done():
 			return synced, ctx.Err()
 		case <-follow.C:
-			ix.mu.Lock()
-			ix.advance(ix.clock.Now().UnixMilli())
-			ix.mu.Unlock()
+			ix.Index.Advance(ix.clock.Now())
 			continue
 		case <-check.C:
 			now, err := ix.bucketCreated(ctx)
@@ -173,7 +170,7 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 				break more
 			}
 		}
-		if ix.applyBatch(batch, gen, synced) {
+		if ix.applyBatch(batch, gen) {
 			synced = true
 			ix.setHealth(nil)
 		}
@@ -215,10 +212,9 @@ type change struct {
 }
 
 // applyBatch decodes updates outside the lock and applies them under it.
-// gen is the watch that delivered them, synced whether it had delivered
-// its initial values before; applyBatch reports whether they end in this
-// batch.
-func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32, synced bool) (ready bool) {
+// gen is the watch that delivered them; applyBatch reports whether its
+// initial values end in this batch.
+func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32) (ready bool) {
 	changes := make([]change, 0, len(batch))
 	for _, e := range batch {
 		switch {
@@ -245,72 +241,58 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32, synced 
 			changes = append(changes, change{key: e.Key(), deleted: id})
 		}
 	}
-	repair := false
-	defer func() {
-		if repair {
-			ix.signalRepair()
-		}
-	}()
+	repair, dropped := false, 0
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	for i := range changes {
-		c := &changes[i]
-		switch {
-		case c.ready:
-			if ix.loading != nil {
-				ix.finishLoad()
+	ix.Index.Update(func(b *index.Batch) {
+		for i := range changes {
+			c := &changes[i]
+			switch {
+			case c.ready:
+				dropped = b.EndLoad(true)
+				if gen > 1 {
+					ix.sweepCorrupt(gen)
+				}
+				ready = true
+			case c.corrupt:
+				// What the index held of the record stays until the view is
+				// projected again.
+				ix.corrupt[c.key] = corruptKey{gen: gen, rev: c.rev, why: c.why}
+				repair = true
+			case c.deleted != "":
+				delete(ix.corrupt, c.key)
+				b.Remove(c.deleted)
+			case c.fast:
+				delete(ix.corrupt, c.key)
+				r := c.fields.record()
+				b.PutFields(&r)
+			case c.view.State.ID != "":
+				delete(ix.corrupt, c.key)
+				b.Put(&c.view)
+			default:
+				delete(ix.corrupt, c.key)
 			}
-			if gen > 1 {
-				ix.sweep(gen)
-			}
-			synced, ready = true, true
-			ix.readyOnce.Do(func() { close(ix.ready) })
-		case c.corrupt:
-			// What the index held of the record stays until the view is
-			// projected again.
-			ix.corrupt[c.key] = corruptKey{gen: gen, rev: c.rev, why: c.why}
-			repair = true
-		case c.deleted != "":
-			delete(ix.corrupt, c.key)
-			ix.remove(c.deleted)
-		case c.fast || c.view.State.ID != "":
-			delete(ix.corrupt, c.key)
-			// Before its initial values are in, a restarted watch replays
-			// the bucket's current values: they win over what the index
-			// kept from before.
-			if c.fast {
-				ix.putFields(&c.fields, gen > 1 && !synced)
-			} else {
-				ix.putAt(&c.view, gen > 1 && !synced)
-			}
-		default:
-			delete(ix.corrupt, c.key)
 		}
+	})
+	ix.mu.Unlock()
+	if ready {
+		ix.readyOnce.Do(func() { close(ix.ready) })
+	}
+	if dropped > 0 {
+		ix.logger.Info("index: dropped records the views bucket no longer holds", "records", dropped)
+	}
+	if repair {
+		ix.signalRepair()
 	}
 	return ready
 }
 
-// sweep drops the records and corrupt keys the watch gen did not deliver
-// among its initial values: the bucket lost them while no watch was
-// running. The caller holds the write lock.
-func (ix *Index) sweep(gen uint32) {
-	var gone []string
-	ix.slots.each(func(_ uint32, e *entry) bool {
-		if e.gen != gen {
-			gone = append(gone, e.id)
-		}
-		return true
-	})
-	for _, id := range gone {
-		ix.removePacked(id)
-	}
+// sweepCorrupt forgets the corrupt keys the watch gen did not deliver
+// among its initial values. The caller holds ix.mu.
+func (ix *Index) sweepCorrupt(gen uint32) {
 	for k, c := range ix.corrupt {
 		if c.gen != gen {
 			delete(ix.corrupt, k)
 		}
-	}
-	if len(gone) > 0 {
-		ix.logger.Info("index: dropped records the views bucket no longer holds", "records", len(gone))
 	}
 }
 
@@ -318,8 +300,8 @@ func (ix *Index) sweep(gen uint32) {
 // view, as far as the index has seen: each is skipped, and counted once
 // however often a watch delivers it. Safe for concurrent use.
 func (ix *Index) Corrupt() uint64 {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	return uint64(len(ix.corrupt))
 }
 

@@ -1,6 +1,19 @@
-// Package jsonlex holds the pieces of JSON lexing that amends' hand-written
-// decoders share (eventstore's canonical stream decoder, projection's view
-// decoder).
+// Package jsonlex is amends' one JSON scanner and its one writer of
+// encoding/json's string and number forms, shared by the hand-written
+// codecs of the stored formats: eventstore's stream document and
+// projection's view.
+//
+// A Scanner reads a document in a layout its caller knows (members in a
+// fixed order, no whitespace), as the fast path of a decoder whose
+// fallback is a JSON library: every method consumes what it is asked for
+// or reports false, and never takes what RFC 8259 and RFC 7493 refuse
+// (invalid UTF-8, lone surrogate escapes, control characters in strings,
+// duplicate names in a validated value). It may refuse valid input it
+// does not take on; the caller then decodes with the library. It
+// allocates nothing.
+//
+// AppendString and AppendFloat write what encoding/json writes for a
+// string and a float64.
 package jsonlex
 
 // Hex4 reads the four hexadecimal digits of a \u escape at d[i:], either
@@ -23,3 +36,6 @@ func Hex4(d []byte, i int) (r rune, ok bool) {
 	}
 	return r, true
 }
+
+// hexDigits are the lowercase hex digits.
+const hexDigits = "0123456789abcdef"

@@ -1,0 +1,203 @@
+package index
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
+// matches is Filter written against the full state, independently of the
+// index's compiled matcher.
+func matches(f Filter, s *aggregate.State, now time.Time) bool {
+	eq := func(want, have string) bool { return want == "" || want == have }
+	return eq(f.ID, s.ID) && eq(f.EventID, s.EventID.ID) &&
+		eq(f.AggregateContext, s.EventID.AggregateID.ContextName) && eq(f.AggregateType, s.EventID.AggregateID.AggregateName) &&
+		eq(f.AggregateID, s.EventID.AggregateID.AggregateID) && eq(f.FunctionContext, s.Function.ContextName) &&
+		eq(f.Processor, s.Function.ProcessorName) && eq(f.Function, s.Function.Name) &&
+		eq(string(f.FunctionKind), string(s.Function.FunctionKind)) && eq(string(f.Status), string(s.Status)) &&
+		eq(string(f.Recoverable), string(s.Recoverable)) && eq(f.ErrorCode, s.Error.ErrorCode) &&
+		(f.ExecuteAtFrom.IsZero() || s.ExecuteAt >= f.ExecuteAtFrom.UnixMilli()) &&
+		(f.ExecuteAtTo.IsZero() || s.ExecuteAt < f.ExecuteAtTo.UnixMilli()) &&
+		(f.NextRetryAtFrom.IsZero() || s.RetryState.NextRetryAt >= f.NextRetryAtFrom.UnixMilli()) &&
+		(f.NextRetryAtTo.IsZero() || s.RetryState.NextRetryAt < f.NextRetryAtTo.UnixMilli()) &&
+		s.RetryState.Retries >= f.MinRetries &&
+		(f.View == "" || f.View.Contains(s, now))
+}
+
+// randomFilter sets a few fields from the values of record v.
+func randomFilter(r *rand.Rand, v *View, now time.Time) Filter {
+	s := &v.State
+	var f Filter
+	for range r.IntN(3) {
+		switch r.IntN(15) {
+		case 0:
+			f.ID = s.ID
+		case 1:
+			f.EventID = s.EventID.ID
+		case 2:
+			f.AggregateContext = s.EventID.AggregateID.ContextName
+		case 3:
+			f.AggregateType = s.EventID.AggregateID.AggregateName
+		case 4:
+			f.AggregateID = s.EventID.AggregateID.AggregateID
+		case 5:
+			f.FunctionContext = s.Function.ContextName
+		case 6:
+			f.Processor = s.Function.ProcessorName
+		case 7:
+			f.Function = s.Function.Name
+		case 8:
+			f.FunctionKind = s.Function.FunctionKind
+		case 9:
+			f.Status, f.Recoverable = s.Status, s.Recoverable
+		case 10:
+			f.ErrorCode = s.Error.ErrorCode
+		case 11:
+			f.ExecuteAtFrom, f.ExecuteAtTo = time.UnixMilli(s.ExecuteAt-r.Int64N(600_000)), time.UnixMilli(s.ExecuteAt+r.Int64N(600_000))
+		case 12:
+			f.MinRetries = int32(r.IntN(4))
+		case 13:
+			f.View, f.Now = aggregate.Views[r.IntN(len(aggregate.Views))], now
+		case 14:
+			next := s.RetryState.NextRetryAt
+			f.NextRetryAtFrom, f.NextRetryAtTo = time.UnixMilli(next-r.Int64N(600_000)), time.UnixMilli(next+r.Int64N(600_000))
+		}
+	}
+	if r.IntN(10) == 0 {
+		f.Processor = "no-such-processor"
+	}
+	return f
+}
+
+// Paging through List with its cursor yields exactly the matching records
+// in sort order, for random filters, sorts and page sizes; Count agrees.
+func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	views := make([]View, 3000)
+	for i := range views {
+		views[i] = randomView(r, i)
+	}
+	now := time.UnixMilli(base + 1_800_000)
+	ix := memIndex(now, views)
+	type keyed struct {
+		keys [numSortFields]int64
+		tie  uint64
+		v    *View
+	}
+	all := make([]keyed, len(views))
+	for i := range views {
+		e := entryOf(&views[i], ix.names)
+		all[i] = keyed{tie: tieOf(e.id), v: &views[i]}
+		for f := range numSortFields {
+			all[i].keys[f] = sortField(f).key(&e)
+		}
+	}
+	for range 400 {
+		f := randomFilter(r, &views[r.IntN(len(views))], now)
+		sort := Sort{Field: SortFields[r.IntN(len(SortFields))], Desc: r.IntN(2) == 0}
+		field, err := fieldOf(sort)
+		require.NoError(t, err)
+		var want []string
+		sorted := slices.Clone(all)
+		slices.SortFunc(sorted, func(a, b keyed) int {
+			c := cmp.Or(cmp.Compare(a.keys[field], b.keys[field]), cmp.Compare(a.tie, b.tie))
+			if sort.Desc {
+				return -c
+			}
+			return c
+		})
+		for _, k := range sorted {
+			if matches(f, &k.v.State, now) {
+				want = append(want, k.v.State.ID)
+			}
+		}
+		q := Query{Filter: f, Sort: sort, Limit: 1 + r.IntN(100)}
+		var got []string
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, len(views)+2, "paging ends")
+			p, err := ix.List(q)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(p.Items), q.Limit)
+			for _, it := range p.Items {
+				got = append(got, it.ID)
+			}
+			if p.Next == "" {
+				break
+			}
+			q.Cursor = p.Next
+		}
+		require.Equal(t, want, got, "List %+v", q)
+		n, err := ix.Count(f)
+		require.NoError(t, err)
+		require.Equal(t, len(want), n, "Count %+v", f)
+	}
+}
+
+// A cursor is a place in the order: records that do not change between
+// pages are listed exactly once while others come, go and move.
+func TestListCursorIsStableUnderChanges(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	views := make([]View, 2000)
+	for i := range views {
+		views[i] = randomView(r, i)
+	}
+	now := time.UnixMilli(base)
+	ix := memIndex(now, views)
+	stable := map[string]bool{}
+	for i := range views {
+		if i%2 == 0 {
+			stable[views[i].State.ID] = true
+		}
+	}
+	seen := map[string]int{}
+	q := Query{Sort: Sort{Field: SortNextRetryAt}, Limit: 37}
+	for {
+		p, err := ix.List(q)
+		require.NoError(t, err)
+		for _, it := range p.Items {
+			seen[it.ID]++
+		}
+		// Change an odd record between pages: move it, or remove it.
+		ix.mu.Lock()
+		for range 20 {
+			k := 2*r.IntN(len(views)/2) + 1
+			if r.IntN(3) == 0 {
+				ix.remove(views[k].State.ID)
+				continue
+			}
+			next := randomView(r, k)
+			next.Version = views[k].Version + 1
+			views[k] = next
+			ix.put(&views[k])
+		}
+		ix.mu.Unlock()
+		if p.Next == "" {
+			break
+		}
+		q.Cursor = p.Next
+	}
+	for id := range stable {
+		require.Equal(t, 1, seen[id], "unchanged record %s listed once", id)
+	}
+}
+
+func TestListRejectsBadQueries(t *testing.T) {
+	ix := memIndex(time.UnixMilli(base), nil)
+	for name, q := range map[string]Query{
+		"sort field":      {Sort: Sort{Field: "id"}},
+		"limit too large": {Limit: MaxLimit + 1},
+		"negative limit":  {Limit: -1},
+		"view":            {Filter: Filter{View: "later"}},
+		"cursor":          {Cursor: "nope"},
+		"foreign cursor":  {Cursor: cursor{query: 1}.String()},
+	} {
+		_, err := ix.List(q)
+		require.ErrorIs(t, err, ErrInvalidQuery, name)
+	}
+}
