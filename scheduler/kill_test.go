@@ -136,13 +136,12 @@ func TestDrainKillLoop(t *testing.T) {
 	// A last child runs until the drain is done.
 	cmd := child()
 	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
-	var last scheduler.Drain
 	done := assert.Eventually(t, func() bool {
 		d, ok, err := drains.Get(t.Context(), fnCircuit)
-		last = d
 		return err == nil && ok && d.Phase == scheduler.DrainDone
 	}, 2*time.Minute, 50*time.Millisecond, "the drain is done")
 	if !done {
+		last, _, _ := drains.Get(t.Context(), fnCircuit)
 		t.Fatalf("the drain stayed %s: %s; %d replays", last.Phase, last.Note, replays.Load())
 	}
 	for _, id := range ids {
