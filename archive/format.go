@@ -130,9 +130,6 @@ func decodeObject(data []byte, fn func(Record) error) error {
 			seen[l.Record] = true
 			cur = &Record{ID: l.Record}
 		}
-		if s, ok := aggregate.CarriedState(st); ok {
-			cur.Function = s.Function
-		}
 		cur.Streams = append(cur.Streams, st)
 	}
 	if err := zr.Close(); err != nil {

@@ -200,6 +200,7 @@ func ReadObject(ctx context.Context, sink Sink, o Object, fn func(Record) error)
 		if !want[r.ID] {
 			return fmt.Errorf("object %s holds record %s, which its manifest does not list: %w", o.Name, r.ID, ErrInvalid)
 		}
+		r.Function = o.Function // an object is one function's
 		return fn(r)
 	})
 	if err != nil {
