@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/amends-dev/amends/eventstore/jsstore"
 )
 
 // WithRetention runs sw's passes while this instance holds the lease,
@@ -27,6 +29,7 @@ func (s *Scheduler) retentionLoop(ctx context.Context) {
 		defer t.Stop()
 		ticks = t.C
 	}
+	last := "" // the last error logged: the same one is logged once
 	for {
 		select {
 		case <-ctx.Done():
@@ -40,12 +43,22 @@ func (s *Scheduler) retentionLoop(ctx context.Context) {
 		rep, err := sw.Sweep(active)
 		switch {
 		case err != nil && active.Err() == nil:
-			level := "retention: a sweep failed; the next one takes it up"
-			if errors.Is(err, ErrInvalidRetention) {
-				level = "retention: halted: the stored sweep state is invalid; repair it (amends quarantine list, amends repair purge-entry)"
+			if err.Error() == last {
+				continue
 			}
-			s.opts.logger.Warn(level, "err", err)
-		case err == nil && rep.Batch != 0:
+			last = err.Error()
+			msg := "retention: a sweep failed; the next one takes it up"
+			switch {
+			case errors.Is(err, ErrInvalidRetention):
+				msg = "retention: halted: the stored sweep state is invalid; repair it (amends quarantine list, amends repair purge-entry)"
+			case errors.Is(err, jsstore.ErrRemovalDenied):
+				msg = "retention: nothing is removed until the compensation stream is migrated (docs/retention.md)"
+			}
+			s.opts.logger.Warn(msg, "err", err)
+		case err == nil:
+			last = ""
+		}
+		if err == nil && rep.Batch != 0 {
 			s.opts.logger.Debug("retention: sweep batch done", "batch", rep.Batch, "removed", rep.Removed())
 		}
 	}
