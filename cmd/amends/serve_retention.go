@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -38,6 +39,7 @@ type retentionFlags struct {
 	batch                    int
 	every                    time.Duration
 	archive                  string
+	migrate                  string
 }
 
 func (f *retentionFlags) add(fs *pflag.FlagSet, def time.Duration) {
@@ -47,6 +49,7 @@ func (f *retentionFlags) add(fs *pflag.FlagSet, def time.Duration) {
 	fs.IntVar(&f.batch, "retention-batch", scheduler.DefaultSweepBatch, "most records one retention pass removes, 1 to 10000")
 	fs.DurationVar(&f.every, "retention-every", scheduler.DefaultSweepEvery, "time between retention passes, 1s to 24h")
 	fs.StringVar(&f.archive, "archive", "", "archive each removed record's history first: dir:/path or objectstore:BUCKET")
+	fs.StringVar(&f.migrate, "migrate-stream", "", "at start, migrate a compensation stream that denies purges (created before retention) by snapshot and restore, keeping the snapshot in this directory; stop every other serve and processor first (see docs/retention.md)")
 }
 
 // retentionConfig is serve's validated retention.
@@ -55,6 +58,7 @@ type retentionConfig struct {
 	batch                    int
 	every                    time.Duration
 	archive                  string // "" none
+	migrate                  string // backup directory of --migrate-stream, "" none
 }
 
 func (c *retentionConfig) on() bool { return c != nil && (c.succeeded > 0 || c.unrecoverable > 0) }
@@ -75,7 +79,10 @@ func (f *retentionFlags) config() (*retentionConfig, error) {
 	if err := checkRange("retention-every", f.every, time.Second, 24*time.Hour, ""); err != nil {
 		return nil, err
 	}
-	c := &retentionConfig{succeeded: time.Duration(f.succeeded), unrecoverable: time.Duration(f.unrecoverable), batch: f.batch, every: f.every}
+	c := &retentionConfig{succeeded: time.Duration(f.succeeded), unrecoverable: time.Duration(f.unrecoverable), batch: f.batch, every: f.every, migrate: f.migrate}
+	if f.migrate != "" && strings.ContainsRune(f.migrate, 0) {
+		return nil, usageErrorf("--migrate-stream %q is not a directory path", clipText(f.migrate, 80))
+	}
 	if f.archive != "" {
 		if err := checkArchiveSpec(f.archive); err != nil {
 			return nil, usageErrorf("--archive: %v", err)
@@ -176,3 +183,30 @@ func (d *days) Set(s string) error {
 }
 
 func (d *days) Type() string { return "duration" }
+
+// migrateStream runs --migrate-stream: the compensation stream, if it
+// exists and denies purges, is snapshotted, deleted and restored allowing
+// them. Nothing else of serve has started yet.
+func migrateStream(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, logger *slog.Logger) error {
+	rc := cfg.retention
+	if rc == nil || rc.migrate == "" {
+		return nil
+	}
+	name := store.StreamName(aggregate.Context)
+	if _, err := js.Stream(ctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
+		logger.Info("--migrate-stream: no compensation stream yet; it is created allowing purges", "stream", name)
+		return nil
+	}
+	logger.Warn("--migrate-stream: migrating the compensation stream; nothing else may write to it meanwhile", "stream", name, "backup_dir", rc.migrate)
+	m, err := store.MigrateRemovable(ctx, aggregate.Context, rc.migrate)
+	if err != nil {
+		return fmt.Errorf("--migrate-stream: %w", err)
+	}
+	if !m.Migrated {
+		logger.Info("--migrate-stream: the compensation stream allows purges already; nothing to do", "stream", name)
+		return nil
+	}
+	logger.Info("--migrate-stream: the compensation stream allows purges now", "stream", name, "messages", m.Messages, "last_seq", m.LastSeq,
+		"snapshot", m.Backup, "snapshot_bytes", m.Bytes)
+	return nil
+}

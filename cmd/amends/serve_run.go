@@ -78,6 +78,9 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 		return fmt.Errorf("event store: %w", err)
 	}
 	stream := store.StreamName(aggregate.Context)
+	if err := migrateStream(ctx, cfg, js, store, logger); err != nil {
+		return err
+	}
 	// Start-up rides out an election: transient errors are retried until
 	// startupTimeout; the HTTP API, and with it /readyz, is not up before.
 	sctx, cancel := context.WithTimeout(ctx, startupTimeout)
