@@ -27,7 +27,7 @@ func TestServeMigratesAStreamThatDeniesPurges(t *testing.T) {
 	svc := aggregate.NewService(old)
 	f := aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "order", ProcessorName: "Mailer", Name: "send"}
 	_, err = svc.Execute(t.Context(), aggregate.RecordID("evt-1", f), aggregate.CreateExecutionFailed{
-		EventID: aggregate.EventID{ID: "evt-1", AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1"}, Version: 1},
+		EventID:  aggregate.EventID{ID: "evt-1", AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1"}, Version: 1},
 		Function: f, Error: aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "slow"}, ExecuteAt: t0,
 		RetrySpec: &aggregate.RetrySpec{MaxRetries: 3, MinBackoff: 10, ExecutionTimeout: 30},
 	}, aggregate.Meta{Actor: "test"})
