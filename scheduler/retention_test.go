@@ -393,6 +393,36 @@ func TestSweeperFinishesABatchInterruptedAtAnyStep(t *testing.T) {
 	}
 }
 
+func TestABatchPendingWhenTheArchiveIsTurnedOnIsArchivedBeforeItsRemoval(t *testing.T) {
+	// Given a batch recorded and tallied without an archive, its sweeper stopped
+	e := newRetentionEnv(t, nil)
+	p := e.populate(t)
+	sw := e.sweeper(t, scheduler.RetentionConfig{})
+	scheduler.SetSweepHook(sw, func(step string) error {
+		if step == "tallied" {
+			return errCrash
+		}
+		return nil
+	})
+	_, err := sw.Sweep(t.Context())
+	require.ErrorIs(t, err, errCrash)
+
+	// When a sweeper with an archive finishes it
+	sink, err := archive.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	rep, err := e.sweeper(t, scheduler.RetentionConfig{Archive: sink}).Sweep(t.Context())
+	require.NoError(t, err)
+
+	// Then its records were archived before they were removed
+	assert.Equal(t, uint64(1), rep.Batch)
+	m, err := archive.ReadManifest(t.Context(), sink, 1)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, p.old, m.Objects[0].Records)
+	for _, id := range p.old {
+		assert.True(t, e.gone(t, id))
+	}
+}
+
 func TestSweeperHaltsOnAnInvalidStoredState(t *testing.T) {
 	// Given a sweep state that does not validate
 	e := newRetentionEnv(t, nil)

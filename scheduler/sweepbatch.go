@@ -131,12 +131,16 @@ func (sw *Sweeper) candidate(ctx context.Context, id string, c class) (Removal, 
 // archive writes the histories of b's records to the archive, if there is
 // one, and names its manifest in b. A record whose history moved on since
 // it was selected, or does not read, is dropped from the batch.
-func (sw *Sweeper) archive(ctx context.Context, b *SweepBatch) error {
+func (sw *Sweeper) archive(ctx context.Context, b *SweepBatch) error { return sw.archiveBatch(ctx, b, true) }
+
+// archiveBatch is archive; without drop, the records it cannot archive
+// (already removed) stay in the batch.
+func (sw *Sweeper) archiveBatch(ctx context.Context, b *SweepBatch, drop bool) error {
 	sink := sw.cfg.Archive
 	if sink == nil {
 		return nil
 	}
-	keep := b.Records[:0]
+	var keep []Removal
 	var recs []archive.Record
 	for _, rec := range b.Records {
 		hist, err := sw.cfg.Store.Load(ctx, aggregate.RecordAggregate(rec.ID), 1)
@@ -155,7 +159,9 @@ func (sw *Sweeper) archive(ctx context.Context, b *SweepBatch) error {
 		keep = append(keep, rec)
 		recs = append(recs, archive.Record{ID: rec.ID, Function: rec.Function, Streams: hist})
 	}
-	b.Records = keep
+	if drop {
+		b.Records = keep
+	}
 	if len(recs) == 0 {
 		return nil
 	}
@@ -173,19 +179,27 @@ func (sw *Sweeper) archive(ctx context.Context, b *SweepBatch) error {
 func (sw *Sweeper) finish(ctx context.Context, st SweepState, rev uint64) (SweepReport, error) {
 	b := st.Pending
 	rep := SweepReport{Batch: b.N, Archive: b.Archive, Manifest: b.Manifest}
-	if sw.cfg.Archive != nil && b.Manifest != "" {
-		// The archive must still hold what the batch removes.
+	if sw.cfg.Archive != nil && b.Manifest != "" && b.Archive == sw.cfg.Archive.String() {
+		// The archive must still hold what the batch removes (one
+		// elsewhere was read back when it was written).
 		if _, err := archive.ReadManifest(ctx, sw.cfg.Archive, b.N); err != nil {
 			return rep, fmt.Errorf("sweep batch %d: its archive %s %s cannot be read, so nothing more of it is removed: %w", b.N, b.Archive, b.Manifest, err)
 		}
 	}
-	if !b.Tallied {
-		if sw.cfg.Archive != nil && b.Manifest == "" && len(b.Records) > 0 {
-			// Archiving was turned on while this batch was pending.
-			if err := sw.archive(ctx, b); err != nil {
-				return rep, err
+	if sw.cfg.Archive != nil && b.Manifest == "" && len(b.Records) > 0 {
+		// Archiving was turned on while this batch was pending: what is
+		// still there is archived before it is removed.
+		if err := sw.archiveBatch(ctx, b, false); err != nil {
+			return rep, err
+		}
+		if b.Manifest != "" {
+			var err error
+			if rev, err = sw.cfg.Progress.putState(ctx, st, rev, sw.cfg.Clock.Now()); err != nil {
+				return rep, fmt.Errorf("record the archive of sweep batch %d: %w", b.N, err)
 			}
 		}
+	}
+	if !b.Tallied {
 		if err := sw.recheck(ctx, b, &rep); err != nil {
 			return rep, err
 		}

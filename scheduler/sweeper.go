@@ -245,12 +245,12 @@ func (sw *Sweeper) step(name string) error {
 }
 
 func (sw *Sweeper) sweep(ctx context.Context) (SweepReport, error) {
-	if sw.cfg.Succeeded == 0 && sw.cfg.Unrecoverable == 0 {
-		return SweepReport{}, nil
-	}
 	st, rev, err := sw.cfg.Progress.State(ctx)
 	if err != nil {
 		return SweepReport{}, err
+	}
+	if st.Pending == nil && sw.cfg.Succeeded == 0 && sw.cfg.Unrecoverable == 0 {
+		return SweepReport{}, nil // off; a batch under way is still finished
 	}
 	if st.Pending == nil {
 		b, err := sw.select_(ctx, st.Batch+1)
