@@ -131,7 +131,9 @@ func (sw *Sweeper) candidate(ctx context.Context, id string, c class) (Removal, 
 // archive writes the histories of b's records to the archive, if there is
 // one, and names its manifest in b. A record whose history moved on since
 // it was selected, or does not read, is dropped from the batch.
-func (sw *Sweeper) archive(ctx context.Context, b *SweepBatch) error { return sw.archiveBatch(ctx, b, true) }
+func (sw *Sweeper) archive(ctx context.Context, b *SweepBatch) error {
+	return sw.archiveBatch(ctx, b, true)
+}
 
 // archiveBatch is archive; without drop, the records it cannot archive
 // (already removed) stay in the batch.
