@@ -73,7 +73,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *jsstore.Store, r R
 		switch {
 		case errors.Is(err, eventstore.ErrNotFound):
 			continue
-		case errors.Is(err, jsstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid):
+		case errors.Is(err, eventstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid):
 			continue
 		case err != nil:
 			return plan, fmt.Errorf("read sequence %d of context %s: %w", seq, r.Context, err)

@@ -271,7 +271,7 @@ const (
 // stops while ctx is live (deleted, the connection closed), Run logs it and
 // sets them up again after a capped backoff (100ms doubling to 10s). It
 // returns nil after ctx ended and every worker stopped, or an error wrapping
-// jsstore.ErrIncompatibleStream or eventstore.ErrInvalid if the stream's
+// eventstore.ErrIncompatible or eventstore.ErrInvalid if the stream's
 // configuration can never work. Messages in flight when ctx ends are
 // redelivered later.
 func (p *Projector) Run(ctx context.Context) error {
@@ -282,7 +282,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, jsstore.ErrIncompatibleStream) || errors.Is(err, eventstore.ErrInvalid) {
+		if errors.Is(err, eventstore.ErrIncompatible) || errors.Is(err, eventstore.ErrInvalid) {
 			return fmt.Errorf("projector: %w", err)
 		}
 		if time.Since(started) > consumerBackoffMax {

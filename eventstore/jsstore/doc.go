@@ -15,7 +15,7 @@
 // Streams are created with file storage (or memory), a replica count,
 // unlimited retention, deny-delete and deny-purge, direct gets allowed, a
 // max message size and a duplicate window. An existing stream whose
-// settings differ is reported with ErrIncompatibleStream; it is never
+// settings differ is reported with eventstore.ErrIncompatible; it is never
 // reconfigured.
 //
 // # Concurrency and idempotency
@@ -47,7 +47,7 @@
 // previous-sequence list of the right length, descending, from the first
 // sequence), and every message read by sequence or walked to must be on the
 // aggregate's subject, at the expected version, with the same first
-// sequence. Anything else fails the read with ErrCorrupt, naming the
+// sequence. Anything else fails the read with eventstore.ErrCorrupt, naming the
 // message's sequence and subject and the header at fault.
 //
 // # Replicas that lag

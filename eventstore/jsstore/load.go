@@ -21,7 +21,7 @@ import (
 
 // LoadLast returns the aggregate's latest stream: one direct get. It
 // returns an error matching eventstore.ErrNotFound if the aggregate has no
-// streams, and one matching ErrCorrupt if its last message is not a stream
+// streams, and one matching eventstore.ErrCorrupt if its last message is not a stream
 // amends wrote there.
 func (s *Store) LoadLast(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error) {
 	h, subj, last, _, err := s.last(ctx, a)
@@ -34,7 +34,7 @@ func (s *Store) LoadLast(ctx context.Context, a eventstore.AggregateID) (eventst
 // Load returns the aggregate's streams from version from (1 if 0) to the
 // latest, in version order. It returns an error matching
 // eventstore.ErrNotFound if the aggregate has no streams, an empty slice if
-// from is past the latest version, and an error matching ErrCorrupt if a
+// from is past the latest version, and an error matching eventstore.ErrCorrupt if a
 // message of the history is inconsistent with its place (see the package
 // documentation). Memory is bounded by the messages actually read.
 func (s *Store) Load(ctx context.Context, a eventstore.AggregateID, from uint64) ([]eventstore.Stream, error) {
@@ -49,7 +49,7 @@ func (s *Store) Load(ctx context.Context, a eventstore.AggregateID, from uint64)
 // one stored at sequence seq, in version order, whatever was appended
 // after it: the history as of that stream, in as many round trips as Load.
 // It returns an error matching eventstore.ErrNotFound if the stream has no
-// message at seq, one matching ErrCorrupt if that message is not the
+// message at seq, one matching eventstore.ErrCorrupt if that message is not the
 // aggregate's or its history is inconsistent (as Load), and an empty slice
 // if from is past its version.
 func (s *Store) LoadAt(ctx context.Context, a eventstore.AggregateID, from, seq uint64) ([]eventstore.Stream, error) {
@@ -75,7 +75,7 @@ func (s *Store) LoadAt(ctx context.Context, a eventstore.AggregateID, from, seq 
 		return nil, err
 	}
 	if m.subject != subj {
-		return nil, fmt.Errorf("%s: the message at sequence %d is on %s: %w", subj, seq, m.subject, ErrCorrupt)
+		return nil, fmt.Errorf("%s: the message at sequence %d is on %s: %w", subj, seq, m.subject, eventstore.ErrCorrupt)
 	}
 	p, err := m.pos()
 	if err != nil {
@@ -127,7 +127,7 @@ func (s *Store) history(ctx context.Context, h *streamHandle, subj string, last 
 			return nil, err
 		}
 		if out[i], err = s.decode(m); err != nil {
-			if i == len(msgs)-1 && errors.Is(err, ErrCorrupt) {
+			if i == len(msgs)-1 && errors.Is(err, eventstore.ErrCorrupt) {
 				// The last message's body does not decode: read the history
 				// up to the one before it if an operator skipped it.
 				if pm, pp, perr := s.passOver(ctx, h, subj, m, err); perr == nil {
@@ -145,7 +145,7 @@ func (s *Store) history(ctx context.Context, h *streamHandle, subj string, last 
 
 // LoadVersion returns the aggregate's stream at version v. It returns an
 // error matching eventstore.ErrNotFound if the aggregate or that version
-// does not exist, and one matching ErrCorrupt as Load.
+// does not exist, and one matching eventstore.ErrCorrupt as Load.
 func (s *Store) LoadVersion(ctx context.Context, a eventstore.AggregateID, v uint64) (eventstore.Stream, error) {
 	if v == 0 {
 		return eventstore.Stream{}, fmt.Errorf("load %s version 0: versions start at 1: %w", a, eventstore.ErrInvalid)
@@ -163,7 +163,7 @@ func (s *Store) LoadVersion(ctx context.Context, a eventstore.AggregateID, v uin
 	}
 	st, err := s.decode(m)
 	if err == nil && st.Version != v {
-		err = fmt.Errorf("%s: expected version %d at sequence %d, found version %d: %w", a, v, m.seq, st.Version, ErrCorrupt)
+		err = fmt.Errorf("%s: expected version %d at sequence %d, found version %d: %w", a, v, m.seq, st.Version, eventstore.ErrCorrupt)
 	}
 	return st, err
 }
@@ -267,7 +267,7 @@ func (s *Store) readable(ctx context.Context, h *streamHandle, subj string, m *r
 // does not decode and an operator skipped it, the one before it.
 func (s *Store) decodeLast(ctx context.Context, h *streamHandle, subj string, m *rawMsg) (eventstore.Stream, error) {
 	st, err := s.decode(m)
-	if err == nil || !errors.Is(err, ErrCorrupt) {
+	if err == nil || !errors.Is(err, eventstore.ErrCorrupt) {
 		return st, err
 	}
 	pm, _, perr := s.passOver(ctx, h, subj, m, err)
@@ -327,7 +327,7 @@ func (s *Store) findVersion(ctx context.Context, h *streamHandle, subj string, l
 		}
 		m, err := s.msgAt(ctx, h, prevs[back-1])
 		if errors.Is(err, eventstore.ErrNotFound) {
-			return nil, fmt.Errorf("%s version %d at sequence %d is missing: %w", subj, v, prevs[back-1], ErrCorrupt)
+			return nil, fmt.Errorf("%s version %d at sequence %d is missing: %w", subj, v, prevs[back-1], eventstore.ErrCorrupt)
 		}
 		if err != nil {
 			return nil, err
@@ -349,7 +349,7 @@ func (s *Store) findVersion(ctx context.Context, h *streamHandle, subj string, l
 		return nil, err
 	}
 	if found == nil {
-		return nil, fmt.Errorf("%s: version %d is missing from the stream: %w", subj, v, ErrCorrupt)
+		return nil, fmt.Errorf("%s: version %d is missing from the stream: %w", subj, v, eventstore.ErrCorrupt)
 	}
 	return found, nil
 }
@@ -369,7 +369,7 @@ func (s *Store) walk(ctx context.Context, h *streamHandle, subj string, p positi
 	for attempt := 0; ; attempt++ {
 		err := s.batchFrom(ctx, h, subj, from, func(m *rawMsg) (bool, error) {
 			if m.seq > p.seq {
-				return false, fmt.Errorf("%s: version %d is missing between sequences %d and %d: %w", subj, next, p.firstSeq, p.seq, ErrCorrupt)
+				return false, fmt.Errorf("%s: version %d is missing between sequences %d and %d: %w", subj, next, p.firstSeq, p.seq, eventstore.ErrCorrupt)
 			}
 			if err := m.at(subj, p.firstSeq, next); err != nil {
 				if _, skipped, serr := s.skipped(ctx, h, m.seq); serr == nil && skipped {
@@ -379,7 +379,7 @@ func (s *Store) walk(ctx context.Context, h *streamHandle, subj string, p positi
 				return false, err
 			}
 			if next == p.version && m.seq != p.seq {
-				return false, fmt.Errorf("%s: version %d is at sequence %d and at %d: %w", subj, next, m.seq, p.seq, ErrCorrupt)
+				return false, fmt.Errorf("%s: version %d is at sequence %d and at %d: %w", subj, next, m.seq, p.seq, eventstore.ErrCorrupt)
 			}
 			done = !fn(m, next) || next == p.version
 			next++
@@ -390,7 +390,7 @@ func (s *Store) walk(ctx context.Context, h *streamHandle, subj string, p positi
 			return err
 		}
 		if attempt >= laggingRetries {
-			return fmt.Errorf("%s: version %d is missing between sequences %d and %d: %w", subj, next, p.firstSeq, p.seq, ErrCorrupt)
+			return fmt.Errorf("%s: version %d is missing between sequences %d and %d: %w", subj, next, p.firstSeq, p.seq, eventstore.ErrCorrupt)
 		}
 		s.laggingReads.Add(1)
 		if err := wait.Sleep(ctx, time.Duration(attempt+1)*5*time.Millisecond); err != nil {
@@ -416,7 +416,7 @@ func (s *Store) msgsAt(ctx context.Context, h *streamHandle, seqs []uint64) ([]*
 	wg.Wait()
 	for i, err := range errs {
 		if errors.Is(err, eventstore.ErrNotFound) {
-			return nil, fmt.Errorf("%s: the stream at sequence %d is missing: %w", h.name, seqs[i], ErrCorrupt)
+			return nil, fmt.Errorf("%s: the stream at sequence %d is missing: %w", h.name, seqs[i], eventstore.ErrCorrupt)
 		}
 		if err != nil {
 			return nil, err
@@ -431,7 +431,7 @@ func (s *Store) msgsAt(ctx context.Context, h *streamHandle, seqs []uint64) ([]*
 // keeps what it decoded last uses it to skip the decoding. A direct get
 // that answers with a message before known (a replica that lags) is never
 // taken for a change: the stream leader is asked instead. Errors as
-// LoadLast, and ErrCorrupt if even the leader has nothing as recent as
+// LoadLast, and eventstore.ErrCorrupt if even the leader has nothing as recent as
 // known.
 func (s *Store) LoadLastIfChanged(ctx context.Context, a eventstore.AggregateID, known uint64) (eventstore.Stream, bool, error) {
 	if err := a.Validate(); err != nil {
@@ -455,7 +455,7 @@ func (s *Store) LoadLastIfChanged(ctx context.Context, a eventstore.AggregateID,
 		return eventstore.Stream{}, false, err
 	}
 	if last.seq < known {
-		return eventstore.Stream{}, false, fmt.Errorf("%s: the stream leader's last message is %d, before the known message %d: %w", subj, last.seq, known, ErrCorrupt)
+		return eventstore.Stream{}, false, fmt.Errorf("%s: the stream leader's last message is %d, before the known message %d: %w", subj, last.seq, known, eventstore.ErrCorrupt)
 	}
 	if known != 0 && last.seq == known {
 		return eventstore.Stream{}, false, nil
