@@ -12,7 +12,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/inflight"
 	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/internal/wait"
@@ -62,7 +61,7 @@ const defaultWorkers = 16
 // A Projector is safe for concurrent use; Run it once at a time.
 type Projector struct {
 	js     jetstream.JetStream
-	store  *jsstore.Store
+	store  eventstore.Store[jetstream.Msg]
 	views  jetstream.KeyValue
 	bucket *kvstore.Bucket // views, to report the invalid ones to the quarantine
 	opts   projectorOptions
@@ -209,7 +208,7 @@ func WithLogger(l *slog.Logger) ProjectorOption {
 
 // NewProjector returns a projector from store's compensation stream into
 // views (see OpenViews). It does no I/O.
-func NewProjector(js jetstream.JetStream, store *jsstore.Store, views jetstream.KeyValue, opts ...ProjectorOption) (*Projector, error) {
+func NewProjector(js jetstream.JetStream, store eventstore.Store[jetstream.Msg], views jetstream.KeyValue, opts ...ProjectorOption) (*Projector, error) {
 	o := projectorOptions{durable: DefaultDurable, workers: defaultWorkers, maxAckPending: 1024, cacheSize: 1 << 14, nakDelay: time.Second, ackWait: DefaultAckWait, logger: slog.Default(), viewsCheck: DefaultViewsCheck}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {

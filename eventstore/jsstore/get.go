@@ -70,9 +70,11 @@ func (m *rawMsg) pos() (position, error) {
 		}
 		p.firstSeq = first
 		var buf [maxPrevSeqs]uint64
-		if _, err := p.parsePrevs(m.subject, buf[:0]); err != nil {
+		prevs, err := p.parsePrevs(m.subject, buf[:0])
+		if err != nil {
 			return position{}, err
 		}
+		p.prevSeq = prevs[0] // version v-1's: parsePrevs checked there is one
 	}
 	return p, nil
 }
@@ -162,7 +164,7 @@ func (s *Store) decode(m *rawMsg) (eventstore.Stream, error) {
 		return eventstore.Stream{}, fmt.Errorf("message %d on %s holds %s version %d (header version %d): %w",
 			m.seq, m.subject, st.Aggregate, st.Version, p.version, eventstore.ErrCorrupt)
 	}
-	st.Seq = m.seq
+	st.Seq, st.PrevSeq = m.seq, p.prevSeq
 	st.TraceParent, st.TraceState = tracing.Header(m.header)
 	return st, nil
 }

@@ -66,6 +66,13 @@ func New(js jetstream.JetStream, opts ...Option) (*Store, error) {
 	}, nil
 }
 
+// The Store keeps the eventstore contract, its log delivered to
+// subscribers as JetStream messages.
+var _ eventstore.Store[jetstream.Msg] = (*Store)(nil)
+
+// Replicas returns the replica count of the store's streams (WithReplicas).
+func (s *Store) Replicas() int { return s.opts.replicas }
+
 // StreamName returns the name of the JetStream stream that holds context's
 // events: "<stream prefix><context>".
 func (s *Store) StreamName(context string) string { return s.opts.streamPrefix + context }
