@@ -1,5 +1,8 @@
 // Package jsstore is the JetStream implementation of the amends event
-// store.
+// store: a Store keeps the eventstore contract (eventstore.Store, its log
+// delivered as jetstream.Msg) and passes the eventstore/eventstoretest
+// suite. Its errors are eventstore's sentinels; ErrInvalidOption is its
+// own.
 //
 // # Layout
 //
@@ -10,7 +13,9 @@
 // eventstore.Stream is one message on it: the JSON document from
 // eventstore.Encode plus the headers Nats-Msg-Id (the stream id),
 // Amends-Version, Amends-Prev-Seqs and Amends-First-Seq. Ids that are not
-// plain subject tokens are encoded reversibly (EncodeID).
+// plain subject tokens are encoded reversibly (EncodeID). Only this package
+// reads those headers: what they say reaches callers as Stream.Version,
+// Seq and PrevSeq (a test scans the module for readers elsewhere).
 //
 // Streams are created with file storage (or memory), a replica count,
 // unlimited retention, deny-delete and deny-purge, direct gets allowed, a
