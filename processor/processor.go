@@ -3,6 +3,7 @@ package processor
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -62,9 +63,10 @@ type group struct {
 
 // New returns a Processor of the bounded context context, reading its
 // events through store (whose streams live in js). It does no I/O. An
-// invalid context or option returns an error wrapping ErrInvalidOption.
+// invalid context or option, or a nil js or store, returns an error
+// wrapping ErrInvalidOption.
 func New(js jetstream.JetStream, store eventstore.Store[jetstream.Msg], context string, opts ...Option) (*Processor, error) {
-	if js == nil || store == nil {
+	if js == nil || store == nil || reflect.ValueOf(store).Kind() == reflect.Pointer && reflect.ValueOf(store).IsNil() {
 		return nil, invalidOption("jetstream and store must not be nil")
 	}
 	if err := eventstore.ValidateName("context", context); err != nil {
