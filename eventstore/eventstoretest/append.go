@@ -120,12 +120,22 @@ func checkIdempotent[M any](t *testing.T, h Harness[M]) {
 // wins; writers that reload on conflict all get their streams in, each
 // version once.
 func checkConcurrentAppends[M any](t *testing.T, h Harness[M]) {
-	s, a := h.Store, agg(typeB, "concurrent")
-	const writers = 8
+	s, a, c := h.Store, agg(typeB, "concurrent"), ctx(t)
+	const writers, each = 8, 4
+	// Streams are built here: require may not stop a test from another
+	// goroutine.
+	first := make([]eventstore.Stream, writers)
+	later := make([][]eventstore.Stream, writers)
+	for w := range writers {
+		first[w] = stream(t, a, w)
+		for i := range each {
+			later[w] = append(later[w], stream(t, a, 100*(w+1)+i))
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, writers)
 	for w := range writers {
-		wg.Go(func() { _, errs[w] = s.Append(ctx(t), stream(t, a, w), 0) })
+		wg.Go(func() { _, errs[w] = s.Append(c, first[w], 0) })
 	}
 	wg.Wait()
 	won := 0
@@ -138,15 +148,14 @@ func checkConcurrentAppends[M any](t *testing.T, h Harness[M]) {
 	}
 	require.Equal(t, 1, won, "exactly one of %d appends at version 0 wins", writers)
 
-	const each = 4
 	for w := range writers {
 		wg.Go(func() {
 			for done := 0; done < each; {
-				v, err := s.LastVersion(ctx(t), a)
+				v, err := s.LastVersion(c, a)
 				if !assert.NoError(t, err) {
 					return
 				}
-				_, err = s.Append(ctx(t), stream(t, a, 100*(w+1)+done), v)
+				_, err = s.Append(c, later[w][done], v)
 				switch {
 				case err == nil:
 					done++
