@@ -12,7 +12,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -80,7 +79,7 @@ func terminal(err error) (quarantine.Reason, bool) {
 		return quarantine.ReasonUndecodable, true // an event that does not decode, and no carried state
 	case errors.Is(err, ErrCorruptView):
 		return quarantine.ReasonInvalidView, true // a view the reader would reject
-	case errors.Is(err, jsstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid), errors.Is(err, ErrInvalidQuery):
+	case errors.Is(err, eventstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid), errors.Is(err, ErrInvalidQuery):
 		return quarantine.ReasonCorrupt, true // a history that does not load, an id that cannot be a key
 	}
 	return "", false

@@ -100,7 +100,7 @@ func (sw *Sweeper) candidate(ctx context.Context, id string, c class) (Removal, 
 		}
 		return Removal{}, false, nil
 	}
-	if errors.Is(err, jsstore.ErrCorrupt) {
+	if errors.Is(err, eventstore.ErrCorrupt) {
 		sw.cfg.Logger.Warn("retention: a record's last stream does not read; it is kept", "record", id, "err", err)
 		return Removal{}, false, nil
 	}
@@ -147,7 +147,7 @@ func (sw *Sweeper) archiveBatch(ctx context.Context, b *SweepBatch, drop bool) e
 	for _, rec := range b.Records {
 		hist, err := sw.cfg.Store.Load(ctx, aggregate.RecordAggregate(rec.ID), 1)
 		switch {
-		case errors.Is(err, eventstore.ErrNotFound), errors.Is(err, jsstore.ErrCorrupt):
+		case errors.Is(err, eventstore.ErrNotFound), errors.Is(err, eventstore.ErrCorrupt):
 			sw.cfg.Logger.Warn("retention: a record's history does not read; it is kept", "record", rec.ID, "err", err)
 			sw.stats.dropped.Add(1)
 			continue
@@ -264,7 +264,7 @@ func (sw *Sweeper) recheck(ctx context.Context, b *SweepBatch, rep *SweepReport)
 		switch {
 		case errors.Is(err, eventstore.ErrNotFound):
 			keep = append(keep, rec) // gone already: its view goes too
-		case err != nil && !errors.Is(err, jsstore.ErrCorrupt):
+		case err != nil && !errors.Is(err, eventstore.ErrCorrupt):
 			return fmt.Errorf("read record %s: %w", rec.ID, err)
 		case err == nil && st.Seq == rec.Through:
 			keep = append(keep, rec)

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natsconn"
 	"github.com/amends-dev/amends/internal/transient"
@@ -90,7 +91,7 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	})
 	if err != nil {
 		hint := provisionHint(err)
-		if errors.Is(err, jsstore.ErrIncompatibleStream) {
+		if errors.Is(err, eventstore.ErrIncompatible) {
 			hint = " (--storage, --replicas and --max-msg-size must match the existing stream)"
 		}
 		return fmt.Errorf("provision the event store stream %s (storage %s, replicas %d) on NATS at %s%s: %w",
@@ -195,7 +196,7 @@ func (c *natsConn) close(logger *slog.Logger) {
 // the end of a message; plainError drops them, since the rest of the
 // message already says what is wrong.
 var sentinels = []error{
-	jsstore.ErrInvalidOption, jsstore.ErrIncompatibleStream, jsstore.ErrCorrupt,
+	jsstore.ErrInvalidOption, eventstore.ErrIncompatible, eventstore.ErrCorrupt,
 	scheduler.ErrInvalidOption, scheduler.ErrIncompatibleBucket,
 	projection.ErrInvalidOption, projection.ErrIncompatibleBucket, projection.ErrCorruptView,
 }
