@@ -33,6 +33,9 @@ func history(id string, f aggregate.FunctionInfo, n int, seq uint64) archive.Rec
 		r.Streams = append(r.Streams, eventstore.Stream{ID: uuid.NewString(), Aggregate: aggregate.RecordAggregate(id), Version: uint64(v),
 			CommandID: uuid.NewString(), CreateTime: now.UnixMilli() + int64(v), Seq: seq + uint64(v),
 			Events: []eventstore.Event{{ID: uuid.NewString(), Name: "step", Body: body}}})
+		if v > 1 {
+			r.Streams[v-1].PrevSeq = seq + uint64(v-1) // as the store reads it: the stream before
+		}
 	}
 	return r
 }

@@ -130,6 +130,9 @@ func decodeObject(data []byte, fn func(Record) error) error {
 			seen[l.Record] = true
 			cur = &Record{ID: l.Record}
 		}
+		if k := len(cur.Streams); k > 0 {
+			st.PrevSeq = cur.Streams[k-1].Seq // the history is whole: the stream before is the one before it in the log
+		}
 		cur.Streams = append(cur.Streams, st)
 	}
 	if err := zr.Close(); err != nil {
