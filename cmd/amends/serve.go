@@ -110,6 +110,7 @@ type serveFlags struct {
 
 	notify notifyFlags
 	sec    httpSecFlags
+	snap   snapshotFlags
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -170,6 +171,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.BoolVar(&f.repairBuckets, "repair-buckets", false, "at start, bring buckets with other settings to the ones serve needs (in place, or deleted and created again when their content is rebuilt or transient); see Buckets")
 	fs.Float64Var(&f.drainRate, "drain-rate", scheduler.DefaultDrainRate, "most records per second a recovery drain prepares for one function after its circuit closes, 1 to 100000")
 	f.notify.add(fs)
+	f.snap.add(fs)
 	f.sec.add(fs)
 	annotateEnv(fs)
 	f.sec.addCommandLineOnly(fs) // after annotateEnv: never from the environment
@@ -192,6 +194,9 @@ func (f *serveFlags) config(cmd *cobra.Command, env func(string) (string, bool),
 		return cfg, err
 	}
 	if err := f.controlPlane(&cfg, env, logger); err != nil {
+		return cfg, err
+	}
+	if err := f.snap.config(&cfg); err != nil {
 		return cfg, err
 	}
 	switch f.storage {
@@ -326,6 +331,8 @@ type serveConfig struct {
 	repairBuckets bool
 	// notify configures notifications; nil disables them.
 	notify *notify.Config
+	// indexSnapshotEvery is the index's snapshot period; 0: no snapshots.
+	indexSnapshotEvery time.Duration
 
 	// ready, when set, is called once serve is ready, before it waits for
 	// the context to end.
