@@ -149,7 +149,7 @@ func fillViews(ctx context.Context, js jetstream.JetStream, bucket string, n int
 	r := rand.New(rand.NewPCG(uint64(n), 42))
 	for i := range n {
 		v := generatedView(r, i)
-		v.Seq += 20 // version v is at a sequence of at least v, or the view does not validate
+		v.Seq += 20                  // version v is at a sequence of at least v, or the view does not validate
 		data, err := json.Marshal(v) // the bytes the view codec writes (projection/view.go)
 		if err != nil {
 			return err
