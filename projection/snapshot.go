@@ -127,6 +127,9 @@ func (ix *Index) restore(ctx context.Context, bucket *jetstream.StreamInfo) (aft
 		ix.discardSnapshot(ctx, info.Revision, err)
 		return 0
 	}
+	ix.saveMu.Lock()
+	ix.savedRev, ix.savedOrigin, ix.snapshotSize = info.Revision, info.Origin, len(data)+len(data)/8 // no need to save it again
+	ix.saveMu.Unlock()
 	ix.mu.Lock()
 	ix.start = StartStats{FromSnapshot: true, SnapshotRevision: info.Revision, SnapshotRecords: info.Records}
 	for _, k := range info.Skipped {
@@ -165,6 +168,9 @@ func (ix *Index) checkRestored(ctx context.Context) error {
 	ix.mu.Lock()
 	ix.start = StartStats{}
 	ix.mu.Unlock()
+	ix.saveMu.Lock()
+	ix.savedRev, ix.savedOrigin = 0, 0 // the next save replaces it, whatever the revision
+	ix.saveMu.Unlock()
 	return err
 }
 

@@ -309,6 +309,30 @@ func TestIndexSavesASnapshotEveryPeriod(t *testing.T) {
 	assert.False(t, saved, "nothing changed since the last one")
 }
 
+// An index that started from a snapshot and saw no change since has
+// nothing to save.
+func TestIndexStartedFromASnapshotDoesNotSaveItAgain(t *testing.T) {
+	e := newSnapEnv(t)
+	e.put(t, "r1", 1)
+	first := e.index(t, time.Hour)
+	stop := run(t, first)
+	<-first.Ready()
+	stop()
+	second := e.index(t, time.Hour)
+	run(t, second)
+	<-second.Ready()
+	require.True(t, second.Start().FromSnapshot)
+	saved, err := second.SaveSnapshot(t.Context())
+	require.NoError(t, err)
+	assert.False(t, saved, "the snapshot it started from is current")
+	e.put(t, "r2", 1)
+	eventuallyHolds(t, second, map[string]uint64{"r1": 1, "r2": 1})
+	saved, err = second.SaveSnapshot(t.Context())
+	require.NoError(t, err)
+	assert.True(t, saved, "a change since: saved")
+	assert.Equal(t, e.lastRev(t), e.snapshotInfo(t).Revision)
+}
+
 func TestWithSnapshotsIsValidated(t *testing.T) {
 	e := newSnapEnv(t)
 	for name, opt := range map[string]projection.IndexOption{

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -143,6 +144,10 @@ func startupFootprint(ctx context.Context, env *Env, c FootprintConfig, n int) (
 	return row, queries, err
 }
 
+// fillWindow is how many publishes fillViews has outstanding at most,
+// under the client's default limit (4000).
+const fillWindow = 2048
+
 // fillViews writes n generated views (the query scenarios' records) into
 // bucket with asynchronous publishes, a window at a time.
 func fillViews(ctx context.Context, js jetstream.JetStream, bucket string, n int) error {
@@ -154,10 +159,21 @@ func fillViews(ctx context.Context, js jetstream.JetStream, bucket string, n int
 		if err != nil {
 			return err
 		}
-		if _, err := js.PublishAsync("$KV."+bucket+"."+v.State.ID, data); err != nil {
+		subject := "$KV." + bucket + "." + v.State.ID
+		_, err = js.PublishAsync(subject, data)
+		for tries := 0; errors.Is(err, jetstream.ErrTooManyStalledMsgs) && tries < 100; tries++ {
+			// The server is behind (a busy machine): wait for the window.
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			_, err = js.PublishAsync(subject, data)
+		}
+		if err != nil {
 			return err
 		}
-		if i%4096 == 4095 {
+		if i%fillWindow == fillWindow-1 {
 			select {
 			case <-js.PublishAsyncComplete():
 			case <-ctx.Done():
