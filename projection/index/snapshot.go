@@ -263,6 +263,9 @@ func (ix *Index) readRecords(r *snapReader, info *SnapshotInfo) error {
 	if r.err == nil && records != info.Records {
 		return r.fail("the header counts %d records, the entries %d", info.Records, records)
 	}
+	if r.err == nil {
+		ix.loading = make(map[string]uint32, records) // empty (LoadSnapshot): sized once, not grown
+	}
 	var fp uint32
 	msg := func() string { return samples[fp] }
 	for range records {
