@@ -214,7 +214,9 @@ func (ix *Index) snapshotLoop(ctx context.Context) {
 	for wait.Sleep(ctx, snapshotPoll) == nil {
 		if now := ix.clock.Now(); now.Sub(last) >= ix.snapshotEvery {
 			if _, err := ix.SaveSnapshot(ctx); err != nil {
-				ix.logger.Warn("index: cannot save a snapshot", "err", err)
+				if !errors.Is(err, ErrNotCurrent) { // not loaded yet: once it is
+					ix.logger.Warn("index: cannot save a snapshot", "err", err)
+				}
 				continue // again at the next poll
 			}
 			last = now
