@@ -163,15 +163,19 @@ func runFootprint(ctx context.Context, a *app, f *footprintFlags) error {
 	}
 	c.Logger = a.logger
 	res, err := bench.RunFootprint(ctx, env, c)
-	if err != nil {
-		return err
-	}
+	// What was measured is printed, even when a later part failed.
+	var perr error
 	if f.bench.output == "json" {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		perr = enc.Encode(res)
+	} else {
+		perr = printFootprint(a.stdout, res)
 	}
-	return printFootprint(a.stdout, res)
+	if err != nil {
+		return err
+	}
+	return perr
 }
 
 func printFootprint(w io.Writer, r bench.FootprintResult) error {
