@@ -3,15 +3,20 @@ package index
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 )
 
-// BenchmarkSnapshot writes and restores a snapshot of the benchmark
-// index; compare the restore with the write (the restore builds every
+// BenchmarkSnapshot writes and restores a snapshot of an index of 10 k,
+// 100 k and -index-records records, with the index's heap per record;
+// compare the restore with the write (the restore builds every
 // structure, as a bulk load does).
 func BenchmarkSnapshot(b *testing.B) {
-	for _, n := range []int{10_000, 100_000, 1_000_000} {
+	for _, n := range []int{10_000, 100_000, *indexRecords} {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		ix := memIndex(benchNow, nil)
 		r := rand.New(rand.NewPCG(uint64(n), 1))
 		ix.mu.Lock()
@@ -23,6 +28,9 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 		ix.finishLoad()
 		ix.mu.Unlock()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap := float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 		data, err := ix.AppendSnapshot(nil, SnapshotInfo{})
 		if err != nil {
 			b.Fatal(err)
@@ -35,6 +43,7 @@ func BenchmarkSnapshot(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(len(data))/float64(n), "bytes/record")
+			b.ReportMetric(heap, "heap-bytes/record")
 		})
 		b.Run(fmt.Sprintf("restore/records=%d", n), func(b *testing.B) {
 			for range b.N {
