@@ -228,7 +228,7 @@ func (ix *Index) snapshotLoop(ctx context.Context) {
 func (ix *Index) finalSave(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalSaveTimeout)
 	defer cancel()
-	if _, err := ix.SaveSnapshot(ctx); err != nil {
+	if _, err := ix.SaveSnapshot(ctx); err != nil && !errors.Is(err, ErrNotCurrent) { // never loaded: nothing to save
 		ix.logger.Warn("index: cannot save a snapshot at shutdown", "err", err)
 	}
 }

@@ -34,8 +34,10 @@ index's start from the snapshot. Ratios are to the floors of the same
 run. Then the index queries of the query scenarios (due, list, summary,
 count) on that index and on one of 10 000 records.
 
---records 10000000 needs about 12 GB of disk for the views bucket and
-about 5 GB of memory. --quick measures 100 records a shape and 20 000 at
+--records 10000000 needs about 9 GB of disk for the views bucket (888
+bytes a generated view) and room for the index's 4 GB of heap twice over;
+writing the views takes most of the run (28 minutes on a loaded 2-core
+machine). --quick measures 100 records a shape and 20 000 at
 start-up (a smoke test for CI).
 
 ` + envHelp
