@@ -54,10 +54,10 @@ func TestServiceRefusesAForgedHugeVersion(t *testing.T) {
 			forgeRecord(t, store, js, "huge", version, "1", "1")
 
 			_, _, err = svc.Get(t.Context(), "huge")
-			require.ErrorIs(t, err, jsstore.ErrCorrupt)
+			require.ErrorIs(t, err, eventstore.ErrCorrupt)
 			assert.ErrorContains(t, err, jsstore.HeaderVersion)
 			_, err = svc.Execute(t.Context(), "huge", PrepareCompensation{}, Meta{})
-			assert.ErrorIs(t, err, jsstore.ErrCorrupt, "a command on it")
+			assert.ErrorIs(t, err, eventstore.ErrCorrupt, "a command on it")
 			_, _, err = svc.Get(t.Context(), "genuine")
 			assert.NoError(t, err, "other records are unaffected")
 		})
@@ -90,7 +90,7 @@ func TestServiceRefusesAHistoryPointingIntoAnotherRecord(t *testing.T) {
 	forgeRecord(t, store, js, "B", vb+1, seqsA[len(seqsA)-1], strings.Join(seqsA[:vb], ","))
 
 	_, _, err = svc.Get(t.Context(), "B")
-	require.ErrorIs(t, err, jsstore.ErrCorrupt, "B's history must not be A's")
+	require.ErrorIs(t, err, eventstore.ErrCorrupt, "B's history must not be A's")
 	assert.ErrorContains(t, err, "amends.compensation.execution_failed.A", "names the message it found")
 	stA, _, err := svc.Get(t.Context(), "A")
 	require.NoError(t, err)

@@ -14,6 +14,18 @@ var (
 	// ErrInvalid reports a stream, id or argument that breaks a rule of the
 	// store. The wrapping message names the field and the rule.
 	ErrInvalid = errors.New("eventstore: invalid")
+	// ErrCorrupt reports a stored value the store cannot read as a stream it
+	// wrote there: a document that does not decode, or one whose place in
+	// the store (its aggregate, version or position) disagrees with where it
+	// is stored. The wrapping message names the position (the stream
+	// sequence) and what is wrong. Such a value can never be processed: a
+	// reader skips or quarantines it, a subscriber terminates its message.
+	ErrCorrupt = errors.New("eventstore: corrupt message")
+	// ErrIncompatible reports storage that exists with settings the store
+	// cannot use (for jsstore, a JetStream stream configured otherwise). A
+	// store never reconfigures it; the wrapping message lists each
+	// difference.
+	ErrIncompatible = errors.New("eventstore: incompatible storage")
 )
 
 // ConflictError is the error an append returns when the aggregate moved on.

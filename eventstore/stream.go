@@ -50,6 +50,13 @@ type Stream struct {
 	// Seq is the store's sequence of the stream once committed; 0 before.
 	// It is not part of the stored document.
 	Seq uint64 `json:"-"`
+	// PrevSeq is the store's sequence of the aggregate's previous stream
+	// (version Version-1): 0 for version 1 and before the stream is
+	// committed. A store sets it with Seq on every read, decode and
+	// append; it is not part of the stored document. A subscriber that
+	// keeps per-aggregate progress uses it to tell whether the version
+	// before was already delivered.
+	PrevSeq uint64 `json:"-"`
 	// TraceParent and TraceState are the W3C trace context of the append
 	// that stored the stream, which the store keeps in the message's
 	// headers, not in the document; empty when the appender had no span.

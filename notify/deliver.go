@@ -15,7 +15,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -287,4 +286,3 @@ func (n *Notifier) Send(ctx context.Context, name string) (Notification, Respons
 }
 
 var _ Recorder = (*aggregate.Service)(nil)
-var _ = jsstore.ErrCorrupt

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -158,7 +158,7 @@ func WithDigestTick(d time.Duration) Option {
 // (servers) may share its consumers and buckets.
 type Notifier struct {
 	js      jetstream.JetStream
-	store   *jsstore.Store
+	store   eventstore.Store[jetstream.Msg]
 	rec     Recorder
 	cfg     *Config
 	opts    options
@@ -173,7 +173,7 @@ type Notifier struct {
 
 // New returns a notifier for cfg (see LoadConfig) on the compensation
 // stream of store, recording failed deliveries with rec. It does no I/O.
-func New(js jetstream.JetStream, store *jsstore.Store, rec Recorder, cfg *Config, opts ...Option) (*Notifier, error) {
+func New(js jetstream.JetStream, store eventstore.Store[jetstream.Msg], rec Recorder, cfg *Config, opts ...Option) (*Notifier, error) {
 	o := options{durable: DefaultDurable, workers: 64, ackWait: DefaultAckWait, clock: systemClock{}, logger: slog.Default(),
 		replicas: 1, storage: jetstream.FileStorage, digestTick: 10 * time.Second}
 	for _, opt := range opts {

@@ -3,6 +3,7 @@ package processor
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/eventstore/jsstore"
 )
 
 // Processor runs the functions of one bounded context: one durable
@@ -22,7 +22,7 @@ import (
 // ErrRunning once Run has started. Metrics may be read at any time.
 type Processor struct {
 	js      jetstream.JetStream
-	store   *jsstore.Store
+	store   eventstore.Store[jetstream.Msg]
 	context string
 	o       options
 	// instance and build name this instance in attempt runs (attemptrun.go).
@@ -63,9 +63,10 @@ type group struct {
 
 // New returns a Processor of the bounded context context, reading its
 // events through store (whose streams live in js). It does no I/O. An
-// invalid context or option returns an error wrapping ErrInvalidOption.
-func New(js jetstream.JetStream, store *jsstore.Store, context string, opts ...Option) (*Processor, error) {
-	if js == nil || store == nil {
+// invalid context or option, or a nil js or store, returns an error
+// wrapping ErrInvalidOption.
+func New(js jetstream.JetStream, store eventstore.Store[jetstream.Msg], context string, opts ...Option) (*Processor, error) {
+	if js == nil || store == nil || reflect.ValueOf(store).Kind() == reflect.Pointer && reflect.ValueOf(store).IsNil() {
 		return nil, invalidOption("jetstream and store must not be nil")
 	}
 	if err := eventstore.ValidateName("context", context); err != nil {

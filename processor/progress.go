@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/kvstore"
 )
 
@@ -260,7 +258,7 @@ type orderedMsg struct {
 }
 
 func (p *Processor) newOrderedMsg(g *group, st *eventstore.Stream, m jetstream.Msg) *orderedMsg {
-	o := &orderedMsg{prevSeq: previousSeq(m, st), redelivered: true, durable: DurableName(p.context, g.name)}
+	o := &orderedMsg{prevSeq: previousSeq(st), redelivered: true, durable: DurableName(p.context, g.name)}
 	if md, err := m.Metadata(); err == nil {
 		o.redelivered = md.NumDelivered > 1
 	}
@@ -320,17 +318,11 @@ func (p *Processor) orderedEnd(ctx context.Context, f *function, key string, e p
 }
 
 // previousSeq returns the stream sequence of the version before st (the
-// store's Amends-Prev-Seqs header, newest first), or, when the message
-// does not say, the sequence just before st's: all earlier messages.
-func previousSeq(m jetstream.Msg, st *eventstore.Stream) uint64 {
-	if h := m.Headers(); h != nil {
-		prevs := h.Get(jsstore.HeaderPrevSeqs)
-		if i := strings.IndexByte(prevs, ','); i >= 0 {
-			prevs = prevs[:i]
-		}
-		if seq, err := strconv.ParseUint(prevs, 10, 64); err == nil && seq > 0 {
-			return seq
-		}
+// store tells it: Stream.PrevSeq), or, for a first version, the sequence
+// just before st's: all earlier messages.
+func previousSeq(st *eventstore.Stream) uint64 {
+	if st.PrevSeq > 0 {
+		return st.PrevSeq
 	}
 	return max(st.Seq, 1) - 1
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -53,7 +52,7 @@ func (o *options) defaultQuarantine(p *Processor) error {
 	if o.quarantine != nil {
 		return nil
 	}
-	replicas := max(p.store.StreamConfig(aggregate.Context).Replicas, 1)
+	replicas := max(p.store.Replicas(), 1)
 	q, err := quarantine.New(p.js, quarantine.WithReplicas(replicas), quarantine.WithLogger(o.logger, 0), quarantine.WithClock(o.clock))
 	if err != nil {
 		return invalidOption("quarantine: %v", err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/eventstore/jsstore"
 )
 
 // MaxPlanScan bounds the stream sequences a dry run reads.
@@ -24,7 +23,7 @@ type (
 // Plan is the dry run of r: the committed events its selection picks,
 // read from store, without running anything. The function's own aggregate
 // types and event names narrow it further when it runs.
-func Plan(ctx context.Context, js jetstream.JetStream, store *jsstore.Store, r ReplayRequest, limit int) (ReplayPlan, error) {
+func Plan(ctx context.Context, js jetstream.JetStream, store eventstore.Store[jetstream.Msg], r ReplayRequest, limit int) (ReplayPlan, error) {
 	if r.Rate == 0 {
 		r.Rate = DefaultReplayRate
 	}
@@ -73,7 +72,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *jsstore.Store, r R
 		switch {
 		case errors.Is(err, eventstore.ErrNotFound):
 			continue
-		case errors.Is(err, jsstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid):
+		case errors.Is(err, eventstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid):
 			continue
 		case err != nil:
 			return plan, fmt.Errorf("read sequence %d of context %s: %w", seq, r.Context, err)
@@ -86,7 +85,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *jsstore.Store, r R
 
 // streamEnd returns the last sequence of the stream of context; 0 if it
 // does not exist.
-func streamEnd(ctx context.Context, js jetstream.JetStream, store *jsstore.Store, boundedContext string) (uint64, error) {
+func streamEnd(ctx context.Context, js jetstream.JetStream, store eventstore.Store[jetstream.Msg], boundedContext string) (uint64, error) {
 	s, err := js.Stream(ctx, store.StreamName(boundedContext))
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return 0, nil

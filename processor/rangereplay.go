@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/kvstore"
 )
 
@@ -253,7 +252,7 @@ func (p *Processor) rangeSource(ctx context.Context, r *ReplayRequest) (func() (
 		for ; seq <= last; seq++ {
 			st, err := p.store.GetSeq(ctx, r.Context, seq)
 			switch {
-			case errors.Is(err, eventstore.ErrNotFound), errors.Is(err, jsstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid):
+			case errors.Is(err, eventstore.ErrNotFound), errors.Is(err, eventstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid):
 				continue
 			case err != nil:
 				return eventstore.Stream{}, seq, true, err

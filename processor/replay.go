@@ -10,7 +10,6 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/internal/inflight"
 	"github.com/amends-dev/amends/quarantine"
@@ -209,7 +208,7 @@ func (p *Processor) prepareReplay(ctx context.Context, t *replayTask) (dispositi
 		}
 		switch {
 		case err == nil, errors.Is(err, aggregate.ErrNotFound):
-		case errors.Is(err, jsstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid), errors.Is(err, aggregate.ErrIllegalArgument):
+		case errors.Is(err, eventstore.ErrCorrupt), errors.Is(err, eventstore.ErrInvalid), errors.Is(err, aggregate.ErrIllegalArgument):
 			return term, fmt.Errorf("read record %s to replay it: %w", id, err)
 		default:
 			return nak, fmt.Errorf("read record %s to replay it: %w", id, err)
@@ -275,12 +274,12 @@ func (p *Processor) original(ctx context.Context, eid aggregate.EventID) (events
 				return st, i, nil
 			}
 		}
-		if err != nil && !errors.Is(err, eventstore.ErrNotFound) && !errors.Is(err, jsstore.ErrCorrupt) && !errors.Is(err, eventstore.ErrInvalid) {
+		if err != nil && !errors.Is(err, eventstore.ErrNotFound) && !errors.Is(err, eventstore.ErrCorrupt) && !errors.Is(err, eventstore.ErrInvalid) {
 			return eventstore.Stream{}, 0, err
 		}
 	}
 	st, err := p.store.LoadVersion(ctx, a, eid.Version)
-	if errors.Is(err, eventstore.ErrNotFound) || errors.Is(err, eventstore.ErrInvalid) || errors.Is(err, jsstore.ErrCorrupt) {
+	if errors.Is(err, eventstore.ErrNotFound) || errors.Is(err, eventstore.ErrInvalid) || errors.Is(err, eventstore.ErrCorrupt) {
 		return eventstore.Stream{}, 0, fmt.Errorf("event %s of %s version %d (sequence %d) is not in the store: %v: %w", eid.ID, a, eid.Version, eid.Seq, err, ErrEventNotFound)
 	}
 	if err != nil {

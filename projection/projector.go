@@ -12,7 +12,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/inflight"
 	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/internal/wait"
@@ -62,7 +61,7 @@ const defaultWorkers = 16
 // A Projector is safe for concurrent use; Run it once at a time.
 type Projector struct {
 	js     jetstream.JetStream
-	store  *jsstore.Store
+	store  eventstore.Store[jetstream.Msg]
 	views  jetstream.KeyValue
 	bucket *kvstore.Bucket // views, to report the invalid ones to the quarantine
 	opts   projectorOptions
@@ -209,7 +208,7 @@ func WithLogger(l *slog.Logger) ProjectorOption {
 
 // NewProjector returns a projector from store's compensation stream into
 // views (see OpenViews). It does no I/O.
-func NewProjector(js jetstream.JetStream, store *jsstore.Store, views jetstream.KeyValue, opts ...ProjectorOption) (*Projector, error) {
+func NewProjector(js jetstream.JetStream, store eventstore.Store[jetstream.Msg], views jetstream.KeyValue, opts ...ProjectorOption) (*Projector, error) {
 	o := projectorOptions{durable: DefaultDurable, workers: defaultWorkers, maxAckPending: 1024, cacheSize: 1 << 14, nakDelay: time.Second, ackWait: DefaultAckWait, logger: slog.Default(), viewsCheck: DefaultViewsCheck}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -271,7 +270,7 @@ const (
 // stops while ctx is live (deleted, the connection closed), Run logs it and
 // sets them up again after a capped backoff (100ms doubling to 10s). It
 // returns nil after ctx ended and every worker stopped, or an error wrapping
-// jsstore.ErrIncompatibleStream or eventstore.ErrInvalid if the stream's
+// eventstore.ErrIncompatible or eventstore.ErrInvalid if the stream's
 // configuration can never work. Messages in flight when ctx ends are
 // redelivered later.
 func (p *Projector) Run(ctx context.Context) error {
@@ -282,7 +281,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, jsstore.ErrIncompatibleStream) || errors.Is(err, eventstore.ErrInvalid) {
+		if errors.Is(err, eventstore.ErrIncompatible) || errors.Is(err, eventstore.ErrInvalid) {
 			return fmt.Errorf("projector: %w", err)
 		}
 		if time.Since(started) > consumerBackoffMax {

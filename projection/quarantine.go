@@ -5,8 +5,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -41,14 +40,14 @@ func WithRetry(r quarantine.Retry) ProjectorOption {
 // terminates.
 func (p *Projector) Quarantine() *quarantine.Quarantine { return p.opts.quarantine }
 
-func (o *projectorOptions) defaultQuarantine(js jetstream.JetStream, store *jsstore.Store) error {
+func (o *projectorOptions) defaultQuarantine(js jetstream.JetStream, store eventstore.Store[jetstream.Msg]) error {
 	if o.retry.First == 0 {
 		o.retry.First = o.nakDelay
 	}
 	if o.quarantine != nil {
 		return nil
 	}
-	replicas := max(store.StreamConfig(aggregate.Context).Replicas, 1)
+	replicas := max(store.Replicas(), 1)
 	q, err := quarantine.New(js, quarantine.WithReplicas(replicas), quarantine.WithLogger(o.logger, 0))
 	if err != nil {
 		return fmt.Errorf("projector quarantine: %v: %w", err, ErrInvalidOption)

@@ -70,6 +70,8 @@ of a machine.
 
 ` + notifyHelp + `
 
+` + retentionHelp + `
+
 ` + configHelp + `
 
 ` + envHelp
@@ -108,9 +110,10 @@ type serveFlags struct {
 
 	repairBuckets bool
 
-	notify notifyFlags
-	sec    httpSecFlags
-	snap   snapshotFlags
+	retention retentionFlags
+	notify    notifyFlags
+	sec       httpSecFlags
+	snap      snapshotFlags
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -170,6 +173,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
 	fs.BoolVar(&f.repairBuckets, "repair-buckets", false, "at start, bring buckets with other settings to the ones serve needs (in place, or deleted and created again when their content is rebuilt or transient); see Buckets")
 	fs.Float64Var(&f.drainRate, "drain-rate", scheduler.DefaultDrainRate, "most records per second a recovery drain prepares for one function after its circuit closes, 1 to 100000")
+	f.retention.add(fs, scheduler.DefaultRetention)
 	f.notify.add(fs)
 	f.snap.add(fs)
 	f.sec.add(fs)
@@ -331,6 +335,9 @@ type serveConfig struct {
 	repairBuckets bool
 	// notify configures notifications; nil disables them.
 	notify *notify.Config
+	// retention configures the retention sweeper (with the scheduler);
+	// nil or zero durations keep every record.
+	retention *retentionConfig
 	// indexSnapshotEvery is the index's snapshot period; 0: no snapshots.
 	indexSnapshotEvery time.Duration
 

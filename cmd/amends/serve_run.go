@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natsconn"
 	"github.com/amends-dev/amends/internal/transient"
@@ -70,11 +71,17 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	if err != nil {
 		return fmt.Errorf("open JetStream: %w", err)
 	}
-	store, err := jsstore.New(js, jsstore.WithStorage(cfg.storage), jsstore.WithReplicas(cfg.replicas), jsstore.WithMaxMsgSize(cfg.maxMsgSize))
+	// The compensation stream allows purges, so that retention can remove
+	// finished records (a stream that exists keeps what it has).
+	store, err := jsstore.New(js, jsstore.WithStorage(cfg.storage), jsstore.WithReplicas(cfg.replicas), jsstore.WithMaxMsgSize(cfg.maxMsgSize),
+		jsstore.WithRemovable(aggregate.Context))
 	if err != nil {
 		return fmt.Errorf("event store: %w", err)
 	}
 	stream := store.StreamName(aggregate.Context)
+	if err := migrateStream(ctx, cfg, js, store, logger); err != nil {
+		return err
+	}
 	// Start-up rides out an election: transient errors are retried until
 	// startupTimeout; the HTTP API, and with it /readyz, is not up before.
 	sctx, cancel := context.WithTimeout(ctx, startupTimeout)
@@ -84,7 +91,7 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	})
 	if err != nil {
 		hint := provisionHint(err)
-		if errors.Is(err, jsstore.ErrIncompatibleStream) {
+		if errors.Is(err, eventstore.ErrIncompatible) {
 			hint = " (--storage, --replicas and --max-msg-size must match the existing stream)"
 		}
 		return fmt.Errorf("provision the event store stream %s (storage %s, replicas %d) on NATS at %s%s: %w",
@@ -189,7 +196,7 @@ func (c *natsConn) close(logger *slog.Logger) {
 // the end of a message; plainError drops them, since the rest of the
 // message already says what is wrong.
 var sentinels = []error{
-	jsstore.ErrInvalidOption, jsstore.ErrIncompatibleStream, jsstore.ErrCorrupt,
+	jsstore.ErrInvalidOption, eventstore.ErrIncompatible, eventstore.ErrCorrupt,
 	scheduler.ErrInvalidOption, scheduler.ErrIncompatibleBucket,
 	projection.ErrInvalidOption, projection.ErrIncompatibleBucket, projection.ErrCorruptView,
 }

@@ -128,8 +128,12 @@ func (s *Store) append(ctx context.Context, st eventstore.Stream, expectedVersio
 	if first == 0 {
 		first = ack.Sequence
 	}
-	s.positions.put(subj, position{version: st.Version, seq: ack.Sequence, firstSeq: first, prevs: prevs})
-	st.Seq = ack.Sequence
+	var prevSeq uint64
+	if expectedVersion > 0 {
+		prevSeq = prev.seq // the head of prevs
+	}
+	s.positions.put(subj, position{version: st.Version, seq: ack.Sequence, firstSeq: first, prevs: prevs, prevSeq: prevSeq})
+	st.Seq, st.PrevSeq = ack.Sequence, prevSeq
 	return st, nil
 }
 

@@ -281,3 +281,36 @@ func TestLoadLastIfChanged(t *testing.T) {
 	_, _, err = st.LoadLastIfChanged(t.Context(), order("none"), 0)
 	assert.ErrorIs(t, err, eventstore.ErrNotFound)
 }
+
+func TestPrevSeqOnEveryRead(t *testing.T) {
+	st, js, _ := newStore(t)
+	other := appendN(t, st, order("other"), 0, 1)[0] // a message in between
+	committed := appendN(t, st, order("p"), 0, 3)
+	require.Less(t, other.Seq, committed[0].Seq)
+	assert.Zero(t, committed[0].PrevSeq, "version 1 has no previous stream")
+	for i := 1; i < len(committed); i++ {
+		assert.Equal(t, committed[i-1].Seq, committed[i].PrevSeq, "Append sets version %d's PrevSeq", i+1)
+	}
+	loaded, err := st.Load(t.Context(), order("p"), 1)
+	require.NoError(t, err)
+	assert.Equal(t, committed, loaded, "Load sets PrevSeq as Append does")
+	v2, err := st.LoadVersion(t.Context(), order("p"), 2)
+	require.NoError(t, err)
+	assert.Equal(t, committed[0].Seq, v2.PrevSeq)
+	bySeq, err := st.GetSeq(t.Context(), "orders", committed[2].Seq)
+	require.NoError(t, err)
+	assert.Equal(t, committed[1].Seq, bySeq.PrevSeq)
+	cons, err := js.CreateOrUpdateConsumer(t.Context(), st.StreamName("orders"), jetstream.ConsumerConfig{
+		FilterSubject: st.FilterSubject("orders", "order"), DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: committed[1].Seq,
+	})
+	require.NoError(t, err)
+	batch, err := cons.FetchNoWait(2)
+	require.NoError(t, err)
+	var got []uint64
+	for m := range batch.Messages() {
+		s, err := st.DecodeMsg(m)
+		require.NoError(t, err)
+		got = append(got, s.PrevSeq)
+	}
+	assert.Equal(t, []uint64{committed[0].Seq, committed[1].Seq}, got, "DecodeMsg sets PrevSeq from the message")
+}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/eventstore"
 )
 
 // batchSize is how many messages one batch direct get asks for.
@@ -80,7 +82,7 @@ func (s *Store) batchFrom(ctx context.Context, h *streamHandle, subj string, sta
 func directMsg(msg *nats.Msg) (*rawMsg, error) {
 	seq, err := strconv.ParseUint(msg.Header.Get(jetstream.SequenceHeader), 10, 64)
 	if err != nil {
-		return nil, fmt.Errorf("direct get response without a valid %s header: %w", jetstream.SequenceHeader, ErrCorrupt)
+		return nil, fmt.Errorf("direct get response without a valid %s header: %w", jetstream.SequenceHeader, eventstore.ErrCorrupt)
 	}
 	return &rawMsg{subject: msg.Header.Get(jetstream.SubjectHeader), seq: seq, header: msg.Header, data: msg.Data}, nil
 }

@@ -8,6 +8,7 @@ type position struct {
 	seq      uint64 // its stream sequence
 	firstSeq uint64 // the sequence of version 1
 	prevs    string // the HeaderPrevSeqs value of that stream
+	prevSeq  uint64 // the first sequence of prevs (version-1's); 0 for version 1
 	// expect, when set, is the sequence of the subject's last message, a
 	// skipped one after this stream (see Skip): appends expect it.
 	expect uint64

@@ -21,12 +21,12 @@ func (s *Store) FilterSubject(context, aggregateType string) string {
 // DecodeMsg decodes a message a consumer received from one of the store's
 // streams, with the same checks as a read (the document must match its
 // subject and headers), and sets Seq from the message's metadata. An error
-// matches ErrCorrupt; such a message can never be processed and should be
+// matches eventstore.ErrCorrupt; such a message can never be processed and should be
 // terminated.
 func (s *Store) DecodeMsg(m jetstream.Msg) (eventstore.Stream, error) {
 	md, err := m.Metadata()
 	if err != nil {
-		return eventstore.Stream{}, fmt.Errorf("message on %s has no JetStream metadata: %v: %w", m.Subject(), err, ErrCorrupt)
+		return eventstore.Stream{}, fmt.Errorf("message on %s has no JetStream metadata: %v: %w", m.Subject(), err, eventstore.ErrCorrupt)
 	}
 	return s.decode(&rawMsg{subject: m.Subject(), seq: md.Sequence.Stream, header: m.Headers(), data: m.Data()})
 }

@@ -1,5 +1,8 @@
 // Package jsstore is the JetStream implementation of the amends event
-// store.
+// store: a Store keeps the eventstore contract (eventstore.Store, its log
+// delivered as jetstream.Msg) and passes the eventstore/eventstoretest
+// suite. Its errors are eventstore's sentinels; ErrInvalidOption is its
+// own.
 //
 // # Layout
 //
@@ -10,12 +13,14 @@
 // eventstore.Stream is one message on it: the JSON document from
 // eventstore.Encode plus the headers Nats-Msg-Id (the stream id),
 // Amends-Version, Amends-Prev-Seqs and Amends-First-Seq. Ids that are not
-// plain subject tokens are encoded reversibly (EncodeID).
+// plain subject tokens are encoded reversibly (EncodeID). Only this package
+// reads those headers: what they say reaches callers as Stream.Version,
+// Seq and PrevSeq (a test scans the module for readers elsewhere).
 //
 // Streams are created with file storage (or memory), a replica count,
 // unlimited retention, deny-delete and deny-purge, direct gets allowed, a
 // max message size and a duplicate window. An existing stream whose
-// settings differ is reported with ErrIncompatibleStream; it is never
+// settings differ is reported with eventstore.ErrIncompatible; it is never
 // reconfigured.
 //
 // # Concurrency and idempotency
@@ -47,7 +52,7 @@
 // previous-sequence list of the right length, descending, from the first
 // sequence), and every message read by sequence or walked to must be on the
 // aggregate's subject, at the expected version, with the same first
-// sequence. Anything else fails the read with ErrCorrupt, naming the
+// sequence. Anything else fails the read with eventstore.ErrCorrupt, naming the
 // message's sequence and subject and the header at fault.
 //
 // # Replicas that lag

@@ -2,14 +2,11 @@ package jsstore
 
 import "errors"
 
-var (
-	// ErrInvalidOption reports an option value New cannot use.
-	ErrInvalidOption = errors.New("jsstore: invalid option")
-	// ErrIncompatibleStream reports an existing JetStream stream whose
-	// settings differ from the store's. amends never reconfigures a stream;
-	// the wrapping message lists each difference.
-	ErrIncompatibleStream = errors.New("jsstore: incompatible stream")
-	// ErrCorrupt reports a stored message that is not a stream amends wrote.
-	// The wrapping message names the stream sequence.
-	ErrCorrupt = errors.New("jsstore: corrupt message")
-)
+// ErrInvalidOption reports an option value New cannot use.
+//
+// The other errors of the store are eventstore's sentinels:
+// eventstore.ErrInvalid, ErrNotFound, ErrConflict, eventstore.ErrCorrupt (a stored
+// message that is not a stream amends wrote, naming its sequence) and
+// ErrIncompatible (an existing JetStream stream whose settings differ from
+// the store's, listing each difference; amends never reconfigures a stream).
+var ErrInvalidOption = errors.New("jsstore: invalid option")

@@ -36,7 +36,7 @@ const (
 // aggregate's subject of a real in-process JetStream shared by the fuzz
 // process, then reads it back with every read: DecodeMsg (through a
 // consumer), LoadLast, LoadLastIfChanged, Load, LoadAt and LoadVersion. Each read
-// must succeed with a consistent result or fail as ErrCorrupt, ErrInvalid
+// must succeed with a consistent result or fail as eventstore.ErrCorrupt, ErrInvalid
 // or ErrNotFound; none may panic or allocate more than maxAllocPerInput.
 func FuzzDecodeAndLoad(f *testing.F) {
 	huge := strconv.FormatUint(1<<64-1, 10)
@@ -138,7 +138,7 @@ func reads(t *testing.T, st *jsstore.Store, cons jetstream.Consumer, a eventstor
 		if err == nil {
 			return false
 		}
-		if !errors.Is(err, jsstore.ErrCorrupt) && !errors.Is(err, eventstore.ErrInvalid) && !errors.Is(err, eventstore.ErrNotFound) {
+		if !errors.Is(err, eventstore.ErrCorrupt) && !errors.Is(err, eventstore.ErrInvalid) && !errors.Is(err, eventstore.ErrNotFound) {
 			t.Fatalf("%s: neither a result nor a terminal error: %v", what, err)
 		}
 		return true

@@ -50,7 +50,7 @@ func (m *rawMsg) pos() (position, error) {
 	raw := m.header.Get(HeaderVersion)
 	v, err := strconv.ParseUint(raw, 10, 64)
 	if err != nil || v == 0 {
-		return position{}, fmt.Errorf("message %d on %s has no valid %s header (%q; versions are integers from 1): %w", m.seq, m.subject, HeaderVersion, clip(raw), ErrCorrupt)
+		return position{}, fmt.Errorf("message %d on %s has no valid %s header (%q; versions are integers from 1): %w", m.seq, m.subject, HeaderVersion, clip(raw), eventstore.ErrCorrupt)
 	}
 	p := position{version: v, seq: m.seq, firstSeq: m.seq}
 	if v > 1 {
@@ -58,21 +58,23 @@ func (m *rawMsg) pos() (position, error) {
 		first, err := strconv.ParseUint(rawFirst, 10, 64)
 		if err != nil || first == 0 || first >= m.seq {
 			return position{}, fmt.Errorf("message %d on %s (version %d) has an invalid %s header %q: the first stream's sequence must be from 1 to %d: %w",
-				m.seq, m.subject, v, HeaderFirstSeq, clip(rawFirst), m.seq-min(m.seq, 1), ErrCorrupt)
+				m.seq, m.subject, v, HeaderFirstSeq, clip(rawFirst), m.seq-min(m.seq, 1), eventstore.ErrCorrupt)
 		}
 		if v-1 > m.seq-first {
 			return position{}, fmt.Errorf("message %d on %s has %s %d, more than the %d messages from %s %d to it can hold: %w",
-				m.seq, m.subject, HeaderVersion, v, m.seq-first+1, HeaderFirstSeq, first, ErrCorrupt)
+				m.seq, m.subject, HeaderVersion, v, m.seq-first+1, HeaderFirstSeq, first, eventstore.ErrCorrupt)
 		}
 		p.prevs = m.header.Get(HeaderPrevSeqs)
 		if p.prevs == "" {
-			return position{}, fmt.Errorf("message %d on %s (version %d) has no %s header: %w", m.seq, m.subject, v, HeaderPrevSeqs, ErrCorrupt)
+			return position{}, fmt.Errorf("message %d on %s (version %d) has no %s header: %w", m.seq, m.subject, v, HeaderPrevSeqs, eventstore.ErrCorrupt)
 		}
 		p.firstSeq = first
 		var buf [maxPrevSeqs]uint64
-		if _, err := p.parsePrevs(m.subject, buf[:0]); err != nil {
+		prevs, err := p.parsePrevs(m.subject, buf[:0])
+		if err != nil {
 			return position{}, err
 		}
+		p.prevSeq = prevs[0] // version v-1's: parsePrevs checked there is one
 	}
 	return p, nil
 }
@@ -111,7 +113,7 @@ func (p position) parsePrevs(subject string, out []uint64) ([]uint64, error) {
 	got := out[n0:]
 	if !ok || len(got) != want || (want > 0 && p.version-1 <= maxPrevSeqs && got[want-1] != p.firstSeq) {
 		return nil, fmt.Errorf("message %d on %s (version %d) has an invalid %s header %q: it lists %d sequences, each below the one before, from %d (%s): %w",
-			p.seq, subject, p.version, HeaderPrevSeqs, clip(p.prevs), want, p.firstSeq, HeaderFirstSeq, ErrCorrupt)
+			p.seq, subject, p.version, HeaderPrevSeqs, clip(p.prevs), want, p.firstSeq, HeaderFirstSeq, eventstore.ErrCorrupt)
 	}
 	return out, nil
 }
@@ -120,7 +122,7 @@ func (p position) parsePrevs(subject string, out []uint64) ([]uint64, error) {
 // stream is at sequence first, is that aggregate's version v.
 func (m *rawMsg) at(subj string, first, v uint64) error {
 	if m.subject != subj {
-		return fmt.Errorf("%s: version %d should be at sequence %d, which holds a message on %s: %w", subj, v, m.seq, m.subject, ErrCorrupt)
+		return fmt.Errorf("%s: version %d should be at sequence %d, which holds a message on %s: %w", subj, v, m.seq, m.subject, eventstore.ErrCorrupt)
 	}
 	p, err := m.pos()
 	if err != nil {
@@ -128,7 +130,7 @@ func (m *rawMsg) at(subj string, first, v uint64) error {
 	}
 	if p.version != v || p.firstSeq != first {
 		return fmt.Errorf("message %d on %s has %s %d and %s %d, not version %d of the aggregate whose first stream is at %d: %w",
-			m.seq, subj, HeaderVersion, p.version, HeaderFirstSeq, p.firstSeq, v, first, ErrCorrupt)
+			m.seq, subj, HeaderVersion, p.version, HeaderFirstSeq, p.firstSeq, v, first, eventstore.ErrCorrupt)
 	}
 	return nil
 }
@@ -151,7 +153,7 @@ func (p position) nextPrevs() string {
 func (s *Store) decode(m *rawMsg) (eventstore.Stream, error) {
 	st, err := eventstore.Decode(m.data)
 	if err != nil {
-		return eventstore.Stream{}, fmt.Errorf("message %d on %s: %v: %w", m.seq, m.subject, err, ErrCorrupt)
+		return eventstore.Stream{}, fmt.Errorf("message %d on %s: %v: %w", m.seq, m.subject, err, eventstore.ErrCorrupt)
 	}
 	p, err := m.pos()
 	if err != nil {
@@ -160,9 +162,9 @@ func (s *Store) decode(m *rawMsg) (eventstore.Stream, error) {
 	subj, err := subject(s.opts.subjectPrefix, st.Aggregate)
 	if err != nil || subj != m.subject || p.version != st.Version {
 		return eventstore.Stream{}, fmt.Errorf("message %d on %s holds %s version %d (header version %d): %w",
-			m.seq, m.subject, st.Aggregate, st.Version, p.version, ErrCorrupt)
+			m.seq, m.subject, st.Aggregate, st.Version, p.version, eventstore.ErrCorrupt)
 	}
-	st.Seq = m.seq
+	st.Seq, st.PrevSeq = m.seq, p.prevSeq
 	st.TraceParent, st.TraceState = tracing.Header(m.header)
 	return st, nil
 }
@@ -258,12 +260,12 @@ func (s *Store) leaderGet(ctx context.Context, h *streamHandle, lr leaderRequest
 		return nil, fmt.Errorf("get %s of %s from the leader: empty response", lr, h.name)
 	}
 	if lr.Seq != 0 && out.Message.Seq != lr.Seq {
-		return nil, fmt.Errorf("get %s of %s from the leader: answered with message %d: %w", lr, h.name, out.Message.Seq, ErrCorrupt)
+		return nil, fmt.Errorf("get %s of %s from the leader: answered with message %d: %w", lr, h.name, out.Message.Seq, eventstore.ErrCorrupt)
 	}
 	m := &rawMsg{subject: out.Message.Subject, seq: out.Message.Seq, data: out.Message.Data}
 	if len(out.Message.Header) > 0 {
 		if m.header, err = nats.DecodeHeadersMsg(out.Message.Header); err != nil {
-			return nil, fmt.Errorf("message %d on %s: headers: %v: %w", m.seq, m.subject, err, ErrCorrupt)
+			return nil, fmt.Errorf("message %d on %s: headers: %v: %w", m.seq, m.subject, err, eventstore.ErrCorrupt)
 		}
 	}
 	return m, nil

@@ -66,13 +66,13 @@ func TestForgedHugeVersionIsCorrupt(t *testing.T) {
 			appendN(t, st, order("noise"), 0, 2) // the forged message is not the stream's first
 			seq := forge(t, st, js, a, forged{version: version, first: "1", prevs: "1"})
 			_, err := st.Load(t.Context(), a, 1)
-			require.ErrorIs(t, err, jsstore.ErrCorrupt)
+			require.ErrorIs(t, err, eventstore.ErrCorrupt)
 			assert.ErrorContains(t, err, "message "+strconv.FormatUint(seq, 10)+" on amends.orders.order.huge")
 			assert.ErrorContains(t, err, jsstore.HeaderVersion)
 			_, err = st.LoadVersion(t.Context(), a, 1)
-			assert.ErrorIs(t, err, jsstore.ErrCorrupt, "LoadVersion")
+			assert.ErrorIs(t, err, eventstore.ErrCorrupt, "LoadVersion")
 			_, err = st.LoadLast(t.Context(), a)
-			assert.ErrorIs(t, err, jsstore.ErrCorrupt, "LoadLast")
+			assert.ErrorIs(t, err, eventstore.ErrCorrupt, "LoadLast")
 		})
 	}
 }
@@ -112,17 +112,17 @@ func TestInconsistentPositionHeadersAreCorrupt(t *testing.T) {
 			seq := forge(t, st, js, a, tc.f)
 			subj, _ := st.Subject(a)
 			_, err := st.Load(t.Context(), a, 1)
-			require.ErrorIs(t, err, jsstore.ErrCorrupt, "Load")
+			require.ErrorIs(t, err, eventstore.ErrCorrupt, "Load")
 			assert.ErrorContains(t, err, subj)
 			assert.ErrorContains(t, err, tc.want)
 			_, err = st.LoadVersion(t.Context(), a, 1)
-			assert.ErrorIs(t, err, jsstore.ErrCorrupt, "LoadVersion")
+			assert.ErrorIs(t, err, eventstore.ErrCorrupt, "LoadVersion")
 			_, err = st.LoadLast(t.Context(), a)
-			require.ErrorIs(t, err, jsstore.ErrCorrupt, "LoadLast")
+			require.ErrorIs(t, err, eventstore.ErrCorrupt, "LoadLast")
 			assert.ErrorContains(t, err, "message "+strconv.FormatUint(seq, 10)+" on "+subj, "LoadLast names the message")
 			if tc.f.header == "" {
 				_, err = st.Append(t.Context(), newStream(a, "step", 1), tc.f.version)
-				assert.ErrorIs(t, err, jsstore.ErrCorrupt, "Append after it")
+				assert.ErrorIs(t, err, eventstore.ErrCorrupt, "Append after it")
 			}
 		})
 	}
@@ -147,13 +147,13 @@ func TestForgedPointersIntoAnotherAggregateAreCorrupt(t *testing.T) {
 			seq := forge(t, st, js, b, forged{version: n + 1, first: strconv.FormatUint(histA[0].Seq, 10), prevs: prevsOf(histA)})
 
 			_, err := st.Load(t.Context(), b, 1)
-			require.ErrorIs(t, err, jsstore.ErrCorrupt, "B's history must not be A's")
+			require.ErrorIs(t, err, eventstore.ErrCorrupt, "B's history must not be A's")
 			if !long {
 				assert.ErrorContains(t, err, "amends.orders.order.A", "names what it found")
 			}
 			for _, v := range []uint64{1, n - 1, n} {
 				_, err = st.LoadVersion(t.Context(), b, v)
-				assert.ErrorIs(t, err, jsstore.ErrCorrupt, "B version %d must not be A's", v)
+				assert.ErrorIs(t, err, eventstore.ErrCorrupt, "B version %d must not be A's", v)
 			}
 			last, err := st.LoadLast(t.Context(), b)
 			require.NoError(t, err, "the last message alone is consistent")
@@ -181,15 +181,15 @@ func TestForgedPointersIntoTheAggregateItselfAreChecked(t *testing.T) {
 	parts[0], parts[1] = parts[1], parts[0]
 	forge(t, st, js, a, forged{version: 31, first: first, prevs: strings.Join(parts, ",")})
 	_, err := st.Load(t.Context(), a, 20)
-	assert.ErrorIs(t, err, jsstore.ErrCorrupt, "previous sequences out of order")
+	assert.ErrorIs(t, err, eventstore.ErrCorrupt, "previous sequences out of order")
 
 	// v32 listing v29 down to v14: each is one version off.
 	forge(t, st, js, a, forged{version: 32, first: first, prevs: prevsOf(hist[:29])})
 	_, err = st.Load(t.Context(), a, 20)
-	require.ErrorIs(t, err, jsstore.ErrCorrupt, "previous sequences one version off")
+	require.ErrorIs(t, err, eventstore.ErrCorrupt, "previous sequences one version off")
 	assert.ErrorContains(t, err, "not version 20")
 	_, err = st.LoadVersion(t.Context(), a, 31)
-	assert.ErrorIs(t, err, jsstore.ErrCorrupt, "LoadVersion one version off")
+	assert.ErrorIs(t, err, eventstore.ErrCorrupt, "LoadVersion one version off")
 
 	// v40 after v20: version 21 is missing from the walk.
 	b := order("skip")
@@ -197,12 +197,12 @@ func TestForgedPointersIntoTheAggregateItselfAreChecked(t *testing.T) {
 	appendN(t, st, order("noise-2"), 0, 30)
 	forge(t, st, js, b, forged{version: 40, first: strconv.FormatUint(histB[0].Seq, 10), prevs: prevsOf(histB)})
 	_, err = st.Load(t.Context(), b, 1)
-	require.ErrorIs(t, err, jsstore.ErrCorrupt, "a version is missing")
+	require.ErrorIs(t, err, eventstore.ErrCorrupt, "a version is missing")
 	assert.ErrorContains(t, err, "version 21")
 	_, err = st.LoadVersion(t.Context(), b, 25)
-	assert.ErrorIs(t, err, jsstore.ErrCorrupt, "LoadVersion walking past the gap")
+	assert.ErrorIs(t, err, eventstore.ErrCorrupt, "LoadVersion walking past the gap")
 	_, err = st.LoadVersion(t.Context(), b, 39)
-	assert.ErrorIs(t, err, jsstore.ErrCorrupt, "LoadVersion by a previous sequence")
+	assert.ErrorIs(t, err, eventstore.ErrCorrupt, "LoadVersion by a previous sequence")
 	got, err := st.LoadVersion(t.Context(), b, 3)
 	require.NoError(t, err, "a genuine version before the gap still loads")
 	assert.Equal(t, histB[2], got)
@@ -221,7 +221,7 @@ func TestLoadAtReadsTheHistoryAsOfAStream(t *testing.T) {
 	}
 	forge(t, st, js, a, forged{version: 1000, first: strconv.FormatUint(hist[0].Seq, 10), prevs: prevsOf(hist)})
 	_, err := st.Load(t.Context(), a, 1)
-	require.ErrorIs(t, err, jsstore.ErrCorrupt, "the forged tail spoils the latest history")
+	require.ErrorIs(t, err, eventstore.ErrCorrupt, "the forged tail spoils the latest history")
 
 	for _, tc := range []struct{ from, at uint64 }{{1, 1}, {1, 10}, {1, 17}, {1, 18}, {1, 30}, {5, 10}, {20, 30}, {31, 30}} {
 		got, err := st.LoadAt(t.Context(), a, tc.from, hist[tc.at-1].Seq)
@@ -235,7 +235,7 @@ func TestLoadAtReadsTheHistoryAsOfAStream(t *testing.T) {
 	noise, err := st.LoadLast(t.Context(), order("noise"))
 	require.NoError(t, err)
 	_, err = st.LoadAt(t.Context(), a, 1, noise.Seq)
-	assert.ErrorIs(t, err, jsstore.ErrCorrupt, "a sequence of another aggregate")
+	assert.ErrorIs(t, err, eventstore.ErrCorrupt, "a sequence of another aggregate")
 	_, err = st.LoadAt(t.Context(), a, 1, 1<<40)
 	assert.ErrorIs(t, err, eventstore.ErrNotFound, "a sequence past the stream")
 	_, err = st.LoadAt(t.Context(), a, 1, 0)

@@ -184,7 +184,7 @@ func (s *Store) passOver(ctx context.Context, h *streamHandle, subj string, m *r
 		return nil, position{}, fmt.Errorf("%s: the message before skipped message %d: %w", subj, m.seq, err)
 	}
 	if pm.subject != subj {
-		return nil, position{}, fmt.Errorf("%s: the skip of message %d names message %d as the one before it, which is on %s: %w", subj, m.seq, sk.Prev, pm.subject, ErrCorrupt)
+		return nil, position{}, fmt.Errorf("%s: the skip of message %d names message %d as the one before it, which is on %s: %w", subj, m.seq, sk.Prev, pm.subject, eventstore.ErrCorrupt)
 	}
 	p, err := pm.pos()
 	if err != nil {

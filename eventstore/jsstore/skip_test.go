@@ -27,7 +27,7 @@ func TestASkippedMessageNoLongerBricksItsAggregate(t *testing.T) {
 	ack, err := js.Publish(ctx, subj, []byte("garbage"))
 	require.NoError(t, err)
 	_, err = st.Load(ctx, a, 1)
-	require.ErrorIs(t, err, jsstore.ErrCorrupt, "bricked")
+	require.ErrorIs(t, err, eventstore.ErrCorrupt, "bricked")
 
 	plan, err := st.PlanSkip(ctx, ack.Stream, ack.Sequence)
 	require.NoError(t, err)
@@ -37,7 +37,7 @@ func TestASkippedMessageNoLongerBricksItsAggregate(t *testing.T) {
 	assert.Contains(t, plan.Problem, "corrupt message")
 	assert.False(t, plan.Skipped)
 	_, err = st.Load(ctx, a, 1)
-	require.ErrorIs(t, err, jsstore.ErrCorrupt, "a plan changes nothing")
+	require.ErrorIs(t, err, eventstore.ErrCorrupt, "a plan changes nothing")
 
 	_, err = st.Skip(ctx, ack.Stream, ack.Sequence, "", "x", time.Now())
 	require.ErrorIs(t, err, eventstore.ErrInvalid, "audited: an actor is required")
@@ -109,7 +109,7 @@ func TestASkippedMessageWithValidHeadersIsPassedOver(t *testing.T) {
 	ack, err := js.PublishMsg(ctx, m)
 	require.NoError(t, err)
 	_, err = st.LoadLast(ctx, a)
-	require.ErrorIs(t, err, jsstore.ErrCorrupt)
+	require.ErrorIs(t, err, eventstore.ErrCorrupt)
 	_, err = st.Skip(ctx, ack.Stream, ack.Sequence, "alice", "forged", time.Now())
 	require.NoError(t, err)
 	last, err := st.LoadLast(ctx, a)

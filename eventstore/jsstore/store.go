@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,13 @@ func New(js jetstream.JetStream, opts ...Option) (*Store, error) {
 	}, nil
 }
 
+// The Store keeps the eventstore contract, its log delivered to
+// subscribers as JetStream messages.
+var _ eventstore.Store[jetstream.Msg] = (*Store)(nil)
+
+// Replicas returns the replica count of the store's streams (WithReplicas).
+func (s *Store) Replicas() int { return s.opts.replicas }
+
 // StreamName returns the name of the JetStream stream that holds context's
 // events: "<stream prefix><context>".
 func (s *Store) StreamName(context string) string { return s.opts.streamPrefix + context }
@@ -81,7 +89,7 @@ func (s *Store) Subject(a eventstore.AggregateID) (string, error) {
 
 // Provision makes sure the streams of the given contexts exist with the
 // store's settings: it creates a missing stream, accepts an existing one
-// whose settings match and returns an error wrapping ErrIncompatibleStream,
+// whose settings match and returns an error wrapping eventstore.ErrIncompatible,
 // listing each difference, for one that does not. It never changes an
 // existing stream. Operations provision their context on first use, so
 // calling Provision is optional; it lets a service fail at start instead.
@@ -94,7 +102,9 @@ func (s *Store) Provision(ctx context.Context, contexts ...string) error {
 	return nil
 }
 
-// StreamConfig returns the configuration Provision creates for context.
+// StreamConfig returns the configuration Provision creates for context:
+// DenyDelete always, DenyPurge unless the context is removable
+// (WithRemovable).
 func (s *Store) StreamConfig(context string) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              s.StreamName(context),
@@ -112,7 +122,7 @@ func (s *Store) StreamConfig(context string) jetstream.StreamConfig {
 		Replicas:          s.opts.replicas,
 		Duplicates:        s.opts.duplicates,
 		DenyDelete:        true,
-		DenyPurge:         true,
+		DenyPurge:         !slices.Contains(s.opts.removable, context),
 		AllowDirect:       true,
 	}
 }
@@ -136,7 +146,7 @@ func (s *Store) stream(ctx context.Context, context string) (*streamHandle, erro
 	})
 	if h.err != nil {
 		err := h.err
-		if !errors.Is(err, eventstore.ErrInvalid) && !errors.Is(err, ErrIncompatibleStream) {
+		if !errors.Is(err, eventstore.ErrInvalid) && !errors.Is(err, eventstore.ErrIncompatible) {
 			// Transient: let the next call try again.
 			s.mu.Lock()
 			if s.streams[context] == h {
@@ -165,7 +175,7 @@ func (s *Store) ensure(ctx context.Context, want jetstream.StreamConfig) (jetstr
 	}
 	if diffs := compareConfig(st.CachedInfo().Config, want); len(diffs) > 0 {
 		return nil, fmt.Errorf("stream %s exists with %s; amends never reconfigures a stream: set the store options to match or migrate the stream: %w",
-			want.Name, strings.Join(diffs, ", "), ErrIncompatibleStream)
+			want.Name, strings.Join(diffs, ", "), eventstore.ErrIncompatible)
 	}
 	return st, nil
 }
