@@ -22,8 +22,9 @@ On disk: records that each failed, were replayed --attempts times (all but
 the last replay failing again) and succeeded, made through the event store
 and projected (--per-shape of each), and the bytes and messages per record
 of every stream and bucket they touch, as NATS' own stream info counts
-them. The "after retention" columns need the retention sweep; until it is
-wired in they read "not measured".
+them. The "after retention" columns take the sweep as a function
+(bench.FootprintConfig.Retention); this command does not wire one in yet,
+so they read "not measured".
 
 In memory and at start-up: a views bucket filled with --records generated
 views (written directly, as projection's BenchmarkRebuild does), then, in

@@ -154,7 +154,8 @@ var footprintStack = strings.Repeat("github.com/example/billing/internal/ledger.
 // them, and returns every stream's bytes per record.
 func diskFootprint(ctx context.Context, env *Env, c FootprintConfig, attempts int) ([]DiskRow, error) {
 	name := fmt.Sprintf("footprint%d", attempts)
-	store, closeStore, err := newStore(ctx, env, name, aggregate.Context)
+	// Removable, as serve creates it, so that retention can purge.
+	store, closeStore, err := newStoreWith(ctx, env, name, []jsstore.Option{jsstore.WithRemovable(aggregate.Context)}, aggregate.Context)
 	if err != nil {
 		return nil, err
 	}
