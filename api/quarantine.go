@@ -31,6 +31,11 @@ const (
 // QuarantineKindKV is the Kind of an entry about a KV bucket's entry.
 const QuarantineKindKV = "kv"
 
+// QuarantineKindSnapshot is the Kind of an entry about a stored snapshot
+// that could not be used (an index snapshot: Bucket is its Object Store
+// bucket, Key its object, Seq the revision it claims).
+const QuarantineKindSnapshot = "snapshot"
+
 // QuarantineEntry is one quarantined message, or (Kind "kv") one invalid
 // entry of a KV bucket: then Bucket and Key name it, Stream is the
 // bucket's stream (KV_<bucket>), Seq its revision, Consumer the bucket and

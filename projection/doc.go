@@ -43,6 +43,14 @@
 // once a second while nobody asks. The query types (Filter, Query,
 // Summary, ...) are the index's, re-exported here.
 //
+// With WithSnapshots the index saves a snapshot of its records (about 80
+// bytes a record, with the bucket revision it is consistent with) to a
+// JetStream Object Store bucket (OpenSnapshots) every period and when Run
+// ends, and starts from it: it loads the snapshot and watches the bucket
+// from the next revision on, deletions included (snapshot.go). A
+// missing, corrupt, other-version or stale snapshot makes it load the
+// bucket in full, and is quarantined (kind snapshot) and logged.
+//
 // Get, GetView and History refuse an id that cannot be a record id
 // (CheckID: over 256 bytes, not UTF-8, control characters) with
 // ErrInvalidQuery before anything reaches NATS.

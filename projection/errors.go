@@ -25,4 +25,9 @@ var (
 	// ErrNotCurrent: the index may not hold the bucket's latest views (not
 	// loaded yet, or its watch is being restarted); see Index.Healthy.
 	ErrNotCurrent = errors.New("projection: index not current")
+	// ErrNoSnapshot: the snapshot bucket holds no snapshot of the views
+	// bucket (Snapshots.Load).
+	ErrNoSnapshot = errors.New("projection: no snapshot")
+	// ErrSnapshotTooLarge: a snapshot past the bound of its reader.
+	ErrSnapshotTooLarge = errors.New("projection: snapshot too large")
 )

@@ -87,6 +87,27 @@ type Index struct {
 	bucket      *kvstore.Bucket // the views, to report the invalid ones
 	quarantine  *quarantine.Quarantine
 
+	// snapshots, if set, keeps the index's snapshot (snapshot.go), saved
+	// every snapshotEvery.
+	snapshots     *Snapshots
+	snapshotEvery time.Duration
+	// synced: the current watch has delivered the bucket's initial
+	// values; rev is the last revision it applied and origin the
+	// bucket's creation time (Unix ns): what a snapshot is consistent
+	// with. Guarded by mu.
+	synced bool
+	rev    uint64
+	origin int64
+	// saveMu makes one SaveSnapshot at a time and guards what the last
+	// one saved.
+	saveMu       sync.Mutex
+	savedRev     uint64
+	savedOrigin  int64
+	snapshotSize int // the last one's size, with room to grow
+	// began is when Run started; start how the first load went (under mu).
+	began time.Time
+	start StartStats
+
 	ready     chan struct{}
 	readyOnce sync.Once
 	health    atomic.Pointer[error] // nil: current

@@ -50,10 +50,19 @@ func (ix *Index) Run(ctx context.Context) error {
 		return fmt.Errorf("index: no views bucket to watch (NewIndex was given nil): %w", ErrInvalidOption)
 	}
 	defer ix.setHealth(errStopped)
+	ix.began = time.Now()
 	rctx, stopRepair := context.WithCancel(ctx)
 	repaired := make(chan struct{})
 	go func() { defer close(repaired); ix.repairLoop(rctx) }()
 	defer func() { stopRepair(); <-repaired }()
+	if ix.snapshots != nil {
+		sctx, stopSaver := context.WithCancel(ctx)
+		saver := make(chan struct{})
+		go func() { defer close(saver); ix.snapshotLoop(sctx) }()
+		// Once the watch has stopped: the index holds what it held at its
+		// last revision.
+		defer func() { stopSaver(); <-saver; ix.finalSave(ctx) }()
+	}
 	backoff := watchBackoffMin
 	for attempt := 1; ; attempt++ {
 		synced, err := ix.watch(ctx)
@@ -77,18 +86,40 @@ func (ix *Index) Run(ctx context.Context) error {
 // reports whether the watch delivered the bucket's initial values, and why
 // it ended.
 func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
-	created, err := ix.bucketCreated(ctx)
+	info, err := ix.bucketInfo(ctx)
 	if err != nil {
 		return false, err
 	}
+	created := infoCreated(info)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	ix.mu.Lock()
+	ix.gen++
+	gen := ix.gen
+	ix.synced, ix.rev, ix.origin = false, 0, created.UnixNano()
+	ix.mu.Unlock()
+	// A restarted watch replays the bucket's current values: they replace
+	// what the index kept from before. So do the changes after a snapshot
+	// (snapshot.go).
+	ix.Index.Update(func(b *index.Batch) { b.BeginLoad(gen > 1 || ix.snapshots != nil) })
+	var after uint64 // the revision the watch resumes after
+	if gen == 1 && ix.snapshots != nil {
+		after = ix.restore(ctx, info)
+	}
+	ix.mu.Lock()
+	ix.rev = after
+	ix.mu.Unlock()
 	// The whole history (one revision per key) read up to the stream's last
 	// sequence before the index counts as loaded: the watch's own end
 	// signal comes early while views are written, and a restarted watch's
 	// sweep would then drop the records being written (see kvwatch).
-	w, err := ix.views.WatchAll(wctx, jetstream.IncludeHistory())
+	opts := []jetstream.WatchOpt{jetstream.IncludeHistory()}
+	if after > 0 {
+		opts = append(opts, jetstream.ResumeFromRevision(after+1))
+	}
+	w, err := ix.views.WatchAll(wctx, opts...)
 	if err != nil {
+		ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // cut short: nothing is dropped
 		return false, fmt.Errorf("start the watch: %w", err)
 	}
 	updates := w.Updates()
@@ -101,15 +132,8 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 			}
 		}()
 	}()
-	ix.mu.Lock()
-	ix.gen++
-	gen := ix.gen
-	ix.mu.Unlock()
-	// A restarted watch replays the bucket's current values: they replace
-	// what the index kept from before.
-	ix.Index.Update(func(b *index.Batch) { b.BeginLoad(gen > 1) })
 	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
-	err = kvwatch.InitialAll(wctx, ix.views, w, func(e jetstream.KeyValueEntry) {
+	err = kvwatch.InitialAllAfter(wctx, ix.views, w, after, func(e jetstream.KeyValueEntry) {
 		if batch = append(batch, e); len(batch) == batchSize {
 			ix.applyBatch(batch, gen)
 			batch = batch[:0]
@@ -118,6 +142,14 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	if err != nil {
 		ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // cut short: nothing is dropped
 		return false, fmt.Errorf("load the views: %w", err)
+	}
+	if after > 0 {
+		ix.applyBatch(batch, gen)
+		batch = batch[:0]
+		if err := ix.checkRestored(ctx); err != nil {
+			ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // the restarted watch replaces it all
+			return false, err
+		}
 	}
 	ix.applyBatch(append(batch, nil), gen) // nil: every view is in
 	synced = true
@@ -180,16 +212,32 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 // bucketCreated returns when the bucket's stream was created, or the zero
 // time for a bucket that does not tell. A bucket that is gone is an error.
 func (ix *Index) bucketCreated(ctx context.Context) (time.Time, error) {
+	info, err := ix.bucketInfo(ctx)
+	return infoCreated(info), err
+}
+
+// bucketInfo returns the info of the bucket's stream, nil for a bucket
+// that does not tell. A bucket that is gone is an error.
+func (ix *Index) bucketInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, bucketCheckTimeout)
 	defer cancel()
 	st, err := ix.views.Status(ctx)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("read the status of the views bucket: %w", err)
+		return nil, fmt.Errorf("read the status of the views bucket: %w", err)
 	}
-	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
-		return bs.StreamInfo().Created, nil
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		return bs.StreamInfo(), nil
 	}
-	return time.Time{}, nil
+	return nil, nil
+}
+
+// infoCreated is when info's stream was created, the zero time without
+// info.
+func infoCreated(info *jetstream.StreamInfo) time.Time {
+	if info == nil {
+		return time.Time{}
+	}
+	return info.Created
 }
 
 // followEvery is how often the watch moves the index's now to the clock's.
@@ -207,7 +255,7 @@ type change struct {
 	deleted string // the id of a deleted record
 	corrupt bool   // the value is not a view
 	why     error  // why not
-	rev     uint64 // the revision of a put
+	rev     uint64 // the revision of the update
 	ready   bool   // the watch has delivered every initial value
 }
 
@@ -235,10 +283,10 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32) (ready 
 		default: // deleted or purged
 			id, err := DecodeKey(e.Key())
 			if err != nil {
-				changes = append(changes, change{key: e.Key()}) // not a record: only forget the key
+				changes = append(changes, change{key: e.Key(), rev: e.Revision()}) // not a record: only forget the key
 				continue
 			}
-			changes = append(changes, change{key: e.Key(), deleted: id})
+			changes = append(changes, change{key: e.Key(), deleted: id, rev: e.Revision()})
 		}
 	}
 	repair, dropped := false, 0
@@ -246,8 +294,13 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32) (ready 
 	ix.Index.Update(func(b *index.Batch) {
 		for i := range changes {
 			c := &changes[i]
+			ix.rev = max(ix.rev, c.rev)
 			switch {
 			case c.ready:
+				ix.synced = true
+				if ix.start.Took == 0 {
+					ix.start.Took = time.Since(ix.began)
+				}
 				dropped = b.EndLoad(true)
 				if gen > 1 {
 					ix.sweepCorrupt(gen)

@@ -31,6 +31,10 @@ const (
 // KindKV is the Kind of an entry about a KV bucket's entry (RecordKV).
 const KindKV = api.QuarantineKindKV
 
+// KindSnapshot is the Kind of an entry about a stored snapshot that could
+// not be used (projection's index snapshots).
+const KindSnapshot = api.QuarantineKindSnapshot
+
 // Reasons lists every reason, in a stable order.
 var Reasons = []Reason{ReasonUndecodable, ReasonCorrupt, ReasonInvalidView, ReasonRetriesExhausted, ReasonInvalidEntry}
 

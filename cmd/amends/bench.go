@@ -94,6 +94,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	fs.BoolVar(&f.list, "list", false, "list the scenarios and exit")
 	annotateEnv(fs)
 	cmd.AddCommand(newBenchStormCmd(a))
+	cmd.AddCommand(newBenchFootprintCmd(a))
 	return cmd
 }
 

@@ -113,6 +113,7 @@ type serveFlags struct {
 	retention retentionFlags
 	notify    notifyFlags
 	sec       httpSecFlags
+	snap      snapshotFlags
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -174,6 +175,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.Float64Var(&f.drainRate, "drain-rate", scheduler.DefaultDrainRate, "most records per second a recovery drain prepares for one function after its circuit closes, 1 to 100000")
 	f.retention.add(fs, scheduler.DefaultRetention)
 	f.notify.add(fs)
+	f.snap.add(fs)
 	f.sec.add(fs)
 	annotateEnv(fs)
 	f.sec.addCommandLineOnly(fs) // after annotateEnv: never from the environment
@@ -196,6 +198,9 @@ func (f *serveFlags) config(cmd *cobra.Command, env func(string) (string, bool),
 		return cfg, err
 	}
 	if err := f.controlPlane(&cfg, env, logger); err != nil {
+		return cfg, err
+	}
+	if err := f.snap.config(&cfg); err != nil {
 		return cfg, err
 	}
 	switch f.storage {
@@ -333,6 +338,8 @@ type serveConfig struct {
 	// retention configures the retention sweeper (with the scheduler);
 	// nil or zero durations keep every record.
 	retention *retentionConfig
+	// indexSnapshotEvery is the index's snapshot period; 0: no snapshots.
+	indexSnapshotEvery time.Duration
 
 	// ready, when set, is called once serve is ready, before it waits for
 	// the context to end.

@@ -62,8 +62,12 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if err != nil {
 		return nil, "", err
 	}
-	index, err := projection.NewIndex(views, store, projection.WithReprojector(proj), projection.WithIndexQuarantine(quar),
-		projection.WithIndexLogger(logger.With("component", "index")))
+	snap, err := snapshotOption(ctx, cfg, js, startup)
+	if err != nil {
+		return nil, "", fmt.Errorf("index snapshots: %w", err)
+	}
+	index, err := projection.NewIndex(views, store, append([]projection.IndexOption{projection.WithReprojector(proj), projection.WithIndexQuarantine(quar),
+		projection.WithIndexLogger(logger.With("component", "index"))}, snap...)...)
 	if err != nil {
 		return nil, "", err
 	}

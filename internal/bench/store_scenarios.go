@@ -21,11 +21,16 @@ const benchContext = "orders"
 // with the streams of the given contexts (default: orders) provisioned, and
 // a function that deletes them.
 func newStore(ctx context.Context, env *Env, name string, contexts ...string) (*jsstore.Store, func(), error) {
-	st, err := jsstore.New(env.JS,
-		jsstore.WithSubjectPrefix("bench"+env.Prefix+name),
-		jsstore.WithStreamPrefix("BENCH_"+env.Prefix+"_"+name+"_"),
+	return newStoreWith(ctx, env, name, nil, contexts...)
+}
+
+// newStoreWith is newStore with more store options.
+func newStoreWith(ctx context.Context, env *Env, name string, extra []jsstore.Option, contexts ...string) (*jsstore.Store, func(), error) {
+	st, err := jsstore.New(env.JS, append([]jsstore.Option{
+		jsstore.WithSubjectPrefix("bench" + env.Prefix + name),
+		jsstore.WithStreamPrefix("BENCH_" + env.Prefix + "_" + name + "_"),
 		jsstore.WithStorage(env.Storage),
-		jsstore.WithReplicas(max(env.Replicas, 1)))
+		jsstore.WithReplicas(max(env.Replicas, 1))}, extra...)...)
 	if err != nil {
 		return nil, nil, err
 	}

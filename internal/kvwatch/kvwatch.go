@@ -44,14 +44,16 @@ var ErrClosed = errors.New("the watch closed before its initial values were read
 // first, ErrClosed if the watch closes, and the request's error if the
 // leader cannot be asked. apply runs on the caller's goroutine.
 func Initial(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, pattern string, w jetstream.KeyWatcher, apply func(jetstream.KeyValueEntry)) error {
-	return initial(ctx, w, apply, func(ctx context.Context) (uint64, error) { return lastSeq(ctx, js, kv.Bucket(), pattern) })
+	return initial(ctx, w, 0, apply, func(ctx context.Context) (uint64, error) { return lastSeq(ctx, js, kv.Bucket(), pattern) })
 }
 
 // initial reads w until it has delivered the sequence last returns, asked
 // again each time it caught up. If last has no sequence to give
 // (errNoStreamInfo), the watch's own signal is all there is.
-func initial(ctx context.Context, w jetstream.KeyWatcher, apply func(jetstream.KeyValueEntry), last func(context.Context) (uint64, error)) error {
-	var delivered uint64
+// after is the revision the watch resumes after (0: it reads from the
+// start).
+func initial(ctx context.Context, w jetstream.KeyWatcher, after uint64, apply func(jetstream.KeyValueEntry), last func(context.Context) (uint64, error)) error {
+	delivered := after
 	mark, err := last(ctx)
 	bySignal := errors.Is(err, errNoStreamInfo)
 	if err != nil && !bySignal {
@@ -92,6 +94,16 @@ func initial(ctx context.Context, w jetstream.KeyWatcher, apply func(jetstream.K
 // from its info, which the stream leader answers, is the last message on
 // the watched keys, so it needs no JetStream handle.
 func InitialAll(ctx context.Context, kv jetstream.KeyValue, w jetstream.KeyWatcher, apply func(jetstream.KeyValueEntry)) error {
+	return InitialAllAfter(ctx, kv, w, 0, apply)
+}
+
+// InitialAllAfter is InitialAll for a watch that resumes after revision
+// after (WatchAll with jetstream.IncludeHistory and
+// jetstream.ResumeFromRevision(after+1)): it delivers every change of the
+// bucket since that revision, deletions included, up to the stream's last
+// sequence as of a moment after the call, and returns at once if there is
+// none.
+func InitialAllAfter(ctx context.Context, kv jetstream.KeyValue, w jetstream.KeyWatcher, after uint64, apply func(jetstream.KeyValueEntry)) error {
 	last := func(ctx context.Context) (uint64, error) {
 		st, err := kv.Status(ctx)
 		if err != nil {
@@ -103,7 +115,7 @@ func InitialAll(ctx context.Context, kv jetstream.KeyValue, w jetstream.KeyWatch
 		}
 		return info.StreamInfo().State.LastSeq, nil
 	}
-	return initial(ctx, w, apply, last)
+	return initial(ctx, w, after, apply, last)
 }
 
 // errNoStreamInfo: a bucket whose status has no stream info (a wrapper of

@@ -125,3 +125,34 @@ func TestKeysListsEveryLiveKeyWhileKeysAreWritten(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, keys)
 }
+
+// A watch resumed after a revision delivers the changes since, deletions
+// included, and returns at once when there is none (this test hangs on
+// an Initial that counts from 0).
+func TestInitialAllAfterReadsTheChangesSince(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "kvwatch"})
+	require.NoError(t, err)
+	for _, k := range []string{"a", "b", "c"} {
+		_, err := kv.Put(t.Context(), k, []byte("1"))
+		require.NoError(t, err)
+	}
+	after, err := kv.Put(t.Context(), "d", []byte("1"))
+	require.NoError(t, err)
+
+	read := func(after uint64) []string {
+		w, err := kv.WatchAll(t.Context(), jetstream.IncludeHistory(), jetstream.ResumeFromRevision(after+1))
+		require.NoError(t, err)
+		defer func() { _ = w.Stop() }()
+		var got []string
+		require.NoError(t, kvwatch.InitialAllAfter(t.Context(), kv, w, after, func(e jetstream.KeyValueEntry) {
+			got = append(got, fmt.Sprintf("%s %s", e.Operation(), e.Key()))
+		}))
+		return got
+	}
+	require.Empty(t, read(after), "nothing since")
+	require.NoError(t, kv.Delete(t.Context(), "a"))
+	_, err = kv.Put(t.Context(), "e", []byte("1"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"KeyValueDeleteOp a", "KeyValuePutOp e"}, read(after))
+}

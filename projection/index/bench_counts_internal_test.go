@@ -68,8 +68,8 @@ func filterKinds(ix *Index) []struct {
 
 // BenchmarkIndexCount counts each filter kind.
 func BenchmarkIndexCount(b *testing.B) {
-	for _, q := range filterKinds(benchIndex(sizes[0])) {
-		for _, n := range sizes {
+	for _, q := range filterKinds(benchIndex(benchSizes()[0])) {
+		for _, n := range benchSizes() {
 			b.Run(fmt.Sprintf("%s/records=%d", q.name, n), func(b *testing.B) {
 				ix := benchIndex(n)
 				f := filterKinds(ix)
@@ -95,8 +95,8 @@ func BenchmarkIndexCount(b *testing.B) {
 
 // BenchmarkIndexSummaryBy summarises each filter kind.
 func BenchmarkIndexSummaryBy(b *testing.B) {
-	for _, q := range filterKinds(benchIndex(sizes[0])) {
-		for _, n := range sizes {
+	for _, q := range filterKinds(benchIndex(benchSizes()[0])) {
+		for _, n := range benchSizes() {
 			b.Run(fmt.Sprintf("%s/records=%d", q.name, n), func(b *testing.B) {
 				ix := benchIndex(n)
 				var filter Filter
@@ -120,7 +120,7 @@ func BenchmarkIndexSummaryBy(b *testing.B) {
 // by event id or aggregate id.
 func BenchmarkIndexLookupList(b *testing.B) {
 	for _, name := range []string{"eventId", "aggregateId"} {
-		for _, n := range sizes {
+		for _, n := range benchSizes() {
 			b.Run(fmt.Sprintf("%s/records=%d", name, n), func(b *testing.B) {
 				ix := benchIndex(n)
 				var q Query

@@ -235,40 +235,7 @@ func TestCountsAnswerAsAScan(t *testing.T) {
 			if step < loadSteps || rapid.IntRange(0, 2).Draw(t, fmt.Sprintf("check %d", step)) > 0 {
 				continue
 			}
-			// The clock mostly moves forward, as the index's now does
-			// (rlockAt); now and then it goes back.
-			ms := drawTime(t, "now")
-			if rapid.IntRange(0, 3).Draw(t, "forward") > 0 && !now.get().IsZero() {
-				ms = max(ms, now.get().UnixMilli())
-			}
-			now.set(time.UnixMilli(ms))
-			f := drawFilter(t)
-			at := now.get()
-			n, err := ix.Count(f)
-			require.NoError(t, err)
-			want := scanSummary(model, f, at)
-			require.Equal(t, want.Total, n, "Count(%+v) at %d", f, at.UnixMilli())
-			got, err := ix.Summary(f)
-			require.NoError(t, err)
-			require.Equal(t, want, got, "Summary(%+v) at %d", f, at.UnixMilli())
-
-			q := Query{Filter: f, Sort: Sort{Field: pick(t, "sort", SortFields...), Desc: rapid.Bool().Draw(t, "desc")},
-				Limit: rapid.IntRange(1, 4).Draw(t, "limit")}
-			wantIDs := scanList(model, q, at)
-			gotIDs := []string{}
-			for pages := 0; ; pages++ {
-				require.LessOrEqual(t, pages, len(model)+1, "paging ends")
-				p, err := ix.List(q)
-				require.NoError(t, err)
-				for _, it := range p.Items {
-					gotIDs = append(gotIDs, it.ID)
-				}
-				if p.Next == "" {
-					break
-				}
-				q.Cursor = p.Next
-			}
-			require.Equal(t, wantIDs, gotIDs, "List(%+v) at %d", q, at.UnixMilli())
+			requireAnswersAsScan(t, ix, model, &now)
 		}
 		if ix.loading != nil {
 			ix.mu.Lock()
@@ -277,6 +244,45 @@ func TestCountsAnswerAsAScan(t *testing.T) {
 		}
 		require.Equal(t, len(model), ix.Len())
 	})
+}
+
+// requireAnswersAsScan moves now (mostly forward, as the index's now
+// does, see rlockAt; now and then back), draws a filter and a sort, and
+// requires Count, Summary and every page of List to answer as a scan of
+// model would.
+func requireAnswersAsScan(t *rapid.T, ix *Index, model map[string]View, now *atomicTime) {
+	ms := drawTime(t, "now")
+	if rapid.IntRange(0, 3).Draw(t, "forward") > 0 && !now.get().IsZero() {
+		ms = max(ms, now.get().UnixMilli())
+	}
+	now.set(time.UnixMilli(ms))
+	f := drawFilter(t)
+	at := now.get()
+	n, err := ix.Count(f)
+	require.NoError(t, err)
+	want := scanSummary(model, f, at)
+	require.Equal(t, want.Total, n, "Count(%+v) at %d", f, at.UnixMilli())
+	got, err := ix.Summary(f)
+	require.NoError(t, err)
+	require.Equal(t, want, got, "Summary(%+v) at %d", f, at.UnixMilli())
+
+	q := Query{Filter: f, Sort: Sort{Field: pick(t, "sort", SortFields...), Desc: rapid.Bool().Draw(t, "desc")},
+		Limit: rapid.IntRange(1, 4).Draw(t, "limit")}
+	wantIDs := scanList(model, q, at)
+	gotIDs := []string{}
+	for pages := 0; ; pages++ {
+		require.LessOrEqual(t, pages, len(model)+1, "paging ends")
+		p, err := ix.List(q)
+		require.NoError(t, err)
+		for _, it := range p.Items {
+			gotIDs = append(gotIDs, it.ID)
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Cursor = p.Next
+	}
+	require.Equal(t, wantIDs, gotIDs, "List(%+v) at %d", q, at.UnixMilli())
 }
 
 // atomicTime is a settable clock for one goroutine's test.

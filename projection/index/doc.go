@@ -25,6 +25,11 @@
 // cannot drift apart. A replacing load (a restarted watch) makes the
 // index hold exactly what it loaded.
 //
+// AppendSnapshot writes the entries out (snapshot.go: versioned,
+// checksummed, every count and string bounded when read back), and
+// Batch.LoadSnapshot puts them back within a bulk load into an empty
+// index, which the source then continues with the changes since.
+//
 // # Counts
 //
 // Count and Summary read counts the index keeps on every change rather

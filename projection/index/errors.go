@@ -14,6 +14,19 @@ var (
 	ErrInvalidQuery = errors.New("projection: invalid query")
 	// ErrInvalidOption: an option value New cannot use.
 	ErrInvalidOption = errors.New("projection/index: invalid option")
+	// ErrInvalidSnapshot: bytes that are not a snapshot this package
+	// wrote (a wrong magic or checksum, a count or string past its
+	// bound, a number outside its table).
+	ErrInvalidSnapshot = errors.New("projection/index: invalid snapshot")
+	// ErrSnapshotVersion: a snapshot of another format version than
+	// SnapshotVersion.
+	ErrSnapshotVersion = errors.New("projection/index: snapshot of another format version")
+	// ErrLoading: the index is being loaded in bulk and has no snapshot
+	// to give yet.
+	ErrLoading = errors.New("projection/index: the index is being loaded")
+	// ErrNotEmpty: a snapshot is restored only by a load into an empty
+	// index.
+	ErrNotEmpty = errors.New("projection/index: a snapshot loads only into an empty index, within a load")
 )
 
 // QueryError is an invalid query: the field at fault and the rule it

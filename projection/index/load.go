@@ -49,6 +49,15 @@ func (b *Batch) EndLoad(complete bool) (dropped int) {
 	return dropped
 }
 
+// Len returns how many records the index holds, counting those of a bulk
+// load under way (Index.Len counts them once it ends).
+func (b *Batch) Len() int {
+	if b.ix.loading != nil {
+		return len(b.ix.loading)
+	}
+	return b.ix.byID.Len()
+}
+
 // Loading reports whether a load is being made in bulk: the index answers
 // as if it were empty until EndLoad.
 func (b *Batch) Loading() bool { return b.ix.loading != nil }
