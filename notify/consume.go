@@ -9,6 +9,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/internal/inflight"
+	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -48,7 +49,7 @@ func (n *Notifier) loop(ctx context.Context, name string, consume func(context.C
 			backoff = consumerBackoffMin
 		}
 		n.opts.logger.Warn("notifier: consumer stopped; setting it up again", "consumer", name, "err", err, "backoff", backoff)
-		if sleep(ctx, backoff) != nil {
+		if wait.Sleep(ctx, backoff) != nil {
 			return
 		}
 		backoff = min(2*backoff, consumerBackoffMax)
