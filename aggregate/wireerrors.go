@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/amends-dev/amends/internal/jsontype"
 )
 
 // The decoders' errors name the field (by its JSON path), the rule and the
@@ -120,8 +121,12 @@ func decodeError(name string, err error) error {
 	return illegalArgument(fmt.Sprintf("%s body is not valid.", name))
 }
 
-// describeType says what JSON a field of Go type t takes.
+// describeType says what JSON a field of Go type t takes: one of the
+// values for the enums, else internal/jsontype's words.
 func describeType(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	switch t {
 	case reflect.TypeFor[Recoverability]():
 		return oneOf(Recoverabilities)
@@ -130,25 +135,5 @@ func describeType(t reflect.Type) string {
 	case reflect.TypeFor[Status]():
 		return oneOf(Statuses)
 	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		bits := t.Bits()
-		return fmt.Sprintf("an integer from %d to %d", int64(-1)<<(bits-1), int64(uint64(1)<<(bits-1)-1))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64)>>(64-t.Bits()))
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Pointer:
-		return describeType(t.Elem())
-	default:
-		return "another JSON value"
-	}
+	return jsontype.Describe(t)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"net/http"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amends-dev/amends/internal/jsontype"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -119,7 +119,7 @@ func jsonError(err error, v any, what string) error {
 		if field == "" {
 			return badRequest("body", "%s must be a JSON object, got %s", what, got)
 		}
-		return badRequest(fieldName(field, "body"), "field %s: must be %s, got %s", quote(field), describeType(sem.GoType), got)
+		return badRequest(fieldName(field, "body"), "field %s: must be %s, got %s", quote(field), jsontype.Describe(sem.GoType), got)
 	case errors.As(err, &syn):
 		field := pointerField(syn.JSONPointer)
 		inField := ""
@@ -216,35 +216,6 @@ func clipNumber(n string) string {
 		return n
 	}
 	return fmt.Sprintf("%s... (%d characters)", n[:40], len(n))
-}
-
-// describeType says what JSON value a Go type takes, for messages.
-func describeType(t reflect.Type) string {
-	if t == nil {
-		return "another JSON value"
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Int32:
-		return fmt.Sprintf("a whole number from %d to %d", math.MinInt32, math.MaxInt32)
-	case reflect.Int, reflect.Int64:
-		return "a whole number"
-	case reflect.Uint, reflect.Uint64, reflect.Uint32:
-		return "a whole number of at least 0"
-	case reflect.Float64, reflect.Float32:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Struct, reflect.Map:
-		return "a JSON object"
-	case reflect.Slice, reflect.Array:
-		return "a JSON array"
-	}
-	return "another JSON value"
 }
 
 // jsonFields lists the JSON names of a struct's fields.
