@@ -8,7 +8,7 @@ import "github.com/amends-dev/amends/aggregate"
 // leaves it as it is: holding is the scheduler's (see Set.Held). A rule
 // that is not valid (an APPLY_RETRY_SPEC without its spec, which the store
 // never hands out) changes nothing.
-func (r *Rule) ApplyToCreate(c *aggregate.CreateExecutionFailed, defaultSpec aggregate.RetrySpec) {
+func ApplyToCreate(r *Rule, c *aggregate.CreateExecutionFailed, defaultSpec aggregate.RetrySpec) {
 	switch r.Action {
 	case MarkUnrecoverable:
 		c.Recoverable = aggregate.Unrecoverable
@@ -31,10 +31,10 @@ func (r *Rule) ApplyToCreate(c *aggregate.CreateExecutionFailed, defaultSpec agg
 	}
 }
 
-// Command is the command r applies to an existing record, and false for
+// CommandOf is the command r applies to an existing record, and false for
 // HOLD_UNTIL_DEPLOY, which needs none, and for a rule that is not valid
 // (an APPLY_RETRY_SPEC without its spec, an unknown action).
-func (r *Rule) Command() (aggregate.Command, bool) {
+func CommandOf(r *Rule) (aggregate.Command, bool) {
 	switch r.Action {
 	case MarkUnrecoverable, Waive:
 		return aggregate.MarkRecoverable{Recoverable: aggregate.Unrecoverable}, true

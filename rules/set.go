@@ -84,7 +84,7 @@ func (s *Set) Holds(context, processor string, now time.Time) []*Rule {
 	}
 	var out []*Rule
 	for _, r := range s.rules {
-		if r.Action != HoldUntilDeploy || !r.Live(now) {
+		if r.Action != HoldUntilDeploy || !Live(r, now) {
 			continue
 		}
 		if r.Match.Fingerprint != "" || r.Match.FunctionContext == context && r.Match.Processor == processor {
@@ -104,7 +104,7 @@ func (s *Set) Rules() []*Rule {
 
 func first(rs []*Rule, now time.Time) *Rule {
 	for _, r := range rs {
-		if r.Live(now) {
+		if Live(r, now) {
 			return r
 		}
 	}

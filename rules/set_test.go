@@ -118,7 +118,7 @@ func scan(list []rules.Rule, x rules.Failure, now time.Time) *rules.Rule {
 	}
 	for i := range list {
 		r := &list[i]
-		if !r.Live(now) || !r.Match.Matches(x) {
+		if !rules.Live(r, now) || !rules.Matches(r.Match, x) {
 			continue
 		}
 		if best == nil || better(r, best) {
@@ -154,7 +154,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := c.r.Validate(t0)
+			err := rules.Validate(&c.r, t0)
 			if c.msg == "" {
 				require.NoError(t, err)
 				return
@@ -184,7 +184,7 @@ func TestApplyToCreateAndCommand(t *testing.T) {
 			r.RetrySpec = &spec
 		}
 		var create aggregate.CreateExecutionFailed
-		r.ApplyToCreate(&create, aggregate.DefaultRetrySpec)
+		rules.ApplyToCreate(&r, &create, aggregate.DefaultRetrySpec)
 		assert.Equal(t, c.rec, create.Recoverable, c.a)
 		if c.max < 0 {
 			assert.Nil(t, create.RetrySpec, c.a)
@@ -192,7 +192,7 @@ func TestApplyToCreateAndCommand(t *testing.T) {
 			require.NotNil(t, create.RetrySpec, c.a)
 			assert.Equal(t, c.max, create.RetrySpec.MaxRetries, c.a)
 		}
-		cmd, ok := r.Command()
+		cmd, ok := rules.CommandOf(&r)
 		assert.Equal(t, c.command != nil, ok, c.a)
 		assert.Equal(t, c.command, cmd, c.a)
 	}

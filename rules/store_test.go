@@ -49,7 +49,7 @@ func TestStoreAuditRemoveAndWatch(t *testing.T) {
 	got, err = st.RecordApply(ctx, added.ID, "bob", "backfill", 7)
 	require.NoError(t, err)
 	assert.EqualValues(t, 7, got.Applied)
-	assert.EqualValues(t, 9, got.Touched())
+	assert.EqualValues(t, 9, got.Touched)
 
 	_, err = st.Remove(ctx, added.ID, "carol", "")
 	require.ErrorIs(t, err, rules.ErrInvalidRule, "a removal needs a reason")
