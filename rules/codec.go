@@ -41,7 +41,6 @@ type storedRule struct {
 	Audit    []Audit   `json:"audit,omitempty"`
 }
 
-
 // DecodeStored reads the rule stored under key as the store and every
 // reader see it, validating every field (at now): the key must be a rule
 // id (ValidID) and the rule's id; the rule must pass Validate, except that
