@@ -99,8 +99,9 @@ type RuleApplyRequest struct {
 type RecordSchedule struct {
 	ID      string                     `json:"id"`
 	Retries []aggregate.ScheduledRetry `json:"retries"`
-	// HeldBy is the HOLD_UNTIL_DEPLOY rule that keeps the record from
-	// automatic retries until a new build of its processor registers;
-	// Retries is empty then.
-	HeldBy string `json:"heldBy,omitempty"`
+	// ParkedBy is the park-until-deploy (HOLD_UNTIL_DEPLOY) rule that parks
+	// the record, keeping it from automatic retries until a new build of
+	// its processor registers; Retries is empty then. Its JSON name is the
+	// wire's first, heldBy.
+	ParkedBy string `json:"heldBy,omitempty"`
 }

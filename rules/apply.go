@@ -67,9 +67,10 @@ func FilterOf(r *Rule) api.Filter {
 // (CommandOf) on each, paced at o.RatePerSecond, each with a command id
 // derived from the rule, the request id and the record. A dry run decides
 // each command on the record's state without appending (outcomes
-// would-apply and would-reject). A HOLD_UNTIL_DEPLOY rule needs no command:
-// every record it matches is held already, and each is reported as
-// "held". Records that have succeeded are left out.
+// would-apply and would-reject). A HOLD_UNTIL_DEPLOY (park until deploy)
+// rule needs no command: every record it matches is parked already, and
+// each is reported with the outcome "held" (the wire's word; the batch's
+// command is "hold"). Records that have succeeded are left out.
 //
 // Errors wrap ErrInvalidRule (no request id for a real run, a limit or rate
 // out of range) or come from the record source; a failure of one record's

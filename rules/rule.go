@@ -20,12 +20,22 @@ const (
 	MarkUnrecoverable Action = "MARK_UNRECOVERABLE"
 	MarkRecoverable   Action = "MARK_RECOVERABLE"
 	ApplyRetrySpec    Action = "APPLY_RETRY_SPEC"
-	HoldUntilDeploy   Action = "HOLD_UNTIL_DEPLOY"
+	ParkUntilDeploy   Action = "HOLD_UNTIL_DEPLOY" // park until deploy; the wire keeps its first name
 	Waive             Action = "WAIVE"
 )
 
+// ParkUntilDeploySpelling is the other spelling of ParkUntilDeploy that
+// ParseAction accepts, the action's name in words; it is never stored or
+// shown: a rule given it is ParkUntilDeploy.
+const ParkUntilDeploySpelling = "PARK_UNTIL_DEPLOY"
+
+// HoldUntilDeploy is ParkUntilDeploy's old Go name.
+//
+// Deprecated: use ParkUntilDeploy (the wire value is unchanged).
+const HoldUntilDeploy = ParkUntilDeploy
+
 // Actions lists every action.
-var Actions = []Action{MarkUnrecoverable, MarkRecoverable, ApplyRetrySpec, HoldUntilDeploy, Waive}
+var Actions = []Action{MarkUnrecoverable, MarkRecoverable, ApplyRetrySpec, ParkUntilDeploy, Waive}
 
 // Limits of a rule's fields, in bytes, and of the store.
 const (
@@ -163,9 +173,13 @@ func actionList() string {
 	return strings.Join(names, ", ")
 }
 
-// ParseAction reads an action case-insensitively; the error wraps
+// ParseAction reads an action case-insensitively, PARK_UNTIL_DEPLOY
+// (ParkUntilDeploySpelling) as ParkUntilDeploy; the error wraps
 // ErrInvalidRule and lists the actions.
 func ParseAction(s string) (Action, error) {
+	if strings.EqualFold(s, ParkUntilDeploySpelling) {
+		return ParkUntilDeploy, nil
+	}
 	for _, a := range Actions {
 		if strings.EqualFold(s, string(a)) {
 			return a, nil

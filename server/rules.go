@@ -216,18 +216,8 @@ func (s *Server) applyRule(w http.ResponseWriter, r *http.Request, p principal) 
 
 // schedule answers the automatic retries a record has left.
 func (s *Server) schedule(w http.ResponseWriter, r *http.Request, _ principal) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	id, err := pathID(r)
+	id, v, err := s.pathRecord(r)
 	if err != nil {
-		return err
-	}
-	v, err := s.cfg.Queries.Get(r.Context(), id)
-	if err != nil {
-		if ae := queryError(id, err); ae != nil {
-			return ae
-		}
 		return err
 	}
 	out := api.RecordSchedule{ID: id, Retries: aggregate.RemainingSchedule(v.State, 0)}
@@ -237,8 +227,8 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request, _ principal) e
 			return err
 		}
 		x := rules.Failure{Function: v.State.Function, ErrorCode: v.State.Error.ErrorCode, Fingerprint: v.State.Error.Fingerprint}
-		if rule, ok := rules.NewSet(all).Match(x, s.cfg.Clock.Now()); ok && rule.Action == rules.HoldUntilDeploy {
-			out.HeldBy, out.Retries = rule.ID, nil
+		if rule, ok := rules.NewSet(all).Match(x, s.cfg.Clock.Now()); ok && rule.Action == rules.ParkUntilDeploy {
+			out.ParkedBy, out.Retries = rule.ID, nil
 		}
 	}
 	if out.Retries == nil {
