@@ -61,7 +61,7 @@ func v2DecodeError(what string, err error) error {
 		// An enum's error: it names the values.
 		return invalidField(field, fmt.Sprintf("%s: %s", what, strings.Replace(e.Message, e.Field, field, 1)))
 	}
-	got := kindName(se.JSONKind)
+	got := jsontype.Kind(se.JSONKind)
 	if se.JSONKind == '0' && len(se.JSONValue) > 0 {
 		got += " " + string(se.JSONValue)
 	}
@@ -69,26 +69,6 @@ func v2DecodeError(what string, err error) error {
 		return illegalArgument(fmt.Sprintf("%s: it must be a JSON object, got %s.", what, got))
 	}
 	return invalidField(field, fmt.Sprintf("%s: %s must be %s, got %s.", what, field, describeType(se.GoType), got))
-}
-
-// kindName names a JSON kind as encoding/json's errors do.
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case '"':
-		return "string"
-	case '0':
-		return "number"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
-	default:
-		return "another JSON value"
-	}
 }
 
 // enumPrefixes are the paths of enums nested in a command's body: an

@@ -112,7 +112,7 @@ func jsonError(err error, v any, what string) error {
 			parent, name := splitField(field)
 			return badRequest(fieldName(field, "body"), "unknown field %s in %s; the fields are %s", quote(name), what+parentSuffix(parent), strings.Join(jsonFields(fieldType(reflect.TypeOf(v), parent)), ", "))
 		}
-		got := kindName(sem.JSONKind)
+		got := jsontype.Kind(sem.JSONKind)
 		if sem.JSONKind == '0' && len(sem.JSONValue) > 0 {
 			got += " " + clipNumber(string(sem.JSONValue))
 		}
@@ -188,25 +188,6 @@ func fieldType(t reflect.Type, path string) reflect.Type {
 		}
 	}
 	return t
-}
-
-// kindName names a JSON kind for messages.
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case '"':
-		return "string"
-	case '0':
-		return "number"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
-	}
-	return "another JSON value"
 }
 
 // clipNumber shows a JSON number of a message, its first 40 characters

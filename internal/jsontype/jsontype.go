@@ -1,12 +1,15 @@
 // Package jsontype says, in the words of an error message, what JSON value
-// a Go type takes: the one wording that aggregate's wire errors and the
-// server's request-body errors share.
+// a Go type takes and what kind of value was given instead: the one
+// wording that aggregate's wire errors and the server's request-body
+// errors share.
 package jsontype
 
 import (
 	"fmt"
 	"math"
 	"reflect"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Describe says what JSON a value of Go type t takes, for an error message
@@ -39,4 +42,25 @@ func Describe(t reflect.Type) string {
 	default:
 		return "another JSON value"
 	}
+}
+
+// Kind names a JSON kind as encoding/json's errors do ("string",
+// "number", "object", "array", "bool", "null"), for the "got" of a
+// message.
+func Kind(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "another JSON value"
 }

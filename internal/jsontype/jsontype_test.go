@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -31,5 +32,11 @@ func TestDescribe(t *testing.T) {
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, Describe(c.t), "type %v", c.t)
+	}
+}
+
+func TestKind(t *testing.T) {
+	for k, want := range map[jsontext.Kind]string{'"': "string", '0': "number", '{': "object", '[': "array", 't': "bool", 'f': "bool", 'n': "null", 0: "another JSON value"} {
+		assert.Equal(t, want, Kind(k), "kind %q", k)
 	}
 }
