@@ -126,3 +126,21 @@ func (n *Notifier) quarantine(ctx context.Context, m jetstream.Msg, consumer str
 	}
 	_ = m.Term()
 }
+
+// settleNote settles message m of a KV watch that read as note (ok false:
+// nothing to notify), by the ack contract: undecodable (err) is
+// quarantined and terminated, a note that cannot be delivered now is
+// redelivered later, anything else is acked.
+func (n *Notifier) settleNote(ctx context.Context, m jetstream.Msg, consumer string, note *Notification, ok bool, err error) {
+	if err != nil {
+		n.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable, err)
+		return
+	}
+	if ok {
+		if err := n.notify(ctx, nil, note); err != nil {
+			n.later(ctx, m, consumer, err)
+			return
+		}
+	}
+	_ = m.Ack()
+}
