@@ -46,7 +46,7 @@
 // until the bucket answers again.
 //
 // Every value read from the bucket is validated (DecodeState) field by
-// field; one that does not validate is logged and ignored, so its
+// field; one that does not validate is quarantined and ignored, so its
 // function is called as if its circuit were closed: a bad entry never
 // stops a function, nor panics a reader.
 //

@@ -35,7 +35,7 @@ type Policy struct {
 	Window       time.Duration
 	// CoolDown is how long the circuit stays open before a probe (default
 	// 10 s); it doubles after every failed probe up to MaxCoolDown
-	// (default 2 min) and starts again at CoolDown once the circuit
+	// (default 30 s) and starts again at CoolDown once the circuit
 	// closes.
 	CoolDown    time.Duration
 	MaxCoolDown time.Duration
@@ -60,10 +60,14 @@ const (
 	DefaultMinCalls            = 20
 	DefaultWindow              = 30 * time.Second
 	DefaultCoolDown            = 10 * time.Second
-	DefaultMaxCoolDown         = 2 * time.Minute
-	DefaultSuccesses           = 3
-	DefaultProbeTimeout        = 30 * time.Second
-	DefaultJitter              = 0.2
+	// A dead dependency gets a probe at least every DefaultMaxCoolDown:
+	// two calls a minute cost it nothing, and its recovery is noticed
+	// within 30 s, so the drain of an outage's records starts at most that
+	// long after its end.
+	DefaultMaxCoolDown  = 30 * time.Second
+	DefaultSuccesses    = 3
+	DefaultProbeTimeout = 30 * time.Second
+	DefaultJitter       = 0.2
 )
 
 // DefaultPolicy is the policy of every function that sets none.

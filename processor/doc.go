@@ -110,7 +110,7 @@
 // failure that opens the circuit is recorded without its remaining
 // immediate retries, and a retry that wakes to an open circuit is refused.
 // After the cool-down (10 s at first, doubling after each failed probe up
-// to 2 min, with a random cut of up to 20 %), the next call, live or
+// to 30 s, with a random cut of up to 20 %), the next call, live or
 // replay, is the probe (FunctionMetrics.Probes), one at a time across the
 // instances; 3 that succeed in a row close the circuit. The scheduler
 // then drains the records the outage left (scheduler.WithDrains).

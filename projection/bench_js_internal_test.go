@@ -46,8 +46,8 @@ func benchRebuild(b *testing.B, n int) {
 		if _, err := js.PublishAsync("$KV."+DefaultBucket+"."+v.State.ID, data); err != nil {
 			b.Fatal(err)
 		}
-		if i%4096 == 4095 {
-			<-js.PublishAsyncComplete() // stay under the async publisher's limit
+		if i%2048 == 2047 {
+			<-js.PublishAsyncComplete() // stay under the async publisher's limit (4 000 by default; above it a publish stalls, and fails under load)
 		}
 	}
 	<-js.PublishAsyncComplete()

@@ -17,7 +17,7 @@ a row failed (or at least half of 20 or more in 30 s; only failures
 classified RECOVERABLE or UNKNOWN count) it opens: the function is not
 called, and each of its events, and each replay, gets its record at once
 with errorCode CircuitOpen and the last failure's message. After a
-cool-down (10 s, doubling after each failed probe up to 2 min) one call is
+cool-down (10 s, doubling after each failed probe up to 30 s) one call is
 let through as the probe (HALF_OPEN); 3 probes in a row that succeed close
 it, and the scheduler then drains the outage's records, a canary first,
 then steps that double while they succeed (amends drains list).
