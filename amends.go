@@ -100,7 +100,9 @@ func New(js jetstream.JetStream, context string, opts ...Option) (*Service, erro
 		return nil, processorError("the JetStream context is nil; connect to NATS and call jetstream.New first")
 	}
 	popts := []processor.Option{}
-	sopts := []jsstore.Option{}
+	// The compensation stream allows purges: retention (amends serve
+	// --retention) removes finished records from it.
+	sopts := []jsstore.Option{jsstore.WithRemovable(aggregate.Context)}
 	ropts := []recorder.Option{}
 	aopts := []aggregate.ServiceOption{}
 	if c.clock != nil {

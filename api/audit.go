@@ -23,10 +23,13 @@ const (
 	// AuditEventRead: a principal read the original event (the payload)
 	// of a record.
 	AuditEventRead AuditKind = "event_read"
+	// AuditRetention: a retention sweep removed finished records (Actor
+	// "scheduler"); Reason gives the counts and the archive.
+	AuditRetention AuditKind = "retention_sweep"
 )
 
 // AuditKinds lists every kind.
-var AuditKinds = []AuditKind{AuditAuthFailure, AuditRateLimited, AuditSignIn, AuditSignOut, AuditEventRead}
+var AuditKinds = []AuditKind{AuditAuthFailure, AuditRateLimited, AuditSignIn, AuditSignOut, AuditEventRead, AuditRetention}
 
 // AuditEntry is one entry of the audit log (GET /api/v1/audit).
 type AuditEntry struct {

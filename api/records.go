@@ -72,6 +72,11 @@ type Summary struct {
 	// group first; only with by=fingerprint. Records without a fingerprint
 	// are left out of it.
 	Fingerprints []FingerprintGroup `json:"fingerprints,omitempty"`
+	// Removed counts the finished records retention removed that the
+	// filter selects, counted in no other field (Total is of the records
+	// kept). Only a filter of function, error code and fingerprint fields
+	// can select removed records; with any other field it is 0.
+	Removed int64 `json:"removed,omitempty"`
 }
 
 // FailureGroup is the records of one (function context, processor,
@@ -99,6 +104,9 @@ type FailureGroup struct {
 	// still-open failures happened. Zero if every record succeeded.
 	OldestFailureAt int64 `json:"oldestFailureAt,omitempty"`
 	NewestFailureAt int64 `json:"newestFailureAt,omitempty"`
+	// Removed counts the group's records retention removed (see
+	// Summary.Removed); a group whose records were all removed has Total 0.
+	Removed int64 `json:"removed,omitempty"`
 }
 
 // StatusCount is the number of records of one status and recoverability.
@@ -154,6 +162,9 @@ type FingerprintGroup struct {
 	// Total counts the records; ByStatus per status.
 	Total    int                      `json:"total"`
 	ByStatus map[aggregate.Status]int `json:"byStatus"`
+	// Removed counts the group's records retention removed (see
+	// Summary.Removed).
+	Removed int64 `json:"removed,omitempty"`
 }
 
 // MaxSampleBytes bounds FingerprintGroup.SampleMessage.

@@ -21,6 +21,7 @@ const (
 	KindSignIn      = api.AuditSignIn
 	KindSignOut     = api.AuditSignOut
 	KindEventRead   = api.AuditEventRead
+	KindRetention   = api.AuditRetention
 )
 
 // Kinds lists every kind.

@@ -106,8 +106,10 @@ func (p *Projector) group(ctx context.Context, msgs []jetstream.Msg) []*batchGro
 // start brings g's view through its streams in memory and publishes it.
 func (p *Projector) start(ctx context.Context, g *batchGroup) {
 	stored, rev, bad, err := p.read(ctx, g.key, g.streams[0].Version, false)
-	if err != nil || bad || stored != nil && stored.Version > g.streams[0].Version && !p.cache.has(g.key, rev) {
-		g.sync = true // the synchronous path replaces a bad view, or checks one past the streams
+	if err != nil || bad || stored != nil && stored.Version > g.streams[0].Version && !p.cache.has(g.key, rev) || restarted(stored, &g.streams[0]) {
+		// The synchronous path replaces a bad view, checks one past the
+		// streams, and one of a removed history (restarted).
+		g.sync = true
 		return
 	}
 	g.done = make([]action, len(g.streams))

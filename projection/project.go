@@ -13,6 +13,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -170,6 +171,9 @@ func (p *Projector) project(ctx context.Context, st *eventstore.Stream, reread b
 	if err != nil {
 		return 0, err
 	}
+	if !bad && restarted(stored, st) {
+		return rebuild, p.restart(ctx, key, rev, st)
+	}
 	if !bad && stored != nil && stored.Version > st.Version && !p.cache.has(key, rev) {
 		// A view read from the bucket past this stream: a redelivery, or a
 		// view written ahead of its record (which would never be updated
@@ -316,4 +320,32 @@ func (p *Projector) countEvents(st *eventstore.Stream) {
 			}
 		}
 	}
+}
+
+// restart replaces the stored view (at revision rev) of a record whose
+// history was removed (retention) and that started again: it deletes the
+// view, so that the index, which keeps a record's highest version, drops
+// the removed one, then creates the view of the new history. A delete or
+// create that loses a race is errLostRace: the caller reads again.
+func (p *Projector) restart(ctx context.Context, key string, rev uint64, st *eventstore.Stream) error {
+	p.cache.drop(key)
+	if err := p.views.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil {
+		if kvstore.IsConflict(err) {
+			return errLostRace
+		}
+		return fmt.Errorf("delete the view of record %s's removed history: %w", st.Aggregate.ID, err)
+	}
+	next, err := p.rebuildLatest(ctx, st)
+	if err != nil {
+		return err
+	}
+	return p.write(ctx, key, 0, &next)
+}
+
+// restarted reports whether st was appended after the stored view's stream
+// (a higher sequence) but is not a later version: the record's history was
+// removed (retention, jsstore.Store.Remove) and it was created again. A
+// redelivery has a lower sequence.
+func restarted(stored *View, st *eventstore.Stream) bool {
+	return stored != nil && st.Seq != 0 && stored.Seq != 0 && st.Seq > stored.Seq && st.Version <= stored.Version
 }

@@ -93,4 +93,18 @@
 // The progress is a Drain per function in a KV bucket (OpenDrains),
 // written after each step, so that a new holder continues where the last
 // stopped; amends drains list shows it.
+//
+// # Retention
+//
+// With WithRetention the holder also runs a Sweeper (sweeper.go): it
+// removes SUCCEEDED records, and optionally FAILED UNRECOVERABLE ones, past
+// their retention from the compensation stream (jsstore.Store.Remove), the
+// views bucket (projection.RetireView) and so the index, a batch at a
+// time, oldest first. A batch is archived first (package archive), then
+// recorded in the retention bucket (OpenRetention), counted in the tallies
+// per function, error code and fingerprint, and only then removed; a
+// sweeper that stops at any point finishes the batch on its next pass,
+// and each record is counted once. Sweeper.Sweep runs one pass and
+// SweepAll the whole backlog, for tools and benchmarks.
+// docs/retention.md has the details.
 package scheduler

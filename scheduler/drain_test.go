@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,6 +32,7 @@ type drainEnv struct {
 	*env
 	circuits *circuit.Store
 	watcher  *circuit.Watcher
+	source   scheduler.CircuitSource // the drain's circuits: the watcher unless set
 	drains   *scheduler.Drains
 	ticks    chan time.Time // drain ticks
 	passes   chan time.Time // pass ticks
@@ -63,8 +65,12 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 
 func (e *drainEnv) start(t *testing.T, policy scheduler.DrainPolicy) (*scheduler.Scheduler, func()) {
 	t.Helper()
+	var source scheduler.CircuitSource = e.watcher
+	if e.source != nil {
+		source = e.source
+	}
 	s := e.scheduler(t, e.svc, scheduler.WithTicks(e.passes), scheduler.WithLogger(quietLog()),
-		scheduler.WithDrains(scheduler.DrainConfig{Circuits: e.watcher, Store: e.circuits, Records: e.index, Progress: e.drains,
+		scheduler.WithDrains(scheduler.DrainConfig{Circuits: source, Store: e.circuits, Records: e.index, Progress: e.drains,
 			Policy: policy, Ticks: e.ticks, CircuitPolicy: circuit.Policy{CoolDown: 10 * time.Second}}))
 	stop := run(t, s)
 	require.Eventually(t, func() bool { return s.Stats().Active }, waitFor, poll, "the scheduler holds its lease")
@@ -278,6 +284,73 @@ func TestDrainHalvesThenReopens(t *testing.T) {
 	tr, _ := st.LastTransition()
 	assert.Equal(t, circuit.CauseDrain, tr.Cause)
 	assert.Contains(t, d.Note, "succeeded for 0 of 1 records (0%), below 90%; the circuit is opened again")
+}
+
+// frozenCircuits gives the circuits as its watcher gave them when frozen:
+// a watch that lags behind the bucket.
+type frozenCircuits struct {
+	w      *circuit.Watcher
+	mu     sync.Mutex
+	frozen []circuit.State
+}
+
+func (f *frozenCircuits) List() []circuit.State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.frozen != nil {
+		return slices.Clone(f.frozen)
+	}
+	return f.w.List()
+}
+
+func (f *frozenCircuits) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.frozen = f.w.List()
+}
+
+// A drain whose canary failed and opened the circuit again waits for it
+// to close, even while the watched circuits still show it closed (the
+// watch lags behind the drain's own write): it prepares no second canary,
+// which its processor would refuse, costing the record a retry.
+func TestDrainWaitsAfterReopeningThoughTheWatchLags(t *testing.T) {
+	e := newDrainEnv(t)
+	lagging := &frozenCircuits{w: e.watcher}
+	e.source = lagging
+	ids := e.records(t, 0, 5, circuit.ErrorCode)
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+	})
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+	})
+	require.Eventually(t, func() bool {
+		for _, c := range e.watcher.List() {
+			if c.Function == fnCircuit && c.Phase == circuit.Closed && c.Incident.To != 0 {
+				return true
+			}
+		}
+		return false
+	}, waitFor, poll, "the watcher has the closed circuit")
+	lagging.freeze() // from here on the drain sees the circuit closed
+	e.healthy.Store(false)
+	e.start(t, scheduler.DrainPolicy{Rate: 1000})
+	d := e.tickUntil(t, "re-opened", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainWaiting })
+	assert.Contains(t, d.Note, "the circuit is opened again")
+	st, _, err := e.circuits.Get(t.Context(), fnCircuit)
+	require.NoError(t, err)
+	require.Equal(t, circuit.Open, st.Phase)
+	for range 20 {
+		e.clock.Set(e.clock.Now().Add(10 * time.Millisecond))
+		e.tick(t)
+	}
+	d = e.drain(t)
+	assert.Equal(t, scheduler.DrainWaiting, d.Phase, "no second canary: %s", d.Note)
+	prepared := 0
+	for _, id := range ids {
+		prepared += len(e.prepares(t, id))
+	}
+	assert.Equal(t, 1, prepared, "only the canary was prepared")
 }
 
 // A drain prepares no faster than its rate: a step of n waits n/rate

@@ -135,11 +135,18 @@ func (s *Scheduler) advanceDrain(ctx context.Context, d Drain, now time.Time) er
 			s.drainStats.reopened.Add(1)
 			s.opts.logger.Warn("scheduler: the drain's canary failed; opening the circuit again", "function", d.Function.String(), "reason", reason)
 			if dc.Store != nil {
-				if _, _, _, err := dc.Store.Update(ctx, d.Function, func(c circuit.State) (circuit.State, bool) {
+				c, _, _, err := dc.Store.Update(ctx, d.Function, func(c circuit.State) (circuit.State, bool) {
 					return c.DrainFailed(now, dc.CircuitPolicy, len(failed), n, reason, rand.Float64())
-				}); err != nil {
+				})
+				if err != nil {
 					return err
 				}
+				s.drain.mu.Lock()
+				if s.drain.wrote == nil {
+					s.drain.wrote = map[circuit.Function]circuit.State{}
+				}
+				s.drain.wrote[d.Function] = c
+				s.drain.mu.Unlock()
 			}
 		}
 		return s.putDrain(ctx, d, now)

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -135,10 +136,14 @@ func TestDrainKillLoop(t *testing.T) {
 	// A last child runs until the drain is done.
 	cmd := child()
 	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
-	require.Eventually(t, func() bool {
+	done := assert.Eventually(t, func() bool {
 		d, ok, err := drains.Get(t.Context(), fnCircuit)
 		return err == nil && ok && d.Phase == scheduler.DrainDone
 	}, 2*time.Minute, 50*time.Millisecond, "the drain is done")
+	if !done {
+		last, _, _ := drains.Get(t.Context(), fnCircuit)
+		t.Fatalf("the drain stayed %s: %s; %d replays", last.Phase, last.Note, replays.Load())
+	}
 	for _, id := range ids {
 		s, _, err := e.svc.Get(t.Context(), id)
 		require.NoError(t, err)
@@ -191,13 +196,16 @@ func drainChild(url string) {
 	if err != nil {
 		fail(err)
 	}
-	watcher := cs.Watcher("", quietLog(), nil)
+	// Warnings and errors go to the test's output, so that a drain that
+	// does not finish says why.
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("child", os.Getpid())
+	watcher := cs.Watcher("", logger, nil)
 	drains, err := scheduler.OpenDrains(ctx, js, "", 1)
 	if err != nil {
 		fail(err)
 	}
 	svc := aggregate.NewService(store)
-	s, err := scheduler.New(index, svc, leases, scheduler.WithLogger(quietLog()), scheduler.WithPeriod(time.Hour),
+	s, err := scheduler.New(index, svc, leases, scheduler.WithLogger(logger), scheduler.WithPeriod(time.Hour),
 		scheduler.WithDrains(scheduler.DrainConfig{Circuits: watcher, Store: cs, Records: index, Progress: drains,
 			Policy: scheduler.DrainPolicy{Rate: 30, Tick: 50 * time.Millisecond}}))
 	if err != nil {

@@ -35,6 +35,7 @@ type options struct {
 	drain                *DrainConfig       // drain.go
 	tracer               trace.Tracer       // trace.go; nil: the global provider's
 	reprojector          projection.Reprojector
+	retention            *Sweeper // retention.go
 }
 
 // WithReprojector hands the due records the index lists but that do not

@@ -164,6 +164,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if s.opts.drain != nil {
 		wg.Go(func() { s.drainLoop(ctx) })
 	}
+	if s.opts.retention != nil {
+		wg.Go(func() { s.retentionLoop(ctx) })
+	}
 	wg.Wait()
 	return nil
 }

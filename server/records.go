@@ -87,6 +87,7 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request, _ principal) er
 	if err := s.byFingerprint(by, f, &sum); err != nil {
 		return err
 	}
+	s.addRetired(r.Context(), f, &sum)
 	writeJSON(w, http.StatusOK, sum)
 	return nil
 }

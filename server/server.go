@@ -92,6 +92,9 @@ type Config struct {
 	// Circuits serves the functions' circuits and the recovery drains;
 	// nil answers their routes 404.
 	Circuits *Circuits
+	// Retired, if set, adds the records retention removed to summaries
+	// filtered by function, error code and fingerprint (retired.go).
+	Retired Retired
 	// ReadYourWrites bounds how long a command response waits for the index
 	// to reach the new version, so a list right after it sees the change
 	// (default 2s; negative disables).

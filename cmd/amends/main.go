@@ -140,7 +140,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 	root.AddCommand(newNotifyCmd(a))
 	root.AddCommand(newRulesCmd(a))
 	root.AddCommand(newTokenCmd(a), newAuditCmd(a), newRepairCmd(a))
-	root.AddCommand(newCircuitsCmd(a), newDrainsCmd(a))
+	root.AddCommand(newCircuitsCmd(a), newDrainsCmd(a), newArchiveCmd(a))
 	return root
 }
 

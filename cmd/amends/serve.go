@@ -70,6 +70,8 @@ of a machine.
 
 ` + notifyHelp + `
 
+` + retentionHelp + `
+
 ` + configHelp + `
 
 ` + envHelp
@@ -108,8 +110,9 @@ type serveFlags struct {
 
 	repairBuckets bool
 
-	notify notifyFlags
-	sec    httpSecFlags
+	retention retentionFlags
+	notify    notifyFlags
+	sec       httpSecFlags
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -169,6 +172,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
 	fs.BoolVar(&f.repairBuckets, "repair-buckets", false, "at start, bring buckets with other settings to the ones serve needs (in place, or deleted and created again when their content is rebuilt or transient); see Buckets")
 	fs.Float64Var(&f.drainRate, "drain-rate", scheduler.DefaultDrainRate, "most records per second a recovery drain prepares for one function after its circuit closes, 1 to 100000")
+	f.retention.add(fs, scheduler.DefaultRetention)
 	f.notify.add(fs)
 	f.sec.add(fs)
 	annotateEnv(fs)
@@ -326,6 +330,9 @@ type serveConfig struct {
 	repairBuckets bool
 	// notify configures notifications; nil disables them.
 	notify *notify.Config
+	// retention configures the retention sweeper (with the scheduler);
+	// nil or zero durations keep every record.
+	retention *retentionConfig
 
 	// ready, when set, is called once serve is ready, before it waits for
 	// the context to end.

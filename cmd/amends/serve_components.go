@@ -98,6 +98,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	components = append(components, circ.component())
 	reg.MustRegister(metrics.Circuits(circ.watcher))
 
+	var sweeper *scheduler.Sweeper
 	if sc := cfg.scheduler; sc != nil {
 		leases, err := retryOpen(ctx, startup, "the lease bucket "+scheduler.DefaultLeaseBucket, func(ctx context.Context) (*scheduler.Leases, error) {
 			leases, err := scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
@@ -112,10 +113,18 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
+		sopts := append(in.schedulerOptions(index), circ.schedulerOption(js, store, index, sc.drainRate))
+		sweeper, err = openRetention(ctx, cfg, js, store, views, index, proj, quar, startup, logger)
+		if err != nil {
+			return nil, "", err
+		}
+		if sweeper != nil {
+			sopts = append(sopts, scheduler.WithRetention(sweeper))
+		}
 		sched, err := scheduler.New(index, svc, leases, append([]scheduler.Option{
 			scheduler.WithPeriod(sc.period), scheduler.WithInitialDelay(sc.delay), scheduler.WithBatch(sc.batch),
 			scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler")), scheduler.WithReprojector(proj)},
-			append(in.schedulerOptions(index), circ.schedulerOption(js, store, index, sc.drainRate))...)...)
+			sopts...)...)
 		if err != nil {
 			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
@@ -154,6 +163,10 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		AllowedHosts: cfg.allowedHosts, TrustedProxies: cfg.trustedProxies,
 		Circuits: circ.server(),
 		Ready:    readiness(natsConnected(nc), indexCurrent(index), probe.check, mismatch.check),
+	}
+	if sweeper != nil {
+		apiCfg.Retired = sweeper
+		reg.MustRegister(metrics.Retention(sweeper))
 	}
 	if components, err = withDashboard(&apiCfg, components, index, store, views, auditLog, logger); err != nil {
 		return nil, "", err

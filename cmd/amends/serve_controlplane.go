@@ -68,6 +68,11 @@ func (f *serveFlags) controlPlane(cfg *serveConfig, env func(string) (string, bo
 	if !(f.drainRate >= 1 && f.drainRate <= scheduler.MaxDrainRate) {
 		return usageErrorf("--drain-rate must be between 1 and %d records per second, got %v", scheduler.MaxDrainRate, f.drainRate)
 	}
+	rc, err := f.retention.config()
+	if err != nil {
+		return err
+	}
+	cfg.retention = rc
 	if f.scheduler {
 		cfg.scheduler = &schedulerConfig{period: f.period, delay: f.delay, batch: f.batch, workers: f.concurrency, leaseTTL: f.leaseTTL, drainRate: f.drainRate}
 	}

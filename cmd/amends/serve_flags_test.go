@@ -46,6 +46,14 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		{"scheduler-concurrency", "1000", "--scheduler-concurrency must be between 1 and 256, got 1000"},
 		{"data-dir", "", "--data-dir must not be empty"},
 		{"max-msg-size", "3000000000", `invalid argument "3000000000" for "--max-msg-size"`},
+		{"retention", "30m", "--retention must be 0 (keep) or between 1h and 3650d, got 30m"},
+		{"retention", "4000d", "--retention must be 0 (keep) or between 1h and 3650d, got 4000d"},
+		{"retention", "thirty", `invalid argument "thirty" for "--retention"`},
+		{"retention-unrecoverable", "-1h", "--retention-unrecoverable must be 0 (keep) or between 1h and 3650d, got -1h"},
+		{"retention-batch", "0", "--retention-batch must be between 1 and 10000, got 0"},
+		{"retention-every", "10ms", "--retention-every must be between 1s and 24h, got 10ms"},
+		{"archive", "s3:bucket", `--archive: "s3:bucket" must be dir:/path or objectstore:BUCKET`},
+		{"archive", "dir:", `--archive: "dir:" must be dir:/path or objectstore:BUCKET`},
 	} {
 		t.Run(tc.flag+"="+tc.value, func(t *testing.T) {
 			dir := t.TempDir()

@@ -70,11 +70,17 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	if err != nil {
 		return fmt.Errorf("open JetStream: %w", err)
 	}
-	store, err := jsstore.New(js, jsstore.WithStorage(cfg.storage), jsstore.WithReplicas(cfg.replicas), jsstore.WithMaxMsgSize(cfg.maxMsgSize))
+	// The compensation stream allows purges, so that retention can remove
+	// finished records (a stream that exists keeps what it has).
+	store, err := jsstore.New(js, jsstore.WithStorage(cfg.storage), jsstore.WithReplicas(cfg.replicas), jsstore.WithMaxMsgSize(cfg.maxMsgSize),
+		jsstore.WithRemovable(aggregate.Context))
 	if err != nil {
 		return fmt.Errorf("event store: %w", err)
 	}
 	stream := store.StreamName(aggregate.Context)
+	if err := migrateStream(ctx, cfg, js, store, logger); err != nil {
+		return err
+	}
 	// Start-up rides out an election: transient errors are retried until
 	// startupTimeout; the HTTP API, and with it /readyz, is not up before.
 	sctx, cancel := context.WithTimeout(ctx, startupTimeout)

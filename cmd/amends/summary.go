@@ -97,6 +97,7 @@ func printSummary(a *app, s projection.Summary, filters string) error {
 		fmt.Fprintf(a.stdout, " %s %d", v, s.Views[v])
 	}
 	fmt.Fprintln(a.stdout)
+	printRemoved(a, s.Removed)
 	if len(s.Groups) > 0 {
 		fmt.Fprintln(a.stdout, "UNDER LIMIT counts open records below their maxRetries, UNRECOVERABLE ones included; the scheduler retries only those of view to-retry.")
 	}

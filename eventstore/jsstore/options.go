@@ -37,6 +37,7 @@ type options struct {
 	apiPrefix     string
 	cacheSize     int
 	now           func() time.Time
+	removable     []string // remove.go
 }
 
 func defaultOptions() options {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,7 +95,9 @@ func (s *Store) Provision(ctx context.Context, contexts ...string) error {
 	return nil
 }
 
-// StreamConfig returns the configuration Provision creates for context.
+// StreamConfig returns the configuration Provision creates for context:
+// DenyDelete always, DenyPurge unless the context is removable
+// (WithRemovable).
 func (s *Store) StreamConfig(context string) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              s.StreamName(context),
@@ -112,7 +115,7 @@ func (s *Store) StreamConfig(context string) jetstream.StreamConfig {
 		Replicas:          s.opts.replicas,
 		Duplicates:        s.opts.duplicates,
 		DenyDelete:        true,
-		DenyPurge:         true,
+		DenyPurge:         !slices.Contains(s.opts.removable, context),
 		AllowDirect:       true,
 	}
 }

@@ -1,0 +1,403 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/archive"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natsconn"
+)
+
+const archiveLong = `Archive reads what retention archived before it removed records (amends
+serve --archive): one manifest per sweep batch and one gzip NDJSON object
+per function (docs/retention.md has the format).
+
+--archive names it as serve does: dir:/path, or objectstore:BUCKET with
+--nats-url (and --nats-creds) of the NATS the bucket is on.
+
+list shows the sweeps, show a sweep's records or one record's history,
+restore appends archived histories to the event store again so that the
+records are queryable again (it needs --nats-url, and --dry-run or --yes).`
+
+// maxRestoreRecords bounds the --record flags of one restore.
+const maxRestoreRecords = 1000
+
+// archiveFlags are the flags every archive command takes.
+type archiveFlags struct {
+	spec, natsURL, creds, output string
+}
+
+func (f *archiveFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.spec, "archive", "", "the archive: dir:/path or objectstore:BUCKET (required)")
+	fs.StringVar(&f.natsURL, "nats-url", "", "NATS server of an objectstore: archive, and of the event store for restore")
+	fs.StringVar(&f.creds, "nats-creds", "", "NATS credentials file for --nats-url")
+	fs.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+}
+
+func (f *archiveFlags) check() error {
+	if f.spec == "" {
+		return usageErrorf("--archive is required: dir:/path or objectstore:BUCKET")
+	}
+	if err := checkArchiveSpec(f.spec); err != nil {
+		return usageErrorf("--archive: %v", err)
+	}
+	if strings.HasPrefix(f.spec, "objectstore:") && f.natsURL == "" {
+		return usageErrorf("--archive %s needs --nats-url: the bucket is on a NATS server", f.spec)
+	}
+	if f.natsURL != "" {
+		if err := natsconn.CheckURLs(f.natsURL); err != nil {
+			return usageErrorf("--nats-url: %v", err)
+		}
+	}
+	if f.output != "table" && f.output != "json" {
+		return usageErrorf("--output must be table or json, got %q", f.output)
+	}
+	return nil
+}
+
+// open connects to NATS if a URL is given and opens the archive.
+func (f *archiveFlags) open(ctx context.Context) (archive.Sink, *nats.Conn, jetstream.JetStream, error) {
+	var nc *nats.Conn
+	var js jetstream.JetStream
+	if f.natsURL != "" {
+		var err error
+		if nc, err = natsconn.Connect(natsconn.ClientConfig{URL: f.natsURL, CredsFile: f.creds, Name: "amends archive"}); err != nil {
+			return nil, nil, nil, fmt.Errorf("--nats-url: %w", err)
+		}
+		if js, err = jetstream.New(nc); err != nil {
+			nc.Close()
+			return nil, nil, nil, err
+		}
+	}
+	sink, err := archive.Open(ctx, js, f.spec, 0)
+	if err != nil {
+		if nc != nil {
+			nc.Close()
+		}
+		if errors.Is(err, archive.ErrInvalid) {
+			return nil, nil, nil, usageErrorf("--archive: %v", err)
+		}
+		return nil, nil, nil, err
+	}
+	return sink, nc, js, nil
+}
+
+func newArchiveCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "archive", Short: "List, show and restore the records retention archived", Long: archiveLong, Args: noArgs}
+	cmd.AddCommand(newArchiveListCmd(a), newArchiveShowCmd(a), newArchiveRestoreCmd(a))
+	return cmd
+}
+
+// sweepSummary is one line of archive list.
+type sweepSummary struct {
+	Sweep     uint64 `json:"sweep"`
+	CreatedAt int64  `json:"createdAt"`
+	Objects   int    `json:"objects"`
+	Records   int    `json:"records"`
+	Streams   int    `json:"streams"`
+	Bytes     int    `json:"bytes"`
+	Error     string `json:"error,omitempty"`
+}
+
+func newArchiveListCmd(a *app) *cobra.Command {
+	var f archiveFlags
+	cmd := &cobra.Command{
+		Use: "list", Short: "List the archived sweeps", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			sink, nc, _, err := f.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if nc != nil {
+				defer nc.Close()
+			}
+			sweeps, err := archive.Sweeps(cmd.Context(), sink)
+			if err != nil {
+				return err
+			}
+			out := []sweepSummary{}
+			for _, n := range sweeps {
+				s := sweepSummary{Sweep: n}
+				m, err := archive.ReadManifest(cmd.Context(), sink, n)
+				if err != nil {
+					s.Error = err.Error()
+				}
+				s.CreatedAt, s.Objects = m.CreatedAt, len(m.Objects)
+				for _, o := range m.Objects {
+					s.Records, s.Streams, s.Bytes = s.Records+len(o.Records), s.Streams+o.Streams, s.Bytes+o.Bytes
+				}
+				out = append(out, s)
+			}
+			if f.output == "json" {
+				return printJSON(a.stdout, out)
+			}
+			tw := newTable(a.stdout)
+			fmt.Fprintln(tw, "SWEEP\tCREATED\tOBJECTS\tRECORDS\tSTREAMS\tBYTES\tERROR")
+			for _, s := range out {
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%s\n", s.Sweep, when(s.CreatedAt, a.now()), s.Objects, s.Records, s.Streams, s.Bytes, oneLine(s.Error, 120))
+			}
+			return tw.Flush()
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+// archivedRecord is one record of archive show.
+type archivedRecord struct {
+	ID        string                 `json:"id"`
+	Function  aggregate.FunctionInfo `json:"function"`
+	Versions  int                    `json:"versions"`
+	Status    aggregate.Status       `json:"status,omitempty"`
+	ExecuteAt int64                  `json:"executeAt,omitempty"`
+	Object    string                 `json:"object"`
+}
+
+// eachArchived calls fn with every record of sweep's objects (only those
+// of ids, if any), and returns how many of ids it found.
+func eachArchived(ctx context.Context, sink archive.Sink, sweep uint64, ids map[string]bool, fn func(o archive.Object, r archive.Record) error) (int, error) {
+	m, err := archive.ReadManifest(ctx, sink, sweep)
+	if err != nil {
+		return 0, err
+	}
+	found := 0
+	for _, o := range m.Objects {
+		err := archive.ReadObject(ctx, sink, o, func(r archive.Record) error {
+			if len(ids) > 0 && !ids[r.ID] {
+				return nil
+			}
+			found++
+			return fn(o, r)
+		})
+		if err != nil {
+			return found, err
+		}
+	}
+	return found, nil
+}
+
+func newArchiveShowCmd(a *app) *cobra.Command {
+	var (
+		f      archiveFlags
+		sweep  uint64
+		record string
+	)
+	cmd := &cobra.Command{
+		Use: "show", Short: "Show a sweep's archived records, or one record's history", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			if sweep == 0 {
+				return usageErrorf("--sweep is required: a sweep number from amends archive list")
+			}
+			var ids map[string]bool
+			if record != "" {
+				if err := eventstore.ValidateID("--record", record); err != nil {
+					return usageErrorf("%v", err)
+				}
+				ids = map[string]bool{record: true}
+			}
+			sink, nc, _, err := f.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if nc != nil {
+				defer nc.Close()
+			}
+			var recs []archivedRecord
+			var history []eventstore.Stream
+			found, err := eachArchived(cmd.Context(), sink, sweep, ids, func(o archive.Object, r archive.Record) error {
+				ar := archivedRecord{ID: r.ID, Function: r.Function, Versions: len(r.Streams), Object: o.Name}
+				if s, ok := aggregate.CarriedState(r.Streams[len(r.Streams)-1]); ok {
+					ar.Status, ar.ExecuteAt = s.Status, s.ExecuteAt
+				}
+				recs = append(recs, ar)
+				if record != "" {
+					history = r.Streams
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if record != "" && found == 0 {
+				return fmt.Errorf("sweep %d of %s has no record %s", sweep, sink, record)
+			}
+			if record != "" {
+				return printArchivedHistory(a, f.output, recs[0], history)
+			}
+			if f.output == "json" {
+				if recs == nil {
+					recs = []archivedRecord{}
+				}
+				return printJSON(a.stdout, recs)
+			}
+			tw := newTable(a.stdout)
+			fmt.Fprintln(tw, "RECORD\tFUNCTION\tVERSIONS\tSTATUS\tLAST OUTCOME")
+			for _, r := range recs {
+				fmt.Fprintf(tw, "%s\t%s.%s@%s\t%d\t%s\t%s\n", r.ID, r.Function.ProcessorName, r.Function.Name, r.Function.ContextName, r.Versions, r.Status, when(r.ExecuteAt, a.now()))
+			}
+			return tw.Flush()
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().Uint64Var(&sweep, "sweep", 0, "the sweep (required)")
+	cmd.Flags().StringVar(&record, "record", "", "show this record's archived history")
+	return cmd
+}
+
+func printArchivedHistory(a *app, output string, r archivedRecord, streams []eventstore.Stream) error {
+	if output == "json" {
+		type line struct {
+			Seq    uint64            `json:"seq"`
+			Stream eventstore.Stream `json:"stream"`
+		}
+		out := make([]line, len(streams))
+		for i, st := range streams {
+			out[i] = line{Seq: st.Seq, Stream: st}
+		}
+		return printJSON(a.stdout, map[string]any{"record": r, "history": out})
+	}
+	tw := newTable(a.stdout)
+	fmt.Fprintln(tw, "VERSION\tSEQ\tTIME\tACTOR\tEVENTS")
+	for _, st := range streams {
+		names := make([]string, len(st.Events))
+		for i, e := range st.Events {
+			names[i] = e.Name
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", st.Version, st.Seq, when(st.CreateTime, a.now()), oneLine(st.Headers[aggregate.HeaderActor], 40), strings.Join(names, ","))
+	}
+	return tw.Flush()
+}
+
+func newArchiveRestoreCmd(a *app) *cobra.Command {
+	var (
+		f        archiveFlags
+		sweep    uint64
+		records  []string
+		dry, yes bool
+	)
+	cmd := &cobra.Command{
+		Use: "restore", Short: "Append archived histories to the event store again (dry run first)", Args: noArgs,
+		Long: `Restore appends the archived histories of a sweep's records (or only those
+of --record) to the compensation stream again, versions 1 to the last with
+their ids, times and state, so that the projector gives them their views
+back and they are queryable again. A record that exists again (it failed
+again after its removal) is left alone (outcome diverged); one restored
+already is left alone (present); an interrupted restore is completed.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			switch {
+			case sweep == 0:
+				return usageErrorf("--sweep is required: a sweep number from amends archive list")
+			case dry == yes:
+				return usageErrorf("restore needs --dry-run (to see what it would do) or --yes (to do it), not %s", map[bool]string{true: "both", false: "neither"}[dry])
+			case f.natsURL == "":
+				return usageErrorf("restore needs --nats-url: it appends to the event store on that NATS")
+			case len(records) > maxRestoreRecords:
+				return usageErrorf("--record is given %d times, over the limit of %d: restore the whole sweep instead", len(records), maxRestoreRecords)
+			}
+			ids := map[string]bool{}
+			for _, id := range records {
+				if err := eventstore.ValidateID("--record", id); err != nil {
+					return usageErrorf("%v", err)
+				}
+				ids[id] = true
+			}
+			sink, nc, js, err := f.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			store, err := restoreStore(cmd.Context(), js)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Minute)
+			defer cancel()
+			var results []archive.RestoreResult
+			found, err := eachArchived(ctx, sink, sweep, ids, func(_ archive.Object, r archive.Record) error {
+				res, err := archive.Restore(ctx, store, r, dry)
+				if err != nil {
+					return err
+				}
+				results = append(results, res)
+				return nil
+			})
+			printRestore(a.stdout, f.output, results, dry)
+			if err != nil {
+				return err
+			}
+			if len(ids) > 0 && found < len(ids) {
+				return fmt.Errorf("sweep %d holds %d of the %d records given", sweep, found, len(ids))
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().Uint64Var(&sweep, "sweep", 0, "the sweep to restore from (required)")
+	cmd.Flags().StringArrayVar(&records, "record", nil, "restore only this record (repeatable, at most 1000)")
+	cmd.Flags().BoolVar(&dry, "dry-run", false, "show what would be restored, append nothing")
+	cmd.Flags().BoolVar(&yes, "yes", false, "restore")
+	return cmd
+}
+
+func printRestore(w io.Writer, output string, results []archive.RestoreResult, dry bool) {
+	if output == "json" {
+		if results == nil {
+			results = []archive.RestoreResult{}
+		}
+		_ = printJSON(w, results)
+		return
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "RECORD\tOUTCOME\tSTREAMS")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%s\t%d\n", r.ID, r.Outcome, r.Appended)
+	}
+	_ = tw.Flush()
+	if dry {
+		fmt.Fprintln(w, "dry run: nothing was appended; run again with --yes")
+	}
+}
+
+// restoreStore returns an event store whose settings are those of the
+// compensation stream as it exists (storage, replicas, message size,
+// duplicate window), so that restore needs none of serve's flags; a
+// missing stream is created with the defaults.
+func restoreStore(ctx context.Context, js jetstream.JetStream) (*jsstore.Store, error) {
+	opts := []jsstore.Option{jsstore.WithRemovable(aggregate.Context)}
+	probe, err := jsstore.New(js)
+	if err != nil {
+		return nil, err
+	}
+	st, err := js.Stream(ctx, probe.StreamName(aggregate.Context))
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("read the compensation stream: %w", err)
+	default:
+		c := st.CachedInfo().Config
+		opts = append(opts, jsstore.WithStorage(c.Storage), jsstore.WithReplicas(max(c.Replicas, 1)), jsstore.WithMaxMsgSize(c.MaxMsgSize),
+			jsstore.WithDuplicateWindow(c.Duplicates))
+	}
+	return jsstore.New(js, opts...)
+}

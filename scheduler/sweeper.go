@@ -1,0 +1,275 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/archive"
+	"github.com/amends-dev/amends/audit"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/projection"
+)
+
+// Retention defaults and bounds.
+const (
+	// DefaultRetention is how long a SUCCEEDED record is kept after its
+	// success when retention is on (amends serve --retention): 30 days,
+	// a month of "what happened to that order last week" for operators,
+	// and past the usual 14-30 day window of traces and logs that would
+	// explain a record, while a record's 10 KB or so of history does not
+	// pile up for ever.
+	DefaultRetention = 30 * 24 * time.Hour
+	// MinRetention bounds a retention from below: a record younger than
+	// an hour may still be looked at from the alert that announced it.
+	MinRetention = time.Hour
+	// MaxRetention bounds it from above (ten years).
+	MaxRetention = 10 * 365 * 24 * time.Hour
+	// DefaultSweepBatch and DefaultSweepEvery pace the sweeper: at most
+	// 500 records a minute, about 720 k a day, a small share of what
+	// one JetStream server purges (docs/retention.md has the figures).
+	DefaultSweepBatch = 500
+	DefaultSweepEvery = time.Minute
+)
+
+// RetentionRecords lists the records the sweeper may remove;
+// *projection.Index satisfies it.
+type RetentionRecords interface {
+	List(q projection.Query) (projection.Page, error)
+}
+
+// RecordStore reads and removes record histories; *jsstore.Store
+// satisfies it.
+type RecordStore interface {
+	LoadLast(ctx context.Context, a eventstore.AggregateID) (eventstore.Stream, error)
+	Load(ctx context.Context, a eventstore.AggregateID, from uint64) ([]eventstore.Stream, error)
+	Remove(ctx context.Context, a eventstore.AggregateID, through uint64) (uint64, error)
+}
+
+// Auditor records an audit entry; *audit.Log satisfies it.
+type Auditor interface {
+	Record(ctx context.Context, e audit.Entry) error
+}
+
+var _ RetentionRecords = (*projection.Index)(nil)
+
+// RetentionConfig configures a Sweeper. Zero durations and counts take the
+// defaults, except Succeeded and Unrecoverable, where 0 means "keep".
+type RetentionConfig struct {
+	// Succeeded is how long a SUCCEEDED record is kept after its success
+	// (its executeAt); 0 keeps them.
+	Succeeded time.Duration
+	// Unrecoverable is how long a FAILED record classified UNRECOVERABLE
+	// is kept after its last failure; 0 keeps them. amends has no
+	// "resolved" or "acknowledged" state: an unrecoverable record is the
+	// one the scheduler never retries, the closest to finished.
+	Unrecoverable time.Duration
+	// Batch is the most records one pass removes (DefaultSweepBatch), at
+	// most MaxSweepBatch; Every the time between passes
+	// (DefaultSweepEvery), or Ticks drives them.
+	Batch int
+	Every time.Duration
+	Ticks <-chan time.Time
+	// Records lists the records (required), Store reads and removes
+	// their histories (required), Views is the views bucket (required).
+	Records RetentionRecords
+	Store   RecordStore
+	Views   jetstream.KeyValue
+	// Progress keeps the progress and the tallies (required;
+	// OpenRetention).
+	Progress *Retention
+	// Archive, if set, gets every removed record's history first.
+	Archive archive.Sink
+	// Audit, if set, gets an entry per batch.
+	Audit Auditor
+	// Reprojector, if set, gets the records the index lists whose
+	// history is gone (their view is of nothing).
+	Reprojector projection.Reprojector
+	// Clock gives "now" (default the system clock); Logger logs.
+	Clock  aggregate.Clock
+	Logger *slog.Logger
+}
+
+// Sweeper removes finished records past their retention: it lists them
+// from the index, reads each one's last stream to check it is still
+// finished and old, archives their histories if it has an archive,
+// records the batch in its progress, counts the records in the tallies,
+// purges their histories from the compensation stream and deletes their
+// views (so that the index drops them). Every step can be run again:
+// a batch interrupted at any point is finished by the next Sweep, and
+// nothing is removed before the batch, with its archive, is stored.
+//
+// Run it on the active scheduler only (WithRetention), or call Sweep
+// directly. A Sweeper is safe for concurrent use, but Sweeps run one at a
+// time.
+type Sweeper struct {
+	cfg RetentionConfig
+	mu  sync.Mutex // one Sweep at a time
+
+	hook func(step string) error // tests: fail or stop at a step
+
+	stats sweepStats
+}
+
+type sweepStats struct {
+	passes, batches, succeeded, unrecoverable, messages, views, archived, dropped, failed, halted atomic.Uint64
+	lastAt                                                                                        atomic.Int64
+}
+
+// RetentionStats counts what a Sweeper did since it was created.
+type RetentionStats struct {
+	Passes, Batches          uint64
+	Succeeded, Unrecoverable uint64
+	Messages, Views          uint64
+	Archived, Dropped        uint64
+	// Failed counts passes that failed (logged); Halted those that found
+	// the progress invalid and removed nothing.
+	Failed, Halted uint64
+	// LastAt is when the last batch ended.
+	LastAt time.Time
+}
+
+// NewSweeper returns a sweeper of cfg. A missing required field, or a
+// value out of bounds, is an error wrapping ErrInvalidOption that names
+// it.
+func NewSweeper(cfg RetentionConfig) (*Sweeper, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("retention: %s: %w", fmt.Sprintf(format, args...), ErrInvalidOption)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"retention of succeeded records", cfg.Succeeded}, {"retention of unrecoverable records", cfg.Unrecoverable}} {
+		if d.v != 0 && (d.v < MinRetention || d.v > MaxRetention) {
+			return nil, bad("%s must be 0 (keep) or from %s to %s, got %s", d.name, MinRetention, MaxRetention, d.v)
+		}
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = DefaultSweepBatch
+	}
+	if cfg.Every == 0 {
+		cfg.Every = DefaultSweepEvery
+	}
+	switch {
+	case cfg.Batch < 1 || cfg.Batch > MaxSweepBatch:
+		return nil, bad("batch must be from 1 to %d records, got %d", MaxSweepBatch, cfg.Batch)
+	case cfg.Every < time.Second || cfg.Every > 24*time.Hour:
+		return nil, bad("the time between sweeps must be from 1s to 24h, got %s", cfg.Every)
+	case cfg.Records == nil:
+		return nil, bad("no record source")
+	case cfg.Store == nil:
+		return nil, bad("no record store")
+	case cfg.Views == nil:
+		return nil, bad("no views bucket")
+	case cfg.Progress == nil:
+		return nil, bad("no progress bucket")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = aggregate.ClockFunc(time.Now)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Sweeper{cfg: cfg}, nil
+}
+
+// Stats returns the sweeper's counters.
+func (sw *Sweeper) Stats() RetentionStats {
+	s := &sw.stats
+	st := RetentionStats{Passes: s.passes.Load(), Batches: s.batches.Load(), Succeeded: s.succeeded.Load(), Unrecoverable: s.unrecoverable.Load(),
+		Messages: s.messages.Load(), Views: s.views.Load(), Archived: s.archived.Load(), Dropped: s.dropped.Load(), Failed: s.failed.Load(), Halted: s.halted.Load()}
+	if ms := s.lastAt.Load(); ms != 0 {
+		st.LastAt = time.UnixMilli(ms)
+	}
+	return st
+}
+
+// Tallies returns the counts of the records retention removed, per
+// function, error code and fingerprint (see Retention.Tallies).
+func (sw *Sweeper) Tallies(ctx context.Context) ([]Tally, error) {
+	t, _, err := sw.cfg.Progress.Tallies(ctx)
+	return t, err
+}
+
+// Sweep runs one pass: it finishes the batch under way if there is one,
+// or else selects, archives and removes a new batch of at most Batch
+// records. It returns what the batch did (Batch 0: nothing to do). A
+// stored progress that does not validate halts it: the error matches
+// ErrInvalidRetention and nothing is removed until the entry is repaired
+// (amends repair purge-entry). Other errors are the store's, the
+// archive's or the buckets'; the pass can simply be run again.
+func (sw *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.stats.passes.Add(1)
+	rep, err := sw.sweep(ctx)
+	switch {
+	case errors.Is(err, ErrInvalidRetention):
+		sw.stats.halted.Add(1)
+	case err != nil:
+		sw.stats.failed.Add(1)
+	}
+	return rep, err
+}
+
+// SweepAll runs passes until one has nothing to remove, or ctx ends: the
+// whole backlog at once, for a benchmark or a one-off clean-up. It
+// returns the batches' reports.
+func (sw *Sweeper) SweepAll(ctx context.Context) ([]SweepReport, error) {
+	var out []SweepReport
+	for ctx.Err() == nil {
+		rep, err := sw.Sweep(ctx)
+		if err != nil {
+			return out, err
+		}
+		if rep.Batch == 0 {
+			return out, nil
+		}
+		out = append(out, rep)
+	}
+	return out, ctx.Err()
+}
+
+func (sw *Sweeper) step(name string) error {
+	if sw.hook != nil {
+		return sw.hook(name)
+	}
+	return nil
+}
+
+func (sw *Sweeper) sweep(ctx context.Context) (SweepReport, error) {
+	st, rev, err := sw.cfg.Progress.State(ctx)
+	if err != nil {
+		return SweepReport{}, err
+	}
+	if st.Pending == nil && sw.cfg.Succeeded == 0 && sw.cfg.Unrecoverable == 0 {
+		return SweepReport{}, nil // off; a batch under way is still finished
+	}
+	if st.Pending == nil {
+		b, err := sw.select_(ctx, st.Batch+1)
+		if err != nil || b == nil {
+			return SweepReport{}, err
+		}
+		if err := sw.archive(ctx, b); err != nil {
+			return SweepReport{}, err
+		}
+		if err := sw.step("archived"); err != nil {
+			return SweepReport{}, err
+		}
+		st.Pending = b
+		if rev, err = sw.cfg.Progress.putState(ctx, st, rev, sw.cfg.Clock.Now()); err != nil {
+			return SweepReport{}, fmt.Errorf("record sweep batch %d: %w", b.N, err)
+		}
+		if err := sw.step("pending"); err != nil {
+			return SweepReport{}, err
+		}
+	}
+	return sw.finish(ctx, st, rev)
+}
