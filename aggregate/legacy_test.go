@@ -115,7 +115,7 @@ func TestServiceReadsStoredEventWithoutRecoverable(t *testing.T) {
 func TestStateDecodeErrorsNameTheField(t *testing.T) {
 	for _, c := range []struct{ body, field, msg string }{
 		{`{"id":"r","status":"BROKEN"}`, "status", `status must be FAILED, PREPARED or SUCCEEDED, got "BROKEN".`},
-		{`{"id":"r","status":"FAILED","retryState":{"retries":"1"}}`, "retryState.retries", "retryState.retries must be an integer from -2147483648 to 2147483647, got string."},
+		{`{"id":"r","status":"FAILED","retryState":{"retries":"1"}}`, "retryState.retries", "retryState.retries must be a whole number from -2147483648 to 2147483647, got string."},
 		{`{"id":"r","status":"FAILED","recoverable":"MAYBE"}`, "recoverable", `recoverable must be RECOVERABLE, UNRECOVERABLE or UNKNOWN, got "MAYBE".`},
 	} {
 		var v1, v2 State

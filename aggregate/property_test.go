@@ -162,6 +162,10 @@ func matchesOneKind(err error) bool {
 	return n == 1
 }
 
+// checkPredicates is one function (gocyclo 38) on purpose: it is the list
+// of the state's predicates, each compared with the reference's formula
+// written out from the raw fields, read top to bottom; split, each part
+// would only repeat the same state and clock.
 func checkPredicates(t *rapid.T, s State, now int64) {
 	n := at(now)
 	if s.IsRetryable() != (s.Status != StatusSucceeded && s.IsBelowRetryThreshold()) {

@@ -191,7 +191,7 @@ func EncodeCommand(c Command) (string, []byte, error) {
 // malformed body, a value of the wrong type or range, an unknown enum value
 // or a missing required field is an *Error matching ErrIllegalArgument
 // whose message names the field, the rule and the value (e.g.
-// `maxRetries must be an integer from -2147483648 to 2147483647, got number
+// `maxRetries must be a whole number from -2147483648 to 2147483647, got number
 // 2147483648.`), without Go types; ErrorField returns the field's JSON path.
 func DecodeCommand(name string, body []byte) (Command, error) {
 	if len(bytes.TrimSpace(body)) == 0 {

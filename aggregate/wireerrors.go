@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/amends-dev/amends/internal/jsontype"
 )
 
 // The decoders' errors name the field (by its JSON path), the rule and the
@@ -60,7 +61,7 @@ func v2DecodeError(what string, err error) error {
 		// An enum's error: it names the values.
 		return invalidField(field, fmt.Sprintf("%s: %s", what, strings.Replace(e.Message, e.Field, field, 1)))
 	}
-	got := kindName(se.JSONKind)
+	got := jsontype.Kind(se.JSONKind)
 	if se.JSONKind == '0' && len(se.JSONValue) > 0 {
 		got += " " + string(se.JSONValue)
 	}
@@ -68,26 +69,6 @@ func v2DecodeError(what string, err error) error {
 		return illegalArgument(fmt.Sprintf("%s: it must be a JSON object, got %s.", what, got))
 	}
 	return invalidField(field, fmt.Sprintf("%s: %s must be %s, got %s.", what, field, describeType(se.GoType), got))
-}
-
-// kindName names a JSON kind as encoding/json's errors do.
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case '"':
-		return "string"
-	case '0':
-		return "number"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
-	default:
-		return "another JSON value"
-	}
 }
 
 // enumPrefixes are the paths of enums nested in a command's body: an
@@ -120,8 +101,12 @@ func decodeError(name string, err error) error {
 	return illegalArgument(fmt.Sprintf("%s body is not valid.", name))
 }
 
-// describeType says what JSON a field of Go type t takes.
+// describeType says what JSON a field of Go type t takes: one of the
+// values for the enums, else internal/jsontype's words.
 func describeType(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	switch t {
 	case reflect.TypeFor[Recoverability]():
 		return oneOf(Recoverabilities)
@@ -130,25 +115,5 @@ func describeType(t reflect.Type) string {
 	case reflect.TypeFor[Status]():
 		return oneOf(Statuses)
 	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		bits := t.Bits()
-		return fmt.Sprintf("an integer from %d to %d", int64(-1)<<(bits-1), int64(uint64(1)<<(bits-1)-1))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64)>>(64-t.Bits()))
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Pointer:
-		return describeType(t.Elem())
-	default:
-		return "another JSON value"
-	}
+	return jsontype.Describe(t)
 }

@@ -71,6 +71,39 @@ func (s *State) check(now time.Time) error {
 	ms := now.UnixMilli()
 	past := ms + skew.Milliseconds()
 	ahead := ms + maxAhead.Milliseconds()
+	if err := s.checkPhase(past, ahead); err != nil {
+		return err
+	}
+	if err := checkProbe(s.Probe, past, ahead); err != nil {
+		return err
+	}
+	switch {
+	case s.Refused < 0 || s.Refused > maxCount:
+		return bad("refused", "must be from 0 to 2^53, got %d", s.Refused)
+	case s.RefusedTotal < s.Refused || s.RefusedTotal > maxCount:
+		return bad("refusedTotal", "must be from refused (%d) to 2^53, got %d", s.Refused, s.RefusedTotal)
+	case s.Incident.To != 0 && s.Incident.To < s.Incident.From:
+		return bad("incident.to", "%d is before the incident began at %d", s.Incident.To, s.Incident.From)
+	case s.Incident.To != 0 && s.Incident.From == 0:
+		return bad("incident.from", "an incident that ended must have begun")
+	}
+	if err := checkLast(s.Last, past); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		field string
+		v     int64
+	}{{"counts.opened", s.Counts.Opened}, {"counts.halfOpened", s.Counts.HalfOpened}, {"counts.closed", s.Counts.Closed}} {
+		if c.v < 0 || c.v > maxCount {
+			return bad(c.field, "must be from 0 to 2^53, got %d", c.v)
+		}
+	}
+	return s.checkTransitions(past)
+}
+
+// checkPhase checks the phase, the times up to past (until up to ahead),
+// the cool-down, and what only some phases have.
+func (s *State) checkPhase(past, ahead int64) error {
 	if !slices.Contains(Phases, s.Phase) {
 		return bad("phase", "must be one of %v, got %.40q", Phases, s.Phase)
 	}
@@ -100,58 +133,59 @@ func (s *State) check(now time.Time) error {
 	case s.Successes < 0 || s.Successes > 100:
 		return bad("successes", "must be from 0 to 100, got %d", s.Successes)
 	}
-	if p := s.Probe; p != nil {
-		if err := text("probe.instance", p.Instance, maxIDBytes, true); err != nil {
-			return err
-		}
-		if err := text("probe.id", p.ID, maxIDBytes, true); err != nil {
-			return err
-		}
-		if err := timeAt("probe.at", p.At, past); err != nil {
-			return err
-		}
-		if err := timeAt("probe.until", p.Until, ahead); err != nil {
-			return err
-		}
-		if p.Until < p.At {
-			return bad("probe.until", "%d is before the probe began at %d", p.Until, p.At)
-		}
+	return nil
+}
+
+// checkProbe checks a HALF_OPEN circuit's probe, if any: times up to past
+// (began) and ahead (ends), the end not before the beginning.
+func checkProbe(p *Probe, past, ahead int64) error {
+	if p == nil {
+		return nil
 	}
-	switch {
-	case s.Refused < 0 || s.Refused > maxCount:
-		return bad("refused", "must be from 0 to 2^53, got %d", s.Refused)
-	case s.RefusedTotal < s.Refused || s.RefusedTotal > maxCount:
-		return bad("refusedTotal", "must be from refused (%d) to 2^53, got %d", s.Refused, s.RefusedTotal)
-	case s.Incident.To != 0 && s.Incident.To < s.Incident.From:
-		return bad("incident.to", "%d is before the incident began at %d", s.Incident.To, s.Incident.From)
-	case s.Incident.To != 0 && s.Incident.From == 0:
-		return bad("incident.from", "an incident that ended must have begun")
+	if err := text("probe.instance", p.Instance, maxIDBytes, true); err != nil {
+		return err
 	}
-	if l := s.Last; l != nil {
-		if err := text("last.code", l.Code, maxCodeBytes, false); err != nil {
-			return err
-		}
-		if err := text("last.message", l.Message, MaxMessageBytes, false); err != nil {
-			return err
-		}
-		if l.Fingerprint != "" && !fingerprint.Valid(l.Fingerprint) {
-			return bad("last.fingerprint", "%.40q is not a fingerprint (%s and 16 hexadecimal digits)", l.Fingerprint, fingerprint.Prefix)
-		}
-		if l.Recoverable != "" && !slices.Contains(aggregate.Recoverabilities, l.Recoverable) {
-			return bad("last.recoverable", "must be one of %v, got %.40q", aggregate.Recoverabilities, l.Recoverable)
-		}
-		if err := timeAt("last.at", l.At, past); err != nil {
-			return err
-		}
+	if err := text("probe.id", p.ID, maxIDBytes, true); err != nil {
+		return err
 	}
-	for _, c := range []struct {
-		field string
-		v     int64
-	}{{"counts.opened", s.Counts.Opened}, {"counts.halfOpened", s.Counts.HalfOpened}, {"counts.closed", s.Counts.Closed}} {
-		if c.v < 0 || c.v > maxCount {
-			return bad(c.field, "must be from 0 to 2^53, got %d", c.v)
-		}
+	if err := timeAt("probe.at", p.At, past); err != nil {
+		return err
 	}
+	if err := timeAt("probe.until", p.Until, ahead); err != nil {
+		return err
+	}
+	if p.Until < p.At {
+		return bad("probe.until", "%d is before the probe began at %d", p.Until, p.At)
+	}
+	return nil
+}
+
+// checkLast checks the last real failure, if any.
+func checkLast(l *Failure, past int64) error {
+	if l == nil {
+		return nil
+	}
+	if err := text("last.code", l.Code, maxCodeBytes, false); err != nil {
+		return err
+	}
+	if err := text("last.message", l.Message, MaxMessageBytes, false); err != nil {
+		return err
+	}
+	if l.Fingerprint != "" && !fingerprint.Valid(l.Fingerprint) {
+		return bad("last.fingerprint", "%.40q is not a fingerprint (%s and 16 hexadecimal digits)", l.Fingerprint, fingerprint.Prefix)
+	}
+	if l.Recoverable != "" && !slices.Contains(aggregate.Recoverabilities, l.Recoverable) {
+		return bad("last.recoverable", "must be one of %v, got %.40q", aggregate.Recoverabilities, l.Recoverable)
+	}
+	if err := timeAt("last.at", l.At, past); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkTransitions checks the transitions kept: at most MaxTransitions, in
+// sequence up to the counts' total, each with known phases and cause.
+func (s *State) checkTransitions(past int64) error {
 	if len(s.Transitions) > MaxTransitions {
 		return bad("transitions", "has %d, over the limit of %d", len(s.Transitions), MaxTransitions)
 	}

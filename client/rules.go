@@ -50,7 +50,7 @@ func (c *Client) ApplyRule(ctx context.Context, id string, req api.RuleApplyRequ
 }
 
 // Schedule returns the automatic retries record id has left and when each
-// is due at the earliest, or (HeldBy) the rule that holds it until a
+// is due at the earliest, or (ParkedBy) the rule that parks it until a
 // deploy. An unknown id is a *Error with Status 404.
 func (c *Client) Schedule(ctx context.Context, id string) (api.RecordSchedule, error) {
 	var s api.RecordSchedule

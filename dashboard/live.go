@@ -92,13 +92,6 @@ func (h *hub) unsubscribe(c chan []byte) {
 	}
 }
 
-// streams counts the open streams.
-func (h *hub) streams() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.subs)
-}
-
 // publish sends an event to every stream; a stream that has fallen 64
 // events behind is closed (the browser reconnects and reloads).
 func (h *hub) publish(ev []byte, counts bool) {

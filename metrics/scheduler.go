@@ -32,8 +32,8 @@ func schedulerCollector(stats func() scheduler.Stats, due DueIndex, now func() t
 	oldest := desc("scheduler_oldest_due_age_seconds", "How long the oldest due record has been due; 0 if none is.")
 	skipped := desc("scheduler_skipped_total", "Due records passes left out because a prepare of theirs failed and they are backing off.")
 	backingOff := desc("scheduler_backing_off", "Records backing off after a failed prepare, to be tried again later.")
-	held := desc("scheduler_held", "Due records the last pass left alone because a hold-until-deploy rule holds them.")
-	releases := desc("scheduler_releases_total", "Deploy releases of held records, by event (started, step, prepared, halted, done); halted means a canary or step failed.", "event")
+	held := desc("scheduler_held", "Due records the last pass left alone because a park-until-deploy rule parks them or their circuit's drain holds them.")
+	releases := desc("scheduler_releases_total", "Park releases of the records parked until a deploy, by event (started, step, prepared, halted, done); halted means a canary or step failed.", "event")
 	drains := desc("scheduler_drains_total", "Recovery drains after an outage, by event (started, step, prepared, probe, halved, reopened, done); reopened means a canary failed and opened the circuit again.", "event")
 	return &collector{descs: []*prometheus.Desc{prepares, passes, active, leases, backlog, oldest, skipped, backingOff, held, releases, drains}, read: func() []sample {
 		s := stats()
@@ -41,8 +41,8 @@ func schedulerCollector(stats func() scheduler.Stats, due DueIndex, now func() t
 		out := []sample{
 			counter(drains, d.Started, "started"), counter(drains, d.Steps, "step"), counter(drains, d.Prepared, "prepared"), counter(drains, d.Probes, "probe"),
 			counter(drains, d.Halved, "halved"), counter(drains, d.Reopened, "reopened"), counter(drains, d.Done, "done"),
-			gauge(held, float64(s.Held)), counter(releases, s.Releases.Started, "started"), counter(releases, s.Releases.Steps, "step"),
-			counter(releases, s.Releases.Prepared, "prepared"), counter(releases, s.Releases.Halted, "halted"), counter(releases, s.Releases.Done, "done"),
+			gauge(held, float64(s.Held)), counter(releases, s.ParkReleases.Started, "started"), counter(releases, s.ParkReleases.Steps, "step"),
+			counter(releases, s.ParkReleases.Prepared, "prepared"), counter(releases, s.ParkReleases.Halted, "halted"), counter(releases, s.ParkReleases.Done, "done"),
 			counter(prepares, s.Prepared, "prepared"), counter(prepares, s.Rejected, "rejected"),
 			counter(prepares, s.Duplicates, "duplicate"), counter(prepares, s.Failed, "failed"), counter(prepares, s.Missing, "missing"),
 			counter(passes, s.Passes), counter(leases, s.Acquired, "acquired"), counter(leases, s.Lost, "lost"),

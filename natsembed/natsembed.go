@@ -22,8 +22,6 @@ package natsembed
 
 import (
 	"context"
-	"log/slog"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -52,30 +50,13 @@ var (
 	ErrDataDirLocked = natsconn.ErrDataDirLocked
 )
 
-// Config configures an embedded server. Zero values mean the documented
-// defaults.
-type Config struct {
-	// DataDir is the directory JetStream stores its data in; created if
-	// missing. Required.
-	DataDir string
-	// Host is the address the client listener binds (default 127.0.0.1).
-	Host string
-	// Port is the client port (default 4222; RandomPort for a free one).
-	Port int
-	// SyncAlways fsyncs every write before it is acknowledged (see the
-	// package documentation).
-	SyncAlways bool
-	// MaxPayload is the largest message the server accepts, headers
-	// included (default 1 MiB).
-	MaxPayload int32
-	// ServerName names the server in logs and monitoring (default "amends").
-	ServerName string
-	// Logger receives the server's warnings and errors; nil discards them.
-	Logger *slog.Logger
-	// ReadyTimeout bounds how long Start waits for the server to accept
-	// connections when ctx has no earlier deadline (default 10 s).
-	ReadyTimeout time.Duration
-}
+// Config configures an embedded server: the data directory (required),
+// the client listener (Host, Port), SyncAlways, MaxPayload, ServerName,
+// Logger (the server's warnings and errors; Debug adds its notices and
+// debug lines), and ReadyTimeout. Zero values mean the documented
+// defaults. It is the configuration amends serve's own embedded server
+// takes, so the two cannot drift.
+type Config = natsconn.EmbeddedConfig
 
 // Server is a running embedded NATS server with JetStream. Its methods are
 // safe for concurrent use.
@@ -91,10 +72,7 @@ type Server struct{ e *natsconn.Embedded }
 // directory, an error quoting the server's message when it does not start
 // (the port is in use, the directory cannot be written), or ctx's error.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
-	e, err := natsconn.StartEmbedded(ctx, natsconn.EmbeddedConfig{
-		DataDir: cfg.DataDir, Host: cfg.Host, Port: cfg.Port, SyncAlways: cfg.SyncAlways,
-		MaxPayload: cfg.MaxPayload, ServerName: cfg.ServerName, Logger: cfg.Logger, ReadyTimeout: cfg.ReadyTimeout,
-	})
+	e, err := natsconn.StartEmbedded(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -86,17 +86,7 @@ func (n *Notifier) handleBatch(ctx context.Context, m jetstream.Msg) {
 		seq, at = md.Sequence.Stream, md.Timestamp.UnixMilli()
 	}
 	note, ok, err := batchNote(m.Subject(), m.Data(), m.Headers().Get("KV-Operation"), seq, at)
-	if err != nil {
-		n.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable, err)
-		return
-	}
-	if ok {
-		if err := n.notify(ctx, nil, note); err != nil {
-			n.later(ctx, m, consumer, err)
-			return
-		}
-	}
-	_ = m.Ack()
+	n.settleNote(ctx, m, consumer, note, ok, err)
 }
 
 var errTooLarge = errors.New("the batch entry is larger than 8 MiB")

@@ -145,17 +145,7 @@ func (n *Notifier) handleCircuit(ctx context.Context, store *circuit.Store, m je
 		return
 	}
 	note, ok, err := circuitNote(store, m.Subject(), m.Data(), m.Headers().Get("KV-Operation"))
-	if err != nil {
-		n.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable, err)
-		return
-	}
-	if ok {
-		if err := n.notify(ctx, nil, note); err != nil {
-			n.later(ctx, m, consumer, err)
-			return
-		}
-	}
-	_ = m.Ack()
+	n.settleNote(ctx, m, consumer, note, ok, err)
 }
 
 // circuitTitle is a circuit notification's headline.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/internal/inflight"
+	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -48,7 +49,7 @@ func (n *Notifier) loop(ctx context.Context, name string, consume func(context.C
 			backoff = consumerBackoffMin
 		}
 		n.opts.logger.Warn("notifier: consumer stopped; setting it up again", "consumer", name, "err", err, "backoff", backoff)
-		if sleep(ctx, backoff) != nil {
+		if wait.Sleep(ctx, backoff) != nil {
 			return
 		}
 		backoff = min(2*backoff, consumerBackoffMax)
@@ -124,4 +125,22 @@ func (n *Notifier) quarantine(ctx context.Context, m jetstream.Msg, consumer str
 		}
 	}
 	_ = m.Term()
+}
+
+// settleNote settles message m of a KV watch that read as note (ok false:
+// nothing to notify), by the ack contract: undecodable (err) is
+// quarantined and terminated, a note that cannot be delivered now is
+// redelivered later, anything else is acked.
+func (n *Notifier) settleNote(ctx context.Context, m jetstream.Msg, consumer string, note *Notification, ok bool, err error) {
+	if err != nil {
+		n.quarantine(ctx, m, consumer, quarantine.ReasonUndecodable, err)
+		return
+	}
+	if ok {
+		if err := n.notify(ctx, nil, note); err != nil {
+			n.later(ctx, m, consumer, err)
+			return
+		}
+	}
+	_ = m.Ack()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -152,7 +153,7 @@ func (n *Notifier) deliver(ctx context.Context, ep *Endpoint, note *Notification
 		}
 		n.metrics.retries.WithLabelValues(ep.Name).Inc()
 		n.opts.logger.Debug("notifier: delivery failed; retrying", "endpoint", ep.Name, "attempt", attempt, "err", err)
-		if sleep(ctx, n.cfg.Retry.delay(attempt, nil)) != nil {
+		if wait.Sleep(ctx, n.cfg.Retry.delay(attempt, nil)) != nil {
 			return ctx.Err()
 		}
 	}

@@ -2,7 +2,6 @@ package notify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -249,7 +249,7 @@ func (n *Notifier) open(ctx context.Context) error {
 			return nil
 		}
 		n.opts.logger.Warn("notifier: cannot open its buckets; trying again", "err", err, "backoff", backoff)
-		if sleep(ctx, backoff) != nil {
+		if wait.Sleep(ctx, backoff) != nil {
 			return ctx.Err()
 		}
 		backoff = min(2*backoff, consumerBackoffMax)
@@ -278,18 +278,3 @@ func (n *Notifier) routesBatches() bool {
 	probe := Notification{Type: TypeBatchCompleted}
 	return len(n.cfg.routes(&probe)) > 0
 }
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// errPermanent marks a delivery error no retry can fix (a refused
-// destination).
-var errPermanent = errors.New("permanent")

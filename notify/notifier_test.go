@@ -286,11 +286,7 @@ func TestCreatedNotificationNamesTheTraceOfItsCommand(t *testing.T) {
 }
 
 func splitSigs(s string) []string {
-	var out []string
-	for _, p := range jsonSplit(s) {
-		out = append(out, p)
-	}
-	return out
+	return jsonSplit(s)
 }
 
 func jsonSplit(s string) []string {

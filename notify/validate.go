@@ -15,6 +15,41 @@ import (
 // validate applies the defaults and checks every field of c, loading the
 // endpoints' secrets; the error names the field and its rule.
 func (c *Config) validate(env Environment) error {
+	if err := c.validateHosts(); err != nil {
+		return err
+	}
+	names, err := c.validateEndpoints(env)
+	if err != nil {
+		return err
+	}
+	if err := c.validateRules(names); err != nil {
+		return err
+	}
+	if c.DedupWindow == nil {
+		c.DedupWindow = &Duration{DefaultDedupWindow}
+	}
+	if w := c.DedupWindow.Duration; w < 0 || w > MaxDedupWindow {
+		return fmt.Errorf("dedupWindow: %s is outside 0s to %s", w, MaxDedupWindow)
+	}
+	if err := c.Retry.validate(); err != nil {
+		return fmt.Errorf("retry.%w", err)
+	}
+	if d := c.Digest; d != nil {
+		if d.Endpoint == "" {
+			d.Endpoint = c.DefaultEndpoint
+		}
+		if !names[d.Endpoint] {
+			return fmt.Errorf("digest.endpoint: %q is not the name of an endpoint", d.Endpoint)
+		}
+		if d.Interval.Duration < time.Minute || d.Interval.Duration > 24*time.Hour {
+			return fmt.Errorf("digest.interval: %s is outside 1m to 24h", d.Interval.Duration)
+		}
+	}
+	return nil
+}
+
+// validateHosts checks publicUrl and allowHosts.
+func (c *Config) validateHosts() error {
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || len(c.PublicURL) > MaxURLLength {
@@ -30,20 +65,26 @@ func (c *Config) validate(env Environment) error {
 			return fmt.Errorf("allowHosts[%d]: want a host name without port, wildcard or scheme, at most 253 characters", i)
 		}
 	}
+	return nil
+}
+
+// validateEndpoints checks the endpoints and defaultEndpoint (the only
+// endpoint by default) and returns the endpoints' names.
+func (c *Config) validateEndpoints(env Environment) (map[string]bool, error) {
 	if len(c.Endpoints) == 0 {
-		return errors.New("endpoints: at least one endpoint is needed")
+		return nil, errors.New("endpoints: at least one endpoint is needed")
 	}
 	if len(c.Endpoints) > MaxEndpoints {
-		return fmt.Errorf("endpoints: %d endpoints, more than the limit of %d", len(c.Endpoints), MaxEndpoints)
+		return nil, fmt.Errorf("endpoints: %d endpoints, more than the limit of %d", len(c.Endpoints), MaxEndpoints)
 	}
 	names := map[string]bool{}
 	for i := range c.Endpoints {
 		e := &c.Endpoints[i]
 		if err := e.validate(env); err != nil {
-			return fmt.Errorf("endpoints[%d].%w", i, err)
+			return nil, fmt.Errorf("endpoints[%d].%w", i, err)
 		}
 		if names[e.Name] {
-			return fmt.Errorf("endpoints[%d].name: %q is used twice", i, e.Name)
+			return nil, fmt.Errorf("endpoints[%d].name: %q is used twice", i, e.Name)
 		}
 		names[e.Name] = true
 	}
@@ -51,8 +92,14 @@ func (c *Config) validate(env Environment) error {
 		c.DefaultEndpoint = c.Endpoints[0].Name
 	}
 	if c.DefaultEndpoint != "" && !names[c.DefaultEndpoint] {
-		return fmt.Errorf("defaultEndpoint: %q is not the name of an endpoint", c.DefaultEndpoint)
+		return nil, fmt.Errorf("defaultEndpoint: %q is not the name of an endpoint", c.DefaultEndpoint)
 	}
+	return names, nil
+}
+
+// validateRules checks the rules (every event to the default endpoint if
+// there are none), each naming one of the endpoints names.
+func (c *Config) validateRules(names map[string]bool) error {
 	if len(c.Rules) > MaxRules {
 		return fmt.Errorf("rules: %d rules, more than the limit of %d", len(c.Rules), MaxRules)
 	}
@@ -82,26 +129,6 @@ func (c *Config) validate(env Environment) error {
 		}
 		if !names[r.Endpoint] {
 			return fmt.Errorf("rules[%d].endpoint: %q is not the name of an endpoint", i, r.Endpoint)
-		}
-	}
-	if c.DedupWindow == nil {
-		c.DedupWindow = &Duration{DefaultDedupWindow}
-	}
-	if w := c.DedupWindow.Duration; w < 0 || w > MaxDedupWindow {
-		return fmt.Errorf("dedupWindow: %s is outside 0s to %s", w, MaxDedupWindow)
-	}
-	if err := c.Retry.validate(); err != nil {
-		return fmt.Errorf("retry.%w", err)
-	}
-	if d := c.Digest; d != nil {
-		if d.Endpoint == "" {
-			d.Endpoint = c.DefaultEndpoint
-		}
-		if !names[d.Endpoint] {
-			return fmt.Errorf("digest.endpoint: %q is not the name of an endpoint", d.Endpoint)
-		}
-		if d.Interval.Duration < time.Minute || d.Interval.Duration > 24*time.Hour {
-			return fmt.Errorf("digest.interval: %s is outside 1m to 24h", d.Interval.Duration)
 		}
 	}
 	return nil

@@ -116,7 +116,7 @@ func (t *liveTask) step(ctx context.Context, ls *laneState) (time.Duration, bool
 			}
 		}
 		if !t.called {
-			err, wait, again := p.try(ctx, f, t.d, true, t.n)
+			wait, again, err := p.try(ctx, f, t.d, true, t.n)
 			if again && !ls.r.shed() {
 				p.retrying(ctx, f, t.d, t.n, wait, err)
 				t.n++
@@ -172,7 +172,7 @@ func (t *liveTask) fail(ctx context.Context, d disposition) (time.Duration, bool
 // is the circuit's *circuit.OpenError, final (circuits.go). STATE_EVENT
 // functions first get the aggregate's state; failing to build it is their
 // failure.
-func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache bool, n int) (err error, wait time.Duration, again bool) {
+func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache bool, n int) (wait time.Duration, again bool, err error) {
 	now := p.o.clock.Now()
 	if d.started.IsZero() {
 		d.started = now
@@ -184,7 +184,7 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 		if ticket, refused = br.Allow(ctx, now); refused != nil {
 			f.stats.Refused.Add(1)
 			f.stats.Failed.Add(1)
-			return refused, 0, false
+			return 0, false, refused
 		}
 		if ticket.Probe() {
 			f.stats.Probes.Add(1)
@@ -194,7 +194,7 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 		state, err := p.stateAfter(ctx, d.Stream, cache)
 		if err != nil {
 			f.stats.Failed.Add(1)
-			return err, 0, false // not the function's answer: the circuit learns nothing (a probe times out)
+			return 0, false, err // not the function's answer: the circuit learns nothing (a probe times out)
 		}
 		d.State = state
 	}
@@ -215,13 +215,13 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 	}
 	if err == nil {
 		f.stats.Succeeded.Add(1)
-		return nil, 0, false
+		return 0, false, nil
 	}
 	if n >= f.retry.Retries || ctx.Err() != nil || failure.Classify(err, failure.Rules{}) != aggregate.Recoverable || (br != nil && !br.Closed()) {
 		f.stats.Failed.Add(1)
-		return err, 0, false
+		return 0, false, err
 	}
-	return err, f.retry.Backoff.Delay(n), true
+	return f.retry.Backoff.Delay(n), true, err
 }
 
 // retrying counts and logs immediate retry n+1 of f on d, after wait.
@@ -239,7 +239,7 @@ func (p *Processor) retrying(ctx context.Context, f *function, d *Delivery, n in
 // and returns the final error.
 func (p *Processor) execute(ctx context.Context, f *function, d *Delivery, cache bool) error {
 	for n := 0; ; n++ {
-		err, wait, again := p.try(ctx, f, d, cache, n)
+		wait, again, err := p.try(ctx, f, d, cache, n)
 		if !again {
 			return err
 		}

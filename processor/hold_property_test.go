@@ -52,6 +52,10 @@ var propRuns = 0
 // operator actions never give an Ordered function an aggregate's events
 // out of version order, and every event not skipped by an operator is
 // handled in the end (an operator-released head counts as handled).
+//
+// It is one function (gocyclo 35) on purpose: the property is the switch
+// of the actions rapid draws, over one model of the aggregate's events, and
+// the actions share that model and the processor under test.
 func TestOrderedProperty(t *testing.T) {
 	js, store, svc, rec := propertyEnv(t, 12)
 	hs, err := processor.OpenHolds(t.Context(), js, 1)

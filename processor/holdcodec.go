@@ -87,36 +87,8 @@ func DecodeHold(key string, value []byte, now time.Time) (Hold, error) {
 	if err := checkHead(&h, now); err != nil {
 		return Hold{}, kvstore.In("head", err)
 	}
-	if len(h.Held) > maxHeldRead {
-		return Hold{}, kvstore.Invalid("held", "has %d events, over the limit of %d", len(h.Held), maxHeldRead)
-	}
-	seen := make(map[string]bool, len(h.Held))
-	for i, r := range h.Held {
-		field := "held[" + strconv.Itoa(i) + "]"
-		if err := checkHeld(r, now); err != nil {
-			return Hold{}, kvstore.In(field, err)
-		}
-		switch {
-		case seen[r.EventID] || r.EventID == h.Head.EventID:
-			return Hold{}, kvstore.Invalid(field+".eventId", "%s is held twice, or is the head's", kvstore.Quote(r.EventID))
-		case h.Head.Version > 0 && r.Version < h.Head.Version:
-			return Hold{}, kvstore.Invalid(field+".version", "%d is before the head's version %d", r.Version, h.Head.Version)
-		case i > 0 && (r.Version < h.Held[i-1].Version || r.Version == h.Held[i-1].Version && r.Index <= h.Held[i-1].Index):
-			return Hold{}, kvstore.Invalid(field, "is out of version and index order")
-		}
-		seen[r.EventID] = true
-	}
-	if len(h.Skipped) > MaxHoldAudit {
-		return Hold{}, kvstore.Invalid("skipped", "has %d entries, over the limit of %d", len(h.Skipped), MaxHoldAudit)
-	}
-	for i, sk := range h.Skipped {
-		field := "skipped[" + strconv.Itoa(i) + "]"
-		if err := checkHeld(sk.HeldEvent, now); err != nil {
-			return Hold{}, kvstore.In(field, err)
-		}
-		if err := checkAudit(sk.HoldAudit, now); err != nil {
-			return Hold{}, kvstore.In(field, err)
-		}
+	if err := checkHelds(&h, now); err != nil {
+		return Hold{}, err
 	}
 	if h.Released != nil {
 		if err := checkAudit(*h.Released, now); err != nil {
@@ -141,6 +113,44 @@ func DecodeHold(key string, value []byte, now time.Time) (Hold, error) {
 		}
 	}
 	return h, nil
+}
+
+// checkHelds checks the held events (after the head, in version and index
+// order, none twice, at most maxHeldRead) and the skips (at most
+// MaxHoldAudit).
+func checkHelds(h *Hold, now time.Time) error {
+	if len(h.Held) > maxHeldRead {
+		return kvstore.Invalid("held", "has %d events, over the limit of %d", len(h.Held), maxHeldRead)
+	}
+	seen := make(map[string]bool, len(h.Held))
+	for i, r := range h.Held {
+		field := "held[" + strconv.Itoa(i) + "]"
+		if err := checkHeld(r, now); err != nil {
+			return kvstore.In(field, err)
+		}
+		switch {
+		case seen[r.EventID] || r.EventID == h.Head.EventID:
+			return kvstore.Invalid(field+".eventId", "%s is held twice, or is the head's", kvstore.Quote(r.EventID))
+		case h.Head.Version > 0 && r.Version < h.Head.Version:
+			return kvstore.Invalid(field+".version", "%d is before the head's version %d", r.Version, h.Head.Version)
+		case i > 0 && (r.Version < h.Held[i-1].Version || r.Version == h.Held[i-1].Version && r.Index <= h.Held[i-1].Index):
+			return kvstore.Invalid(field, "is out of version and index order")
+		}
+		seen[r.EventID] = true
+	}
+	if len(h.Skipped) > MaxHoldAudit {
+		return kvstore.Invalid("skipped", "has %d entries, over the limit of %d", len(h.Skipped), MaxHoldAudit)
+	}
+	for i, sk := range h.Skipped {
+		field := "skipped[" + strconv.Itoa(i) + "]"
+		if err := checkHeld(sk.HeldEvent, now); err != nil {
+			return kvstore.In(field, err)
+		}
+		if err := checkAudit(sk.HoldAudit, now); err != nil {
+			return kvstore.In(field, err)
+		}
+	}
+	return nil
 }
 
 func checkHead(h *Hold, now time.Time) error {

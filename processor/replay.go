@@ -138,7 +138,7 @@ func (t *replayTask) step(ctx context.Context, ls *laneState) (time.Duration, bo
 		}
 	}
 	ctx = WithCompensation(ctx, t.c)
-	err, wait, again := p.try(ctx, t.f, t.d, false, t.n)
+	wait, again, err := p.try(ctx, t.f, t.d, false, t.n)
 	if again && !ls.r.shed() {
 		p.retrying(ctx, t.f, t.d, t.n, wait, err)
 		t.n++

@@ -61,7 +61,7 @@ func WithModule(module string) Option {
 // WithRules makes the recorder act on each new failure with the rule m
 // finds for it (a *rules.Watcher, which counts the matches, or a fixed
 // *rules.Set): the creation gets the rule's classification or retry spec
-// (see rules.Rule.ApplyToCreate), the rule id in the header "rule" and the
+// (see rules.ApplyToCreate), the rule id in the header "rule" and the
 // rule's action and reason as the command's reason. Matching is in
 // memory: no round trip per failure.
 func WithRules(m rules.Matcher) Option {

@@ -93,7 +93,7 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 	meta := r.meta(uuid.NewString(), x)
 	if r.o.rules != nil {
 		if rule, ok := r.o.rules.Match(rules.Failure{Function: *x.Function, ErrorCode: details.ErrorCode, Fingerprint: details.Fingerprint}, at); ok {
-			rule.ApplyToCreate(&cmd, aggregate.DefaultRetrySpec)
+			rules.ApplyToCreate(rule, &cmd, aggregate.DefaultRetrySpec)
 			meta.Headers["rule"] = rule.ID
 			meta.Reason = fmt.Sprintf("rule %s (%s): %s", rule.ID, rule.Action, rule.Reason)
 			r.metrics.RuleMatches.Add(1)

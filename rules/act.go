@@ -5,10 +5,11 @@ import "github.com/amends-dev/amends/aggregate"
 // ApplyToCreate changes a creation the way r acts on a new failure:
 // MARK_* set its classification, APPLY_RETRY_SPEC its retry spec, WAIVE
 // both (UNRECOVERABLE, the spec with maxRetries 0). HOLD_UNTIL_DEPLOY
-// leaves it as it is: holding is the scheduler's (see Set.Held). A rule
+// (park until deploy) leaves it as it is: parking is the scheduler's (see
+// Set.Parked). A rule
 // that is not valid (an APPLY_RETRY_SPEC without its spec, which the store
 // never hands out) changes nothing.
-func (r *Rule) ApplyToCreate(c *aggregate.CreateExecutionFailed, defaultSpec aggregate.RetrySpec) {
+func ApplyToCreate(r *Rule, c *aggregate.CreateExecutionFailed, defaultSpec aggregate.RetrySpec) {
 	switch r.Action {
 	case MarkUnrecoverable:
 		c.Recoverable = aggregate.Unrecoverable
@@ -31,10 +32,10 @@ func (r *Rule) ApplyToCreate(c *aggregate.CreateExecutionFailed, defaultSpec agg
 	}
 }
 
-// Command is the command r applies to an existing record, and false for
-// HOLD_UNTIL_DEPLOY, which needs none, and for a rule that is not valid
+// CommandOf is the command r applies to an existing record, and false for
+// HOLD_UNTIL_DEPLOY (park until deploy), which needs none, and for a rule that is not valid
 // (an APPLY_RETRY_SPEC without its spec, an unknown action).
-func (r *Rule) Command() (aggregate.Command, bool) {
+func CommandOf(r *Rule) (aggregate.Command, bool) {
 	switch r.Action {
 	case MarkUnrecoverable, Waive:
 		return aggregate.MarkRecoverable{Recoverable: aggregate.Unrecoverable}, true

@@ -54,8 +54,8 @@ const MaxApply = 10000
 // batchNamespace derives the command ids of applies.
 var batchNamespace = uuid.MustParse("4f0b8a57-63f4-4c43-9a0e-3b2b1f7f1c21")
 
-// Filter is the record filter of r's match.
-func (r *Rule) Filter() api.Filter {
+// FilterOf is the record filter of r's match.
+func FilterOf(r *Rule) api.Filter {
 	if r.Match.Fingerprint != "" {
 		return api.Filter{Fingerprint: r.Match.Fingerprint}
 	}
@@ -64,12 +64,13 @@ func (r *Rule) Filter() api.Filter {
 
 // Apply runs rule r on the existing records it matches, the way a batch
 // does: oldest failure first, at most o.Limit of them, its command
-// (Rule.Command) on each, paced at o.RatePerSecond, each with a command id
+// (CommandOf) on each, paced at o.RatePerSecond, each with a command id
 // derived from the rule, the request id and the record. A dry run decides
 // each command on the record's state without appending (outcomes
-// would-apply and would-reject). A HOLD_UNTIL_DEPLOY rule needs no command:
-// every record it matches is held already, and each is reported as
-// "held". Records that have succeeded are left out.
+// would-apply and would-reject). A HOLD_UNTIL_DEPLOY (park until deploy)
+// rule needs no command: every record it matches is parked already, and
+// each is reported with the outcome "held" (the wire's word; the batch's
+// command is "hold"). Records that have succeeded are left out.
 //
 // Errors wrap ErrInvalidRule (no request id for a real run, a limit or rate
 // out of range) or come from the record source; a failure of one record's
@@ -96,7 +97,7 @@ func Apply(ctx context.Context, r Rule, records Records, exec Executor, o ApplyO
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	cmd, hasCommand := r.Command()
+	cmd, hasCommand := CommandOf(&r)
 	name := "hold"
 	if hasCommand {
 		name = cmd.CommandName()
@@ -141,7 +142,7 @@ func Apply(ctx context.Context, r Rule, records Records, exec Executor, o ApplyO
 func matching(r Rule, records Records, limit int) ([]string, int, error) {
 	var ids []string
 	matched := 0
-	q := api.Query{Filter: r.Filter(), Limit: api.MaxLimit, Sort: api.Sort{Field: api.SortExecuteAt}}
+	q := api.Query{Filter: FilterOf(&r), Limit: api.MaxLimit, Sort: api.Sort{Field: api.SortExecuteAt}}
 	for {
 		page, err := records.List(q)
 		if err != nil {
@@ -204,7 +205,7 @@ func (s *Store) Apply(ctx context.Context, id string, records Records, exec Exec
 	if o.Now.IsZero() {
 		o.Now = s.clock.Now()
 	}
-	if !r.Live(o.Now) {
+	if !Live(&r, o.Now) {
 		return api.BatchResult{}, invalid("rule %s is removed or expired; add a new rule to act again", id)
 	}
 	res, err := Apply(ctx, r, records, exec, o)

@@ -21,8 +21,25 @@ func bucketSpec(cfg jetstream.KeyValueConfig) kvstore.Spec {
 	return kvstore.Spec{Config: cfg, MaxValue: maxValueBytes}
 }
 
-// ruleCodec is the rules bucket's decoder: see DecodeStored.
-var ruleCodec = kvstore.Codec[Rule]{Decode: func(e kvstore.Entry) (Rule, error) { return DecodeStored(e.Key, e.Value, e.Now) }}
+// ruleCodec is the rules bucket's codec: DecodeStored, and the stored
+// shape.
+var ruleCodec = kvstore.Codec[Rule]{
+	Decode: func(e kvstore.Entry) (Rule, error) { return DecodeStored(e.Key, e.Value, e.Now) },
+	Encode: func(r Rule) ([]byte, error) { return json.Marshal(storedRule{Rule: &r, Audit: r.Audit}) },
+}
+
+// storedRule is a Rule as the bucket keeps it: without what is derived or
+// filled when the rule is shown (Touched, Live, Matching), and without an
+// empty audit. Its fields shadow the Rule's of the same JSON name
+// (encoding/json takes the shallower field): Touched, Live and Matching
+// are always nil so omitted, Audit is the rule's.
+type storedRule struct {
+	*Rule
+	Touched  *struct{} `json:"touched,omitempty"`
+	Live     *struct{} `json:"live,omitempty"`
+	Matching *struct{} `json:"matching,omitempty"`
+	Audit    []Audit   `json:"audit,omitempty"`
+}
 
 // DecodeStored reads the rule stored under key as the store and every
 // reader see it, validating every field (at now): the key must be a rule
@@ -42,6 +59,8 @@ func DecodeStored(key string, value []byte, now time.Time) (Rule, error) {
 	if err := json.Unmarshal(value, &r); err != nil {
 		return Rule{}, kvstore.Invalid("", "not a rule in JSON: %v", err)
 	}
+	// Not stored (what another writer put there is not believed).
+	r.Touched, r.Live, r.Matching = 0, false, 0
 	if r.ID != key {
 		return Rule{}, kvstore.Invalid("id", "%s is not the rule's key %s", kvstore.Quote(r.ID), key)
 	}
@@ -51,7 +70,7 @@ func DecodeStored(key string, value []byte, now time.Time) (Rule, error) {
 	if r.ExpiresAt != 0 && r.CreatedAt > 0 && r.CreatedAt < r.ExpiresAt {
 		at = time.UnixMilli(r.CreatedAt)
 	}
-	if err := r.Validate(at); err != nil {
+	if err := Validate(&r, at); err != nil {
 		return Rule{}, fieldOf(err)
 	}
 	if err := kvstore.Past("createdAt", r.CreatedAt, now, false); err != nil {
@@ -74,6 +93,7 @@ func DecodeStored(key string, value []byte, now time.Time) (Rule, error) {
 			return Rule{}, kvstore.In("audit["+strconv.Itoa(i)+"]", err)
 		}
 	}
+	derive(&r)
 	return r, nil
 }
 

@@ -10,11 +10,14 @@
 //     (ApplyRetrySpec on existing records);
 //   - WAIVE: the failure is recorded, UNRECOVERABLE with no automatic
 //     retry (maxRetries 0), and the rule's reason goes with the record;
-//   - HOLD_UNTIL_DEPLOY: the record is kept from automatic retries until a
-//     new build of its function's processor registers; the scheduler then
-//     releases the held records, a canary first and the rest in steps
-//     (package scheduler). Holding is a match, not a command: every record
-//     the rule matches is held, whenever it was recorded.
+//   - HOLD_UNTIL_DEPLOY, park until deploy (ParkUntilDeploy; ParseAction
+//     also takes PARK_UNTIL_DEPLOY): the record is parked, kept from
+//     automatic retries until a new build of its function's processor
+//     registers; the scheduler then releases the parked records, a canary
+//     first and the rest in steps (package scheduler, the park release).
+//     Parking is a match, not a command: every record the rule matches is
+//     parked, whenever it was recorded. It is not the processor's ordering
+//     holds.
 //
 // When both kinds of rule match, the fingerprint rule wins; among rules of
 // one kind and key, the newest. A rule past its ExpiresAt or removed no

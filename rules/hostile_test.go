@@ -111,9 +111,9 @@ func TestStoredRulesThatDoNotValidateMatchNothing(t *testing.T) {
 func TestApplyToCreateOfARuleWithoutItsSpecChangesNothing(t *testing.T) {
 	r := rules.Rule{Action: rules.ApplyRetrySpec}
 	c := aggregate.CreateExecutionFailed{}
-	assert.NotPanics(t, func() { r.ApplyToCreate(&c, aggregate.RetrySpec{MaxRetries: 3}) })
+	assert.NotPanics(t, func() { rules.ApplyToCreate(&r, &c, aggregate.RetrySpec{MaxRetries: 3}) })
 	assert.Nil(t, c.RetrySpec)
-	_, ok := r.Command()
+	_, ok := rules.CommandOf(&r)
 	assert.False(t, ok)
 }
 

@@ -7,23 +7,35 @@ import (
 	"unicode/utf8"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/fingerprint"
 )
 
-// Action is what a rule does to the failures it matches.
-type Action string
+// Action is what a rule does to the failures it matches: one of Actions.
+// It is a string, as api.Rule's Action is.
+type Action = string
 
 // The actions.
 const (
 	MarkUnrecoverable Action = "MARK_UNRECOVERABLE"
 	MarkRecoverable   Action = "MARK_RECOVERABLE"
 	ApplyRetrySpec    Action = "APPLY_RETRY_SPEC"
-	HoldUntilDeploy   Action = "HOLD_UNTIL_DEPLOY"
+	ParkUntilDeploy   Action = "HOLD_UNTIL_DEPLOY" // park until deploy; the wire keeps its first name
 	Waive             Action = "WAIVE"
 )
 
+// ParkUntilDeploySpelling is the other spelling of ParkUntilDeploy that
+// ParseAction accepts, the action's name in words; it is never stored or
+// shown: a rule given it is ParkUntilDeploy.
+const ParkUntilDeploySpelling = "PARK_UNTIL_DEPLOY"
+
+// HoldUntilDeploy is ParkUntilDeploy's old Go name.
+//
+// Deprecated: use ParkUntilDeploy (the wire value is unchanged).
+const HoldUntilDeploy = ParkUntilDeploy
+
 // Actions lists every action.
-var Actions = []Action{MarkUnrecoverable, MarkRecoverable, ApplyRetrySpec, HoldUntilDeploy, Waive}
+var Actions = []Action{MarkUnrecoverable, MarkRecoverable, ApplyRetrySpec, ParkUntilDeploy, Waive}
 
 // Limits of a rule's fields, in bytes, and of the store.
 const (
@@ -35,13 +47,7 @@ const (
 
 // Match is what a rule matches: a Fingerprint, or a function
 // (FunctionContext, Processor, Function) and an ErrorCode, all four set.
-type Match struct {
-	Fingerprint     string `json:"fingerprint,omitempty"`
-	FunctionContext string `json:"functionContext,omitempty"`
-	Processor       string `json:"processor,omitempty"`
-	Function        string `json:"function,omitempty"`
-	ErrorCode       string `json:"errorCode,omitempty"`
-}
+type Match = api.RuleMatch
 
 // Failure is what a rule is matched against.
 type Failure struct {
@@ -51,7 +57,7 @@ type Failure struct {
 }
 
 // Matches reports whether m matches failure x (expiry aside).
-func (m Match) Matches(x Failure) bool {
+func Matches(m Match, x Failure) bool {
 	if m.Fingerprint != "" {
 		return m.Fingerprint == x.Fingerprint
 	}
@@ -59,62 +65,24 @@ func (m Match) Matches(x Failure) bool {
 		m.Function == x.Function.Name && m.ErrorCode == x.ErrorCode
 }
 
-// String renders m for messages and lists.
-func (m Match) String() string {
-	if m.Fingerprint != "" {
-		return "fingerprint " + m.Fingerprint
-	}
-	return fmt.Sprintf("%s/%s.%s code %s", m.FunctionContext, m.Processor, m.Function, m.ErrorCode)
-}
-
 // Audit is one change of a rule.
-type Audit struct {
-	// Op is "add", "remove" or "apply".
-	Op     string `json:"op"`
-	Actor  string `json:"actor"`
-	Reason string `json:"reason,omitempty"`
-	// At is when, in epoch ms.
-	At int64 `json:"at"`
-	// Records is how many records an apply touched.
-	Records int `json:"records,omitempty"`
-}
+type Audit = api.RuleAudit
 
 // Rule is an operator's rule on failures, as the store keeps it and the
-// API shows it.
-type Rule struct {
-	// ID names the rule; the store assigns it.
-	ID     string `json:"id"`
-	Match  Match  `json:"match"`
-	Action Action `json:"action"`
-	// RetrySpec is the spec of APPLY_RETRY_SPEC; nil for other actions.
-	RetrySpec *aggregate.RetrySpec `json:"retrySpec,omitempty"`
-	// Reason says why; required.
-	Reason string `json:"reason"`
-	// Actor and CreatedAt (epoch ms) say who added it and when.
-	Actor     string `json:"actor"`
-	CreatedAt int64  `json:"createdAt"`
-	// ExpiresAt (epoch ms), if set, ends the rule: from then on it no
-	// longer matches.
-	ExpiresAt int64 `json:"expiresAt,omitempty"`
-	// RemovedAt (epoch ms) is set once the rule is removed.
-	RemovedAt int64 `json:"removedAt,omitempty"`
-	// Recorded counts the failures the rule acted on when they were
-	// recorded; Applied the records its applies touched.
-	Recorded int64 `json:"recorded"`
-	Applied  int64 `json:"applied"`
-	// Audit lists the rule's changes, oldest first (at most MaxAudit).
-	Audit []Audit `json:"audit,omitempty"`
-}
+// API shows it: see api.Rule. Touched, Live and Matching are not stored;
+// the store derives Touched on every rule it returns.
+type Rule = api.Rule
 
 // Live reports whether r matches at now: not removed and not expired.
-func (r *Rule) Live(now time.Time) bool {
+func Live(r *Rule, now time.Time) bool {
 	return r.RemovedAt == 0 && (r.ExpiresAt == 0 || now.UnixMilli() < r.ExpiresAt)
 }
 
-// Touched is how many records the rule acted on: Recorded + Applied.
-func (r *Rule) Touched() int64 { return r.Recorded + r.Applied }
+// derive sets what a rule's stored fields imply: Touched, the sum of
+// Recorded and Applied.
+func derive(r *Rule) { r.Touched = r.Recorded + r.Applied }
 
-func (r *Rule) audit(a Audit) {
+func audit(r *Rule, a Audit) {
 	r.Audit = append(r.Audit, a)
 	if n := len(r.Audit); n > MaxAudit {
 		r.Audit = append(r.Audit[:0:0], r.Audit[n-MaxAudit:]...)
@@ -144,7 +112,7 @@ func checkText(field, value string, max int, required bool) error {
 // one of Actions; APPLY_RETRY_SPEC needs a retry spec that
 // aggregate.ValidateRetrySpec accepts and no other action takes one; the
 // reason must not be blank; expiresAt, if set, must be after now.
-func (r *Rule) Validate(now time.Time) error {
+func Validate(r *Rule, now time.Time) error {
 	m := r.Match
 	for _, f := range []struct{ name, value string }{
 		{"match.fingerprint", m.Fingerprint}, {"match.functionContext", m.FunctionContext},
@@ -205,9 +173,13 @@ func actionList() string {
 	return strings.Join(names, ", ")
 }
 
-// ParseAction reads an action case-insensitively; the error wraps
+// ParseAction reads an action case-insensitively, PARK_UNTIL_DEPLOY
+// (ParkUntilDeploySpelling) as ParkUntilDeploy; the error wraps
 // ErrInvalidRule and lists the actions.
 func ParseAction(s string) (Action, error) {
+	if strings.EqualFold(s, ParkUntilDeploySpelling) {
+		return ParkUntilDeploy, nil
+	}
 	for _, a := range Actions {
 		if strings.EqualFold(s, string(a)) {
 			return a, nil

@@ -68,23 +68,23 @@ func (s *Set) Match(x Failure, now time.Time) (*Rule, bool) {
 	return nil, false
 }
 
-// Held reports whether failure x is held until a deploy at now: the rule
-// that acts on it is a HOLD_UNTIL_DEPLOY rule.
-func (s *Set) Held(x Failure, now time.Time) bool {
+// Parked reports whether failure x is parked until a deploy at now: the
+// rule that acts on it is a park-until-deploy (HOLD_UNTIL_DEPLOY) rule.
+func (s *Set) Parked(x Failure, now time.Time) bool {
 	r, ok := s.Match(x, now)
-	return ok && r.Action == HoldUntilDeploy
+	return ok && r.Action == ParkUntilDeploy
 }
 
-// Holds lists the live HOLD_UNTIL_DEPLOY rules of processor (context,
+// Parks lists the live park-until-deploy rules of processor (context,
 // name) at now, newest first; a fingerprint rule is listed for every
 // processor, as a fingerprint does not say its processor.
-func (s *Set) Holds(context, processor string, now time.Time) []*Rule {
+func (s *Set) Parks(context, processor string, now time.Time) []*Rule {
 	if s == nil {
 		return nil
 	}
 	var out []*Rule
 	for _, r := range s.rules {
-		if r.Action != HoldUntilDeploy || !r.Live(now) {
+		if r.Action != ParkUntilDeploy || !Live(r, now) {
 			continue
 		}
 		if r.Match.Fingerprint != "" || r.Match.FunctionContext == context && r.Match.Processor == processor {
@@ -104,7 +104,7 @@ func (s *Set) Rules() []*Rule {
 
 func first(rs []*Rule, now time.Time) *Rule {
 	for _, r := range rs {
-		if r.Live(now) {
+		if Live(r, now) {
 			return r
 		}
 	}

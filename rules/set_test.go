@@ -29,7 +29,7 @@ func TestSetMatchPrecedence(t *testing.T) {
 	fp := rules.Rule{ID: "r-fp", Match: rules.Match{Fingerprint: fpA}, Action: rules.MarkUnrecoverable, CreatedAt: 1}
 	old := byFunction("Timeout", rules.MarkRecoverable)
 	old.ID, old.CreatedAt = "r-old", 1
-	newer := byFunction("Timeout", rules.HoldUntilDeploy)
+	newer := byFunction("Timeout", rules.ParkUntilDeploy)
 	newer.ID, newer.CreatedAt = "r-new", 2
 	expired := byFunction("Timeout", rules.Waive)
 	expired.ID, expired.CreatedAt, expired.ExpiresAt = "r-exp", 3, t0.UnixMilli()
@@ -46,7 +46,7 @@ func TestSetMatchPrecedence(t *testing.T) {
 	r, ok = s.Match(x, t0)
 	require.True(t, ok)
 	assert.Equal(t, "r-new", r.ID, "the newest live function rule; the expired one no longer matches")
-	assert.True(t, s.Held(x, t0))
+	assert.True(t, s.Parked(x, t0))
 	r, _ = s.Match(x, t0.Add(-time.Millisecond))
 	assert.Equal(t, "r-exp", r.ID, "before its expiry the newest rule matches")
 	x.ErrorCode = "Other"
@@ -55,8 +55,8 @@ func TestSetMatchPrecedence(t *testing.T) {
 	var nilSet *rules.Set
 	_, ok = nilSet.Match(x, t0)
 	assert.False(t, ok, "a nil set matches nothing")
-	assert.Len(t, s.Holds("shop", "billing", t0), 1)
-	assert.Empty(t, s.Holds("shop", "other", t0))
+	assert.Len(t, s.Parks("shop", "billing", t0), 1)
+	assert.Empty(t, s.Parks("shop", "other", t0))
 }
 
 // The indexed Set gives the same answer as a scan of every rule in
@@ -118,7 +118,7 @@ func scan(list []rules.Rule, x rules.Failure, now time.Time) *rules.Rule {
 	}
 	for i := range list {
 		r := &list[i]
-		if !r.Live(now) || !r.Match.Matches(x) {
+		if !rules.Live(r, now) || !rules.Matches(r.Match, x) {
 			continue
 		}
 		if best == nil || better(r, best) {
@@ -137,7 +137,7 @@ func TestValidate(t *testing.T) {
 		msg  string
 	}{
 		{"fingerprint rule", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, Reason: "noise"}, ""},
-		{"function rule", byFunction("Timeout", rules.HoldUntilDeploy), ""},
+		{"function rule", byFunction("Timeout", rules.ParkUntilDeploy), ""},
 		{"retry spec rule", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.ApplyRetrySpec, RetrySpec: &spec, Reason: "r"}, ""},
 		{"no match", rules.Rule{Action: rules.Waive, Reason: "r"}, "match needs a fingerprint, or all of functionContext, processor, function and errorCode"},
 		{"both", rules.Rule{Match: rules.Match{Fingerprint: fpA, ErrorCode: "X"}, Action: rules.Waive, Reason: "r"}, "match takes a fingerprint or a function and error code, not both"},
@@ -154,7 +154,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := c.r.Validate(t0)
+			err := rules.Validate(&c.r, t0)
 			if c.msg == "" {
 				require.NoError(t, err)
 				return
@@ -177,14 +177,14 @@ func TestApplyToCreateAndCommand(t *testing.T) {
 		{rules.MarkRecoverable, aggregate.Recoverable, -1, aggregate.MarkRecoverable{Recoverable: aggregate.Recoverable}},
 		{rules.ApplyRetrySpec, "", 3, aggregate.ApplyRetrySpec(spec)},
 		{rules.Waive, aggregate.Unrecoverable, 0, aggregate.MarkRecoverable{Recoverable: aggregate.Unrecoverable}},
-		{rules.HoldUntilDeploy, "", -1, nil},
+		{rules.ParkUntilDeploy, "", -1, nil},
 	} {
 		r := rules.Rule{Action: c.a}
 		if c.a == rules.ApplyRetrySpec {
 			r.RetrySpec = &spec
 		}
 		var create aggregate.CreateExecutionFailed
-		r.ApplyToCreate(&create, aggregate.DefaultRetrySpec)
+		rules.ApplyToCreate(&r, &create, aggregate.DefaultRetrySpec)
 		assert.Equal(t, c.rec, create.Recoverable, c.a)
 		if c.max < 0 {
 			assert.Nil(t, create.RetrySpec, c.a)
@@ -192,8 +192,21 @@ func TestApplyToCreateAndCommand(t *testing.T) {
 			require.NotNil(t, create.RetrySpec, c.a)
 			assert.Equal(t, c.max, create.RetrySpec.MaxRetries, c.a)
 		}
-		cmd, ok := r.Command()
+		cmd, ok := rules.CommandOf(&r)
 		assert.Equal(t, c.command != nil, ok, c.a)
 		assert.Equal(t, c.command, cmd, c.a)
 	}
+}
+
+// PARK_UNTIL_DEPLOY, the park-until-deploy action in words, is read as the
+// action the wire has always named HOLD_UNTIL_DEPLOY; that name still is.
+func TestParseActionTakesParkUntilDeploy(t *testing.T) {
+	for _, s := range []string{"PARK_UNTIL_DEPLOY", "park_until_deploy", "HOLD_UNTIL_DEPLOY", "hold_until_deploy"} {
+		a, err := rules.ParseAction(s)
+		require.NoError(t, err, s)
+		assert.Equal(t, rules.ParkUntilDeploy, a, s)
+		assert.Equal(t, "HOLD_UNTIL_DEPLOY", a, "the stored and shown value of %s", s)
+	}
+	_, err := rules.ParseAction("PARK")
+	require.ErrorIs(t, err, rules.ErrInvalidRule)
 }

@@ -116,13 +116,13 @@ func OpenStore(ctx context.Context, js jetstream.JetStream, opts ...StoreOption)
 	return &Store{rules: kvstore.For(b, ruleCodec), clock: o.clock}, nil
 }
 
-// Add validates r (see Rule.Validate), gives it an id, its creation time
+// Add validates r (see Validate), gives it an id, its creation time
 // and the first audit entry, and stores it. Errors wrap ErrInvalidRule,
 // ErrTooMany (MaxRules live rules), or come from NATS.
 func (s *Store) Add(ctx context.Context, r Rule) (Rule, error) {
 	now := s.clock.Now()
 	r.Reason, r.Actor = strings.TrimSpace(r.Reason), strings.TrimSpace(r.Actor)
-	if err := r.Validate(now); err != nil {
+	if err := Validate(&r, now); err != nil {
 		return Rule{}, err
 	}
 	all, err := s.List(ctx, false)
@@ -134,7 +134,7 @@ func (s *Store) Add(ctx context.Context, r Rule) (Rule, error) {
 	}
 	r.ID = "r-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
 	r.CreatedAt, r.RemovedAt, r.Recorded, r.Applied, r.Audit = now.UnixMilli(), 0, 0, 0, nil
-	r.audit(Audit{Op: "add", Actor: r.Actor, Reason: r.Reason, At: r.CreatedAt})
+	audit(&r, Audit{Op: "add", Actor: r.Actor, Reason: r.Reason, At: r.CreatedAt})
 	if _, err := s.rules.Create(ctx, r.ID, r); err != nil {
 		return Rule{}, fmt.Errorf("store rule %s: %w", r.ID, err)
 	}
@@ -198,7 +198,7 @@ func (s *Store) Remove(ctx context.Context, id, actor, reason string) (Rule, err
 			return fmt.Errorf("rule %s was removed already: %w", id, ErrNotFound)
 		}
 		r.RemovedAt = now
-		r.audit(Audit{Op: "remove", Actor: actor, Reason: reason, At: now})
+		audit(r, Audit{Op: "remove", Actor: actor, Reason: reason, At: now})
 		return nil
 	})
 }
@@ -208,7 +208,7 @@ func (s *Store) Remove(ctx context.Context, id, actor, reason string) (Rule, err
 func (s *Store) RecordApply(ctx context.Context, id, actor, reason string, n int) (Rule, error) {
 	return s.update(ctx, id, func(r *Rule, now int64) error {
 		r.Applied += int64(n)
-		r.audit(Audit{Op: "apply", Actor: actor, Reason: reason, At: now, Records: n})
+		audit(r, Audit{Op: "apply", Actor: actor, Reason: reason, At: now, Records: n})
 		return nil
 	})
 }
@@ -236,6 +236,7 @@ func (s *Store) update(ctx context.Context, id string, f func(r *Rule, now int64
 		if err := f(&r, s.clock.Now().UnixMilli()); err != nil {
 			return Rule{}, kvstore.Keep, err
 		}
+		derive(&r)
 		return r, kvstore.Write, nil
 	})
 	return r, err

@@ -28,7 +28,7 @@ func TestStoreAuditRemoveAndWatch(t *testing.T) {
 	go func() { defer close(done); _ = w.Run(wctx) }()
 	<-w.Ready()
 
-	r := byFunction("Timeout", rules.HoldUntilDeploy)
+	r := byFunction("Timeout", rules.ParkUntilDeploy)
 	r.Actor, r.Reason = "alice", "payments provider down"
 	added, err := st.Add(ctx, r)
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func TestStoreAuditRemoveAndWatch(t *testing.T) {
 	got, err = st.RecordApply(ctx, added.ID, "bob", "backfill", 7)
 	require.NoError(t, err)
 	assert.EqualValues(t, 7, got.Applied)
-	assert.EqualValues(t, 9, got.Touched())
+	assert.EqualValues(t, 9, got.Touched)
 
 	_, err = st.Remove(ctx, added.ID, "carol", "")
 	require.ErrorIs(t, err, rules.ErrInvalidRule, "a removal needs a reason")
@@ -91,7 +91,7 @@ func TestWatcherStartsWithEveryRuleWhileRulesAreWritten(t *testing.T) {
 	require.NoError(t, err)
 	var ids []string
 	for _, code := range []string{"A", "B", "C", "D", "E"} {
-		r := byFunction(code, rules.HoldUntilDeploy)
+		r := byFunction(code, rules.ParkUntilDeploy)
 		r.Actor, r.Reason = "alice", "provider down"
 		added, err := st.Add(ctx, r)
 		require.NoError(t, err)

@@ -42,23 +42,25 @@
 // lease's validity is measured with a clock that must follow the NATS
 // servers' (WithLeaseClock, the system clock by default).
 //
-// # Holds and deploy releases
+// # Parking until a deploy, and park releases
 //
-// With WithHolds, a pass leaves alone the due records that an operator's
-// HOLD_UNTIL_DEPLOY rule holds (package rules). With WithDeployRelease the
+// With WithParkRules, a pass parks (leaves alone) the due records that an
+// operator's park-until-deploy rule (action HOLD_UNTIL_DEPLOY, package
+// rules) matches. Parking is not the processor's ordering holds. With
+// WithParkRelease the
 // holder also watches the build registry (processor.BuildRegistry): when a
 // processor registers a newer build than the one recorded, it releases the
-// held records of that processor that failed before the build appeared, a
+// parked records of that processor that failed before the build appeared, a
 // canary first, then steps (1, 5, 20, then all by default), each only
 // while the success ratio of the one before is at least the threshold.
-// Progress is a Release per processor in a KV bucket (OpenReleases),
+// Progress is a ParkRelease per processor in a KV bucket (OpenParkReleases),
 // written after every step, so a restarted or new holder continues where
 // the last one stopped. A canary or step below the threshold halts the
 // release: the failed records are marked UNRECOVERABLE with the reason
 // (their history says why), the halt is logged, counted
-// (Stats.Releases.Halted, amends_scheduler_releases_total{event="halted"}),
+// (Stats.ParkReleases.Halted, amends_scheduler_releases_total{event="halted"}),
 // kept in the bucket (Phase "halted", Halt) for a notifier to watch
-// (Releases.Watch) and handed to the optional onHalt hook.
+// (ParkReleases.Watch) and handed to the optional onHalt hook.
 //
 // # Circuits and recovery drains
 //

@@ -192,6 +192,13 @@ func (dr *Drain) check(now time.Time) error {
 		return badDrain("rate", "must be above 0 and at most %d records/s while draining, got %v", MaxDrainRate, dr.Rate)
 	case dr.Steps < 0 || dr.Steps > 1<<30:
 		return badDrain("steps", "must be from 0 to 2^30, got %d", dr.Steps)
+	}
+	return dr.checkBatch(draining)
+}
+
+// checkBatch checks the batch under way, the probe and the counts.
+func (dr *Drain) checkBatch(draining bool) error {
+	switch {
 	case len(dr.Batch) > 0 && !draining:
 		return badDrain("batch", "a drain in phase %s has no batch under way, got %d records", dr.Phase, len(dr.Batch))
 	case len(dr.Batch) > MaxReleaseBatch:

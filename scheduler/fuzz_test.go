@@ -19,18 +19,18 @@ func FuzzDecodeRelease(f *testing.F) {
 	f.Add("odd", []byte(`{}`))
 	now := time.UnixMilli(1_800_000_000_000)
 	f.Fuzz(func(t *testing.T, key string, value []byte) {
-		r, err := scheduler.DecodeRelease(key, value, now)
+		r, err := scheduler.DecodeParkRelease(key, value, now)
 		if err != nil {
 			return
 		}
-		if r.Step < 0 || r.Step > scheduler.MaxReleaseSteps || len(r.Batch) > scheduler.MaxReleaseBatch {
+		if r.Step < 0 || r.Step > scheduler.MaxParkReleaseSteps || len(r.Batch) > scheduler.MaxReleaseBatch {
 			t.Fatalf("accepted step %d with %d records", r.Step, len(r.Batch))
 		}
 		b, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := scheduler.DecodeRelease(key, b, now); err != nil {
+		if _, err := scheduler.DecodeParkRelease(key, b, now); err != nil {
 			t.Fatalf("an accepted release does not read back: %v", err)
 		}
 	})

@@ -39,7 +39,7 @@ func TestAStoredReleaseThatDoesNotValidateIsHalted(t *testing.T) {
 			e := newEnv(t, js, 1, steadyTTL)
 			q, err := quarantine.New(js, quarantine.WithMemoryStorage())
 			require.NoError(t, err)
-			rel, err := scheduler.OpenReleases(t.Context(), js, "", 0, scheduler.WithReleasesQuarantine(q))
+			rel, err := scheduler.OpenParkReleases(t.Context(), js, "", 0, scheduler.WithParkReleasesQuarantine(q))
 			require.NoError(t, err)
 			live := processor.Build{Version: "v1.0.0"}
 			builds := staticBuilds{{Context: "order", Processor: "OrderProjector", Instance: "a", Build: live, StartedAt: 1}}
@@ -49,12 +49,12 @@ func TestAStoredReleaseThatDoesNotValidateIsHalted(t *testing.T) {
 			if c.body == "" {
 				value = `{"context":`
 			}
-			_, err = js.Publish(t.Context(), "$KV."+scheduler.DefaultReleaseBucket+"."+key, []byte(value))
+			_, err = js.Publish(t.Context(), "$KV."+scheduler.DefaultParkReleaseBucket+"."+key, []byte(value))
 			require.NoError(t, err)
 
 			ticks := make(chan time.Time)
-			s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithHolds(scheduler.StaticRules{Rules: rules.NewSet([]rules.Rule{hold})}),
-				scheduler.WithDeployRelease(builds, e.index, rel, scheduler.ReleasePolicy{}, nil))
+			s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithParkRules(scheduler.StaticRules{Rules: rules.NewSet([]rules.Rule{hold})}),
+				scheduler.WithParkRelease(builds, e.index, rel, scheduler.ParkReleasePolicy{}, nil))
 			run(t, s)
 			waitActive(t, s)
 			tick(t, s, ticks)
@@ -66,10 +66,10 @@ func TestAStoredReleaseThatDoesNotValidateIsHalted(t *testing.T) {
 			assert.Equal(t, scheduler.PhaseHalted, r.Phase, "halted: %s", r.Halt)
 			assert.Equal(t, live, r.Build)
 			assert.Empty(t, r.Batch)
-			assert.Equal(t, uint64(1), s.Stats().Releases.Halted, "halted once")
-			assert.Zero(t, s.Stats().Releases.Prepared, "nothing released")
+			assert.Equal(t, uint64(1), s.Stats().ParkReleases.Halted, "halted once")
+			assert.Zero(t, s.Stats().ParkReleases.Prepared, "nothing released")
 
-			entries, err := q.All(t.Context(), quarantine.Query{Consumer: scheduler.DefaultReleaseBucket})
+			entries, err := q.All(t.Context(), quarantine.Query{Consumer: scheduler.DefaultParkReleaseBucket})
 			require.NoError(t, err)
 			if c.name == "huge step with a batch" {
 				assert.Empty(t, entries, "a valid entry the policy cannot continue is halted, not quarantined")
@@ -88,7 +88,7 @@ func TestAStoredReleaseThatDoesNotValidateIsHalted(t *testing.T) {
 
 func byFunctionRule() rules.Rule {
 	return rules.Rule{ID: "r-000000000001", Match: rules.Match{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Timeout"},
-		Action: rules.HoldUntilDeploy, Reason: "wait for the fix", CreatedAt: 1}
+		Action: rules.ParkUntilDeploy, Reason: "wait for the fix", CreatedAt: 1}
 }
 
 // Finding 3: views of records that do not exist (due, FAILED, earlier

@@ -30,10 +30,10 @@ type options struct {
 	logger               *slog.Logger
 	backoffMin           time.Duration
 	backoffMax           time.Duration
-	holds                RuleSource     // hold.go
-	release              *releaseConfig // release.go
-	drain                *DrainConfig   // drain.go
-	tracer               trace.Tracer   // trace.go; nil: the global provider's
+	parkRules            RuleSource         // park.go
+	parkRelease          *parkReleaseConfig // parkrelease.go
+	drain                *DrainConfig       // drain.go
+	tracer               trace.Tracer       // trace.go; nil: the global provider's
 	reprojector          projection.Reprojector
 	retention            *Sweeper // retention.go
 }

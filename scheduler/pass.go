@@ -73,7 +73,7 @@ func (s *Scheduler) pass() {
 		})
 	}
 	wg.Wait()
-	s.releaseStep(pctx, now)
+	s.parkReleaseStep(pctx, now)
 }
 
 // prepare sends PrepareCompensation for d and counts the outcome. A record

@@ -12,7 +12,7 @@ import (
 
 // A rollout prepares records in batches and judges each batch by what
 // became of its records before it prepares the next: the deploy release
-// (release.go) and the recovery drain (drain.go) are rollouts, with their
+// (parkrelease.go) and the recovery drain (drain.go) are rollouts, with their
 // own choice of records, batch sizes and ways to stop. This file is the
 // machinery they share.
 

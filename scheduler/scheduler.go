@@ -57,10 +57,10 @@ type Scheduler struct {
 
 	passes, idle, prepared, rejected, duplicates, failed, skipped, acquired, lost, missing atomic.Uint64
 
-	heldLast   atomic.Int64 // records held in the last pass (hold.go)
-	releases   releaseStats // release.go
-	drain      drains       // drain.go
-	drainStats drainStats
+	heldLast     atomic.Int64     // records left alone in the last pass (park.go)
+	parkReleases parkReleaseStats // parkrelease.go
+	drain        drains           // drain.go
+	drainStats   drainStats
 }
 
 // Stats counts what a scheduler did since it was created.
@@ -103,11 +103,11 @@ type Stats struct {
 	// later than this by at least the safety margin.
 	ValidUntil time.Time
 	// Held is how many due records the last pass left alone because a
-	// hold-until-deploy rule holds them (WithHolds), or their function's
+	// park-until-deploy rule parks them (WithParkRules), or their function's
 	// circuit is open or its recovery drain has them (WithDrains).
 	Held int
-	// Releases counts the deploy releases' progress (WithDeployRelease).
-	Releases ReleaseStats
+	// ParkReleases counts the deploy releases' progress (WithParkRelease).
+	ParkReleases ParkReleaseStats
 	// Drains counts the recovery drains' progress (WithDrains).
 	Drains DrainStats
 }
@@ -149,7 +149,7 @@ func (s *Scheduler) Stats() Stats {
 		Prepared: s.prepared.Load(), Rejected: s.rejected.Load(), Duplicates: s.duplicates.Load(), Failed: s.failed.Load(), Missing: s.missing.Load(),
 		Skipped: s.skipped.Load(), BackingOff: s.backoff.extra(),
 		Acquired: s.acquired.Load(), Lost: s.lost.Load(),
-		Held: int(s.heldLast.Load()), Releases: s.releases.load(), Drains: s.drainStats.load(),
+		Held: int(s.heldLast.Load()), ParkReleases: s.parkReleases.load(), Drains: s.drainStats.load(),
 	}
 }
 

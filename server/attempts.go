@@ -19,18 +19,8 @@ func (s *Server) attemptRoutes() []route {
 // attempts answers the record's attempts, oldest first, derived from its
 // history (the event store, never older than the index).
 func (s *Server) attempts(w http.ResponseWriter, r *http.Request, _ principal) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	id, err := pathID(r)
+	id, changes, err := s.pathHistory(r)
 	if err != nil {
-		return err
-	}
-	changes, err := s.cfg.Queries.History(r.Context(), id)
-	if err != nil {
-		if ae := queryError(id, err); ae != nil {
-			return ae
-		}
 		return err
 	}
 	writeJSON(w, http.StatusOK, AttemptsOf(id, changes))

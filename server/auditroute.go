@@ -2,9 +2,7 @@ package server
 
 import (
 	"errors"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -25,16 +23,8 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ principal) 
 	if err != nil {
 		return err
 	}
-	for _, k := range slices.Sorted(maps.Keys(q)) {
-		if !slices.Contains(auditParams, k) {
-			return badRequest(fieldName(k, "query"), "unknown query parameter %s; the parameters are %s", quote(k), strings.Join(auditParams, ", "))
-		}
-		if n := len(q[k]); n > 1 {
-			return badRequest(k, "query parameter %s is given %d times; give it once", k, n)
-		}
-		if ae := checkText(k, q.Get(k), MaxParamBytes); ae != nil {
-			return ae
-		}
+	if err := checkParams(q, auditParams); err != nil {
+		return err
 	}
 	query := audit.Query{Actor: q.Get("actor"), Record: q.Get("record")}
 	if v := q.Get("kind"); v != "" {
@@ -56,17 +46,11 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ principal) 
 			*p.to = t.UnixMilli()
 		}
 	}
-	if v := q.Get("cursor"); v != "" {
-		if query.After, err = strconv.ParseUint(v, 10, 64); err != nil {
-			return badRequest("cursor", "cursor must be the next of a previous page, a whole number, got %s", quote(v))
-		}
+	if query.After, err = cursorParam(q); err != nil {
+		return err
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > audit.MaxLimit {
-			return badRequest("limit", "limit must be a whole number from 1 to %d, got %s", audit.MaxLimit, quote(v))
-		}
-		query.Limit = n
+	if query.Limit, err = limitParam(q, query.Limit, audit.MaxLimit); err != nil {
+		return err
 	}
 	if s.cfg.Audit == nil {
 		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server keeps no audit log"}}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"net/http"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amends-dev/amends/internal/jsontype"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -112,14 +112,14 @@ func jsonError(err error, v any, what string) error {
 			parent, name := splitField(field)
 			return badRequest(fieldName(field, "body"), "unknown field %s in %s; the fields are %s", quote(name), what+parentSuffix(parent), strings.Join(jsonFields(fieldType(reflect.TypeOf(v), parent)), ", "))
 		}
-		got := kindName(sem.JSONKind)
+		got := jsontype.Kind(sem.JSONKind)
 		if sem.JSONKind == '0' && len(sem.JSONValue) > 0 {
 			got += " " + clipNumber(string(sem.JSONValue))
 		}
 		if field == "" {
 			return badRequest("body", "%s must be a JSON object, got %s", what, got)
 		}
-		return badRequest(fieldName(field, "body"), "field %s: must be %s, got %s", quote(field), describeType(sem.GoType), got)
+		return badRequest(fieldName(field, "body"), "field %s: must be %s, got %s", quote(field), jsontype.Describe(sem.GoType), got)
 	case errors.As(err, &syn):
 		field := pointerField(syn.JSONPointer)
 		inField := ""
@@ -190,25 +190,6 @@ func fieldType(t reflect.Type, path string) reflect.Type {
 	return t
 }
 
-// kindName names a JSON kind for messages.
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case '"':
-		return "string"
-	case '0':
-		return "number"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
-	}
-	return "another JSON value"
-}
-
 // clipNumber shows a JSON number of a message, its first 40 characters
 // if it is longer (a number is ASCII).
 func clipNumber(n string) string {
@@ -216,35 +197,6 @@ func clipNumber(n string) string {
 		return n
 	}
 	return fmt.Sprintf("%s... (%d characters)", n[:40], len(n))
-}
-
-// describeType says what JSON value a Go type takes, for messages.
-func describeType(t reflect.Type) string {
-	if t == nil {
-		return "another JSON value"
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Int32:
-		return fmt.Sprintf("a whole number from %d to %d", math.MinInt32, math.MaxInt32)
-	case reflect.Int, reflect.Int64:
-		return "a whole number"
-	case reflect.Uint, reflect.Uint64, reflect.Uint32:
-		return "a whole number of at least 0"
-	case reflect.Float64, reflect.Float32:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Struct, reflect.Map:
-		return "a JSON object"
-	case reflect.Slice, reflect.Array:
-		return "a JSON array"
-	}
-	return "another JSON value"
 }
 
 // jsonFields lists the JSON names of a struct's fields.

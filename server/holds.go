@@ -2,10 +2,7 @@ package server
 
 import (
 	"errors"
-	"maps"
 	"net/http"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -50,24 +47,12 @@ func (s *Server) listHolds(w http.ResponseWriter, r *http.Request, _ principal) 
 	if err != nil {
 		return err
 	}
-	for _, k := range slices.Sorted(maps.Keys(q)) {
-		if !slices.Contains(holdParams, k) {
-			return badRequest(fieldName(k, "query"), "unknown query parameter %s; the parameters are %s", quote(k), strings.Join(holdParams, ", "))
-		}
-		if n := len(q[k]); n > 1 {
-			return badRequest(k, "query parameter %s is given %d times; give it once", k, n)
-		}
-		if ae := checkText(k, q.Get(k), MaxParamBytes); ae != nil {
-			return ae
-		}
+	if err := checkParams(q, holdParams); err != nil {
+		return err
 	}
-	limit := defaultHoldLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > processor.MaxHoldList {
-			return badRequest("limit", "limit must be a whole number from 1 to %d, got %s", processor.MaxHoldList, quote(v))
-		}
-		limit = n
+	limit, err := limitParam(q, defaultHoldLimit, processor.MaxHoldList)
+	if err != nil {
+		return err
 	}
 	f := processor.HoldFilter{Context: q.Get("context"), Processor: q.Get("processor"), Function: q.Get("function"), Record: q.Get("record")}
 	if (f.Processor != "" || f.Function != "") && f.Context == "" {

@@ -58,10 +58,3 @@ func (l *liveRequests) end(key string) {
 		c()
 	}
 }
-
-// count is how many requests key has in flight (tests).
-func (l *liveRequests) count(key string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.byKey[key])
-}

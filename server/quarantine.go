@@ -3,9 +3,7 @@ package server
 import (
 	"context"
 	"errors"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -35,29 +33,15 @@ func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ princi
 	if err != nil {
 		return err
 	}
-	for _, k := range slices.Sorted(maps.Keys(q)) {
-		if !slices.Contains(quarantineParams, k) {
-			return badRequest(fieldName(k, "query"), "unknown query parameter %s; the parameters are %s", quote(k), strings.Join(quarantineParams, ", "))
-		}
-		if n := len(q[k]); n > 1 {
-			return badRequest(k, "query parameter %s is given %d times; give it once", k, n)
-		}
-		if ae := checkText(k, q.Get(k), MaxParamBytes); ae != nil {
-			return ae
-		}
+	if err := checkParams(q, quarantineParams); err != nil {
+		return err
 	}
 	query := quarantine.Query{Limit: defaultQuarantineLimit, Consumer: q.Get("consumer")}
-	if v := q.Get("cursor"); v != "" {
-		if query.After, err = strconv.ParseUint(v, 10, 64); err != nil {
-			return badRequest("cursor", "cursor must be the next of a previous page, a whole number, got %s", quote(v))
-		}
+	if query.After, err = cursorParam(q); err != nil {
+		return err
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > quarantine.MaxLimit {
-			return badRequest("limit", "limit must be a whole number from 1 to %d, got %s", quarantine.MaxLimit, quote(v))
-		}
-		query.Limit = n
+	if query.Limit, err = limitParam(q, query.Limit, quarantine.MaxLimit); err != nil {
+		return err
 	}
 	if s.cfg.Quarantine == nil {
 		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server keeps no quarantine"}}

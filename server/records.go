@@ -93,18 +93,8 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request, _ principal) er
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, _ principal) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	id, err := pathID(r)
+	_, v, err := s.pathRecord(r)
 	if err != nil {
-		return err
-	}
-	v, err := s.cfg.Queries.Get(r.Context(), id)
-	if err != nil {
-		if ae := queryError(id, err); ae != nil {
-			return ae
-		}
 		return err
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -118,18 +108,8 @@ type HistoryEntry = api.HistoryEntry
 type HistoryEvent = api.HistoryEvent
 
 func (s *Server) history(w http.ResponseWriter, r *http.Request, _ principal) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	id, err := pathID(r)
+	_, changes, err := s.pathHistory(r)
 	if err != nil {
-		return err
-	}
-	changes, err := s.cfg.Queries.History(r.Context(), id)
-	if err != nil {
-		if ae := queryError(id, err); ae != nil {
-			return ae
-		}
 		return err
 	}
 	out := make([]HistoryEntry, 0, len(changes))
@@ -155,4 +135,49 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, _ principal) er
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// pathRecord reads the record the path names, for a request that takes no
+// query: its id and view, or the API's error.
+func (s *Server) pathRecord(r *http.Request) (string, projection.View, error) {
+	id, err := s.pathTarget(r)
+	if err != nil {
+		return "", projection.View{}, err
+	}
+	v, err := s.cfg.Queries.Get(r.Context(), id)
+	if err != nil {
+		return "", projection.View{}, recordError(id, err)
+	}
+	return id, v, nil
+}
+
+// pathHistory reads the history of the record the path names, for a
+// request that takes no query.
+func (s *Server) pathHistory(r *http.Request) (string, []projection.Change, error) {
+	id, err := s.pathTarget(r)
+	if err != nil {
+		return "", nil, err
+	}
+	changes, err := s.cfg.Queries.History(r.Context(), id)
+	if err != nil {
+		return "", nil, recordError(id, err)
+	}
+	return id, changes, nil
+}
+
+// pathTarget is the record id of a request's path that takes no query.
+func (s *Server) pathTarget(r *http.Request) (string, error) {
+	if err := noQuery(r); err != nil {
+		return "", err
+	}
+	return pathID(r)
+}
+
+// recordError is the API's error for a record's read, queryError's if it
+// has one.
+func recordError(id string, err error) error {
+	if ae := queryError(id, err); ae != nil {
+		return ae
+	}
+	return err
 }

@@ -46,24 +46,21 @@ func ruleError(id string, err error) error {
 	return err
 }
 
-// ruleView is r as the API shows it, with the records it matches now.
+// ruleView is r as the API shows it: live at the server's now, with the
+// records it matches now.
 func (s *Server) ruleView(r rules.Rule) api.Rule {
-	v := api.Rule{
-		ID: r.ID, Match: api.RuleMatch(r.Match), Action: string(r.Action), RetrySpec: r.RetrySpec, Reason: r.Reason, Actor: r.Actor,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, RemovedAt: r.RemovedAt, Recorded: r.Recorded, Applied: r.Applied,
-		Touched: r.Touched(), Live: r.Live(s.cfg.Clock.Now()), Audit: make([]api.RuleAudit, 0, len(r.Audit)),
+	r.Live = rules.Live(&r, s.cfg.Clock.Now())
+	if r.Audit == nil {
+		r.Audit = []api.RuleAudit{}
 	}
-	for _, a := range r.Audit {
-		v.Audit = append(v.Audit, api.RuleAudit(a))
-	}
-	f := r.Filter()
+	f := rules.FilterOf(&r)
 	for _, st := range []aggregate.Status{aggregate.StatusFailed, aggregate.StatusPrepared} {
 		f.Status = st
 		if n, err := s.cfg.Queries.Count(f); err == nil {
-			v.Matching += n
+			r.Matching += n
 		}
 	}
-	return v
+	return r
 }
 
 func (s *Server) listRules(w http.ResponseWriter, r *http.Request, _ principal) error {
@@ -112,7 +109,7 @@ func (s *Server) addRule(w http.ResponseWriter, r *http.Request, p principal) er
 			return prefixField("retrySpec.", err)
 		}
 	}
-	added, err := st.Add(r.Context(), rules.Rule{Match: rules.Match(req.Match), Action: action, RetrySpec: req.RetrySpec,
+	added, err := st.Add(r.Context(), rules.Rule{Match: req.Match, Action: action, RetrySpec: req.RetrySpec,
 		Reason: req.Reason, Actor: p.name, ExpiresAt: req.ExpiresAt})
 	if err != nil {
 		return ruleError("", err)
@@ -219,18 +216,8 @@ func (s *Server) applyRule(w http.ResponseWriter, r *http.Request, p principal) 
 
 // schedule answers the automatic retries a record has left.
 func (s *Server) schedule(w http.ResponseWriter, r *http.Request, _ principal) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
-	id, err := pathID(r)
+	id, v, err := s.pathRecord(r)
 	if err != nil {
-		return err
-	}
-	v, err := s.cfg.Queries.Get(r.Context(), id)
-	if err != nil {
-		if ae := queryError(id, err); ae != nil {
-			return ae
-		}
 		return err
 	}
 	out := api.RecordSchedule{ID: id, Retries: aggregate.RemainingSchedule(v.State, 0)}
@@ -240,8 +227,8 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request, _ principal) e
 			return err
 		}
 		x := rules.Failure{Function: v.State.Function, ErrorCode: v.State.Error.ErrorCode, Fingerprint: v.State.Error.Fingerprint}
-		if rule, ok := rules.NewSet(all).Match(x, s.cfg.Clock.Now()); ok && rule.Action == rules.HoldUntilDeploy {
-			out.HeldBy, out.Retries = rule.ID, nil
+		if rule, ok := rules.NewSet(all).Match(x, s.cfg.Clock.Now()); ok && rule.Action == rules.ParkUntilDeploy {
+			out.ParkedBy, out.Retries = rule.ID, nil
 		}
 	}
 	if out.Retries == nil {

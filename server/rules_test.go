@@ -100,14 +100,14 @@ func TestScheduleAndSummaryByFingerprint(t *testing.T) {
 	st, err := rules.OpenStore(t.Context(), e.js, rules.WithClock(e.clock))
 	require.NoError(t, err)
 	_, err = st.Add(t.Context(), rules.Rule{Match: rules.Match{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Timeout"},
-		Action: rules.HoldUntilDeploy, Reason: "fix in review"})
+		Action: rules.ParkUntilDeploy, Reason: "fix in review"})
 	require.NoError(t, err)
 	held := e.with(t, func(c *server.Config) { c.Rules = st })
 	r = held.do(t, "GET", "/api/v1/records/"+id+"/schedule", viewerKey, nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	var hs api.RecordSchedule
 	r.json(t, &hs)
-	assert.NotEmpty(t, hs.HeldBy, "the hold is named")
+	assert.NotEmpty(t, hs.ParkedBy, "the hold is named")
 	assert.Empty(t, hs.Retries, "a held record has no automatic retries until a deploy")
 	r = e.do(t, "GET", "/api/v1/records/nope/schedule", viewerKey, nil)
 	assert.Equal(t, http.StatusNotFound, r.status)

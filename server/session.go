@@ -257,21 +257,6 @@ func (ss *sessions) dropPrincipal(ctx context.Context, pkey string) {
 	}
 }
 
-// dropWhere ends every session for which gone holds.
-func (ss *sessions) dropWhere(ctx context.Context, gone func(*session) bool) {
-	ss.mu.Lock()
-	var keys []string
-	for k, s := range ss.byKey {
-		if gone(s) {
-			keys = append(keys, k)
-		}
-	}
-	ss.mu.Unlock()
-	for _, k := range keys {
-		ss.drop(ctx, k)
-	}
-}
-
 // apply takes a change of the store another server (or this one) made:
 // s is the session of key, or nil when it ended.
 func (ss *sessions) apply(key string, s *session) {

@@ -128,28 +128,9 @@ func runBench(ctx context.Context, a *app, f *benchFlags, names []string) error 
 	if f.duration <= 0 {
 		return usageErrorf("--duration must be positive, got %s", f.duration)
 	}
-	env := &bench.Env{Concurrency: levels[0], Records: f.records, Prefix: strings.ReplaceAll(uuid.NewString()[:8], "-", ""), Quick: f.quick}
-	switch f.storage {
-	case "file":
-		env.Storage = jetstream.FileStorage
-	case "memory":
-		env.Storage = jetstream.MemoryStorage
-	default:
-		return usageErrorf("--storage must be file or memory, got %q", f.storage)
-	}
-	switch {
-	case f.cluster != 0 && f.natsURL != "":
-		return usageErrorf("--cluster starts its own servers; it cannot be combined with --nats-url")
-	case f.cluster != 0 && f.cluster != 3 && f.cluster != 5:
-		return usageErrorf("--cluster must be 3 or 5 nodes, got %d", f.cluster)
-	case f.replicas < 0 || f.replicas > 5:
-		return usageErrorf("--replicas must be between 1 and 5, got %d", f.replicas)
-	case f.replicas > 1 && f.natsURL == "" && f.replicas > f.cluster:
-		return usageErrorf("--replicas %d needs at least as many servers: add --cluster %d or --nats-url", f.replicas, max(f.replicas, 3))
-	}
-	env.Replicas = max(f.replicas, 1)
-	if f.replicas == 0 && f.cluster > 0 {
-		env.Replicas = f.cluster
+	env, err := benchEnv(f, levels)
+	if err != nil {
+		return err
 	}
 	duration := f.duration
 	if f.quick {
@@ -183,6 +164,42 @@ func runBench(ctx context.Context, a *app, f *benchFlags, names []string) error 
 		}
 	}
 	return err
+}
+
+// benchEnv is the environment of the scenarios the flags ask for: the
+// storage, and the replicas the cluster or server allows.
+func benchEnv(f *benchFlags, levels []int) (*bench.Env, error) {
+	env := &bench.Env{Concurrency: levels[0], Records: f.records, Prefix: strings.ReplaceAll(uuid.NewString()[:8], "-", ""), Quick: f.quick}
+	var err error
+	if env.Storage, err = benchStorage(f.storage); err != nil {
+		return nil, err
+	}
+	switch {
+	case f.cluster != 0 && f.natsURL != "":
+		return nil, usageErrorf("--cluster starts its own servers; it cannot be combined with --nats-url")
+	case f.cluster != 0 && f.cluster != 3 && f.cluster != 5:
+		return nil, usageErrorf("--cluster must be 3 or 5 nodes, got %d", f.cluster)
+	case f.replicas < 0 || f.replicas > 5:
+		return nil, usageErrorf("--replicas must be between 1 and 5, got %d", f.replicas)
+	case f.replicas > 1 && f.natsURL == "" && f.replicas > f.cluster:
+		return nil, usageErrorf("--replicas %d needs at least as many servers: add --cluster %d or --nats-url", f.replicas, max(f.replicas, 3))
+	}
+	env.Replicas = max(f.replicas, 1)
+	if f.replicas == 0 && f.cluster > 0 {
+		env.Replicas = f.cluster
+	}
+	return env, nil
+}
+
+// benchStorage is the storage --storage names: file or memory.
+func benchStorage(s string) (jetstream.StorageType, error) {
+	switch s {
+	case "file":
+		return jetstream.FileStorage, nil
+	case "memory":
+		return jetstream.MemoryStorage, nil
+	}
+	return 0, usageErrorf("--storage must be file or memory, got %q", s)
 }
 
 // benchDial opens the peer sides' own connections to the server nc is on.

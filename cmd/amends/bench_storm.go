@@ -112,62 +112,14 @@ func runStorm(ctx context.Context, a *app, f *stormFlags, changed func(string) b
 	if f.bench.output != "table" && f.bench.output != "json" {
 		return usageErrorf("--output must be table or json, got %q", f.bench.output)
 	}
-	c := bench.StormConfig{Rate: f.rate, Events: f.events, Before: f.before, Outage: f.outage, ImmediateRetries: f.retries,
-		RetryWait: f.retryWait, SchedulerPeriod: f.schedulerPeriod, SchedulerBatch: f.schedulerBatch, MinBackoff: f.minBackoff,
-		Drain: f.drain, FlapDown: f.flapDown, FlapUp: f.flapUp, DrainRate: f.drainRate, Circuit: circuit.Policy{Off: f.noCircuit, CoolDown: f.coolDown},
-		Logger: quiet(a.logger)}
-	if f.bench.quick {
-		// Each flag the command line set keeps its value.
-		quick := map[string]func(){
-			"rate": func() { c.Rate = 50 }, "before": func() { c.Before = time.Second }, "outage": func() { c.Outage = 2 * time.Second },
-			"retry-wait": func() { c.RetryWait = 50 * time.Millisecond }, "scheduler-period": func() { c.SchedulerPeriod = 100 * time.Millisecond },
-			"min-backoff": func() { c.MinBackoff = 0 }, "drain": func() { c.Drain = time.Minute },
-			"cool-down": func() { c.Circuit.CoolDown = 500 * time.Millisecond },
-		}
-		for name, set := range quick {
-			if !changed(name) {
-				set()
-			}
-		}
-	}
-	switch {
-	case c.Rate < 1 || c.Rate > 10000:
-		return usageErrorf("--rate must be between 1 and 10000, got %d", c.Rate)
-	case c.Events < 0 || c.Events > 1_000_000:
-		return usageErrorf("--events must be between 0 (rate × duration) and 1000000, got %d", c.Events)
-	case c.Before < 0 || c.Before > time.Hour:
-		return usageErrorf("--before must be between 0s and 1h, got %s", c.Before)
-	case c.Outage < 0 || c.Outage > time.Hour:
-		return usageErrorf("--outage must be between 0s and 1h, got %s", c.Outage)
-	case c.ImmediateRetries < -1 || c.ImmediateRetries > 10:
-		return usageErrorf("--immediate-retries must be between -1 (the default) and 10, got %d", c.ImmediateRetries)
-	case c.RetryWait < 0 || c.RetryWait > time.Minute:
-		return usageErrorf("--retry-wait must be between 0s and 1m, got %s", c.RetryWait)
-	case c.SchedulerPeriod < 10*time.Millisecond || c.SchedulerPeriod > time.Hour:
-		return usageErrorf("--scheduler-period must be between 10ms and 1h, got %s", c.SchedulerPeriod)
-	case c.SchedulerBatch < 1 || c.SchedulerBatch > 10000:
-		return usageErrorf("--scheduler-batch must be between 1 and 10000, got %d", c.SchedulerBatch)
-	case c.MinBackoff < 0 || c.MinBackoff > time.Hour || c.MinBackoff%time.Second != 0:
-		return usageErrorf("--min-backoff must be whole seconds between 0s and 1h, got %s", c.MinBackoff)
-	case c.Drain < time.Second || c.Drain > 24*time.Hour:
-		return usageErrorf("--drain must be between 1s and 24h, got %s", c.Drain)
-	case c.FlapDown < 0 || c.FlapDown > time.Hour:
-		return usageErrorf("--flap must be between 0s (no flapping) and 1h, got %s", c.FlapDown)
-	case c.FlapUp < 0 || c.FlapUp > time.Hour || (c.FlapUp > 0 && c.FlapDown == 0):
-		return usageErrorf("--flap-up must be between 0s and 1h, and needs --flap, got %s", c.FlapUp)
-	case c.Circuit.CoolDown < 100*time.Millisecond || c.Circuit.CoolDown > time.Hour:
-		return usageErrorf("--cool-down must be between 100ms and 1h, got %s", c.Circuit.CoolDown)
-	case !(c.DrainRate >= 1 && c.DrainRate <= scheduler.MaxDrainRate):
-		return usageErrorf("--drain-rate must be between 1 and %d records/s, got %v", scheduler.MaxDrainRate, c.DrainRate)
+	c := stormConfig(a, f, changed)
+	if err := checkStormConfig(c); err != nil {
+		return err
 	}
 	env := &bench.Env{Prefix: strings.ReplaceAll(uuid.NewString()[:8], "-", ""), Quick: f.bench.quick, Concurrency: 1, Replicas: 1}
-	switch f.bench.storage {
-	case "file":
-		env.Storage = jetstream.FileStorage
-	case "memory":
-		env.Storage = jetstream.MemoryStorage
-	default:
-		return usageErrorf("--storage must be file or memory, got %q", f.bench.storage)
+	var err error
+	if env.Storage, err = benchStorage(f.bench.storage); err != nil {
+		return err
 	}
 	nc, closeNATS, err := benchConnect(ctx, &f.bench)
 	if err != nil {
@@ -188,6 +140,74 @@ func runStorm(ctx context.Context, a *app, f *stormFlags, changed func(string) b
 		return enc.Encode(res)
 	}
 	return printStorm(a.stdout, res)
+}
+
+// stormConfig is the storm the flags ask for; with --quick, the flags the
+// command line did not set take the quick storm's values.
+func stormConfig(a *app, f *stormFlags, changed func(string) bool) bench.StormConfig {
+	c := bench.StormConfig{Rate: f.rate, Events: f.events, Before: f.before, Outage: f.outage, ImmediateRetries: f.retries,
+		RetryWait: f.retryWait, SchedulerPeriod: f.schedulerPeriod, SchedulerBatch: f.schedulerBatch, MinBackoff: f.minBackoff,
+		Drain: f.drain, FlapDown: f.flapDown, FlapUp: f.flapUp, DrainRate: f.drainRate, Circuit: circuit.Policy{Off: f.noCircuit, CoolDown: f.coolDown},
+		Logger: quiet(a.logger)}
+	if f.bench.quick {
+		// Each flag the command line set keeps its value.
+		quick := map[string]func(){
+			"rate": func() { c.Rate = 50 }, "before": func() { c.Before = time.Second }, "outage": func() { c.Outage = 2 * time.Second },
+			"retry-wait": func() { c.RetryWait = 50 * time.Millisecond }, "scheduler-period": func() { c.SchedulerPeriod = 100 * time.Millisecond },
+			"min-backoff": func() { c.MinBackoff = 0 }, "drain": func() { c.Drain = time.Minute },
+			"cool-down": func() { c.Circuit.CoolDown = 500 * time.Millisecond },
+		}
+		for name, set := range quick {
+			if !changed(name) {
+				set()
+			}
+		}
+	}
+	return c
+}
+
+// checkStormConfig refuses a storm outside the flags' bounds, naming the
+// flag.
+func checkStormConfig(c bench.StormConfig) error {
+	switch {
+	case c.Rate < 1 || c.Rate > 10000:
+		return usageErrorf("--rate must be between 1 and 10000, got %d", c.Rate)
+	case c.Events < 0 || c.Events > 1_000_000:
+		return usageErrorf("--events must be between 0 (rate × duration) and 1000000, got %d", c.Events)
+	case c.Before < 0 || c.Before > time.Hour:
+		return usageErrorf("--before must be between 0s and 1h, got %s", c.Before)
+	case c.Outage < 0 || c.Outage > time.Hour:
+		return usageErrorf("--outage must be between 0s and 1h, got %s", c.Outage)
+	case c.ImmediateRetries < -1 || c.ImmediateRetries > 10:
+		return usageErrorf("--immediate-retries must be between -1 (the default) and 10, got %d", c.ImmediateRetries)
+	}
+	return checkStormTimes(c)
+}
+
+// checkStormTimes is the second half of checkStormConfig: the scheduler's,
+// the drain's and the circuit's flags.
+func checkStormTimes(c bench.StormConfig) error {
+	switch {
+	case c.RetryWait < 0 || c.RetryWait > time.Minute:
+		return usageErrorf("--retry-wait must be between 0s and 1m, got %s", c.RetryWait)
+	case c.SchedulerPeriod < 10*time.Millisecond || c.SchedulerPeriod > time.Hour:
+		return usageErrorf("--scheduler-period must be between 10ms and 1h, got %s", c.SchedulerPeriod)
+	case c.SchedulerBatch < 1 || c.SchedulerBatch > 10000:
+		return usageErrorf("--scheduler-batch must be between 1 and 10000, got %d", c.SchedulerBatch)
+	case c.MinBackoff < 0 || c.MinBackoff > time.Hour || c.MinBackoff%time.Second != 0:
+		return usageErrorf("--min-backoff must be whole seconds between 0s and 1h, got %s", c.MinBackoff)
+	case c.Drain < time.Second || c.Drain > 24*time.Hour:
+		return usageErrorf("--drain must be between 1s and 24h, got %s", c.Drain)
+	case c.FlapDown < 0 || c.FlapDown > time.Hour:
+		return usageErrorf("--flap must be between 0s (no flapping) and 1h, got %s", c.FlapDown)
+	case c.FlapUp < 0 || c.FlapUp > time.Hour || (c.FlapUp > 0 && c.FlapDown == 0):
+		return usageErrorf("--flap-up must be between 0s and 1h, and needs --flap, got %s", c.FlapUp)
+	case c.Circuit.CoolDown < 100*time.Millisecond || c.Circuit.CoolDown > time.Hour:
+		return usageErrorf("--cool-down must be between 100ms and 1h, got %s", c.Circuit.CoolDown)
+	case !(c.DrainRate >= 1 && c.DrainRate <= scheduler.MaxDrainRate):
+		return usageErrorf("--drain-rate must be between 1 and %d records/s, got %v", scheduler.MaxDrainRate, c.DrainRate)
+	}
+	return nil
 }
 
 func printStorm(w io.Writer, r bench.StormResult) error {

@@ -288,8 +288,8 @@ func TestHostileBucketsAgainstServeAndProcessor(t *testing.T) {
 	releaseKey := b64("shop") + "." + b64("Projector")
 	match := `{"functionContext":"shop","processor":"Projector","function":"onStep","errorCode":"Boom"}`
 	// 1. a release at step -1: serve's scheduler panicked in launch.
-	e.put(scheduler.DefaultReleaseBucket, releaseKey, `{"context":"shop","processor":"Projector","build":{"version":"v1.0.0"},"phase":"steps","step":-1,"startedAt":1}`)
-	want[scheduler.DefaultReleaseBucket+" "+releaseKey] = true
+	e.put(scheduler.DefaultParkReleaseBucket, releaseKey, `{"context":"shop","processor":"Projector","build":{"version":"v1.0.0"},"phase":"steps","step":-1,"startedAt":1}`)
+	want[scheduler.DefaultParkReleaseBucket+" "+releaseKey] = true
 	// 2. an APPLY_RETRY_SPEC rule without its spec, and one with maxRetries -5.
 	e.put(rules.DefaultBucket, "r-000000000001", `{"id":"r-000000000001","match":`+match+`,"action":"APPLY_RETRY_SPEC","reason":"x","createdAt":1}`)
 	e.put(rules.DefaultBucket, "r-000000000002", `{"id":"r-000000000002","match":`+match+`,"action":"APPLY_RETRY_SPEC","retrySpec":{"maxRetries":-5,"minBackoff":1,"executionTimeout":1},"reason":"x","createdAt":1}`)

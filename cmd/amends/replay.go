@@ -36,6 +36,54 @@ stored replay and its progress. Every event that still fails becomes an
 ordinary ExecutionFailed record. The command waits for the end with a
 progress bar unless --no-wait.`
 
+// parseReplayStart completes s from the flags --function, --aggregate,
+// --since and --until (a new --request-id if none) and checks it as the
+// processor will.
+func parseReplayStart(s *api.ReplayStart, fn, aggregateArg, since, until string) error {
+	p, n, ok := strings.Cut(fn, ".")
+	if !ok || p == "" || n == "" {
+		return usageErrorf("--function must be PROCESSOR.NAME, got %s", quoteShort(fn))
+	}
+	s.Processor, s.Function = p, n
+	if aggregateArg != "" {
+		t, id, ok := strings.Cut(aggregateArg, "/")
+		if !ok || t == "" || id == "" {
+			return usageErrorf("--aggregate must be TYPE/ID, got %s", quoteShort(aggregateArg))
+		}
+		if s.AggregateType != "" && s.AggregateType != t {
+			return usageErrorf("--type %s and --aggregate %s name two aggregate types", s.AggregateType, aggregateArg)
+		}
+		s.AggregateType, s.AggregateID = t, id
+	}
+	for _, tf := range []struct {
+		flag, v string
+		to      *int64
+	}{{"--since", since, &s.FromTime}, {"--until", until, &s.ToTime}} {
+		if tf.v == "" {
+			continue
+		}
+		t, err := parseTimeFlag(tf.v)
+		if err != nil {
+			return usageErrorf("%s %v", tf.flag, err)
+		}
+		*tf.to = t.UnixMilli()
+	}
+	if s.ID == "" {
+		s.ID = uuid.NewString()
+	}
+	if strings.TrimSpace(s.Reason) == "" {
+		return usageErrorf("replay needs --reason: a range replay is audited")
+	}
+	probe := s.Replay("cli", 1)
+	if probe.Rate == 0 {
+		probe.Rate = processor.DefaultReplayRate
+	}
+	if err := processor.ValidateReplay(&probe); err != nil {
+		return usageErrorf("%s", strings.TrimSuffix(err.Error(), ": "+processor.ErrInvalidOption.Error()))
+	}
+	return nil
+}
+
 func newReplayCmd(a *app) *cobra.Command {
 	var (
 		cf               clientFlags
@@ -52,46 +100,8 @@ func newReplayCmd(a *app) *cobra.Command {
 		Long:  replayLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, n, ok := strings.Cut(fn, ".")
-			if !ok || p == "" || n == "" {
-				return usageErrorf("--function must be PROCESSOR.NAME, got %s", quoteShort(fn))
-			}
-			s.Processor, s.Function = p, n
-			if aggregateArg != "" {
-				t, id, ok := strings.Cut(aggregateArg, "/")
-				if !ok || t == "" || id == "" {
-					return usageErrorf("--aggregate must be TYPE/ID, got %s", quoteShort(aggregateArg))
-				}
-				if s.AggregateType != "" && s.AggregateType != t {
-					return usageErrorf("--type %s and --aggregate %s name two aggregate types", s.AggregateType, aggregateArg)
-				}
-				s.AggregateType, s.AggregateID = t, id
-			}
-			for _, tf := range []struct {
-				flag, v string
-				to      *int64
-			}{{"--since", since, &s.FromTime}, {"--until", until, &s.ToTime}} {
-				if tf.v == "" {
-					continue
-				}
-				t, err := parseTimeFlag(tf.v)
-				if err != nil {
-					return usageErrorf("%s %v", tf.flag, err)
-				}
-				*tf.to = t.UnixMilli()
-			}
-			if s.ID == "" {
-				s.ID = uuid.NewString()
-			}
-			if strings.TrimSpace(s.Reason) == "" {
-				return usageErrorf("replay needs --reason: a range replay is audited")
-			}
-			probe := s.Replay("cli", 1)
-			if probe.Rate == 0 {
-				probe.Rate = processor.DefaultReplayRate
-			}
-			if err := processor.ValidateReplay(&probe); err != nil {
-				return usageErrorf("%s", strings.TrimSuffix(err.Error(), ": "+processor.ErrInvalidOption.Error()))
+			if err := parseReplayStart(&s, fn, aggregateArg, since, until); err != nil {
+				return err
 			}
 			if poll <= 0 {
 				return usageErrorf("--poll must be positive, got %s", poll)

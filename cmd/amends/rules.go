@@ -11,14 +11,15 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/fingerprint"
+	"github.com/amends-dev/amends/rules"
 )
 
 const rulesLong = `Rules act on failures as they are recorded: an operator rule matches a
 fingerprint (amends summary --by fingerprint lists them), or a function and
 error code, and marks the failure UNRECOVERABLE or RECOVERABLE, applies a
-retry spec, holds it until a new build of its processor registers (the
-scheduler then releases the held records, a canary first and the rest in
-steps), or waives it (recorded, never retried). A rule acts from when it is
+retry spec, parks it until a new build of its processor registers (action
+PARK_UNTIL_DEPLOY, stored as HOLD_UNTIL_DEPLOY: the scheduler then releases
+the parked records, a canary first and the rest in steps), or waives it (recorded, never retried). A rule acts from when it is
 added; apply it to the records already there with "amends rules apply".
 Every change is audited with who, why and when.`
 
@@ -100,14 +101,19 @@ func newRulesAddCmd(a *app) *cobra.Command {
 		Use:   "add --action ACTION (--fingerprint FP | --function-context C --processor P --function F --error-code E) --reason WHY",
 		Short: "Add a rule that acts on failures from now on",
 		Long: "Add a rule. ACTION is MARK_UNRECOVERABLE, MARK_RECOVERABLE, APPLY_RETRY_SPEC (with --max-retries, --min-backoff, " +
-			"--execution-timeout and optionally --max-backoff and --jitter), HOLD_UNTIL_DEPLOY or WAIVE.",
+			"--execution-timeout and optionally --max-backoff and --jitter), PARK_UNTIL_DEPLOY (park until a new build registers; " +
+			"HOLD_UNTIL_DEPLOY, its stored name, is the same) or WAIVE.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := api.RuleRequest{Match: api.RuleMatch{Fingerprint: fp, FunctionContext: fnCtx, Processor: proc, Function: fn, ErrorCode: code},
 				Action: strings.ToUpper(strings.TrimSpace(action)), Reason: strings.TrimSpace(why)}
+			if req.Action == rules.ParkUntilDeploySpelling {
+				// The wire keeps the action's first name, which every server knows.
+				req.Action = rules.ParkUntilDeploy
+			}
 			switch {
 			case req.Action == "":
-				return usageErrorf("--action is required: MARK_UNRECOVERABLE, MARK_RECOVERABLE, APPLY_RETRY_SPEC, HOLD_UNTIL_DEPLOY or WAIVE")
+				return usageErrorf("--action is required: MARK_UNRECOVERABLE, MARK_RECOVERABLE, APPLY_RETRY_SPEC, PARK_UNTIL_DEPLOY or WAIVE")
 			case req.Reason == "":
 				return usageErrorf("--reason is required: rules are audited")
 			case fp != "" && !fingerprint.Valid(fp):

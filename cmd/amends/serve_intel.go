@@ -15,13 +15,13 @@ import (
 )
 
 // intel is serve's part of failure intelligence: the operators' rules,
-// watched for the scheduler's holds, the processors' build registry and
-// the progress of deploy releases.
+// watched for the scheduler's park-until-deploy rules, the processors'
+// build registry and the progress of park releases.
 type intel struct {
 	rules    *rules.Store
 	watcher  *rules.Watcher
 	builds   *processor.BuildRegistry
-	releases *scheduler.Releases
+	releases *scheduler.ParkReleases
 }
 
 // openIntel opens the rules, builds and releases buckets, retrying through
@@ -39,8 +39,8 @@ func openIntel(ctx context.Context, cfg serveConfig, js jetstream.JetStream, qua
 	if err != nil {
 		return nil, fmt.Errorf("build registry: %w", err)
 	}
-	releases, err := retryOpen(ctx, startup, "the release bucket "+scheduler.DefaultReleaseBucket, func(ctx context.Context) (*scheduler.Releases, error) {
-		return scheduler.OpenReleases(ctx, js, "", cfg.replicas, scheduler.WithReleasesQuarantine(quar))
+	releases, err := retryOpen(ctx, startup, "the release bucket "+scheduler.DefaultParkReleaseBucket, func(ctx context.Context) (*scheduler.ParkReleases, error) {
+		return scheduler.OpenParkReleases(ctx, js, "", cfg.replicas, scheduler.WithParkReleasesQuarantine(quar))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("releases: %w", err)
@@ -51,11 +51,11 @@ func openIntel(ctx context.Context, cfg serveConfig, js jetstream.JetStream, qua
 // component runs the rules watcher.
 func (in *intel) component() component { return component{"rules", in.watcher.Run} }
 
-// schedulerOptions hold records until a deploy and release them when a
+// schedulerOptions park records until a deploy and release them when a
 // new build registers, with the default policy.
 func (in *intel) schedulerOptions(index *projection.Index) []scheduler.Option {
 	return []scheduler.Option{
-		scheduler.WithHolds(in.watcher),
-		scheduler.WithDeployRelease(in.builds, index, in.releases, scheduler.ReleasePolicy{}, nil),
+		scheduler.WithParkRules(in.watcher),
+		scheduler.WithParkRelease(in.builds, index, in.releases, scheduler.ParkReleasePolicy{}, nil),
 	}
 }

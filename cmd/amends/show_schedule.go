@@ -27,7 +27,7 @@ func intelRows(s *aggregate.State) [][2]string {
 }
 
 // remoteSchedule asks the server for the record's schedule, which knows
-// the holds; nil if the server cannot say (an older one, or an error: show
+// the park-until-deploy rules; nil if the server cannot say (an older one, or an error: show
 // then computes the schedule itself).
 func remoteSchedule(ctx context.Context, c *client.Client, id string) *api.RecordSchedule {
 	s, err := c.Schedule(ctx, id)
@@ -39,13 +39,13 @@ func remoteSchedule(ctx context.Context, c *client.Client, id string) *api.Recor
 
 // printSchedule prints the automatic retries s has left, at most
 // showScheduleLines of them: the server's (remote, which says whether a
-// rule holds the record until a deploy) or else
+// rule parks the record until a deploy) or else
 // aggregate.RemainingSchedule's.
 func printSchedule(a *app, s *aggregate.State, now time.Time, remote *api.RecordSchedule) {
 	sched := aggregate.RemainingSchedule(*s, 0)
 	if remote != nil {
-		if remote.HeldBy != "" {
-			fmt.Fprintf(a.stdout, "\nheld until a new build of %s registers, by rule %s (amends rules list)\n", s.Function.ProcessorName, remote.HeldBy)
+		if remote.ParkedBy != "" {
+			fmt.Fprintf(a.stdout, "\nparked until a new build of %s registers, by rule %s (amends rules list)\n", s.Function.ProcessorName, remote.ParkedBy)
 			return
 		}
 		sched = remote.Retries

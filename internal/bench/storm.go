@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -17,10 +16,8 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
-	"github.com/amends-dev/amends/recorder"
 	"github.com/amends-dev/amends/scheduler"
 )
 
@@ -167,107 +164,6 @@ type StormTransition struct {
 	CoolDown float64       `json:"coolDownS,omitempty"`
 }
 
-// stormLatencies collects one function's first-call latencies by phase.
-type stormLatencies struct {
-	before, during, after []time.Duration
-}
-
-// stormState is what the functions observe, shared by their calls.
-type stormState struct {
-	failing       atomic.Bool
-	outage        atomic.Bool // the outage is on: count calls during it
-	mu            sync.Mutex
-	ok            [3]map[string]bool // per function: events it succeeded on
-	seen          [3]map[string]bool // per function: events it was called on
-	lat           [3]stormLatencies
-	calls         [3]atomic.Uint64
-	replays       [3]atomic.Uint64
-	during        [3]atomic.Uint64
-	replaysDuring [3]atomic.Uint64
-	reruns        [3]atomic.Uint64
-	// outageStart and outageEnd are unix nanos, appended events carry
-	// their append time in their body.
-	outageStart, outageEnd atomic.Int64
-	allOK                  chan struct{} // closed once every function succeeded on every event
-	total                  int
-	doneOK                 int // (function, event) pairs succeeded
-}
-
-type stormBody struct {
-	At int64 `json:"at"` // unix nanos of the append
-}
-
-// call notes a call of function i on d and returns whether it succeeds.
-func (s *stormState) call(ctx context.Context, i int, d *processor.Delivery, body stormBody) error {
-	s.calls[i].Add(1)
-	_, replay := processor.CompensationFrom(ctx)
-	if replay {
-		s.replays[i].Add(1)
-	}
-	if s.outage.Load() {
-		s.during[i].Add(1)
-		if replay {
-			s.replaysDuring[i].Add(1)
-		}
-	}
-	fail := i == 0 && s.failing.Load()
-	id := d.Event.ID
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ok[i][id] {
-		s.reruns[i].Add(1)
-	}
-	if !s.seen[i][id] {
-		s.seen[i][id] = true
-		lat := time.Duration(time.Now().UnixNano() - body.At)
-		switch {
-		case body.At < s.outageStart.Load():
-			s.lat[i].before = append(s.lat[i].before, lat)
-		case body.At < s.outageEnd.Load():
-			s.lat[i].during = append(s.lat[i].during, lat)
-		default:
-			s.lat[i].after = append(s.lat[i].after, lat)
-		}
-	}
-	if fail {
-		return failure.Recoverable(errors.New("smtp 451: mail service unavailable"))
-	}
-	if !s.ok[i][id] {
-		s.ok[i][id] = true
-		s.doneOK++
-		if s.doneOK == s.total {
-			close(s.allOK)
-		}
-	}
-	return nil
-}
-
-// outcomes counts the recorder's outcomes.
-type outcomes struct {
-	processor.FailureRecorder
-	created, already atomic.Uint64
-}
-
-// Describe forwards to the recorder, so refused calls' records carry the
-// last failure's fingerprint.
-func (o *outcomes) Describe(f aggregate.FunctionInfo, err error, rules failure.Rules) (aggregate.ErrorDetails, aggregate.Recoverability) {
-	if d, ok := o.FailureRecorder.(processor.FailureDescriber); ok {
-		return d.Describe(f, err, rules)
-	}
-	return aggregate.ErrorDetails{ErrorCode: "Unclassified", ErrorMsg: err.Error()}, failure.Classify(err, rules)
-}
-
-func (o *outcomes) Record(ctx context.Context, x processor.Execution) (processor.Outcome, error) {
-	out, err := o.FailureRecorder.Record(ctx, x)
-	switch out {
-	case processor.OutcomeRecorded:
-		o.created.Add(1)
-	case processor.OutcomeAlreadyRecorded:
-		o.already.Add(1)
-	}
-	return out, err
-}
-
 // withDefaults fills what c leaves zero.
 func (c StormConfig) withDefaults() (StormConfig, error) {
 	switch {
@@ -314,149 +210,26 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 	if log == nil {
 		log = discard
 	}
-	r, err := newRig(ctx, env, "storm")
-	if err != nil {
+	sr := &stormRig{}
+	defer sr.close()
+	if err := sr.open(ctx, env, c, log); err != nil {
 		return StormResult{}, err
 	}
-	defer r.close()
-	names := "bench_" + env.Prefix + "_storm"
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
-	views, err := projection.OpenViews(ctx, env.JS, projection.WithBucket(names+"_views"), projection.WithBucketStorage(env.Storage))
-	if err != nil {
-		return StormResult{}, err
-	}
-	cleanups = append(cleanups, func() { _ = env.JS.DeleteKeyValue(context.Background(), names+"_views") })
-	proj, err := projection.NewProjector(env.JS, r.store, views, projection.WithDurable(names), projection.WithLogger(log))
-	if err != nil {
-		return StormResult{}, err
-	}
-	index, err := projection.NewIndex(views, r.store)
-	if err != nil {
-		return StormResult{}, err
-	}
-	leases, err := scheduler.OpenLeases(ctx, env.JS, scheduler.WithLeaseBucket(names+"_leases"))
-	if err != nil {
-		return StormResult{}, err
-	}
-	cleanups = append(cleanups, func() { _ = env.JS.DeleteKeyValue(context.Background(), names+"_leases") })
-	circuits, err := circuit.OpenStore(ctx, env.JS, circuit.WithBucket(names+"_circuits"), circuit.WithStorage(env.Storage))
-	if err != nil {
-		return StormResult{}, err
-	}
-	cleanups = append(cleanups, func() { _ = env.JS.DeleteKeyValue(context.Background(), names+"_circuits") })
-	tr := &stormTransitions{fn: circuit.Of(aggregate.FunctionInfo{ContextName: benchContext, ProcessorName: stormSend.Processor, Name: stormSend.Name})}
-	watcher := circuits.Watcher("", log, tr.observe)
-	drains, err := scheduler.OpenDrains(ctx, env.JS, names+"_drains", 1)
-	if err != nil {
-		return StormResult{}, err
-	}
-	cleanups = append(cleanups, func() { _ = env.JS.DeleteKeyValue(context.Background(), names+"_drains") })
-	sched, err := scheduler.New(index, r.records, leases, scheduler.WithPeriod(c.SchedulerPeriod), scheduler.WithBatch(c.SchedulerBatch),
-		scheduler.WithInitialDelay(0), scheduler.WithLogger(log),
-		scheduler.WithDrains(scheduler.DrainConfig{Circuits: watcher, Store: circuits, CircuitPolicy: c.Circuit, Records: index, Progress: drains,
-			Policy: scheduler.DrainPolicy{Rate: c.DrainRate}, Capacity: scheduler.ReplayRoom(env.JS, r.store.StreamName(aggregate.Context))}))
-	if err != nil {
-		return StormResult{}, err
-	}
-	rec, err := recorder.New(r.records)
-	if err != nil {
-		return StormResult{}, err
-	}
-	counted := &outcomes{FailureRecorder: rec}
-	opts := []processor.Option{processor.WithRecorder(counted), processor.WithRecords(r.records), processor.WithLogger(log),
-		processor.WithCircuitStore(circuits), processor.WithCircuitPolicy(c.Circuit)}
-	if c.ImmediateRetries >= 0 {
-		retry := processor.Retry{Retries: c.ImmediateRetries, Backoff: processor.DefaultRetry.Backoff}
-		if c.RetryWait > 0 {
-			retry.Backoff.Min = c.RetryWait
-		}
-		opts = append(opts, processor.WithImmediateRetry(retry))
-	} else if c.RetryWait > 0 {
-		retry := processor.DefaultRetry
-		retry.Backoff.Min = c.RetryWait
-		opts = append(opts, processor.WithImmediateRetry(retry))
-	}
-	p, err := processor.New(env.JS, r.store, benchContext, append(opts, c.Processor...)...)
-	if err != nil {
-		return StormResult{}, err
-	}
-	s := &stormState{total: 3 * c.Events, allOK: make(chan struct{})}
-	for i := range s.ok {
-		s.ok[i], s.seen[i] = map[string]bool{}, map[string]bool{}
-	}
-	spec := aggregate.RetrySpec{MaxRetries: 20, MinBackoff: int32(max(c.MinBackoff/time.Second, 0)), ExecutionTimeout: 120}
-	for i, fn := range []processor.Function{stormSend, stormAudit, stormPost} {
-		h := processor.HandleBody(func(ctx context.Context, d *processor.Delivery, b stormBody) error { return s.call(ctx, i, d, b) })
-		if err := p.Register(fn, h, processor.WithRetrySpec(spec)); err != nil {
-			return StormResult{}, err
-		}
-	}
-	bg, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{proj.Run, index.Run, watcher.Run, sched.Run} {
-		wg.Go(func() { _ = run(bg) })
-	}
-	cleanups = append(cleanups, func() { cancel(); wg.Wait() })
-	stream := r.store.StreamName(benchContext)
-	for _, g := range []string{"Mailer", "Ledger"} {
-		durable := processor.DurableName(benchContext, g)
-		cleanups = append(cleanups, func() { _ = env.JS.DeleteConsumer(context.Background(), stream, durable) })
-	}
-	stopProc, err := startProcessor(ctx, p)
-	if err != nil {
-		return StormResult{}, err
-	}
-	cleanups = append(cleanups, stopProc)
 
 	// Watch the backlogs while the storm runs.
 	peaks := map[string]*atomic.Uint64{"Mailer": {}, "Ledger": {}}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	var watch sync.WaitGroup
-	watch.Go(func() { watchBacklogs(watchCtx, env.JS, stream, peaks) })
+	watch.Go(func() { watchBacklogs(watchCtx, env.JS, sr.stream, peaks) })
 	defer func() { stopWatch(); watch.Wait() }()
 
 	start := time.Now()
+	s := sr.state
 	s.outageStart.Store(start.Add(c.Before).UnixNano())
 	s.outageEnd.Store(start.Add(c.Before + c.Outage).UnixNano())
 	var phases sync.WaitGroup
-	phases.Go(func() {
-		if sleepUntil(ctx, start.Add(c.Before)) != nil {
-			return
-		}
-		s.failing.Store(true)
-		s.outage.Store(true)
-		log.Info("storm: outage begins", "function", "Mailer.send", "for", c.Outage, "flapDown", c.FlapDown, "flapUp", c.FlapUp)
-		if c.FlapDown > 0 {
-			// Down, up, down, ... until the outage's end.
-			at := start.Add(c.Before)
-			for down := true; ; down = !down {
-				if down {
-					at = at.Add(c.FlapDown)
-				} else {
-					at = at.Add(c.FlapUp)
-				}
-				if !at.Before(start.Add(c.Before + c.Outage)) {
-					break
-				}
-				if sleepUntil(ctx, at) != nil {
-					return
-				}
-				s.failing.Store(!down)
-			}
-		}
-		if sleepUntil(ctx, start.Add(c.Before+c.Outage)) != nil {
-			return
-		}
-		s.failing.Store(false)
-		s.outage.Store(false)
-		log.Info("storm: outage ends")
-	})
-	err = publishStorm(ctx, r, c, start)
+	phases.Go(func() { s.playOutage(ctx, c, start, log) })
+	err = publishStorm(ctx, sr.rig, c, start)
 	phases.Wait()
 	if err != nil {
 		return StormResult{}, err
@@ -470,44 +243,7 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 	case <-ctx.Done():
 		return StormResult{}, ctx.Err()
 	}
-	res := StormResult{Config: c, Events: c.Events, RecoverySeconds: recovery, Seconds: time.Since(start).Seconds(),
-		Calls: map[string]uint64{}, ReplayCalls: map[string]uint64{}, CallsDuringOutage: map[string]uint64{}, ReplayCallsDuringOutage: map[string]uint64{},
-		Refused: map[string]uint64{}, Probes: map[string]uint64{}, Reruns: map[string]uint64{}, Succeeded: map[string]int{},
-		BacklogPeak: map[string]uint64{}, RecordsCreated: counted.created.Load(), AlreadyRecorded: counted.already.Load()}
-	res.RecordsByStatus, res.RecordsOpen = settledRecords(ctx, index)
-	s.mu.Lock()
-	for i, name := range StormFunctions {
-		res.Calls[name], res.CallsDuringOutage[name], res.Reruns[name] = s.calls[i].Load(), s.during[i].Load(), s.reruns[i].Load()
-		res.ReplayCalls[name], res.ReplayCallsDuringOutage[name] = s.replays[i].Load(), s.replaysDuring[i].Load()
-		res.Succeeded[name] = len(s.ok[i])
-		fn := []processor.Function{stormSend, stormAudit, stormPost}[i]
-		if m := p.FunctionMetrics(fn.Processor, fn.Name); m != nil {
-			res.Refused[name], res.Probes[name] = m.Refused.Load(), m.Probes.Load()
-		}
-	}
-	res.Sibling = s.lat[1].phases()
-	res.Other = s.lat[2].phases()
-	s.mu.Unlock()
-	for g, v := range peaks {
-		res.BacklogPeak[g] = v.Load()
-	}
-	res.Transitions = tr.since(start.Add(c.Before))
-	if st, _, err := circuits.Get(ctx, tr.fn); err == nil {
-		res.FinalCircuit = st.Phase
-	} else {
-		res.FinalCircuit = circuit.Closed
-	}
-	// The drain judges its last step a tick after the last replay.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		d, ok, err := drains.Get(ctx, tr.fn)
-		if err == nil && ok {
-			res.Drain = &d
-		}
-		if res.Drain == nil || !res.Drain.Draining() || time.Now().After(deadline) || sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) != nil {
-			break
-		}
-	}
-	res.DrainProbes = sched.Stats().Drains.Probes
+	res := sr.result(ctx, c, start, recovery, peaks)
 	return res, nil
 }
 
@@ -632,10 +368,6 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func (l *stormLatencies) phases() StormPhases {
-	return StormPhases{Before: latencyOf(l.before), During: latencyOf(l.during), After: latencyOf(l.after)}
 }
 
 func latencyOf(ds []time.Duration) Latency {

@@ -54,20 +54,20 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 	watcher := ruleStore.Watcher(time.Hour, nil)
 	builds, err := processor.OpenBuildRegistry(ctx, js, "", 0, 0)
 	require.NoError(t, err)
-	releases, err := scheduler.OpenReleases(ctx, js, "", 0)
+	releases, err := scheduler.OpenParkReleases(ctx, js, "", 0)
 	require.NoError(t, err)
 	leases, err := scheduler.OpenLeases(ctx, js)
 	require.NoError(t, err)
 	var haltMu sync.Mutex
-	var halted []scheduler.Release
+	var halted []scheduler.ParkRelease
 	ticks := make(chan time.Time)
 	// startScheduler starts a scheduler, as serve does; the returned
 	// function stops it and waits for it.
 	startScheduler := func() (*scheduler.Scheduler, func()) {
 		s, err := scheduler.New(index, records, leases, scheduler.WithClock(clk), scheduler.WithTicks(ticks),
-			scheduler.WithHolds(watcher),
-			scheduler.WithDeployRelease(builds, index, releases, scheduler.ReleasePolicy{Canary: 1, Steps: []int{1, 0}, Threshold: 1},
-				func(r scheduler.Release) { haltMu.Lock(); halted = append(halted, r); haltMu.Unlock() }))
+			scheduler.WithParkRules(watcher),
+			scheduler.WithParkRelease(builds, index, releases, scheduler.ParkReleasePolicy{Canary: 1, Steps: []int{1, 0}, Threshold: 1},
+				func(r scheduler.ParkRelease) { haltMu.Lock(); halted = append(halted, r); haltMu.Unlock() }))
 		require.NoError(t, err)
 		sctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -192,7 +192,7 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 	assert.Equal(t, fp, view(ids[3]).State.Error.Fingerprint)
 
 	// 3. A hold-until-deploy rule keeps them, and a later failure too.
-	_, err = ruleStore.Add(ctx, rules.Rule{Match: rules.Match{Fingerprint: fp}, Action: rules.HoldUntilDeploy, Reason: "fix in review", Actor: "alice"})
+	_, err = ruleStore.Add(ctx, rules.Rule{Match: rules.Match{Fingerprint: fp}, Action: rules.ParkUntilDeploy, Reason: "fix in review", Actor: "alice"})
 	require.NoError(t, err)
 	eventually("the hold is watched", func() bool { return watcher.Set().Len() == 2 })
 	clk.SetMillis(t0 + 60_000)
@@ -262,8 +262,8 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 	require.Equal(t, scheduler.PhaseDone, rel.Phase, "the release finished: %+v", rel)
 	assert.Equal(t, []int{1, 2, 5}, seen, "canary, a step of 1, then the rest")
 	assert.Equal(t, 5, rel.Succeeded)
-	assert.Zero(t, sched.Stats().Releases.Started, "the restarted scheduler continued the release rather than starting one")
-	assert.Zero(t, sched.Stats().Releases.Halted)
+	assert.Zero(t, sched.Stats().ParkReleases.Started, "the restarted scheduler continued the release rather than starting one")
+	assert.Zero(t, sched.Stats().ParkReleases.Halted)
 
 	// 5. A later build whose canary fails halts its release and says so;
 	// the other held records stay held.
@@ -284,7 +284,7 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, processor.Build{Version: "v3"}, rel.Build)
 	assert.Contains(t, rel.Halt, "the canary of build v3 succeeded for 0 of 1 records")
-	assert.EqualValues(t, 1, sched.Stats().Releases.Halted, "the halt is counted")
+	assert.EqualValues(t, 1, sched.Stats().ParkReleases.Halted, "the halt is counted")
 	haltMu.Lock()
 	require.Len(t, halted, 1, "the halt is handed to the notifier hook")
 	haltMu.Unlock()

@@ -23,18 +23,19 @@ type StaticRules struct{ Rules *rules.Set }
 // Set returns the fixed set.
 func (s StaticRules) Set() *rules.Set { return s.Rules }
 
-// WithHolds makes the scheduler leave alone the due records that a
-// HOLD_UNTIL_DEPLOY rule of src matches (rules.Set.Held): they stay due
-// but are prepared only by a deploy release (WithDeployRelease) or an
-// operator. A pass reads further down the due list past the held records,
+// WithParkRules makes the scheduler park the due records that a
+// park-until-deploy rule (HOLD_UNTIL_DEPLOY) of src matches
+// (rules.Set.Parked): they stay due but are prepared only by a park
+// release (WithParkRelease) or an operator. A pass reads further down the
+// due list past the parked records,
 // so they never keep the others from being prepared; its cost grows with
-// the number of held records that are due (in memory, no I/O).
-func WithHolds(src RuleSource) Option {
+// the number of parked records that are due (in memory, no I/O).
+func WithParkRules(src RuleSource) Option {
 	return func(o *options) error {
 		if src == nil {
 			return fmt.Errorf("rule source is nil: %w", ErrInvalidOption)
 		}
-		o.holds = src
+		o.parkRules = src
 		return nil
 	}
 }
@@ -44,10 +45,10 @@ func failureOf(d projection.Due) rules.Failure {
 	return rules.Failure{Function: d.Function, ErrorCode: d.ErrorCode, Fingerprint: d.Fingerprint}
 }
 
-// listDue lists the due records a pass considers, without the held ones
-// (by a rule, or by their circuit: see skipper): at least batch plus the
-// backing-off records that are not held, unless the due list ends first
-// (complete). It starts from the number held in the last pass and doubles
+// listDue lists the due records a pass considers, without those it leaves
+// alone (parked by a rule, or held by their circuit's drain: see skipper): at least batch plus the
+// backing-off records not left alone, unless the due list ends first
+// (complete). It starts from the number left alone in the last pass and doubles
 // the list until it has enough.
 func (s *Scheduler) listDue(now time.Time) (due []projection.Due, complete bool) {
 	want := s.opts.batch + s.backoff.extra()
@@ -78,19 +79,19 @@ func (s *Scheduler) listDue(now time.Time) (due []projection.Due, complete bool)
 }
 
 // skipper returns what a pass leaves alone, nil if nothing: the records a
-// HOLD_UNTIL_DEPLOY rule holds (WithHolds), and those of a function whose
+// park-until-deploy rule parks (WithParkRules), and those of a function whose
 // circuit is not closed or whose recovery drain waits or drains
 // (WithDrains): the drain prepares them, not the passes.
 func (s *Scheduler) skipper(now time.Time) func(projection.Due) bool {
 	var set *rules.Set
-	if s.opts.holds != nil {
-		set = s.opts.holds.Set()
+	if s.opts.parkRules != nil {
+		set = s.opts.parkRules.Set()
 	}
 	drains := s.opts.drain != nil
 	if set == nil && !drains {
 		return nil
 	}
 	return func(d projection.Due) bool {
-		return (set != nil && set.Held(failureOf(d), now)) || (drains && s.drainHolds(circuit.Of(d.Function)))
+		return (set != nil && set.Parked(failureOf(d), now)) || (drains && s.drainHolds(circuit.Of(d.Function)))
 	}
 }

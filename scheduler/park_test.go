@@ -52,10 +52,10 @@ func TestHeldRecordsAreLeftAloneAndDoNotBlockOthers(t *testing.T) {
 	e.indexed(t, versions)
 	e.clock.Set(t0.Add(10 * time.Second))
 
-	hold := rules.NewSet([]rules.Rule{{ID: "r-000000000001", Action: rules.HoldUntilDeploy,
+	hold := rules.NewSet([]rules.Rule{{ID: "r-000000000001", Action: rules.ParkUntilDeploy,
 		Match: rules.Match{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Held"}}})
 	ticks := make(chan time.Time)
-	s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithBatch(2), scheduler.WithHolds(scheduler.StaticRules{Rules: hold}))
+	s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithBatch(2), scheduler.WithParkRules(scheduler.StaticRules{Rules: hold}))
 	run(t, s)
 	waitActive(t, s)
 	tick(t, s, ticks)
@@ -72,24 +72,24 @@ func TestHeldRecordsAreLeftAloneAndDoNotBlockOthers(t *testing.T) {
 
 func TestDeployReleaseOptions(t *testing.T) {
 	e := newEnv(t, natstest.New(t).JetStream(), 1, steadyTTL)
-	rel, err := scheduler.OpenReleases(t.Context(), e.js, "", 0)
+	rel, err := scheduler.OpenParkReleases(t.Context(), e.js, "", 0)
 	require.NoError(t, err)
 	builds := staticBuilds{}
 	for _, c := range []struct {
-		policy scheduler.ReleasePolicy
+		policy scheduler.ParkReleasePolicy
 		msg    string
 	}{
-		{scheduler.ReleasePolicy{Canary: -1}, "release canary must be between 1 and 500 records, got -1"},
-		{scheduler.ReleasePolicy{Threshold: 1.5}, "release threshold must be a fraction above 0 and at most 1, got 1.5"},
-		{scheduler.ReleasePolicy{Steps: []int{5, -1}}, "release steps must be 0 (all the rest) or positive, got -1"},
+		{scheduler.ParkReleasePolicy{Canary: -1}, "release canary must be between 1 and 500 records, got -1"},
+		{scheduler.ParkReleasePolicy{Threshold: 1.5}, "release threshold must be a fraction above 0 and at most 1, got 1.5"},
+		{scheduler.ParkReleasePolicy{Steps: []int{5, -1}}, "release steps must be 0 (all the rest) or positive, got -1"},
 	} {
-		_, err := scheduler.New(e.index, e.svc, e.leases, scheduler.WithDeployRelease(builds, e.index, rel, c.policy, nil))
+		_, err := scheduler.New(e.index, e.svc, e.leases, scheduler.WithParkRelease(builds, e.index, rel, c.policy, nil))
 		require.ErrorIs(t, err, scheduler.ErrInvalidOption)
 		assert.Contains(t, err.Error(), c.msg)
 	}
-	_, err = scheduler.New(e.index, e.svc, e.leases, scheduler.WithDeployRelease(nil, e.index, rel, scheduler.ReleasePolicy{}, nil))
+	_, err = scheduler.New(e.index, e.svc, e.leases, scheduler.WithParkRelease(nil, e.index, rel, scheduler.ParkReleasePolicy{}, nil))
 	require.ErrorIs(t, err, scheduler.ErrInvalidOption)
-	_, err = scheduler.New(e.index, e.svc, e.leases, scheduler.WithHolds(nil))
+	_, err = scheduler.New(e.index, e.svc, e.leases, scheduler.WithParkRules(nil))
 	require.ErrorIs(t, err, scheduler.ErrInvalidOption)
 }
 
@@ -114,13 +114,13 @@ func (b *mutableBuilds) Builds(context.Context) ([]processor.BuildEntry, error) 
 // without a release.
 func TestNewBuildWithoutHoldsIsNotedQuietly(t *testing.T) {
 	e := newEnv(t, natstest.New(t).JetStream(), 1, steadyTTL)
-	rel, err := scheduler.OpenReleases(t.Context(), e.js, "", 0)
+	rel, err := scheduler.OpenParkReleases(t.Context(), e.js, "", 0)
 	require.NoError(t, err)
 	builds := &mutableBuilds{}
 	builds.set(processor.BuildEntry{Context: "order", Processor: "P", Instance: "a", Build: processor.Build{Version: "v1"}, StartedAt: 1})
 	ticks := make(chan time.Time)
-	s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithHolds(scheduler.StaticRules{Rules: rules.NewSet(nil)}),
-		scheduler.WithDeployRelease(builds, e.index, rel, scheduler.ReleasePolicy{}, nil))
+	s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithParkRules(scheduler.StaticRules{Rules: rules.NewSet(nil)}),
+		scheduler.WithParkRelease(builds, e.index, rel, scheduler.ParkReleasePolicy{}, nil))
 	run(t, s)
 	waitActive(t, s)
 	tick(t, s, ticks)
@@ -135,5 +135,5 @@ func TestNewBuildWithoutHoldsIsNotedQuietly(t *testing.T) {
 	assert.Equal(t, scheduler.PhaseDone, r.Phase)
 	assert.Equal(t, processor.Build{Version: "v2"}, r.Build)
 	assert.Equal(t, processor.Build{Version: "v1"}, r.PreviousBuild)
-	assert.Zero(t, s.Stats().Releases.Started, "no release without holds")
+	assert.Zero(t, s.Stats().ParkReleases.Started, "no release without holds")
 }

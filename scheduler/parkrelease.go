@@ -8,31 +8,28 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
-	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/rules"
 )
 
-// Release defaults.
+// Park release defaults.
 const (
-	DefaultReleaseBucket    = "amends_releases"
-	DefaultCanary           = 1
-	DefaultReleaseThreshold = 0.9
+	DefaultParkReleaseBucket    = "amends_releases"
+	DefaultCanary               = 1
+	DefaultParkReleaseThreshold = 0.9
 	// MaxReleaseBatch bounds the records one pass prepares for a release;
 	// an "all" step larger than that is prepared over several passes.
 	MaxReleaseBatch = 500
 )
 
-// DefaultReleaseSteps are the step sizes after the canary; 0 is "all the
+// DefaultParkReleaseSteps are the step sizes after the canary; 0 is "all the
 // rest".
-var DefaultReleaseSteps = []int{1, 5, 20, 0}
+var DefaultParkReleaseSteps = []int{1, 5, 20, 0}
 
-// The phases of a release.
+// The phases of a park release (and of a drain: see rollout.go).
 const (
 	PhaseBaseline = "baseline" // the first build seen: nothing to release
 	PhaseCanary   = "canary"
@@ -41,13 +38,13 @@ const (
 	PhaseHalted   = "halted"
 )
 
-// ReleasePolicy says how records held until a deploy are released when a
+// ParkReleasePolicy says how records parked until a deploy are released when a
 // new build registers: Canary records first (DefaultCanary if 0), then
-// steps of the sizes in Steps (DefaultReleaseSteps if nil; 0 means all the
+// steps of the sizes in Steps (DefaultParkReleaseSteps if nil; 0 means all the
 // rest), each started only while the success ratio of the last one is at
-// least Threshold (DefaultReleaseThreshold if 0; from 0 to 1). A canary or
+// least Threshold (DefaultParkReleaseThreshold if 0; from 0 to 1). A canary or
 // step below the threshold halts the release.
-type ReleasePolicy struct {
+type ParkReleasePolicy struct {
 	Canary    int
 	Steps     []int
 	Threshold float64
@@ -60,13 +57,14 @@ type ReleasedRecord struct {
 	Attempt int32  `json:"attempt"`
 }
 
-// Release is the progress of the release of one processor's held records
+// ParkRelease is the progress of the release of one processor's parked
+// records
 // after a new build registered, as the progress bucket keeps it (one key
 // per processor), so that it survives a restart. Times are epoch ms.
 //
-// A notifier can watch the bucket (Releases.Watch): a release whose Phase
+// A notifier can watch the bucket (ParkReleases.Watch): a release whose Phase
 // becomes PhaseHalted has failed its canary or a step, and Halt says why.
-type Release struct {
+type ParkRelease struct {
 	Context       string          `json:"context"`
 	Processor     string          `json:"processor"`
 	Build         processor.Build `json:"build"`
@@ -74,7 +72,7 @@ type Release struct {
 	Phase         string          `json:"phase"`
 	// Step is the index in the policy's steps of the current step.
 	Step int `json:"step"`
-	// StartedAt is when the build was seen; the records held are those
+	// StartedAt is when the build was seen; the records parked are those
 	// whose last failure is older.
 	StartedAt int64 `json:"startedAt"`
 	// Batch is the canary or step under way.
@@ -88,94 +86,15 @@ type Release struct {
 	UpdatedAt int64  `json:"updatedAt"`
 }
 
-// ReleaseStats counts what the releases did.
-type ReleaseStats struct {
+// ParkReleaseStats counts what the releases did.
+type ParkReleaseStats struct {
 	Started, Steps, Prepared, Halted, Done uint64
 }
 
-type releaseStats struct{ started, steps, prepared, halted, done atomic.Uint64 }
+type parkReleaseStats struct{ started, steps, prepared, halted, done atomic.Uint64 }
 
-func (r *releaseStats) load() ReleaseStats {
-	return ReleaseStats{Started: r.started.Load(), Steps: r.steps.Load(), Prepared: r.prepared.Load(), Halted: r.halted.Load(), Done: r.done.Load()}
-}
-
-// Releases keeps the progress of releases in a KV bucket. Safe for
-// concurrent use.
-type Releases struct{ store *kvstore.Store[Release] }
-
-// ReleasesOption configures OpenReleases.
-type ReleasesOption func(*releasesOptions)
-
-type releasesOptions struct{ quarantine *quarantine.Quarantine }
-
-// WithReleasesQuarantine records the stored releases that do not validate
-// (DecodeRelease) in q, the process's quarantine, so its counts include
-// them (default: a quarantine on js).
-func WithReleasesQuarantine(q *quarantine.Quarantine) ReleasesOption {
-	return func(o *releasesOptions) { o.quarantine = q }
-}
-
-// OpenReleases returns the progress bucket (DefaultReleaseBucket if
-// bucket is ""), creating it with replicas (1 if 0) if it does not exist.
-func OpenReleases(ctx context.Context, js jetstream.JetStream, bucket string, replicas int, opts ...ReleasesOption) (*Releases, error) {
-	if bucket == "" {
-		bucket = DefaultReleaseBucket
-	}
-	if replicas == 0 {
-		replicas = 1
-	}
-	if replicas < 1 || replicas > 5 {
-		return nil, fmt.Errorf("release bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
-	}
-	var o releasesOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	var kopts []kvstore.Option
-	if o.quarantine != nil {
-		kopts = append(kopts, kvstore.WithRecorder(o.quarantine))
-	}
-	b, err := kvstore.Open(ctx, js, releaseSpec(bucket, replicas), kopts...)
-	if err != nil {
-		return nil, fmt.Errorf("release bucket: %w", err)
-	}
-	return &Releases{store: kvstore.For(b, releaseCodec)}, nil
-}
-
-func releaseKey(context, processor string) string { return kvstore.Segments(context, processor) }
-
-// Get returns the release of processor (context, name); ok is false if
-// none was ever recorded. A stored release that does not validate
-// (DecodeRelease) is an error matching kvstore's ErrInvalid that names the
-// field; it is quarantined.
-func (r *Releases) Get(ctx context.Context, context, processor string) (rel Release, ok bool, err error) {
-	rel, _, err = r.store.Get(ctx, releaseKey(context, processor))
-	if errors.Is(err, kvstore.ErrNotFound) {
-		return Release{}, false, nil
-	}
-	if err != nil {
-		return Release{}, false, fmt.Errorf("release of %s/%s: %w", context, processor, err)
-	}
-	return rel, true, nil
-}
-
-func (r *Releases) put(ctx context.Context, rel Release) error {
-	_, err := r.store.Put(ctx, releaseKey(rel.Context, rel.Processor), rel)
-	return err
-}
-
-// Watch returns a watch of every release's progress (see
-// jetstream.KeyValue.WatchAll); each value is a Release in JSON: read it
-// with Decode.
-func (r *Releases) Watch(ctx context.Context) (jetstream.KeyWatcher, error) {
-	return r.store.KV().WatchAll(ctx)
-}
-
-// Decode validates a release a Watch delivered (DecodeRelease); one that
-// does not validate is quarantined and an error matching kvstore's
-// ErrInvalid.
-func (r *Releases) Decode(ctx context.Context, e jetstream.KeyValueEntry) (Release, error) {
-	return r.store.DecodeEntry(ctx, e)
+func (r *parkReleaseStats) load() ParkReleaseStats {
+	return ParkReleaseStats{Started: r.started.Load(), Steps: r.steps.Load(), Prepared: r.prepared.Load(), Halted: r.halted.Load(), Done: r.done.Load()}
 }
 
 // BuildSource lists the live build registrations. *processor.BuildRegistry
@@ -194,31 +113,31 @@ var (
 	_ RecordLister = (*projection.Index)(nil)
 )
 
-type releaseConfig struct {
+type parkReleaseConfig struct {
 	builds   BuildSource
 	records  RecordLister
-	progress *Releases
-	policy   ReleasePolicy
-	onHalt   func(Release)
+	progress *ParkReleases
+	policy   ParkReleasePolicy
+	onHalt   func(ParkRelease)
 }
 
-// WithDeployRelease makes the lease holder release the records held until
-// a deploy (WithHolds, which it needs) when a new build of their
+// WithParkRelease makes the lease holder release the records parked until
+// a deploy (WithParkRules, which it needs) when a new build of their
 // processor registers in builds: each pass it reads the live builds and,
 // per processor, the progress in progress; a newer build than the one
 // recorded starts a release (the first build seen is only recorded). The
 // release force-prepares, as actor "scheduler" with a reason naming the
-// build, a canary of the held records of that processor whose last
+// build, a canary of the parked records of that processor whose last
 // failure is older than the release, oldest first, and then the steps of
 // policy, each once the one before has settled (every record succeeded,
 // failed again or timed out) with a success ratio at least the threshold.
 // Below it the release halts: the records that failed are marked
 // UNRECOVERABLE with the reason (so their history says so), the halt is
-// logged, counted (Stats.Releases.Halted), kept in the progress bucket
-// and passed to onHalt if it is not nil. The held records not released
-// stay held for the next build. records reads the record states
+// logged, counted (Stats.ParkReleases.Halted), kept in the progress bucket
+// and passed to onHalt if it is not nil. The parked records not released
+// stay parked for the next build. records reads the record states
 // (projection.Index).
-func WithDeployRelease(builds BuildSource, records RecordLister, progress *Releases, policy ReleasePolicy, onHalt func(Release)) Option {
+func WithParkRelease(builds BuildSource, records RecordLister, progress *ParkReleases, policy ParkReleasePolicy, onHalt func(ParkRelease)) Option {
 	return func(o *options) error {
 		if builds == nil || records == nil || progress == nil {
 			return fmt.Errorf("deploy release needs a build source, a record lister and a progress bucket: %w", ErrInvalidOption)
@@ -227,10 +146,10 @@ func WithDeployRelease(builds BuildSource, records RecordLister, progress *Relea
 			policy.Canary = DefaultCanary
 		}
 		if policy.Steps == nil {
-			policy.Steps = DefaultReleaseSteps
+			policy.Steps = DefaultParkReleaseSteps
 		}
 		if policy.Threshold == 0 {
-			policy.Threshold = DefaultReleaseThreshold
+			policy.Threshold = DefaultParkReleaseThreshold
 		}
 		switch {
 		case policy.Canary < 1 || policy.Canary > MaxReleaseBatch:
@@ -244,15 +163,15 @@ func WithDeployRelease(builds BuildSource, records RecordLister, progress *Relea
 			}
 		}
 		policy.Steps = slices.Clone(policy.Steps)
-		o.release = &releaseConfig{builds: builds, records: records, progress: progress, policy: policy, onHalt: onHalt}
+		o.parkRelease = &parkReleaseConfig{builds: builds, records: records, progress: progress, policy: policy, onHalt: onHalt}
 		return nil
 	}
 }
 
-// releaseStep advances every processor's release by what one pass does.
-func (s *Scheduler) releaseStep(ctx context.Context, now time.Time) {
-	rc := s.opts.release
-	if rc == nil || s.opts.holds == nil || s.holding() == nil {
+// parkReleaseStep advances every processor's release by what one pass does.
+func (s *Scheduler) parkReleaseStep(ctx context.Context, now time.Time) {
+	rc := s.opts.parkRelease
+	if rc == nil || s.opts.parkRules == nil || s.holding() == nil {
 		return
 	}
 	entries, err := rc.builds.Builds(ctx)
@@ -299,11 +218,11 @@ func compareKeys(a, b [2]string) int {
 }
 
 // advance moves the release of e's processor on by one step at most.
-func (s *Scheduler) advance(ctx context.Context, rc *releaseConfig, e processor.BuildEntry, now time.Time) error {
+func (s *Scheduler) advance(ctx context.Context, rc *parkReleaseConfig, e processor.BuildEntry, now time.Time) error {
 	rel, ok, err := rc.progress.Get(ctx, e.Context, e.Processor)
 	if errors.Is(err, kvstore.ErrInvalid) {
-		return s.halt(ctx, rc, Release{Context: e.Context, Processor: e.Processor, Build: e.Build, StartedAt: now.UnixMilli()}, now,
-			"the stored release does not validate, so it is not acted on ("+err.Error()+"); the held records stay held until the next build", nil)
+		return s.halt(ctx, rc, ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, StartedAt: now.UnixMilli()}, now,
+			"the stored release does not validate, so it is not acted on ("+err.Error()+"); the parked records stay parked until the next build", nil)
 	}
 	if err != nil {
 		return err
@@ -314,21 +233,21 @@ func (s *Scheduler) advance(ctx context.Context, rc *releaseConfig, e processor.
 	ms := now.UnixMilli()
 	switch {
 	case !ok:
-		rel = Release{Context: e.Context, Processor: e.Processor, Build: e.Build, Phase: PhaseBaseline, StartedAt: ms, UpdatedAt: ms}
+		rel = ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, Phase: PhaseBaseline, StartedAt: ms, UpdatedAt: ms}
 		return rc.progress.put(ctx, rel)
 	case rel.Build != e.Build && e.Build == rel.PreviousBuild && (rel.Phase == PhaseCanary || rel.Phase == PhaseSteps):
 		return nil // an instance of the build being replaced, restarted during the release
-	case rel.Build != e.Build && len(s.opts.holds.Set().Holds(e.Context, e.Processor, now)) == 0:
-		// Nothing can be held for this processor: note the build, quietly.
-		rel = Release{Context: e.Context, Processor: e.Processor, Build: e.Build, PreviousBuild: rel.Build, Phase: PhaseDone, StartedAt: ms, UpdatedAt: ms}
+	case rel.Build != e.Build && len(s.opts.parkRules.Set().Parks(e.Context, e.Processor, now)) == 0:
+		// Nothing can be parked for this processor: note the build, quietly.
+		rel = ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, PreviousBuild: rel.Build, Phase: PhaseDone, StartedAt: ms, UpdatedAt: ms}
 		return rc.progress.put(ctx, rel)
 	case rel.Build != e.Build:
 		if rel.Phase == PhaseCanary || rel.Phase == PhaseSteps {
 			s.opts.logger.Info("scheduler: a newer build supersedes the release under way", "processor", e.Processor, "build", rel.Build.String(), "newer", e.Build.String())
 		}
-		rel = Release{Context: e.Context, Processor: e.Processor, Build: e.Build, PreviousBuild: rel.Build, Phase: PhaseCanary, StartedAt: ms, UpdatedAt: ms}
-		s.releases.started.Add(1)
-		s.opts.logger.Info("scheduler: new build registered; releasing its held records, canary first", "context", e.Context, "processor", e.Processor, "build", e.Build.String(), "previous", rel.PreviousBuild.String())
+		rel = ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, PreviousBuild: rel.Build, Phase: PhaseCanary, StartedAt: ms, UpdatedAt: ms}
+		s.parkReleases.started.Add(1)
+		s.opts.logger.Info("scheduler: new build registered; releasing its parked records, canary first", "context", e.Context, "processor", e.Processor, "build", e.Build.String(), "previous", rel.PreviousBuild.String())
 		if err := rc.progress.put(ctx, rel); err != nil {
 			return err
 		}
@@ -343,7 +262,7 @@ func (s *Scheduler) advance(ctx context.Context, rc *releaseConfig, e processor.
 
 // settle checks the batch under way and, once every record has an
 // outcome, advances or halts the release.
-func (s *Scheduler) settle(ctx context.Context, rc *releaseConfig, rel Release, now time.Time) error {
+func (s *Scheduler) settle(ctx context.Context, rc *parkReleaseConfig, rel ParkRelease, now time.Time) error {
 	pending, ok, failed := settleBatch(rc.records, rel.Batch, now)
 	if pending {
 		return nil
@@ -359,10 +278,10 @@ func (s *Scheduler) settle(ctx context.Context, rc *releaseConfig, rel Release, 
 		what = fmt.Sprintf("step %d", rel.Step+1)
 	}
 	if ratio < rc.policy.Threshold {
-		return s.halt(ctx, rc, rel, now, fmt.Sprintf("the %s of build %s succeeded for %d of %d records (%.0f%%), below the threshold of %.0f%%; the release halted and the other held records stay held",
+		return s.halt(ctx, rc, rel, now, fmt.Sprintf("the %s of build %s succeeded for %d of %d records (%.0f%%), below the threshold of %.0f%%; the release halted and the other parked records stay parked",
 			what, rel.Build, len(ok), n, 100*ratio, 100*rc.policy.Threshold), failed)
 	}
-	s.releases.steps.Add(1)
+	s.parkReleases.steps.Add(1)
 	if rel.Phase == PhaseCanary {
 		rel.Phase, rel.Step = PhaseSteps, 0
 	} else if rel.Step < len(rc.policy.Steps) && rc.policy.Steps[rel.Step] != 0 {
@@ -374,12 +293,12 @@ func (s *Scheduler) settle(ctx context.Context, rc *releaseConfig, rel Release, 
 // halt stops rel for reason: it is stored halted (so it is never acted on
 // again), logged, counted and handed to onHalt; the failed records of its
 // last step are marked UNRECOVERABLE with the reason.
-func (s *Scheduler) halt(ctx context.Context, rc *releaseConfig, rel Release, now time.Time, reason string, failed []string) error {
+func (s *Scheduler) halt(ctx context.Context, rc *parkReleaseConfig, rel ParkRelease, now time.Time, reason string, failed []string) error {
 	rel.Phase, rel.Halt, rel.Batch, rel.UpdatedAt = PhaseHalted, reason, nil, now.UnixMilli()
 	if err := rc.progress.put(ctx, rel); err != nil {
 		return err
 	}
-	s.releases.halted.Add(1)
+	s.parkReleases.halted.Add(1)
 	s.opts.logger.Warn("scheduler: release halted", "context", rel.Context, "processor", rel.Processor, "build", rel.Build.String(), "reason", rel.Halt, "failed", failed)
 	for _, id := range failed {
 		meta := aggregate.Meta{Actor: Actor, Reason: "release halted: " + rel.Halt, CommandID: fmt.Sprintf("release-halt:%s:%s:%d", id, rel.Build, rel.StartedAt)}
@@ -396,16 +315,16 @@ func (s *Scheduler) halt(ctx context.Context, rc *releaseConfig, rel Release, no
 // check reports, as the reason of a halt, a release under way that this
 // policy cannot continue: a step past its steps (the policy changed since,
 // or the entry was edited). "" if it can.
-func (p ReleasePolicy) check(rel Release) string {
+func (p ParkReleasePolicy) check(rel ParkRelease) string {
 	if rel.Phase == PhaseSteps && rel.Step > len(p.Steps) {
-		return fmt.Sprintf("the release is at step %d, past the %d steps of the policy (it changed since, or the entry was edited); it halted and the held records stay held", rel.Step+1, len(p.Steps))
+		return fmt.Sprintf("the release is at step %d, past the %d steps of the policy (it changed since, or the entry was edited); it halted and the parked records stay parked", rel.Step+1, len(p.Steps))
 	}
 	return ""
 }
 
 // launch prepares the next canary or step, or ends the release when no
-// held record is left.
-func (s *Scheduler) launch(ctx context.Context, rc *releaseConfig, rel Release, now time.Time) error {
+// parked record is left.
+func (s *Scheduler) launch(ctx context.Context, rc *parkReleaseConfig, rel ParkRelease, now time.Time) error {
 	size := rc.policy.Canary
 	label := "canary"
 	if rel.Phase == PhaseSteps {
@@ -418,18 +337,18 @@ func (s *Scheduler) launch(ctx context.Context, rc *releaseConfig, rel Release, 
 	if size == 0 || size > MaxReleaseBatch {
 		size = MaxReleaseBatch
 	}
-	held, err := s.heldRecords(rc, rel, now, size)
+	parked, err := s.parkedRecords(rc, rel, now, size)
 	if err != nil {
 		return err
 	}
-	if len(held) == 0 {
+	if len(parked) == 0 {
 		return s.done(ctx, rc, rel, now)
 	}
-	batch, err := s.prepareAll(ctx, held, aggregate.ForcePrepareCompensation{}, func(it projection.Item) aggregate.Meta {
+	batch, err := s.prepareAll(ctx, parked, aggregate.ForcePrepareCompensation{}, func(it projection.Item) aggregate.Meta {
 		return aggregate.Meta{Actor: Actor, Reason: fmt.Sprintf("deploy release of build %s: %s", rel.Build, label),
 			CommandID: fmt.Sprintf("release:%s:%s:%d", it.ID, rel.Build, rel.StartedAt)}
 	})
-	s.releases.prepared.Add(uint64(len(batch)))
+	s.parkReleases.prepared.Add(uint64(len(batch)))
 	rel.Batch = append(rel.Batch, batch...)
 	if len(rel.Batch) == 0 {
 		return err // every pick moved on (the next pass picks again), or the first could not be sent
@@ -441,19 +360,19 @@ func (s *Scheduler) launch(ctx context.Context, rc *releaseConfig, rel Release, 
 	return err // the records prepared are in the batch; the error is logged
 }
 
-func (s *Scheduler) done(ctx context.Context, rc *releaseConfig, rel Release, now time.Time) error {
+func (s *Scheduler) done(ctx context.Context, rc *parkReleaseConfig, rel ParkRelease, now time.Time) error {
 	rel.Phase, rel.UpdatedAt = PhaseDone, now.UnixMilli()
-	s.releases.done.Add(1)
+	s.parkReleases.done.Add(1)
 	s.opts.logger.Info("scheduler: release done", "context", rel.Context, "processor", rel.Processor, "build", rel.Build.String(),
 		"released", rel.Released, "succeeded", rel.Succeeded, "failed", rel.Failed)
 	return rc.progress.put(ctx, rel)
 }
 
-// heldRecords lists up to n records of rel's processor held until a
+// parkedRecords lists up to n records of rel's processor parked until a
 // deploy whose last failure is older than the release: FAILED, retried
-// automatically, and held by the current rules. Oldest failure first.
-func (s *Scheduler) heldRecords(rc *releaseConfig, rel Release, now time.Time, n int) ([]projection.Item, error) {
-	set := s.opts.holds.Set()
+// automatically, and parked by the current rules. Oldest failure first.
+func (s *Scheduler) parkedRecords(rc *parkReleaseConfig, rel ParkRelease, now time.Time, n int) ([]projection.Item, error) {
+	set := s.opts.parkRules.Set()
 	q := projection.Query{
 		Filter: projection.Filter{FunctionContext: rel.Context, Processor: rel.Processor, Status: aggregate.StatusFailed,
 			ExecuteAtTo: time.UnixMilli(rel.StartedAt)},
@@ -468,7 +387,7 @@ func (s *Scheduler) heldRecords(rc *releaseConfig, rel Release, now time.Time, n
 		}
 		for _, it := range page.Items {
 			x := rules.Failure{Function: it.Function, ErrorCode: it.ErrorCode, Fingerprint: it.Fingerprint}
-			if len(out) < n && it.Recoverable.AutoRetried() && set.Held(x, now) {
+			if len(out) < n && it.Recoverable.AutoRetried() && set.Parked(x, now) {
 				out = append(out, it)
 			}
 		}

@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/processor"
+)
+
+// stormLatencies collects one function's first-call latencies by phase.
+type stormLatencies struct {
+	before, during, after []time.Duration
+}
+
+// stormState is what the functions observe, shared by their calls.
+type stormState struct {
+	failing       atomic.Bool
+	outage        atomic.Bool // the outage is on: count calls during it
+	mu            sync.Mutex
+	ok            [3]map[string]bool // per function: events it succeeded on
+	seen          [3]map[string]bool // per function: events it was called on
+	lat           [3]stormLatencies
+	calls         [3]atomic.Uint64
+	replays       [3]atomic.Uint64
+	during        [3]atomic.Uint64
+	replaysDuring [3]atomic.Uint64
+	reruns        [3]atomic.Uint64
+	// outageStart and outageEnd are unix nanos, appended events carry
+	// their append time in their body.
+	outageStart, outageEnd atomic.Int64
+	allOK                  chan struct{} // closed once every function succeeded on every event
+	total                  int
+	doneOK                 int // (function, event) pairs succeeded
+}
+
+type stormBody struct {
+	At int64 `json:"at"` // unix nanos of the append
+}
+
+// call notes a call of function i on d and returns whether it succeeds.
+func (s *stormState) call(ctx context.Context, i int, d *processor.Delivery, body stormBody) error {
+	s.calls[i].Add(1)
+	_, replay := processor.CompensationFrom(ctx)
+	if replay {
+		s.replays[i].Add(1)
+	}
+	if s.outage.Load() {
+		s.during[i].Add(1)
+		if replay {
+			s.replaysDuring[i].Add(1)
+		}
+	}
+	fail := i == 0 && s.failing.Load()
+	id := d.Event.ID
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ok[i][id] {
+		s.reruns[i].Add(1)
+	}
+	if !s.seen[i][id] {
+		s.seen[i][id] = true
+		lat := time.Duration(time.Now().UnixNano() - body.At)
+		switch {
+		case body.At < s.outageStart.Load():
+			s.lat[i].before = append(s.lat[i].before, lat)
+		case body.At < s.outageEnd.Load():
+			s.lat[i].during = append(s.lat[i].during, lat)
+		default:
+			s.lat[i].after = append(s.lat[i].after, lat)
+		}
+	}
+	if fail {
+		return failure.Recoverable(errors.New("smtp 451: mail service unavailable"))
+	}
+	if !s.ok[i][id] {
+		s.ok[i][id] = true
+		s.doneOK++
+		if s.doneOK == s.total {
+			close(s.allOK)
+		}
+	}
+	return nil
+}
+
+// outcomes counts the recorder's outcomes.
+type outcomes struct {
+	processor.FailureRecorder
+	created, already atomic.Uint64
+}
+
+// Describe forwards to the recorder, so refused calls' records carry the
+// last failure's fingerprint.
+func (o *outcomes) Describe(f aggregate.FunctionInfo, err error, rules failure.Rules) (aggregate.ErrorDetails, aggregate.Recoverability) {
+	if d, ok := o.FailureRecorder.(processor.FailureDescriber); ok {
+		return d.Describe(f, err, rules)
+	}
+	return aggregate.ErrorDetails{ErrorCode: "Unclassified", ErrorMsg: err.Error()}, failure.Classify(err, rules)
+}
+
+func (o *outcomes) Record(ctx context.Context, x processor.Execution) (processor.Outcome, error) {
+	out, err := o.FailureRecorder.Record(ctx, x)
+	switch out {
+	case processor.OutcomeRecorded:
+		o.created.Add(1)
+	case processor.OutcomeAlreadyRecorded:
+		o.already.Add(1)
+	}
+	return out, err
+}
+
+// playOutage fails Mailer.send from c.Before after start for c.Outage,
+// flapping down and up if c says so, and stops at ctx's end.
+func (s *stormState) playOutage(ctx context.Context, c StormConfig, start time.Time, log *slog.Logger) {
+	if sleepUntil(ctx, start.Add(c.Before)) != nil {
+		return
+	}
+	s.failing.Store(true)
+	s.outage.Store(true)
+	log.Info("storm: outage begins", "function", "Mailer.send", "for", c.Outage, "flapDown", c.FlapDown, "flapUp", c.FlapUp)
+	if c.FlapDown > 0 {
+		// Down, up, down, ... until the outage's end.
+		at := start.Add(c.Before)
+		for down := true; ; down = !down {
+			if down {
+				at = at.Add(c.FlapDown)
+			} else {
+				at = at.Add(c.FlapUp)
+			}
+			if !at.Before(start.Add(c.Before + c.Outage)) {
+				break
+			}
+			if sleepUntil(ctx, at) != nil {
+				return
+			}
+			s.failing.Store(!down)
+		}
+	}
+	if sleepUntil(ctx, start.Add(c.Before+c.Outage)) != nil {
+		return
+	}
+	s.failing.Store(false)
+	s.outage.Store(false)
+	log.Info("storm: outage ends")
+}
+
+func (l *stormLatencies) phases() StormPhases {
+	return StormPhases{Before: latencyOf(l.before), During: latencyOf(l.during), After: latencyOf(l.after)}
+}

@@ -1,0 +1,204 @@
+// The lease holder's drain loop and its copy of the drains.
+
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/amends-dev/amends/circuit"
+)
+
+// drains is the lease holder's copy of the drains: loaded from the bucket
+// when a tenure begins, written through after each change.
+type drains struct {
+	mu     sync.Mutex
+	tenure context.Context
+	byFn   map[circuit.Function]Drain
+	open   map[circuit.Function]bool // circuits not closed, as last seen
+	seen   bool                      // the circuits were read once
+	// wrote holds the circuits the drain changed itself (a failed canary
+	// opens its circuit again), as stored, until the watched circuits
+	// catch up: a tick that read the circuit from before would take it
+	// for closed and prepare a canary its processor refuses.
+	wrote map[circuit.Function]circuit.State
+}
+
+// transitions is the number of c's last transition (transitions are
+// numbered from 1, in order), 0 for a circuit that never changed.
+func transitions(c circuit.State) int64 {
+	t, _ := c.LastTransition()
+	return t.Seq
+}
+
+// circuits returns the watched circuits, each replaced by the one the
+// drain wrote when that is newer.
+func (s *Scheduler) circuits(watched []circuit.State) []circuit.State {
+	s.drain.mu.Lock()
+	defer s.drain.mu.Unlock()
+	for i, c := range watched {
+		w, ok := s.drain.wrote[c.Function]
+		switch {
+		case !ok:
+		case transitions(w) > transitions(c):
+			watched[i] = w
+		default:
+			delete(s.drain.wrote, c.Function) // the watch has it
+		}
+	}
+	return watched
+}
+
+// drainLoop advances the drains every tick until ctx ends.
+func (s *Scheduler) drainLoop(ctx context.Context) {
+	ticks := s.opts.drain.Ticks
+	if ticks == nil {
+		t := time.NewTicker(s.opts.drain.Policy.Tick)
+		defer t.Stop()
+		ticks = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticks:
+			s.drainTick()
+		}
+	}
+}
+
+// drainTick advances every function's drain by what one tick does. It
+// waits until the circuits and the records are loaded (a source with a
+// Ready channel, as *circuit.Watcher and *projection.Index have): before
+// that, an empty list would end a drain with records left, or take an
+// open circuit for a closed one.
+func (s *Scheduler) drainTick() {
+	dc := s.opts.drain
+	if !loaded(dc.Circuits) || !loaded(dc.Records) {
+		return
+	}
+	states := s.circuits(dc.Circuits.List())
+	open := make(map[circuit.Function]bool, len(states))
+	for _, c := range states {
+		if c.Phase != circuit.Closed {
+			open[c.Function] = true
+		}
+	}
+	s.drain.mu.Lock()
+	s.drain.open, s.drain.seen = open, true
+	s.drain.mu.Unlock()
+	active := s.holding()
+	if active == nil {
+		return
+	}
+	if !s.loadDrains(active) {
+		return
+	}
+	now := s.opts.clock.Now()
+	seen := map[circuit.Function]bool{}
+	for _, c := range states {
+		if s.holding() == nil {
+			return
+		}
+		seen[c.Function] = true
+		if err := s.drainOne(active, c, now); err != nil && active.Err() == nil {
+			s.opts.logger.Warn("scheduler: drain step failed; trying again", "function", c.Function.String(), "err", err)
+		}
+	}
+	// A circuit deleted from the bucket is closed, its incident over.
+	for _, d := range s.drainList() {
+		if !seen[d.Function] && d.Draining() {
+			c := circuit.New(d.Function)
+			c.Incident = circuit.Incident{From: d.From, To: max(d.To, d.From, 1)}
+			if err := s.drainOne(active, c, now); err != nil && active.Err() == nil {
+				s.opts.logger.Warn("scheduler: drain step failed; trying again", "function", d.Function.String(), "err", err)
+			}
+		}
+	}
+}
+
+// loaded reports whether src has loaded, when it can tell.
+func loaded(src any) bool {
+	r, ok := src.(interface{ Ready() <-chan struct{} })
+	if !ok {
+		return true
+	}
+	select {
+	case <-r.Ready():
+		return true
+	default:
+		return false
+	}
+}
+
+// loadDrains reads the drains when tenure is new; false if it cannot.
+func (s *Scheduler) loadDrains(tenure context.Context) bool {
+	s.drain.mu.Lock()
+	loaded := s.drain.tenure == tenure
+	s.drain.mu.Unlock()
+	if loaded {
+		return true
+	}
+	list, bad, err := s.opts.drain.Progress.List(tenure)
+	if err != nil {
+		s.opts.logger.Warn("scheduler: reading the drains failed; trying again", "err", err)
+		return false
+	}
+	for _, e := range bad {
+		s.opts.logger.Warn("scheduler: a stored drain does not validate; it starts again from its circuit's incident", "err", e)
+	}
+	byFn := make(map[circuit.Function]Drain, len(list))
+	for _, d := range list {
+		byFn[d.Function] = d
+	}
+	s.drain.mu.Lock()
+	s.drain.tenure, s.drain.byFn = tenure, byFn
+	s.drain.mu.Unlock()
+	return true
+}
+
+func (s *Scheduler) drainList() []Drain {
+	s.drain.mu.Lock()
+	defer s.drain.mu.Unlock()
+	out := make([]Drain, 0, len(s.drain.byFn))
+	for _, d := range s.drain.byFn {
+		out = append(out, d)
+	}
+	return out
+}
+
+func (s *Scheduler) drainOf(f circuit.Function) (Drain, bool) {
+	s.drain.mu.Lock()
+	defer s.drain.mu.Unlock()
+	d, ok := s.drain.byFn[f]
+	return d, ok
+}
+
+// putDrain stores d and keeps it.
+func (s *Scheduler) putDrain(ctx context.Context, d Drain, now time.Time) error {
+	d.UpdatedAt = now.UnixMilli()
+	if err := s.opts.drain.Progress.put(ctx, d); err != nil {
+		return err
+	}
+	s.drain.mu.Lock()
+	if s.drain.byFn != nil {
+		s.drain.byFn[d.Function] = d
+	}
+	s.drain.mu.Unlock()
+	return nil
+}
+
+// drainHolds reports whether the passes leave f's records alone: its
+// circuit is not closed, or its drain waits or drains; or the circuits
+// were not read yet, so that a pass at start-up prepares nothing the
+// circuits would refuse.
+func (s *Scheduler) drainHolds(f circuit.Function) bool {
+	s.drain.mu.Lock()
+	defer s.drain.mu.Unlock()
+	if !s.drain.seen || s.drain.open[f] {
+		return true
+	}
+	d, ok := s.drain.byFn[f]
+	return ok && d.Draining()
+}
