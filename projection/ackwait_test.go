@@ -97,6 +97,9 @@ func TestSlowProjectionIsNotRedelivered(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, time.Second, info.Config.AckWait)
 	assert.Equal(t, uint64(1), info.Delivered.Consumer, "delivered once, though its projection took four AckWaits")
+	// The view is in the bucket once the write returns; the projector
+	// counts it just after.
+	require.Eventually(t, func() bool { return p.Stats().Projected+p.Stats().Rebuilt >= 1 }, 30*time.Second, 5*time.Millisecond, "the projection is counted")
 	assert.Equal(t, uint64(1), p.Stats().Projected+p.Stats().Rebuilt)
 	assert.Equal(t, int32(1), slow.calls.Load(), "written once")
 }
