@@ -223,6 +223,9 @@ func TestCircuitsWithoutTheirBucket(t *testing.T) {
 	run(t, p)
 	for i := range 5 {
 		e.emit(order("o-"+itoa(uint64(i))), 1, ev("order_placed", struct{}{}))
+		if i == 2 { // the third failure opens the circuit; wait for it, so the count below is exact
+			require.Eventually(t, func() bool { return send.total.Load() == 3 && e.settled("Mailer") }, waitFor, tick)
+		}
 	}
 	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
 	assert.Equal(t, int64(3), send.total.Load(), "the circuit opened on this instance")
