@@ -108,13 +108,14 @@ func demoEmbedded(ctx context.Context, a *app, f *demoFlags) error {
 		l.Close()
 	}
 	cfg := serveConfig{
-		embedded:   &natsconn.EmbeddedConfig{DataDir: dir, Host: "127.0.0.1", Port: natsconn.RandomPort},
-		storage:    jetstream.FileStorage,
-		replicas:   1,
-		maxMsgSize: 1 << 20,
-		http:       addr,
-		scheduler:  &schedulerConfig{period: time.Second, batch: 100, workers: 4, leaseTTL: scheduler.DefaultLeaseTTL, drainRate: scheduler.DefaultDrainRate},
-		ready:      a.serveReady,
+		embedded:       &natsconn.EmbeddedConfig{DataDir: dir, Host: "127.0.0.1", Port: natsconn.RandomPort},
+		storage:        jetstream.FileStorage,
+		startupTimeout: defaultStartupTimeout,
+		replicas:       1,
+		maxMsgSize:     1 << 20,
+		http:           addr,
+		scheduler:      &schedulerConfig{period: time.Second, batch: 100, workers: 4, leaseTTL: scheduler.DefaultLeaseTTL, drainRate: scheduler.DefaultDrainRate},
+		ready:          a.serveReady,
 		extra: func(ctx context.Context, js jetstream.JetStream, info serveInfo) ([]component, error) {
 			d := &demo{a: a, f: f, js: js, api: info.HTTPURL, natsURL: info.NATSURL}
 			return []component{{"demo", d.run}}, nil

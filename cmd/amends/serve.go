@@ -108,7 +108,8 @@ type serveFlags struct {
 	leaseTTL    time.Duration
 	drainRate   float64
 
-	repairBuckets bool
+	repairBuckets  bool
+	startupTimeout time.Duration
 
 	retention retentionFlags
 	notify    notifyFlags
@@ -171,6 +172,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "most records prepared per pass, 1 to 10000")
 	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once, 1 to 256")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
+	fs.DurationVar(&f.startupTimeout, "startup-timeout", defaultStartupTimeout, "how long start-up rides out elections and lost servers while it provisions the stream and opens the buckets, 5s to 1h; past it serve exits with an error")
 	fs.BoolVar(&f.repairBuckets, "repair-buckets", false, "at start, bring buckets with other settings to the ones serve needs (in place, or deleted and created again when their content is rebuilt or transient); see Buckets")
 	fs.Float64Var(&f.drainRate, "drain-rate", scheduler.DefaultDrainRate, "most records per second a recovery drain prepares for one function after its circuit closes, 1 to 100000")
 	f.retention.add(fs, scheduler.DefaultRetention)
@@ -203,6 +205,10 @@ func (f *serveFlags) config(cmd *cobra.Command, env func(string) (string, bool),
 	if err := f.snap.config(&cfg); err != nil {
 		return cfg, err
 	}
+	if err := checkRange("startup-timeout", f.startupTimeout, 5*time.Second, time.Hour, ""); err != nil {
+		return cfg, err
+	}
+	cfg.startupTimeout = f.startupTimeout
 	switch f.storage {
 	case "file":
 		cfg.storage = jetstream.FileStorage
@@ -302,6 +308,8 @@ func parseListen(s string) (host string, port int, err error) {
 
 // serveConfig is the validated configuration of run.
 type serveConfig struct {
+	// startupTimeout bounds start-up (--startup-timeout).
+	startupTimeout time.Duration
 	// embedded configures the embedded server; nil when client is used.
 	embedded *natsconn.EmbeddedConfig
 	// client configures the connection to an existing server or cluster.

@@ -134,7 +134,7 @@ func TestServeAndProcessorStartWhileTheStreamLeaderStepsDown(t *testing.T) {
 	go func() { errc <- p.Run(ctx) }()
 
 	var c cli
-	r := c.startServeWithin(t, 3*waitLimit, "serve", "--nats-url", cluster.URLs(), "--replicas", "3")
+	r := c.startServeWithin(t, 3*waitLimit, "serve", "--nats-url", cluster.URLs(), "--replicas", "3", "--startup-timeout", (3 * waitLimit).String())
 	select {
 	case <-p.Ready():
 	case err := <-errc:

@@ -30,6 +30,8 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		{"index-snapshot-every", "500ms", "--index-snapshot-every must be between 1s and 24h (0: off), got 500ms"},
 		{"index-snapshot-every", "-1s", "--index-snapshot-every must be between 1s and 24h (0: off), got -1s"},
 		{"index-snapshot-every", "25h", "--index-snapshot-every must be between 1s and 24h (0: off), got 25h"},
+		{"startup-timeout", "1s", "--startup-timeout must be between 5s and 1h, got 1s"},
+		{"startup-timeout", "2h", "--startup-timeout must be between 5s and 1h, got 2h"},
 		{"http", ":99999", `--http ":99999": want host:port with a port from 0 (a free port) to 65535, such as 127.0.0.1:8080`},
 		{"http", "127.0.0.1", `--http "127.0.0.1": want host:port`},
 		{"http", "127.0.0.1:-1", `--http "127.0.0.1:-1": want host:port`},

@@ -21,10 +21,11 @@ import (
 )
 
 const (
-	// startupTimeout bounds start-up: provisioning the event store and
-	// opening the buckets, each retried through transient errors (a
-	// leader election, a lost server) until then.
-	startupTimeout = 60 * time.Second
+	// defaultStartupTimeout bounds start-up by default (--startup-timeout):
+	// provisioning the event store and opening the buckets, each retried
+	// through transient errors (a leader election, a lost server) until
+	// then.
+	defaultStartupTimeout = 60 * time.Second
 	// drainTimeout bounds draining the NATS connection at shutdown.
 	drainTimeout = 30 * time.Second
 )
@@ -83,8 +84,8 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 		return err
 	}
 	// Start-up rides out an election: transient errors are retried until
-	// startupTimeout; the HTTP API, and with it /readyz, is not up before.
-	sctx, cancel := context.WithTimeout(ctx, startupTimeout)
+	// --startup-timeout; the HTTP API, and with it /readyz, is not up before.
+	sctx, cancel := context.WithTimeout(ctx, cfg.startupTimeout)
 	defer cancel()
 	err = transient.Retry(sctx, logger, "the event store stream "+stream, func(ctx context.Context) error {
 		return store.Provision(ctx, aggregate.Context)
