@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
 )
@@ -52,16 +52,8 @@ func newKillRig(t *testing.T, test, env string) *killRig {
 	if testing.Short() {
 		t.Skip("runs child processes")
 	}
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(10*time.Second))
-	require.NoError(t, err)
+	srv := natstest.NewListening(t) // the children connect to it
+	_, js := srv.Connect()
 	store, err := jsstore.New(js)
 	require.NoError(t, err)
 	require.NoError(t, store.Provision(t.Context(), ctxName, aggregate.Context))

@@ -19,7 +19,8 @@ type Server struct {
 	// StoreDir is the JetStream store directory; Restart reuses it.
 	StoreDir string
 
-	tb testing.TB
+	tb     testing.TB
+	listen bool
 }
 
 // New starts a JetStream server that does not listen on any port and
@@ -27,18 +28,28 @@ type Server struct {
 // does not become ready.
 func New(tb testing.TB) *Server {
 	tb.Helper()
-	return start(tb, tb.TempDir())
+	return start(tb, tb.TempDir(), false)
 }
 
-func start(tb testing.TB, dir string) *Server {
+// NewListening is New listening on a free loopback port (ClientURL), for
+// tests whose child processes connect to it (the kill -9 loops).
+func NewListening(tb testing.TB) *Server {
+	tb.Helper()
+	return start(tb, tb.TempDir(), true)
+}
+
+func start(tb testing.TB, dir string, listen bool) *Server {
 	tb.Helper()
 	opts := &server.Options{
 		ServerName: "natstest",
 		JetStream:  true,
 		StoreDir:   dir,
-		DontListen: true,
+		DontListen: !listen,
 		NoLog:      true,
 		NoSigs:     true,
+	}
+	if listen {
+		opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -53,7 +64,7 @@ func start(tb testing.TB, dir string) *Server {
 		s.Shutdown()
 		s.WaitForShutdown()
 	})
-	return &Server{Server: s, StoreDir: dir, tb: tb}
+	return &Server{Server: s, StoreDir: dir, tb: tb, listen: listen}
 }
 
 // Connect opens an in-process client connection, closed by the test's
@@ -87,5 +98,5 @@ func (s *Server) Restart() *Server {
 	s.tb.Helper()
 	s.Shutdown()
 	s.WaitForShutdown()
-	return start(s.tb, s.StoreDir)
+	return start(s.tb, s.StoreDir, s.listen)
 }
