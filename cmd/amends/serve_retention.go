@@ -143,7 +143,15 @@ func openRetention(ctx context.Context, cfg serveConfig, js jetstream.JetStream,
 			return nil, fmt.Errorf("--archive %s: %w", rc.archive, err)
 		}
 	}
-	if ok, err := store.Removable(ctx, aggregate.Context); err == nil && !ok {
+	// Through retryOpen: a stream info asked while the stream's leader
+	// steps down can go unanswered, and only an attempt's deadline ends it.
+	removable, err := retryOpen(ctx, startup, "the compensation stream's purge setting", func(ctx context.Context) (bool, error) {
+		return store.Removable(ctx, aggregate.Context)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retention: %w", err)
+	}
+	if !removable {
 		logger.Warn("retention is on but the compensation stream denies purges (created before retention existed): nothing is removed until it is migrated; see docs/retention.md",
 			"stream", store.StreamName(aggregate.Context))
 	}
