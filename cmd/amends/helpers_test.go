@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -98,7 +99,9 @@ func (c *cli) startServeWithin(tb testing.TB, limit time.Duration, args ...strin
 		r.code <- code
 		tb.Fatalf("serve exited with code %d before it was ready; stderr:\n%s", code, c.stderr.String())
 	case <-time.After(limit):
-		tb.Fatalf("serve not ready within %s; stderr:\n%s", limit, c.stderr.String())
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		tb.Fatalf("serve not ready within %s; stderr:\n%s\ngoroutines:\n%s", limit, c.stderr.String(), buf)
 	}
 	return nil
 }
