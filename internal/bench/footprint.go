@@ -32,9 +32,9 @@ type FootprintConfig struct {
 	// QueryRuns is how long each index query runs per size (default 1 s;
 	// quick 100 ms).
 	QueryRuns time.Duration
-	// Retention, if set, removes what retention removes from the records
-	// made for the disk figures, which are then measured again ("after
-	// retention"). Without it that column is not measured.
+	// Retention removes what retention removes from the records made for
+	// the disk figures, which are then measured again ("after
+	// retention"); default SweepRetention, the sweep serve runs.
 	Retention RetentionFunc
 	// Logger reports progress (default: discard).
 	Logger *slog.Logger
@@ -59,9 +59,6 @@ type FootprintResult struct {
 	Disk    []DiskRow    `json:"disk"`
 	Startup []StartupRow `json:"startup"`
 	Queries []QueryRow   `json:"queries"`
-	// RetentionMeasured says whether the disk rows' After columns were
-	// measured (FootprintConfig.Retention).
-	RetentionMeasured bool `json:"retentionMeasured"`
 }
 
 // DiskRow is one stream's bytes per record for records of one shape, as
@@ -74,7 +71,7 @@ type DiskRow struct {
 	What           string  `json:"what"`
 	BytesPerRecord float64 `json:"bytesPerRecord"`
 	MsgsPerRecord  float64 `json:"msgsPerRecord"`
-	// After retention (when measured).
+	// After the retention sweep (FootprintConfig.Retention).
 	AfterBytesPerRecord float64 `json:"afterBytesPerRecord"`
 	AfterMsgsPerRecord  float64 `json:"afterMsgsPerRecord"`
 }
@@ -85,8 +82,10 @@ type DiskRow struct {
 // deleted afterwards.
 func RunFootprint(ctx context.Context, env *Env, c FootprintConfig) (FootprintResult, error) {
 	c = c.withDefaults(env.Quick)
+	if c.Retention == nil {
+		c.Retention = SweepRetention(env)
+	}
 	var res FootprintResult
-	res.RetentionMeasured = c.Retention != nil
 	for _, a := range c.Attempts {
 		c.Logger.Info("footprint: records on disk", "attempts", a, "records", c.PerShape)
 		rows, err := diskFootprint(ctx, env, c, a)
@@ -166,8 +165,10 @@ func diskFootprint(ctx context.Context, env *Env, c FootprintConfig, attempts in
 		return nil, err
 	}
 	defer func() { _ = env.JS.DeleteKeyValue(context.Background(), bucket) }()
-	svc := aggregate.NewService(store)
-	ids, err := makeRecords(ctx, svc, name, c.PerShape, attempts)
+	// Made footprintAge ago, so that the sweep finds them past retention.
+	clock := footprintClock()
+	svc := aggregate.NewService(store, aggregate.WithClock(clock))
+	ids, err := makeRecords(ctx, svc, clock, name, c.PerShape, attempts)
 	if err != nil {
 		return nil, err
 	}
@@ -189,14 +190,12 @@ func diskFootprint(ctx context.Context, env *Env, c FootprintConfig, attempts in
 	if err != nil {
 		return nil, err
 	}
-	var after map[string]jetstream.StreamState
-	if c.Retention != nil {
-		if err := c.Retention(ctx, RetentionTarget{JS: env.JS, Store: store, Views: views, Records: ids}); err != nil {
-			return nil, fmt.Errorf("retention: %w", err)
-		}
-		if after, err = streamBytes(ctx, env.JS, env.Prefix); err != nil {
-			return nil, err
-		}
+	if err := c.Retention(ctx, RetentionTarget{JS: env.JS, Store: store, Views: views, Records: ids}); err != nil {
+		return nil, fmt.Errorf("retention: %w", err)
+	}
+	after, err := streamBytes(ctx, env.JS, env.Prefix)
+	if err != nil {
+		return nil, err
 	}
 	var rows []DiskRow
 	for s, st := range before {
@@ -220,8 +219,8 @@ func diskFootprint(ctx context.Context, env *Env, c FootprintConfig, attempts in
 
 // makeRecords makes n records through svc: each fails (created), then
 // is prepared and fails again attempts-1 times, then is prepared and
-// succeeds. It returns their ids.
-func makeRecords(ctx context.Context, svc *aggregate.Service, name string, n, attempts int) ([]string, error) {
+// succeeds, at clock's times (svc's clock). It returns their ids.
+func makeRecords(ctx context.Context, svc *aggregate.Service, clock aggregate.Clock, name string, n, attempts int) ([]string, error) {
 	fn := aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "billing", ProcessorName: "LedgerProjector", Name: "onOrderPaid"}
 	failure := aggregate.ErrorDetails{ErrorCode: "LedgerUnavailable", ErrorMsg: "post entry: dial tcp 10.0.3.7:5432: connect: connection refused", StackTrace: footprintStack}
 	meta := aggregate.Meta{Actor: "bench"}
@@ -235,7 +234,7 @@ func makeRecords(ctx context.Context, svc *aggregate.Service, name string, n, at
 				evt := fmt.Sprintf("%s-evt-%07d", name, i)
 				id := aggregate.RecordID(evt, fn)
 				ids[i] = id
-				now := time.Now().UnixMilli()
+				now := clock.Now().UnixMilli()
 				cmds := []aggregate.Command{aggregate.CreateExecutionFailed{
 					EventID: aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order",
 						AggregateID: fmt.Sprintf("order-%07d", i), TenantID: aggregate.DefaultTenantID}, Version: 1},
