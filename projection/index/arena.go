@@ -31,6 +31,9 @@ func (a *arena) add(e entry) uint32 {
 	return slot
 }
 
+// len returns how many slots are in use.
+func (a *arena) len() int { return int(a.n) - len(a.freed) }
+
 func (a *arena) free(slot uint32) {
 	*a.at(slot) = entry{}
 	a.freed = append(a.freed, slot)

@@ -1,7 +1,10 @@
 package index
 
 import (
+	"iter"
 	"math"
+	"math/bits"
+	"slices"
 
 	"github.com/amends-dev/amends/projection/index/internal/chunked"
 )
@@ -112,31 +115,57 @@ func (c *cellCounts) sum(mask *cellMask) int {
 	return n
 }
 
-// sparseCells counts records per cell, listing only the cells that have
-// some, in cell order: for the small sets of one group and one aggregate
-// context, aggregate type or function kind.
-type sparseCells []cellCount
-
-type cellCount struct {
-	cell uint8
-	n    int32
+// sideCells counts the records per cell of one group and one value of
+// an aggregate context, aggregate type or function kind, keeping only the
+// cells that have some: a bit per cell says which, and their counts
+// follow in cell order, so that a cell's count is found by a population
+// count and reading them walks only those.
+type sideCells struct {
+	has [numCells / 64]uint64
+	n   []int32
 }
 
-func (s *sparseCells) add(ci uint8, delta int32) {
-	c := *s
-	i := 0
-	for i < len(c) && c[i].cell < ci {
-		i++
+// The cells fit sideCells' bits.
+var _ [0]struct{} = [numCells % 64]struct{}{}
+
+// at returns the position of cell ci's count in s.n (where it is or would
+// go), its word and its bit.
+func (s *sideCells) at(ci uint8) (i, word int, bit uint64) {
+	word, bit = int(ci>>6), uint64(1)<<(ci&63)
+	for w := range word {
+		i += bits.OnesCount64(s.has[w])
 	}
-	if i == len(c) || c[i].cell != ci {
-		c = append(c, cellCount{})
-		copy(c[i+1:], c[i:])
-		c[i] = cellCount{cell: ci}
+	return i + bits.OnesCount64(s.has[word]&(bit-1)), word, bit
+}
+
+func (s *sideCells) add(ci uint8, delta int32) {
+	i, w, bit := s.at(ci)
+	if s.has[w]&bit == 0 {
+		s.has[w] |= bit
+		s.n = slices.Insert(s.n, i, 0)
 	}
-	if c[i].n += delta; c[i].n == 0 {
-		c = append(c[:i], c[i+1:]...)
+	if s.n[i] += delta; s.n[i] == 0 {
+		s.has[w] &^= bit
+		s.n = slices.Delete(s.n, i, i+1)
 	}
-	*s = c
+}
+
+// cells yields every cell that has records, with its count, in cell
+// order.
+func (s *sideCells) cells() iter.Seq2[uint8, int32] {
+	return func(yield func(uint8, int32) bool) {
+		i := 0
+		for w, word := range s.has {
+			for word != 0 {
+				ci := uint8(w*64 + bits.TrailingZeros64(word))
+				word &= word - 1
+				if !yield(ci, s.n[i]) {
+					return
+				}
+				i++
+			}
+		}
+	}
 }
 
 // The names the groups do not split by, each counted per cell over all
@@ -159,10 +188,11 @@ type groupKey struct{ ctx, proc, fn, code, fp uint32 }
 // group counts the records of one groupKey.
 type group struct {
 	key     groupKey
+	pos     int // in counts.list
 	n       cellCounts
 	total   int
 	classes [numClasses]ranged
-	sides   [numSides]map[uint32]*sparseCells
+	sides   [numSides]map[uint32]*sideCells
 	// open holds the unfinished records by cell (pair.tag), then
 	// executeAt.
 	open chunked.Set[pair, byPair]
@@ -224,13 +254,14 @@ func (cs *counts) group(gk groupKey) *group {
 	if g == nil {
 		g = &group{key: gk}
 		for d := range g.sides {
-			g.sides[d] = map[uint32]*sparseCells{}
+			g.sides[d] = map[uint32]*sideCells{}
 		}
 		if cs.bulk {
 			for _, s := range g.sets() {
 				s.BeginBulk()
 			}
 		}
+		g.pos = len(cs.list)
 		cs.groups[gk] = g
 		cs.list = append(cs.list, g)
 	}
@@ -258,8 +289,11 @@ func (cs *counts) sideCounts(d int, v uint32) *cellCounts {
 // track counts e, held in slot, in its cell at the index's now. The
 // caller holds the write lock.
 func (ix *Index) track(e *entry, slot uint32) {
-	cs := &ix.counts
-	g := cs.group(entryGroup(e))
+	ix.trackIn(ix.counts.group(entryGroup(e)), e, slot)
+}
+
+// trackIn is track for e's group g.
+func (ix *Index) trackIn(g *group, e *entry, slot uint32) {
 	e.cell = e.cellAt(ix.cursor)
 	g.total++
 	k := &kinds[e.cell]
@@ -268,11 +302,6 @@ func (ix *Index) track(e *entry, slot uint32) {
 		g.byExec.Add(newOpenRec(e, slot))
 	}
 	ix.countCell(g, e, slot, 1)
-	cs.byEvent.Add(lookupKey(e.eventID, slot))
-	cs.byAggregate.Add(lookupKey(e.aggregateID, slot))
-	if at, ok := e.nextChange(ix.cursor); ok {
-		cs.ahead.Add(pair{at: at, slot: slot})
-	}
 }
 
 // untrack reverses track(e, slot). The caller holds the write lock.
@@ -286,11 +315,6 @@ func (ix *Index) untrack(e *entry, slot uint32) {
 		g.byExec.Remove(newOpenRec(e, slot))
 	}
 	ix.countCell(g, e, slot, -1)
-	cs.byEvent.Remove(lookupKey(e.eventID, slot))
-	cs.byAggregate.Remove(lookupKey(e.aggregateID, slot))
-	if at, ok := e.nextChange(ix.cursor); ok {
-		cs.ahead.Remove(pair{at: at, slot: slot})
-	}
 }
 
 // countCell adds delta to the counts of e's cell: what depends on the
@@ -322,7 +346,7 @@ func (ix *Index) countCell(g *group, e *entry, slot uint32, delta int) {
 		cs.sideCounts(d, v)[ci] += int32(delta)
 		sc := g.sides[d][v]
 		if sc == nil {
-			sc = &sparseCells{}
+			sc = &sideCells{}
 			g.sides[d][v] = sc
 		}
 		sc.add(ci, int32(delta))

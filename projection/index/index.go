@@ -30,6 +30,12 @@ type Index struct {
 	// loading holds the slot of every packed id while a load into an
 	// empty index is made in bulk (load.go), nil otherwise.
 	loading map[string]uint32
+	// snapIDs holds lookupKey(id, slot) of every record a snapshot put
+	// into the bulk load (LoadSnapshot), sorted: the records a load looks
+	// up there besides in loading, which only holds those put since. A
+	// million lookups of a map that size cost more than the rest of the
+	// snapshot's reading.
+	snapIDs []uint64
 	// gen counts the loads begun; every entry remembers the load that
 	// last put it, so a replacing load can drop what it did not put.
 	gen uint32
@@ -226,23 +232,44 @@ func (ix *Index) removePacked(p string) {
 }
 
 // add puts the entry in slot, new to the index, in every structure: the
-// id lookup, then what order does. A bulk load adds every entry with it
-// too (finishLoad).
+// id lookup, then what order does. A bulk load adds every entry with the
+// same two halves, addKeys and track, on two goroutines (finishLoad).
 func (ix *Index) add(e *entry, slot uint32) {
+	ix.addKeys(e, slot)
+	ix.track(e, slot)
+}
+
+// addKeys is the half of add that is not the counts: the id lookup and
+// orderKeys. It reads e and writes none of what track writes, so the two
+// can run at once on different entries' copies of nothing shared (e.cell
+// is track's alone).
+func (ix *Index) addKeys(e *entry, slot uint32) {
 	ix.byID.Add(lookupKey(e.id, slot))
-	ix.order(e, slot)
+	ix.orderKeys(e, slot)
 }
 
 // order adds e to the sort orders, to the due order if it can become
-// due, and to the counts: everything that depends on the record's fields.
+// due, to the lookups by event and aggregate, and to the counts:
+// everything that depends on the record's fields.
 func (ix *Index) order(e *entry, slot uint32) {
+	ix.orderKeys(e, slot)
 	ix.track(e, slot)
+}
+
+// orderKeys is the half of order that is not the counts (track).
+func (ix *Index) orderKeys(e *entry, slot uint32) {
 	tie := tieOf(e.id)
 	for f := range ix.orders {
 		ix.orders[f].Add(pos{sortField(f).key(e), tie, slot})
 	}
 	if e.dueCandidate() {
 		ix.due.Add(pos{e.nextRetryAt, tie, slot})
+	}
+	cs := &ix.counts
+	cs.byEvent.Add(lookupKey(e.eventID, slot))
+	cs.byAggregate.Add(lookupKey(e.aggregateID, slot))
+	if at, ok := e.nextChange(ix.cursor); ok {
+		cs.ahead.Add(pair{at: at, slot: slot})
 	}
 }
 
@@ -255,5 +282,11 @@ func (ix *Index) unorder(e *entry, slot uint32) {
 	}
 	if e.dueCandidate() {
 		ix.due.Remove(pos{e.nextRetryAt, tie, slot})
+	}
+	cs := &ix.counts
+	cs.byEvent.Remove(lookupKey(e.eventID, slot))
+	cs.byAggregate.Remove(lookupKey(e.aggregateID, slot))
+	if at, ok := e.nextChange(ix.cursor); ok {
+		cs.ahead.Remove(pair{at: at, slot: slot})
 	}
 }

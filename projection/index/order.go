@@ -24,6 +24,11 @@ func (byPos) Compare(a, b pos) int         { return cmpPos(a, b) }
 func (byPair) Compare(a, b pair) int       { return cmpPair(a, b) }
 func (byOpenRec) Compare(a, b openRec) int { return cmpOpenRec(a, b) }
 
+// The sorts of a bulk load (chunked.Sorter), with the comparison inlined.
+func (byPos) Sort(vs []pos)         { slices.SortFunc(vs, cmpPos) }
+func (byPair) Sort(vs []pair)       { slices.SortFunc(vs, cmpPair) }
+func (byOpenRec) Sort(vs []openRec) { slices.SortFunc(vs, cmpOpenRec) }
+
 // pos is an entry's place in one order: the sort key, then a hash of the
 // record id, so ties break the same way on every instance and a cursor
 // taken on one instance works on another; slot breaks the (practically

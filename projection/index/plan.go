@@ -215,9 +215,9 @@ func (ix *Index) countByCounts(m *matcher, sh *shape) (n int) {
 		switch {
 		case sh.sides == 1:
 			if sc := g.sides[sh.side][sh.value]; sc != nil {
-				for _, c := range *sc {
-					if sh.mask[c.cell] {
-						n += int(c.n)
+				for ci, c := range sc.cells() {
+					if sh.mask[ci] {
+						n += int(c)
 					}
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
+	"slices"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
@@ -199,9 +200,10 @@ func openSnapshot(data []byte) (*snapReader, error) {
 // a load's Puts would, and returns what the snapshot says of itself. It
 // must be called between BeginLoad and EndLoad of a load into an empty
 // index (made in bulk), else it returns ErrNotEmpty. A snapshot that does
-// not read (ErrInvalidSnapshot, ErrSnapshotVersion) leaves the index
-// empty, as it was: the source then loads in full within the same load.
-// It never panics, whatever data holds.
+// not read (ErrInvalidSnapshot, ErrSnapshotVersion; one that holds a
+// record twice is ErrInvalidSnapshot too) leaves the index empty, as it
+// was: the source then loads in full within the same load. It never
+// panics, whatever data holds.
 func (b *Batch) LoadSnapshot(data []byte) (SnapshotInfo, error) {
 	ix := b.ix
 	if ix.loading == nil || len(ix.loading) > 0 || ix.slots.n > 0 {
@@ -215,7 +217,7 @@ func (b *Batch) LoadSnapshot(data []byte) (SnapshotInfo, error) {
 	samples := maps.Clone(ix.samples)
 	if err := ix.readRecords(r, &info); err != nil {
 		ix.slots = arena{} // empty again, as it was
-		ix.loading = map[string]uint32{}
+		ix.loading, ix.snapIDs = map[string]uint32{}, nil
 		ix.samples = samples
 		return SnapshotInfo{}, err
 	}
@@ -263,9 +265,7 @@ func (ix *Index) readRecords(r *snapReader, info *SnapshotInfo) error {
 	if r.err == nil && records != info.Records {
 		return r.fail("the header counts %d records, the entries %d", info.Records, records)
 	}
-	if r.err == nil {
-		ix.loading = make(map[string]uint32, records) // empty (LoadSnapshot): sized once, not grown
-	}
+	keys := make([]uint64, 0, records)
 	var fp uint32
 	msg := func() string { return samples[fp] }
 	for range records {
@@ -295,12 +295,48 @@ func (ix *Index) readRecords(r *snapReader, info *SnapshotInfo) error {
 			return r.fail("event id %q is not in the index's packed form", e.eventID)
 		}
 		fp = e.fingerprint
-		ix.putEntry(e, msg)
+		// As loadPut puts a new record, the lookup in snapIDs (below).
+		e.gen = ix.gen
+		slot := ix.slots.add(e)
+		ix.keepSample(ix.slots.at(slot), msg)
+		keys = append(keys, lookupKey(e.id, slot))
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("%d bytes after the last entry", len(r.b))
 	}
-	return r.err
+	if r.err != nil {
+		return r.err
+	}
+	slices.Sort(keys)
+	if err := ix.distinctIDs(keys); err != nil {
+		return r.fail("%v", err)
+	}
+	ix.snapIDs = keys
+	return nil
+}
+
+// distinctIDs returns an error naming an id that two of the sorted
+// lookup keys hold. Ids of one hash are told apart with a set, so that
+// ids made to collide cost no more than a map of them.
+func (ix *Index) distinctIDs(keys []uint64) error {
+	for i := 0; i < len(keys); {
+		j := i + 1
+		for j < len(keys) && keys[j]>>32 == keys[i]>>32 {
+			j++
+		}
+		if j-i > 1 {
+			seen := make(map[string]bool, j-i)
+			for _, k := range keys[i:j] {
+				id := ix.slots.at(uint32(k)).id
+				if seen[id] {
+					return fmt.Errorf("record id %q twice", id)
+				}
+				seen[id] = true
+			}
+		}
+		i = j
+	}
+	return nil
 }
 
 // canonicalID reports whether p is what packID makes of some id, so that

@@ -169,9 +169,9 @@ func (g *group) part(m *matcher, sh *shape, inCell *[numCells]int) (part Failure
 	}
 	if sh.sides == 1 {
 		if sc := g.sides[sh.side][sh.value]; sc != nil {
-			for _, c := range *sc {
-				if sh.mask[c.cell] {
-					add(c.cell, int(c.n))
+			for ci, c := range sc.cells() {
+				if sh.mask[ci] {
+					add(ci, int(c))
 				}
 			}
 		}
