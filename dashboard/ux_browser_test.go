@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/scheduler"
 )
 
 // maxLayoutShift is the cumulative layout shift a page may have: Google's
@@ -269,9 +270,13 @@ func TestBrowserSearchQueryBarAndSavedQueries(t *testing.T) {
 // action prepares one fingerprint's records after a dry run (issue 30,
 // item 6), and addresses in the messages do not split a fingerprint (item
 // 16): every greylisted mail, to whichever address, is one fingerprint.
+// A fingerprint whose records retention removed shows how many (issue
+// 28: the counts survive the records).
 func TestBrowserFingerprintsEndToEnd(t *testing.T) {
 	needBrowser(t)
-	s := newStack(t, 3, 2, false)
+	gone := retiredTallies{{Function: mailer, ErrorCode: "550", Fingerprint: "fp-retired", Succeeded: 5, Unrecoverable: 2,
+		FirstAt: time.Now().Add(-40 * 24 * time.Hour).UnixMilli(), LastAt: time.Now().Add(-35 * 24 * time.Hour).UnixMilli()}}
+	s := newStack(t, 3, 2, false, func(s *stackSetup) { s.cfg.Retired = gone })
 	ctx := tab(t)
 	do(t, ctx, "open the fingerprints", chromedp.Navigate(s.http.URL+"/fingerprints"))
 	until(t, ctx, "drawn", `document.documentElement.dataset.ready === "true"`)
@@ -306,5 +311,15 @@ func TestBrowserFingerprintsEndToEnd(t *testing.T) {
 	assert.Equal(t, 1, eval[int](t, ctx, `document.querySelectorAll('#fingerprints-table tbody tr').length`), "only open failures by default")
 	do(t, ctx, "show every record", chromedp.SetValue("#fp-status", ""))
 	eval[bool](t, ctx, `document.querySelector('#fp-status').dispatchEvent(new Event("change"))`)
-	until(t, ctx, "both", `document.querySelectorAll('#fingerprints-table tbody tr').length === 2`)
+	until(t, ctx, "both and the removed one", `document.querySelectorAll('#fingerprints-table tbody tr').length === 3`)
+	retired := text(t, ctx, `#fingerprints-table tr[data-fingerprint="fp-retired"]`)
+	assert.Contains(t, retired, "7 removed by retention", "the tally of the records retention removed")
+	assert.Contains(t, retired, "Mailer.confirmOrder")
+	assert.Zero(t, eval[int](t, ctx, `document.querySelectorAll('#fingerprints-table tr:not([data-fingerprint="fp-retired"]) .fp-removed').length`),
+		"the fingerprints with no removed records say nothing of it")
 }
+
+// retiredTallies is a server.Retired of fixed tallies.
+type retiredTallies []scheduler.Tally
+
+func (r retiredTallies) Tallies(context.Context) ([]scheduler.Tally, error) { return r, nil }

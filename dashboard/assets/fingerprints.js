@@ -2,7 +2,8 @@
 // Fingerprints: the records grouped by failure fingerprint (the summary
 // by=fingerprint of the API), the largest group first, each with its
 // function and error code, a sample message, when it was seen, its
-// records by status, and links to its records and to a batch on them.
+// records by status and how many retention removed, and links to its
+// records and to a batch on them.
 (() => {
   const { el, $, api, session, time, badge, errorBox, mark } = A;
   mark("fingerprints");
@@ -12,7 +13,7 @@
 
   function render(sum, openOnly, op) {
     let groups = sum.fingerprints || [];
-    if (openOnly) groups = groups.filter(g => (g.byStatus.FAILED || 0) + (g.byStatus.PREPARED || 0) > 0);
+    if (openOnly) groups = groups.filter(g => ((g.byStatus || {}).FAILED || 0) + ((g.byStatus || {}).PREPARED || 0) > 0);
     $("#fp-count").textContent = groups.length + (groups.length === 1 ? " fingerprint" : " fingerprints");
     if (!groups.length) {
       A.fill($("#fingerprints"), el("p", { class: "muted", id: "no-fingerprints" }, openOnly ? "No open failure has a fingerprint." : "No record has a fingerprint."));
@@ -29,7 +30,8 @@
         [el("div", {}, g.processor + "." + g.function, " ", el("code", {}, g.errorCode || "–")), el("div", { class: "muted" }, g.functionContext),
           el("p", { class: "sample mono", title: "a sample message of the group" }, g.sampleMessage || "")],
         time(g.firstSeen), time(g.lastSeen),
-        el("span", { class: "counts" }, String(g.total), " ", STATUSES.filter(s => g.byStatus[s]).map(s => [badge("s", s), " ", String(g.byStatus[s]), " "])),
+        [el("span", { class: "counts" }, String(g.total), " ", STATUSES.filter(s => (g.byStatus || {})[s]).map(s => [badge("s", s), " ", String(g.byStatus[s]), " "])),
+          g.removed ? el("div", { class: "muted fp-removed", title: "finished records of this fingerprint that retention removed (counted, no longer listed)" }, String(g.removed) + " removed by retention") : null],
         [el("a", { href: "/search?" + q, class: "fp-records" }, "Records"), op ? [" · ", el("a", { href: "/search?" + q + "#batch", class: "fp-batch", title: "prepare or force-prepare this fingerprint's records, after a dry run" }, "Batch…")] : null],
       ] };
     });
