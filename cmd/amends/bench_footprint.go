@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -106,13 +107,14 @@ func footprintConfig(f *footprintFlags) (bench.FootprintConfig, error) {
 		if n < minFootprintStartup || n > maxFootprintStartup {
 			return c, usageErrorf("--records must be between %d and %d, got %d", minFootprintStartup, maxFootprintStartup, n)
 		}
-		if len(c.Startup) == 0 {
-			c.Startup = []int{100_000}
-			if f.bench.quick {
-				c.Startup = []int{20_000}
+		if len(c.Startup) == 0 { // --startup's default, below n
+			for _, m := range bench.DefaultFootprintStartup(f.bench.quick) {
+				if m < n {
+					c.Startup = append(c.Startup, m)
+				}
 			}
 		}
-		if c.Startup[len(c.Startup)-1] != n {
+		if !slices.Contains(c.Startup, n) {
 			c.Startup = append(c.Startup, n)
 		}
 	}

@@ -60,3 +60,25 @@ func TestBenchFootprintQuick(t *testing.T) {
 	assert.Positive(t, s.SnapshotBytes)
 	assert.Len(t, res.Queries, 8, "four queries at 10k and at 2k")
 }
+
+// --records adds the largest size to --startup, or to its default below
+// it: the sizes a run measures, each once.
+func TestBenchFootprintRecordsAddsToTheStartupSizes(t *testing.T) {
+	for _, c := range []struct {
+		f    footprintFlags
+		want []int
+	}{
+		{footprintFlags{bench: benchFlags{records: 10_000_000}}, []int{100_000, 1_000_000, 10_000_000}},
+		{footprintFlags{bench: benchFlags{records: 500_000}}, []int{100_000, 500_000}},
+		{footprintFlags{bench: benchFlags{records: 1_000_000}}, []int{100_000, 1_000_000}},
+		{footprintFlags{bench: benchFlags{records: 50_000, quick: true}}, []int{20_000, 50_000}},
+		{footprintFlags{startup: "5000", bench: benchFlags{records: 1_000_000}}, []int{5000, 1_000_000}},
+		{footprintFlags{startup: "5000,20000", bench: benchFlags{records: 5000}}, []int{5000, 20000}},
+		{footprintFlags{startup: "5000"}, []int{5000}},
+	} {
+		c.f.bench.output, c.f.attempts = "table", "1,3,10"
+		got, err := footprintConfig(&c.f)
+		require.NoError(t, err, "%+v", c.f)
+		assert.Equal(t, c.want, got.Startup, "%+v", c.f)
+	}
+}

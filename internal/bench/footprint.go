@@ -76,6 +76,15 @@ type DiskRow struct {
 	AfterMsgsPerRecord  float64 `json:"afterMsgsPerRecord"`
 }
 
+// DefaultFootprintStartup returns the start-up sizes measured when
+// FootprintConfig.Startup is empty.
+func DefaultFootprintStartup(quick bool) []int {
+	if quick {
+		return []int{20_000}
+	}
+	return []int{100_000, 1_000_000}
+}
+
 // RunFootprint measures the bytes on disk per record, the index's heap
 // and start-up, and the index queries at the start-up sizes, on env's
 // JetStream. Streams and buckets it makes carry env.Prefix and are
@@ -126,10 +135,7 @@ func (c FootprintConfig) withDefaults(quick bool) FootprintConfig {
 		}
 	}
 	if len(c.Startup) == 0 {
-		c.Startup = []int{100_000, 1_000_000}
-		if quick {
-			c.Startup = []int{20_000}
-		}
+		c.Startup = DefaultFootprintStartup(quick)
 	}
 	if c.QueryRuns == 0 {
 		c.QueryRuns = time.Second
