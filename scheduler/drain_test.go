@@ -37,7 +37,8 @@ type drainEnv struct {
 	ticks    chan time.Time // drain ticks
 	passes   chan time.Time // pass ticks
 	healthy  atomic.Bool
-	paused   atomic.Bool // no replay while set
+	paused   atomic.Bool  // no replay while set
+	idle     atomic.Int64 // the replayer's rounds spent paused
 	replays  atomic.Int64
 }
 
@@ -82,6 +83,7 @@ func (e *drainEnv) start(t *testing.T, policy scheduler.DrainPolicy) (*scheduler
 func (e *drainEnv) replay(ctx context.Context) {
 	for ctx.Err() == nil {
 		if e.paused.Load() {
+			e.idle.Add(1)
 			select {
 			case <-ctx.Done():
 			case <-time.After(2 * time.Millisecond):
@@ -106,6 +108,27 @@ func (e *drainEnv) replay(ctx context.Context) {
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
+}
+
+// pause holds the replays and returns once no replay the replayer began
+// before is still under way (it has spent a round paused since): a batch
+// the drain prepares next stays prepared until resume.
+func (e *drainEnv) pause(t *testing.T) {
+	t.Helper()
+	e.paused.Store(true)
+	seen := e.idle.Load()
+	require.Eventually(t, func() bool { return e.idle.Load() > seen }, waitFor, time.Millisecond, "the replayer pauses")
+}
+
+// replayBatch lets the replayer answer the records of batch and pauses it
+// again once they have all succeeded.
+func (e *drainEnv) replayBatch(t *testing.T, batch []scheduler.ReleasedRecord) {
+	t.Helper()
+	e.paused.Store(false)
+	for _, r := range batch {
+		require.Eventually(t, func() bool { return e.status(t, r.ID).Status == aggregate.StatusSucceeded }, waitFor, poll, "%s replayed", r.ID)
+	}
+	e.pause(t)
 }
 
 // records creates n records of fn failed at the clock's time with code,
@@ -228,7 +251,10 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 	assert.Equal(t, before[0], d.Probe.ID, "the oldest record is the probe")
 	require.Eventually(t, func() bool { return e.status(t, before[0]).Status == aggregate.StatusSucceeded }, waitFor, poll)
 
-	// The probes closed it (here: an operator).
+	// The probes closed it (here: an operator). Each batch from here on
+	// is replayed only once the test has seen it, so that no step passes
+	// between two looks at the drain.
+	e.pause(t)
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "smtp is back")
 	})
@@ -236,6 +262,7 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 	assert.Contains(t, realIDs, d.Batch[0].ID, "oldest first: the real failures of the incident")
 	var sizes []int
 	for d.Phase != scheduler.DrainDone {
+		e.replayBatch(t, d.Batch)
 		d = e.tickUntil(t, "a step", func(n scheduler.Drain) bool {
 			return n.Phase == scheduler.DrainDone || (len(n.Batch) > 0 && n.BatchAt != d.BatchAt)
 		})
@@ -243,6 +270,7 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 			sizes = append(sizes, len(d.Batch))
 		}
 	}
+	e.paused.Store(false)
 	assert.Equal(t, []int{2, 4, 8, 13}, sizes, "steps double while they succeed, the last takes the rest")
 	assert.Equal(t, 28, d.Released)
 	assert.Equal(t, 28, d.Succeeded)
@@ -388,7 +416,7 @@ func TestDrainSurvivesARestart(t *testing.T) {
 	})
 	_, stop := e.start(t, scheduler.DrainPolicy{Rate: 1000})
 	d := e.tickUntil(t, "the canary judged", func(d scheduler.Drain) bool { return d.Steps == 1 })
-	e.paused.Store(true) // hold the replays: the next step stays under way
+	e.pause(t) // hold the replays: the next step stays under way
 	d = e.tickUntil(t, "a step of 2 under way", func(d scheduler.Drain) bool { return len(d.Batch) == 2 })
 	started := d.StartedAt
 	stop()
