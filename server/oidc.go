@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/time/rate"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -68,7 +69,18 @@ type oidcAuth struct {
 	lastErr  error
 	bearer   *oidc.IDTokenVerifier
 	idTokens *oidc.IDTokenVerifier
+	// rediscover bounds the discoveries a signature failure starts (see
+	// verify), so that forged tokens cannot make the server hammer the
+	// issuer.
+	rediscover *rate.Limiter
 }
+
+// The budget of the discoveries signature failures start: one every
+// oidcRediscoverEvery, oidcRediscoverBurst at once.
+const (
+	oidcRediscoverEvery = 2 * time.Second
+	oidcRediscoverBurst = 5
+)
 
 // oidcRetryEvery is how long a failed discovery of the issuer is reused.
 const oidcRetryEvery = 5 * time.Second
@@ -89,7 +101,7 @@ func newOIDCAuth(cfg OIDCConfig, log *slog.Logger) *oidcAuth {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
-	return &oidcAuth{cfg: cfg, log: log}
+	return &oidcAuth{cfg: cfg, log: log, rediscover: rate.NewLimiter(rate.Every(oidcRediscoverEvery), oidcRediscoverBurst)}
 }
 
 // ctx carries the issuer's HTTP client for go-oidc.
@@ -107,23 +119,69 @@ func (o *oidcAuth) ready(ctx context.Context) (*oidc.Provider, error) {
 	if !o.failed.IsZero() && time.Since(o.failed) < oidcRetryEvery {
 		return nil, o.lastErr
 	}
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	p, err := oidc.NewProvider(o.ctx(dctx), o.cfg.Issuer)
+	p, err := o.discover(ctx)
 	if err != nil {
 		o.failed, o.lastErr = time.Now(), err
 		o.log.Warn("OIDC: the issuer's discovery failed; its tokens are refused with 503 until it succeeds", "issuer", o.cfg.Issuer, "err", err)
 		return nil, err
 	}
-	// Both verifiers share the provider's key set, which fetches keys
-	// with the issuer's client long after this request, and take the
-	// issuer's signing algorithms from its discovery.
-	o.provider = p
-	o.bearer = p.Verifier(&oidc.Config{ClientID: o.cfg.Audience})
-	o.idTokens = p.Verifier(&oidc.Config{ClientID: o.cfg.ClientID})
+	o.use(p)
 	o.log.Info("OIDC: issuer discovered", "issuer", o.cfg.Issuer)
 	return p, nil
 }
+
+// discover runs the issuer's discovery, within 10 s.
+func (o *oidcAuth) discover(ctx context.Context) (*oidc.Provider, error) {
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return oidc.NewProvider(o.ctx(dctx), o.cfg.Issuer)
+}
+
+// use makes p the provider. Both verifiers share its key set, which
+// fetches keys with the issuer's client long after the discovery, and take
+// the issuer's signing algorithms from its discovery. The caller holds
+// o.mu.
+func (o *oidcAuth) use(p *oidc.Provider) {
+	o.provider = p
+	o.bearer = p.Verifier(&oidc.Config{ClientID: o.cfg.Audience})
+	o.idTokens = p.Verifier(&oidc.Config{ClientID: o.cfg.ClientID})
+}
+
+// verify checks raw with the verifier pick chooses (bearer or idTokens).
+// A token whose signature does not verify is checked once more against
+// the keys of a new discovery, within o.rediscover's budget: go-oidc's key
+// set can answer a token of a key the issuer rotated in with the keys of
+// the fetch that just ended (a token that arrives between the fetch's end
+// and its clean-up waits on that fetch, coreos/go-oidc's RemoteKeySet),
+// and a new discovery's key set fetches anew. The new provider replaces
+// the old one when its keys verify the token. Safe for concurrent use.
+func (o *oidcAuth) verify(ctx context.Context, raw string, pick func(*oidcAuth) *oidc.IDTokenVerifier) (*oidc.IDToken, error) {
+	o.mu.Lock()
+	v := pick(o)
+	o.mu.Unlock()
+	tok, err := v.Verify(o.ctx(ctx), raw)
+	if err == nil || !strings.Contains(err.Error(), "failed to verify signature") || !o.rediscover.Allow() {
+		return tok, err
+	}
+	p, derr := o.discover(ctx)
+	if derr != nil {
+		o.log.Warn("OIDC: the issuer's discovery after a signature that did not verify failed; the token is refused", "issuer", o.cfg.Issuer, "err", derr)
+		return nil, err
+	}
+	fresh := &oidcAuth{cfg: o.cfg}
+	fresh.use(p)
+	tok, err = pick(fresh).Verify(o.ctx(ctx), raw)
+	if err == nil {
+		o.mu.Lock()
+		o.use(p)
+		o.mu.Unlock()
+		o.log.Info("OIDC: the issuer's keys changed; discovered it again", "issuer", o.cfg.Issuer)
+	}
+	return tok, err
+}
+
+func bearerVerifier(o *oidcAuth) *oidc.IDTokenVerifier  { return o.bearer }
+func idTokenVerifier(o *oidcAuth) *oidc.IDTokenVerifier { return o.idTokens }
 
 var errIssuerUnreachable = &apiError{status: http.StatusServiceUnavailable, body: Error{Code: "Unavailable",
 	Message: "the OIDC issuer cannot be reached now, so its tokens cannot be checked; try again later, or use an amends token"}}
@@ -136,7 +194,7 @@ func (o *oidcAuth) verifyBearer(ctx context.Context, raw string) (principal, err
 	if _, err := o.ready(ctx); err != nil {
 		return principal{}, errIssuerUnreachable
 	}
-	tok, err := o.bearer.Verify(o.ctx(ctx), raw)
+	tok, err := o.verify(ctx, raw, bearerVerifier)
 	if err != nil {
 		return principal{}, plainOIDCError(err)
 	}

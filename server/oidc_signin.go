@@ -136,7 +136,7 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, _ principa
 	if raw == "" {
 		return failed("no ID token", "the issuer's answer has no ID token")
 	}
-	idt, err := o.idTokens.Verify(o.ctx(ctx), raw)
+	idt, err := o.verify(ctx, raw, idTokenVerifier)
 	if err != nil {
 		return failed("ID token refused", "the ID token was refused ("+plainOIDCError(err).Error()+")")
 	}

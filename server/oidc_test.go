@@ -87,6 +87,41 @@ func TestOIDCBearerTokens(t *testing.T) {
 	assert.Contains(t, reasons, "JWT without an amends role")
 }
 
+// A token of a key the issuer rotated in, met by a key fetch that ended
+// just before the rotation (go-oidc's key set then answers it with the old
+// keys: a token that arrives while a fetch is being cleaned up waits on
+// it), is checked against a new discovery's keys and accepted; the new
+// keys then serve without more discoveries. Forged tokens start no more
+// discoveries than the budget (5, then one every 2 s).
+func TestOIDCRotationMetByAStaleKeyFetch(t *testing.T) {
+	iss := testissuer.Start(t, nil)
+	e := withOIDC(t, newEnv(t), iss, nil)
+	token := func() string {
+		return iss.Token(apiAudience, map[string]any{"sub": "u-1", "roles": []string{"amends-operator"}}, time.Hour)
+	}
+	require.Equal(t, http.StatusOK, e.do(t, "GET", "/api/v1/count", token(), nil).status)
+	discovered := iss.Discoveries()
+
+	iss.Rotate(true)
+	iss.StaleKeys(1)
+	r := e.do(t, "GET", "/api/v1/count", token(), nil)
+	assert.Equal(t, http.StatusOK, r.status, "the rotated key's token: %s", r.body)
+	assert.Equal(t, discovered+1, iss.Discoveries(), "the issuer discovered once more")
+	assert.Equal(t, http.StatusOK, e.do(t, "GET", "/api/v1/count", token(), nil).status)
+	assert.Equal(t, discovered+1, iss.Discoveries(), "the new keys serve at once")
+
+	forged := token()
+	forged = forged[:len(forged)-4] + "AAAA"
+	start := time.Now()
+	for range 30 { // refused, then (the failures per address) throttled
+		r := e.do(t, "GET", "/api/v1/count", forged, nil)
+		require.Contains(t, []int{http.StatusUnauthorized, http.StatusTooManyRequests}, r.status, string(r.body))
+	}
+	budget := 5 - 1 + int(time.Since(start)/(2*time.Second)) + 1 // the rotation took one; one more may have come back meanwhile
+	assert.LessOrEqual(t, iss.Discoveries()-discovered-1, budget, "forged tokens start discoveries within the budget only")
+	assert.Positive(t, iss.Discoveries()-discovered-1, "a signature that does not verify does start one while the budget lasts")
+}
+
 // A nested role claim and another name claim, as Keycloak issues them.
 func TestOIDCNestedRoleClaim(t *testing.T) {
 	iss := testissuer.Start(t, nil)

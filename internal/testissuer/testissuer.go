@@ -37,11 +37,16 @@ type Issuer struct {
 	// Server is the httptest server (its Client trusts it under TLS).
 	Server *httptest.Server
 
-	mu    sync.Mutex
-	disc  oidctest.Server
-	keys  []key // the current key last
-	user  map[string]any
-	codes map[string]grant
+	mu   sync.Mutex
+	disc oidctest.Server
+	// prev is disc before the last Rotate; the next stale JWKS fetches
+	// are answered with its keys (StaleKeys).
+	prev        oidctest.Server
+	stale       int
+	discoveries int
+	keys        []key // the current key last
+	user        map[string]any
+	codes       map[string]grant
 	// Logins counts the completed code exchanges.
 	logins int
 }
@@ -86,6 +91,7 @@ func (i *Issuer) Rotate(drop bool) {
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	i.prev = i.disc
 	k := key{id: fmt.Sprintf("k%d", len(i.keys)+1) + randomString(4), priv: priv}
 	if drop {
 		i.keys = nil
@@ -145,9 +151,34 @@ func (i *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		i.mu.Lock()
 		disc := i.disc
+		switch r.URL.Path {
+		case "/.well-known/openid-configuration":
+			i.discoveries++
+		case "/keys":
+			if i.stale > 0 {
+				i.stale--
+				disc = i.prev
+			}
+		}
 		i.mu.Unlock()
 		disc.ServeHTTP(w, r)
 	}
+}
+
+// StaleKeys makes the next n fetches of the JWKS answer the keys as they
+// were before the last Rotate: what a client sees whose fetch ended just
+// before the rotation.
+func (i *Issuer) StaleKeys(n int) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.stale = n
+}
+
+// Discoveries counts the requests of the discovery document.
+func (i *Issuer) Discoveries() int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.discoveries
 }
 
 func (i *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
