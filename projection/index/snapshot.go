@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
-	"slices"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/projection/index/internal/chunked"
 )
 
 // A snapshot is the index's records written out, so that a source can
@@ -307,7 +307,7 @@ func (ix *Index) readRecords(r *snapReader, info *SnapshotInfo) error {
 	if r.err != nil {
 		return r.err
 	}
-	slices.Sort(keys)
+	chunked.SortValues(keys)
 	if err := ix.distinctIDs(keys); err != nil {
 		return r.fail("%v", err)
 	}

@@ -194,3 +194,64 @@ func TestMultisetCountsWithManyChunks(t *testing.T) {
 		require.Equal(t, len(model), s.Len())
 	}
 }
+
+// sortValues sorts 64-bit integers by radix from radixFrom values on:
+// the same order as slices.Sort, negatives, duplicates, values that share
+// their high bits (the skipped passes) and extremes included.
+func TestSortValuesIsSlicesSort(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 3*radixFrom).Draw(t, "n")
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 1))
+		mask := uint64(1)<<rapid.IntRange(1, 64).Draw(t, "bits") - 1 // 64: every bit
+		base := rapid.Uint64().Draw(t, "base")
+		us := make([]uint64, n)
+		for i := range us {
+			us[i] = base + r.Uint64()&mask
+		}
+		if n > 2 {
+			us[0], us[1] = 0, math.MaxUint64
+		}
+		is := make([]int64, n)
+		for i, u := range us {
+			is[i] = int64(u)
+		}
+		wantU, wantI := slices.Clone(us), slices.Clone(is)
+		slices.Sort(wantU)
+		slices.Sort(wantI)
+		sortValues(us)
+		sortValues(is)
+		require.Equal(t, wantU, us)
+		require.Equal(t, wantI, is)
+	})
+	// And a large one, surely past radixFrom: random bits, signs mixed.
+	r := rand.New(rand.NewPCG(9, 9))
+	big := make([]int64, 50*radixFrom)
+	for i := range big {
+		big[i] = int64(r.Uint64())
+	}
+	want := slices.Clone(big)
+	slices.Sort(want)
+	sortValues(big)
+	require.Equal(t, want, big)
+}
+
+func BenchmarkSortValues(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	vs := make([]uint64, 1_000_000)
+	for i := range vs {
+		vs[i] = r.Uint64()
+	}
+	work := make([]uint64, len(vs))
+	b.Run("radix", func(b *testing.B) {
+		for range b.N {
+			copy(work, vs)
+			sortValues(work)
+		}
+	})
+	b.Run("slices.Sort", func(b *testing.B) {
+		for range b.N {
+			copy(work, vs)
+			slices.Sort(work)
+		}
+	})
+}
