@@ -135,6 +135,8 @@ func TestIndexStartsFromItsSnapshot(t *testing.T) {
 	st := second.Start()
 	assert.True(t, st.FromSnapshot, "started from the snapshot")
 	assert.Equal(t, info.Revision, st.SnapshotRevision)
+	assert.Positive(t, st.SnapshotLoad, "the snapshot's read and decode")
+	assert.LessOrEqual(t, st.SnapshotLoad, st.Took, "a part of the start")
 	want := map[string]uint64{"r1": 6, "r3": 1, "r4": 5, "r5": 1}
 	assert.Equal(t, want, versions(t, second), "what the bucket holds, right at Ready")
 	require.NoError(t, second.Healthy())

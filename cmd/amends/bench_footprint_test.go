@@ -58,6 +58,8 @@ func TestBenchFootprintQuick(t *testing.T) {
 		assert.Positive(t, d, name)
 	}
 	assert.Positive(t, s.SnapshotBytes)
+	assert.Positive(t, s.SnapshotLoad, "the snapshot's read and decode, as the index counts it")
+	assert.Less(t, s.SnapshotLoad, s.FromSnapshot, "a part of the start from the snapshot")
 	assert.Len(t, res.Queries, 8, "four queries at 10k and at 2k")
 }
 

@@ -34,8 +34,12 @@ type StartupRow struct {
 	SnapshotBytes int           `json:"snapshotBytes"`
 	// SnapshotRead reads the snapshot's bytes from the object store.
 	SnapshotRead time.Duration `json:"snapshotRead"`
-	// FromSnapshot is an index's Run until Ready from the snapshot.
+	// FromSnapshot is an index's Run until Ready from the snapshot;
+	// SnapshotLoad the part of it that read and decoded the snapshot
+	// (projection.StartStats.SnapshotLoad), before the index's structures
+	// were built.
 	FromSnapshot time.Duration `json:"fromSnapshot"`
+	SnapshotLoad time.Duration `json:"snapshotLoad"`
 	// IndexBytesPerRecord is the heap the loaded index holds per record
 	// (as BenchmarkIndexMemory measures it); BucketBytesPerRecord the
 	// views bucket's bytes on disk per record.
@@ -132,10 +136,11 @@ func startupFootprint(ctx context.Context, env *Env, c FootprintConfig, n int) (
 		return row, nil, err
 	}
 	defer stop()
-	if !ix.Start().FromSnapshot {
+	st := ix.Start()
+	if !st.FromSnapshot {
 		return row, nil, fmt.Errorf("the second index did not start from the snapshot")
 	}
-	row.FromSnapshot = took
+	row.FromSnapshot, row.SnapshotLoad = took, st.SnapshotLoad
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	row.HeapInUse = after.HeapInuse
