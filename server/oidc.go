@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/time/rate"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/time/rate"
 )
 
 // OIDCConfig lets a server accept an OpenID Connect issuer's identities:
@@ -67,8 +67,7 @@ type oidcAuth struct {
 	provider *oidc.Provider
 	failed   time.Time
 	lastErr  error
-	bearer   *oidc.IDTokenVerifier
-	idTokens *oidc.IDTokenVerifier
+	verifiers
 	// rediscover bounds the discoveries a signature failure starts (see
 	// verify), so that forged tokens cannot make the server hammer the
 	// issuer.
@@ -125,7 +124,7 @@ func (o *oidcAuth) ready(ctx context.Context) (*oidc.Provider, error) {
 		o.log.Warn("OIDC: the issuer's discovery failed; its tokens are refused with 503 until it succeeds", "issuer", o.cfg.Issuer, "err", err)
 		return nil, err
 	}
-	o.use(p)
+	o.use(p, o.verifiersOf(p))
 	o.log.Info("OIDC: issuer discovered", "issuer", o.cfg.Issuer)
 	return p, nil
 }
@@ -137,17 +136,27 @@ func (o *oidcAuth) discover(ctx context.Context) (*oidc.Provider, error) {
 	return oidc.NewProvider(o.ctx(dctx), o.cfg.Issuer)
 }
 
-// use makes p the provider. Both verifiers share its key set, which
+// verifiers are a provider's verifiers of bearer JWTs (audience
+// cfg.Audience) and of the dashboard's ID tokens (cfg.ClientID).
+type verifiers struct{ bearer, idTokens *oidc.IDTokenVerifier }
+
+func bearerVerifier(v verifiers) *oidc.IDTokenVerifier  { return v.bearer }
+func idTokenVerifier(v verifiers) *oidc.IDTokenVerifier { return v.idTokens }
+
+// verifiersOf returns p's verifiers. Both share its key set, which
 // fetches keys with the issuer's client long after the discovery, and take
-// the issuer's signing algorithms from its discovery. The caller holds
-// o.mu.
-func (o *oidcAuth) use(p *oidc.Provider) {
-	o.provider = p
-	o.bearer = p.Verifier(&oidc.Config{ClientID: o.cfg.Audience})
-	o.idTokens = p.Verifier(&oidc.Config{ClientID: o.cfg.ClientID})
+// the issuer's signing algorithms from its discovery.
+func (o *oidcAuth) verifiersOf(p *oidc.Provider) verifiers {
+	return verifiers{bearer: p.Verifier(&oidc.Config{ClientID: o.cfg.Audience}), idTokens: p.Verifier(&oidc.Config{ClientID: o.cfg.ClientID})}
 }
 
-// verify checks raw with the verifier pick chooses (bearer or idTokens).
+// use makes p the provider, with its verifiers v. The caller holds o.mu.
+func (o *oidcAuth) use(p *oidc.Provider, v verifiers) {
+	o.provider, o.verifiers = p, v
+}
+
+// verify checks raw with the verifier pick chooses (bearerVerifier or
+// idTokenVerifier).
 // A token whose signature does not verify is checked once more against
 // the keys of a new discovery, within o.rediscover's budget: go-oidc's key
 // set can answer a token of a key the issuer rotated in with the keys of
@@ -155,11 +164,11 @@ func (o *oidcAuth) use(p *oidc.Provider) {
 // and its clean-up waits on that fetch, coreos/go-oidc's RemoteKeySet),
 // and a new discovery's key set fetches anew. The new provider replaces
 // the old one when its keys verify the token. Safe for concurrent use.
-func (o *oidcAuth) verify(ctx context.Context, raw string, pick func(*oidcAuth) *oidc.IDTokenVerifier) (*oidc.IDToken, error) {
+func (o *oidcAuth) verify(ctx context.Context, raw string, pick func(verifiers) *oidc.IDTokenVerifier) (*oidc.IDToken, error) {
 	o.mu.Lock()
-	v := pick(o)
+	v := o.verifiers
 	o.mu.Unlock()
-	tok, err := v.Verify(o.ctx(ctx), raw)
+	tok, err := pick(v).Verify(o.ctx(ctx), raw)
 	if err == nil || !strings.Contains(err.Error(), "failed to verify signature") || !o.rediscover.Allow() {
 		return tok, err
 	}
@@ -168,20 +177,16 @@ func (o *oidcAuth) verify(ctx context.Context, raw string, pick func(*oidcAuth) 
 		o.log.Warn("OIDC: the issuer's discovery after a signature that did not verify failed; the token is refused", "issuer", o.cfg.Issuer, "err", derr)
 		return nil, err
 	}
-	fresh := &oidcAuth{cfg: o.cfg}
-	fresh.use(p)
+	fresh := o.verifiersOf(p)
 	tok, err = pick(fresh).Verify(o.ctx(ctx), raw)
 	if err == nil {
 		o.mu.Lock()
-		o.use(p)
+		o.use(p, fresh)
 		o.mu.Unlock()
 		o.log.Info("OIDC: the issuer's keys changed; discovered it again", "issuer", o.cfg.Issuer)
 	}
 	return tok, err
 }
-
-func bearerVerifier(o *oidcAuth) *oidc.IDTokenVerifier  { return o.bearer }
-func idTokenVerifier(o *oidcAuth) *oidc.IDTokenVerifier { return o.idTokens }
 
 var errIssuerUnreachable = &apiError{status: http.StatusServiceUnavailable, body: Error{Code: "Unavailable",
 	Message: "the OIDC issuer cannot be reached now, so its tokens cannot be checked; try again later, or use an amends token"}}
