@@ -34,9 +34,10 @@ the same run, a raw watch of the bucket (the floor of a full load), the
 index's full load and its heap per record, a snapshot saved, its bytes
 read back from the object store (the floor of a start from it), and the
 index's start from the snapshot, with the part of it that read and
-decoded the snapshot before the index's structures were built. Ratios are to the floors of the same
-run. Then the index queries of the query scenarios (due, list, summary,
-count) on that index and on one of 10 000 records.
+decoded the snapshot before the index's structures were built. Ratios are
+to the floors of the same run. Then the index queries of the query
+scenarios (due, list, summary, count) on that index and on one of 10 000
+records.
 
 --records 10000000 needs about 9 GB of disk for the views bucket (888
 bytes a generated view) and room for the index's 4 GB of heap twice over;

@@ -240,9 +240,8 @@ func (ix *Index) add(e *entry, slot uint32) {
 }
 
 // addKeys is the half of add that is not the counts: the id lookup and
-// orderKeys. It reads e and writes none of what track writes, so the two
-// can run at once on different entries' copies of nothing shared (e.cell
-// is track's alone).
+// orderKeys. It reads e and writes nothing track reads or writes (e.cell
+// is track's alone), so a bulk load runs the two at once.
 func (ix *Index) addKeys(e *entry, slot uint32) {
 	ix.byID.Add(lookupKey(e.id, slot))
 	ix.orderKeys(e, slot)

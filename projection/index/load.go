@@ -23,8 +23,8 @@ import (
 // run on two goroutines, each sorting what it filled: addKeys (the id
 // lookup and the orders) in slot order, track (the counts) a group at a
 // time, so that a group's counts stay in the cache. At 1 M records the
-// restore of a snapshot took 2.7 s before these three changes and 1.3 s
-// after (BenchmarkSnapshot, 2 cores). Until EndLoad the index answers as
+// restore of a snapshot took 2.7 s before this and 1.3 s after
+// (BenchmarkSnapshot, 2 cores). Until EndLoad the index answers as
 // if it were empty.
 
 // BeginLoad starts a load. With replace, the loaded records replace the

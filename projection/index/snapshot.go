@@ -295,7 +295,8 @@ func (ix *Index) readRecords(r *snapReader, info *SnapshotInfo) error {
 			return r.fail("event id %q is not in the index's packed form", e.eventID)
 		}
 		fp = e.fingerprint
-		// As loadPut puts a new record, the lookup in snapIDs (below).
+		// Added as loadPut adds a new record, with snapIDs (below) for the
+		// loading map.
 		e.gen = ix.gen
 		slot := ix.slots.add(e)
 		ix.keepSample(ix.slots.at(slot), msg)

@@ -195,7 +195,7 @@ func TestMultisetCountsWithManyChunks(t *testing.T) {
 	}
 }
 
-// sortValues sorts 64-bit integers by radix from radixFrom values on:
+// SortValues sorts 64-bit integers by radix from radixFrom values on:
 // the same order as slices.Sort, negatives, duplicates, values that share
 // their high bits (the skipped passes) and extremes included.
 func TestSortValuesIsSlicesSort(t *testing.T) {
@@ -218,8 +218,8 @@ func TestSortValuesIsSlicesSort(t *testing.T) {
 		wantU, wantI := slices.Clone(us), slices.Clone(is)
 		slices.Sort(wantU)
 		slices.Sort(wantI)
-		sortValues(us)
-		sortValues(is)
+		SortValues(us)
+		SortValues(is)
 		require.Equal(t, wantU, us)
 		require.Equal(t, wantI, is)
 	})
@@ -231,7 +231,7 @@ func TestSortValuesIsSlicesSort(t *testing.T) {
 	}
 	want := slices.Clone(big)
 	slices.Sort(want)
-	sortValues(big)
+	SortValues(big)
 	require.Equal(t, want, big)
 }
 
@@ -245,7 +245,7 @@ func BenchmarkSortValues(b *testing.B) {
 	b.Run("radix", func(b *testing.B) {
 		for range b.N {
 			copy(work, vs)
-			sortValues(work)
+			SortValues(work)
 		}
 	})
 	b.Run("slices.Sort", func(b *testing.B) {

@@ -40,7 +40,7 @@ func (s *Multiset[T]) EndBulk() {
 	}
 	vs := s.set.pending
 	s.set.bulk, s.set.pending = false, nil
-	sortValues(vs)
+	SortValues(vs)
 	s.set.build(vs)
 	s.reshape()
 }

@@ -5,34 +5,26 @@ import (
 	"slices"
 )
 
-// radixFrom is the fewest values sortValues sorts by radix: below it the
+// radixFrom is the fewest values SortValues sorts by radix: below it the
 // counts' tables cost more than a comparison sort.
 const radixFrom = 1 << 12
 
-// SortValues is sortValues, for the index's own arrays of lookup keys.
-func SortValues[T cmp.Ordered](vs []T) { sortValues(vs) }
-
-// sortValues sorts vs ascending: 64-bit integers by an LSD radix sort,
+// SortValues sorts vs ascending: 64-bit integers by an LSD radix sort,
 // about three times faster than slices.Sort at a million values (a bulk
 // load sorts several such sets), anything else with slices.Sort.
-func sortValues[T cmp.Ordered](vs []T) {
+func SortValues[T cmp.Ordered](vs []T) {
 	if len(vs) >= radixFrom {
 		switch s := any(vs).(type) {
 		case []uint64:
 			radixSort(s, 0)
 			return
 		case []int64:
-			// Flipping the sign bit orders int64s as uint64s.
-			radixSort(int64Bits(s), 1<<63)
+			radixSort(s, 1<<63) // the sign bit flipped, int64s order as uint64s
 			return
 		}
 	}
 	slices.Sort(vs)
 }
-
-// int64Bits is s viewed as the same bits, unsigned; radixSort flips the
-// sign bit in and out.
-type int64Bits []int64
 
 // radixSort sorts vs by the bits of v^flip, 16 at a time, through a
 // scratch slice of the same length; a pass whose digit is the same for
