@@ -31,7 +31,7 @@ func BenchmarkClosedCall(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				now := time.Now()
-				t, refused := br.Allow(ctx, now)
+				t, refused := br.Allow(ctx, now, circuit.Call{})
 				if refused != nil {
 					b.Fatal("refused")
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,29 @@ type Breaker struct {
 	tripping bool   // a trip is being written
 }
 
+// Call is what a breaker judges a call by: the distinct event it is for,
+// that event's aggregate, and, for a replay, its record and whether the
+// record already failed for a real reason (Known). Each string is empty
+// when unknown: a call without an event is counted as a distinct one.
+type Call struct {
+	// Event is the id of the event the call is for.
+	Event string
+	// Aggregate names the event's aggregate (any stable key of it).
+	Aggregate string
+	// Record is the id of the record a replay runs for.
+	Record string
+	// Known reports a replay of a record whose last call failed for a
+	// real reason (not a refusal): its failure is no news about the
+	// dependency, so it is not counted, and it never probes unless the
+	// scheduler or an operator chose its record as the probe.
+	Known bool
+}
+
 // Ticket is what Allow let through: an ordinary call, or the probe.
-type Ticket struct{ probe string }
+type Ticket struct {
+	probe string
+	call  Call
+}
 
 // Probe reports whether the call is the circuit's probe.
 func (t Ticket) Probe() bool { return t.probe != "" }
@@ -72,38 +94,44 @@ func (b *Breaker) Closed() bool { return b.closed.Load() }
 // Outcome.Replay).
 func (b *Breaker) Failing() bool { return b.failingSince.Load() != 0 }
 
-// Allow decides whether a call of the function at now goes through: yes
-// while the circuit is closed; while it is open, only as the probe, once
-// the cool-down passed and this instance claimed the probe in the bucket
-// (one round trip); otherwise it returns the refusal, an *OpenError, and
-// counts the refused call.
-func (b *Breaker) Allow(ctx context.Context, now time.Time) (Ticket, *OpenError) {
+// Allow decides whether call c of the function at now goes through: yes
+// while the circuit is closed; while it is not, only as the probe: the
+// replay of the record the scheduler or an operator chose as the probe,
+// or, once the cool-down passed, a call of an event that may probe (not
+// Known, not already a successful probe) after this instance claimed the
+// probe in the bucket (one round trip). Otherwise it returns the refusal,
+// an *OpenError, and counts the refused call.
+func (b *Breaker) Allow(ctx context.Context, now time.Time, c Call) (Ticket, *OpenError) {
 	if b.closed.Load() {
-		return Ticket{}, nil
+		return Ticket{call: c}, nil
 	}
 	b.mu.Lock()
 	st := b.state
 	if st.Phase == Closed {
 		b.mu.Unlock()
-		return Ticket{}, nil
+		return Ticket{call: c}, nil
 	}
-	if !st.Probeable(now) || b.claiming {
+	if pr, ok := st.ProbeOf(now, c.Record); ok {
+		b.mu.Unlock()
+		return Ticket{probe: pr.ID, call: c}, nil
+	}
+	if c.Known || !st.Probeable(now) || b.claiming || (c.Event != "" && slices.Contains(st.Probed, c.Event)) {
 		b.mu.Unlock()
 		b.refused.Add(1)
 		return Ticket{}, openError(st)
 	}
 	b.claiming = true
 	b.mu.Unlock()
-	id := uuid.NewString()
-	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.Claimed(now, b.p, b.set.instance, id) })
+	claim := Claim{Instance: b.set.instance, ID: uuid.NewString(), Event: c.Event}
+	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.Claimed(now, b.p, claim) })
 	b.mu.Lock()
 	b.claiming = false
 	b.mu.Unlock()
-	if changed && n.Probe != nil && n.Probe.ID == id {
+	if changed && n.Probe != nil && n.Probe.ID == claim.ID {
 		if st.Phase == Open {
 			b.log(slog.LevelInfo, "circuits: the cool-down passed; the next call is the probe", n, "coolDown", time.Duration(st.CoolDownMs)*time.Millisecond)
 		}
-		return Ticket{probe: id}, nil
+		return Ticket{probe: claim.ID, call: c}, nil
 	}
 	b.refused.Add(1)
 	return Ticket{}, openError(n)
@@ -129,25 +157,35 @@ type Outcome struct {
 
 // Done counts the outcome at now of a call Allow let through with t:
 // a probe's success or failure moves the circuit on (closed after the
-// policy's successes, open again with a longer cool-down); an ordinary
-// call's failure that counts may trip it.
+// policy's successes of distinct events, open again after its probe
+// failures); an ordinary call's failure that counts may trip it. A failure
+// that does not count (UNRECOVERABLE, or of a Known replay) is, for the
+// circuit, neither a success nor a failure; nor is a failure of an event
+// already counted in the window, or of an aggregate past its share.
 func (b *Breaker) Done(ctx context.Context, now time.Time, t Ticket, o Outcome) {
 	if b.p.Off {
 		return
 	}
-	failed := o.Err != nil && o.Counted
+	// A Known replay's failure counts only as the probe it was chosen to be.
+	failed := o.Err != nil && o.Counted && (!t.call.Known || t.Probe())
 	if t.Probe() {
 		b.probeDone(ctx, now, t, failed, o)
 		return
 	}
+	if o.Err != nil && !failed {
+		return
+	}
 	if !failed {
 		b.win.success(now)
-		if o.Replay && o.Err == nil && b.failingSince.Load() != 0 {
+		if o.Replay && b.failingSince.Load() != 0 {
 			b.recovered(ctx, now)
 		}
 		return
 	}
-	consecutive, calls, failures, since := b.win.failure(now)
+	counted, consecutive, calls, failures, since := b.win.failure(now, t.call)
+	if !counted {
+		return
+	}
 	b.failingSince.CompareAndSwap(0, since)
 	b.mu.Lock()
 	cause, trip := trips(b.p, consecutive, calls, failures)
@@ -174,6 +212,12 @@ func (b *Breaker) Done(ctx context.Context, now time.Time, t Ticket, o Outcome) 
 }
 
 func (b *Breaker) probeDone(ctx context.Context, now time.Time, t Ticket, failed bool, o Outcome) {
+	if o.Err != nil && !failed {
+		// An answer of a live dependency about its event: the probe is
+		// freed, neither success nor failure.
+		b.change(ctx, func(cur State) (State, bool) { return cur.ProbeAnswered(now, t.probe) })
+		return
+	}
 	if !failed {
 		n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.ProbeSucceeded(now, b.p, t.probe) })
 		if changed && n.Phase == Closed {
@@ -185,8 +229,8 @@ func (b *Breaker) probeDone(ctx context.Context, now time.Time, t Ticket, failed
 	last := failureOf(now, o)
 	r := rand.Float64()
 	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.ProbeFailed(now, b.p, t.probe, last, r) })
-	if changed {
-		b.log(slog.LevelWarn, "circuits: the probe failed; the circuit opened again", n,
+	if changed && n.Phase == Open {
+		b.log(slog.LevelWarn, "circuits: the probes failed; the circuit opened again", n, "probeFailures", b.p.ProbeFailures,
 			"coolDown", time.Duration(n.Until-now.UnixMilli())*time.Millisecond, "lastError", last.Message)
 	}
 }

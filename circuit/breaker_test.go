@@ -53,7 +53,7 @@ func instance(t *testing.T, store *circuit.Store, name string, clock *fakeclock.
 
 func fail(b *circuit.Breaker, now time.Time, n int) {
 	for range n {
-		tk, refused := b.Allow(context.Background(), now)
+		tk, refused := b.Allow(context.Background(), now, circuit.Call{})
 		if refused != nil {
 			return
 		}
@@ -62,7 +62,7 @@ func fail(b *circuit.Breaker, now time.Time, n int) {
 }
 
 func succeed(b *circuit.Breaker, now time.Time) (circuit.Ticket, bool) {
-	tk, refused := b.Allow(context.Background(), now)
+	tk, refused := b.Allow(context.Background(), now, circuit.Call{})
 	if refused != nil {
 		return tk, false
 	}
@@ -94,7 +94,7 @@ func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 	assert.Equal(t, smtp.Message, st.Last.Message)
 	assert.Equal(t, smtp.Fingerprint, st.Last.Fingerprint)
 
-	_, refused := b.Allow(t.Context(), clock.Now())
+	_, refused := b.Allow(t.Context(), clock.Now(), circuit.Call{})
 	require.NotNil(t, refused, "an open circuit refuses")
 	assert.Equal(t, circuit.ErrorCode, refused.Code())
 	assert.ErrorIs(t, refused, circuit.ErrOpen)
@@ -105,35 +105,29 @@ func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 	}, waitFor, tick, "the refused call is counted in the bucket")
 }
 
-// Given a closed circuit with a high consecutive threshold, when half of
-// at least MinCalls calls in the window fail, it opens by the ratio; calls
-// outside the window do not count.
+// Given a closed circuit with a high consecutive threshold, when of at
+// least MinCalls distinct events in the window a share above FailureRatio
+// fails with confidence (22 of 24), it opens by the ratio; 18 of 20 and 21
+// of 23 do not open it, and calls outside the window do not count.
 func TestBreakerOpensOnTheFailureRatio(t *testing.T) {
 	clock := fakeclock.At(t0.UnixMilli())
 	b := instance(t, nil, "i1", clock, circuit.Policy{ConsecutiveFailures: 1000, MinCalls: 20, FailureRatio: 0.5, Window: 10 * time.Second})
-	// 20 calls, 9 failing, long ago: out of the window.
-	for i := range 20 {
-		if i%2 == 0 && i < 18 {
-			fail(b, clock.Now(), 1)
-		} else {
-			succeed(b, clock.Now())
-		}
-	}
+	// 20 calls, 19 failing, long ago: out of the window.
+	succeed(b, clock.Now())
+	fail(b, clock.Now(), 18)
 	clock.Set(clock.Now().Add(time.Minute))
-	for i := range 19 {
-		if i%2 == 0 {
-			fail(b, clock.Now(), 1)
-		} else {
-			succeed(b, clock.Now())
-		}
-	}
-	assert.True(t, b.Closed(), "19 calls, 10 failed: below MinCalls in the window")
+	succeed(b, clock.Now())
+	succeed(b, clock.Now())
+	fail(b, clock.Now(), 18)
+	assert.True(t, b.Closed(), "18 of 20 failed: not surely more than half")
+	fail(b, clock.Now(), 3)
+	require.True(t, b.Closed(), "21 of 23")
 	fail(b, clock.Now(), 1)
-	require.False(t, b.Closed(), "11 of 20 failed")
+	require.False(t, b.Closed(), "22 of 24 failed")
 	tr, _ := b.State().LastTransition()
 	assert.Equal(t, circuit.CauseRatio, tr.Cause)
-	assert.Equal(t, 11, tr.Failures)
-	assert.Equal(t, 20, tr.Calls)
+	assert.Equal(t, 22, tr.Failures)
+	assert.Equal(t, 24, tr.Calls)
 }
 
 // Failures the classification calls UNRECOVERABLE are about the event,
@@ -142,7 +136,7 @@ func TestBreakerIgnoresUncountedFailures(t *testing.T) {
 	clock := fakeclock.At(t0.UnixMilli())
 	b := instance(t, nil, "i1", clock, circuit.Policy{})
 	for range 100 {
-		tk, refused := b.Allow(t.Context(), clock.Now())
+		tk, refused := b.Allow(t.Context(), clock.Now(), circuit.Call{})
 		require.Nil(t, refused)
 		b.Done(t.Context(), clock.Now(), tk, circuit.Outcome{Err: errors.New("invalid address"), Counted: false})
 	}
@@ -151,18 +145,18 @@ func TestBreakerIgnoresUncountedFailures(t *testing.T) {
 
 // Two instances share the circuit: when one opens it the other refuses
 // too; after the cool-down exactly one of them gets the probe; a failed
-// probe opens it again with twice the cool-down; the successes close it
-// for both.
+// probe (one is enough with ProbeFailures 1) opens it again with twice
+// the cool-down; the successes close it for both.
 func TestBreakerSharedByInstances(t *testing.T) {
 	store := openStore(t)
 	clock := fakeclock.At(t0.UnixMilli())
-	p := circuit.Policy{CoolDown: 10 * time.Second, Successes: 2}
+	p := circuit.Policy{CoolDown: 10 * time.Second, Successes: 2, ProbeFailures: 1}
 	a := instance(t, store, "a", clock, p)
 	b := instance(t, store, "b", clock, p)
 	fail(a, clock.Now(), 20)
 	require.False(t, a.Closed())
 	require.Eventually(t, func() bool { return !b.Closed() }, waitFor, tick, "b sees the circuit a opened")
-	_, refused := b.Allow(t.Context(), clock.Now())
+	_, refused := b.Allow(t.Context(), clock.Now(), circuit.Call{})
 	require.NotNil(t, refused, "b refuses too")
 
 	clock.Set(clock.Now().Add(10 * time.Second))
@@ -171,7 +165,7 @@ func TestBreakerSharedByInstances(t *testing.T) {
 	tickets := make(chan circuit.Ticket, 20)
 	for _, br := range []*circuit.Breaker{a, b, a, b, a, b} {
 		wg.Go(func() {
-			tk, refused := br.Allow(context.Background(), clock.Now())
+			tk, refused := br.Allow(context.Background(), clock.Now(), circuit.Call{})
 			if refused == nil {
 				probes.Add(1)
 				require.True(t, tk.Probe(), "a call let through while open is the probe")
@@ -219,7 +213,7 @@ func TestBreakerReportsRecovery(t *testing.T) {
 	b := instance(t, store, "i1", clock, circuit.Policy{})
 	fail(b, clock.Now(), 3)
 	clock.Set(clock.Now().Add(time.Minute))
-	tk, refused := b.Allow(t.Context(), clock.Now())
+	tk, refused := b.Allow(t.Context(), clock.Now(), circuit.Call{})
 	require.Nil(t, refused)
 	b.Done(t.Context(), clock.Now(), tk, circuit.Outcome{Replay: true})
 	st, _, err := store.Get(t.Context(), mailer)
@@ -227,7 +221,7 @@ func TestBreakerReportsRecovery(t *testing.T) {
 	assert.Equal(t, circuit.Closed, st.Phase)
 	assert.Equal(t, circuit.Incident{From: t0.UnixMilli(), To: t0.Add(time.Minute).UnixMilli()}, st.Incident)
 	_, rev, _ := store.Get(t.Context(), mailer)
-	tk, _ = b.Allow(t.Context(), clock.Now())
+	tk, _ = b.Allow(t.Context(), clock.Now(), circuit.Call{})
 	b.Done(t.Context(), clock.Now(), tk, circuit.Outcome{Replay: true})
 	_, rev2, _ := store.Get(t.Context(), mailer)
 	assert.Equal(t, rev, rev2, "a second success reports nothing")
@@ -241,7 +235,7 @@ func TestBreakerIgnoresAnInvalidCircuit(t *testing.T) {
 	_, err := store.KV().Put(t.Context(), mailer.String(), []byte(`{"function":{"context":"shop","processor":"Mailer","name":"send"},"phase":"OPEN","until":-7}`))
 	require.NoError(t, err)
 	b := instance(t, store, "i1", clock, circuit.Policy{})
-	_, refused := b.Allow(t.Context(), clock.Now())
+	_, refused := b.Allow(t.Context(), clock.Now(), circuit.Call{})
 	assert.Nil(t, refused, "an invalid circuit is no circuit")
 	_, _, err = store.Get(t.Context(), mailer)
 	assert.ErrorIs(t, err, circuit.ErrInvalid)

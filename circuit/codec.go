@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/fingerprint"
 )
 
@@ -128,10 +129,19 @@ func (s *State) checkPhase(past, ahead int64) error {
 		return bad("until", "an OPEN circuit that an operator did not open must have a probe time")
 	case s.Phase == Open && s.Forced && s.Until != 0:
 		return bad("until", "an OPEN circuit an operator opened has no probe time, got %d", s.Until)
-	case s.Phase != HalfOpen && (s.Probe != nil || s.Successes != 0):
-		return bad("probe", "only a HALF_OPEN circuit has a probe or successes, this one is %s", s.Phase)
+	case s.Phase != HalfOpen && (s.Probe != nil || s.Successes != 0 || len(s.Probed) != 0 || s.ProbeFailures != 0):
+		return bad("probe", "only a HALF_OPEN circuit has a probe, successes or probe failures, this one is %s", s.Phase)
 	case s.Successes < 0 || s.Successes > 100:
 		return bad("successes", "must be from 0 to 100, got %d", s.Successes)
+	case len(s.Probed) > s.Successes:
+		return bad("probed", "lists %d events, more than the %d successes", len(s.Probed), s.Successes)
+	case s.ProbeFailures < 0 || s.ProbeFailures > 100*101:
+		return bad("probeFailures", "must be from 0 to %d, got %d", 100*101, s.ProbeFailures)
+	}
+	for i, e := range s.Probed {
+		if err := text("probed["+strconv.Itoa(i)+"]", e, eventstore.MaxIDLength, true); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -146,6 +156,12 @@ func checkProbe(p *Probe, past, ahead int64) error {
 		return err
 	}
 	if err := text("probe.id", p.ID, maxIDBytes, true); err != nil {
+		return err
+	}
+	if err := text("probe.event", p.Event, eventstore.MaxIDLength, false); err != nil {
+		return err
+	}
+	if err := text("probe.record", p.Record, eventstore.MaxIDLength, false); err != nil {
 		return err
 	}
 	if err := timeAt("probe.at", p.At, past); err != nil {

@@ -8,25 +8,66 @@
 // of DefaultPolicy; processor.WithCircuit sets another Policy per
 // function, or turns it off.
 //
+// # Evidence
+//
+// A circuit judges the dependency, not the event. Most failures are about
+// their event (one customer's invalid address, one malformed order), and
+// such events fail every time they are called; a dead dependency makes
+// every event fail. The breaker therefore counts distinct events, and
+// only what is news about the dependency (Call):
+//
+//   - One event is one observation in a window: its immediate retries,
+//     its redeliveries and its replays while it is in the window add
+//     nothing (the failed events of the last Window are remembered, at
+//     most 8 192).
+//   - A replay of a record whose last call failed for a real reason
+//     (Call.Known) is evidence about that record: its failure is not
+//     counted (it failed before; failing again says nothing new), its
+//     success is. A replay of a record the circuit refused is a fresh
+//     call, like a live event: that event was never tried.
+//   - One aggregate adds at most a quarter of ConsecutiveFailures (5 by
+//     default) to a streak and to a window, so that a few bad aggregates
+//     never open the circuit.
+//   - An UNRECOVERABLE failure is about its event and is not counted.
+//   - The streak rule (ConsecutiveFailures distinct events in a row, 20)
+//     opens it on a dead dependency within 20 distinct events. Events that
+//     fail for their own reason at a share r make such a run once in
+//     about r^-20 events: at 50 % once in a million, at 30 % once in 10^10.
+//   - The ratio rule opens it when the share of failed distinct events in
+//     the Window is above FailureRatio (one half) with confidence: the
+//     lower end of its Wilson interval at z = 4. A share of bad events at
+//     or below FailureRatio then never opens it, however few or many
+//     events the window holds, while a dependency failing most calls does
+//     (19 of 20, 71 of 100, 564 of 1 000).
+//
+// A wrong trip is also cheap to leave: a half-open circuit needs
+// ProbeFailures (5) failed probes per success plus one to open again, so
+// live probes that happen to be bad events do not keep it open.
+//
+// Fingerprints are no evidence either way: a dead dependency's failures
+// share one fingerprint just as one kind of bad event's do.
+//
 // # States
 //
-//   - CLOSED: the function is called. Each instance counts its calls
-//     (Breaker): when the last Policy.ConsecutiveFailures failed, or at
-//     least MinCalls were made in the last Window and FailureRatio of
-//     them failed, the circuit opens. Only failures the function's
-//     classification calls RECOVERABLE or UNKNOWN count.
+//   - CLOSED: the function is called. Each instance weighs its calls
+//     (Breaker, above): when a rule of the Policy is met, the circuit
+//     opens.
 //   - OPEN: the function is not called. Each live event, and each replay,
 //     gets its failure recorded at once, with errorCode CircuitOpen
-//     (ErrorCode), the last real failure's message and fingerprint, and
-//     the function's retry spec: an ordinary ExecutionFailed record, so
-//     an Ordered function holds the aggregate's later events as after any
-//     failure. After the cool-down (CoolDown at first) the next call (a
-//     live event, or the replay the scheduler prepares for it) is the
-//     probe.
+//     (ErrorCode), as a refusal of its own (package recorder says how),
+//     and the function's retry spec: an ordinary ExecutionFailed record,
+//     so an Ordered function holds the aggregate's later events as after
+//     any failure. After the cool-down (CoolDown at first) the next call
+//     that may probe (a live event, or the replay of a refused record) is
+//     the probe; the scheduler chooses a refused record's replay as the
+//     probe when no call comes (State.ProbeOf), or half-opens the circuit
+//     when it has none (State.Idle), so that an idle circuit is never
+//     left open with its probe time past.
 //   - HALF_OPEN: one probe at a time, across the instances (a claim in
-//     the bucket), the other calls still refused. Successes probes in a
-//     row close the circuit; a failed probe opens it again with twice the
-//     cool-down, at most MaxCoolDown.
+//     the bucket), the other calls still refused. Successful probes of
+//     Successes distinct events close the circuit; ProbeFailures failed
+//     probes per success plus one open it again with twice the cool-down,
+//     at most MaxCoolDown.
 //
 // An operator opens or closes a circuit (amends circuits open|close
 // FUNCTION --reason): an OPEN circuit an operator opened (Forced) is
@@ -63,6 +104,7 @@
 // open the circuit are drained as well.
 //
 // Everything here is safe for concurrent use; the State transitions
-// (Tripped, Claimed, ProbeSucceeded, ProbeFailed, ByOperator, Recovered)
-// are pure functions of the state, the time and the policy.
+// (Tripped, Claimed, Idle, ProbeSucceeded, ProbeAnswered, ProbeFailed,
+// ByOperator, Recovered) are pure functions of the state, the time and the
+// policy.
 package circuit

@@ -8,28 +8,39 @@ import (
 // Policy says when a function's circuit opens and how it closes again.
 // The zero Policy is DefaultPolicy: each zero field takes its default.
 //
-// Closed → open: when, of the function's calls on one instance, the last
-// ConsecutiveFailures failed, or at least MinCalls were made in the last
-// Window and FailureRatio of them failed. Only failures the function's
-// classification calls RECOVERABLE or UNKNOWN count: an UNRECOVERABLE one
-// is about the event, not the dependency.
+// What counts are distinct events, not calls (see the package
+// documentation, "Evidence"): an event's immediate retries, its replays
+// while it is in the window, and the replays of records that already
+// failed for a real reason are no new evidence about the dependency.
+//
+// Closed → open: when, of the distinct events of the function's calls on
+// one instance, the last ConsecutiveFailures failed, or at least MinCalls
+// were called in the last Window and the share that failed is, with
+// confidence, above FailureRatio (the lower end of its Wilson interval at
+// z = 4). Only failures the function's classification calls RECOVERABLE
+// or UNKNOWN count: an UNRECOVERABLE one is about the event, not the
+// dependency. One aggregate adds at most a quarter of
+// ConsecutiveFailures (at least 2) failures to the counts of a window.
 //
 // Open → half-open: after the cool-down (CoolDown, doubled after each
-// failed probe up to MaxCoolDown) one call is let through as the probe;
-// the other calls are still refused. A probe claimed by an instance that
-// dies is given to another after ProbeTimeout.
+// reopening up to MaxCoolDown) one call at a time is let through as the
+// probe; the other calls are still refused. A probe claimed by an
+// instance that dies is given to another after ProbeTimeout.
 //
-// Half-open → closed after Successes probes in a row succeeded; → open
-// again, with a longer cool-down, as soon as one fails.
+// Half-open → closed after probes of Successes distinct events succeeded;
+// → open again, with a longer cool-down, once ProbeFailures probes failed
+// for each success plus one: a live probe may be a bad event.
 type Policy struct {
 	// Off turns the circuit off: the function is always called.
 	Off bool
-	// ConsecutiveFailures opens the circuit after that many failures in
-	// a row (default 20).
+	// ConsecutiveFailures opens the circuit after that many distinct
+	// events failed in a row (default 20).
 	ConsecutiveFailures int
-	// FailureRatio and MinCalls open it when at least MinCalls calls were
-	// made in Window and at least FailureRatio of them failed (defaults
-	// 0.5, 20 and 30 s).
+	// FailureRatio and MinCalls open it when at least MinCalls distinct
+	// events were called in Window and the share that failed is above
+	// FailureRatio with confidence (defaults 0.5, 20 and 30 s): 19 of 20
+	// fail, 69 of 100, 566 of 1 000. Events that fail for their own
+	// reason at a share up to FailureRatio never open it.
 	FailureRatio float64
 	MinCalls     int
 	Window       time.Duration
@@ -39,9 +50,13 @@ type Policy struct {
 	// closes.
 	CoolDown    time.Duration
 	MaxCoolDown time.Duration
-	// Successes is how many probes in a row must succeed to close it
-	// (default 3).
+	// Successes is how many probes of distinct events must succeed to
+	// close it (default 3).
 	Successes int
+	// ProbeFailures is how many probes must fail, per success plus one,
+	// to open it again (default 5: five failed probes and no success, ten
+	// and one, ...).
+	ProbeFailures int
 	// ProbeTimeout is how long a probe may run before another instance may
 	// probe instead (default 30 s).
 	ProbeTimeout time.Duration
@@ -64,17 +79,22 @@ const (
 	// two calls a minute cost it nothing, and its recovery is noticed
 	// within 30 s, so the drain of an outage's records starts at most that
 	// long after its end.
-	DefaultMaxCoolDown  = 30 * time.Second
-	DefaultSuccesses    = 3
-	DefaultProbeTimeout = 30 * time.Second
-	DefaultJitter       = 0.2
+	DefaultMaxCoolDown = 30 * time.Second
+	DefaultSuccesses   = 3
+	// A half-open circuit of a function whose events fail for their own
+	// reason at the rate r opens again wrongly with probability r^5 before
+	// its first success: 3 % at r = 50 %, 0.2 % at 30 %; a dead
+	// dependency costs five calls per cool-down.
+	DefaultProbeFailures = 5
+	DefaultProbeTimeout  = 30 * time.Second
+	DefaultJitter        = 0.2
 )
 
 // DefaultPolicy is the policy of every function that sets none.
 var DefaultPolicy = Policy{
 	ConsecutiveFailures: DefaultConsecutiveFailures, FailureRatio: DefaultFailureRatio, MinCalls: DefaultMinCalls,
 	Window: DefaultWindow, CoolDown: DefaultCoolDown, MaxCoolDown: DefaultMaxCoolDown, Successes: DefaultSuccesses,
-	ProbeTimeout: DefaultProbeTimeout, Jitter: DefaultJitter,
+	ProbeFailures: DefaultProbeFailures, ProbeTimeout: DefaultProbeTimeout, Jitter: DefaultJitter,
 }
 
 // Resolve returns p with its zero fields set to their defaults, or an
@@ -102,6 +122,9 @@ func (p Policy) Resolve() (Policy, error) {
 	if p.Successes == 0 {
 		p.Successes = d.Successes
 	}
+	if p.ProbeFailures == 0 {
+		p.ProbeFailures = d.ProbeFailures
+	}
 	if p.ProbeTimeout == 0 {
 		p.ProbeTimeout = d.ProbeTimeout
 	}
@@ -126,6 +149,8 @@ func (p Policy) Resolve() (Policy, error) {
 		return p, invalid("maxCoolDown must be from coolDown (%s) to 24h, got %s", p.CoolDown, p.MaxCoolDown)
 	case p.Successes < 1 || p.Successes > 100:
 		return p, invalid("successes must be from 1 to 100, got %d", p.Successes)
+	case p.ProbeFailures < 1 || p.ProbeFailures > 100:
+		return p, invalid("probeFailures must be from 1 to 100, got %d", p.ProbeFailures)
 	case p.ProbeTimeout < 100*time.Millisecond || p.ProbeTimeout > time.Hour:
 		return p, invalid("probeTimeout must be from 100ms to 1h, got %s", p.ProbeTimeout)
 	case p.Jitter > 0.9:

@@ -38,7 +38,7 @@ func TestPropertyNoCallWhileOpenAndAlwaysCloses(t *testing.T) {
 		var pendingUntil int64 // a probe let through that never answers (its instance died) is its until then
 		call := func(done bool) {
 			before := b.State()
-			tk, refused := b.Allow(ctx, clock.Now())
+			tk, refused := b.Allow(ctx, clock.Now(), circuit.Call{})
 			if refused != nil {
 				return
 			}

@@ -1,6 +1,7 @@
 package circuit
 
 import (
+	"slices"
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -40,7 +41,10 @@ const (
 	CauseProbesSucceeded Cause = "probes_succeeded"
 	// CauseOperator: an operator opened or closed it.
 	CauseOperator Cause = "operator"
-	// CauseDrain: the recovery drain's canary failed while it was closed.
+	// CauseDrain: the recovery drain's canary failed while it was
+	// closed. Only transitions stored by earlier versions have it: the
+	// drain no longer opens circuits, since a drained record that fails
+	// may fail for its own reason; its fresh calls count like any other.
 	CauseDrain Cause = "drain_failed"
 )
 
@@ -67,9 +71,12 @@ type State struct {
 	Forced bool `json:"forced,omitempty"`
 	// Probe is, while HALF_OPEN, the probe under way.
 	Probe *Probe `json:"probe,omitempty"`
-	// Successes counts, while HALF_OPEN, the probes that succeeded in a
-	// row.
-	Successes int `json:"successes,omitempty"`
+	// Successes counts, while HALF_OPEN, the probes of distinct events
+	// that succeeded; Probed lists those events (at most Policy.Successes,
+	// so at most 100), and ProbeFailures counts the probes that failed.
+	Successes     int      `json:"successes,omitempty"`
+	Probed        []string `json:"probed,omitempty"`
+	ProbeFailures int      `json:"probeFailures,omitempty"`
 	// Refused counts the calls refused since the circuit last opened;
 	// RefusedTotal all of them. Instances add theirs about once a second.
 	Refused      int64 `json:"refused"`
@@ -91,12 +98,22 @@ type State struct {
 }
 
 // Probe is the probe call under way while half-open: who makes it, and
-// until when it is theirs.
+// until when it is theirs; the event it calls for, and, when the
+// scheduler or an operator chose a record to probe with, that record (its
+// replay is the probe, whichever instance runs it).
 type Probe struct {
 	Instance string `json:"instance"`
 	ID       string `json:"id"`
 	At       int64  `json:"at"`
 	Until    int64  `json:"until"`
+	Event    string `json:"event,omitempty"`
+	Record   string `json:"record,omitempty"`
+}
+
+// Claim is who claims the probe, for which event and, for a record's
+// replay chosen as the probe, which record.
+type Claim struct {
+	Instance, ID, Event, Record string
 }
 
 // Failure is what a refused call's record says of the last real failure.
@@ -199,60 +216,116 @@ func (s State) Probeable(now time.Time) bool {
 	return false
 }
 
-// Claimed returns s with the probe claimed by instance as id at now, when
-// Probeable: an OPEN circuit becomes HALF_OPEN.
-func (s State) Claimed(now time.Time, p Policy, instance, id string) (State, bool) {
-	if !s.Probeable(now) {
+// Claimed returns s with the probe claimed by c at now, when Probeable
+// and c's event did not already succeed as a probe of this half-open
+// (closing needs successes of distinct events): an OPEN circuit becomes
+// HALF_OPEN.
+func (s State) Claimed(now time.Time, p Policy, c Claim) (State, bool) {
+	if !s.Probeable(now) || (c.Event != "" && slices.Contains(s.Probed, c.Event)) {
 		return s, false
 	}
 	ms := now.UnixMilli()
 	n := s.clone()
 	if s.Phase == Open {
 		n = s.begin(ms, HalfOpen)
-		n.Successes = 0
-		n.record(Transition{At: ms, From: Open, To: HalfOpen, Cause: CauseCoolDown, CoolDownMs: s.CoolDownMs, Instance: instance})
+		n.record(Transition{At: ms, From: Open, To: HalfOpen, Cause: CauseCoolDown, CoolDownMs: s.CoolDownMs, Instance: c.Instance})
 	}
-	n.Probe = &Probe{Instance: instance, ID: id, At: ms, Until: ms + p.ProbeTimeout.Milliseconds()}
+	n.Probe = &Probe{Instance: c.Instance, ID: c.ID, At: ms, Until: ms + p.ProbeTimeout.Milliseconds(), Event: c.Event, Record: c.Record}
 	n.UpdatedAt = ms
 	return n, true
 }
 
+// Idle returns s half-open at now with no probe under way, when it is
+// OPEN, not forced, and its cool-down passed: the scheduler moves an open
+// circuit that nothing probed, and that it has no record to probe with,
+// so that the next call is the probe.
+func (s State) Idle(now time.Time, instance string) (State, bool) {
+	ms := now.UnixMilli()
+	if s.Phase != Open || s.Forced || ms < s.Until {
+		return s, false
+	}
+	n := s.begin(ms, HalfOpen)
+	n.record(Transition{At: ms, From: Open, To: HalfOpen, Cause: CauseCoolDown, CoolDownMs: s.CoolDownMs, Instance: instance})
+	return n, true
+}
+
+// ProbeOf returns the probe under way for a replay of record, if the
+// scheduler or an operator chose that record as the probe and its time
+// has not run out.
+func (s State) ProbeOf(now time.Time, record string) (Probe, bool) {
+	if s.Phase != HalfOpen || s.Probe == nil || record == "" || s.Probe.Record != record || now.UnixMilli() >= s.Probe.Until {
+		return Probe{}, false
+	}
+	return *s.Probe, true
+}
+
 // ProbeSucceeded returns s after probe id succeeded at now: one more
-// success, CLOSED once there are p.Successes. A probe that is not the one
-// under way (it timed out and another took over) changes nothing.
+// success of a distinct event, CLOSED once there are p.Successes. A probe
+// that is not the one under way (it timed out and another took over)
+// changes nothing; one of an event that already succeeded as a probe
+// only frees the probe.
 func (s State) ProbeSucceeded(now time.Time, p Policy, id string) (State, bool) {
 	if s.Phase != HalfOpen || s.Probe == nil || s.Probe.ID != id {
 		return s, false
 	}
 	ms := now.UnixMilli()
-	if s.Successes+1 < p.Successes {
-		n := s.clone()
-		n.Successes++
-		n.Probe = nil
-		n.UpdatedAt = ms
+	n := s.clone()
+	n.Probe, n.UpdatedAt = nil, ms
+	if ev := s.Probe.Event; ev != "" && slices.Contains(s.Probed, ev) {
 		return n, true
 	}
-	n := s.begin(ms, Closed)
+	if s.Successes+1 < p.Successes {
+		n.Successes++
+		if s.Probe.Event != "" {
+			n.Probed = append(n.Probed, s.Probe.Event)
+		}
+		return n, true
+	}
+	n = s.begin(ms, Closed)
 	n.Incident.To = ms
-	n.record(Transition{At: ms, From: HalfOpen, To: Closed, Cause: CauseProbesSucceeded, Calls: s.Successes + 1, Instance: s.Probe.Instance})
+	n.record(Transition{At: ms, From: HalfOpen, To: Closed, Cause: CauseProbesSucceeded, Calls: s.Successes + 1 + s.ProbeFailures,
+		Failures: s.ProbeFailures, Instance: s.Probe.Instance})
 	return n, true
 }
 
-// ProbeFailed returns s after probe id failed at now with last: OPEN
-// again, with twice the cool-down (at most p.MaxCoolDown), cut by the
-// policy's jitter times jitter, a random draw in [0, 1).
+// ProbeAnswered returns s after probe id failed in a way that says
+// nothing of the dependency (an UNRECOVERABLE failure: the event's own):
+// the probe is freed, for the next call.
+func (s State) ProbeAnswered(now time.Time, id string) (State, bool) {
+	if s.Phase != HalfOpen || s.Probe == nil || s.Probe.ID != id {
+		return s, false
+	}
+	n := s.clone()
+	n.Probe, n.UpdatedAt = nil, now.UnixMilli()
+	return n, true
+}
+
+// ProbeFailed returns s after probe id failed at now with last. A probe
+// may fail for its event's own reason (a bad event is a live event too),
+// so one failure is not enough: the circuit opens again only once
+// p.ProbeFailures probes failed for each success plus one (5 with none,
+// 10 with one, ...), with twice the cool-down (at most p.MaxCoolDown), cut
+// by the policy's jitter times jitter, a random draw in [0, 1); until
+// then it stays HALF_OPEN and the next call probes.
 func (s State) ProbeFailed(now time.Time, p Policy, id string, last Failure, jitter float64) (State, bool) {
 	if s.Phase != HalfOpen || s.Probe == nil || s.Probe.ID != id {
 		return s, false
 	}
 	ms := now.UnixMilli()
+	if s.ProbeFailures+1 < p.ProbeFailures*(s.Successes+1) {
+		n := s.clone()
+		n.Probe, n.UpdatedAt = nil, ms
+		n.ProbeFailures++
+		n.Last = &last
+		return n, true
+	}
 	n := s.begin(ms, Open)
 	n.CoolDownMs = min(max(2*s.CoolDownMs, p.CoolDown.Milliseconds()), p.MaxCoolDown.Milliseconds())
 	wait := p.wait(n.CoolDownMs, jitter)
 	n.Until = ms + wait
 	n.Last = &last
-	n.record(Transition{At: ms, From: HalfOpen, To: Open, Cause: CauseProbeFailed, Failures: 1, Calls: s.Successes + 1,
-		CoolDownMs: wait, Instance: s.Probe.Instance})
+	n.record(Transition{At: ms, From: HalfOpen, To: Open, Cause: CauseProbeFailed, Failures: s.ProbeFailures + 1,
+		Calls: s.Successes + s.ProbeFailures + 1, CoolDownMs: wait, Instance: s.Probe.Instance})
 	return n, true
 }
 
@@ -284,25 +357,6 @@ func (s State) ByOperator(now time.Time, to Phase, actor, reason string) (State,
 		}
 	}
 	n.record(Transition{At: ms, From: s.Phase, To: to, Cause: CauseOperator, Actor: actor, Reason: reason})
-	return n, true
-}
-
-// DrainFailed returns s re-opened at now because the recovery drain's
-// canary failed: as a trip, with the drain's numbers and reason (jitter as
-// for ProbeFailed).
-func (s State) DrainFailed(now time.Time, p Policy, failed, released int, reason string, jitter float64) (State, bool) {
-	if s.Phase != Closed {
-		return s, false
-	}
-	ms := now.UnixMilli()
-	n := s.begin(ms, Open)
-	n.CoolDownMs = p.CoolDown.Milliseconds()
-	wait := p.wait(n.CoolDownMs, jitter)
-	n.Until = ms + wait
-	n.Refused = 0
-	n.Incident = Incident{From: ms}
-	n.record(Transition{At: ms, From: Closed, To: Open, Cause: CauseDrain, Failures: failed, Calls: released,
-		CoolDownMs: wait, Actor: "scheduler", Reason: reason})
 	return n, true
 }
 
@@ -357,7 +411,7 @@ func (s State) LastTransition() (Transition, bool) {
 func (s State) begin(ms int64, phase Phase) State {
 	n := s.clone()
 	n.Phase, n.Since, n.UpdatedAt = phase, ms, ms
-	n.Until, n.Forced, n.Probe, n.Successes = 0, false, nil, 0
+	n.Until, n.Forced, n.Probe, n.Successes, n.Probed, n.ProbeFailures = 0, false, nil, 0, nil, 0
 	return n
 }
 
@@ -390,5 +444,6 @@ func (s State) clone() State {
 		l := *s.Last
 		n.Last = &l
 	}
+	n.Probed = slices.Clone(s.Probed)
 	return n
 }

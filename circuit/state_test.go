@@ -14,8 +14,10 @@ import (
 var (
 	mailer = circuit.Function{Context: "shop", Processor: "Mailer", Name: "send"}
 	t0     = time.UnixMilli(1_700_000_000_000)
-	policy = mustPolicy(circuit.Policy{CoolDown: 10 * time.Second, MaxCoolDown: 40 * time.Second, Successes: 2, ProbeTimeout: 5 * time.Second})
-	smtp   = circuit.Failure{Code: "Unclassified", Message: "smtp 451: mail service unavailable", Fingerprint: "fp1-0123456789abcdef", Recoverable: aggregate.Recoverable}
+	// policy re-opens after one failed probe; patient, the default five.
+	policy  = mustPolicy(circuit.Policy{CoolDown: 10 * time.Second, MaxCoolDown: 40 * time.Second, Successes: 2, ProbeFailures: 1, ProbeTimeout: 5 * time.Second})
+	patient = mustPolicy(circuit.Policy{CoolDown: 10 * time.Second, MaxCoolDown: 40 * time.Second, Successes: 2, ProbeTimeout: 5 * time.Second})
+	smtp    = circuit.Failure{Code: "Unclassified", Message: "smtp 451: mail service unavailable", Fingerprint: "fp1-0123456789abcdef", Recoverable: aggregate.Recoverable}
 )
 
 func mustPolicy(p circuit.Policy) circuit.Policy {
@@ -37,7 +39,7 @@ func open() circuit.State {
 }
 
 func halfOpen() circuit.State {
-	s, _ := open().Claimed(at(10*time.Second), policy, "i1", "p1")
+	s, _ := open().Claimed(at(10*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p1"})
 	return s
 }
 
@@ -45,15 +47,17 @@ func halfOpen() circuit.State {
 // the state that results (or that nothing changed).
 func TestTransitions(t *testing.T) {
 	type then struct {
-		changed    bool
-		phase      circuit.Phase
-		until      time.Duration // from t0; 0: no probe time
-		coolDown   time.Duration
-		forced     bool
-		probe      string
-		successes  int
-		incident   [2]time.Duration // from t0; -1: unset
-		transition *circuit.Transition
+		changed   bool
+		phase     circuit.Phase
+		until     time.Duration // from t0; 0: no probe time
+		coolDown  time.Duration
+		forced    bool
+		probe     string
+		successes int
+		// probeFailures counts the failed probes of the half-open.
+		probeFailures int
+		incident      [2]time.Duration // from t0; -1: unset
+		transition    *circuit.Transition
 	}
 	noIncident := [2]time.Duration{-1, -1}
 	cases := []struct {
@@ -75,18 +79,24 @@ func TestTransitions(t *testing.T) {
 			then{phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
 		{"no probe before the cool-down", open(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Claimed(at(10*time.Second-time.Millisecond), policy, "i2", "p")
+				return s.Claimed(at(10*time.Second-time.Millisecond), policy, circuit.Claim{Instance: "i2", ID: "p"})
 			},
 			then{phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
 		{"after the cool-down a claim half-opens it", open(),
-			func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(10*time.Second), policy, "i2", "p") },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Claimed(at(10*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p"})
+			},
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p", incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 2, From: circuit.Open, To: circuit.HalfOpen, Cause: circuit.CauseCoolDown, CoolDownMs: 10000, Instance: "i2"}}},
 		{"half-open: a second claim while the probe runs is refused", halfOpen(),
-			func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(11*time.Second), policy, "i2", "p2") },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Claimed(at(11*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p2"})
+			},
 			then{phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p1", incident: [2]time.Duration{-time.Second, -1}}},
 		{"half-open: a probe past its timeout is taken over", halfOpen(),
-			func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(15*time.Second), policy, "i2", "p2") },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Claimed(at(15*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p2"})
+			},
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p2", incident: [2]time.Duration{-time.Second, -1}}},
 		{"a probe's success counts; the circuit stays half-open below the successes", halfOpen(),
 			func(s circuit.State) (circuit.State, bool) { return s.ProbeSucceeded(at(11*time.Second), policy, "p1") },
@@ -94,7 +104,7 @@ func TestTransitions(t *testing.T) {
 		{"the last success closes it and ends the incident",
 			func() circuit.State {
 				s, _ := halfOpen().ProbeSucceeded(at(11*time.Second), policy, "p1")
-				s, _ = s.Claimed(at(11*time.Second), policy, "i1", "p3")
+				s, _ = s.Claimed(at(11*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p3"})
 				return s
 			}(),
 			func(s circuit.State) (circuit.State, bool) { return s.ProbeSucceeded(at(12*time.Second), policy, "p3") },
@@ -142,7 +152,9 @@ func TestTransitions(t *testing.T) {
 				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseOperator, Actor: "ops", Reason: "maintenance"}}},
 		{"a forced circuit is never probed",
 			func() circuit.State { s, _ := circuit.New(mailer).ByOperator(t0, circuit.Open, "ops", "m"); return s }(),
-			func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(time.Hour), policy, "i1", "p") },
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Claimed(at(time.Hour), policy, circuit.Claim{Instance: "i1", ID: "p"})
+			},
 			then{phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1}}},
 		{"an operator forces an open circuit: it keeps its incident", open(),
 			func(s circuit.State) (circuit.State, bool) {
@@ -165,12 +177,61 @@ func TestTransitions(t *testing.T) {
 		{"closing a closed circuit changes nothing", circuit.New(mailer),
 			func(s circuit.State) (circuit.State, bool) { return s.ByOperator(t0, circuit.Closed, "ops", "x") },
 			then{phase: circuit.Closed, incident: noIncident}},
-		{"a failed drain canary re-opens a closed circuit", circuit.New(mailer),
+		{"a probe of an event that already succeeded as one is not claimed",
+			func() circuit.State {
+				s, _ := open().Claimed(at(10*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p1", Event: "e1"})
+				s, _ = s.ProbeSucceeded(at(11*time.Second), policy, "p1")
+				return s
+			}(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.DrainFailed(t0, policy, 1, 1, "canary failed", 0)
+				return s.Claimed(at(12*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p2", Event: "e1"})
 			},
-			then{changed: true, phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{0, -1},
-				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseDrain, Failures: 1, Calls: 1, CoolDownMs: 10000, Actor: "scheduler", Reason: "canary failed"}}},
+			then{phase: circuit.HalfOpen, coolDown: 10 * time.Second, successes: 1, incident: [2]time.Duration{-time.Second, -1}}},
+		{"a second success of one event does not count",
+			func() circuit.State {
+				s, _ := open().Claimed(at(10*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p1", Event: "e1"})
+				s, _ = s.ProbeSucceeded(at(11*time.Second), policy, "p1")
+				s.Probe = &circuit.Probe{Instance: "i2", ID: "p2", Event: "e1", At: at(11 * time.Second).UnixMilli(), Until: at(16 * time.Second).UnixMilli()}
+				return s
+			}(),
+			func(s circuit.State) (circuit.State, bool) { return s.ProbeSucceeded(at(12*time.Second), policy, "p2") },
+			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, successes: 1, incident: [2]time.Duration{-time.Second, -1}}},
+		{"patient: one failed probe frees the probe and keeps it half-open", halfOpen(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ProbeFailed(at(11*time.Second), patient, "p1", smtp, 0)
+			},
+			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, probeFailures: 1, incident: [2]time.Duration{-time.Second, -1}}},
+		{"patient: the fifth failed probe without a success re-opens it",
+			func() circuit.State { s := halfOpen(); s.ProbeFailures = 4; return s }(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ProbeFailed(at(11*time.Second), patient, "p1", smtp, 0)
+			},
+			then{changed: true, phase: circuit.Open, until: 31 * time.Second, coolDown: 20 * time.Second, incident: [2]time.Duration{-time.Second, -1},
+				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 5, Calls: 5, CoolDownMs: 20000, Instance: "i1"}}},
+		{"patient: after a success it takes ten failed probes",
+			func() circuit.State {
+				s := halfOpen()
+				s.Successes, s.Probed, s.ProbeFailures = 1, []string{"e0"}, 8
+				return s
+			}(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.ProbeFailed(at(11*time.Second), patient, "p1", smtp, 0)
+			},
+			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, successes: 1, probeFailures: 9, incident: [2]time.Duration{-time.Second, -1}}},
+		{"a failure that says nothing of the dependency frees the probe", halfOpen(),
+			func(s circuit.State) (circuit.State, bool) { return s.ProbeAnswered(at(11*time.Second), "p1") },
+			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
+		{"idle: past its cool-down an open circuit half-opens with no probe", open(),
+			func(s circuit.State) (circuit.State, bool) { return s.Idle(at(10*time.Second), "scheduler") },
+			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1},
+				transition: &circuit.Transition{Seq: 2, From: circuit.Open, To: circuit.HalfOpen, Cause: circuit.CauseCoolDown, CoolDownMs: 10000, Instance: "scheduler"}}},
+		{"idle: not before the cool-down", open(),
+			func(s circuit.State) (circuit.State, bool) { return s.Idle(at(9*time.Second), "scheduler") },
+			then{phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
+		{"idle: never a forced circuit",
+			func() circuit.State { s, _ := circuit.New(mailer).ByOperator(t0, circuit.Open, "ops", "m"); return s }(),
+			func(s circuit.State) (circuit.State, bool) { return s.Idle(at(time.Hour), "scheduler") },
+			then{phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1}}},
 		{"a replay succeeding after failures reports an incident", circuit.New(mailer),
 			func(s circuit.State) (circuit.State, bool) { return s.Recovered(at(time.Minute), t0.UnixMilli()) },
 			then{changed: true, phase: circuit.Closed, incident: [2]time.Duration{0, time.Minute}}},
@@ -198,6 +259,7 @@ func TestTransitions(t *testing.T) {
 				assert.Equal(t, w.probe, got.Probe.ID, "probe")
 			}
 			assert.Equal(t, w.successes, got.Successes, "successes")
+			assert.Equal(t, w.probeFailures, got.ProbeFailures, "probe failures")
 			inc := func(d time.Duration) int64 {
 				if d == -1 {
 					return 0
@@ -247,6 +309,7 @@ func TestPolicyResolve(t *testing.T) {
 		{circuit.Policy{Window: time.Millisecond}, "window must be from 1s to 1h, got 1ms"},
 		{circuit.Policy{CoolDown: time.Minute, MaxCoolDown: time.Second}, "maxCoolDown must be from coolDown (1m0s) to 24h, got 1s"},
 		{circuit.Policy{Successes: 101}, "successes must be from 1 to 100, got 101"},
+		{circuit.Policy{ProbeFailures: -2}, "probeFailures must be from 1 to 100, got -2"},
 		{circuit.Policy{Jitter: 0.95}, "jitter must be at most 0.9 (negative: none), got 0.95"},
 	} {
 		_, err := c.p.Resolve()

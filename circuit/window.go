@@ -1,6 +1,8 @@
 package circuit
 
 import (
+	"hash/maphash"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,18 +11,58 @@ import (
 // slots is how many parts a window is counted in.
 const slots = 10
 
-// window counts one instance's calls of one function: the failures in a
-// row, and the calls and failures of the last Window in slots of a tenth
-// of it. Safe for concurrent use. A success, the usual call, touches only
-// atomics; failures and the turn of a slot take the lock. The counts are
-// as exact as a trip threshold needs: a call counted in the slot being
-// turned may be lost.
+// maxFailed bounds the distinct failed events a window remembers; past it
+// the oldest is forgotten first (at 100 failing events a second, a 30 s
+// window holds 3 000).
+const maxFailed = 8192
+
+// confidenceZ is how sure the ratio rule must be: it opens only when the
+// lower end of the Wilson score interval of the failure share, at z = 4
+// (one-sided, about 3 in 100 000), is above the policy's FailureRatio. A
+// share of events that always fail for their own reason, at most
+// FailureRatio, then opens it about never, however few events the window
+// holds; a dead dependency (every distinct event failing) opens it after
+// 19 of 20, or 17 in a row on a window that held nothing else.
+const confidenceZ = 4.0
+
+// window counts one instance's observations of one function: distinct
+// events, not calls (see the package documentation, "Evidence"). Safe for
+// concurrent use. A success, the usual call, touches only atomics;
+// failures and the turn of a slot take the lock. The counts are as exact
+// as a trip threshold needs: a call counted in the slot being turned may
+// be lost.
 type window struct {
-	mu          sync.Mutex
-	width       int64 // ms per slot
+	mu     sync.Mutex
+	width  int64 // ms per slot
+	span   int64 // ms of the window
+	perAgg int   // the failures one aggregate may add to a streak
+	seed   maphash.Seed
+	// consecutive counts the distinct events that failed since the last
+	// success, each aggregate at most perAgg times (streak, mu held; a
+	// success bumps gen, and the next failure starts a new streak).
 	consecutive atomic.Int64
+	gen         atomic.Int64
+	streakGen   int64
+	streak      map[uint64]int
 	firstFail   int64 // ms of the first failure of the current streak; mu held
 	slot        [slots]counts
+	// failed holds the distinct events that failed in the window (mu
+	// held), oldest first in queue; byAgg how many failures each aggregate
+	// added to the window's counts (at most perAgg).
+	failed map[uint64]struct{}
+	queue  []failedEvent
+	head   int
+	byAgg  map[uint64]int
+}
+
+// failedEvent is a distinct event that failed: when, its aggregate, and
+// whether it was counted in the window (its aggregate was below its
+// share).
+type failedEvent struct {
+	at         int64
+	event, agg uint64
+	keyed      bool
+	counted    bool
 }
 
 // counts are one slot's: its start, its calls and failures, the time of
@@ -28,34 +70,69 @@ type window struct {
 type counts struct{ at, calls, failures, first atomic.Int64 }
 
 func newWindow(p Policy) *window {
-	return &window{width: max(p.Window.Milliseconds()/slots, 1)}
+	return &window{
+		width: max(p.Window.Milliseconds()/slots, 1), span: max(p.Window.Milliseconds(), slots),
+		perAgg: perAggregate(p), seed: maphash.MakeSeed(),
+		failed: map[uint64]struct{}{}, streak: map[uint64]int{}, byAgg: map[uint64]int{},
+	}
 }
+
+// perAggregate is how many failures of one aggregate a streak, and a
+// window, count: a quarter of ConsecutiveFailures, at least 2, so that a
+// streak needs the events of at least four aggregates (a few bad
+// aggregates never open the circuit by themselves).
+func perAggregate(p Policy) int { return max(2, p.ConsecutiveFailures/4) }
 
 // success counts a call that succeeded at now.
 func (w *window) success(now time.Time) {
 	if w.consecutive.Load() != 0 {
 		w.consecutive.Store(0)
+		w.gen.Add(1)
 	}
 	w.at(now.UnixMilli()).calls.Add(1)
 }
 
-// failure counts a call that failed at now and returns the failures in a
-// row, the calls and failures of the window, and when the failures began
-// (the first of those in the window, or of the streak).
-func (w *window) failure(now time.Time) (consecutive int, calls, failures int64, since int64) {
+// failure counts the failure at now of call c and returns whether it
+// counted (an event already seen failing in the window does not), the
+// distinct events failed in a row, the calls and failures of the window,
+// and when the failures began (the first of those in the window, or of
+// the streak). An aggregate past its share in the streak, or in the
+// window, adds nothing to that count.
+func (w *window) failure(now time.Time, c Call) (counted bool, consecutive int, calls, failures int64, since int64) {
 	ms := now.UnixMilli()
+	ev, agg := w.hash(c.Event), w.hash(c.Aggregate)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	c := w.consecutive.Add(1)
-	if c == 1 {
-		w.firstFail = ms
+	w.expire(ms)
+	if _, seen := w.failed[ev]; seen && c.Event != "" {
+		return false, 0, 0, 0, 0
 	}
-	s := w.at(ms)
-	s.calls.Add(1)
-	if s.failures.Add(1) == 1 {
-		s.first.Store(ms)
+	inWindow := c.Aggregate == "" || w.byAgg[agg] < w.perAgg
+	w.remember(failedEvent{at: ms, event: ev, agg: agg, keyed: c.Event != "", counted: inWindow && c.Aggregate != ""})
+	if g := w.gen.Load(); g != w.streakGen {
+		w.streakGen = g
+		clear(w.streak)
+	}
+	cons := w.consecutive.Load()
+	if c.Aggregate == "" || w.streak[agg] < w.perAgg {
+		if c.Aggregate != "" {
+			w.streak[agg]++
+		}
+		if cons = w.consecutive.Add(1); cons == 1 {
+			w.firstFail = ms
+		}
+	}
+	if inWindow {
+		s := w.at(ms)
+		s.calls.Add(1)
+		if s.failures.Add(1) == 1 {
+			s.first.Store(ms)
+		}
 	}
 	since = w.firstFail
+	if since == 0 {
+		since = ms
+	}
 	for i := range w.slot {
 		x := &w.slot[i]
 		if x.at.Load() > ms-w.width*slots {
@@ -66,7 +143,53 @@ func (w *window) failure(now time.Time) (consecutive int, calls, failures int64,
 			}
 		}
 	}
-	return int(c), calls, failures, since
+	return true, int(cons), calls, failures, since
+}
+
+func (w *window) hash(s string) uint64 {
+	if s == "" {
+		return 0
+	}
+	return maphash.String(w.seed, s)
+}
+
+// remember keeps e; w.mu held.
+func (w *window) remember(e failedEvent) {
+	if len(w.queue)-w.head >= maxFailed {
+		w.forget()
+	}
+	if e.keyed {
+		w.failed[e.event] = struct{}{}
+	}
+	if e.counted {
+		w.byAgg[e.agg]++
+	}
+	w.queue = append(w.queue, e)
+}
+
+// expire forgets the failures older than the window; w.mu held.
+func (w *window) expire(ms int64) {
+	for w.head < len(w.queue) && w.queue[w.head].at <= ms-w.span {
+		w.forget()
+	}
+	if w.head > 0 && w.head >= len(w.queue)/2 {
+		w.queue = append(w.queue[:0], w.queue[w.head:]...)
+		w.head = 0
+	}
+}
+
+// forget drops the oldest failure; w.mu held.
+func (w *window) forget() {
+	e := w.queue[w.head]
+	w.head++
+	if e.keyed {
+		delete(w.failed, e.event)
+	}
+	if e.counted {
+		if w.byAgg[e.agg]--; w.byAgg[e.agg] <= 0 {
+			delete(w.byAgg, e.agg)
+		}
+	}
 }
 
 // reset forgets everything: the circuit closed, a new count begins.
@@ -80,6 +203,10 @@ func (w *window) reset() {
 		w.slot[i].failures.Store(0)
 		w.slot[i].first.Store(0)
 	}
+	clear(w.failed)
+	clear(w.streak)
+	clear(w.byAgg)
+	w.queue, w.head = w.queue[:0], 0
 	w.mu.Unlock()
 }
 
@@ -103,13 +230,29 @@ func (w *window) turn(s *counts, start int64) {
 	}
 }
 
-// trips reports whether counts cross p's thresholds, and by which rule.
+// trips reports whether counts cross p's thresholds, and by which rule:
+// ConsecutiveFailures distinct events in a row, or at least MinCalls in
+// the window with a failure share above FailureRatio at confidenceZ.
 func trips(p Policy, consecutive int, calls, failures int64) (Cause, bool) {
 	if consecutive >= p.ConsecutiveFailures {
 		return CauseConsecutive, true
 	}
-	if calls >= int64(p.MinCalls) && float64(failures) >= p.FailureRatio*float64(calls) {
+	if calls >= int64(p.MinCalls) && wilsonLower(failures, calls, confidenceZ) > p.FailureRatio {
 		return CauseRatio, true
 	}
 	return "", false
+}
+
+// wilsonLower is the lower end of the Wilson score interval of k
+// successes in n trials at z.
+func wilsonLower(k, n int64, z float64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	nf := float64(n)
+	phat := float64(k) / nf
+	z2 := z * z
+	centre := phat + z2/(2*nf)
+	margin := z * math.Sqrt(phat*(1-phat)/nf+z2/(4*nf*nf))
+	return (centre - margin) / (1 + z2/nf)
 }

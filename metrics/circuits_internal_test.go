@@ -48,16 +48,16 @@ amends_circuit_transitions_total{function="Mailer.send",to="open"} 4
 
 func TestSchedulerCollectorDrains(t *testing.T) {
 	c := schedulerCollector(func() scheduler.Stats {
-		return scheduler.Stats{Drains: scheduler.DrainStats{Started: 2, Steps: 30, Prepared: 5000, Probes: 3, Halved: 1, Reopened: 1, Done: 1}}
+		return scheduler.Stats{Drains: scheduler.DrainStats{Started: 2, Steps: 30, Prepared: 5000, Probes: 3, Halved: 1, CanaryFailed: 1, Done: 1}}
 	}, fakeIndex{}, time.Now)
 	want := `
-# HELP amends_scheduler_drains_total Recovery drains after an outage, by event (started, step, prepared, probe, halved, reopened, done); reopened means a canary failed and opened the circuit again.
+# HELP amends_scheduler_drains_total Recovery drains after an outage, by event (started, step, prepared, probe, halved, canary_failed, done); canary_failed means the records of a canary the circuit had refused failed, and the drain waits a cool-down before the next.
 # TYPE amends_scheduler_drains_total counter
+amends_scheduler_drains_total{event="canary_failed"} 1
 amends_scheduler_drains_total{event="done"} 1
 amends_scheduler_drains_total{event="halved"} 1
 amends_scheduler_drains_total{event="prepared"} 5000
 amends_scheduler_drains_total{event="probe"} 3
-amends_scheduler_drains_total{event="reopened"} 1
 amends_scheduler_drains_total{event="started"} 2
 amends_scheduler_drains_total{event="step"} 30
 `

@@ -34,13 +34,13 @@ func schedulerCollector(stats func() scheduler.Stats, due DueIndex, now func() t
 	backingOff := desc("scheduler_backing_off", "Records backing off after a failed prepare, to be tried again later.")
 	held := desc("scheduler_held", "Due records the last pass left alone because a park-until-deploy rule parks them or their circuit's drain holds them.")
 	releases := desc("scheduler_releases_total", "Park releases of the records parked until a deploy, by event (started, step, prepared, halted, done); halted means a canary or step failed.", "event")
-	drains := desc("scheduler_drains_total", "Recovery drains after an outage, by event (started, step, prepared, probe, halved, reopened, done); reopened means a canary failed and opened the circuit again.", "event")
+	drains := desc("scheduler_drains_total", "Recovery drains after an outage, by event (started, step, prepared, probe, halved, canary_failed, done); canary_failed means the records of a canary the circuit had refused failed, and the drain waits a cool-down before the next.", "event")
 	return &collector{descs: []*prometheus.Desc{prepares, passes, active, leases, backlog, oldest, skipped, backingOff, held, releases, drains}, read: func() []sample {
 		s := stats()
 		d := s.Drains
 		out := []sample{
 			counter(drains, d.Started, "started"), counter(drains, d.Steps, "step"), counter(drains, d.Prepared, "prepared"), counter(drains, d.Probes, "probe"),
-			counter(drains, d.Halved, "halved"), counter(drains, d.Reopened, "reopened"), counter(drains, d.Done, "done"),
+			counter(drains, d.Halved, "halved"), counter(drains, d.CanaryFailed, "canary_failed"), counter(drains, d.Done, "done"),
 			gauge(held, float64(s.Held)), counter(releases, s.ParkReleases.Started, "started"), counter(releases, s.ParkReleases.Steps, "step"),
 			counter(releases, s.ParkReleases.Prepared, "prepared"), counter(releases, s.ParkReleases.Halted, "halted"), counter(releases, s.ParkReleases.Done, "done"),
 			counter(prepares, s.Prepared, "prepared"), counter(prepares, s.Rejected, "rejected"),

@@ -29,7 +29,7 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 		_, err := e.js.Consumer(t.Context(), store.Stream(), DefaultDurable+"-circuits")
 		return err == nil
 	})
-	p, err := circuit.Policy{CoolDown: 10 * time.Second}.Resolve()
+	p, err := circuit.Policy{CoolDown: 10 * time.Second, ProbeFailures: 1}.Resolve()
 	require.NoError(t, err)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	set := func(change func(circuit.State) (circuit.State, bool)) {
@@ -52,7 +52,7 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 	assert.Equal(t, last.Message, c.ErrorMsg)
 
 	set(func(s circuit.State) (circuit.State, bool) { return s.WithRefused(7, at(time.Second)), true })
-	set(func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(10*time.Second), p, "i1", "p1") })
+	set(func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(10*time.Second), p, circuit.Claim{Instance: "i1", ID: "p1"}) })
 	set(func(s circuit.State) (circuit.State, bool) {
 		return s.ProbeFailed(at(11*time.Second), p, "p1", last, 0)
 	})

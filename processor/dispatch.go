@@ -181,7 +181,8 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 	var ticket circuit.Ticket
 	if br != nil {
 		var refused *circuit.OpenError
-		if ticket, refused = br.Allow(ctx, now); refused != nil {
+		c := circuit.Call{Event: d.Event.ID, Aggregate: d.Stream.Aggregate.ID, Record: d.record, Known: d.known}
+		if ticket, refused = br.Allow(ctx, now, c); refused != nil {
 			f.stats.Refused.Add(1)
 			f.stats.Failed.Add(1)
 			return 0, false, refused

@@ -37,6 +37,11 @@ type Delivery struct {
 	Function aggregate.FunctionInfo
 
 	call trace.SpanContext // the span of the last call on it (trace.go)
+	// record is the record a replay runs for; known reports that its last
+	// call failed for a real reason, not a refusal by the circuit: its
+	// failure is no news about the dependency (circuit.Call).
+	record string
+	known  bool
 	// started is when execute first called a function on it: the start of
 	// the attempt (immediate retries belong to it).
 	started time.Time

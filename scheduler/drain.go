@@ -188,12 +188,12 @@ func (d Drain) Draining() bool { return d.Phase != DrainDone }
 
 // DrainStats counts what the drains did.
 type DrainStats struct {
-	Started, Steps, Prepared, Probes, Halved, Reopened, Done uint64
+	Started, Steps, Prepared, Probes, Halved, CanaryFailed, Done uint64
 }
 
-type drainStats struct{ started, steps, prepared, probes, halved, reopened, done atomic.Uint64 }
+type drainStats struct{ started, steps, prepared, probes, halved, canaryFailed, done atomic.Uint64 }
 
 func (d *drainStats) load() DrainStats {
 	return DrainStats{Started: d.started.Load(), Steps: d.steps.Load(), Prepared: d.prepared.Load(), Probes: d.probes.Load(),
-		Halved: d.halved.Load(), Reopened: d.reopened.Load(), Done: d.done.Load()}
+		Halved: d.halved.Load(), CanaryFailed: d.canaryFailed.Load(), Done: d.done.Load()}
 }

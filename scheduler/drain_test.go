@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -37,6 +36,7 @@ type drainEnv struct {
 	ticks    chan time.Time // drain ticks
 	passes   chan time.Time // pass ticks
 	healthy  atomic.Bool
+	bad      sync.Map     // ids of records whose replays always fail, healthy or not
 	paused   atomic.Bool  // no replay while set
 	idle     atomic.Int64 // the replayer's rounds spent paused
 	replays  atomic.Int64
@@ -94,7 +94,7 @@ func (e *drainEnv) replay(ctx context.Context) {
 		if err == nil {
 			for _, it := range page.Items {
 				var c aggregate.Command = aggregate.ApplyExecutionSuccess{ExecuteAt: e.clock.Now().UnixMilli(), Attempt: it.Retries}
-				if !e.healthy.Load() {
+				if _, bad := e.bad.Load(it.ID); bad || !e.healthy.Load() {
 					c = aggregate.ApplyExecutionFailed{ExecuteAt: e.clock.Now().UnixMilli(), Attempt: it.Retries, Recoverable: aggregate.Recoverable,
 						Error: aggregate.ErrorDetails{ErrorCode: "Unavailable", ErrorMsg: "still down"}}
 				}
@@ -217,11 +217,12 @@ var opened = circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 
 // Given records of an outage (CircuitOpen ones and real failures within
 // it) and others from before it, when the circuit is open the passes leave
 // them alone and the drain waits; after the cool-down, with no live call,
-// the drain prepares the oldest record as the probe; when the circuit
-// closes it prepares a canary, then steps that double (1, 2, 4, ...), each
-// once the last has succeeded, until the incident's records are drained,
-// each prepared once; the record from before the incident waits out its
-// backoff.
+// the drain claims the probe for the oldest refused record and prepares
+// it (never a record that failed for a real reason); when the circuit
+// closes it prepares a canary, refused records first, then steps that
+// double (1, 2, 4, ...), each once the last has succeeded, until the
+// incident's records are drained, each prepared once; the record from
+// before the incident waits out its backoff.
 func TestDrainAfterTheCircuitCloses(t *testing.T) {
 	e := newDrainEnv(t)
 	before := e.records(t, 0, 1, "Unavailable")
@@ -248,8 +249,15 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 	// Long past the cool-down, no live call came: the drain probes.
 	d = e.tickUntil(t, "a probe", func(d scheduler.Drain) bool { return d.Probes == 1 })
 	require.NotNil(t, d.Probe)
-	assert.Equal(t, before[0], d.Probe.ID, "the oldest record is the probe")
-	require.Eventually(t, func() bool { return e.status(t, before[0]).Status == aggregate.StatusSucceeded }, waitFor, poll)
+	probed := d.Probe.ID
+	assert.Contains(t, refused, probed, "a refused record is the probe (they all failed at one time)")
+	st, _, err := e.circuits.Get(t.Context(), fnCircuit)
+	require.NoError(t, err)
+	require.Equal(t, circuit.HalfOpen, st.Phase, "the drain claimed the probe")
+	pr, ok := st.ProbeOf(e.clock.Now(), probed)
+	require.True(t, ok, "for that record: its replay is the probe")
+	assert.Equal(t, e.status(t, probed).EventID.ID, pr.Event)
+	require.Eventually(t, func() bool { return e.status(t, probed).Status == aggregate.StatusSucceeded }, waitFor, poll)
 
 	// The probes closed it (here: an operator). Each batch from here on
 	// is replayed only once the test has seen it, so that no step passes
@@ -259,7 +267,8 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "smtp is back")
 	})
 	d = e.tickUntil(t, "the canary", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainCanary && len(d.Batch) == 1 })
-	assert.Contains(t, realIDs, d.Batch[0].ID, "oldest first: the real failures of the incident")
+	assert.Contains(t, refused, d.Batch[0].ID, "refused records first: the canary can fail only if the dependency does")
+	assert.NotEqual(t, probed, d.Batch[0].ID)
 	var sizes []int
 	for d.Phase != scheduler.DrainDone {
 		e.replayBatch(t, d.Batch)
@@ -271,9 +280,10 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 		}
 	}
 	e.paused.Store(false)
-	assert.Equal(t, []int{2, 4, 8, 13}, sizes, "steps double while they succeed, the last takes the rest")
-	assert.Equal(t, 28, d.Released)
-	assert.Equal(t, 28, d.Succeeded)
+	assert.Equal(t, []int{2, 4, 8, 12}, sizes, "steps double while they succeed, the last takes the rest")
+	assert.Equal(t, 27, d.Released)
+	assert.Equal(t, 27, d.Succeeded)
+	assert.Empty(t, e.prepares(t, before[0]), "the record from before the incident waits out its backoff")
 	for _, id := range append(realIDs, refused...) {
 		assert.Equal(t, aggregate.StatusSucceeded, e.status(t, id).Status, id)
 		assert.Len(t, e.prepares(t, id), 1, "%s is prepared once", id)
@@ -283,8 +293,9 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 }
 
 // A step below the threshold halves the next step and the rate; a canary
-// below it opens the circuit again and the drain waits for it to close.
-func TestDrainHalvesThenReopens(t *testing.T) {
+// below it does not open the circuit (the circuit weighs the replays'
+// fresh calls itself): the drain waits a cool-down and tries the next.
+func TestDrainHalvesThenWaitsOutAFailedCanary(t *testing.T) {
 	e := newDrainEnv(t)
 	e.records(t, 0, 40, circuit.ErrorCode)
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
@@ -293,11 +304,11 @@ func TestDrainHalvesThenReopens(t *testing.T) {
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
 	})
-	e.start(t, scheduler.DrainPolicy{Rate: 1000})
+	s, _ := e.start(t, scheduler.DrainPolicy{Rate: 1000})
 	d := e.tickUntil(t, "a step of 2 judged", func(d scheduler.Drain) bool { return d.Steps == 2 })
 	assert.Equal(t, 3, d.Released, "the canary and a step of 2 succeeded")
 	assert.Equal(t, 4, d.Size)
-	// The dependency fails again, but not enough to open the circuit.
+	// The dependency fails again.
 	e.healthy.Store(false)
 	d = e.tickUntil(t, "halved", func(d scheduler.Drain) bool { return d.Steps == 3 })
 	assert.Equal(t, 2, d.Size, "halved")
@@ -305,80 +316,112 @@ func TestDrainHalvesThenReopens(t *testing.T) {
 	d = e.tickUntil(t, "halved to the canary", func(d scheduler.Drain) bool { return d.Steps == 4 })
 	assert.Equal(t, 1, d.Size)
 	assert.Equal(t, 250.0, d.Rate)
-	d = e.tickUntil(t, "re-opened", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainWaiting })
+	d = e.tickUntil(t, "the canary failed", func(d scheduler.Drain) bool { return d.Steps == 5 })
+	assert.Contains(t, d.Note, "succeeded for 0 of 1 records refused by the circuit (0%), below 90%; the next canary in 10s")
+	assert.Equal(t, d.UpdatedAt+10000, d.NextAt, "a cool-down from the judgement")
 	st, _, err := e.circuits.Get(t.Context(), fnCircuit)
 	require.NoError(t, err)
-	assert.Equal(t, circuit.Open, st.Phase, "the failed canary opened the circuit again")
-	tr, _ := st.LastTransition()
-	assert.Equal(t, circuit.CauseDrain, tr.Cause)
-	assert.Contains(t, d.Note, "succeeded for 0 of 1 records (0%), below 90%; the circuit is opened again")
+	assert.Equal(t, circuit.Closed, st.Phase, "the drain does not open the circuit")
+	assert.Equal(t, uint64(1), s.Stats().Drains.CanaryFailed)
+	e.healthy.Store(true)
+	e.clock.Set(e.clock.Now().Add(10 * time.Second))
+	d = e.tickUntil(t, "done", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainDone })
+	assert.Equal(t, 40, d.Released)
+	assert.Equal(t, 7, d.Failed, "the steps of 4 and 2 and the canary failed; their records follow their own retries")
 }
 
-// frozenCircuits gives the circuits as its watcher gave them when frozen:
-// a watch that lags behind the bucket.
-type frozenCircuits struct {
-	w      *circuit.Watcher
-	mu     sync.Mutex
-	frozen []circuit.State
-}
-
-func (f *frozenCircuits) List() []circuit.State {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.frozen != nil {
-		return slices.Clone(f.frozen)
-	}
-	return f.w.List()
-}
-
-func (f *frozenCircuits) freeze() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.frozen = f.w.List()
-}
-
-// A drain whose canary failed and opened the circuit again waits for it
-// to close, even while the watched circuits still show it closed (the
-// watch lags behind the drain's own write): it prepares no second canary,
-// which its processor would refuse, costing the record a retry.
-func TestDrainWaitsAfterReopeningThoughTheWatchLags(t *testing.T) {
+// Records that fail for their own reason once the circuit closed (bad
+// events the circuit had refused) follow their own retry spec: they
+// neither open the circuit nor stall the drain, which drains the others.
+func TestBadRecordsNeverStallTheDrain(t *testing.T) {
 	e := newDrainEnv(t)
-	lagging := &frozenCircuits{w: e.watcher}
-	e.source = lagging
-	ids := e.records(t, 0, 5, circuit.ErrorCode)
+	ids := e.records(t, 0, 30, circuit.ErrorCode)
+	for i, id := range ids {
+		if i%3 == 0 {
+			e.bad.Store(id, true) // 30 %: the oldest, the canary, among them
+		}
+	}
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
 		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
 	})
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
 	})
-	require.Eventually(t, func() bool {
-		for _, c := range e.watcher.List() {
-			if c.Function == fnCircuit && c.Phase == circuit.Closed && c.Incident.To != 0 {
-				return true
-			}
+	e.start(t, scheduler.DrainPolicy{Rate: 1000, Threshold: 0.5})
+	deadline := time.Now().Add(waitFor)
+	var d scheduler.Drain
+	for d.Phase != scheduler.DrainDone {
+		require.True(t, time.Now().Before(deadline), "the drain is done: %+v", d)
+		e.clock.Set(e.clock.Now().Add(time.Second)) // past any canary's wait
+		e.tick(t)
+		if got, ok, err := e.drains.Get(t.Context(), fnCircuit); err == nil && ok {
+			d = got
 		}
-		return false
-	}, waitFor, poll, "the watcher has the closed circuit")
-	lagging.freeze() // from here on the drain sees the circuit closed
-	e.healthy.Store(false)
-	e.start(t, scheduler.DrainPolicy{Rate: 1000})
-	d := e.tickUntil(t, "re-opened", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainWaiting })
-	assert.Contains(t, d.Note, "the circuit is opened again")
+		time.Sleep(poll)
+	}
 	st, _, err := e.circuits.Get(t.Context(), fnCircuit)
 	require.NoError(t, err)
-	require.Equal(t, circuit.Open, st.Phase)
-	for range 20 {
-		e.clock.Set(e.clock.Now().Add(10 * time.Millisecond))
+	assert.Equal(t, circuit.Closed, st.Phase, "bad records never open the circuit")
+	for i, id := range ids {
+		r := e.status(t, id)
+		assert.Len(t, e.prepares(t, id), 1, "%s is drained once", id)
+		if i%3 == 0 {
+			assert.Equal(t, aggregate.StatusFailed, r.Status, id)
+			assert.Equal(t, "Unavailable", r.Error.ErrorCode, "%s failed for its own reason", id)
+			assert.Equal(t, int32(1), r.RetryState.Retries, "%s keeps its retry spec: one attempt of ten", id)
+		} else {
+			assert.Equal(t, aggregate.StatusSucceeded, r.Status, id)
+		}
+	}
+}
+
+// With no refused record, an open circuit that no call probed is probed
+// with the incident's record due for a retry that failed last; with no
+// record at all it is half-opened, so that the next call probes: an idle
+// circuit is never left open past its cool-down.
+func TestDrainProbesWithoutRefusedRecords(t *testing.T) {
+	e := newDrainEnv(t)
+	e.clock.Set(t0.Add(time.Minute))
+	trip := opened
+	trip.FirstFailureAt = e.clock.Now().UnixMilli()
+	ids := e.records(t, 0, 2, "Unavailable")
+	e.clock.Set(t0.Add(time.Minute + time.Second))
+	last := e.records(t, 10, 1, "Unavailable")
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.Tripped(e.clock.Now(), resolved(t, circuit.Policy{CoolDown: 10 * time.Second}), trip)
+	})
+	e.pause(t)
+	e.start(t, scheduler.DrainPolicy{Rate: 1000})
+	e.clock.Set(t0.Add(3 * time.Hour)) // past the cool-down, every record due
+	d := e.tickUntil(t, "a probe", func(d scheduler.Drain) bool { return d.Probes == 1 })
+	assert.Equal(t, last[0], d.Probe.ID, "the last failure of the incident")
+	assert.NotContains(t, ids, d.Probe.ID)
+	st, _, err := e.circuits.Get(t.Context(), fnCircuit)
+	require.NoError(t, err)
+	_, ok := st.ProbeOf(e.clock.Now(), last[0])
+	assert.True(t, ok, "its replay is the probe")
+
+	// Another function's circuit, open with no record at all.
+	other := circuit.Function{Context: fnCircuit.Context, Processor: fnCircuit.Processor, Name: "other"}
+	_, _, _, err = e.circuits.Update(t.Context(), other, func(c circuit.State) (circuit.State, bool) {
+		return c.Tripped(e.clock.Now(), resolved(t, circuit.Policy{CoolDown: 10 * time.Second}), trip)
+	})
+	require.NoError(t, err)
+	e.clock.Set(e.clock.Now().Add(12 * time.Second))
+	deadline := time.Now().Add(waitFor)
+	for {
 		e.tick(t)
+		st, _, err := e.circuits.Get(t.Context(), other)
+		require.NoError(t, err)
+		if st.Phase == circuit.HalfOpen {
+			assert.Nil(t, st.Probe, "no probe under way: the next call probes")
+			tr, _ := st.LastTransition()
+			assert.Equal(t, scheduler.Actor, tr.Instance)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the idle circuit half-opens: %+v", st)
+		time.Sleep(poll)
 	}
-	d = e.drain(t)
-	assert.Equal(t, scheduler.DrainWaiting, d.Phase, "no second canary: %s", d.Note)
-	prepared := 0
-	for _, id := range ids {
-		prepared += len(e.prepares(t, id))
-	}
-	assert.Equal(t, 1, prepared, "only the canary was prepared")
 }
 
 // A drain prepares no faster than its rate: a step of n waits n/rate

@@ -18,36 +18,6 @@ type drains struct {
 	byFn   map[circuit.Function]Drain
 	open   map[circuit.Function]bool // circuits not closed, as last seen
 	seen   bool                      // the circuits were read once
-	// wrote holds the circuits the drain changed itself (a failed canary
-	// opens its circuit again), as stored, until the watched circuits
-	// catch up: a tick that read the circuit from before would take it
-	// for closed and prepare a canary its processor refuses.
-	wrote map[circuit.Function]circuit.State
-}
-
-// transitions is the number of c's last transition (transitions are
-// numbered from 1, in order), 0 for a circuit that never changed.
-func transitions(c circuit.State) int64 {
-	t, _ := c.LastTransition()
-	return t.Seq
-}
-
-// circuits returns the watched circuits, each replaced by the one the
-// drain wrote when that is newer.
-func (s *Scheduler) circuits(watched []circuit.State) []circuit.State {
-	s.drain.mu.Lock()
-	defer s.drain.mu.Unlock()
-	for i, c := range watched {
-		w, ok := s.drain.wrote[c.Function]
-		switch {
-		case !ok:
-		case transitions(w) > transitions(c):
-			watched[i] = w
-		default:
-			delete(s.drain.wrote, c.Function) // the watch has it
-		}
-	}
-	return watched
 }
 
 // drainLoop advances the drains every tick until ctx ends.
@@ -78,7 +48,7 @@ func (s *Scheduler) drainTick() {
 	if !loaded(dc.Circuits) || !loaded(dc.Records) {
 		return
 	}
-	states := s.circuits(dc.Circuits.List())
+	states := dc.Circuits.List()
 	open := make(map[circuit.Function]bool, len(states))
 	for _, c := range states {
 		if c.Phase != circuit.Closed {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -16,13 +17,33 @@ import (
 	"github.com/amends-dev/amends/projection"
 )
 
-// drainRecords lists up to n records d drains, oldest failure first: FAILED
-// records of its function with an automatic retry left (RECOVERABLE or
-// UNKNOWN, retries below the limit) whose errorCode is CircuitOpen or
-// whose last failure is within [From, To].
+// drainRecords lists up to n records d drains, in the order they are
+// drained: first the FAILED records of its function that the circuit
+// refused (errorCode CircuitOpen), oldest first, whatever their retries
+// and classification (a refusal is not an attempt: it never tried the
+// event); then those with an automatic retry left (RECOVERABLE or
+// UNKNOWN, retries below the limit) whose last failure is within [From,
+// To], oldest first.
 func (s *Scheduler) drainRecords(d Drain, n int) ([]projection.Item, error) {
+	out, err := s.functionRecords(d.Function, circuit.ErrorCode, n, func(it projection.Item) bool { return refused(it) })
+	if err != nil || len(out) >= n {
+		return out, err
+	}
+	more, err := s.functionRecords(d.Function, "", n-len(out), func(it projection.Item) bool { return inIncident(d, it) })
+	return append(out, more...), err
+}
+
+// inIncident reports whether it failed within d's incident for a real
+// reason and has an automatic retry left.
+func inIncident(d Drain, it projection.Item) bool {
+	return !refused(it) && it.Recoverable.AutoRetried() && it.Retries < it.MaxRetries && it.ExecuteAt >= d.From && it.ExecuteAt <= d.To
+}
+
+// functionRecords lists up to n FAILED records of f (with errorCode code
+// when not empty) that keep says to keep, oldest failure first.
+func (s *Scheduler) functionRecords(f circuit.Function, code string, n int, keep func(projection.Item) bool) ([]projection.Item, error) {
 	q := projection.Query{
-		Filter: projection.Filter{FunctionContext: d.Function.Context, Processor: d.Function.Processor, Function: d.Function.Name, Status: aggregate.StatusFailed},
+		Filter: projection.Filter{FunctionContext: f.Context, Processor: f.Processor, Function: f.Name, Status: aggregate.StatusFailed, ErrorCode: code},
 		Sort:   projection.Sort{Field: projection.SortExecuteAt},
 		Limit:  projection.MaxLimit,
 	}
@@ -33,7 +54,7 @@ func (s *Scheduler) drainRecords(d Drain, n int) ([]projection.Item, error) {
 			return nil, err
 		}
 		for _, it := range page.Items {
-			if len(out) < n && drained(d, it) {
+			if len(out) < n && keep(it) {
 				out = append(out, it)
 			}
 		}
@@ -45,19 +66,52 @@ func (s *Scheduler) drainRecords(d Drain, n int) ([]projection.Item, error) {
 	return out, nil
 }
 
-func drained(d Drain, it projection.Item) bool {
-	if !it.Recoverable.AutoRetried() || it.Retries >= it.MaxRetries {
-		return false
+// probeRecord chooses the record to probe c's circuit with, when no call
+// probed it after its cool-down: the oldest record the circuit refused
+// (its event was never tried, so its replay fails only if the dependency
+// does); or, when the incident left none, the record of the incident due
+// for a retry that failed last (the closest to the trip, an outage's
+// victim more likely than not, since the circuit opens only when most
+// distinct events fail). Never the last probe's record.
+func (s *Scheduler) probeRecord(c circuit.State, d Drain, now time.Time) (projection.Item, bool, error) {
+	last := ""
+	if d.Probe != nil {
+		last = d.Probe.ID
 	}
-	return it.ErrorCode == circuit.ErrorCode || (it.ExecuteAt >= d.From && it.ExecuteAt <= d.To)
+	items, err := s.functionRecords(c.Function, circuit.ErrorCode, 1, func(it projection.Item) bool { return refused(it) && it.ID != last })
+	if err != nil || len(items) > 0 {
+		return first(items), len(items) > 0, err
+	}
+	from := incidentFrom(c, now.UnixMilli())
+	window := Drain{From: from, To: now.UnixMilli()}
+	var best projection.Item
+	_, err = s.functionRecords(c.Function, "", math.MaxInt, func(it projection.Item) bool {
+		if inIncident(window, it) && it.ID != last && it.NextRetryAt <= now.UnixMilli() && it.ExecuteAt >= best.ExecuteAt {
+			best = it
+		}
+		return false
+	})
+	return best, best.ID != "", err
 }
 
-// probe prepares the replay of c's oldest record as its probe, when the
-// cool-down passed a grace ago and no call claimed the probe (or, half-open,
-// no call took the next probe), and the last probe it prepared has an
-// outcome.
+func first(items []projection.Item) projection.Item {
+	if len(items) == 0 {
+		return projection.Item{}
+	}
+	return items[0]
+}
+
+// probe prepares the replay of a record (probeRecord) as c's probe, when
+// the cool-down passed a grace ago and no call claimed the probe (or,
+// half-open, no call took the next probe), and the last probe it prepared
+// has an outcome. With the circuits' store it claims the probe for that
+// record first, so that its replay is the probe whichever instance runs
+// it; with no record to probe with, it half-opens the circuit, so that
+// the next call probes (circuit.State.Idle). Without the store only a
+// refused record is replayed: its replay claims the probe itself.
 func (s *Scheduler) probe(ctx context.Context, c circuit.State, d Drain, now time.Time) error {
-	pol := s.opts.drain.Policy
+	dc := s.opts.drain
+	pol := dc.Policy
 	ms := now.UnixMilli()
 	grace := pol.ProbeGrace.Milliseconds()
 	switch {
@@ -69,16 +123,34 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d Drain, now tim
 		return nil
 	case c.Phase == circuit.Open && d.ProbeAt != 0 && ms < d.ProbeAt+grace:
 		return nil // the last probe failed a moment ago: the circuit's cool-down paces the next
-	case d.Probe != nil && outcome(s.opts.drain.Records, *d.Probe, now) == outcomePending:
+	case d.Probe != nil && outcome(dc.Records, *d.Probe, now) == outcomePending:
 		return nil
 	}
-	probe := Drain{Function: c.Function, From: 0, To: math.MaxInt64}
-	items, err := s.drainRecords(probe, 1)
-	if err != nil || len(items) == 0 {
+	it, ok, err := s.probeRecord(c, d, now)
+	if err != nil {
 		return err
 	}
-	it := items[0]
-	batch, err := s.prepareAll(ctx, items, aggregate.PrepareCompensation{}, func(projection.Item) aggregate.Meta {
+	if !ok || (dc.Store == nil && !refused(it)) {
+		if dc.Store == nil || c.Phase != circuit.Open {
+			return nil
+		}
+		_, _, changed, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) { return cur.Idle(now, Actor) })
+		if err == nil && changed {
+			s.opts.logger.Info("scheduler: no call probed the circuit after its cool-down and no record can probe it; half-opened it, so that the next call probes",
+				"function", c.Function.String())
+		}
+		return err
+	}
+	if dc.Store != nil {
+		claim := circuit.Claim{Instance: Actor, ID: uuid.NewString(), Event: it.EventID, Record: it.ID}
+		st, _, changed, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) {
+			return cur.Claimed(now, dc.CircuitPolicy, claim)
+		})
+		if err != nil || !changed || st.Probe == nil || st.Probe.ID != claim.ID {
+			return err // a call claimed it meanwhile
+		}
+	}
+	batch, err := s.prepareAll(ctx, []projection.Item{it}, prepareOrForce, func(projection.Item) aggregate.Meta {
 		return aggregate.Meta{Actor: Actor, Reason: fmt.Sprintf("probe of the circuit of %s, open since %s", c.Function, stamp(c.Since)),
 			CommandID: fmt.Sprintf("circuit-probe:%s:%d", it.ID, it.Retries)}
 	})
@@ -88,7 +160,11 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d Drain, now tim
 	d.Probe, d.ProbeAt = &batch[0], ms
 	d.Probes++
 	s.drainStats.probes.Add(1)
-	s.opts.logger.Info("scheduler: no call probed the circuit after its cool-down; replaying its oldest record as the probe",
+	what := "a record its circuit refused"
+	if !refused(it) {
+		what = "the last record of the incident due for a retry (none was refused)"
+	}
+	s.opts.logger.Info("scheduler: no call probed the circuit after its cool-down; replaying "+what+" as the probe",
 		"function", c.Function.String(), "record", it.ID)
 	return s.putDrain(ctx, d, now)
 }

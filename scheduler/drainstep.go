@@ -6,7 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -108,9 +108,13 @@ func (s *Scheduler) advanceDrain(ctx context.Context, d Drain, now time.Time) er
 		d.Succeeded += len(ok)
 		d.Failed += len(failed)
 		d.Steps++
+		judged, good := judge(d.Batch, ok)
 		d.Batch = nil
 		s.drainStats.steps.Add(1)
-		ratio := float64(len(ok)) / float64(n)
+		ratio := 1.0
+		if judged > 0 {
+			ratio = float64(good) / float64(judged)
+		}
 		what := "canary"
 		if d.Phase == DrainSteps {
 			what = fmt.Sprintf("step %d", d.Steps)
@@ -119,35 +123,30 @@ func (s *Scheduler) advanceDrain(ctx context.Context, d Drain, now time.Time) er
 		case ratio >= pol.Threshold:
 			d.Phase = DrainSteps
 			d.Size = min(2*d.Size, maxStep(d.Rate))
-			d.Note = fmt.Sprintf("the %s succeeded for %d of %d records; the next step prepares %d", what, len(ok), n, d.Size)
+			d.Note = fmt.Sprintf("the %s succeeded for %d of %d records (%d of %d refused by the circuit); the next step prepares %d", what, len(ok), n, good, judged, d.Size)
 		case d.Size > pol.Canary:
 			d.Size = max(pol.Canary, d.Size/2)
 			d.Rate = max(minDrainRate, d.Rate/2)
 			s.drainStats.halved.Add(1)
-			d.Note = fmt.Sprintf("the %s succeeded for %d of %d records (%.0f%%), below %.0f%%; halved to %d records, %.0f records/s",
-				what, len(ok), n, 100*ratio, 100*pol.Threshold, d.Size, d.Rate)
-			s.opts.logger.Warn("scheduler: a drain step failed; halving the drain", "function", d.Function.String(), "succeeded", len(ok), "of", n,
+			d.Note = fmt.Sprintf("the %s succeeded for %d of %d records refused by the circuit (%.0f%%), below %.0f%%; halved to %d records, %.0f records/s",
+				what, good, judged, 100*ratio, 100*pol.Threshold, d.Size, d.Rate)
+			s.opts.logger.Warn("scheduler: a drain step failed; halving the drain", "function", d.Function.String(), "succeeded", good, "of", judged,
 				"size", d.Size, "rate", d.Rate)
 		default:
-			reason := fmt.Sprintf("the recovery drain's %s succeeded for %d of %d records (%.0f%%), below %.0f%%", what, len(ok), n, 100*ratio, 100*pol.Threshold)
-			d.Phase, d.To, d.NextAt = DrainWaiting, 0, 0
-			d.Note = reason + "; the circuit is opened again"
-			s.drainStats.reopened.Add(1)
-			s.opts.logger.Warn("scheduler: the drain's canary failed; opening the circuit again", "function", d.Function.String(), "reason", reason)
-			if dc.Store != nil {
-				c, _, _, err := dc.Store.Update(ctx, d.Function, func(c circuit.State) (circuit.State, bool) {
-					return c.DrainFailed(now, dc.CircuitPolicy, len(failed), n, reason, rand.Float64())
-				})
-				if err != nil {
-					return err
-				}
-				s.drain.mu.Lock()
-				if s.drain.wrote == nil {
-					s.drain.wrote = map[circuit.Function]circuit.State{}
-				}
-				s.drain.wrote[d.Function] = c
-				s.drain.mu.Unlock()
+			// A canary that fails does not open the circuit: a record may
+			// fail for its own reason, and the circuit counts the fresh
+			// calls of the replays itself. The drain waits a cool-down and
+			// tries the next record.
+			wait := dc.CircuitPolicy.CoolDown
+			if wait <= 0 {
+				wait = circuit.DefaultCoolDown
 			}
+			d.NextAt = ms + wait.Milliseconds()
+			s.drainStats.canaryFailed.Add(1)
+			d.Note = fmt.Sprintf("the recovery drain's %s succeeded for %d of %d records refused by the circuit (%.0f%%), below %.0f%%; the next canary in %s",
+				what, good, judged, 100*ratio, 100*pol.Threshold, wait)
+			s.opts.logger.Warn("scheduler: the drain's canary failed; trying the next record after a cool-down", "function", d.Function.String(),
+				"failed", failed, "wait", wait)
 		}
 		return s.putDrain(ctx, d, now)
 	}
@@ -188,7 +187,7 @@ func (s *Scheduler) advanceDrain(ctx context.Context, d Drain, now time.Time) er
 	if d.Phase == DrainSteps {
 		label = fmt.Sprintf("step %d", d.Steps+1)
 	}
-	batch, perr := s.prepareAll(ctx, items, aggregate.PrepareCompensation{}, func(it projection.Item) aggregate.Meta {
+	batch, perr := s.prepareAll(ctx, items, prepareOrForce, func(it projection.Item) aggregate.Meta {
 		return aggregate.Meta{Actor: Actor, Reason: fmt.Sprintf("recovery drain of %s after the outage of %s to %s: %s", d.Function, stamp(d.From), stamp(d.To), label),
 			CommandID: fmt.Sprintf("drain:%s:%d:%d", it.ID, it.Retries, d.StartedAt)}
 	})
@@ -202,6 +201,22 @@ func (s *Scheduler) advanceDrain(ctx context.Context, d Drain, now time.Time) er
 		return err
 	}
 	return perr
+}
+
+// judge counts the records of batch that judge its step, those the
+// circuit had refused (their replay is the first call of their event),
+// and how many of them are among ok, the records that succeeded.
+func judge(batch []ReleasedRecord, ok []string) (judged, good int) {
+	for _, r := range batch {
+		if !r.Refused {
+			continue
+		}
+		judged++
+		if slices.Contains(ok, r.ID) {
+			good++
+		}
+	}
+	return judged, good
 }
 
 // maxStep is the largest step at rate: a second's worth, at most

@@ -55,6 +55,10 @@ type ParkReleasePolicy struct {
 type ReleasedRecord struct {
 	ID      string `json:"id"`
 	Attempt int32  `json:"attempt"`
+	// Refused reports a record whose last failure was a refusal by its
+	// function's circuit: its replay is the first call of its event, so
+	// only such records judge a recovery drain's step.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // ParkRelease is the progress of the release of one processor's parked
@@ -344,7 +348,7 @@ func (s *Scheduler) launch(ctx context.Context, rc *parkReleaseConfig, rel ParkR
 	if len(parked) == 0 {
 		return s.done(ctx, rc, rel, now)
 	}
-	batch, err := s.prepareAll(ctx, parked, aggregate.ForcePrepareCompensation{}, func(it projection.Item) aggregate.Meta {
+	batch, err := s.prepareAll(ctx, parked, forcePrepare, func(it projection.Item) aggregate.Meta {
 		return aggregate.Meta{Actor: Actor, Reason: fmt.Sprintf("deploy release of build %s: %s", rel.Build, label),
 			CommandID: fmt.Sprintf("release:%s:%s:%d", it.ID, rel.Build, rel.StartedAt)}
 	})

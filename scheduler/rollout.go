@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -16,12 +17,13 @@ import (
 // own choice of records, batch sizes and ways to stop. This file is the
 // machinery they share.
 
-// prepareAll sends cmd to each of items, s.opts.concurrency at once, with
-// the meta metaOf gives it (a command id that makes a resend append once),
-// and returns those it prepared with their attempt, in items' order. A
+// prepareAll sends each of items the command cmdOf gives it,
+// s.opts.concurrency at once, with the meta metaOf gives it (a command id
+// that makes a resend append once), and returns those it prepared with
+// their attempt, in items' order. A
 // record that moved on (a rejection) is left out; the first other error is
 // returned with the records prepared before or beside it.
-func (s *Scheduler) prepareAll(ctx context.Context, items []projection.Item, cmd aggregate.Command, metaOf func(projection.Item) aggregate.Meta) ([]ReleasedRecord, error) {
+func (s *Scheduler) prepareAll(ctx context.Context, items []projection.Item, cmdOf func(projection.Item) aggregate.Command, metaOf func(projection.Item) aggregate.Meta) ([]ReleasedRecord, error) {
 	out := make([]ReleasedRecord, len(items))
 	sem := make(chan struct{}, s.opts.concurrency)
 	var (
@@ -33,10 +35,10 @@ func (s *Scheduler) prepareAll(ctx context.Context, items []projection.Item, cmd
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			res, err := s.exec.Execute(ctx, it.ID, cmd, metaOf(it))
+			res, err := s.exec.Execute(ctx, it.ID, cmdOf(it), metaOf(it))
 			switch {
 			case err == nil:
-				out[i] = ReleasedRecord{ID: it.ID, Attempt: res.State.Attempt()}
+				out[i] = ReleasedRecord{ID: it.ID, Attempt: res.State.Attempt(), Refused: refused(it)}
 			case errors.As(err, new(*aggregate.Error)):
 				// the record moved on
 			default:
@@ -74,6 +76,24 @@ func settleBatch(records RecordLister, batch []ReleasedRecord, now time.Time) (p
 	}
 	return false, ok, failed
 }
+
+// forcePrepare prepares every record beyond its retry limit (a deploy
+// release of parked records).
+func forcePrepare(projection.Item) aggregate.Command { return aggregate.ForcePrepareCompensation{} }
+
+// prepareOrForce prepares a record with a retry left and forces the others
+// (refused records whose retries ran out while their circuit refused
+// them: a refusal is not an attempt).
+func prepareOrForce(it projection.Item) aggregate.Command {
+	if it.Retries >= it.MaxRetries {
+		return aggregate.ForcePrepareCompensation{}
+	}
+	return aggregate.PrepareCompensation{}
+}
+
+// refused reports whether it's last failure was a refusal by its
+// function's circuit: the function was never called for its event.
+func refused(it projection.Item) bool { return it.ErrorCode == circuit.ErrorCode }
 
 type releaseOutcome int
 
