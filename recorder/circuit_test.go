@@ -1,6 +1,7 @@
 package recorder_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -11,28 +12,71 @@ import (
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/fingerprint"
+	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
+	"github.com/amends-dev/amends/rules"
 )
 
-// A call its circuit refused is described by the circuit's last real
-// failure: errorCode CircuitOpen, that failure's message, fingerprint and
-// classification; without them, the refusal's own message, fingerprinted,
-// RECOVERABLE.
+// A call its circuit refused is described as a refusal, never as another
+// event's failure: errorCode CircuitOpen, one fingerprint of its own for
+// all of the function's refusals, RECOVERABLE whatever the last failure's
+// class (the event was never tried), and a message that says so and shows
+// the circuit's last real failure as such.
 func TestDescribeCircuitOpen(t *testing.T) {
 	r, err := recorder.New(&flaky{}, recorder.WithModule("example.com/shop"))
 	require.NoError(t, err)
 
-	real, rec := r.Describe(fn, failure.Recoverable(errBoom), failure.Rules{})
-	require.Equal(t, aggregate.Recoverable, rec)
-	last := circuit.Failure{Code: real.ErrorCode, Message: real.ErrorMsg, Fingerprint: real.Fingerprint, Recoverable: aggregate.RecoverabilityUnknown}
-	d, rec := r.Describe(fn, &circuit.OpenError{Function: circuit.Of(fn), Phase: circuit.Open, Since: time.UnixMilli(t0), Last: last}, failure.Rules{})
-	assert.Equal(t, aggregate.ErrorDetails{ErrorCode: circuit.ErrorCode, ErrorMsg: errBoom.Error(), Fingerprint: real.Fingerprint}, d)
-	assert.Equal(t, aggregate.RecoverabilityUnknown, rec, "the last failure's classification")
+	real, rec := r.Describe(fn, failure.Unrecoverable(errBoom), failure.Rules{})
+	require.Equal(t, aggregate.Unrecoverable, rec)
+	last := circuit.Failure{Code: real.ErrorCode, Message: real.ErrorMsg, Fingerprint: real.Fingerprint, Recoverable: aggregate.Unrecoverable}
+	open := &circuit.OpenError{Function: circuit.Of(fn), Phase: circuit.Open, Since: time.UnixMilli(t0), Last: last}
+	d, rec := r.Describe(fn, open, failure.Rules{})
+	assert.Equal(t, circuit.ErrorCode, d.ErrorCode)
+	assert.Equal(t, aggregate.Recoverable, rec, "never tried: retryable, whatever another event's class")
+	assert.NotEqual(t, real.Fingerprint, d.Fingerprint, "not grouped with the real failure")
+	assert.Equal(t, r.RefusalFingerprint(fn), d.Fingerprint)
+	assert.True(t, fingerprint.Valid(d.Fingerprint))
+	assert.Contains(t, d.ErrorMsg, "not called: the circuit of "+circuit.Of(fn).String()+" is OPEN since")
+	assert.Contains(t, d.ErrorMsg, "the event was never tried. The circuit's last real failure (of another event): "+errBoom.Error())
 
 	forced := &circuit.OpenError{Function: circuit.Of(fn), Phase: circuit.Open, Since: time.UnixMilli(t0), Forced: true}
-	d, rec = r.Describe(fn, forced, failure.Rules{})
-	assert.Equal(t, circuit.ErrorCode, d.ErrorCode)
-	assert.Equal(t, forced.Error(), d.ErrorMsg)
-	assert.True(t, fingerprint.Valid(d.Fingerprint))
+	d2, rec := r.Describe(fn, forced, failure.Rules{})
+	assert.Equal(t, d.Fingerprint, d2.Fingerprint, "one fingerprint for the function's refusals")
+	assert.Contains(t, d2.ErrorMsg, ", opened by an operator; the event was never tried")
+	assert.NotContains(t, d2.ErrorMsg, "last real failure")
 	assert.Equal(t, aggregate.Recoverable, rec)
+}
+
+// A fingerprint rule never matches a refused call's record: marking the
+// "550 bad address" fingerprint UNRECOVERABLE leaves the records of
+// healthy events the circuit refused retryable.
+func TestFingerprintRulesNeverMatchRefusals(t *testing.T) {
+	r0, err := recorder.New(accept{})
+	require.NoError(t, err)
+	real, _ := r0.Describe(fn, errBoom, failure.Rules{})
+	set := rules.NewSet([]rules.Rule{{ID: "r-000000000001", Action: rules.MarkUnrecoverable, CreatedAt: 1, Reason: "bad address",
+		Match: rules.Match{Fingerprint: real.Fingerprint}}})
+	var sent []aggregate.Command
+	r, err := recorder.New(commands(func(c aggregate.Command) { sent = append(sent, c) }), recorder.WithRules(set))
+	require.NoError(t, err)
+	open := &circuit.OpenError{Function: circuit.Of(fn), Phase: circuit.Open, Since: time.UnixMilli(t0),
+		Last: circuit.Failure{Code: real.ErrorCode, Message: real.ErrorMsg, Fingerprint: real.Fingerprint}}
+	for _, e := range []error{errBoom, open} {
+		out, err := r.Record(t.Context(), processor.Execution{EventID: eventID, Function: &fn, Err: e, ExecuteAt: time.UnixMilli(t0)})
+		require.NoError(t, err)
+		require.Equal(t, processor.OutcomeRecorded, out)
+	}
+	require.Len(t, sent, 2)
+	assert.Equal(t, aggregate.Unrecoverable, sent[0].(aggregate.CreateExecutionFailed).Recoverable, "the rule marks the real failure")
+	refused := sent[1].(aggregate.CreateExecutionFailed)
+	assert.Equal(t, circuit.ErrorCode, refused.Error.ErrorCode)
+	assert.Equal(t, aggregate.Recoverable, refused.Recoverable, "and leaves the refusal alone")
+}
+
+// commands is an executor that hands each command to f and accepts it.
+type commands func(aggregate.Command)
+
+func (c commands) Execute(_ context.Context, _ string, cmd aggregate.Command, _ aggregate.Meta) (aggregate.Result, error) {
+	c(cmd)
+	return aggregate.Result{}, nil
 }

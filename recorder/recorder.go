@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -92,7 +93,11 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 	}
 	meta := r.meta(uuid.NewString(), x)
 	if r.o.rules != nil {
-		if rule, ok := r.o.rules.Match(rules.Failure{Function: *x.Function, ErrorCode: details.ErrorCode, Fingerprint: details.Fingerprint}, at); ok {
+		match := rules.Failure{Function: *x.Function, ErrorCode: details.ErrorCode, Fingerprint: details.Fingerprint}
+		if details.ErrorCode == circuit.ErrorCode {
+			match.Fingerprint = "" // a refusal is no failure of the fingerprint's kind
+		}
+		if rule, ok := r.o.rules.Match(match, at); ok {
 			rules.ApplyToCreate(rule, &cmd, aggregate.DefaultRetrySpec)
 			meta.Headers["rule"] = rule.ID
 			meta.Reason = fmt.Sprintf("rule %s (%s): %s", rule.ID, rule.Action, rule.Reason)
@@ -114,29 +119,38 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 // Describe returns what the record of f's failure err carries: its
 // details (see Details) with their fingerprint, and its classification
 // by rules (failure.Classify). The failure of a call f's circuit refused
-// (a *circuit.OpenError) is described by the circuit's last real
-// failure: errorCode CircuitOpen with that failure's message, fingerprint
-// and classification (RECOVERABLE if the circuit has none, as when an
-// operator opened it). Safe for concurrent use.
+// (a *circuit.OpenError) is about the refusal, not about another event's
+// failure: errorCode CircuitOpen, a fingerprint of its own (one per
+// function: RefusalFingerprint), RECOVERABLE (its event was never tried),
+// and a message that says so, with the circuit's last real failure shown
+// as such. Safe for concurrent use.
 func (r *Recorder) Describe(f aggregate.FunctionInfo, err error, rules failure.Rules) (aggregate.ErrorDetails, aggregate.Recoverability) {
 	var open *circuit.OpenError
 	if errors.As(err, &open) {
-		d := aggregate.ErrorDetails{ErrorCode: circuit.ErrorCode, ErrorMsg: open.Last.Message, Fingerprint: open.Last.Fingerprint}
-		if d.ErrorMsg == "" {
-			d.ErrorMsg = open.Error()
-		}
-		if d.Fingerprint == "" {
-			d.Fingerprint = fingerprint.Of(f, open.Last.Code, d.ErrorMsg, "", r.o.module)
-		}
-		rec := open.Last.Recoverable
-		if rec == "" {
-			rec = aggregate.Recoverable
-		}
-		return d, rec
+		return aggregate.ErrorDetails{ErrorCode: circuit.ErrorCode, ErrorMsg: refusal(open), Fingerprint: r.RefusalFingerprint(f)}, aggregate.Recoverable
 	}
 	d := Details(err)
 	d.Fingerprint = fingerprint.Of(f, d.ErrorCode, d.ErrorMsg, d.StackTrace, r.o.module)
 	return d, failure.Classify(err, rules)
+}
+
+// RefusalFingerprint is the fingerprint of the records of f's events its
+// circuit refused: one for all of them, never that of a real failure.
+func (r *Recorder) RefusalFingerprint(f aggregate.FunctionInfo) string {
+	return fingerprint.Of(f, circuit.ErrorCode, "refused by the circuit", "", r.o.module)
+}
+
+// refusal is the message of a refused call's record.
+func refusal(e *circuit.OpenError) string {
+	by := ""
+	if e.Forced {
+		by = ", opened by an operator"
+	}
+	msg := fmt.Sprintf("not called: the circuit of %s is %s since %s%s; the event was never tried", e.Function, e.Phase, e.Since.UTC().Format(time.RFC3339), by)
+	if e.Last.Message != "" {
+		msg += ". The circuit's last real failure (of another event): " + e.Last.Message
+	}
+	return msg
 }
 
 // apply sends a replay's result, fenced by its attempt and the version of
