@@ -52,7 +52,9 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 	assert.Equal(t, last.Message, c.ErrorMsg)
 
 	set(func(s circuit.State) (circuit.State, bool) { return s.WithRefused(7, at(time.Second)), true })
-	set(func(s circuit.State) (circuit.State, bool) { return s.Claimed(at(10*time.Second), p, circuit.Claim{Instance: "i1", ID: "p1"}) })
+	set(func(s circuit.State) (circuit.State, bool) {
+		return s.Claimed(at(10*time.Second), p, circuit.Claim{Instance: "i1", ID: "p1"})
+	})
 	set(func(s circuit.State) (circuit.State, bool) {
 		return s.ProbeFailed(at(11*time.Second), p, "p1", last, 0)
 	})
