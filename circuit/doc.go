@@ -96,9 +96,10 @@
 // A State keeps its Incident: from the first failure of the streak that
 // opened it to when it closed. The scheduler drains the incident's
 // records when it closes (package scheduler, WithDrains): those with
-// errorCode CircuitOpen or that failed within the incident, without
-// waiting out their backoff, a canary first, then steps that double
-// while they succeed. A replay that succeeds after failures the instance
+// errorCode CircuitOpen first, then those that failed within the
+// incident, without waiting out their backoff, a canary first, then steps
+// that double while the refused records among them succeed; the drain
+// never opens the circuit. A replay that succeeds after failures the instance
 // saw, while the circuit is closed, reports such an incident too
 // (State.Recovered), so records of an outage too short or too sparse to
 // open the circuit are drained as well.

@@ -3,6 +3,9 @@ package processor_test
 import (
 	"context"
 	"errors"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,8 +37,9 @@ func openCircuit(t *testing.T, e *env, fnName string) circuit.State {
 // Given a function whose dependency is down, when its circuit opens after
 // 3 failures, then it is not called for the next events: each gets its
 // record at once, an ordinary ExecutionFailed with errorCode CircuitOpen,
-// the last real failure's message and fingerprint and the function's
-// retry spec; its sibling gets every event, and every message is acked.
+// a message and fingerprint of the refusal's own (the last real failure
+// shown as such) and the function's retry spec; its sibling gets every
+// event, and every message is acked.
 func TestCircuitOpenRecordsWithoutCalling(t *testing.T) {
 	e := newEnv(t)
 	p := e.processor(processor.WithImmediateRetry(processor.Retry{}))
@@ -64,9 +68,11 @@ func TestCircuitOpenRecordsWithoutCalling(t *testing.T) {
 		r := e.record(id, info("Mailer", "send"))
 		assert.Equal(t, aggregate.StatusFailed, r.Status)
 		assert.Equal(t, circuit.ErrorCode, r.Error.ErrorCode, "errorCode CircuitOpen")
-		assert.Equal(t, errSMTP.Error(), r.Error.ErrorMsg, "the last real failure's message")
-		assert.Equal(t, real.Error.Fingerprint, r.Error.Fingerprint, "and its fingerprint")
-		assert.Equal(t, aggregate.Recoverable, r.Recoverable, "and its classification")
+		assert.Contains(t, r.Error.ErrorMsg, "the event was never tried. The circuit's last real failure (of another event): "+errSMTP.Error(),
+			"about the refusal, the last real failure shown as such")
+		assert.NotEqual(t, real.Error.Fingerprint, r.Error.Fingerprint, "a fingerprint of its own")
+		assert.Equal(t, e.record(ids[3], info("Mailer", "send")).Error.Fingerprint, r.Error.Fingerprint, "one for the function's refusals")
+		assert.Equal(t, aggregate.Recoverable, r.Recoverable, "retryable: never tried")
 		assert.Equal(t, spec, r.RetrySpec, "the function's retry spec")
 		assert.Equal(t, int32(0), r.RetryState.Retries)
 	}
@@ -231,4 +237,75 @@ func TestCircuitsWithoutTheirBucket(t *testing.T) {
 	assert.Equal(t, int64(3), send.total.Load(), "the circuit opened on this instance")
 	st, _ := p.Circuit("Mailer", "send")
 	assert.Equal(t, circuit.Open, st.Phase)
+}
+
+// Given the default circuit, when half of the events always fail for
+// their own reason (a plain error, by a hash of the event id), then the
+// circuit never opens: every healthy event is called once and succeeds,
+// no healthy event is recorded; when the dependency then dies, it opens
+// within 20 distinct events.
+func TestBadEventsNeverOpenTheDefaultCircuit(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	var down atomic.Bool
+	var calls atomic.Int64
+	healthy := map[string]int{}
+	var mu sync.Mutex
+	errBad := errors.New("550 bad address")
+	h := func(_ context.Context, d *processor.Delivery) error {
+		calls.Add(1)
+		if down.Load() {
+			return errSMTP
+		}
+		if badEvent(d.Event.ID, 50) {
+			return errBad
+		}
+		mu.Lock()
+		healthy[d.Event.ID]++
+		mu.Unlock()
+		return nil
+	}
+	require.NoError(t, p.Register(fn("Mailer", "send"), h))
+	run(t, p)
+	bad := 0
+	for i := range 300 {
+		st := e.emit(order("o-"+itoa(uint64(i))), 1, ev("order_placed", struct{}{}))
+		if badEvent(st.Events[0].ID, 50) {
+			bad++
+		}
+	}
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	st, ok := p.Circuit("Mailer", "send")
+	require.True(t, ok)
+	require.Equal(t, circuit.Closed, st.Phase, "bad events opened the circuit: %+v", st.Transitions)
+	assert.Empty(t, st.Transitions)
+	assert.Equal(t, bad, e.recordCount(), "one record per bad event, none of a healthy one")
+	mu.Lock()
+	assert.Len(t, healthy, 300-bad, "every healthy event succeeded")
+	for id, n := range healthy {
+		assert.Equal(t, 1, n, "%s called once", id)
+	}
+	mu.Unlock()
+	assert.Zero(t, p.FunctionMetrics("Mailer", "send").Refused.Load())
+
+	down.Store(true)
+	before := calls.Load()
+	for i := range 40 {
+		e.emit(order("d-"+itoa(uint64(i))), 1, ev("order_placed", struct{}{}))
+	}
+	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
+	st, _ = p.Circuit("Mailer", "send")
+	require.NotEqual(t, circuit.Closed, st.Phase, "a dead dependency opens it")
+	tr := st.Transitions[0]
+	assert.Equal(t, circuit.CauseConsecutive, tr.Cause)
+	assert.Equal(t, 20, tr.Failures, "after 20 distinct events")
+	assert.Less(t, calls.Load()-before, int64(40), "and the later events are not called (beyond those under way when it opened)")
+}
+
+// badEvent reports whether event id is among the pct percent of events
+// that always fail for their own reason, by a hash of the id.
+func badEvent(id string, pct int) bool {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32()%100) < pct
 }

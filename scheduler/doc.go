@@ -68,26 +68,39 @@
 // circuit). While a function's circuit is not closed its records are left
 // alone by the passes (they would only be refused) and its drain waits
 // (phase "waiting"); if no live event claims the probe within a grace
-// after the cool-down, the drain prepares the function's oldest record
-// with an automatic retry left as the probe's replay, one at a time.
+// after the cool-down, the drain chooses a record to probe with, claims
+// the probe for it in the circuits' bucket (so that its replay is the
+// probe, circuit.State.ProbeOf) and prepares it, one at a time: the
+// oldest record the circuit refused (its event was never tried, so it
+// fails only if the dependency does), or, when the incident left none,
+// its record due for a retry that failed last; never a record's failure
+// from before the incident. With no record at all it half-opens the
+// circuit (circuit.State.Idle), so that the next call probes.
 //
 // When the circuit closes (after its probes, or an operator), or a replay
 // reports that the function recovered from failures that did not open it,
 // the drain prepares the records the incident left, without waiting out
-// their backoff: those of the function with an automatic retry left whose
-// errorCode is CircuitOpen or whose last failure is within the incident,
-// oldest first. It is a rollout, as the deploy release is (rollout.go): a
+// their backoff: first those the circuit refused (errorCode CircuitOpen),
+// whatever their retries and class (a refusal is not an attempt: one whose
+// retries ran out is force-prepared), then those with an automatic retry
+// left whose last failure is within the incident, oldest first. It is a
+// rollout, as the deploy release is (rollout.go): a
 // canary (1 record by default), then steps that double while at least 90 %
 // of the last one succeeded, each no larger than a second's worth at the
 // drain's rate (DefaultDrainRate per function) nor than the room in the
 // replay consumer (DrainConfig.Capacity), and started no sooner than its
-// size at that rate after the last. A step below the threshold halves the
-// step and the rate; a canary below it opens the circuit again
-// (circuit.CauseDrain). While a drain waits or drains the passes leave the
+// size at that rate after the last. A step is judged by its refused
+// records alone: the others failed before for a real reason and may fail
+// again for it, following their own retry spec. A step below the
+// threshold halves the step and the rate; a canary below it waits a
+// cool-down and tries the next record. The drain never opens the circuit:
+// the replays of refused records are fresh calls, which the circuit
+// weighs itself. While a drain waits or drains the passes leave the
 // function's records alone; once none is left it is done, and the passes
 // take the records that failed since.
 //
-// Each prepare is PrepareCompensation, as actor "scheduler" with a reason
+// Each prepare is PrepareCompensation (ForcePrepareCompensation for a
+// refused record out of retries), as actor "scheduler" with a reason
 // naming the drain and a command id fixed by the record, its retry count
 // and the drain, so a resend (after a crash of the holder) appends once.
 // The progress is a Drain per function in a KV bucket (OpenDrains),

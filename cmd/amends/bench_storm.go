@@ -69,6 +69,7 @@ type stormFlags struct {
 	drainRate       float64
 	coolDown        time.Duration
 	noCircuit       bool
+	badEvents       int
 }
 
 func newBenchStormCmd(a *app) *cobra.Command {
@@ -98,6 +99,7 @@ func newBenchStormCmd(a *app) *cobra.Command {
 	fs.Float64Var(&f.drainRate, "drain-rate", scheduler.DefaultDrainRate, "the recovery drain's most records per second, 1 to 100000")
 	fs.DurationVar(&f.coolDown, "cool-down", circuit.DefaultCoolDown, "the circuits' first cool-down, 100ms to 1h (doubling after each failed probe, at most "+circuit.DefaultMaxCoolDown.String()+")")
 	fs.BoolVar(&f.noCircuit, "no-circuit", false, "turn the circuits off (the storm of the isolation issue)")
+	fs.IntVar(&f.badEvents, "bad-events", 0, "percentage (0 to 99) of events Mailer.send always fails on for their own reason, by a hash of the event id; --outage 0 plays bad events alone")
 	fs.DurationVar(&f.drain, "drain", 10*time.Minute, "how long to wait after the outage for every event to succeed")
 	fs.StringVar(&f.bench.natsURL, "nats-url", "", "play it on this NATS server or cluster instead of an embedded one")
 	fs.StringVar(&f.bench.creds, "nats-creds", "", "NATS credentials file for --nats-url")
@@ -148,6 +150,7 @@ func stormConfig(a *app, f *stormFlags, changed func(string) bool) bench.StormCo
 	c := bench.StormConfig{Rate: f.rate, Events: f.events, Before: f.before, Outage: f.outage, ImmediateRetries: f.retries,
 		RetryWait: f.retryWait, SchedulerPeriod: f.schedulerPeriod, SchedulerBatch: f.schedulerBatch, MinBackoff: f.minBackoff,
 		Drain: f.drain, FlapDown: f.flapDown, FlapUp: f.flapUp, DrainRate: f.drainRate, Circuit: circuit.Policy{Off: f.noCircuit, CoolDown: f.coolDown},
+		BadEvents: f.badEvents,
 		Logger: quiet(a.logger)}
 	if f.bench.quick {
 		// Each flag the command line set keeps its value.
@@ -180,6 +183,8 @@ func checkStormConfig(c bench.StormConfig) error {
 		return usageErrorf("--outage must be between 0s and 1h, got %s", c.Outage)
 	case c.ImmediateRetries < -1 || c.ImmediateRetries > 10:
 		return usageErrorf("--immediate-retries must be between -1 (the default) and 10, got %d", c.ImmediateRetries)
+	case c.BadEvents < 0 || c.BadEvents > 99:
+		return usageErrorf("--bad-events must be a percentage from 0 to 99, got %d", c.BadEvents)
 	}
 	return checkStormTimes(c)
 }
@@ -217,6 +222,9 @@ func printStorm(w io.Writer, r bench.StormResult) error {
 		retries = fmt.Sprint(c.ImmediateRetries)
 	}
 	down := "down for " + c.Outage.String()
+	if c.Outage == 0 {
+		down = "never down"
+	}
 	if c.FlapDown > 0 {
 		down = fmt.Sprintf("flapping for %s (down %s, up %s)", c.Outage, c.FlapDown, c.FlapUp)
 	}
@@ -278,6 +286,10 @@ func printStorm(w io.Writer, r bench.StormResult) error {
 	fmt.Fprintf(w, "\nrecords created %d (already recorded %d), at the end %v, %d not SUCCEEDED; backlog peak Mailer %d, Ledger %d\n", r.RecordsCreated, r.AlreadyRecorded,
 		r.RecordsByStatus, r.RecordsOpen, r.BacklogPeak["Mailer"], r.BacklogPeak["Ledger"])
 	fmt.Fprintf(w, "outage end → every event succeeded on every function: %s (storm took %.1f s)\n", recovery, r.Seconds)
+	if c.BadEvents > 0 {
+		fmt.Fprintf(w, "bad events %d (%d%%), each failing Mailer.send for its own reason; false trips while the dependency was up: %d openings, %d healthy events refused, %d healthy events recorded\n",
+			r.BadEvents, c.BadEvents, r.FalseOpens, r.HealthyRefused, r.HealthyRecorded)
+	}
 	return nil
 }
 

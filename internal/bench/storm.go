@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -56,6 +57,11 @@ type StormConfig struct {
 	// Drain bounds the wait, after the outage, for every event to have a
 	// successful call of every function.
 	Drain time.Duration `json:"drainNs"`
+	// BadEvents is the percentage (0 to 99) of events Mailer.send always
+	// fails on for their own reason (a plain error, "550 bad address"),
+	// chosen by a hash of the event id (BadEvent): the most common failure
+	// there is, which no circuit may take for a dead dependency.
+	BadEvents int `json:"badEvents,omitempty"`
 	// Circuit is the functions' circuit policy (the zero Policy is
 	// circuit.DefaultPolicy; Off turns the circuits off); DrainRate the
 	// recovery drain's rate (0: scheduler.DefaultDrainRate).
@@ -150,6 +156,27 @@ type StormResult struct {
 	RecoverySeconds float64 `json:"recoverySeconds"`
 	// Seconds is how long the whole storm took.
 	Seconds float64 `json:"seconds"`
+	// BadEvents counts the events Mailer.send fails on for their own
+	// reason (StormConfig.BadEvents). The false trips of its circuit:
+	// FalseOpens counts its openings while the dependency was up;
+	// HealthyRefused the calls of healthy events refused while it was up,
+	// HealthyRecorded the records made of them then (refused or not).
+	BadEvents       int    `json:"badEvents"`
+	FalseOpens      int    `json:"falseOpens"`
+	HealthyRefused  uint64 `json:"healthyRefused"`
+	HealthyRecorded uint64 `json:"healthyRecorded"`
+}
+
+// BadEvent reports whether Mailer.send fails on event id for its own
+// reason when pct percent of events are bad: by an FNV-1a hash of the id,
+// so that every call, retry and replay of that event fails alike.
+func BadEvent(id string, pct int) bool {
+	if pct <= 0 {
+		return false
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32()%100) < pct
 }
 
 // StormTransition is a circuit transition of the storm, At seconds after
@@ -175,6 +202,8 @@ func (c StormConfig) withDefaults() (StormConfig, error) {
 		return c, fmt.Errorf("storm flapping must be down and up for positive times, got down %s and up %s", c.FlapDown, c.FlapUp)
 	case c.Events < 0 || c.Events > 1_000_000:
 		return c, fmt.Errorf("storm events must be between 0 (rate × duration) and 1000000, got %d", c.Events)
+	case c.BadEvents < 0 || c.BadEvents > 99:
+		return c, fmt.Errorf("storm bad events must be a percentage from 0 to 99, got %d", c.BadEvents)
 	case c.ImmediateRetries < -1 || c.ImmediateRetries > 10:
 		return c, fmt.Errorf("storm immediate retries must be between -1 (the default) and 10, got %d", c.ImmediateRetries)
 	}
@@ -229,7 +258,7 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 	s.outageEnd.Store(start.Add(c.Before + c.Outage).UnixNano())
 	var phases sync.WaitGroup
 	phases.Go(func() { s.playOutage(ctx, c, start, log) })
-	err = publishStorm(ctx, sr.rig, c, start)
+	err = publishStorm(ctx, sr.rig, c, start, s.ids)
 	phases.Wait()
 	if err != nil {
 		return StormResult{}, err
@@ -307,9 +336,9 @@ func (t *stormTransitions) since(origin time.Time) []StormTransition {
 	return out
 }
 
-// publishStorm appends c.Events events, one new order each, at c.Rate a
-// second from start.
-func publishStorm(ctx context.Context, r *rig, c StormConfig, start time.Time) error {
+// publishStorm appends c.Events events with ids, one new order each, at
+// c.Rate a second from start.
+func publishStorm(ctx context.Context, r *rig, c StormConfig, start time.Time, ids []string) error {
 	for i := range c.Events {
 		at := start.Add(time.Duration(float64(i) / float64(c.Rate) * float64(time.Second)))
 		if err := sleepUntil(ctx, at); err != nil {
@@ -319,7 +348,7 @@ func publishStorm(ctx context.Context, r *rig, c StormConfig, start time.Time) e
 		st := eventstore.Stream{
 			ID: uuid.NewString(), Aggregate: eventstore.AggregateID{Context: benchContext, Type: "order", ID: "storm-" + strconv.Itoa(i)},
 			Version: 1, CommandID: uuid.NewString(), CreateTime: time.Now().UnixMilli(),
-			Events: []eventstore.Event{{ID: uuid.NewString(), Name: "order_placed", Body: body}},
+			Events: []eventstore.Event{{ID: ids[i], Name: "order_placed", Body: body}},
 		}
 		if _, err := r.store.Append(ctx, st, 0); err != nil {
 			return fmt.Errorf("storm: append event %d: %w", i, err)

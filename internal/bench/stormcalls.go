@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/processor"
 )
@@ -34,9 +35,15 @@ type stormState struct {
 	// outageStart and outageEnd are unix nanos, appended events carry
 	// their append time in their body.
 	outageStart, outageEnd atomic.Int64
-	allOK                  chan struct{} // closed once every function succeeded on every event
+	allOK                  chan struct{} // closed once every function succeeded on every event it can
 	total                  int
 	doneOK                 int // (function, event) pairs succeeded
+	badPct                 int
+	ids                    []string     // the events' ids, in the order they are appended
+	bad                    atomic.Int64 // bad events Mailer.send was first called on
+	// healthyRefused and healthyRecorded count Mailer.send's healthy events
+	// refused, and recorded, while the dependency was up.
+	healthyRefused, healthyRecorded atomic.Uint64
 }
 
 type stormBody struct {
@@ -58,6 +65,7 @@ func (s *stormState) call(ctx context.Context, i int, d *processor.Delivery, bod
 	}
 	fail := i == 0 && s.failing.Load()
 	id := d.Event.ID
+	bad := i == 0 && BadEvent(id, s.badPct)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ok[i][id] {
@@ -65,6 +73,9 @@ func (s *stormState) call(ctx context.Context, i int, d *processor.Delivery, bod
 	}
 	if !s.seen[i][id] {
 		s.seen[i][id] = true
+		if bad {
+			s.bad.Add(1)
+		}
 		lat := time.Duration(time.Now().UnixNano() - body.At)
 		switch {
 		case body.At < s.outageStart.Load():
@@ -78,6 +89,9 @@ func (s *stormState) call(ctx context.Context, i int, d *processor.Delivery, bod
 	if fail {
 		return failure.Recoverable(errors.New("smtp 451: mail service unavailable"))
 	}
+	if bad {
+		return errBadAddress
+	}
 	if !s.ok[i][id] {
 		s.ok[i][id] = true
 		s.doneOK++
@@ -88,10 +102,14 @@ func (s *stormState) call(ctx context.Context, i int, d *processor.Delivery, bod
 	return nil
 }
 
-// outcomes counts the recorder's outcomes.
+var errBadAddress = errors.New("550 bad address: no such mailbox")
+
+// outcomes counts the recorder's outcomes, and the records of Mailer.send's
+// healthy events made while the dependency was up (state).
 type outcomes struct {
 	processor.FailureRecorder
 	created, already atomic.Uint64
+	state            *stormState
 }
 
 // Describe forwards to the recorder, so refused calls' records carry the
@@ -110,6 +128,13 @@ func (o *outcomes) Record(ctx context.Context, x processor.Execution) (processor
 		o.created.Add(1)
 	case processor.OutcomeAlreadyRecorded:
 		o.already.Add(1)
+	}
+	if s := o.state; s != nil && x.Err != nil && x.Compensation == nil && x.Function != nil && x.Function.Name == stormSend.Name &&
+		x.Function.ProcessorName == stormSend.Processor && !s.failing.Load() && !BadEvent(x.EventID.ID, s.badPct) {
+		s.healthyRecorded.Add(1)
+		if errors.Is(x.Err, circuit.ErrOpen) {
+			s.healthyRefused.Add(1)
+		}
 	}
 	return out, err
 }

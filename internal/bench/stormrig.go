@@ -3,9 +3,12 @@ package bench
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
@@ -130,7 +133,17 @@ func (sr *stormRig) openProcessor(env *Env, c StormConfig, log *slog.Logger) err
 	if sr.p, err = processor.New(env.JS, sr.store, benchContext, append(opts, c.Processor...)...); err != nil {
 		return err
 	}
-	s := &stormState{total: 3 * c.Events, allOK: make(chan struct{})}
+	s := &stormState{allOK: make(chan struct{}), badPct: c.BadEvents, ids: make([]string, c.Events)}
+	run := uuid.NewString()
+	bad := 0
+	for i := range s.ids {
+		s.ids[i] = run + "-" + strconv.Itoa(i)
+		if BadEvent(s.ids[i], c.BadEvents) {
+			bad++
+		}
+	}
+	s.total = 3*c.Events - bad // Mailer.send never succeeds on a bad event
+	sr.counted.state = s
 	for i := range s.ok {
 		s.ok[i], s.seen[i] = map[string]bool{}, map[string]bool{}
 	}
@@ -201,5 +214,13 @@ func (sr *stormRig) result(ctx context.Context, c StormConfig, start time.Time, 
 		}
 	}
 	res.DrainProbes = sr.sched.Stats().Drains.Probes
+	res.BadEvents = int(s.bad.Load())
+	res.HealthyRefused, res.HealthyRecorded = s.healthyRefused.Load(), s.healthyRecorded.Load()
+	outage := c.Outage.Seconds()
+	for _, tr := range res.Transitions {
+		if tr.To == circuit.Open && tr.From == circuit.Closed && (tr.At < 0 || tr.At > outage) {
+			res.FalseOpens++
+		}
+	}
 	return res
 }
