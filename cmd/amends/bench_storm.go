@@ -151,7 +151,7 @@ func stormConfig(a *app, f *stormFlags, changed func(string) bool) bench.StormCo
 		RetryWait: f.retryWait, SchedulerPeriod: f.schedulerPeriod, SchedulerBatch: f.schedulerBatch, MinBackoff: f.minBackoff,
 		Drain: f.drain, FlapDown: f.flapDown, FlapUp: f.flapUp, DrainRate: f.drainRate, Circuit: circuit.Policy{Off: f.noCircuit, CoolDown: f.coolDown},
 		BadEvents: f.badEvents,
-		Logger: quiet(a.logger)}
+		Logger:    quiet(a.logger)}
 	if f.bench.quick {
 		// Each flag the command line set keeps its value.
 		quick := map[string]func(){
