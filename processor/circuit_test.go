@@ -86,25 +86,37 @@ func TestCircuitOpenRecordsWithoutCalling(t *testing.T) {
 	assert.Equal(t, circuit.Closed, a.Phase, "a circuit per function")
 }
 
-// A failure that opens the circuit, and an immediate retry that wakes to
-// an open circuit, are recorded at once: no call is made while it is open.
+// An execution, its call and its immediate retries, is one observation:
+// a failure followed by an immediate retry tells the circuit nothing yet;
+// a final failure that opens it, and an immediate retry that wakes to the
+// open circuit, are recorded at once: no call is made while it is open.
 func TestCircuitEndsImmediateRetries(t *testing.T) {
 	e := newEnv(t)
 	gate := newGate()
 	p := e.processor(processor.WithSleeper(gate.Sleep))
-	send := newCounter()
-	send.failWith(failure.Recoverable(errSMTP))
-	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.WithCircuit(circuit.Policy{ConsecutiveFailures: 2, CoolDown: time.Minute})))
+	var calls atomic.Int64
+	send := func(_ context.Context, d *processor.Delivery) error {
+		calls.Add(1)
+		if d.Stream.Aggregate.ID == "a" {
+			return failure.Recoverable(errSMTP) // retried at once
+		}
+		return errSMTP // UNKNOWN: final, no immediate retry
+	}
+	require.NoError(t, p.Register(fn("Mailer", "send"), send, processor.WithCircuit(circuit.Policy{ConsecutiveFailures: 1, CoolDown: time.Minute})))
 	run(t, p)
 	a := e.emit(order("a"), 1, ev("order_placed", struct{}{}))
 	require.Eventually(t, func() bool { return gate.waiting.Load() == 1 }, waitFor, tick, "a waits for its first retry")
+	st, _ := p.Circuit("Mailer", "send")
+	assert.Equal(t, circuit.Closed, st.Phase, "a failure with a retry to come is no observation yet")
 	b := e.emit(order("b"), 1, ev("order_placed", struct{}{}))
 	require.Eventually(t, func() bool { return e.record(b.Events[0].ID, info("Mailer", "send")).Status == aggregate.StatusFailed }, waitFor, tick,
-		"the second failure opened the circuit: recorded without a retry")
-	assert.Equal(t, int64(2), send.total.Load())
+		"b's final failure opened the circuit")
+	st, _ = p.Circuit("Mailer", "send")
+	assert.Equal(t, circuit.Open, st.Phase)
+	assert.Equal(t, int64(2), calls.Load())
 	close(gate.open)
 	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
-	assert.Equal(t, int64(2), send.total.Load(), "a's retry woke to an open circuit: no call")
+	assert.Equal(t, int64(2), calls.Load(), "a's retry woke to an open circuit: no call")
 	r := e.record(a.Events[0].ID, info("Mailer", "send"))
 	assert.Equal(t, circuit.ErrorCode, r.Error.ErrorCode)
 	assert.Equal(t, uint64(1), p.FunctionMetrics("Mailer", "send").Refused.Load())

@@ -16,7 +16,6 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/failure"
@@ -130,11 +129,9 @@ func TestPerFunctionOrderProperty(t *testing.T) {
 		start := func() *processor.Processor {
 			p, err := processor.New(js, store, bc, processor.WithRecorder(orderRecorder{rec, l}), processor.WithRecords(svc),
 				processor.WithLogger(quietLogger()), processor.WithNakDelay(10*time.Millisecond), processor.WithShutdownTimeout(0),
-				processor.WithConcurrency(2), processor.WithImmediateRetry(processor.Retry{Retries: 2, Backoff: processor.Backoff{Min: 2 * time.Millisecond}}),
-				// Circuits off: the failing function's failures would open
-				// its circuit and the replays would be refused; the circuit
-				// has its own property test (package circuit).
-				processor.WithCircuitPolicy(circuit.Policy{Off: true}))
+				// The default circuit: a function failing a few calls of some
+				// events is no dead dependency.
+				processor.WithConcurrency(2), processor.WithImmediateRetry(processor.Retry{Retries: 2, Backoff: processor.Backoff{Min: 2 * time.Millisecond}}))
 			if err != nil {
 				rt.Fatal(err)
 			}

@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/failure"
@@ -173,11 +172,9 @@ func stormChild() {
 	c := newKillChild(stormChildEnv, slog.LevelWarn)
 	p, err := processor.New(c.js, c.store, ctxName, processor.WithRecorder(c.rec), processor.WithRecords(c.svc), processor.WithoutReplay(),
 		processor.WithLogger(c.logger), processor.WithAckWait(time.Second), processor.WithNakDelay(20*time.Millisecond),
-		processor.WithImmediateRetry(processor.Retry{Retries: 2, Backoff: processor.Backoff{Min: 30 * time.Millisecond}}),
-		// Circuits off: a third of the events always fail, which opens
-		// send's circuit, and the events after it would be recorded as
-		// refused (circuit_test.go and scheduler's drain tests cover that).
-		processor.WithCircuitPolicy(circuit.Policy{Off: true}))
+		// The default circuit: a third of the events always fail for their
+		// own reason, which must never open it.
+		processor.WithImmediateRetry(processor.Retry{Retries: 2, Backoff: processor.Backoff{Min: 30 * time.Millisecond}}))
 	if err != nil {
 		childFail(err)
 	}

@@ -84,9 +84,9 @@
 // whatever their retries and class (a refusal is not an attempt: one whose
 // retries ran out is force-prepared), then those with an automatic retry
 // left whose last failure is within the incident, oldest first. It is a
-// rollout, as the deploy release is (rollout.go): a
-// canary (1 record by default), then steps that double while at least 90 %
-// of the last one succeeded, each no larger than a second's worth at the
+// rollout, as the deploy release is (rollout.go): a canary (1 record by
+// default), then steps that double while at least half of the last one's
+// refused records succeeded (DefaultDrainThreshold says why half), each no larger than a second's worth at the
 // drain's rate (DefaultDrainRate per function) nor than the room in the
 // replay consumer (DrainConfig.Capacity), and started no sooner than its
 // size at that rate after the last. A step is judged by its refused

@@ -26,8 +26,15 @@ const (
 
 // Drain defaults.
 const (
-	DefaultDrainCanary    = 1
-	DefaultDrainThreshold = 0.9
+	DefaultDrainCanary = 1
+	// DefaultDrainThreshold is the share of a step's refused records that
+	// must succeed for the next step to double: one half, as the circuit
+	// judges (circuit.DefaultFailureRatio), since up to half of any events
+	// may fail for their own reason; the refused records of bad events
+	// fail again once the dependency is back, and must not slow the drain
+	// of the healthy ones. A dead dependency makes them all fail, and the
+	// circuit opens again on those fresh calls.
+	DefaultDrainThreshold = 0.5
 	// DefaultDrainRate is the most records per second a drain prepares for
 	// one function: what the replay consumer of one instance sustains at
 	// its default concurrency (4 replays at once) against a dependency that
@@ -48,7 +55,7 @@ const (
 
 // DrainPolicy says how the records an outage left are prepared once the
 // circuit closes: Canary records first, then steps that double while at
-// least Threshold of the last one succeeded, up to Rate records per
+// least Threshold of the last one's refused records succeeded, up to Rate records per
 // second (and the room in the replay consumer, DrainConfig.Capacity); a
 // step below the threshold halves the step and the rate, and a canary
 // below it opens the circuit again. Zero fields take the defaults.

@@ -317,7 +317,7 @@ func TestDrainHalvesThenWaitsOutAFailedCanary(t *testing.T) {
 	assert.Equal(t, 1, d.Size)
 	assert.Equal(t, 250.0, d.Rate)
 	d = e.tickUntil(t, "the canary failed", func(d scheduler.Drain) bool { return d.Steps == 5 })
-	assert.Contains(t, d.Note, "succeeded for 0 of 1 records refused by the circuit (0%), below 90%; the next canary in 10s")
+	assert.Contains(t, d.Note, "succeeded for 0 of 1 records refused by the circuit (0%), below 50%; the next canary in 10s")
 	assert.Equal(t, d.UpdatedAt+10000, d.NextAt, "a cool-down from the judgement")
 	st, _, err := e.circuits.Get(t.Context(), fnCircuit)
 	require.NoError(t, err)

@@ -8,10 +8,11 @@ import (
 
 const drainsLong = `Drains shows the recovery drains: when a function's circuit opens, its
 records wait (waiting); once it closes, the scheduler prepares the records
-the outage left (those with errorCode CircuitOpen or that failed within
-it), a canary first, then steps that double while at least 90 % of the
-last one succeeded, up to the drain's rate (canary, steps); a failing step
-halves it, a failing canary opens the circuit again. The progress is kept
+the outage left (those with errorCode CircuitOpen first, then those that
+failed within it), a canary first, then steps that double while at least
+half of the last one's refused records succeeded, up to the drain's rate
+(canary, steps); a failing step halves it, a failing canary waits a
+cool-down before the next; the drain never opens the circuit. The progress is kept
 in a KV bucket and survives a restart of the scheduler.`
 
 func newDrainsCmd(a *app) *cobra.Command {
