@@ -327,6 +327,7 @@ func TestDrainHalvesThenWaitsOutAFailedCanary(t *testing.T) {
 	e.clock.Set(e.clock.Now().Add(10 * time.Second))
 	d = e.tickUntil(t, "done", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainDone })
 	assert.Equal(t, 40, d.Released)
+	assert.Equal(t, 1000.0, d.Rate, "good steps win the halved rate back")
 	assert.Equal(t, 7, d.Failed, "the steps of 4 and 2 and the canary failed; their records follow their own retries")
 }
 

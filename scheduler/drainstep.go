@@ -121,7 +121,10 @@ func (s *Scheduler) advanceDrain(ctx context.Context, d Drain, now time.Time) er
 		}
 		switch {
 		case ratio >= pol.Threshold:
+			// A good step wins back what a bad one halved: the rate
+			// doubles up to the policy's, and the step with it.
 			d.Phase = DrainSteps
+			d.Rate = min(2*d.Rate, pol.Rate)
 			d.Size = min(2*d.Size, maxStep(d.Rate))
 			d.Note = fmt.Sprintf("the %s succeeded for %d of %d records (%d of %d refused by the circuit); the next step prepares %d", what, len(ok), n, good, judged, d.Size)
 		case d.Size > pol.Canary:
