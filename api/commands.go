@@ -33,9 +33,13 @@ var OperatorCommands = []Command{CommandPrepare, CommandForcePrepare, CommandApp
 // one line); the server refuses any field it does not know.
 type (
 	// PrepareRequest is the body of prepare_compensation and
-	// force_prepare_compensation.
+	// force_prepare_compensation. Probe makes the replay the probe of the
+	// function's circuit when the circuit is not closed; without it the
+	// server refuses to prepare such a record (409, code CircuitOpen),
+	// since its replay would be refused and cost it a retry.
 	PrepareRequest struct {
 		Reason string `json:"reason,omitempty"`
+		Probe  bool   `json:"probe,omitempty"`
 	}
 	// RetrySpecRequest is the body of apply_retry_spec: all three values
 	// are required, the times in seconds.

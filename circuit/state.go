@@ -111,9 +111,12 @@ type Probe struct {
 }
 
 // Claim is who claims the probe, for which event and, for a record's
-// replay chosen as the probe, which record.
+// replay chosen as the probe, which record. Early claims it before the
+// cool-down has passed: an operator who asks for a record's replay to be
+// the probe.
 type Claim struct {
 	Instance, ID, Event, Record string
+	Early                       bool
 }
 
 // Failure is what a refused call's record says of the last real failure.
@@ -221,7 +224,8 @@ func (s State) Probeable(now time.Time) bool {
 // (closing needs successes of distinct events): an OPEN circuit becomes
 // HALF_OPEN.
 func (s State) Claimed(now time.Time, p Policy, c Claim) (State, bool) {
-	if !s.Probeable(now) || (c.Event != "" && slices.Contains(s.Probed, c.Event)) {
+	probeable := s.Probeable(now) || (c.Early && s.Phase == Open && !s.Forced)
+	if !probeable || (c.Event != "" && slices.Contains(s.Probed, c.Event)) {
 		return s, false
 	}
 	ms := now.UnixMilli()

@@ -221,6 +221,18 @@ func TestTransitions(t *testing.T) {
 		{"a failure that says nothing of the dependency frees the probe", halfOpen(),
 			func(s circuit.State) (circuit.State, bool) { return s.ProbeAnswered(at(11*time.Second), "p1") },
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
+		{"an operator's early claim needs no cool-down", open(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Claimed(at(time.Second), policy, circuit.Claim{Instance: "operator", ID: "op", Record: "r1", Early: true})
+			},
+			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "op", incident: [2]time.Duration{-time.Second, -1},
+				transition: &circuit.Transition{Seq: 2, From: circuit.Open, To: circuit.HalfOpen, Cause: circuit.CauseCoolDown, CoolDownMs: 10000, Instance: "operator"}}},
+		{"an early claim never probes a forced circuit",
+			func() circuit.State { s, _ := circuit.New(mailer).ByOperator(t0, circuit.Open, "ops", "m"); return s }(),
+			func(s circuit.State) (circuit.State, bool) {
+				return s.Claimed(at(time.Second), policy, circuit.Claim{Instance: "operator", ID: "op", Early: true})
+			},
+			then{phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1}}},
 		{"idle: past its cool-down an open circuit half-opens with no probe", open(),
 			func(s circuit.State) (circuit.State, bool) { return s.Idle(at(10*time.Second), "scheduler") },
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1},

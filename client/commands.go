@@ -22,6 +22,11 @@ type CommandOptions struct {
 	// and body); sending it with another is a *Error with Status 422 and
 	// Code "IdempotencyKeyReused". Empty sends none, so each call runs.
 	IdempotencyKey string
+	// Probe, for Prepare and ForcePrepare, makes the replay the probe of
+	// the function's circuit when the circuit is not closed. Without it
+	// the server refuses to prepare such a record: a *Error with Status 409
+	// and Code "CircuitOpen" naming the circuit.
+	Probe bool
 }
 
 // The commands' errors: an unknown id is a *Error with Status 404
@@ -33,9 +38,10 @@ type CommandOptions struct {
 
 // Prepare asks for a replay of the record now (prepare_compensation):
 // accepted for a FAILED record, or a PREPARED one whose attempt timed
-// out, while retries remain. Errors: see CommandOptions.
+// out, while retries remain, and while the function's circuit is closed
+// (see CommandOptions.Probe). Errors: see CommandOptions.
 func (c *Client) Prepare(ctx context.Context, id string, opts CommandOptions) (api.CommandResponse, error) {
-	return c.command(ctx, id, api.CommandPrepare, api.PrepareRequest{Reason: opts.Reason}, opts)
+	return c.command(ctx, id, api.CommandPrepare, api.PrepareRequest{Reason: opts.Reason, Probe: opts.Probe}, opts)
 }
 
 // ForcePrepare asks for a replay beyond the retry limit
@@ -47,7 +53,7 @@ func (c *Client) ForcePrepare(ctx context.Context, id, reason string, opts Comma
 	if err != nil {
 		return api.CommandResponse{}, err
 	}
-	return c.command(ctx, id, api.CommandForcePrepare, api.PrepareRequest{Reason: r}, opts)
+	return c.command(ctx, id, api.CommandForcePrepare, api.PrepareRequest{Reason: r, Probe: opts.Probe}, opts)
 }
 
 // ChangeRetrySpec replaces the record's retry spec (apply_retry_spec):

@@ -261,6 +261,10 @@ func (s *Server) dryRun(ctx context.Context, id string, cmd aggregate.Command) B
 	if err != nil {
 		return s.failed(id, cmd, err)
 	}
+	if o, refused := s.batchCircuit(ctx, id, cmd, OutcomeWouldNot); refused {
+		o.Version = v.Version
+		return o
+	}
 	if _, err := aggregate.Decide(v.State, cmd, s.cfg.Clock.Now()); err != nil {
 		var ae *aggregate.Error
 		if errors.As(err, &ae) {
@@ -272,6 +276,9 @@ func (s *Server) dryRun(ctx context.Context, id string, cmd aggregate.Command) B
 }
 
 func (s *Server) runOne(ctx context.Context, id string, cmd aggregate.Command, p principal, req BatchRequest) BatchOutcome {
+	if o, refused := s.batchCircuit(ctx, id, cmd, OutcomeRejected); refused {
+		return o
+	}
 	meta := aggregate.Meta{
 		CommandID: uuid.NewSHA1(batchNamespace, []byte(req.RequestID+"\x00"+cmd.CommandName()+"\x00"+id)).String(),
 		RequestID: req.RequestID, Actor: p.name, Reason: req.Reason,
@@ -288,6 +295,26 @@ func (s *Server) runOne(ctx context.Context, id string, cmd aggregate.Command, p
 	default:
 		return s.failed(id, cmd, err)
 	}
+}
+
+// batchCircuit is the outcome of a batch's prepare of record id while its
+// function's circuit is not closed (see guardPrepare; a batch never
+// probes), and whether there is one.
+func (s *Server) batchCircuit(ctx context.Context, id string, cmd aggregate.Command, outcome string) (BatchOutcome, bool) {
+	switch cmd.(type) {
+	case aggregate.PrepareCompensation, aggregate.ForcePrepareCompensation:
+	default:
+		return BatchOutcome{}, false
+	}
+	err := s.guardPrepare(ctx, id, false, "")
+	var ae *apiError
+	switch {
+	case err == nil:
+		return BatchOutcome{}, false
+	case errors.As(err, &ae):
+		return BatchOutcome{ID: id, Outcome: outcome, Code: ae.body.Code, Message: ae.body.Message}, true
+	}
+	return s.failed(id, cmd, err), true
 }
 
 // failed is the outcome of a record whose command failed for a reason

@@ -1,12 +1,19 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
+	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/scheduler"
 )
 
@@ -230,4 +237,66 @@ func DrainView(d scheduler.Drain) api.Drain {
 	return api.Drain{Function: d.Function.String(), Phase: d.Phase, From: d.From, To: d.To, StartedAt: d.StartedAt, Size: d.Size, Rate: d.Rate,
 		Steps: d.Steps, InFlight: len(d.Batch), Probes: d.Probes, Released: d.Released, Succeeded: d.Succeeded, Failed: d.Failed,
 		Note: d.Note, DoneAt: d.DoneAt, UpdatedAt: d.UpdatedAt}
+}
+
+// probeRequested reports whether the body of a prepare asks for its
+// replay to be the probe of the function's circuit; the body was checked
+// by decodeCommandRequest.
+func probeRequested(body []byte) bool {
+	var req prepareRequest
+	if len(body) == 0 || json.Unmarshal(body, &req) != nil || req.Probe == nil {
+		return false
+	}
+	return *req.Probe
+}
+
+// guardPrepare lets the prepare of record id through while its function's
+// circuit is closed (or the server keeps no circuits, or does not know the
+// record: the command answers that). While it is not closed the replay
+// would be refused and cost the record a retry: the prepare is refused
+// with 409 CircuitOpen naming the circuit and the way round, unless probe
+// asks for the replay to be the circuit's probe; then the probe is
+// claimed for that record (actor's, before the cool-down if need be).
+func (s *Server) guardPrepare(ctx context.Context, id string, probe bool, actor string) error {
+	c := s.cfg.Circuits
+	if c == nil || c.Watcher == nil || c.Store == nil {
+		return nil
+	}
+	page, err := s.cfg.Queries.List(projection.Query{Filter: projection.Filter{ID: id}, Limit: 1})
+	if err != nil || len(page.Items) == 0 {
+		return nil
+	}
+	it := page.Items[0]
+	fn := circuit.Of(it.Function)
+	st, _, err := c.Store.Get(ctx, fn) // fresh: the watch may lag behind an open or a close
+	if errors.Is(err, circuit.ErrNotFound) || errors.Is(err, circuit.ErrInvalid) || (err == nil && st.Phase == circuit.Closed) {
+		return nil // no circuit, or one that is ignored, calls the function
+	}
+	if err != nil {
+		return err
+	}
+	details := map[string]any{"id": id, "function": fn.String(), "phase": string(st.Phase), "since": st.Since, "forced": st.Forced}
+	since := time.UnixMilli(st.Since).UTC().Format(time.RFC3339)
+	if st.Forced {
+		return &apiError{status: http.StatusConflict, body: Error{Code: circuit.ErrorCode, Details: details,
+			Message: fmt.Sprintf("the circuit of %s was opened by an operator at %s: nothing calls the function, not even a probe; close it first (amends circuits close %s)", fn, since, fn)}}
+	}
+	if !probe {
+		return &apiError{status: http.StatusConflict, body: Error{Code: circuit.ErrorCode, Details: details,
+			Message: fmt.Sprintf("the circuit of %s is %s since %s: the replay would be refused and cost the record a retry; the recovery drain prepares it once the circuit closes, or ask for this replay to be the circuit's probe (\"probe\": true, amends prepare --probe)", fn, st.Phase, since)}}
+	}
+	claim := circuit.Claim{Instance: "operator " + actor, ID: uuid.NewString(), Event: it.EventID, Record: id, Early: true}
+	n, _, changed, err := c.Store.Update(ctx, fn, func(cur circuit.State) (circuit.State, bool) {
+		// The default policy's probe timeout bounds how long the claim
+		// waits for the replay: the server does not know the function's.
+		return cur.Claimed(s.cfg.Clock.Now(), circuit.DefaultPolicy, claim)
+	})
+	if err != nil {
+		return err
+	}
+	if !changed || n.Probe == nil || n.Probe.ID != claim.ID {
+		return &apiError{status: http.StatusConflict, body: Error{Code: circuit.ErrorCode, Details: details,
+			Message: fmt.Sprintf("the circuit of %s has a probe under way (or this record's event already succeeded as one); try again once it has an outcome", fn)}}
+	}
+	return nil
 }

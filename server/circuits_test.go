@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/scheduler"
@@ -119,4 +120,70 @@ func TestCircuitsAPIWithoutCircuits(t *testing.T) {
 		r := e.do(t, "GET", p, viewerKey, nil)
 		assert.Equal(t, http.StatusNotFound, r.status, p)
 	}
+}
+
+// While a record's function's circuit is not closed, a prepare of it is
+// refused with 409 CircuitOpen naming the circuit and the way round (its
+// replay would be refused and cost a retry), one by one and in a batch;
+// "probe": true makes the replay the circuit's probe, claimed for that
+// record before the cool-down; a circuit an operator opened is never
+// probed; once the circuit closes the prepare goes through.
+func TestPrepareWhileTheCircuitIsOpen(t *testing.T) {
+	e, store := circuitsEnv(t)
+	ids := []string{e.create(t, 1, nil), e.create(t, 2, nil), e.create(t, 3, nil)}
+	f := circuit.Of(fn)
+	p, err := circuit.Policy{}.Resolve()
+	require.NoError(t, err)
+	_, _, _, err = store.Update(t.Context(), f, func(c circuit.State) (circuit.State, bool) {
+		return c.Tripped(e.clock.Now(), p, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Instance: "i1"})
+	})
+	require.NoError(t, err)
+	path := func(id, cmd string) string { return "/api/v1/records/" + id + "/" + cmd }
+
+	r := e.do(t, "POST", path(ids[0], "prepare_compensation"), operatorKey, nil)
+	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+	ae := r.apiError(t)
+	assert.Equal(t, circuit.ErrorCode, ae.Code)
+	assert.Contains(t, ae.Message, "the circuit of order.Mailer.onOrderPlaced is OPEN since")
+	assert.Contains(t, ae.Message, `"probe": true`)
+	assert.Equal(t, "order.Mailer.onOrderPlaced", ae.Details["function"])
+	r = e.do(t, "POST", path(ids[0], "force_prepare_compensation"), operatorKey, api.PrepareRequest{Reason: "now"})
+	require.Equal(t, http.StatusConflict, r.status, "force-prepare too: %s", r.body)
+	st0, _, err := e.svc.Get(t.Context(), ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, aggregate.StatusFailed, st0.Status, "nothing prepared")
+
+	var res server.BatchResult
+	r = e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, map[string]any{"filter": map[string]any{"processor": "Mailer"}, "reason": "x", "requestId": "during-the-outage"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	r.json(t, &res)
+	assert.Equal(t, map[string]int{server.OutcomeRejected: 3}, res.Counts, "a batch never prepares a record its circuit would refuse")
+	assert.Equal(t, circuit.ErrorCode, res.Records[0].Code)
+
+	r = e.do(t, "POST", path(ids[1], "prepare_compensation"), operatorKey, api.PrepareRequest{Reason: "probe it", Probe: true})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	st, _, err := store.Get(t.Context(), f)
+	require.NoError(t, err)
+	assert.Equal(t, circuit.HalfOpen, st.Phase, "claimed before the cool-down")
+	pr, ok := st.ProbeOf(e.clock.Now(), ids[1])
+	require.True(t, ok, "the replay of that record is the probe")
+	assert.Equal(t, "operator bob", pr.Instance)
+	r = e.do(t, "POST", path(ids[2], "prepare_compensation"), operatorKey, api.PrepareRequest{Probe: true})
+	require.Equal(t, http.StatusConflict, r.status, "one probe at a time: %s", r.body)
+	assert.Contains(t, r.apiError(t).Message, "has a probe under way")
+
+	_, _, _, err = store.Update(t.Context(), f, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "maintenance")
+	})
+	require.NoError(t, err)
+	r = e.do(t, "POST", path(ids[2], "prepare_compensation"), operatorKey, api.PrepareRequest{Probe: true})
+	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+	assert.Contains(t, r.apiError(t).Message, "was opened by an operator")
+
+	_, _, _, err = store.Update(t.Context(), f, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "back")
+	})
+	require.NoError(t, err)
+	r = e.do(t, "POST", path(ids[2], "prepare_compensation"), operatorKey, nil)
+	require.Equal(t, http.StatusOK, r.status, "closed: prepared as usual: %s", r.body)
 }

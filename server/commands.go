@@ -65,6 +65,11 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, p principal,
 	if err != nil {
 		return err
 	}
+	if name == aggregate.NamePrepareCompensation || name == aggregate.NameForcePrepareCompensation {
+		if err := s.guardPrepare(r.Context(), id, probeRequested(body), meta.Actor); err != nil {
+			return err
+		}
+	}
 	release, err := s.claimKey(r.Context(), meta.CommandID, commandHash(name, id, body))
 	if err != nil {
 		return err

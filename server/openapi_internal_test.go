@@ -205,7 +205,8 @@ func requestSchema(doc obj, op obj) obj {
 }
 
 // Each command's body has the aggregate command's fields plus the audit
-// reason, requires the fields the aggregate requires, and refuses others.
+// reason (and, for the prepares, the probe flag), requires the fields the
+// aggregate requires, and refuses others.
 func TestOpenAPICommandBodiesMatchTheAggregate(t *testing.T) {
 	doc := loadDoc(t)
 	ops := operations(doc)
@@ -229,6 +230,9 @@ func TestOpenAPICommandBodiesMatchTheAggregate(t *testing.T) {
 			require.NotNil(t, body, "a typed JSON body")
 			all, required := tagFields(commands[name])
 			all = sorted(all, []string{"reason"})
+			if name == aggregate.NamePrepareCompensation || name == aggregate.NameForcePrepareCompensation {
+				all = sorted(all, []string{"probe"})
+			}
 			if slices.Contains(reasonRequired, name) {
 				required = sorted(required, []string{"reason"})
 			}

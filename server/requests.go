@@ -22,6 +22,7 @@ const MinExecutionTimeout = 1
 type (
 	prepareRequest struct {
 		Reason *string `json:"reason"`
+		Probe  *bool   `json:"probe"`
 	}
 	applyRetrySpecRequest struct {
 		MaxRetries       *int32   `json:"maxRetries"`
@@ -45,7 +46,8 @@ type (
 )
 
 // decodeCommandRequest reads the body of operator command name strictly
-// and returns the command and its audit reason. Errors are 400s naming the
+// and returns the command and its audit reason (a prepare's probe flag is
+// read by probeRequested). Errors are 400s naming the
 // field, or 422s (IllegalArgument) for values the command refuses; see
 // checkRetrySpec for apply_retry_spec's rules.
 func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, error) {

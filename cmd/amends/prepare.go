@@ -15,6 +15,11 @@ PREPARED and the service that owns the function replays the original event
 to that function alone. It is accepted for a FAILED record, or a PREPARED
 one whose attempt timed out, while retries remain (see force-prepare).
 
+While the function's circuit is not closed the prepare is refused (its
+replay would be refused and cost a retry; the recovery drain prepares the
+record once the circuit closes): --probe makes the replay the circuit's
+probe instead.
+
 With filters instead of an id it prepares every matching record: --dry-run
 shows what would happen, --yes does it, paced by --rate. A run in which any
 record was rejected or failed exits 1. --yes and the filters are never taken
@@ -29,6 +34,8 @@ const forcePrepareLong = `Force-prepare asks for a replay beyond the retry limit
 FAILED record, or a PREPARED one whose attempt timed out, whatever its retry
 count; never for a SUCCEEDED record. --reason is required: it is recorded in
 the audit trail. Make sure the function is idempotent before replaying.
+While the function's circuit is not closed it is refused, as prepare is,
+unless --probe makes the replay the circuit's probe.
 
 With filters instead of an id it force-prepares every matching record:
 --dry-run shows what would happen, --yes does it, paced by --rate. A run in
@@ -41,9 +48,10 @@ func newForcePrepareCmd(a *app) *cobra.Command {
 
 func newPrepareLikeCmd(a *app, use string, name api.Command, reasonRequired bool, short, long string) *cobra.Command {
 	var (
-		f  commandFlags
-		ff filterFlags
-		bf batchFlags
+		f     commandFlags
+		ff    filterFlags
+		bf    batchFlags
+		probe bool
 	)
 	cmd := &cobra.Command{
 		Use:   use + " [ID]",
@@ -78,6 +86,7 @@ func newPrepareLikeCmd(a *app, use string, name api.Command, reasonRequired bool
 				}
 				id := args[0]
 				return f.run(cmd, a, id, name, func(ctx context.Context, c *client.Client, o client.CommandOptions) (api.CommandResponse, error) {
+					o.Probe = probe
 					if name == api.CommandForcePrepare {
 						return c.ForcePrepare(ctx, id, o.Reason, o)
 					}
@@ -85,6 +94,8 @@ func newPrepareLikeCmd(a *app, use string, name api.Command, reasonRequired bool
 				})
 			case !filtered:
 				return usageErrorf("%s needs a record id, or filters (--filter key=value, --view, --processor, ...) for a batch", use)
+			case probe:
+				return usageErrorf("--probe is for one record: a batch never probes a circuit (its records whose circuit is not closed are refused)")
 			}
 			return runBatch(cmd, a, &f, &ff, &bf, name, params)
 		},
@@ -92,5 +103,6 @@ func newPrepareLikeCmd(a *app, use string, name api.Command, reasonRequired bool
 	f.add(a, cmd, reasonRequired)
 	ff.add(cmd)
 	bf.add(cmd)
+	cmd.Flags().BoolVar(&probe, "probe", false, "make the replay the probe of the function's circuit when it is not closed (without it such a record is refused: its replay would cost a retry)")
 	return cmd
 }
