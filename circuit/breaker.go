@@ -153,6 +153,11 @@ type Outcome struct {
 	// closed, after failures this instance saw, reports the incident to
 	// be drained (State.Recovered).
 	Replay bool
+	// Pending reports a failure with immediate retries to come: the
+	// execution goes on, and its last call tells how it ended. It counts
+	// towards the streak (a dead dependency fails every first call), not
+	// the ratio, which weighs executions that ended.
+	Pending bool
 }
 
 // Done counts the outcome at now of a call Allow let through with t:
@@ -182,7 +187,7 @@ func (b *Breaker) Done(ctx context.Context, now time.Time, t Ticket, o Outcome) 
 		}
 		return
 	}
-	counted, consecutive, calls, failures, since := b.win.failure(now, t.call)
+	counted, consecutive, calls, failures, since := b.win.failure(now, t.call, o.Pending)
 	if !counted {
 		return
 	}

@@ -19,7 +19,11 @@
 //   - One event is one observation in a window: its immediate retries,
 //     its redeliveries and its replays while it is in the window add
 //     nothing (the failed events of the last Window are remembered, at
-//     most 8 192).
+//     most 8 192). An execution's failure with a retry to come is pending
+//     (Outcome.Pending): it counts towards the streak, so that a dead
+//     dependency opens the circuit on first calls rather than after every
+//     retry, but not towards the ratio, which weighs executions that
+//     ended; a retry that succeeds is a success like any other.
 //   - A replay of a record whose last call failed for a real reason
 //     (Call.Known) is evidence about that record: its failure is not
 //     counted (it failed before; failing again says nothing new), its

@@ -205,3 +205,52 @@ func TestPropertyOpensOnlyForTheDependencyAndAlwaysCloses(t *testing.T) {
 		}
 	})
 }
+
+// An execution is one observation. A failure with immediate retries to
+// come is pending: it adds its event to the streak (so that a dead
+// dependency opens the circuit on first calls, not after every retry)
+// but not to the window's ratio; the execution's last call settles it.
+// 30 % of events failing their first calls and then succeeding never
+// open the circuit; every first call failing does, within 20 events.
+func TestPendingFailures(t *testing.T) {
+	clock := fakeclock.At(t0.UnixMilli())
+	b := instance(t, nil, "i1", clock, circuit.Policy{})
+	pending := func(c circuit.Call) {
+		tk, refused := b.Allow(context.Background(), clock.Now(), c)
+		require.Nil(t, refused)
+		b.Done(context.Background(), clock.Now(), tk, circuit.Outcome{Err: errDown, Counted: true, Pending: true})
+	}
+	var retries []circuit.Call // each succeeds 2 s after its first call
+	var due []time.Time
+	for i := range 6000 {
+		c := live(i)
+		if bad(c.Event, 30) {
+			pending(c)
+			retries, due = append(retries, c), append(due, clock.Now().Add(2*time.Second))
+		} else {
+			require.True(t, call(b, clock.Now(), c, nil))
+		}
+		for len(retries) > 0 && !clock.Now().Before(due[0]) {
+			call(b, clock.Now(), retries[0], nil)
+			retries, due = retries[1:], due[1:]
+		}
+		clock.Set(clock.Now().Add(10 * time.Millisecond))
+	}
+	require.True(t, b.Closed(), "transient failures opened the circuit: %+v", b.State().Transitions)
+
+	for i := range 20 {
+		pending(live(10000 + i))
+	}
+	require.False(t, b.Closed(), "20 distinct first calls failing, retries to come: a dead dependency")
+	tr, _ := b.State().LastTransition()
+	assert.Equal(t, circuit.CauseConsecutive, tr.Cause)
+
+	// The ratio weighs ended executions only.
+	clock.Set(clock.Now().Add(time.Hour))
+	r := instance(t, nil, "i2", clock, circuit.Policy{ConsecutiveFailures: 1000})
+	for i := range 200 {
+		tk, _ := r.Allow(context.Background(), clock.Now(), live(20000+i))
+		r.Done(context.Background(), clock.Now(), tk, circuit.Outcome{Err: errDown, Counted: true, Pending: true})
+	}
+	assert.True(t, r.Closed(), "200 pending failures are no ratio")
+}

@@ -49,14 +49,15 @@ type window struct {
 	// failed holds the distinct events that failed in the window (mu
 	// held), oldest first in queue; byAgg how many failures each aggregate
 	// added to the window's counts (at most perAgg).
-	failed map[uint64]struct{}
+	failed map[uint64]uint8
 	queue  []failedEvent
 	head   int
 	byAgg  map[uint64]int
 }
 
-// failedEvent is a distinct event that failed: when, its aggregate, and
-// whether it was counted in the window (its aggregate was below its
+// failedEvent is a part of a distinct event's failure: when, its
+// aggregate, whether it holds the event's key in failed (its first part)
+// and whether it was counted in the window (its aggregate was below its
 // share).
 type failedEvent struct {
 	at         int64
@@ -73,7 +74,7 @@ func newWindow(p Policy) *window {
 	return &window{
 		width: max(p.Window.Milliseconds()/slots, 1), span: max(p.Window.Milliseconds(), slots),
 		perAgg: perAggregate(p), seed: maphash.MakeSeed(),
-		failed: map[uint64]struct{}{}, streak: map[uint64]int{}, byAgg: map[uint64]int{},
+		failed: map[uint64]uint8{}, streak: map[uint64]int{}, byAgg: map[uint64]int{},
 	}
 }
 
@@ -92,29 +93,53 @@ func (w *window) success(now time.Time) {
 	w.at(now.UnixMilli()).calls.Add(1)
 }
 
+// The parts of an observation a failed event has added (window.failed):
+// to the streak, and to the window's counts.
+const (
+	inStreak uint8 = 1 << iota
+	inRatio
+)
+
 // failure counts the failure at now of call c and returns whether it
-// counted (an event already seen failing in the window does not), the
-// distinct events failed in a row, the calls and failures of the window,
-// and when the failures began (the first of those in the window, or of
-// the streak). An aggregate past its share in the streak, or in the
-// window, adds nothing to that count.
-func (w *window) failure(now time.Time, c Call) (counted bool, consecutive int, calls, failures int64, since int64) {
+// counted, the distinct events failed in a row, the calls and failures of
+// the window, and when the failures began (the first of those in the
+// window, or of the streak). An execution is one observation: a failure
+// with immediate retries to come (pending) adds its event to the streak
+// only, so that a dead dependency opens the circuit on first calls; its
+// final failure adds it to the window's counts, which decide the ratio
+// rule; an event already counted so in the window adds nothing more. An
+// aggregate past its share in the streak, or in the window, adds nothing
+// to that count.
+func (w *window) failure(now time.Time, c Call, pending bool) (counted bool, consecutive int, calls, failures int64, since int64) {
 	ms := now.UnixMilli()
 	ev, agg := w.hash(c.Event), w.hash(c.Aggregate)
+	keyed := c.Event != ""
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.expire(ms)
-	if _, seen := w.failed[ev]; seen && c.Event != "" {
+	var had uint8
+	if keyed {
+		had = w.failed[ev]
+	}
+	streak := had&inStreak == 0
+	ratio := !pending && had&inRatio == 0
+	if !streak && !ratio {
 		return false, 0, 0, 0, 0
 	}
-	inWindow := c.Aggregate == "" || w.byAgg[agg] < w.perAgg
-	w.remember(failedEvent{at: ms, event: ev, agg: agg, keyed: c.Event != "", counted: inWindow && c.Aggregate != ""})
+	inWindow := ratio && (c.Aggregate == "" || w.byAgg[agg] < w.perAgg)
+	w.remember(failedEvent{at: ms, event: ev, agg: agg, keyed: keyed && had == 0, counted: inWindow && c.Aggregate != ""})
+	if keyed {
+		w.failed[ev] = had | inStreak
+		if ratio {
+			w.failed[ev] |= inRatio
+		}
+	}
 	if g := w.gen.Load(); g != w.streakGen {
 		w.streakGen = g
 		clear(w.streak)
 	}
 	cons := w.consecutive.Load()
-	if c.Aggregate == "" || w.streak[agg] < w.perAgg {
+	if streak && (c.Aggregate == "" || w.streak[agg] < w.perAgg) {
 		if c.Aggregate != "" {
 			w.streak[agg]++
 		}
@@ -157,9 +182,6 @@ func (w *window) hash(s string) uint64 {
 func (w *window) remember(e failedEvent) {
 	if len(w.queue)-w.head >= maxFailed {
 		w.forget()
-	}
-	if e.keyed {
-		w.failed[e.event] = struct{}{}
 	}
 	if e.counted {
 		w.byAgg[e.agg]++

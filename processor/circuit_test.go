@@ -86,10 +86,11 @@ func TestCircuitOpenRecordsWithoutCalling(t *testing.T) {
 	assert.Equal(t, circuit.Closed, a.Phase, "a circuit per function")
 }
 
-// An execution, its call and its immediate retries, is one observation:
-// a failure followed by an immediate retry tells the circuit nothing yet;
-// a final failure that opens it, and an immediate retry that wakes to the
-// open circuit, are recorded at once: no call is made while it is open.
+// An execution, its call and its immediate retries, is one observation;
+// a failure with a retry to come counts towards the streak (pending), so
+// a dead dependency opens the circuit on first calls: the failure that
+// opens it, and an immediate retry that wakes to the open circuit, are
+// recorded at once: no call is made while it is open.
 func TestCircuitEndsImmediateRetries(t *testing.T) {
 	e := newEnv(t)
 	gate := newGate()
@@ -102,15 +103,15 @@ func TestCircuitEndsImmediateRetries(t *testing.T) {
 		}
 		return errSMTP // UNKNOWN: final, no immediate retry
 	}
-	require.NoError(t, p.Register(fn("Mailer", "send"), send, processor.WithCircuit(circuit.Policy{ConsecutiveFailures: 1, CoolDown: time.Minute})))
+	require.NoError(t, p.Register(fn("Mailer", "send"), send, processor.WithCircuit(circuit.Policy{ConsecutiveFailures: 2, CoolDown: time.Minute})))
 	run(t, p)
 	a := e.emit(order("a"), 1, ev("order_placed", struct{}{}))
 	require.Eventually(t, func() bool { return gate.waiting.Load() == 1 }, waitFor, tick, "a waits for its first retry")
 	st, _ := p.Circuit("Mailer", "send")
-	assert.Equal(t, circuit.Closed, st.Phase, "a failure with a retry to come is no observation yet")
+	assert.Equal(t, circuit.Closed, st.Phase, "one failure in a row")
 	b := e.emit(order("b"), 1, ev("order_placed", struct{}{}))
 	require.Eventually(t, func() bool { return e.record(b.Events[0].ID, info("Mailer", "send")).Status == aggregate.StatusFailed }, waitFor, tick,
-		"b's final failure opened the circuit")
+		"b's failure, the second in a row, opened the circuit")
 	st, _ = p.Circuit("Mailer", "send")
 	assert.Equal(t, circuit.Open, st.Phase)
 	assert.Equal(t, int64(2), calls.Load())

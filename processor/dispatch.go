@@ -168,8 +168,8 @@ func (t *liveTask) fail(ctx context.Context, d disposition) (time.Duration, bool
 // error and, for a RECOVERABLE one (by the global classification, as the
 // reference's retry filter does) with immediate retries left and the
 // function's circuit still closed, again with the wait before the next
-// call. The circuit is told of the execution once: its success, or the
-// failure of its last call. While the circuit is open the function is not called: the error
+// call. The circuit weighs the execution as one observation: a failure
+// with a retry to come is pending (circuit.Outcome.Pending). While the circuit is open the function is not called: the error
 // is the circuit's *circuit.OpenError, final (circuits.go). STATE_EVENT
 // functions first get the aggregate's state; failing to build it is their
 // failure.
@@ -208,12 +208,11 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 	case br == nil:
 	case err == nil && !ticket.Probe() && !br.Failing():
 		br.Done(ctx, now, ticket, circuit.Outcome{}) // the usual call: no allocation, no context look-up
-	case again:
-		// One execution, its call and its immediate retries, is one
-		// observation for the circuit: the last of its calls tells it.
 	case err == nil || ctx.Err() == nil: // a call cancelled by the shutdown says nothing of the dependency
+		// One execution, its call and its immediate retries, is one
+		// observation: a failure with a retry to come is pending.
 		_, replay := CompensationFrom(ctx)
-		o := circuit.Outcome{Err: err, Replay: replay}
+		o := circuit.Outcome{Err: err, Replay: replay, Pending: again}
 		if err != nil {
 			o.Counted = failure.Classify(err, f.rules) != aggregate.Unrecoverable
 			o.Last = func() circuit.Failure { return p.failureOf(f, err) }
