@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/processor"
 )
@@ -250,4 +251,66 @@ func TestOrderedNewEventsDuringRelease(t *testing.T) {
 	close(gate)
 	require.Eventually(t, func() bool { return noHold(t, hs, "o-1") }, waitFor, tick)
 	assert.Equal(t, []uint64{1, 1, 2, 3, 4}, s.versions("o-1"))
+}
+
+// Given a release, when the function's circuit opens in its middle (an
+// operator opens it while a held event's call runs), then that call
+// finishes, the next held event is refused and recorded (CircuitOpen) and
+// becomes the hold's head, the rest stay held behind it; once the circuit
+// closes and the refused head's replay succeeds, the release goes on in
+// order, and nothing that succeeded is run again.
+func TestOrderedCircuitOpensDuringRelease(t *testing.T) {
+	s := newSeen()
+	s.failOn("o-1", 1, 1)
+	e, p, _, hs := orderedEnv(t, s)
+	store, err := circuit.OpenStore(t.Context(), e.js)
+	require.NoError(t, err)
+	f := circuit.Function{Context: ctxName, Processor: "Projector", Name: "onStep"}
+	v1 := e.emit(order("o-1"), 1, ev("step", struct{}{}))
+	for v := uint64(2); v <= 5; v++ {
+		e.emit(order("o-1"), v, ev("step", struct{}{}))
+	}
+	require.Eventually(t, func() bool { return len(heldVersions(t, hs, "o-1")) == 4 }, waitFor, tick)
+
+	s.mu.Lock()
+	s.gate, s.block = make(chan struct{}), at("o-1", 3)
+	s.mu.Unlock()
+	e.clock.SetMillis(t0 + 1000)
+	e.prepare(aggregate.RecordID(v1.Events[0].ID, projector), false)
+	select {
+	case <-s.in:
+	case <-time.After(waitFor):
+		t.Fatal("the release does not reach version 3")
+	}
+	_, _, _, err = store.Update(t.Context(), f, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "the projection store is down")
+	})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { st, ok := p.Circuit("Projector", "onStep"); return ok && st.Phase == circuit.Open }, waitFor, tick)
+	close(s.gate)
+
+	var v4 string
+	require.Eventually(t, func() bool {
+		h, err := hs.Get(context.Background(), holdKey("o-1"))
+		if err != nil || h.Head.Version != 4 || h.Releasing {
+			return false
+		}
+		v4 = h.Head.Record
+		return true
+	}, waitFor, tick, "the refused version 4 heads the hold")
+	assert.Equal(t, []uint64{5}, heldVersions(t, hs, "o-1"), "version 5 stays held behind it")
+	assert.Equal(t, []uint64{1, 1, 2, 3}, s.versions("o-1"), "4 was not called")
+	r, _, err := e.svc.Get(context.Background(), v4)
+	require.NoError(t, err)
+	assert.Equal(t, circuit.ErrorCode, r.Error.ErrorCode)
+
+	_, _, _, err = store.Update(t.Context(), f, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "back")
+	})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { st, ok := p.Circuit("Projector", "onStep"); return ok && st.Phase == circuit.Closed }, waitFor, tick)
+	e.clock.SetMillis(t0 + 2000)
+	e.prepare(v4, false) // as the recovery drain does once the circuit closed
+	require.Eventually(t, func() bool { return noHold(t, hs, "o-1") }, waitFor, tick)
+	assert.Equal(t, []uint64{1, 1, 2, 3, 4, 5}, s.versions("o-1"), "in order, each once after its success")
 }
