@@ -6,7 +6,12 @@
 // nextRetryAt first) and sends PrepareCompensation for each through the
 // aggregate's command service, as actor "scheduler", a bounded number at
 // once. A rejection because the record moved on since the index saw it is
-// normal: it is counted, not logged as an error.
+// normal: it is counted, not logged as an error. Beyond Wow, a pass that
+// finds more due than a batch goes on, batch after batch at its rate
+// (WithRate, DefaultRate: 200 records a second), until nothing more is due,
+// a batch prepares nothing new or a period has passed: the scheduler keeps
+// up with what comes due, and spreads a large backlog's replays instead of
+// firing them back to back.
 //
 // A prepare that fails for another reason (the record's state cannot be
 // loaded, the store is unreachable) is counted (Stats.Failed, the metric

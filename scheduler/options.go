@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -18,11 +19,20 @@ const (
 	DefaultBatch        = 100
 	DefaultConcurrency  = 8
 	DefaultLeaseKey     = "scheduler"
+	// DefaultRate is the most records a second a pass prepares once it
+	// found more due than one batch: the pace of the recovery drain
+	// (DefaultDrainRate), what one instance's replay consumer sustains
+	// against a dependency answering in 20 ms. A pass so keeps up with
+	// what comes due (15 failures a second need 900 prepares a minute, not
+	// Wow's 100), and spreads the replays of a large backlog instead of
+	// firing them back to back.
+	DefaultRate = DefaultDrainRate
 )
 
 type options struct {
 	period, initialDelay time.Duration
 	batch, concurrency   int
+	rate                 float64
 	clock, leaseClock    aggregate.Clock
 	ticks                <-chan time.Time
 	key, instance        string
@@ -82,6 +92,22 @@ func WithBatch(n int) Option {
 			return fmt.Errorf("batch must be at least 1, got %d: %w", n, ErrInvalidOption)
 		}
 		o.batch = n
+		return nil
+	}
+}
+
+// WithRate sets the most records a second a pass prepares once it found
+// more due than one batch (default DefaultRate): the pass prepares batch
+// after batch, each no sooner than the last one's size at that rate after
+// it, until nothing more is due, a batch prepares nothing new, or a period
+// has passed. A rate from 0.1 to MaxDrainRate; Wow's scheduler, one batch
+// a period, is WithRate of batch/period.
+func WithRate(perSecond float64) Option {
+	return func(o *options) error {
+		if math.IsNaN(perSecond) || perSecond < 0.1 || perSecond > MaxDrainRate {
+			return fmt.Errorf("rate must be from 0.1 to %d records/s, got %v: %w", MaxDrainRate, perSecond, ErrInvalidOption)
+		}
+		o.rate = perSecond
 		return nil
 	}
 }

@@ -41,7 +41,10 @@ func (s *Scheduler) tick(ctx context.Context) {
 	}
 }
 
-// pass prepares the records due now, if this instance holds the lease. It
+// pass prepares the records due now, if this instance holds the lease: a
+// batch, then, while more is due, batch after batch at the pass's rate
+// (WithRate), until nothing more is due, a batch prepared nothing new (the
+// index has not caught up), or a period passed (the next pass goes on). It
 // returns when every prepare it sent has finished; the commands are
 // canceled if the tenure ends.
 func (s *Scheduler) pass() {
@@ -51,7 +54,26 @@ func (s *Scheduler) pass() {
 		return
 	}
 	defer s.passes.Add(1)
+	start := time.Now()
 	now := s.opts.clock.Now()
+	for {
+		before := s.prepared.Load()
+		n, more := s.round(active, now)
+		if !more || s.prepared.Load() == before || s.holding() == nil || time.Since(start) >= s.opts.period {
+			break
+		}
+		select {
+		case <-active.Done():
+		case <-time.After(time.Duration(float64(n) / s.opts.rate * float64(time.Second))):
+		}
+		now = s.opts.clock.Now()
+	}
+	s.parkReleaseStep(active, now)
+}
+
+// round prepares one batch of the records due at now and returns its
+// size and whether more may be due.
+func (s *Scheduler) round(active context.Context, now time.Time) (int, bool) {
 	sem := make(chan struct{}, s.opts.concurrency)
 	var wg sync.WaitGroup
 	listed, complete := s.listDue(now)
@@ -73,7 +95,7 @@ func (s *Scheduler) pass() {
 		})
 	}
 	wg.Wait()
-	s.parkReleaseStep(pctx, now)
+	return len(due), !complete && len(due) == s.opts.batch
 }
 
 // prepare sends PrepareCompensation for d and counts the outcome. A record

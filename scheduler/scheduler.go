@@ -120,7 +120,7 @@ type Stats struct {
 func New(due DueSource, exec Executor, leases *Leases, opts ...Option) (*Scheduler, error) {
 	ttl := leases.TTL()
 	o := options{
-		period: DefaultPeriod, initialDelay: DefaultInitialDelay, batch: DefaultBatch, concurrency: DefaultConcurrency,
+		period: DefaultPeriod, initialDelay: DefaultInitialDelay, batch: DefaultBatch, concurrency: DefaultConcurrency, rate: DefaultRate,
 		clock: aggregate.ClockFunc(time.Now), leaseClock: aggregate.ClockFunc(time.Now),
 		key: DefaultLeaseKey, instance: uuid.NewString(), renewEvery: ttl / 3, margin: ttl / 5, logger: slog.Default(),
 		backoffMin: DefaultFailureBackoff, backoffMax: DefaultMaxFailureBackoff,

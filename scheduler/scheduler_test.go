@@ -152,6 +152,7 @@ func TestOptionsAreChecked(t *testing.T) {
 		"period":      scheduler.WithPeriod(0),
 		"delay":       scheduler.WithInitialDelay(-1),
 		"batch":       scheduler.WithBatch(0),
+		"rate":        scheduler.WithRate(0),
 		"concurrency": scheduler.WithConcurrency(0),
 		"clock":       scheduler.WithClock(nil),
 		"renewal":     scheduler.WithRenewal(2*time.Second, time.Second),
@@ -162,4 +163,53 @@ func TestOptionsAreChecked(t *testing.T) {
 	}
 	_, err := scheduler.OpenLeases(context.Background(), e.js, scheduler.WithLeaseTTL(4*time.Second))
 	assert.ErrorIs(t, err, scheduler.ErrIncompatibleBucket, "another TTL on the same bucket")
+}
+
+// More due than a batch: one pass prepares batch after batch, at its
+// rate, until none is left, each record once; Wow's one batch a period
+// would leave 250 of these 350 records for the next passes, and at 15
+// failures a second the backlog would only grow.
+func TestAPassCatchesUpBatchAfterBatch(t *testing.T) {
+	e := newEnv(t, natstest.New(t).JetStream(), 1, steadyTTL)
+	versions := map[string]uint64{}
+	var ids []string
+	for i := range 350 {
+		id, v := e.create(t, i, aggregate.Recoverable)
+		versions[id] = v
+		ids = append(ids, id)
+	}
+	e.clock.Set(t0.Add(2 * time.Second))
+	e.indexed(t, versions)
+	ticks := make(chan time.Time)
+	s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithBatch(100), scheduler.WithRate(100000))
+	run(t, s)
+	waitActive(t, s)
+	tick(t, s, ticks)
+	st := s.Stats()
+	assert.Equal(t, uint64(350), st.Prepared, "one pass: %+v", st)
+	assert.Equal(t, uint64(1), st.Passes)
+	for _, id := range ids {
+		assert.Len(t, e.prepares(t, id), 1, "%s prepared once", id)
+	}
+}
+
+// A batch that prepares nothing new (the index still lists records that
+// moved on) ends the pass: it does not spin on them.
+func TestAPassStopsWhenABatchPreparesNothing(t *testing.T) {
+	e := newEnv(t, natstest.New(t).JetStream(), 1, steadyTTL)
+	var stale staticDue
+	for i := range 3 {
+		id, _ := e.create(t, i, aggregate.Recoverable)
+		_, err := e.svc.Execute(t.Context(), id, aggregate.ForcePrepareCompensation{}, aggregate.Meta{})
+		require.NoError(t, err)
+		stale = append(stale, projection.Due{ID: id, Version: 1, NextRetryAt: t0.UnixMilli() + 1000})
+	}
+	ticks := make(chan time.Time)
+	s, err := scheduler.New(stale, e.svc, e.leases, scheduler.WithTicks(ticks), scheduler.WithClock(e.clock), scheduler.WithBatch(3))
+	require.NoError(t, err)
+	run(t, s)
+	waitActive(t, s)
+	tick(t, s, ticks)
+	st := s.Stats()
+	assert.Equal(t, uint64(3), st.Rejected, "one batch, then the pass ends: %+v", st)
 }

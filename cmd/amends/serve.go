@@ -107,6 +107,7 @@ type serveFlags struct {
 	concurrency int
 	leaseTTL    time.Duration
 	drainRate   float64
+	rate        float64
 
 	repairBuckets  bool
 	startupTimeout time.Duration
@@ -169,7 +170,8 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.BoolVar(&f.scheduler, "scheduler", true, "run the retry scheduler (one instance is active at a time across servers)")
 	fs.DurationVar(&f.period, "scheduler-period", scheduler.DefaultPeriod, "how often the active scheduler prepares due records, up to 24h")
 	fs.DurationVar(&f.delay, "scheduler-initial-delay", scheduler.DefaultInitialDelay, "wait before the first scheduler pass, 0 to 24h")
-	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "most records prepared per pass, 1 to 10000")
+	fs.IntVar(&f.batch, "scheduler-batch", scheduler.DefaultBatch, "records prepared per batch of a pass, 1 to 10000")
+	fs.Float64Var(&f.rate, "scheduler-rate", scheduler.DefaultRate, "most records per second a pass prepares once more than a batch is due (batch after batch until none is), 0.1 to 100000")
 	fs.IntVar(&f.concurrency, "scheduler-concurrency", scheduler.DefaultConcurrency, "prepares sent at once, 1 to 256")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "scheduler lease TTL, 1s to 24h: the longest a dead scheduler blocks another from taking over")
 	fs.DurationVar(&f.startupTimeout, "startup-timeout", defaultStartupTimeout, "how long start-up rides out elections and lost servers while it provisions the stream and opens the buckets, 5s to 1h; past it serve exits with an error")
@@ -363,6 +365,7 @@ type schedulerConfig struct {
 	batch, workers int
 	leaseTTL       time.Duration
 	drainRate      float64
+	rate           float64
 }
 
 // serveInfo describes a ready serve.

@@ -68,13 +68,16 @@ func (f *serveFlags) controlPlane(cfg *serveConfig, env func(string) (string, bo
 	if !(f.drainRate >= 1 && f.drainRate <= scheduler.MaxDrainRate) {
 		return usageErrorf("--drain-rate must be between 1 and %d records per second, got %v", scheduler.MaxDrainRate, f.drainRate)
 	}
+	if !(f.rate >= 0.1 && f.rate <= scheduler.MaxDrainRate) {
+		return usageErrorf("--scheduler-rate must be between 0.1 and %d records per second, got %v", scheduler.MaxDrainRate, f.rate)
+	}
 	rc, err := f.retention.config()
 	if err != nil {
 		return err
 	}
 	cfg.retention = rc
 	if f.scheduler {
-		cfg.scheduler = &schedulerConfig{period: f.period, delay: f.delay, batch: f.batch, workers: f.concurrency, leaseTTL: f.leaseTTL, drainRate: f.drainRate}
+		cfg.scheduler = &schedulerConfig{period: f.period, delay: f.delay, batch: f.batch, workers: f.concurrency, leaseTTL: f.leaseTTL, drainRate: f.drainRate, rate: f.rate}
 	}
 	return nil
 }

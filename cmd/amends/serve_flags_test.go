@@ -47,6 +47,7 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		{"scheduler-initial-delay", "-1s", "--scheduler-initial-delay must be between 0s and 24h, got -1s"},
 		{"scheduler-batch", "0", "--scheduler-batch must be between 1 and 10000, got 0"},
 		{"scheduler-batch", "10001", "--scheduler-batch must be between 1 and 10000, got 10001"},
+		{"scheduler-rate", "0", "--scheduler-rate must be between 0.1 and 100000 records per second, got 0"},
 		{"scheduler-concurrency", "0", "--scheduler-concurrency must be between 1 and 256, got 0"},
 		{"scheduler-concurrency", "1000", "--scheduler-concurrency must be between 1 and 256, got 1000"},
 		{"data-dir", "", "--data-dir must not be empty"},
