@@ -115,6 +115,22 @@ func (b *Breaker) Allow(ctx context.Context, now time.Time, c Call) (Ticket, *Op
 		b.mu.Unlock()
 		return Ticket{probe: pr.ID, call: c}, nil
 	}
+	if c.Record != "" && b.set.store != nil {
+		// A replay while the circuit is not closed may be the probe the
+		// scheduler or an operator chose a moment ago, which the watch has
+		// not brought yet: read the circuit once more before refusing it.
+		b.mu.Unlock()
+		st = b.refresh(ctx)
+		b.mu.Lock()
+		if pr, ok := st.ProbeOf(now, c.Record); ok {
+			b.mu.Unlock()
+			return Ticket{probe: pr.ID, call: c}, nil
+		}
+		if st.Phase == Closed {
+			b.mu.Unlock()
+			return Ticket{call: c}, nil
+		}
+	}
 	if c.Known || !st.Probeable(now) || b.claiming || (c.Event != "" && slices.Contains(st.Probed, c.Event)) {
 		b.mu.Unlock()
 		b.refused.Add(1)
@@ -301,6 +317,17 @@ func (b *Breaker) local(f func(State) (State, bool)) (State, bool) {
 		b.settle(n)
 	}
 	return b.state, changed
+}
+
+// refresh reads the circuit from the bucket, keeps it and returns what the
+// breaker has then; on an error it returns what it had.
+func (b *Breaker) refresh(ctx context.Context) State {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	if st, rev, err := b.set.store.Get(rctx, b.f); err == nil {
+		b.observe(st, rev)
+	}
+	return b.State()
 }
 
 // observe takes st at revision rev, unless it is older than what the

@@ -246,7 +246,11 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 	assert.Zero(t, s.Stats().Prepared, "nothing prepared while the circuit is open")
 	assert.Equal(t, 29, s.Stats().Held)
 
-	// Long past the cool-down, no live call came: the drain probes.
+	// Long past the cool-down, no live call came: the drain probes. The
+	// replays are held from here on, each batch replayed only once the
+	// test has seen it, so that no step (nor a second probe, which a
+	// half-open circuit wants after a success) passes between two looks.
+	e.pause(t)
 	d = e.tickUntil(t, "a probe", func(d scheduler.Drain) bool { return d.Probes == 1 })
 	require.NotNil(t, d.Probe)
 	probed := d.Probe.ID
@@ -257,12 +261,8 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 	pr, ok := st.ProbeOf(e.clock.Now(), probed)
 	require.True(t, ok, "for that record: its replay is the probe")
 	assert.Equal(t, e.status(t, probed).EventID.ID, pr.Event)
-	require.Eventually(t, func() bool { return e.status(t, probed).Status == aggregate.StatusSucceeded }, waitFor, poll)
 
-	// The probes closed it (here: an operator). Each batch from here on
-	// is replayed only once the test has seen it, so that no step passes
-	// between two looks at the drain.
-	e.pause(t)
+	// The probes closed it (here: an operator).
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "smtp is back")
 	})
@@ -281,6 +281,9 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 	}
 	e.paused.Store(false)
 	assert.Equal(t, []int{2, 4, 8, 12}, sizes, "steps double while they succeed, the last takes the rest")
+	assert.Equal(t, 1, d.Probes, "one probe")
+	assert.Equal(t, aggregate.StatusSucceeded, e.status(t, probed).Status, "the probe's replay succeeded")
+	assert.Len(t, e.prepares(t, probed), 1, "and was not drained again")
 	assert.Equal(t, 27, d.Released)
 	assert.Equal(t, 27, d.Succeeded)
 	assert.Empty(t, e.prepares(t, before[0]), "the record from before the incident waits out its backoff")
@@ -401,6 +404,21 @@ func TestDrainProbesWithoutRefusedRecords(t *testing.T) {
 	require.NoError(t, err)
 	_, ok := st.ProbeOf(e.clock.Now(), last[0])
 	assert.True(t, ok, "its replay is the probe")
+
+	// Its replay fails, and no processor settled the claim (its replay ran
+	// before the claim reached it, say): the drain frees the probe and
+	// probes with the next record.
+	e.healthy.Store(false)
+	e.paused.Store(false)
+	require.Eventually(t, func() bool { return e.status(t, last[0]).Status == aggregate.StatusFailed && e.status(t, last[0]).RetryState.Retries == 1 },
+		waitFor, poll)
+	e.pause(t)
+	d = e.tickUntil(t, "a second probe", func(d scheduler.Drain) bool { return d.Probes == 2 })
+	assert.Contains(t, ids, d.Probe.ID, "another record of the incident")
+	st, _, err = e.circuits.Get(t.Context(), fnCircuit)
+	require.NoError(t, err)
+	_, ok = st.ProbeOf(e.clock.Now(), d.Probe.ID)
+	assert.True(t, ok, "claimed for it")
 
 	// Another function's circuit, open with no record at all.
 	other := circuit.Function{Context: fnCircuit.Context, Processor: fnCircuit.Processor, Name: "other"}

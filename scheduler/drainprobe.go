@@ -114,6 +114,18 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d Drain, now tim
 	pol := dc.Policy
 	ms := now.UnixMilli()
 	grace := pol.ProbeGrace.Milliseconds()
+	if c.Phase == circuit.HalfOpen && c.Probe != nil && d.Probe != nil && c.Probe.Record == d.Probe.ID && dc.Store != nil &&
+		outcome(dc.Records, *d.Probe, now) != outcomePending {
+		// The record chosen as the probe has an outcome, and the claim is
+		// still there: its replay did not run as the probe (refused, or
+		// its result said nothing of the dependency). Free the probe.
+		id := c.Probe.ID
+		st, _, _, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) { return cur.ProbeAnswered(now, id) })
+		if err != nil {
+			return err
+		}
+		c = st
+	}
 	switch {
 	case c.Forced:
 		return nil
