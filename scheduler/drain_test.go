@@ -410,7 +410,9 @@ func TestDrainProbesWithoutRefusedRecords(t *testing.T) {
 	// probes with the next record.
 	e.healthy.Store(false)
 	e.paused.Store(false)
-	require.Eventually(t, func() bool { return e.status(t, last[0]).Status == aggregate.StatusFailed && e.status(t, last[0]).RetryState.Retries == 1 },
+	require.Eventually(t, func() bool {
+		return e.status(t, last[0]).Status == aggregate.StatusFailed && e.status(t, last[0]).RetryState.Retries == 1
+	},
 		waitFor, poll)
 	e.pause(t)
 	d = e.tickUntil(t, "a second probe", func(d scheduler.Drain) bool { return d.Probes == 2 })
