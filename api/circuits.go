@@ -19,7 +19,7 @@ type Circuit struct {
 	CoolDownMs int64 `json:"coolDownMs,omitempty"`
 	Forced     bool  `json:"forced,omitempty"`
 	// Probe is, while HALF_OPEN, the probe under way; Successes the
-	// probes that succeeded in a row.
+	// probes of distinct events that succeeded.
 	Probe     *CircuitProbe `json:"probe,omitempty"`
 	Successes int           `json:"successes,omitempty"`
 	// Refused counts the calls refused since it last opened, RefusedTotal

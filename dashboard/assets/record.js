@@ -244,7 +244,10 @@
 
   // renderActions offers the commands the aggregate accepts now, and says
   // why the others are not there (and when time alone brings them back).
+  // While the record waits for its circuit, the prepares are offered as
+  // the circuit's probe (a plain one would be refused).
   let refreshAt = null;
+  let circuitWait = null;
   function renderActions(v, acts) {
     $("#actions-panel").classList.remove("hidden");
     const s = v.state;
@@ -253,17 +256,22 @@
     const reasonBody = input => input.value.trim() ? { reason: input.value.trim() } : {};
     const cards = [], settings = [];
 
-    if (by.prepare_compensation && by.prepare_compensation.accepted) {
+    const probe = circuitWait && !circuitWait.forced;
+    const probeBody = body => probe ? Object.assign({ probe: true }, body) : body;
+    if (circuitWait && circuitWait.forced) {
+      // Nothing can run: an operator opened the circuit.
+    } else if (by.prepare_compensation && by.prepare_compensation.accepted) {
       const prepR = reasonFor("prepare-reason");
-      cards.push(action("prepare_compensation", by.prepare_compensation.why, prepR,
-        el("button", { type: "button", class: "primary", id: "do-prepare", onclick: () => send("prepare_compensation", reasonBody(prepR), "Prepare") }, "Prepare")));
+      const label = probe ? "Prepare as the circuit's probe" : "Prepare";
+      cards.push(action("prepare_compensation", probe ? "The circuit is " + circuitWait.phase.toLowerCase().replace("_", "-") + ": this replay would be its probe; its success counts towards closing it." : by.prepare_compensation.why, prepR,
+        el("button", { type: "button", class: "primary", id: "do-prepare", onclick: () => send("prepare_compensation", probeBody(reasonBody(prepR)), label) }, label)));
     }
-    if (by.force_prepare_compensation && by.force_prepare_compensation.accepted) {
+    if (by.force_prepare_compensation && by.force_prepare_compensation.accepted && !(circuitWait && circuitWait.forced)) {
       const forceR = el("input", { id: "force-reason", placeholder: "why (required)", "aria-label": "reason for force-prepare", required: true });
       cards.push(action("force_prepare_compensation", by.force_prepare_compensation.why, forceR,
         el("button", { type: "button", class: "danger", id: "do-force", onclick: () => {
           if (!forceR.value.trim()) { A.fill($("#action-result"), errorBox(new Error("A force-prepare needs a reason: say why it is safe to replay now."))); forceR.focus(); return; }
-          send("force_prepare_compensation", reasonBody(forceR), "Force-prepare");
+          send("force_prepare_compensation", probeBody(reasonBody(forceR)), "Force-prepare");
         } }, "Force-prepare")));
     }
     if (by.apply_retry_spec && by.apply_retry_spec.accepted) {
@@ -325,21 +333,47 @@
   // load asks for everything the page shows at once.
   function load() {
     const get = path => api("GET", path).then(v => ({ ok: true, v }), err => ({ ok: false, err }));
+    const record = get("/api/v1/records/" + enc);
     return {
-      record: get("/api/v1/records/" + enc),
+      record,
       schedule: get("/ui/v1/records/" + enc + "/schedule"),
       attempts: get("/api/v1/records/" + enc + "/attempts"),
       history: get("/api/v1/records/" + enc + "/history"),
       actions: get("/ui/v1/records/" + enc + "/actions"),
+      // The function's circuit comes once the record says which it is.
+      circuit: record.then(r => {
+        const f = r.ok && r.v.state.function;
+        return f ? get("/api/v1/circuits/" + encodeURIComponent(f.contextName + "." + f.processorName + "." + f.name)) : { ok: false };
+      }),
     };
+  }
+
+  // waiting is the circuit this record waits for: its function's, when it
+  // is not closed and the record is not finished; null otherwise.
+  function waiting(v, c) {
+    return c && c.ok && c.v.phase !== "CLOSED" && v.state.status !== "SUCCEEDED" ? c.v : null;
+  }
+
+  // renderCircuit says that the record waits for its function's circuit,
+  // since when, and what happens next.
+  function renderCircuit(c) {
+    if (!c) { A.fill($("#banner")); return; }
+    const phase = c.phase === "HALF_OPEN" ? "half-open" : "open";
+    A.fill($("#banner"), el("div", { class: "notice", id: "circuit-wait", role: "status" },
+      el("strong", {}, "Waiting for the circuit of " + c.function + ": "), phase, " since ", time(c.since),
+      c.forced ? ", opened by an operator; nothing calls the function until an operator closes it." :
+        [", its dependency failing (", String(c.refused || 0), " calls refused). The recovery drain prepares this record once the circuit closes; a prepare now would be refused, since its replay would be refused and cost a retry, unless it is the circuit's probe."],
+      c.last && c.last.message ? el("p", { class: "muted" }, "The circuit's last real failure (of another event): ", c.last.message) : null));
   }
 
   // draw puts what load brought on the page, each panel only if its data
   // changed.
   async function draw(p) {
-    const [record, schedule, attempts, history, actions] = await Promise.all([p.record, p.schedule, p.attempts, p.history, p.actions]);
+    const [record, schedule, attempts, history, actions, circ] = await Promise.all([p.record, p.schedule, p.attempts, p.history, p.actions, p.circuit]);
     if (!record.ok) { A.fill($("#banner"), errorBox(record.err)); $("#loading") && $("#loading").remove(); throw record.err; }
     view = record.v;
+    circuitWait = waiting(view, circ);
+    redraw("circuit", circuitWait, () => renderCircuit(circuitWait));
     const show = (key, r, box, fn) => redraw(key, r.ok ? r.v : String(r.err && r.err.message), () => r.ok ? fn(r.v) : A.fill($(box), errorBox(r.err)));
     redraw("head", [view.version, view.state.status, view.state.recoverable, view.state.function], () => renderHead(view));
     redraw("state", view, () => renderState(view));
@@ -349,7 +383,7 @@
     show("history", history, "#history", renderHistory);
     if (A.isOperator()) {
       const s = view.state;
-      if (actions.ok) redraw("actions", [actions.v.actions, s.retrySpec, s.recoverable, s.function, s.status], () => renderActions(view, actions.v));
+      if (actions.ok) redraw("actions", [actions.v.actions, s.retrySpec, s.recoverable, s.function, s.status, circuitWait && circuitWait.phase], () => renderActions(view, actions.v));
       else redraw("actions", String(actions.err.message), () => A.fill($("#actions"), errorBox(actions.err)));
     }
     renderResult();
@@ -378,7 +412,7 @@
     const event = api("GET", "/ui/v1/records/" + enc + "/event").then(v => ({ ok: true, v }), err => ({ ok: false, err }));
     const me = await session();
     // Drawn in one go once everything has arrived, so nothing moves.
-    await Promise.allSettled([p.record, p.schedule, p.attempts, p.history, p.actions, event]);
+    await Promise.allSettled([p.record, p.schedule, p.attempts, p.history, p.actions, p.circuit, event]);
     const record = await p.record;
     if (record.ok) layout(me.role === "operator");
     try { await draw(p); } catch (_) { return; }
