@@ -33,8 +33,9 @@ type Breaker struct {
 	// closed mirrors state.Phase == Closed (or the policy is off): the
 	// lock-free path of the usual call.
 	closed atomic.Bool
-	// failingSince is the first counted failure since the last Recovered
-	// (ms), 0 if none.
+	// failingSince is the first failure of a streak of at least half of
+	// ConsecutiveFailures distinct events since the last Recovered (ms),
+	// 0 if none: a blip of the dependency too short to open the circuit.
 	failingSince atomic.Int64
 	refused      atomic.Int64
 
@@ -89,9 +90,11 @@ func (b *Breaker) State() State {
 // off).
 func (b *Breaker) Closed() bool { return b.closed.Load() }
 
-// Failing reports whether this instance saw a counted failure since the
-// last recovery it reported: a successful replay then reports one (see
-// Outcome.Replay).
+// Failing reports whether this instance saw a streak of failures of at
+// least half of ConsecutiveFailures distinct events since the last
+// recovery it reported: the next success then reports one (an incident to
+// drain, State.Recovered). Failures that successes interleave (events that
+// fail for their own reason) never do.
 func (b *Breaker) Failing() bool { return b.failingSince.Load() != 0 }
 
 // Allow decides whether call c of the function at now goes through: yes
@@ -165,10 +168,6 @@ type Outcome struct {
 	// Last describes the failure for the refused calls' records; called
 	// only when the circuit opens or a probe fails.
 	Last func() Failure
-	// Replay reports a replay: one that succeeds while the circuit is
-	// closed, after failures this instance saw, reports the incident to
-	// be drained (State.Recovered).
-	Replay bool
 	// Pending reports a failure with immediate retries to come: the
 	// execution goes on, and its last call tells how it ended. It counts
 	// towards the streak (a dead dependency fails every first call), not
@@ -198,7 +197,7 @@ func (b *Breaker) Done(ctx context.Context, now time.Time, t Ticket, o Outcome) 
 	}
 	if !failed {
 		b.win.success(now)
-		if o.Replay && b.failingSince.Load() != 0 {
+		if b.failingSince.Load() != 0 {
 			b.recovered(ctx, now)
 		}
 		return
@@ -207,7 +206,9 @@ func (b *Breaker) Done(ctx context.Context, now time.Time, t Ticket, o Outcome) 
 	if !counted {
 		return
 	}
-	b.failingSince.CompareAndSwap(0, since)
+	if consecutive >= max(2, b.p.ConsecutiveFailures/2) {
+		b.failingSince.CompareAndSwap(0, since)
+	}
 	b.mu.Lock()
 	cause, trip := trips(b.p, consecutive, calls, failures)
 	if !trip || b.state.Phase != Closed || b.tripping {
@@ -256,7 +257,8 @@ func (b *Breaker) probeDone(ctx context.Context, now time.Time, t Ticket, failed
 	}
 }
 
-// recovered reports, once, that a replay succeeded after failures.
+// recovered reports, once, that a call succeeded after a streak of
+// failures: the incident from the streak's first failure to now.
 func (b *Breaker) recovered(ctx context.Context, now time.Time) {
 	from := b.failingSince.Swap(0)
 	if from == 0 || !b.closed.Load() {
@@ -264,7 +266,7 @@ func (b *Breaker) recovered(ctx context.Context, now time.Time) {
 	}
 	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.Recovered(now, from) })
 	if changed {
-		b.log(slog.LevelInfo, "circuits: a replay succeeded after failures; the records of the incident will be drained", n,
+		b.log(slog.LevelInfo, "circuits: a call succeeded after a streak of failures; the records of the incident will be drained", n,
 			"from", time.UnixMilli(n.Incident.From).UTC(), "to", time.UnixMilli(n.Incident.To).UTC())
 	}
 }

@@ -205,24 +205,36 @@ func TestBreakerSharedByInstances(t *testing.T) {
 	assert.Equal(t, circuit.Counts{Opened: 2, HalfOpened: 2, Closed: 1}, st.Counts)
 }
 
-// A replay that succeeds after failures this instance saw reports the
-// incident, while the circuit stays closed.
+// A call that succeeds after a streak of failures too short to open the
+// circuit (at least half of ConsecutiveFailures distinct events) reports
+// the incident, while the circuit stays closed; a shorter streak, or
+// failures that successes interleave, report none.
 func TestBreakerReportsRecovery(t *testing.T) {
 	store := openStore(t)
 	clock := fakeclock.At(t0.UnixMilli())
 	b := instance(t, store, "i1", clock, circuit.Policy{})
-	fail(b, clock.Now(), 3)
+	fail(b, clock.Now(), 9)
+	succeed(b, clock.Now())
+	_, _, err := store.Get(t.Context(), mailer)
+	require.ErrorIs(t, err, circuit.ErrNotFound, "9 in a row: no incident")
+	for range 50 {
+		fail(b, clock.Now(), 1)
+		succeed(b, clock.Now())
+	}
+	_, _, err = store.Get(t.Context(), mailer)
+	require.ErrorIs(t, err, circuit.ErrNotFound, "failures between successes: no incident")
+
 	clock.Set(clock.Now().Add(time.Minute))
-	tk, refused := b.Allow(t.Context(), clock.Now(), circuit.Call{})
-	require.Nil(t, refused)
-	b.Done(t.Context(), clock.Now(), tk, circuit.Outcome{Replay: true})
+	from := clock.Now()
+	fail(b, clock.Now(), 10)
+	clock.Set(clock.Now().Add(time.Minute))
+	succeed(b, clock.Now())
 	st, _, err := store.Get(t.Context(), mailer)
 	require.NoError(t, err)
 	assert.Equal(t, circuit.Closed, st.Phase)
-	assert.Equal(t, circuit.Incident{From: t0.UnixMilli(), To: t0.Add(time.Minute).UnixMilli()}, st.Incident)
+	assert.Equal(t, circuit.Incident{From: from.UnixMilli(), To: clock.Now().UnixMilli()}, st.Incident)
 	_, rev, _ := store.Get(t.Context(), mailer)
-	tk, _ = b.Allow(t.Context(), clock.Now(), circuit.Call{})
-	b.Done(t.Context(), clock.Now(), tk, circuit.Outcome{Replay: true})
+	succeed(b, clock.Now())
 	_, rev2, _ := store.Get(t.Context(), mailer)
 	assert.Equal(t, rev, rev2, "a second success reports nothing")
 }

@@ -103,10 +103,12 @@
 // errorCode CircuitOpen first, then those that failed within the
 // incident, without waiting out their backoff, a canary first, then steps
 // that double while the refused records among them succeed; the drain
-// never opens the circuit. A replay that succeeds after failures the instance
-// saw, while the circuit is closed, reports such an incident too
-// (State.Recovered), so records of an outage too short or too sparse to
-// open the circuit are drained as well.
+// never opens the circuit. A call that succeeds after a streak of at least
+// half of ConsecutiveFailures distinct events failing, while the circuit
+// is closed, reports such an incident too (State.Recovered), so records
+// of an outage too short to open the circuit are drained as well; failures
+// that successes interleave (bad events) never report one, so their
+// records are never drained again and again.
 //
 // Everything here is safe for concurrent use; the State transitions
 // (Tripped, Claimed, Idle, ProbeSucceeded, ProbeAnswered, ProbeFailed,

@@ -207,12 +207,11 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 	switch {
 	case br == nil:
 	case err == nil && !ticket.Probe() && !br.Failing():
-		br.Done(ctx, now, ticket, circuit.Outcome{}) // the usual call: no allocation, no context look-up
+		br.Done(ctx, now, ticket, circuit.Outcome{}) // the usual call: no allocation
 	case err == nil || ctx.Err() == nil: // a call cancelled by the shutdown says nothing of the dependency
 		// One execution, its call and its immediate retries, is one
 		// observation: a failure with a retry to come is pending.
-		_, replay := CompensationFrom(ctx)
-		o := circuit.Outcome{Err: err, Replay: replay, Pending: again}
+		o := circuit.Outcome{Err: err, Pending: again}
 		if err != nil {
 			o.Counted = failure.Classify(err, f.rules) != aggregate.Unrecoverable
 			o.Last = func() circuit.Failure { return p.failureOf(f, err) }

@@ -82,9 +82,10 @@
 // from before the incident. With no record at all it half-opens the
 // circuit (circuit.State.Idle), so that the next call probes.
 //
-// When the circuit closes (after its probes, or an operator), or a replay
-// reports that the function recovered from failures that did not open it,
-// the drain prepares the records the incident left, without waiting out
+// When the circuit closes (after its probes, or an operator), or a call
+// reports that the function recovered from a streak of failures too short
+// to open it, the drain prepares the records the incident left, without
+// waiting out
 // their backoff: first those the circuit refused (errorCode CircuitOpen),
 // whatever their retries and class (a refusal is not an attempt: one whose
 // retries ran out is force-prepared), then those with an automatic retry
