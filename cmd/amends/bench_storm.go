@@ -290,6 +290,8 @@ func printStorm(w io.Writer, r bench.StormResult) error {
 		fmt.Fprintf(w, "bad events %d (%d%%), each failing Mailer.send for its own reason; false trips while the dependency was up: %d openings, %d healthy events refused, %d healthy events recorded\n",
 			r.BadEvents, c.BadEvents, r.FalseOpens, r.HealthyRefused, r.HealthyRecorded)
 	}
+	fmt.Fprintf(w, "the oldest due record waited at most %.1f s for the scheduler (period %s) while the circuit was closed and no drain held its records\n",
+		r.DueLateSeconds, c.SchedulerPeriod)
 	return nil
 }
 

@@ -165,6 +165,11 @@ type StormResult struct {
 	FalseOpens      int    `json:"falseOpens"`
 	HealthyRefused  uint64 `json:"healthyRefused"`
 	HealthyRecorded uint64 `json:"healthyRecorded"`
+	// DueLateSeconds is the most the oldest due record waited for the
+	// scheduler (now less its nextRetryAt, sampled every second) while
+	// Mailer.send's circuit was closed and no drain held its records: the
+	// scheduler keeps up when it stays within a period.
+	DueLateSeconds float64 `json:"dueLateSeconds"`
 }
 
 // BadEvent reports whether Mailer.send fails on event id for its own
@@ -250,6 +255,8 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	var watch sync.WaitGroup
 	watch.Go(func() { watchBacklogs(watchCtx, env.JS, sr.stream, peaks) })
+	var late atomic.Int64 // ms
+	watch.Go(func() { sr.watchLateness(watchCtx, &late) })
 	defer func() { stopWatch(); watch.Wait() }()
 
 	start := time.Now()
@@ -273,6 +280,7 @@ func RunStorm(ctx context.Context, env *Env, c StormConfig) (StormResult, error)
 		return StormResult{}, ctx.Err()
 	}
 	res := sr.result(ctx, c, start, recovery, peaks)
+	res.DueLateSeconds = float64(late.Load()) / 1000
 	return res, nil
 }
 

@@ -224,3 +224,32 @@ func (sr *stormRig) result(ctx context.Context, c StormConfig, start time.Time, 
 	}
 	return res
 }
+
+// watchLateness keeps in late the most the oldest due record waited (ms),
+// sampled every second until ctx ends, while Mailer.send's circuit is
+// closed and no drain holds its records (their wait is the drain's, not
+// the scheduler's).
+func (sr *stormRig) watchLateness(ctx context.Context, late *atomic.Int64) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if st, _, err := sr.circuits.Get(ctx, sr.tr.fn); err == nil && st.Phase != circuit.Closed {
+			continue
+		}
+		if d, ok, err := sr.drains.Get(ctx, sr.tr.fn); err != nil || (ok && d.Draining()) {
+			continue
+		}
+		due := sr.index.Due(time.Now(), 1)
+		if len(due) == 0 {
+			continue
+		}
+		if ms := time.Now().UnixMilli() - due[0].NextRetryAt; ms > late.Load() {
+			late.Store(ms)
+		}
+	}
+}
