@@ -36,3 +36,27 @@ func TestStormLosesAndRerunsNothing(t *testing.T) {
 	assert.Positive(t, res.Sibling.Before.N)
 	assert.Positive(t, res.Sibling.During.N)
 }
+
+// Bad events alone, half of them, replayed again and again by a fast
+// scheduler: the default circuit never moves, no healthy event is refused
+// or recorded, each healthy one is called once, each bad one has one
+// record.
+func TestStormOfBadEventsNeverTrips(t *testing.T) {
+	env := newEnv(t, 1)
+	c := bench.StormConfig{Rate: 100, Before: 1500 * time.Millisecond, ImmediateRetries: 0, BadEvents: 50,
+		SchedulerPeriod: 50 * time.Millisecond, Drain: time.Second}
+	res, err := bench.RunStorm(t.Context(), env, c)
+	require.NoError(t, err)
+	require.Equal(t, 150, res.Events)
+	require.Positive(t, res.BadEvents)
+	assert.Empty(t, res.Transitions, "no transition of the circuit")
+	assert.Zero(t, res.FalseOpens)
+	assert.Zero(t, res.HealthyRefused)
+	assert.Zero(t, res.HealthyRecorded)
+	assert.Zero(t, res.Refused["Mailer.send"])
+	assert.Equal(t, res.Events-res.BadEvents, res.Succeeded["Mailer.send"], "every healthy event succeeded")
+	assert.Equal(t, uint64(res.BadEvents), res.RecordsCreated, "one record per bad event")
+	assert.Positive(t, res.ReplayCalls["Mailer.send"], "the bad records were replayed meanwhile")
+	live := res.Calls["Mailer.send"] - res.ReplayCalls["Mailer.send"]
+	assert.Equal(t, uint64(res.Events), live, "each event called once live")
+}
