@@ -88,8 +88,9 @@
 // waiting out
 // their backoff: first those the circuit refused (errorCode CircuitOpen),
 // whatever their retries and class (a refusal is not an attempt: one whose
-// retries ran out is force-prepared), then those with an automatic retry
-// left whose last failure is within the incident, oldest first. It is a
+// retries ran out is force-prepared), then those retried automatically
+// whose last failure is within the incident, those whose retries ran out
+// during it included, oldest first. It is a
 // rollout, as the deploy release is (rollout.go): a canary (1 record by
 // default), then steps that double while at least half of the last one's
 // refused records succeeded (DefaultDrainThreshold says why half), each no larger than a second's worth at the

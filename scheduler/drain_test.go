@@ -523,3 +523,43 @@ func resolved(t *testing.T, p circuit.Policy) circuit.Policy {
 	require.NoError(t, err)
 	return p
 }
+
+// Every record the incident left is drained, those whose retries ran out
+// during it too: a refused record and one that failed within the incident,
+// both out of retries, are force-prepared; one out of retries before the
+// incident is not.
+func TestDrainTakesRecordsOutOfRetries(t *testing.T) {
+	e := newDrainEnv(t)
+	create := func(i int, code string) string {
+		evt := fmt.Sprintf("evt-x%03d", i)
+		id := aggregate.RecordID(evt, fn)
+		r, err := e.svc.Execute(t.Context(), id, aggregate.CreateExecutionFailed{
+			EventID:  aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt}, Version: 1},
+			Function: fn, Error: aggregate.ErrorDetails{ErrorCode: code, ErrorMsg: "x"}, ExecuteAt: e.clock.Now().UnixMilli(),
+			RetrySpec: &aggregate.RetrySpec{MaxRetries: 0, MinBackoff: 3600, ExecutionTimeout: 60}, Recoverable: aggregate.Recoverable,
+		}, aggregate.Meta{Actor: "test"})
+		require.NoError(t, err)
+		e.indexed(t, map[string]uint64{id: r.Version})
+		return id
+	}
+	before := create(0, "Unavailable")
+	e.clock.Set(t0.Add(time.Minute))
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+	})
+	e.clock.Set(t0.Add(time.Minute + time.Second))
+	within := create(1, "Unavailable")
+	refusedID := create(2, circuit.ErrorCode)
+	e.clock.Set(t0.Add(2 * time.Minute))
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+	})
+	e.start(t, scheduler.DrainPolicy{Rate: 1000})
+	d := e.tickUntil(t, "done", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainDone })
+	assert.Equal(t, 2, d.Released)
+	for _, id := range []string{within, refusedID} {
+		assert.Len(t, e.prepares(t, id), 1, "%s force-prepared by the drain", id)
+		assert.Equal(t, aggregate.StatusSucceeded, e.status(t, id).Status)
+	}
+	assert.Empty(t, e.prepares(t, before), "out of retries before the incident: an operator's")
+}

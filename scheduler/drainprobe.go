@@ -21,9 +21,9 @@ import (
 // drained: first the FAILED records of its function that the circuit
 // refused (errorCode CircuitOpen), oldest first, whatever their retries
 // and classification (a refusal is not an attempt: it never tried the
-// event); then those with an automatic retry left (RECOVERABLE or
-// UNKNOWN, retries below the limit) whose last failure is within [From,
-// To], oldest first.
+// event); then those retried automatically (RECOVERABLE or UNKNOWN) whose
+// last failure is within [From, To], oldest first, including those whose
+// retries ran out during the incident (force-prepared).
 func (s *Scheduler) drainRecords(d Drain, n int) ([]projection.Item, error) {
 	out, err := s.functionRecords(d.Function, circuit.ErrorCode, n, func(it projection.Item) bool { return refused(it) })
 	if err != nil || len(out) >= n {
@@ -34,9 +34,10 @@ func (s *Scheduler) drainRecords(d Drain, n int) ([]projection.Item, error) {
 }
 
 // inIncident reports whether it failed within d's incident for a real
-// reason and has an automatic retry left.
+// reason and is retried automatically (its retries may have run out
+// during the incident).
 func inIncident(d Drain, it projection.Item) bool {
-	return !refused(it) && it.Recoverable.AutoRetried() && it.Retries < it.MaxRetries && it.ExecuteAt >= d.From && it.ExecuteAt <= d.To
+	return !refused(it) && it.Recoverable.AutoRetried() && it.ExecuteAt >= d.From && it.ExecuteAt <= d.To
 }
 
 // functionRecords lists up to n FAILED records of f (with errorCode code
@@ -86,7 +87,7 @@ func (s *Scheduler) probeRecord(c circuit.State, d Drain, now time.Time) (projec
 	window := Drain{From: from, To: now.UnixMilli()}
 	var best projection.Item
 	_, err = s.functionRecords(c.Function, "", math.MaxInt, func(it projection.Item) bool {
-		if inIncident(window, it) && it.ID != last && it.NextRetryAt <= now.UnixMilli() && it.ExecuteAt >= best.ExecuteAt {
+		if inIncident(window, it) && it.Retries < it.MaxRetries && it.ID != last && it.NextRetryAt <= now.UnixMilli() && it.ExecuteAt >= best.ExecuteAt {
 			best = it
 		}
 		return false
