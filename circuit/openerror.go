@@ -16,8 +16,8 @@ const ErrorCode = "CircuitOpen"
 var ErrOpen = errors.New("circuit: open")
 
 // OpenError is the error of a call a circuit refused. Its Code is
-// ErrorCode; the recorder gives the record the last real failure's
-// message, fingerprint and classification (Last).
+// ErrorCode; its message, the record's, shows the circuit's last real
+// failure (Last) as such: the record is about the refusal.
 type OpenError struct {
 	Function Function
 	Phase    Phase
@@ -27,15 +27,16 @@ type OpenError struct {
 }
 
 // Error says that the function was not called, since when its circuit is
-// open, and what the last real failure was.
+// not closed, and what the circuit's last real failure was, as another
+// event's: the message of a refused call's record (package recorder).
 func (e *OpenError) Error() string {
 	by := ""
 	if e.Forced {
-		by = " (opened by an operator)"
+		by = ", opened by an operator"
 	}
-	msg := fmt.Sprintf("circuit of %s is %s since %s%s: the function was not called", e.Function, e.Phase, e.Since.UTC().Format(time.RFC3339), by)
+	msg := fmt.Sprintf("not called: the circuit of %s is %s since %s%s; the event was never tried", e.Function, e.Phase, e.Since.UTC().Format(time.RFC3339), by)
 	if e.Last.Message != "" {
-		msg += "; last failure: " + e.Last.Message
+		msg += ". The circuit's last real failure (of another event): " + e.Last.Message
 	}
 	return msg
 }

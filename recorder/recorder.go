@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -127,7 +126,7 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 func (r *Recorder) Describe(f aggregate.FunctionInfo, err error, rules failure.Rules) (aggregate.ErrorDetails, aggregate.Recoverability) {
 	var open *circuit.OpenError
 	if errors.As(err, &open) {
-		return aggregate.ErrorDetails{ErrorCode: circuit.ErrorCode, ErrorMsg: refusal(open), Fingerprint: r.RefusalFingerprint(f)}, aggregate.Recoverable
+		return aggregate.ErrorDetails{ErrorCode: circuit.ErrorCode, ErrorMsg: open.Error(), Fingerprint: r.RefusalFingerprint(f)}, aggregate.Recoverable
 	}
 	d := Details(err)
 	d.Fingerprint = fingerprint.Of(f, d.ErrorCode, d.ErrorMsg, d.StackTrace, r.o.module)
@@ -138,19 +137,6 @@ func (r *Recorder) Describe(f aggregate.FunctionInfo, err error, rules failure.R
 // circuit refused: one for all of them, never that of a real failure.
 func (r *Recorder) RefusalFingerprint(f aggregate.FunctionInfo) string {
 	return fingerprint.Of(f, circuit.ErrorCode, "refused by the circuit", "", r.o.module)
-}
-
-// refusal is the message of a refused call's record.
-func refusal(e *circuit.OpenError) string {
-	by := ""
-	if e.Forced {
-		by = ", opened by an operator"
-	}
-	msg := fmt.Sprintf("not called: the circuit of %s is %s since %s%s; the event was never tried", e.Function, e.Phase, e.Since.UTC().Format(time.RFC3339), by)
-	if e.Last.Message != "" {
-		msg += ". The circuit's last real failure (of another event): " + e.Last.Message
-	}
-	return msg
 }
 
 // apply sends a replay's result, fenced by its attempt and the version of
