@@ -178,6 +178,7 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 	if d.started.IsZero() {
 		d.started = now
 	}
+	d.class = "" // classified below once the function answers
 	br := f.breaker()
 	var ticket circuit.Ticket
 	if br != nil {
@@ -202,6 +203,9 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 	}
 	f.stats.Calls.Add(1)
 	err = p.tracedCall(ctx, f, d)
+	if err != nil {
+		d.class = failure.Classify(err, f.rules) // once: for the circuit and the record
+	}
 	again = err != nil && n < f.retry.Retries && ctx.Err() == nil && failure.Classify(err, failure.Rules{}) == aggregate.Recoverable &&
 		(br == nil || br.Closed())
 	switch {
@@ -213,7 +217,7 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 		// observation: a failure with a retry to come is pending.
 		o := circuit.Outcome{Err: err, Pending: again}
 		if err != nil {
-			o.Counted = failure.Classify(err, f.rules) != aggregate.Unrecoverable
+			o.Counted = d.class != aggregate.Unrecoverable
 			o.Last = func() circuit.Failure { return p.failureOf(f, err) }
 		}
 		br.Done(ctx, p.o.clock.Now(), ticket, o)
@@ -271,7 +275,7 @@ func (p *Processor) execution(f *function, d *Delivery, c *Compensation, err err
 	info := f.info
 	return Execution{
 		EventID: d.EventID(), Function: &info, Compensation: c, Err: err,
-		ExecuteAt: p.o.clock.Now(), RetrySpec: f.retrySpec, Waived: f.waived, Rules: f.rules,
+		ExecuteAt: p.o.clock.Now(), RetrySpec: f.retrySpec, Waived: f.waived, Rules: f.rules, Recoverable: d.class,
 		call: d.call, StartedAt: d.started,
 	}
 }

@@ -42,6 +42,9 @@ type Delivery struct {
 	// failure is no news about the dependency (circuit.Call).
 	record string
 	known  bool
+	// class is the last call's failure classified by the function's rules,
+	// once (try), for the circuit and the record.
+	class aggregate.Recoverability
 	// started is when execute first called a function on it: the start of
 	// the attempt (immediate retries belong to it).
 	started time.Time

@@ -55,6 +55,12 @@ type Execution struct {
 	Waived bool
 	// Rules are the function's classification rules.
 	Rules failure.Rules
+	// Recoverable is Err's classification by Rules, made once by the
+	// processor when the function failed (the circuit weighed the failure
+	// by it); empty when the processor did not classify it (a refusal by
+	// the circuit, a failure the processor made itself). A recorder uses
+	// it rather than classifying again.
+	Recoverable aggregate.Recoverability
 
 	call trace.SpanContext // the span of the call that produced it (trace.go)
 }

@@ -80,3 +80,22 @@ func (c commands) Execute(_ context.Context, _ string, cmd aggregate.Command, _ 
 	c(cmd)
 	return aggregate.Result{}, nil
 }
+
+// The processor classifies a failure once (Execution.Recoverable, by the
+// function's rules, as its circuit weighed it): the record carries that
+// classification; without one the recorder classifies by Rules.
+func TestRecordUsesTheProcessorsClassification(t *testing.T) {
+	var sent []aggregate.Command
+	r, err := recorder.New(commands(func(c aggregate.Command) { sent = append(sent, c) }))
+	require.NoError(t, err)
+	for _, x := range []processor.Execution{
+		{EventID: eventID, Function: &fn, Err: errBoom, ExecuteAt: time.UnixMilli(t0), Recoverable: aggregate.Unrecoverable},
+		{EventID: eventID, Function: &fn, Err: errBoom, ExecuteAt: time.UnixMilli(t0)},
+	} {
+		_, err := r.Record(t.Context(), x)
+		require.NoError(t, err)
+	}
+	require.Len(t, sent, 2)
+	assert.Equal(t, aggregate.Unrecoverable, sent[0].(aggregate.CreateExecutionFailed).Recoverable, "the processor's")
+	assert.Equal(t, aggregate.RecoverabilityUnknown, sent[1].(aggregate.CreateExecutionFailed).Recoverable, "the recorder's, by no rules: a plain error")
+}

@@ -79,7 +79,15 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 	case x.Waived:
 		return processor.OutcomeWaived, nil
 	}
-	details, recoverable := r.Describe(*x.Function, x.Err, x.Rules)
+	var (
+		details     aggregate.ErrorDetails
+		recoverable aggregate.Recoverability
+	)
+	if x.Recoverable != "" && !errors.As(x.Err, new(*circuit.OpenError)) {
+		details, recoverable = r.details(*x.Function, x.Err), x.Recoverable // the processor classified it, once
+	} else {
+		details, recoverable = r.Describe(*x.Function, x.Err, x.Rules)
+	}
 	if x.Compensation != nil {
 		return r.apply(ctx, x, aggregate.ApplyExecutionFailed{
 			Error: details, ExecuteAt: executeAt, Recoverable: recoverable, Attempt: x.Compensation.Attempt,
@@ -128,9 +136,14 @@ func (r *Recorder) Describe(f aggregate.FunctionInfo, err error, rules failure.R
 	if errors.As(err, &open) {
 		return aggregate.ErrorDetails{ErrorCode: circuit.ErrorCode, ErrorMsg: open.Error(), Fingerprint: r.RefusalFingerprint(f)}, aggregate.Recoverable
 	}
+	return r.details(f, err), failure.Classify(err, rules)
+}
+
+// details are err's details (Details) with their fingerprint.
+func (r *Recorder) details(f aggregate.FunctionInfo, err error) aggregate.ErrorDetails {
 	d := Details(err)
 	d.Fingerprint = fingerprint.Of(f, d.ErrorCode, d.ErrorMsg, d.StackTrace, r.o.module)
-	return d, failure.Classify(err, rules)
+	return d
 }
 
 // RefusalFingerprint is the fingerprint of the records of f's events its
