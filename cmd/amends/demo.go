@@ -114,7 +114,7 @@ func demoEmbedded(ctx context.Context, a *app, f *demoFlags) error {
 		replicas:       1,
 		maxMsgSize:     1 << 20,
 		http:           addr,
-		scheduler:      &schedulerConfig{period: time.Second, batch: 100, workers: 4, leaseTTL: scheduler.DefaultLeaseTTL, drainRate: scheduler.DefaultDrainRate},
+		scheduler:      &schedulerConfig{period: time.Second, batch: 100, workers: 4, leaseTTL: scheduler.DefaultLeaseTTL, drainRate: scheduler.DefaultDrainRate, rate: scheduler.DefaultRate},
 		ready:          a.serveReady,
 		extra: func(ctx context.Context, js jetstream.JetStream, info serveInfo) ([]component, error) {
 			d := &demo{a: a, f: f, js: js, api: info.HTTPURL, natsURL: info.NATSURL}
