@@ -19,9 +19,11 @@ type Circuit struct {
 	CoolDownMs int64 `json:"coolDownMs,omitempty"`
 	Forced     bool  `json:"forced,omitempty"`
 	// Probe is, while HALF_OPEN, the probe under way; Successes the
-	// probes of distinct events that succeeded.
-	Probe     *CircuitProbe `json:"probe,omitempty"`
-	Successes int           `json:"successes,omitempty"`
+	// probes of distinct events that succeeded, ProbeFailures those that
+	// failed.
+	Probe         *CircuitProbe `json:"probe,omitempty"`
+	Successes     int           `json:"successes,omitempty"`
+	ProbeFailures int           `json:"probeFailures,omitempty"`
 	// Refused counts the calls refused since it last opened, RefusedTotal
 	// all of them.
 	Refused      int64 `json:"refused"`
@@ -42,11 +44,13 @@ type Circuit struct {
 	UpdatedAt   int64               `json:"updatedAt,omitempty"`
 }
 
-// CircuitProbe is the probe call under way.
+// CircuitProbe is the probe call under way: who makes it, and for a
+// record the scheduler or an operator chose as the probe, that record.
 type CircuitProbe struct {
 	Instance string `json:"instance"`
 	At       int64  `json:"at"`
 	Until    int64  `json:"until"`
+	Record   string `json:"record,omitempty"`
 }
 
 // CircuitFailure is the failure a circuit keeps.

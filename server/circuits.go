@@ -52,13 +52,13 @@ func CircuitView(st circuit.State, stored bool) api.Circuit {
 	f := st.Function
 	v := api.Circuit{
 		Function: f.String(), Context: f.Context, Processor: f.Processor, Name: f.Name, Phase: string(st.Phase), Stored: stored,
-		Since: st.Since, Until: st.Until, CoolDownMs: st.CoolDownMs, Forced: st.Forced, Successes: st.Successes,
+		Since: st.Since, Until: st.Until, CoolDownMs: st.CoolDownMs, Forced: st.Forced, Successes: st.Successes, ProbeFailures: st.ProbeFailures,
 		Refused: st.Refused, RefusedTotal: st.RefusedTotal, IncidentFrom: st.Incident.From, IncidentTo: st.Incident.To,
 		Opened: st.Counts.Opened, HalfOpened: st.Counts.HalfOpened, Closed: st.Counts.Closed,
 		Transitions: make([]api.CircuitTransition, 0, len(st.Transitions)), UpdatedAt: st.UpdatedAt,
 	}
 	if p := st.Probe; p != nil {
-		v.Probe = &api.CircuitProbe{Instance: p.Instance, At: p.At, Until: p.Until}
+		v.Probe = &api.CircuitProbe{Instance: p.Instance, At: p.At, Until: p.Until, Record: p.Record}
 	}
 	if l := st.Last; l != nil {
 		v.Last = &api.CircuitFailure{Code: l.Code, Message: l.Message, Fingerprint: l.Fingerprint, Recoverable: string(l.Recoverable), At: l.At}

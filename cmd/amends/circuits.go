@@ -82,8 +82,12 @@ func nextProbe(c api.Circuit, now time.Time) string {
 		return "none (opened by an operator)"
 	case c.Phase == string(circuit.Open):
 		return when(c.Until, now)
+	case c.Phase == string(circuit.HalfOpen) && c.Probe == nil:
+		return fmt.Sprintf("the next call (%d succeeded, %d failed)", c.Successes, c.ProbeFailures)
+	case c.Phase == string(circuit.HalfOpen) && c.Probe.Record != "":
+		return fmt.Sprintf("under way: the replay of record %s (%d succeeded, %d failed)", c.Probe.Record, c.Successes, c.ProbeFailures)
 	case c.Phase == string(circuit.HalfOpen):
-		return fmt.Sprintf("under way (%d succeeded)", c.Successes)
+		return fmt.Sprintf("under way (%d succeeded, %d failed)", c.Successes, c.ProbeFailures)
 	}
 	return "–"
 }
