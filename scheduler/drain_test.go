@@ -563,3 +563,43 @@ func TestDrainTakesRecordsOutOfRetries(t *testing.T) {
 	}
 	assert.Empty(t, e.prepares(t, before), "out of retries before the incident: an operator's")
 }
+
+// A frozen circuit holds its own function's records, never the others':
+// while fn's circuit is open a pass prepares, past 150 held records of fn,
+// every due record of another function, on time.
+func TestAnOpenCircuitHoldsOnlyItsFunction(t *testing.T) {
+	e := newDrainEnv(t)
+	e.pause(t)
+	held := e.records(t, 0, 150, "Unavailable")
+	other := aggregate.FunctionInfo{FunctionKind: fn.FunctionKind, ContextName: fn.ContextName, ProcessorName: "Ledger", Name: "post"}
+	versions := map[string]uint64{}
+	var free []string
+	for i := range 5 {
+		evt := fmt.Sprintf("evt-l%03d", i)
+		id := aggregate.RecordID(evt, other)
+		r, err := e.svc.Execute(t.Context(), id, aggregate.CreateExecutionFailed{
+			EventID:  aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt}, Version: 1},
+			Function: other, Error: aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "x"}, ExecuteAt: e.clock.Now().UnixMilli() + 1,
+			RetrySpec: &aggregate.RetrySpec{MaxRetries: 10, MinBackoff: 3600, ExecutionTimeout: 60}, Recoverable: aggregate.Recoverable,
+		}, aggregate.Meta{Actor: "test"})
+		require.NoError(t, err)
+		versions[id] = r.Version
+		free = append(free, id)
+	}
+	e.indexed(t, versions)
+	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
+		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "maintenance")
+	})
+	s, _ := e.start(t, scheduler.DrainPolicy{Rate: 1000})
+	e.tickUntil(t, "the drain waits", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainWaiting })
+	e.clock.Set(t0.Add(3 * time.Hour)) // everything due
+	e.passes <- e.clock.Now()
+	require.Eventually(t, func() bool { return s.Stats().Passes >= 1 }, waitFor, poll)
+	assert.Equal(t, uint64(len(free)), s.Stats().Prepared, "the other function's records, past the held ones: %+v", s.Stats())
+	for _, id := range free {
+		assert.Len(t, e.prepares(t, id), 1)
+	}
+	for _, id := range held[:10] {
+		assert.Empty(t, e.prepares(t, id), "held while its circuit is open")
+	}
+}
