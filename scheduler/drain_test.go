@@ -311,8 +311,11 @@ func TestDrainHalvesThenWaitsOutAFailedCanary(t *testing.T) {
 	d := e.tickUntil(t, "a step of 2 judged", func(d scheduler.Drain) bool { return d.Steps == 2 })
 	assert.Equal(t, 3, d.Released, "the canary and a step of 2 succeeded")
 	assert.Equal(t, 4, d.Size)
-	// The dependency fails again.
+	// The dependency fails again, for every replay from the next step on
+	// (the replayer is held while it changes, so none answers half-way).
+	e.pause(t)
 	e.healthy.Store(false)
+	e.paused.Store(false)
 	d = e.tickUntil(t, "halved", func(d scheduler.Drain) bool { return d.Steps == 3 })
 	assert.Equal(t, 2, d.Size, "halved")
 	assert.Equal(t, 500.0, d.Rate, "and the rate")
