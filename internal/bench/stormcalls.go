@@ -40,7 +40,7 @@ type stormState struct {
 	doneOK                 int // (function, event) pairs succeeded
 	badPct                 int
 	ids                    []string     // the events' ids, in the order they are appended
-	bad                    atomic.Int64 // bad events Mailer.send was first called on
+	badEvents              int // the events Mailer.send fails on for their own reason
 	// healthyRefused and healthyRecorded count Mailer.send's healthy events
 	// refused, and recorded, while the dependency was up.
 	healthyRefused, healthyRecorded atomic.Uint64
@@ -73,9 +73,6 @@ func (s *stormState) call(ctx context.Context, i int, d *processor.Delivery, bod
 	}
 	if !s.seen[i][id] {
 		s.seen[i][id] = true
-		if bad {
-			s.bad.Add(1)
-		}
 		lat := time.Duration(time.Now().UnixNano() - body.At)
 		switch {
 		case body.At < s.outageStart.Load():

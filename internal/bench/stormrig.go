@@ -143,6 +143,7 @@ func (sr *stormRig) openProcessor(env *Env, c StormConfig, log *slog.Logger) err
 		}
 	}
 	s.total = 3*c.Events - bad // Mailer.send never succeeds on a bad event
+	s.badEvents = bad
 	sr.counted.state = s
 	for i := range s.ok {
 		s.ok[i], s.seen[i] = map[string]bool{}, map[string]bool{}
@@ -214,7 +215,7 @@ func (sr *stormRig) result(ctx context.Context, c StormConfig, start time.Time, 
 		}
 	}
 	res.DrainProbes = sr.sched.Stats().Drains.Probes
-	res.BadEvents = int(s.bad.Load())
+	res.BadEvents = s.badEvents
 	res.HealthyRefused, res.HealthyRecorded = s.healthyRefused.Load(), s.healthyRecorded.Load()
 	outage := c.Outage.Seconds()
 	for _, tr := range res.Transitions {
