@@ -39,8 +39,8 @@ type stormState struct {
 	total                  int
 	doneOK                 int // (function, event) pairs succeeded
 	badPct                 int
-	ids                    []string     // the events' ids, in the order they are appended
-	badEvents              int // the events Mailer.send fails on for their own reason
+	ids                    []string // the events' ids, in the order they are appended
+	badEvents              int      // the events Mailer.send fails on for their own reason
 	// healthyRefused and healthyRecorded count Mailer.send's healthy events
 	// refused, and recorded, while the dependency was up.
 	healthyRefused, healthyRecorded atomic.Uint64
