@@ -24,6 +24,9 @@ type OpenError struct {
 	Since    time.Time
 	Forced   bool
 	Last     Failure
+	// IncidentFrom is when the circuit's incident began (epoch ms): the
+	// refusals of one incident are one group (package recorder).
+	IncidentFrom int64
 }
 
 // Error says that the function was not called, since when its circuit is
@@ -49,7 +52,7 @@ func (e *OpenError) Is(target error) bool { return target == ErrOpen }
 
 // openError is st's refusal.
 func openError(st State) *OpenError {
-	e := &OpenError{Function: st.Function, Phase: st.Phase, Since: time.UnixMilli(st.Since), Forced: st.Forced}
+	e := &OpenError{Function: st.Function, Phase: st.Phase, Since: time.UnixMilli(st.Since), Forced: st.Forced, IncidentFrom: st.Incident.From}
 	if st.Last != nil {
 		e.Last = *st.Last
 	}

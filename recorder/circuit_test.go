@@ -29,19 +29,20 @@ func TestDescribeCircuitOpen(t *testing.T) {
 	real, rec := r.Describe(fn, failure.Unrecoverable(errBoom), failure.Rules{})
 	require.Equal(t, aggregate.Unrecoverable, rec)
 	last := circuit.Failure{Code: real.ErrorCode, Message: real.ErrorMsg, Fingerprint: real.Fingerprint, Recoverable: aggregate.Unrecoverable}
-	open := &circuit.OpenError{Function: circuit.Of(fn), Phase: circuit.Open, Since: time.UnixMilli(t0), Last: last}
+	open := &circuit.OpenError{Function: circuit.Of(fn), Phase: circuit.Open, Since: time.UnixMilli(t0), Last: last, IncidentFrom: t0 - 1000}
 	d, rec := r.Describe(fn, open, failure.Rules{})
 	assert.Equal(t, circuit.ErrorCode, d.ErrorCode)
 	assert.Equal(t, aggregate.Recoverable, rec, "never tried: retryable, whatever another event's class")
 	assert.NotEqual(t, real.Fingerprint, d.Fingerprint, "not grouped with the real failure")
-	assert.Equal(t, r.RefusalFingerprint(fn), d.Fingerprint)
+	assert.Equal(t, r.RefusalFingerprint(fn, t0-1000), d.Fingerprint)
+	assert.NotEqual(t, r.RefusalFingerprint(fn, t0+60000), d.Fingerprint, "one group per incident")
 	assert.True(t, fingerprint.Valid(d.Fingerprint))
 	assert.Contains(t, d.ErrorMsg, "not called: the circuit of "+circuit.Of(fn).String()+" is OPEN since")
 	assert.Contains(t, d.ErrorMsg, "the event was never tried. The circuit's last real failure (of another event): "+errBoom.Error())
 
-	forced := &circuit.OpenError{Function: circuit.Of(fn), Phase: circuit.Open, Since: time.UnixMilli(t0), Forced: true}
+	forced := &circuit.OpenError{Function: circuit.Of(fn), Phase: circuit.Open, Since: time.UnixMilli(t0), Forced: true, IncidentFrom: t0 - 1000}
 	d2, rec := r.Describe(fn, forced, failure.Rules{})
-	assert.Equal(t, d.Fingerprint, d2.Fingerprint, "one fingerprint for the function's refusals")
+	assert.Equal(t, d.Fingerprint, d2.Fingerprint, "one fingerprint for the function's refusals of an incident")
 	assert.Contains(t, d2.ErrorMsg, ", opened by an operator; the event was never tried")
 	assert.NotContains(t, d2.ErrorMsg, "last real failure")
 	assert.Equal(t, aggregate.Recoverable, rec)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/google/uuid"
 
@@ -128,13 +129,13 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 // by rules (failure.Classify). The failure of a call f's circuit refused
 // (a *circuit.OpenError) is about the refusal, not about another event's
 // failure: errorCode CircuitOpen, a fingerprint of its own (one per
-// function: RefusalFingerprint), RECOVERABLE (its event was never tried),
+// function and incident: RefusalFingerprint), RECOVERABLE (its event was never tried),
 // and a message that says so, with the circuit's last real failure shown
 // as such. Safe for concurrent use.
 func (r *Recorder) Describe(f aggregate.FunctionInfo, err error, rules failure.Rules) (aggregate.ErrorDetails, aggregate.Recoverability) {
 	var open *circuit.OpenError
 	if errors.As(err, &open) {
-		return aggregate.ErrorDetails{ErrorCode: circuit.ErrorCode, ErrorMsg: open.Error(), Fingerprint: r.RefusalFingerprint(f)}, aggregate.Recoverable
+		return aggregate.ErrorDetails{ErrorCode: circuit.ErrorCode, ErrorMsg: open.Error(), Fingerprint: r.RefusalFingerprint(f, open.IncidentFrom)}, aggregate.Recoverable
 	}
 	return r.details(f, err), failure.Classify(err, rules)
 }
@@ -147,9 +148,11 @@ func (r *Recorder) details(f aggregate.FunctionInfo, err error) aggregate.ErrorD
 }
 
 // RefusalFingerprint is the fingerprint of the records of f's events its
-// circuit refused: one for all of them, never that of a real failure.
-func (r *Recorder) RefusalFingerprint(f aggregate.FunctionInfo) string {
-	return fingerprint.Of(f, circuit.ErrorCode, "refused by the circuit", "", r.o.module)
+// circuit refused in the incident that began at incidentFrom (epoch ms):
+// one for all of them, never that of a real failure.
+func (r *Recorder) RefusalFingerprint(f aggregate.FunctionInfo, incidentFrom int64) string {
+	// The incident is in the code: a message's numbers are normalized away.
+	return fingerprint.Of(f, circuit.ErrorCode+"@"+strconv.FormatInt(incidentFrom, 10), "refused by the circuit", "", r.o.module)
 }
 
 // apply sends a replay's result, fenced by its attempt and the version of
