@@ -125,8 +125,10 @@ func TestCircuitEndsImmediateRetries(t *testing.T) {
 
 // Given an open circuit, when its cool-down passes, then the next event is
 // the probe; its success closes the circuit (one success) and the events
-// after it are called again. A replay while open is refused as well: its
-// record gets errorCode CircuitOpen and no call is made.
+// after it are called again. A replay while open is refused as well, and
+// no call is made: its record, which failed for a real reason before,
+// keeps that failure (its code and fingerprint), the refusal told in its
+// message, so that it is never taken for a refused event's record.
 func TestCircuitProbeClosesAndReplaysGoThroughIt(t *testing.T) {
 	e := newEnv(t)
 	p := e.processor(processor.WithImmediateRetry(processor.Retry{}))
@@ -146,6 +148,8 @@ func TestCircuitProbeClosesAndReplaysGoThroughIt(t *testing.T) {
 	require.Equal(t, circuit.Open, st.Phase)
 
 	// A replay while open: refused, recorded, no call.
+	before, _, err := e.svc.Get(context.Background(), first)
+	require.NoError(t, err)
 	attempt := e.prepare(first, false)
 	require.Eventually(t, func() bool {
 		s, _, err := e.svc.Get(context.Background(), first)
@@ -153,7 +157,10 @@ func TestCircuitProbeClosesAndReplaysGoThroughIt(t *testing.T) {
 	}, waitFor, tick, "the replay is applied as failed")
 	s, _, err := e.svc.Get(context.Background(), first)
 	require.NoError(t, err)
-	assert.Equal(t, circuit.ErrorCode, s.Error.ErrorCode, "the replay was refused by the circuit")
+	assert.Equal(t, "Unclassified", s.Error.ErrorCode, "the record keeps its own failure")
+	assert.Equal(t, before.Error.Fingerprint, s.Error.Fingerprint)
+	assert.Equal(t, before.Recoverable, s.Recoverable)
+	assert.Contains(t, s.Error.ErrorMsg, errSMTP.Error()+" [this replay was refused: the circuit of shop.Mailer.send is OPEN since ")
 	assert.Equal(t, int64(3), send.total.Load(), "no call")
 
 	// The cool-down passes and the dependency is back: the next event probes.

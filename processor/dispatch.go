@@ -273,11 +273,16 @@ func call(ctx context.Context, f *function, d *Delivery) (err error) {
 // execution describes f's final outcome on d for the recorder.
 func (p *Processor) execution(f *function, d *Delivery, c *Compensation, err error) Execution {
 	info := f.info
-	return Execution{
+	x := Execution{
 		EventID: d.EventID(), Function: &info, Compensation: c, Err: err,
 		ExecuteAt: p.o.clock.Now(), RetrySpec: f.retrySpec, Waived: f.waived, Rules: f.rules, Recoverable: d.class,
 		call: d.call, StartedAt: d.started,
 	}
+	if d.known && errors.Is(err, circuit.ErrOpen) {
+		prior := d.prior
+		x.Prior = &prior
+	}
+	return x
 }
 
 // record hands x to the recorder, counts and logs the outcome.

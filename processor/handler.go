@@ -42,6 +42,7 @@ type Delivery struct {
 	// failure is no news about the dependency (circuit.Call).
 	record string
 	known  bool
+	prior  PriorFailure // the record's last real failure, when known
 	// class is the last call's failure classified by the function's rules,
 	// once (try), for the circuit and the record.
 	class aggregate.Recoverability

@@ -55,6 +55,12 @@ type Execution struct {
 	Waived bool
 	// Rules are the function's classification rules.
 	Rules failure.Rules
+	// Prior is, for a replay the circuit refused of a record whose last
+	// call failed for a real reason, that failure: the record keeps it
+	// (errorCode, fingerprint, classification), since the replay says
+	// nothing new of the record, and the refusal is told in its message.
+	// Nil otherwise.
+	Prior *PriorFailure
 	// Recoverable is Err's classification by Rules, made once by the
 	// processor when the function failed (the circuit weighed the failure
 	// by it); empty when the processor did not classify it (a refusal by
@@ -63,6 +69,12 @@ type Execution struct {
 	Recoverable aggregate.Recoverability
 
 	call trace.SpanContext // the span of the call that produced it (trace.go)
+}
+
+// PriorFailure is a record's last real failure (Execution.Prior).
+type PriorFailure struct {
+	Error       aggregate.ErrorDetails
+	Recoverable aggregate.Recoverability
 }
 
 // Outcome is what recording an execution did. Each is counted by the

@@ -100,3 +100,28 @@ func TestRecordUsesTheProcessorsClassification(t *testing.T) {
 	assert.Equal(t, aggregate.Unrecoverable, sent[0].(aggregate.CreateExecutionFailed).Recoverable, "the processor's")
 	assert.Equal(t, aggregate.RecoverabilityUnknown, sent[1].(aggregate.CreateExecutionFailed).Recoverable, "the recorder's, by no rules: a plain error")
 }
+
+// A refused replay of a record that failed for a real reason keeps that
+// failure (Execution.Prior): its code, fingerprint and class, the refusal
+// told in its message, once however often it is refused.
+func TestRefusedReplayKeepsTheRecordsFailure(t *testing.T) {
+	var sent []aggregate.Command
+	r, err := recorder.New(commands(func(c aggregate.Command) { sent = append(sent, c) }))
+	require.NoError(t, err)
+	prior := processor.PriorFailure{Error: aggregate.ErrorDetails{ErrorCode: "BadAddress", ErrorMsg: "550 no such mailbox", Fingerprint: "fp1-0123456789abcdef"},
+		Recoverable: aggregate.RecoverabilityUnknown}
+	open := &circuit.OpenError{Function: circuit.Of(fn), Phase: circuit.Open, Since: time.UnixMilli(t0)}
+	comp := &processor.Compensation{ID: "rec-1", Attempt: 2}
+	for range 2 {
+		_, err := r.Record(t.Context(), processor.Execution{EventID: eventID, Function: &fn, Err: open, Compensation: comp, ExecuteAt: time.UnixMilli(t0), Prior: &prior})
+		require.NoError(t, err)
+		applied := sent[len(sent)-1].(aggregate.ApplyExecutionFailed)
+		prior.Error = applied.Error // the next refusal sees the record as this one left it
+	}
+	applied := sent[len(sent)-1].(aggregate.ApplyExecutionFailed)
+	assert.Equal(t, "BadAddress", applied.Error.ErrorCode)
+	assert.Equal(t, "fp1-0123456789abcdef", applied.Error.Fingerprint)
+	assert.Equal(t, aggregate.RecoverabilityUnknown, applied.Recoverable)
+	assert.Equal(t, "550 no such mailbox [this replay was refused: the circuit of "+circuit.Of(fn).String()+" is OPEN since "+
+		time.UnixMilli(t0).UTC().Format(time.RFC3339)+"]", applied.Error.ErrorMsg, "the note once")
+}

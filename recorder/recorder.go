@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -84,9 +86,17 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 		details     aggregate.ErrorDetails
 		recoverable aggregate.Recoverability
 	)
-	if x.Recoverable != "" && !errors.As(x.Err, new(*circuit.OpenError)) {
+	var open *circuit.OpenError
+	switch {
+	case errors.As(x.Err, &open) && x.Prior != nil:
+		// A refused replay of a record that failed for a real reason: the
+		// record keeps that failure; the message tells the refusal.
+		details, recoverable = x.Prior.Error, x.Prior.Recoverable
+		own, _, _ := strings.Cut(x.Prior.Error.ErrorMsg, refusedReplay) // the last refusal's note, once
+		details.ErrorMsg = fmt.Sprintf("%s%sthe circuit of %s is %s since %s]", own, refusedReplay, open.Function, open.Phase, open.Since.UTC().Format(time.RFC3339))
+	case x.Recoverable != "" && open == nil:
 		details, recoverable = r.details(*x.Function, x.Err), x.Recoverable // the processor classified it, once
-	} else {
+	default:
 		details, recoverable = r.Describe(*x.Function, x.Err, x.Rules)
 	}
 	if x.Compensation != nil {
@@ -139,6 +149,10 @@ func (r *Recorder) Describe(f aggregate.FunctionInfo, err error, rules failure.R
 	}
 	return r.details(f, err), failure.Classify(err, rules)
 }
+
+// refusedReplay begins the note a refused replay adds to its record's
+// own last failure.
+const refusedReplay = " [this replay was refused: "
 
 // details are err's details (Details) with their fingerprint.
 func (r *Recorder) details(f aggregate.FunctionInfo, err error) aggregate.ErrorDetails {
