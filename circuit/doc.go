@@ -27,8 +27,10 @@
 //   - A replay of a record whose last call failed for a real reason
 //     (Call.Known) is evidence about that record: its failure is not
 //     counted (it failed before; failing again says nothing new), its
-//     success is. A replay of a record the circuit refused is a fresh
-//     call, like a live event: that event was never tried.
+//     success is; refused while the circuit is not closed, its record keeps
+//     its own failure (package recorder). A replay of a record the circuit
+//     refused is a fresh call, like a live event: that event was never
+//     tried.
 //   - One aggregate adds at most a quarter of ConsecutiveFailures (5 by
 //     default) to a streak and to a window, so that a few bad aggregates
 //     never open the circuit.
