@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/failure"
@@ -172,9 +173,14 @@ func stormChild() {
 	c := newKillChild(stormChildEnv, slog.LevelWarn)
 	p, err := processor.New(c.js, c.store, ctxName, processor.WithRecorder(c.rec), processor.WithRecords(c.svc), processor.WithoutReplay(),
 		processor.WithLogger(c.logger), processor.WithAckWait(time.Second), processor.WithNakDelay(20*time.Millisecond),
-		// The default circuit: a third of the events always fail for their
-		// own reason, which must never open it.
-		processor.WithImmediateRetry(processor.Retry{Retries: 2, Backoff: processor.Backoff{Min: 30 * time.Millisecond}}))
+		processor.WithImmediateRetry(processor.Retry{Retries: 2, Backoff: processor.Backoff{Min: 30 * time.Millisecond}}),
+		// Circuits off: a third of the events always fail and another third
+		// fail their first call, so two thirds of first calls fail, more
+		// than the half a circuit tolerates before it takes the dependency
+		// for down (package circuit, "Evidence"); the events after it would
+		// be recorded as refused. TestCircuitLivelockKillLoop is the kill
+		// loop with the circuit on.
+		processor.WithCircuitPolicy(circuit.Policy{Off: true}))
 	if err != nil {
 		childFail(err)
 	}
