@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -237,17 +236,6 @@ func DrainView(d scheduler.Drain) api.Drain {
 	return api.Drain{Function: d.Function.String(), Phase: d.Phase, From: d.From, To: d.To, StartedAt: d.StartedAt, Size: d.Size, Rate: d.Rate,
 		Steps: d.Steps, InFlight: len(d.Batch), Probes: d.Probes, Released: d.Released, Succeeded: d.Succeeded, Failed: d.Failed,
 		Note: d.Note, DoneAt: d.DoneAt, UpdatedAt: d.UpdatedAt}
-}
-
-// probeRequested reports whether the body of a prepare asks for its
-// replay to be the probe of the function's circuit; the body was checked
-// by decodeCommandRequest.
-func probeRequested(body []byte) bool {
-	var req prepareRequest
-	if len(body) == 0 || json.Unmarshal(body, &req) != nil || req.Probe == nil {
-		return false
-	}
-	return *req.Probe
 }
 
 // guardPrepare lets the prepare of record id through while its function's

@@ -57,7 +57,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, p principal,
 	if err != nil {
 		return err
 	}
-	cmd, reason, err := decodeCommandRequest(name, body)
+	cmd, reason, probe, err := decodeCommandRequest(name, body)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, p principal,
 		return err
 	}
 	if name == aggregate.NamePrepareCompensation || name == aggregate.NameForcePrepareCompensation {
-		if err := s.guardPrepare(r.Context(), id, probeRequested(body), meta.Actor); err != nil {
+		if err := s.guardPrepare(r.Context(), id, probe, meta.Actor); err != nil {
 			return err
 		}
 	}

@@ -46,23 +46,24 @@ type (
 )
 
 // decodeCommandRequest reads the body of operator command name strictly
-// and returns the command and its audit reason (a prepare's probe flag is
-// read by probeRequested). Errors are 400s naming the
+// and returns the command, its audit reason and, for a prepare, whether
+// its replay is to be the circuit's probe. Errors are 400s naming the
 // field, or 422s (IllegalArgument) for values the command refuses; see
 // checkRetrySpec for apply_retry_spec's rules.
-func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, error) {
+func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, bool, error) {
 	what := "the body of " + name
 	var (
 		cmd    aggregate.Command
 		reason *string
+		probe  bool
 	)
 	switch name {
 	case aggregate.NamePrepareCompensation, aggregate.NameForcePrepareCompensation:
 		var req prepareRequest
 		if err := decodeStrict(body, &req, what); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
-		reason = req.Reason
+		reason, probe = req.Reason, req.Probe != nil && *req.Probe
 		cmd = aggregate.PrepareCompensation{}
 		if name == aggregate.NameForcePrepareCompensation {
 			cmd = aggregate.ForcePrepareCompensation{}
@@ -70,10 +71,10 @@ func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, 
 	case aggregate.NameApplyRetrySpec:
 		var req applyRetrySpecRequest
 		if err := decodeStrict(body, &req, what); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		if err := required(name, given{"maxRetries", req.MaxRetries != nil}, given{"minBackoff", req.MinBackoff != nil}, given{"executionTimeout", req.ExecutionTimeout != nil}); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		c := aggregate.ApplyRetrySpec{MaxRetries: *req.MaxRetries, MinBackoff: *req.MinBackoff, ExecutionTimeout: *req.ExecutionTimeout}
 		if req.MaxBackoff != nil {
@@ -83,51 +84,51 @@ func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, 
 			c.Jitter = *req.Jitter
 		}
 		if err := checkRetrySpec(c); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		reason, cmd = req.Reason, c
 	case aggregate.NameMarkRecoverable:
 		var req markRecoverableRequest
 		if err := decodeStrict(body, &req, what); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		if err := required(name, given{"recoverable", req.Recoverable != nil}); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		rec, err := aggregate.ParseRecoverability(*req.Recoverable)
 		if err != nil {
-			return nil, "", badRequest("recoverable", "%v", err)
+			return nil, "", false, badRequest("recoverable", "%v", err)
 		}
 		reason, cmd = req.Reason, aggregate.MarkRecoverable{Recoverable: rec}
 	case aggregate.NameChangeFunction:
 		var req changeFunctionRequest
 		if err := decodeStrict(body, &req, what); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		if err := required(name, given{"functionKind", req.FunctionKind != nil}, given{"contextName", req.ContextName != nil},
 			given{"processorName", req.ProcessorName != nil}, given{"name", req.Name != nil}); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		kind, err := aggregate.ParseFunctionKind(*req.FunctionKind)
 		if err != nil {
-			return nil, "", badRequest("functionKind", "%v", err)
+			return nil, "", false, badRequest("functionKind", "%v", err)
 		}
 		c := aggregate.ChangeFunction{FunctionKind: kind, ContextName: *req.ContextName, ProcessorName: *req.ProcessorName, Name: *req.Name}
 		for _, f := range []struct{ name, value string }{{"contextName", c.ContextName}, {"processorName", c.ProcessorName}, {"name", c.Name}} {
 			if ae := checkText(f.name, f.value, MaxParamBytes); ae != nil {
-				return nil, "", ae
+				return nil, "", false, ae
 			}
 		}
 		reason, cmd = req.Reason, c
 	default:
-		return nil, "", &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
+		return nil, "", false, &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
 			Message: "unknown command " + quote(name) + "; the commands are " + strings.Join(OperatorCommands, ", "), Details: map[string]any{"field": "command"}}}
 	}
 	r, err := checkCommandReason(name, reason)
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
-	return cmd, r, nil
+	return cmd, r, probe, nil
 }
 
 // given says whether a required field is in the body (and not null).
