@@ -169,8 +169,9 @@ func (t *liveTask) fail(ctx context.Context, d disposition) (time.Duration, bool
 // reference's retry filter does) with immediate retries left and the
 // function's circuit still closed, again with the wait before the next
 // call. The circuit weighs the execution as one observation: a failure
-// with a retry to come is pending (circuit.Outcome.Pending). While the circuit is open the function is not called: the error
-// is the circuit's *circuit.OpenError, final (circuits.go). STATE_EVENT
+// with a retry to come is pending (circuit.Outcome.Pending). While the
+// circuit is open the function is not called: the error is the circuit's
+// *circuit.OpenError, final (circuits.go). STATE_EVENT
 // functions first get the aggregate's state; failing to build it is their
 // failure.
 func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache bool, n int) (wait time.Duration, again bool, err error) {
@@ -183,7 +184,7 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 	var ticket circuit.Ticket
 	if br != nil {
 		var refused *circuit.OpenError
-		c := circuit.Call{Event: d.Event.ID, Aggregate: d.Stream.Aggregate.ID, Record: d.record, Known: d.known}
+		c := circuit.Call{Event: d.Event.ID, Aggregate: d.Stream.Aggregate.ID, Record: d.record, Known: d.prior != nil}
 		if ticket, refused = br.Allow(ctx, now, c); refused != nil {
 			f.stats.Refused.Add(1)
 			f.stats.Failed.Add(1)
@@ -278,9 +279,8 @@ func (p *Processor) execution(f *function, d *Delivery, c *Compensation, err err
 		ExecuteAt: p.o.clock.Now(), RetrySpec: f.retrySpec, Waived: f.waived, Rules: f.rules, Recoverable: d.class,
 		call: d.call, StartedAt: d.started,
 	}
-	if d.known && errors.Is(err, circuit.ErrOpen) {
-		prior := d.prior
-		x.Prior = &prior
+	if d.prior != nil && errors.Is(err, circuit.ErrOpen) {
+		x.Prior = d.prior
 	}
 	return x
 }

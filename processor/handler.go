@@ -37,12 +37,12 @@ type Delivery struct {
 	Function aggregate.FunctionInfo
 
 	call trace.SpanContext // the span of the last call on it (trace.go)
-	// record is the record a replay runs for; known reports that its last
-	// call failed for a real reason, not a refusal by the circuit: its
-	// failure is no news about the dependency (circuit.Call).
+	// record is the record a replay runs for; prior is its last failure
+	// when that was a real one, not a refusal by the circuit (nil
+	// otherwise, or when the record was not read): the replay's failure is
+	// then no news about the dependency (circuit.Call.Known).
 	record string
-	known  bool
-	prior  PriorFailure // the record's last real failure, when known
+	prior  *PriorFailure
 	// class is the last call's failure classified by the function's rules,
 	// once (try), for the circuit and the record.
 	class aggregate.Recoverability

@@ -182,8 +182,7 @@ func (p *Processor) prepareReplay(ctx context.Context, t *replayTask) (dispositi
 	id, version, prep := t.w.st.Aggregate.ID, t.w.st.Version, t.prep
 	c := Compensation{ID: id, Attempt: prep.RetryState.Retries, Prepared: version}
 	fn := prep.Function
-	known := false // without the record, a replay is judged as a fresh call
-	var prior PriorFailure
+	var prior *PriorFailure // without the record, a replay is judged as a fresh call
 	// The original event is read while the record is, not after it: the
 	// function runs only once both are read, and neither read depends on
 	// the other (a replay the record skips wastes one direct get).
@@ -220,8 +219,9 @@ func (p *Processor) prepareReplay(ctx context.Context, t *replayTask) (dispositi
 			return ack, nil
 		}
 		fn = st.Function
-		known = st.Error.ErrorCode != circuit.ErrorCode
-		prior = PriorFailure{Error: st.Error, Recoverable: st.Recoverable}
+		if st.Error.ErrorCode != circuit.ErrorCode {
+			prior = &PriorFailure{Error: st.Error, Recoverable: st.Recoverable}
+		}
 	}
 	x := Execution{EventID: prep.EventID, Function: &fn, Compensation: &c, ExecuteAt: p.o.clock.Now()}
 	f, ok := p.lookup(fn.ProcessorName, fn.Name)
@@ -243,7 +243,7 @@ func (p *Processor) prepareReplay(ctx context.Context, t *replayTask) (dispositi
 		return nak, fmt.Errorf("load the event to replay record %s: %w", id, err)
 	}
 	t.ready, t.f, t.c, t.fn = true, f, c, fn
-	t.d = &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info, record: id, known: known, prior: prior}
+	t.d = &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info, record: id, prior: prior}
 	return ack, nil
 }
 
