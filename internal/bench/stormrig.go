@@ -180,8 +180,11 @@ func (sr *stormRig) result(ctx context.Context, c StormConfig, start time.Time, 
 	res := StormResult{Config: c, Events: c.Events, RecoverySeconds: recovery, Seconds: time.Since(start).Seconds(),
 		Calls: map[string]uint64{}, ReplayCalls: map[string]uint64{}, CallsDuringOutage: map[string]uint64{}, ReplayCallsDuringOutage: map[string]uint64{},
 		Refused: map[string]uint64{}, Probes: map[string]uint64{}, Reruns: map[string]uint64{}, Succeeded: map[string]int{},
-		BacklogPeak: map[string]uint64{}, RecordsCreated: sr.counted.created.Load(), AlreadyRecorded: sr.counted.already.Load()}
+		BacklogPeak: map[string]uint64{}}
 	res.RecordsByStatus, res.RecordsOpen = settledRecords(ctx, sr.index)
+	// Counted once the records settled: the last events' recordings may
+	// still be on their way when the storm ends.
+	res.RecordsCreated, res.AlreadyRecorded = sr.counted.created.Load(), sr.counted.already.Load()
 	s.mu.Lock()
 	for i, name := range StormFunctions {
 		res.Calls[name], res.CallsDuringOutage[name], res.Reruns[name] = s.calls[i].Load(), s.during[i].Load(), s.reruns[i].Load()
