@@ -3,11 +3,11 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/amends-dev/amends/circuit"
+	"github.com/amends-dev/amends/rollout"
 )
 
 // The phases of a recovery drain.
@@ -17,11 +17,12 @@ const (
 	// when no live event comes to probe.
 	DrainWaiting = "waiting"
 	// DrainCanary and DrainSteps: the circuit closed; the incident's
-	// records are being prepared, a canary, then steps.
-	DrainCanary = "canary"
-	DrainSteps  = "steps"
+	// records are being prepared, a canary, then steps (a rollout under
+	// the rollout.Adaptive policy).
+	DrainCanary = rollout.PhaseCanary
+	DrainSteps  = rollout.PhaseSteps
 	// DrainDone: no record of the incident is left to prepare.
-	DrainDone = "done"
+	DrainDone = rollout.PhaseDone
 )
 
 // Drain defaults.
@@ -50,7 +51,7 @@ const (
 	// as the probe.
 	DefaultProbeGrace = time.Second
 	// minDrainRate is where halving stops.
-	minDrainRate = 1.0
+	minDrainRate = rollout.MinRate
 )
 
 // DrainPolicy says how the records an outage left are prepared once the
@@ -58,7 +59,8 @@ const (
 // least Threshold of the last one's refused records succeeded, up to Rate records per
 // second (and the room in the replay consumer, DrainConfig.Capacity); a
 // step below the threshold halves the step and the rate, and a canary
-// below it opens the circuit again. Zero fields take the defaults.
+// below it waits the circuit's cool-down and tries the next records (the
+// rollout.Adaptive policy). Zero fields take the defaults.
 type DrainPolicy struct {
 	Canary     int
 	Threshold  float64
@@ -126,13 +128,10 @@ func WithDrains(c DrainConfig) Option {
 		if p.ProbeGrace == 0 {
 			p.ProbeGrace = DefaultProbeGrace
 		}
+		if err := (rollout.Adaptive{Canary: p.Canary, Threshold: p.Threshold, Rate: p.Rate, Retry: time.Second}).Check(MaxDrainRate); err != nil {
+			return fmt.Errorf("drain %w: %w", err, ErrInvalidOption)
+		}
 		switch {
-		case p.Canary < 1 || p.Canary > MaxReleaseBatch:
-			return fmt.Errorf("drain canary must be between 1 and %d records, got %d: %w", MaxReleaseBatch, p.Canary, ErrInvalidOption)
-		case !(p.Threshold > 0 && p.Threshold <= 1):
-			return fmt.Errorf("drain threshold must be a fraction above 0 and at most 1, got %v: %w", p.Threshold, ErrInvalidOption)
-		case math.IsNaN(p.Rate) || p.Rate < minDrainRate || p.Rate > MaxDrainRate:
-			return fmt.Errorf("drain rate must be from %v to %d records/s, got %v: %w", minDrainRate, MaxDrainRate, p.Rate, ErrInvalidOption)
 		case p.Tick < 10*time.Millisecond || p.Tick > time.Minute:
 			return fmt.Errorf("drain tick must be from 10ms to 1m, got %s: %w", p.Tick, ErrInvalidOption)
 		case p.ProbeGrace < 0 || p.ProbeGrace > time.Hour:
@@ -152,41 +151,35 @@ func WithDrains(c DrainConfig) Option {
 
 // Drain is the progress of the recovery drain of one function's records,
 // as the drains bucket keeps it (one key per function), so that it
-// survives a restart. Times are epoch ms.
+// survives a restart: the incident it drains, the probes it prepared
+// while the circuit was open, and the rollout's progress. Times are
+// epoch ms.
 type Drain struct {
 	Function circuit.Function `json:"function"`
-	Phase    string           `json:"phase"`
 	// From and To are the incident drained: the records of the function
 	// that failed within it, or whose errorCode is CircuitOpen, and that
 	// have an automatic retry left. To is 0 while waiting.
 	From int64 `json:"from"`
 	To   int64 `json:"to,omitempty"`
-	// StartedAt is when the circuit closed and the drain began.
-	StartedAt int64 `json:"startedAt,omitempty"`
-	// Size is the records of the next step; Rate the records per second
-	// it may prepare now.
-	Size int     `json:"size,omitempty"`
-	Rate float64 `json:"rate,omitempty"`
-	// Steps counts the steps (the canary included) judged.
-	Steps int `json:"steps"`
-	// Batch is the step under way, prepared at BatchAt; the next begins
-	// no sooner than NextAt.
-	Batch   []ReleasedRecord `json:"batch,omitempty"`
-	BatchAt int64            `json:"batchAt,omitempty"`
-	NextAt  int64            `json:"nextAt,omitempty"`
 	// Probe is the replay last prepared as the circuit's probe, at
 	// ProbeAt; Probes counts them.
-	Probe   *ReleasedRecord `json:"probe,omitempty"`
+	Probe   *rollout.Record `json:"probe,omitempty"`
 	ProbeAt int64           `json:"probeAt,omitempty"`
 	Probes  int             `json:"probes"`
-	// Released, Succeeded and Failed count the records of the steps
-	// judged.
-	Released  int    `json:"released"`
-	Succeeded int    `json:"succeeded"`
-	Failed    int    `json:"failed"`
-	Note      string `json:"note,omitempty"`
-	DoneAt    int64  `json:"doneAt,omitempty"`
-	UpdatedAt int64  `json:"updatedAt"`
+	// Progress is the rollout's: phase (DrainWaiting before it starts),
+	// StartedAt when the circuit closed, the step under way and the
+	// counts.
+	rollout.Progress
+}
+
+// policy is the drain's rollout policy: a canary below the threshold
+// waits the circuit's cool-down.
+func (c *DrainConfig) policy() rollout.Adaptive {
+	wait := c.CircuitPolicy.CoolDown
+	if wait <= 0 {
+		wait = circuit.DefaultCoolDown
+	}
+	return rollout.Adaptive{Canary: c.Policy.Canary, Threshold: c.Policy.Threshold, Rate: c.Policy.Rate, Retry: wait}
 }
 
 // Draining reports whether the drain holds its function's records from

@@ -17,6 +17,7 @@ import (
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/rollout"
 	"github.com/amends-dev/amends/scheduler"
 )
 
@@ -122,7 +123,7 @@ func (e *drainEnv) pause(t *testing.T) {
 
 // replayBatch lets the replayer answer the records of batch and pauses it
 // again once they have all succeeded.
-func (e *drainEnv) replayBatch(t *testing.T, batch []scheduler.ReleasedRecord) {
+func (e *drainEnv) replayBatch(t *testing.T, batch []rollout.Record) {
 	t.Helper()
 	e.paused.Store(false)
 	for _, r := range batch {
@@ -308,7 +309,7 @@ func TestDrainHalvesThenWaitsOutAFailedCanary(t *testing.T) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
 	})
 	s, _ := e.start(t, scheduler.DrainPolicy{Rate: 1000})
-	d := e.tickUntil(t, "a step of 2 judged", func(d scheduler.Drain) bool { return d.Steps == 2 })
+	d := e.tickUntil(t, "a step of 2 judged", func(d scheduler.Drain) bool { return d.Judged == 2 })
 	assert.Equal(t, 3, d.Released, "the canary and a step of 2 succeeded")
 	assert.Equal(t, 4, d.Size)
 	// The dependency fails again, for every replay from the next step on
@@ -316,13 +317,13 @@ func TestDrainHalvesThenWaitsOutAFailedCanary(t *testing.T) {
 	e.pause(t)
 	e.healthy.Store(false)
 	e.paused.Store(false)
-	d = e.tickUntil(t, "halved", func(d scheduler.Drain) bool { return d.Steps == 3 })
+	d = e.tickUntil(t, "halved", func(d scheduler.Drain) bool { return d.Judged == 3 })
 	assert.Equal(t, 2, d.Size, "halved")
 	assert.Equal(t, 500.0, d.Rate, "and the rate")
-	d = e.tickUntil(t, "halved to the canary", func(d scheduler.Drain) bool { return d.Steps == 4 })
+	d = e.tickUntil(t, "halved to the canary", func(d scheduler.Drain) bool { return d.Judged == 4 })
 	assert.Equal(t, 1, d.Size)
 	assert.Equal(t, 250.0, d.Rate)
-	d = e.tickUntil(t, "the canary failed", func(d scheduler.Drain) bool { return d.Steps == 5 })
+	d = e.tickUntil(t, "the canary failed", func(d scheduler.Drain) bool { return d.Judged == 5 })
 	assert.Contains(t, d.Note, "succeeded for 0 of 1 records refused by the circuit (0%), below 50%; the next canary in 10s")
 	assert.Equal(t, d.UpdatedAt+10000, d.NextAt, "a cool-down from the judgement")
 	st, _, err := e.circuits.Get(t.Context(), fnCircuit)
@@ -460,7 +461,7 @@ func TestDrainKeepsToItsRate(t *testing.T) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
 	})
 	e.start(t, scheduler.DrainPolicy{Rate: 2})
-	d := e.tickUntil(t, "the canary judged", func(d scheduler.Drain) bool { return d.Steps == 1 })
+	d := e.tickUntil(t, "the canary judged", func(d scheduler.Drain) bool { return d.Judged == 1 })
 	assert.Equal(t, 2, d.Size, "the next step: 2, a second's worth at 2/s")
 	for range 20 {
 		e.tick(t)
@@ -482,7 +483,7 @@ func TestDrainSurvivesARestart(t *testing.T) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
 	})
 	_, stop := e.start(t, scheduler.DrainPolicy{Rate: 1000})
-	d := e.tickUntil(t, "the canary judged", func(d scheduler.Drain) bool { return d.Steps == 1 })
+	d := e.tickUntil(t, "the canary judged", func(d scheduler.Drain) bool { return d.Judged == 1 })
 	e.pause(t) // hold the replays: the next step stays under way
 	d = e.tickUntil(t, "a step of 2 under way", func(d scheduler.Drain) bool { return len(d.Batch) == 2 })
 	started := d.StartedAt

@@ -5,17 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/circuit"
-	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/rollout"
 )
 
 // DefaultDrainBucket is the KV bucket of the recovery drains' progress,
@@ -25,10 +23,8 @@ const DefaultDrainBucket = "amends_drains"
 // Bounds of a stored drain, checked by DecodeDrain.
 const (
 	maxDrainValue = 256 << 10
-	maxNoteBytes  = 4096
 	// MaxDrainRate bounds a drain's rate, records per second.
 	MaxDrainRate = 100000
-	drainSkew    = 5 * time.Minute
 )
 
 // ErrInvalidDrain reports a stored drain that does not validate; the
@@ -130,19 +126,22 @@ func (d *Drains) put(ctx context.Context, dr Drain) error {
 	return err
 }
 
-var drainPhases = []string{DrainWaiting, DrainCanary, DrainSteps, DrainDone}
+// drainBounds are what a stored drain may hold beside the rules of every
+// rollout: its own phase, waiting; a pace up to MaxDrainRate; a next step
+// at most a cool-down (at most an hour) or a step's worth at the slowest
+// rate after now.
+var drainBounds = rollout.Bounds{Phases: []string{DrainWaiting}, MaxRate: MaxDrainRate,
+	MaxWait: max(time.Hour, time.Duration(rollout.MaxBatch/rollout.MinRate)*time.Second)}
 
 // DecodeDrain reads the drain stored under key, validating every field at
-// now: the key is its function (CONTEXT.PROCESSOR.NAME); the phase is one
-// of the drain phases; the window ends after it begins; the step size is
-// from 1 to MaxReleaseBatch and the rate above 0 and at most MaxDrainRate
-// while it drains; the batch, only while it drains, holds at most
-// MaxReleaseBatch records, each a record id with an attempt from 1, as
-// does the probe; counts are not negative and succeeded plus failed is at
-// most released; times are not ahead of now by more than a few minutes;
-// the note is short UTF-8 text. The error matches ErrInvalidDrain and
-// names the field. A drain that does not decode is started again from the
-// circuit's incident, never acted on as stored.
+// now: the key is its function (CONTEXT.PROCESSOR.NAME); the window ends
+// after it begins, and has ended while it drains; the probe is a record
+// id with an attempt from 1; the times are not ahead of now by more than
+// rollout.Skew; and its progress passes rollout.Progress.Check (phase,
+// size, rate, batch, counts, a next step at most an hour away, note). The
+// error matches ErrInvalidDrain and names the field. A drain that does
+// not decode is started again from the circuit's incident, never acted
+// on as stored.
 func DecodeDrain(key string, value []byte, now time.Time) (Drain, error) {
 	if len(value) > maxDrainValue {
 		return Drain{}, badDrain("", "the value is %d bytes, over the limit of %d", len(value), maxDrainValue)
@@ -165,82 +164,31 @@ func DecodeDrain(key string, value []byte, now time.Time) (Drain, error) {
 }
 
 func (dr *Drain) check(now time.Time) error {
-	latest := now.Add(drainSkew).UnixMilli()
-	if !slices.Contains(drainPhases, dr.Phase) {
-		return badDrain("phase", "must be one of %v, got %.40q", drainPhases, dr.Phase)
-	}
 	for _, t := range []struct {
 		field string
 		v     int64
-	}{{"from", dr.From}, {"to", dr.To}, {"startedAt", dr.StartedAt}, {"batchAt", dr.BatchAt}, {"probeAt", dr.ProbeAt},
-		{"doneAt", dr.DoneAt}, {"updatedAt", dr.UpdatedAt}} {
-		if t.v < 0 || t.v > latest {
-			return badDrain(t.field, "must be an epoch-ms time from 0 to %d (now and the allowed clock skew), got %d", latest, t.v)
+	}{{"from", dr.From}, {"to", dr.To}, {"probeAt", dr.ProbeAt}} {
+		if err := kvstore.Within(t.field, t.v, now, rollout.Skew); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrInvalidDrain)
 		}
 	}
-	draining := dr.Phase == DrainCanary || dr.Phase == DrainSteps
 	switch {
 	case dr.To != 0 && dr.To < dr.From:
 		return badDrain("to", "%d is before the window begins at %d", dr.To, dr.From)
-	case draining && dr.To == 0:
+	case dr.Running() && dr.To == 0:
 		return badDrain("to", "a drain under way drains a window that ended")
-	case draining && (dr.Size < 1 || dr.Size > MaxReleaseBatch):
-		return badDrain("size", "must be from 1 to %d while draining, got %d", MaxReleaseBatch, dr.Size)
-	case dr.Size < 0 || dr.Size > MaxReleaseBatch:
-		return badDrain("size", "must be from 0 to %d, got %d", MaxReleaseBatch, dr.Size)
-	case math.IsNaN(dr.Rate) || dr.Rate < 0 || dr.Rate > MaxDrainRate || (draining && dr.Rate == 0):
-		return badDrain("rate", "must be above 0 and at most %d records/s while draining, got %v", MaxDrainRate, dr.Rate)
-	case dr.Steps < 0 || dr.Steps > 1<<30:
-		return badDrain("steps", "must be from 0 to 2^30, got %d", dr.Steps)
-	}
-	return dr.checkBatch(draining)
-}
-
-// checkBatch checks the batch under way, the probe and the counts.
-func (dr *Drain) checkBatch(draining bool) error {
-	switch {
-	case len(dr.Batch) > 0 && !draining:
-		return badDrain("batch", "a drain in phase %s has no batch under way, got %d records", dr.Phase, len(dr.Batch))
-	case len(dr.Batch) > MaxReleaseBatch:
-		return badDrain("batch", "has %d records, over the limit of %d", len(dr.Batch), MaxReleaseBatch)
-	case dr.Released < 0 || dr.Succeeded < 0 || dr.Failed < 0 || dr.Probes < 0:
-		return badDrain("released", "the counts must not be negative, got released %d, succeeded %d, failed %d, probes %d", dr.Released, dr.Succeeded, dr.Failed, dr.Probes)
-	case dr.Succeeded > dr.Released || dr.Failed > dr.Released-dr.Succeeded:
-		return badDrain("released", "succeeded %d plus failed %d is more than released %d", dr.Succeeded, dr.Failed, dr.Released)
-	}
-	for i, r := range dr.Batch {
-		if err := checkReleased("batch["+strconv.Itoa(i)+"]", r); err != nil {
-			return err
-		}
+	case dr.Probes < 0:
+		return badDrain("probes", "must not be negative, got %d", dr.Probes)
 	}
 	if dr.Probe != nil {
-		if err := checkReleased("probe", *dr.Probe); err != nil {
-			return err
+		if err := rollout.CheckRecord("probe", *dr.Probe); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrInvalidDrain)
 		}
 	}
-	if len(dr.Note) > maxNoteBytes || !validText(dr.Note) {
-		return badDrain("note", "must be UTF-8 text of at most %d bytes without control characters", maxNoteBytes)
+	if err := dr.Progress.Check(now, drainBounds); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrInvalidDrain)
 	}
 	return nil
-}
-
-func checkReleased(field string, r ReleasedRecord) error {
-	if err := eventstore.ValidateID(field+".id", r.ID); err != nil {
-		return badDrain(field+".id", "%v", err)
-	}
-	if r.Attempt < 1 {
-		return badDrain(field+".attempt", "must be at least 1, got %d", r.Attempt)
-	}
-	return nil
-}
-
-func validText(s string) bool {
-	for _, r := range s {
-		if r == 0xFFFD || (r < 0x20 && r != '\n' && r != '\t') {
-			return false
-		}
-	}
-	return true
 }
 
 func badDrain(field, format string, args ...any) error {

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/rollout"
 	"github.com/amends-dev/amends/scheduler"
 )
 
@@ -19,9 +21,20 @@ func drainJSON(t testing.TB, d scheduler.Drain) []byte {
 	return b
 }
 
-var goodDrain = scheduler.Drain{Function: fnCircuit, Phase: scheduler.DrainSteps, From: t0.UnixMilli(), To: t0.Add(time.Minute).UnixMilli(),
-	StartedAt: t0.Add(time.Minute).UnixMilli(), Size: 8, Rate: 200, Steps: 3, Batch: []scheduler.ReleasedRecord{{ID: "r-1", Attempt: 1}},
-	BatchAt: t0.Add(time.Minute).UnixMilli(), Released: 7, Succeeded: 7, UpdatedAt: t0.Add(time.Minute).UnixMilli()}
+var goodDrain = scheduler.Drain{Function: fnCircuit, From: t0.UnixMilli(), To: t0.Add(time.Minute).UnixMilli(), Progress: rollout.Progress{
+	Phase: scheduler.DrainSteps, StartedAt: t0.Add(time.Minute).UnixMilli(), Size: 8, Rate: 200, Judged: 3, Batch: []rollout.Record{{ID: "r-1", Attempt: 1}},
+	BatchAt: t0.Add(time.Minute).UnixMilli(), Released: 7, Succeeded: 7, UpdatedAt: t0.Add(time.Minute).UnixMilli()}}
+
+// A drain stored before the rollout engine (the same JSON) reads as it was.
+func TestDecodeDrainOfEarlierVersions(t *testing.T) {
+	old := `{"function":{"context":"order","processor":"OrderProjector","name":"onEvent"},"phase":"steps","from":` + strconv.FormatInt(t0.UnixMilli(), 10) +
+		`,"to":` + strconv.FormatInt(t0.Add(time.Minute).UnixMilli(), 10) + `,"startedAt":` + strconv.FormatInt(t0.Add(time.Minute).UnixMilli(), 10) +
+		`,"size":8,"rate":200,"steps":3,"batch":[{"id":"r-1","attempt":1}],"batchAt":` + strconv.FormatInt(t0.Add(time.Minute).UnixMilli(), 10) +
+		`,"probes":0,"released":7,"succeeded":7,"failed":0,"updatedAt":` + strconv.FormatInt(t0.Add(time.Minute).UnixMilli(), 10) + `}`
+	got, err := scheduler.DecodeDrain(fnCircuit.String(), []byte(old), t0.Add(time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, goodDrain, got)
+}
 
 // Every field of a stored drain is checked, and the error names it.
 func TestDecodeDrainRefusesEachBadField(t *testing.T) {
@@ -45,11 +58,14 @@ func TestDecodeDrainRefusesEachBadField(t *testing.T) {
 		{"size", "", func(d *scheduler.Drain) { d.Size = scheduler.MaxReleaseBatch + 1 }},
 		{"rate", "", func(d *scheduler.Drain) { d.Rate = 0 }},
 		{"rate", "", func(d *scheduler.Drain) { d.Rate = scheduler.MaxDrainRate + 1 }},
-		{"steps", "", func(d *scheduler.Drain) { d.Steps = -1 }},
+		{"steps", "", func(d *scheduler.Drain) { d.Judged = -1 }},
+		{"nextAt", "", func(d *scheduler.Drain) { d.NextAt = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() }},
+		{"batch[1].id", "", func(d *scheduler.Drain) { d.Batch = append(d.Batch, d.Batch[0]) }},
+		{"probes", "", func(d *scheduler.Drain) { d.Probes = -1 }},
 		{"batch", "", func(d *scheduler.Drain) { d.Phase = scheduler.DrainDone }},
 		{"batch[0].id", "", func(d *scheduler.Drain) { d.Batch[0].ID = "" }},
 		{"batch[0].attempt", "", func(d *scheduler.Drain) { d.Batch[0].Attempt = 0 }},
-		{"probe.attempt", "", func(d *scheduler.Drain) { d.Probe = &scheduler.ReleasedRecord{ID: "r", Attempt: -2} }},
+		{"probe.attempt", "", func(d *scheduler.Drain) { d.Probe = &rollout.Record{ID: "r", Attempt: -2} }},
 		{"released", "", func(d *scheduler.Drain) { d.Succeeded = 9 }},
 		{"released", "", func(d *scheduler.Drain) { d.Failed = -1 }},
 		{"note", "", func(d *scheduler.Drain) { d.Note = strings.Repeat("n", 5000) }},
@@ -57,7 +73,7 @@ func TestDecodeDrainRefusesEachBadField(t *testing.T) {
 	} {
 		t.Run(c.field, func(t *testing.T) {
 			d := goodDrain
-			d.Batch = append([]scheduler.ReleasedRecord(nil), goodDrain.Batch...)
+			d.Batch = append([]rollout.Record(nil), goodDrain.Batch...)
 			c.change(&d)
 			key := c.key
 			if key == "" {

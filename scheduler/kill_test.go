@@ -122,7 +122,7 @@ func TestDrainKillLoop(t *testing.T) {
 		_ = cmd.Wait()
 	}
 	d, _, _ := drains.Get(t.Context(), fnCircuit)
-	t.Logf("after %d kills: drain %s, %d released, %d steps; %d replays", kills, d.Phase, d.Released, d.Steps, replays.Load())
+	t.Logf("after %d kills: drain %s, %d released, %d steps; %d replays", kills, d.Phase, d.Released, d.Judged, replays.Load())
 
 	require.NotEqual(t, scheduler.DrainDone, d.Phase, "the kills came during the drain")
 	// A last child runs until the drain is done.
@@ -148,7 +148,7 @@ func TestDrainKillLoop(t *testing.T) {
 	// SUCCEEDED all the same): the counts are at most the records.
 	assert.LessOrEqual(t, d.Released, records, "no record counted twice")
 	assert.Zero(t, d.Failed)
-	t.Logf("%d kills; drain done: %d released in %d steps; every record SUCCEEDED, each prepared once", kills, d.Released, d.Steps)
+	t.Logf("%d kills; drain done: %d released in %d steps; every record SUCCEEDED, each prepared once", kills, d.Released, d.Judged)
 }
 
 // drainChild runs the scheduler with drains on the NATS server at url

@@ -12,6 +12,7 @@ import (
 	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/rollout"
 	"github.com/amends-dev/amends/rules"
 )
 
@@ -20,22 +21,23 @@ const (
 	DefaultParkReleaseBucket    = "amends_releases"
 	DefaultCanary               = 1
 	DefaultParkReleaseThreshold = 0.9
-	// MaxReleaseBatch bounds the records one pass prepares for a release;
-	// an "all" step larger than that is prepared over several passes.
-	MaxReleaseBatch = 500
+	// MaxReleaseBatch bounds the records one pass prepares for a release
+	// or a drain; a larger step is prepared over several passes.
+	MaxReleaseBatch = rollout.MaxBatch
 )
 
 // DefaultParkReleaseSteps are the step sizes after the canary; 0 is "all the
 // rest".
 var DefaultParkReleaseSteps = []int{1, 5, 20, 0}
 
-// The phases of a park release (and of a drain: see rollout.go).
+// The phases of a park release: PhaseBaseline is its own (the first build
+// seen: nothing to release), the others are the rollout's.
 const (
-	PhaseBaseline = "baseline" // the first build seen: nothing to release
-	PhaseCanary   = "canary"
-	PhaseSteps    = "steps"
-	PhaseDone     = "done"
-	PhaseHalted   = "halted"
+	PhaseBaseline = "baseline"
+	PhaseCanary   = rollout.PhaseCanary
+	PhaseSteps    = rollout.PhaseSteps
+	PhaseDone     = rollout.PhaseDone
+	PhaseHalted   = rollout.PhaseHalted
 )
 
 // ParkReleasePolicy says how records parked until a deploy are released when a
@@ -43,28 +45,21 @@ const (
 // steps of the sizes in Steps (DefaultParkReleaseSteps if nil; 0 means all the
 // rest), each started only while the success ratio of the last one is at
 // least Threshold (DefaultParkReleaseThreshold if 0; from 0 to 1). A canary or
-// step below the threshold halts the release.
+// step below the threshold halts the release: the rollout.Stepped policy.
 type ParkReleasePolicy struct {
 	Canary    int
 	Steps     []int
 	Threshold float64
 }
 
-// ReleasedRecord is a record a release prepared and the attempt it was
-// prepared as.
-type ReleasedRecord struct {
-	ID      string `json:"id"`
-	Attempt int32  `json:"attempt"`
-	// Refused reports a record whose last failure was a refusal by its
-	// function's circuit: its replay is the first call of its event, so
-	// only such records judge a recovery drain's step.
-	Refused bool `json:"refused,omitempty"`
+func (p ParkReleasePolicy) rollout() rollout.Stepped {
+	return rollout.Stepped{Canary: p.Canary, Steps: p.Steps, Threshold: p.Threshold}
 }
 
 // ParkRelease is the progress of the release of one processor's parked
-// records
-// after a new build registered, as the progress bucket keeps it (one key
-// per processor), so that it survives a restart. Times are epoch ms.
+// records after a new build registered, as the progress bucket keeps it
+// (one key per processor), so that it survives a restart: the processor,
+// the builds, and the rollout's progress. Times are epoch ms.
 //
 // A notifier can watch the bucket (ParkReleases.Watch): a release whose Phase
 // becomes PhaseHalted has failed its canary or a step, and Halt says why.
@@ -73,21 +68,9 @@ type ParkRelease struct {
 	Processor     string          `json:"processor"`
 	Build         processor.Build `json:"build"`
 	PreviousBuild processor.Build `json:"previousBuild"`
-	Phase         string          `json:"phase"`
-	// Step is the index in the policy's steps of the current step.
-	Step int `json:"step"`
-	// StartedAt is when the build was seen; the records parked are those
-	// whose last failure is older.
-	StartedAt int64 `json:"startedAt"`
-	// Batch is the canary or step under way.
-	Batch []ReleasedRecord `json:"batch,omitempty"`
-	// Released, Succeeded and Failed count the records of the finished
-	// canary and steps.
-	Released  int    `json:"released"`
-	Succeeded int    `json:"succeeded"`
-	Failed    int    `json:"failed"`
-	Halt      string `json:"halt,omitempty"`
-	UpdatedAt int64  `json:"updatedAt"`
+	// Progress is the rollout's; its StartedAt is when the build was
+	// seen, and the records parked are those whose last failure is older.
+	rollout.Progress
 }
 
 // ParkReleaseStats counts what the releases did.
@@ -155,16 +138,8 @@ func WithParkRelease(builds BuildSource, records RecordLister, progress *ParkRel
 		if policy.Threshold == 0 {
 			policy.Threshold = DefaultParkReleaseThreshold
 		}
-		switch {
-		case policy.Canary < 1 || policy.Canary > MaxReleaseBatch:
-			return fmt.Errorf("release canary must be between 1 and %d records, got %d: %w", MaxReleaseBatch, policy.Canary, ErrInvalidOption)
-		case !(policy.Threshold > 0 && policy.Threshold <= 1):
-			return fmt.Errorf("release threshold must be a fraction above 0 and at most 1, got %v: %w", policy.Threshold, ErrInvalidOption)
-		}
-		for _, n := range policy.Steps {
-			if n < 0 {
-				return fmt.Errorf("release steps must be 0 (all the rest) or positive, got %d: %w", n, ErrInvalidOption)
-			}
+		if err := policy.rollout().Check(); err != nil {
+			return fmt.Errorf("release %w: %w", err, ErrInvalidOption)
 		}
 		policy.Steps = slices.Clone(policy.Steps)
 		o.parkRelease = &parkReleaseConfig{builds: builds, records: records, progress: progress, policy: policy, onHalt: onHalt}
@@ -225,37 +200,37 @@ func compareKeys(a, b [2]string) int {
 func (s *Scheduler) advance(ctx context.Context, rc *parkReleaseConfig, e processor.BuildEntry, now time.Time) error {
 	rel, ok, err := rc.progress.Get(ctx, e.Context, e.Processor)
 	if errors.Is(err, kvstore.ErrInvalid) {
-		return s.halt(ctx, rc, ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, StartedAt: now.UnixMilli()}, now,
+		return s.halt(ctx, rc, ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, Progress: rollout.Progress{StartedAt: now.UnixMilli()}}, now,
 			"the stored release does not validate, so it is not acted on ("+err.Error()+"); the parked records stay parked until the next build", nil)
 	}
 	if err != nil {
 		return err
 	}
-	if bad := rc.policy.check(rel); bad != "" {
-		return s.halt(ctx, rc, rel, now, bad, nil)
+	if bad := rc.policy.rollout().CanContinue(rel.Progress); bad != "" {
+		return s.halt(ctx, rc, rel, now, bad+"; the release halted and the parked records stay parked", nil)
 	}
 	ms := now.UnixMilli()
 	switch {
 	case !ok:
-		rel = ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, Phase: PhaseBaseline, StartedAt: ms, UpdatedAt: ms}
+		rel = ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, Progress: rollout.Progress{Phase: PhaseBaseline, StartedAt: ms, UpdatedAt: ms}}
 		return rc.progress.put(ctx, rel)
 	case rel.Build != e.Build && e.Build == rel.PreviousBuild && (rel.Phase == PhaseCanary || rel.Phase == PhaseSteps):
 		return nil // an instance of the build being replaced, restarted during the release
 	case rel.Build != e.Build && len(s.opts.parkRules.Set().Parks(e.Context, e.Processor, now)) == 0:
 		// Nothing can be parked for this processor: note the build, quietly.
-		rel = ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, PreviousBuild: rel.Build, Phase: PhaseDone, StartedAt: ms, UpdatedAt: ms}
+		rel = ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, PreviousBuild: rel.Build, Progress: rollout.Progress{Phase: PhaseDone, StartedAt: ms, UpdatedAt: ms}}
 		return rc.progress.put(ctx, rel)
 	case rel.Build != e.Build:
 		if rel.Phase == PhaseCanary || rel.Phase == PhaseSteps {
 			s.opts.logger.Info("scheduler: a newer build supersedes the release under way", "processor", e.Processor, "build", rel.Build.String(), "newer", e.Build.String())
 		}
-		rel = ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, PreviousBuild: rel.Build, Phase: PhaseCanary, StartedAt: ms, UpdatedAt: ms}
+		rel = ParkRelease{Context: e.Context, Processor: e.Processor, Build: e.Build, PreviousBuild: rel.Build, Progress: rollout.Start(rc.policy.rollout(), now)}
 		s.parkReleases.started.Add(1)
 		s.opts.logger.Info("scheduler: new build registered; releasing its parked records, canary first", "context", e.Context, "processor", e.Processor, "build", e.Build.String(), "previous", rel.PreviousBuild.String())
 		if err := rc.progress.put(ctx, rel); err != nil {
 			return err
 		}
-	case rel.Phase != PhaseCanary && rel.Phase != PhaseSteps:
+	case !rel.Running():
 		return nil
 	}
 	if len(rel.Batch) > 0 {
@@ -271,26 +246,13 @@ func (s *Scheduler) settle(ctx context.Context, rc *parkReleaseConfig, rel ParkR
 	if pending {
 		return nil
 	}
-	n := len(rel.Batch)
-	rel.Released += n
-	rel.Succeeded += len(ok)
-	rel.Failed += len(failed)
-	rel.Batch, rel.UpdatedAt = nil, now.UnixMilli()
-	ratio := float64(len(ok)) / float64(n)
-	what := "canary"
-	if rel.Phase == PhaseSteps {
-		what = fmt.Sprintf("step %d", rel.Step+1)
-	}
-	if ratio < rc.policy.Threshold {
+	var v rollout.Verdict
+	rel.Progress, v = rel.Settled(rc.policy.rollout(), ok, failed, now)
+	if v.Kind == rollout.Halt {
 		return s.halt(ctx, rc, rel, now, fmt.Sprintf("the %s of build %s succeeded for %d of %d records (%.0f%%), below the threshold of %.0f%%; the release halted and the other parked records stay parked",
-			what, rel.Build, len(ok), n, 100*ratio, 100*rc.policy.Threshold), failed)
+			v.What, rel.Build, len(ok), v.Released, 100*v.Ratio, 100*v.Threshold), failed)
 	}
 	s.parkReleases.steps.Add(1)
-	if rel.Phase == PhaseCanary {
-		rel.Phase, rel.Step = PhaseSteps, 0
-	} else if rel.Step < len(rc.policy.Steps) && rc.policy.Steps[rel.Step] != 0 {
-		rel.Step++ // an "all" step repeats until nothing is left
-	}
 	return rc.progress.put(ctx, rel)
 }
 
@@ -298,7 +260,7 @@ func (s *Scheduler) settle(ctx context.Context, rc *parkReleaseConfig, rel ParkR
 // again), logged, counted and handed to onHalt; the failed records of its
 // last step are marked UNRECOVERABLE with the reason.
 func (s *Scheduler) halt(ctx context.Context, rc *parkReleaseConfig, rel ParkRelease, now time.Time, reason string, failed []string) error {
-	rel.Phase, rel.Halt, rel.Batch, rel.UpdatedAt = PhaseHalted, reason, nil, now.UnixMilli()
+	rel.Progress = rel.Halted(reason, now)
 	if err := rc.progress.put(ctx, rel); err != nil {
 		return err
 	}
@@ -316,30 +278,15 @@ func (s *Scheduler) halt(ctx context.Context, rc *parkReleaseConfig, rel ParkRel
 	return nil
 }
 
-// check reports, as the reason of a halt, a release under way that this
-// policy cannot continue: a step past its steps (the policy changed since,
-// or the entry was edited). "" if it can.
-func (p ParkReleasePolicy) check(rel ParkRelease) string {
-	if rel.Phase == PhaseSteps && rel.Step > len(p.Steps) {
-		return fmt.Sprintf("the release is at step %d, past the %d steps of the policy (it changed since, or the entry was edited); it halted and the parked records stay parked", rel.Step+1, len(p.Steps))
-	}
-	return ""
-}
-
 // launch prepares the next canary or step, or ends the release when no
 // parked record is left.
 func (s *Scheduler) launch(ctx context.Context, rc *parkReleaseConfig, rel ParkRelease, now time.Time) error {
-	size := rc.policy.Canary
-	label := "canary"
-	if rel.Phase == PhaseSteps {
-		if rel.Step >= len(rc.policy.Steps) {
-			return s.done(ctx, rc, rel, now)
-		}
-		size = rc.policy.Steps[rel.Step]
-		label = fmt.Sprintf("step %d", rel.Step+1)
+	size, due := rel.Next(rc.policy.rollout(), now)
+	if !due {
+		return nil
 	}
-	if size == 0 || size > MaxReleaseBatch {
-		size = MaxReleaseBatch
+	if size == 0 {
+		return s.done(ctx, rc, rel, now)
 	}
 	parked, err := s.parkedRecords(rc, rel, now, size)
 	if err != nil {
@@ -348,16 +295,16 @@ func (s *Scheduler) launch(ctx context.Context, rc *parkReleaseConfig, rel ParkR
 	if len(parked) == 0 {
 		return s.done(ctx, rc, rel, now)
 	}
+	label := rel.Label()
 	batch, err := s.prepareAll(ctx, parked, forcePrepare, func(it projection.Item) aggregate.Meta {
 		return aggregate.Meta{Actor: Actor, Reason: fmt.Sprintf("deploy release of build %s: %s", rel.Build, label),
 			CommandID: fmt.Sprintf("release:%s:%s:%d", it.ID, rel.Build, rel.StartedAt)}
 	})
 	s.parkReleases.prepared.Add(uint64(len(batch)))
-	rel.Batch = append(rel.Batch, batch...)
-	if len(rel.Batch) == 0 {
+	if len(batch) == 0 {
 		return err // every pick moved on (the next pass picks again), or the first could not be sent
 	}
-	rel.UpdatedAt = now.UnixMilli()
+	rel.Progress = rel.Launched(batch, now)
 	if perr := rc.progress.put(ctx, rel); perr != nil {
 		return perr
 	}
@@ -365,7 +312,7 @@ func (s *Scheduler) launch(ctx context.Context, rc *parkReleaseConfig, rel ParkR
 }
 
 func (s *Scheduler) done(ctx context.Context, rc *parkReleaseConfig, rel ParkRelease, now time.Time) error {
-	rel.Phase, rel.UpdatedAt = PhaseDone, now.UnixMilli()
+	rel.Progress = rel.Finished(now)
 	s.parkReleases.done.Add(1)
 	s.opts.logger.Info("scheduler: release done", "context", rel.Context, "processor", rel.Processor, "build", rel.Build.String(),
 		"released", rel.Released, "succeeded", rel.Succeeded, "failed", rel.Failed)

@@ -9,13 +9,14 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/rollout"
 )
 
-// A rollout prepares records in batches and judges each batch by what
-// became of its records before it prepares the next: the deploy release
-// (parkrelease.go) and the recovery drain (drain.go) are rollouts, with their
-// own choice of records, batch sizes and ways to stop. This file is the
-// machinery they share.
+// The deploy release (parkrelease.go) and the recovery drain (drain.go)
+// are rollouts (package rollout: one progress type, the Stepped and the
+// Adaptive policy); each chooses its records. This file is how the
+// scheduler carries out a rollout's batches: prepare them, and tell what
+// became of their records.
 
 // prepareAll sends each of items the command cmdOf gives it,
 // s.opts.concurrency at once, with the meta metaOf gives it (a command id
@@ -23,8 +24,8 @@ import (
 // their attempt, in items' order. A
 // record that moved on (a rejection) is left out; the first other error is
 // returned with the records prepared before or beside it.
-func (s *Scheduler) prepareAll(ctx context.Context, items []projection.Item, cmdOf func(projection.Item) aggregate.Command, metaOf func(projection.Item) aggregate.Meta) ([]ReleasedRecord, error) {
-	out := make([]ReleasedRecord, len(items))
+func (s *Scheduler) prepareAll(ctx context.Context, items []projection.Item, cmdOf func(projection.Item) aggregate.Command, metaOf func(projection.Item) aggregate.Meta) ([]rollout.Record, error) {
+	out := make([]rollout.Record, len(items))
 	sem := make(chan struct{}, s.opts.concurrency)
 	var (
 		wg    sync.WaitGroup
@@ -38,7 +39,7 @@ func (s *Scheduler) prepareAll(ctx context.Context, items []projection.Item, cmd
 			res, err := s.exec.Execute(ctx, it.ID, cmdOf(it), metaOf(it))
 			switch {
 			case err == nil:
-				out[i] = ReleasedRecord{ID: it.ID, Attempt: res.State.Attempt(), Refused: refused(it)}
+				out[i] = rollout.Record{ID: it.ID, Attempt: res.State.Attempt(), Refused: refused(it)}
 			case errors.As(err, new(*aggregate.Error)):
 				// the record moved on
 			default:
@@ -60,21 +61,21 @@ func (s *Scheduler) prepareAll(ctx context.Context, items []projection.Item, cmd
 	return batch, first
 }
 
-// settleBatch tells what became of batch's records: pending while one of
-// them has no outcome yet, else the ids that succeeded and those that
-// failed.
-func settleBatch(records RecordLister, batch []ReleasedRecord, now time.Time) (pending bool, ok, failed []string) {
+// settleBatch tells what became of batch's records: the ids that
+// succeeded and those that failed, and pending while one of them has no
+// outcome yet.
+func settleBatch(records RecordLister, batch []rollout.Record, now time.Time) (pending bool, ok, failed []string) {
 	for _, r := range batch {
 		switch outcome(records, r, now) {
 		case outcomePending:
-			return true, nil, nil
+			pending = true
 		case outcomeSucceeded:
 			ok = append(ok, r.ID)
 		default:
 			failed = append(failed, r.ID)
 		}
 	}
-	return false, ok, failed
+	return pending, ok, failed
 }
 
 // forcePrepare prepares every record beyond its retry limit (a deploy
@@ -106,7 +107,7 @@ const (
 // outcome tells what became of released record r: pending while the
 // index has not seen its prepare or its replay runs, succeeded, or failed
 // (failed again, timed out, moved on without succeeding, or gone).
-func outcome(records RecordLister, r ReleasedRecord, now time.Time) releaseOutcome {
+func outcome(records RecordLister, r rollout.Record, now time.Time) releaseOutcome {
 	page, err := records.List(projection.Query{Filter: projection.Filter{ID: r.ID}, Limit: 1})
 	if err != nil {
 		return outcomePending

@@ -234,7 +234,7 @@ func (s *Server) listDrains(w http.ResponseWriter, r *http.Request, _ principal)
 // DrainView is d as the API shows it.
 func DrainView(d scheduler.Drain) api.Drain {
 	return api.Drain{Function: d.Function.String(), Phase: d.Phase, From: d.From, To: d.To, StartedAt: d.StartedAt, Size: d.Size, Rate: d.Rate,
-		Steps: d.Steps, InFlight: len(d.Batch), Probes: d.Probes, Released: d.Released, Succeeded: d.Succeeded, Failed: d.Failed,
+		Steps: d.Judged, InFlight: len(d.Batch), Probes: d.Probes, Released: d.Released, Succeeded: d.Succeeded, Failed: d.Failed,
 		Note: d.Note, DoneAt: d.DoneAt, UpdatedAt: d.UpdatedAt}
 }
 

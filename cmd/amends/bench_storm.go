@@ -276,7 +276,7 @@ func printStorm(w io.Writer, r bench.StormResult) error {
 	}
 	fmt.Fprintf(w, "final circuit %s", r.FinalCircuit)
 	if d := r.Drain; d != nil {
-		fmt.Fprintf(w, "; drain %s: %d released in %d steps, %d succeeded, %d failed; %d probe replays", d.Phase, d.Released, d.Steps, d.Succeeded, d.Failed, r.DrainProbes)
+		fmt.Fprintf(w, "; drain %s: %d released in %d steps, %d succeeded, %d failed; %d probe replays", d.Phase, d.Released, d.Judged, d.Succeeded, d.Failed, r.DrainProbes)
 	}
 	fmt.Fprintln(w)
 	recovery := "not within --drain"
