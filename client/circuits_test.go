@@ -12,7 +12,6 @@ import (
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/internal/natstest"
-	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -24,7 +23,7 @@ func TestTypedCircuitsAndDrains(t *testing.T) {
 	w := store.Watcher("", nil, nil)
 	runInBackground(t, w.Run)
 	<-w.Ready()
-	drains, err := scheduler.OpenDrains(t.Context(), js, "", 1)
+	drains, err := circuit.OpenDrains(t.Context(), js, "", 1)
 	require.NoError(t, err)
 	s.cfg.Circuits = &server.Circuits{Watcher: w, Store: store, Drains: drains}
 	s.serve(t)

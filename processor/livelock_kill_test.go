@@ -62,7 +62,7 @@ func TestCircuitLivelockKillLoop(t *testing.T) {
 	watcher := circuits.Watcher("", quiet, nil)
 	leases, err := scheduler.OpenLeases(ctx, js)
 	require.NoError(t, err)
-	drains, err := scheduler.OpenDrains(ctx, js, "", 1)
+	drains, err := circuit.OpenDrains(ctx, js, "", 1)
 	require.NoError(t, err)
 	svc := aggregate.NewService(store)
 	sched, err := scheduler.New(index, svc, leases, scheduler.WithPeriod(200*time.Millisecond), scheduler.WithInitialDelay(0), scheduler.WithLogger(quiet),

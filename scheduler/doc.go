@@ -110,7 +110,7 @@
 // refused record out of retries), as actor "scheduler" with a reason
 // naming the drain and a command id fixed by the record, its retry count
 // and the drain, so a resend (after a crash of the holder) appends once.
-// The progress is a Drain per function in a KV bucket (OpenDrains),
+// The progress is a circuit.Drain per function in a KV bucket (circuit.OpenDrains),
 // written after each step, so that a new holder continues where the last
 // stopped; amends drains list shows it.
 //

@@ -10,21 +10,6 @@ import (
 	"github.com/amends-dev/amends/rollout"
 )
 
-// The phases of a recovery drain.
-const (
-	// DrainWaiting: the function's circuit is open; its records wait (the
-	// passes leave them alone) and the drain prepares the probe's replay
-	// when no live event comes to probe.
-	DrainWaiting = "waiting"
-	// DrainCanary and DrainSteps: the circuit closed; the incident's
-	// records are being prepared, a canary, then steps (a rollout under
-	// the rollout.Adaptive policy).
-	DrainCanary = rollout.PhaseCanary
-	DrainSteps  = rollout.PhaseSteps
-	// DrainDone: no record of the incident is left to prepare.
-	DrainDone = rollout.PhaseDone
-)
-
 // Drain defaults.
 const (
 	DefaultDrainCanary = 1
@@ -93,8 +78,8 @@ type DrainConfig struct {
 	CircuitPolicy circuit.Policy
 	// Records reads the records (projection.Index, required).
 	Records RecordLister
-	// Progress keeps the drains' progress (required; OpenDrains).
-	Progress *Drains
+	// Progress keeps the drains' progress (required; circuit.OpenDrains).
+	Progress *circuit.Drains
 	Policy   DrainPolicy
 	// Capacity, if set, bounds each step by the room in the replay
 	// consumer.
@@ -128,7 +113,7 @@ func WithDrains(c DrainConfig) Option {
 		if p.ProbeGrace == 0 {
 			p.ProbeGrace = DefaultProbeGrace
 		}
-		if err := (rollout.Adaptive{Canary: p.Canary, Threshold: p.Threshold, Rate: p.Rate, Retry: time.Second}).Check(MaxDrainRate); err != nil {
+		if err := (rollout.Adaptive{Canary: p.Canary, Threshold: p.Threshold, Rate: p.Rate, Retry: time.Second}).Check(circuit.MaxDrainRate); err != nil {
 			return fmt.Errorf("drain %w: %w", err, ErrInvalidOption)
 		}
 		switch {
@@ -149,29 +134,6 @@ func WithDrains(c DrainConfig) Option {
 	}
 }
 
-// Drain is the progress of the recovery drain of one function's records,
-// as the drains bucket keeps it (one key per function), so that it
-// survives a restart: the incident it drains, the probes it prepared
-// while the circuit was open, and the rollout's progress. Times are
-// epoch ms.
-type Drain struct {
-	Function circuit.Function `json:"function"`
-	// From and To are the incident drained: the records of the function
-	// that failed within it, or whose errorCode is CircuitOpen, and that
-	// have an automatic retry left. To is 0 while waiting.
-	From int64 `json:"from"`
-	To   int64 `json:"to,omitempty"`
-	// Probe is the replay last prepared as the circuit's probe, at
-	// ProbeAt; Probes counts them.
-	Probe   *rollout.Record `json:"probe,omitempty"`
-	ProbeAt int64           `json:"probeAt,omitempty"`
-	Probes  int             `json:"probes"`
-	// Progress is the rollout's: phase (DrainWaiting before it starts),
-	// StartedAt when the circuit closed, the step under way and the
-	// counts.
-	rollout.Progress
-}
-
 // policy is the drain's rollout policy: a canary below the threshold
 // waits the circuit's cool-down.
 func (c *DrainConfig) policy() rollout.Adaptive {
@@ -181,10 +143,6 @@ func (c *DrainConfig) policy() rollout.Adaptive {
 	}
 	return rollout.Adaptive{Canary: c.Policy.Canary, Threshold: c.Policy.Threshold, Rate: c.Policy.Rate, Retry: wait}
 }
-
-// Draining reports whether the drain holds its function's records from
-// the scheduler's passes: while it waits or drains.
-func (d Drain) Draining() bool { return d.Phase != DrainDone }
 
 // DrainStats counts what the drains did.
 type DrainStats struct {

@@ -33,7 +33,7 @@ type drainEnv struct {
 	circuits *circuit.Store
 	watcher  *circuit.Watcher
 	source   scheduler.CircuitSource // the drain's circuits: the watcher unless set
-	drains   *scheduler.Drains
+	drains   *circuit.Drains
 	ticks    chan time.Time // drain ticks
 	passes   chan time.Time // pass ticks
 	healthy  atomic.Bool
@@ -53,7 +53,7 @@ func newDrainEnv(t *testing.T) *drainEnv {
 	e.watcher = e.circuits.Watcher("", quietLog(), nil)
 	run(t, e.watcher)
 	<-e.watcher.Ready()
-	e.drains, err = scheduler.OpenDrains(t.Context(), js, "", 1)
+	e.drains, err = circuit.OpenDrains(t.Context(), js, "", 1)
 	require.NoError(t, err)
 	e.healthy.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -181,7 +181,7 @@ func (e *drainEnv) tick(t *testing.T) {
 	}
 }
 
-func (e *drainEnv) drain(t *testing.T) scheduler.Drain {
+func (e *drainEnv) drain(t *testing.T) circuit.Drain {
 	t.Helper()
 	d, ok, err := e.drains.Get(t.Context(), fnCircuit)
 	require.NoError(t, err)
@@ -190,7 +190,7 @@ func (e *drainEnv) drain(t *testing.T) scheduler.Drain {
 }
 
 // tickUntil ticks the drains, 10 ms apart on the clock, until cond holds.
-func (e *drainEnv) tickUntil(t *testing.T, what string, cond func(scheduler.Drain) bool) scheduler.Drain {
+func (e *drainEnv) tickUntil(t *testing.T, what string, cond func(circuit.Drain) bool) circuit.Drain {
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for time.Now().Before(deadline) {
@@ -202,7 +202,7 @@ func (e *drainEnv) tickUntil(t *testing.T, what string, cond func(scheduler.Drai
 		time.Sleep(poll) // let the replayer and the index move between ticks
 	}
 	t.Fatalf("%s: not within %s; drain %+v", what, waitFor, e.drain(t))
-	return scheduler.Drain{}
+	return circuit.Drain{}
 }
 
 func (e *drainEnv) status(t *testing.T, id string) aggregate.State {
@@ -238,7 +238,7 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 	refused := e.records(t, 200, 25, circuit.ErrorCode)
 	s, _ := e.start(t, scheduler.DrainPolicy{Rate: 1000})
 
-	d := e.tickUntil(t, "the drain waits", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainWaiting })
+	d := e.tickUntil(t, "the drain waits", func(d circuit.Drain) bool { return d.Phase == circuit.DrainWaiting })
 	assert.Equal(t, t0.Add(time.Minute).UnixMilli(), d.From)
 	// Every record is due; the pass leaves fn's alone while the circuit is open.
 	e.clock.Set(t0.Add(3 * time.Hour))
@@ -252,7 +252,7 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 	// test has seen it, so that no step (nor a second probe, which a
 	// half-open circuit wants after a success) passes between two looks.
 	e.pause(t)
-	d = e.tickUntil(t, "a probe", func(d scheduler.Drain) bool { return d.Probes == 1 })
+	d = e.tickUntil(t, "a probe", func(d circuit.Drain) bool { return d.Probes == 1 })
 	require.NotNil(t, d.Probe)
 	probed := d.Probe.ID
 	assert.Contains(t, refused, probed, "a refused record is the probe (they all failed at one time)")
@@ -267,16 +267,16 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "smtp is back")
 	})
-	d = e.tickUntil(t, "the canary", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainCanary && len(d.Batch) == 1 })
+	d = e.tickUntil(t, "the canary", func(d circuit.Drain) bool { return d.Phase == circuit.DrainCanary && len(d.Batch) == 1 })
 	assert.Contains(t, refused, d.Batch[0].ID, "refused records first: the canary can fail only if the dependency does")
 	assert.NotEqual(t, probed, d.Batch[0].ID)
 	var sizes []int
-	for d.Phase != scheduler.DrainDone {
+	for d.Phase != circuit.DrainDone {
 		e.replayBatch(t, d.Batch)
-		d = e.tickUntil(t, "a step", func(n scheduler.Drain) bool {
-			return n.Phase == scheduler.DrainDone || (len(n.Batch) > 0 && n.BatchAt != d.BatchAt)
+		d = e.tickUntil(t, "a step", func(n circuit.Drain) bool {
+			return n.Phase == circuit.DrainDone || (len(n.Batch) > 0 && n.BatchAt != d.BatchAt)
 		})
-		if d.Phase != scheduler.DrainDone {
+		if d.Phase != circuit.DrainDone {
 			sizes = append(sizes, len(d.Batch))
 		}
 	}
@@ -309,7 +309,7 @@ func TestDrainHalvesThenWaitsOutAFailedCanary(t *testing.T) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
 	})
 	s, _ := e.start(t, scheduler.DrainPolicy{Rate: 1000})
-	d := e.tickUntil(t, "a step of 2 judged", func(d scheduler.Drain) bool { return d.Judged == 2 })
+	d := e.tickUntil(t, "a step of 2 judged", func(d circuit.Drain) bool { return d.Judged == 2 })
 	assert.Equal(t, 3, d.Released, "the canary and a step of 2 succeeded")
 	assert.Equal(t, 4, d.Size)
 	// The dependency fails again, for every replay from the next step on
@@ -317,13 +317,13 @@ func TestDrainHalvesThenWaitsOutAFailedCanary(t *testing.T) {
 	e.pause(t)
 	e.healthy.Store(false)
 	e.paused.Store(false)
-	d = e.tickUntil(t, "halved", func(d scheduler.Drain) bool { return d.Judged == 3 })
+	d = e.tickUntil(t, "halved", func(d circuit.Drain) bool { return d.Judged == 3 })
 	assert.Equal(t, 2, d.Size, "halved")
 	assert.Equal(t, 500.0, d.Rate, "and the rate")
-	d = e.tickUntil(t, "halved to the canary", func(d scheduler.Drain) bool { return d.Judged == 4 })
+	d = e.tickUntil(t, "halved to the canary", func(d circuit.Drain) bool { return d.Judged == 4 })
 	assert.Equal(t, 1, d.Size)
 	assert.Equal(t, 250.0, d.Rate)
-	d = e.tickUntil(t, "the canary failed", func(d scheduler.Drain) bool { return d.Judged == 5 })
+	d = e.tickUntil(t, "the canary failed", func(d circuit.Drain) bool { return d.Judged == 5 })
 	assert.Contains(t, d.Note, "succeeded for 0 of 1 records refused by the circuit (0%), below 50%; the next canary in 10s")
 	assert.Equal(t, d.UpdatedAt+10000, d.NextAt, "a cool-down from the judgement")
 	st, _, err := e.circuits.Get(t.Context(), fnCircuit)
@@ -332,7 +332,7 @@ func TestDrainHalvesThenWaitsOutAFailedCanary(t *testing.T) {
 	assert.Equal(t, uint64(1), s.Stats().Drains.CanaryFailed)
 	e.healthy.Store(true)
 	e.clock.Set(e.clock.Now().Add(10 * time.Second))
-	d = e.tickUntil(t, "done", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainDone })
+	d = e.tickUntil(t, "done", func(d circuit.Drain) bool { return d.Phase == circuit.DrainDone })
 	assert.Equal(t, 40, d.Released)
 	assert.Equal(t, 1000.0, d.Rate, "good steps win the halved rate back")
 	assert.Equal(t, 7, d.Failed, "the steps of 4 and 2 and the canary failed; their records follow their own retries")
@@ -357,8 +357,8 @@ func TestBadRecordsNeverStallTheDrain(t *testing.T) {
 	})
 	e.start(t, scheduler.DrainPolicy{Rate: 1000, Threshold: 0.5})
 	deadline := time.Now().Add(waitFor)
-	var d scheduler.Drain
-	for d.Phase != scheduler.DrainDone {
+	var d circuit.Drain
+	for d.Phase != circuit.DrainDone {
 		require.True(t, time.Now().Before(deadline), "the drain is done: %+v", d)
 		e.clock.Set(e.clock.Now().Add(time.Second)) // past any canary's wait
 		e.tick(t)
@@ -401,7 +401,7 @@ func TestDrainProbesWithoutRefusedRecords(t *testing.T) {
 	e.pause(t)
 	e.start(t, scheduler.DrainPolicy{Rate: 1000})
 	e.clock.Set(t0.Add(3 * time.Hour)) // past the cool-down, every record due
-	d := e.tickUntil(t, "a probe", func(d scheduler.Drain) bool { return d.Probes == 1 })
+	d := e.tickUntil(t, "a probe", func(d circuit.Drain) bool { return d.Probes == 1 })
 	assert.Equal(t, last[0], d.Probe.ID, "the last failure of the incident")
 	assert.NotContains(t, ids, d.Probe.ID)
 	st, _, err := e.circuits.Get(t.Context(), fnCircuit)
@@ -419,7 +419,7 @@ func TestDrainProbesWithoutRefusedRecords(t *testing.T) {
 	},
 		waitFor, poll)
 	e.pause(t)
-	d = e.tickUntil(t, "a second probe", func(d scheduler.Drain) bool { return d.Probes == 2 })
+	d = e.tickUntil(t, "a second probe", func(d circuit.Drain) bool { return d.Probes == 2 })
 	assert.Contains(t, ids, d.Probe.ID, "another record of the incident")
 	st, _, err = e.circuits.Get(t.Context(), fnCircuit)
 	require.NoError(t, err)
@@ -461,14 +461,14 @@ func TestDrainKeepsToItsRate(t *testing.T) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
 	})
 	e.start(t, scheduler.DrainPolicy{Rate: 2})
-	d := e.tickUntil(t, "the canary judged", func(d scheduler.Drain) bool { return d.Judged == 1 })
+	d := e.tickUntil(t, "the canary judged", func(d circuit.Drain) bool { return d.Judged == 1 })
 	assert.Equal(t, 2, d.Size, "the next step: 2, a second's worth at 2/s")
 	for range 20 {
 		e.tick(t)
 	}
 	assert.Empty(t, e.drain(t).Batch, "the canary was prepared at the clock's time; half a second must pass")
 	e.clock.Set(e.clock.Now().Add(500 * time.Millisecond))
-	e.tickUntil(t, "the next step", func(d scheduler.Drain) bool { return len(d.Batch) == 2 })
+	e.tickUntil(t, "the next step", func(d circuit.Drain) bool { return len(d.Batch) == 2 })
 }
 
 // The progress is in the bucket: a scheduler that takes over continues
@@ -483,14 +483,14 @@ func TestDrainSurvivesARestart(t *testing.T) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
 	})
 	_, stop := e.start(t, scheduler.DrainPolicy{Rate: 1000})
-	d := e.tickUntil(t, "the canary judged", func(d scheduler.Drain) bool { return d.Judged == 1 })
+	d := e.tickUntil(t, "the canary judged", func(d circuit.Drain) bool { return d.Judged == 1 })
 	e.pause(t) // hold the replays: the next step stays under way
-	d = e.tickUntil(t, "a step of 2 under way", func(d scheduler.Drain) bool { return len(d.Batch) == 2 })
+	d = e.tickUntil(t, "a step of 2 under way", func(d circuit.Drain) bool { return len(d.Batch) == 2 })
 	started := d.StartedAt
 	stop()
 	e.paused.Store(false)
 	e.start(t, scheduler.DrainPolicy{Rate: 1000})
-	d = e.tickUntil(t, "done", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainDone })
+	d = e.tickUntil(t, "done", func(d circuit.Drain) bool { return d.Phase == circuit.DrainDone })
 	assert.Equal(t, started, d.StartedAt, "the same drain")
 	assert.Equal(t, 12, d.Released)
 	for _, id := range ids {
@@ -504,9 +504,9 @@ func TestDrainOptionsAreChecked(t *testing.T) {
 		want string
 	}{
 		{scheduler.DrainConfig{}, "drains need the circuits"},
-		{scheduler.DrainConfig{Circuits: &circuit.Watcher{}, Records: &projection.Index{}, Progress: &scheduler.Drains{}, Policy: scheduler.DrainPolicy{Threshold: 2}}, "drain threshold must be a fraction above 0 and at most 1, got 2"},
-		{scheduler.DrainConfig{Circuits: &circuit.Watcher{}, Records: &projection.Index{}, Progress: &scheduler.Drains{}, Policy: scheduler.DrainPolicy{Rate: 0.5}}, "drain rate must be from 1 to 100000 records/s, got 0.5"},
-		{scheduler.DrainConfig{Circuits: &circuit.Watcher{}, Records: &projection.Index{}, Progress: &scheduler.Drains{}, Policy: scheduler.DrainPolicy{Canary: 501}}, "drain canary must be between 1 and 500 records, got 501"},
+		{scheduler.DrainConfig{Circuits: &circuit.Watcher{}, Records: &projection.Index{}, Progress: &circuit.Drains{}, Policy: scheduler.DrainPolicy{Threshold: 2}}, "drain threshold must be a fraction above 0 and at most 1, got 2"},
+		{scheduler.DrainConfig{Circuits: &circuit.Watcher{}, Records: &projection.Index{}, Progress: &circuit.Drains{}, Policy: scheduler.DrainPolicy{Rate: 0.5}}, "drain rate must be from 1 to 100000 records/s, got 0.5"},
+		{scheduler.DrainConfig{Circuits: &circuit.Watcher{}, Records: &projection.Index{}, Progress: &circuit.Drains{}, Policy: scheduler.DrainPolicy{Canary: 501}}, "drain canary must be between 1 and 500 records, got 501"},
 	} {
 		_, err := scheduler.New(nil, nil, mustLeases(t), scheduler.WithDrains(c.cfg))
 		require.ErrorIs(t, err, scheduler.ErrInvalidOption)
@@ -559,7 +559,7 @@ func TestDrainTakesRecordsOutOfRetries(t *testing.T) {
 		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
 	})
 	e.start(t, scheduler.DrainPolicy{Rate: 1000})
-	d := e.tickUntil(t, "done", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainDone })
+	d := e.tickUntil(t, "done", func(d circuit.Drain) bool { return d.Phase == circuit.DrainDone })
 	assert.Equal(t, 2, d.Released)
 	for _, id := range []string{within, refusedID} {
 		assert.Len(t, e.prepares(t, id), 1, "%s force-prepared by the drain", id)
@@ -595,7 +595,7 @@ func TestAnOpenCircuitHoldsOnlyItsFunction(t *testing.T) {
 		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "maintenance")
 	})
 	s, _ := e.start(t, scheduler.DrainPolicy{Rate: 1000})
-	e.tickUntil(t, "the drain waits", func(d scheduler.Drain) bool { return d.Phase == scheduler.DrainWaiting })
+	e.tickUntil(t, "the drain waits", func(d circuit.Drain) bool { return d.Phase == circuit.DrainWaiting })
 	e.clock.Set(t0.Add(3 * time.Hour)) // everything due
 	e.passes <- e.clock.Now()
 	require.Eventually(t, func() bool { return s.Stats().Passes >= 1 }, waitFor, poll)

@@ -15,7 +15,7 @@ import (
 type drains struct {
 	mu     sync.Mutex
 	tenure context.Context
-	byFn   map[circuit.Function]Drain
+	byFn   map[circuit.Function]circuit.Drain
 	open   map[circuit.Function]bool // circuits not closed, as last seen
 	seen   bool                      // the circuits were read once
 }
@@ -118,7 +118,7 @@ func (s *Scheduler) loadDrains(tenure context.Context) bool {
 	for _, e := range bad {
 		s.opts.logger.Warn("scheduler: a stored drain does not validate; it starts again from its circuit's incident", "err", e)
 	}
-	byFn := make(map[circuit.Function]Drain, len(list))
+	byFn := make(map[circuit.Function]circuit.Drain, len(list))
 	for _, d := range list {
 		byFn[d.Function] = d
 	}
@@ -128,17 +128,17 @@ func (s *Scheduler) loadDrains(tenure context.Context) bool {
 	return true
 }
 
-func (s *Scheduler) drainList() []Drain {
+func (s *Scheduler) drainList() []circuit.Drain {
 	s.drain.mu.Lock()
 	defer s.drain.mu.Unlock()
-	out := make([]Drain, 0, len(s.drain.byFn))
+	out := make([]circuit.Drain, 0, len(s.drain.byFn))
 	for _, d := range s.drain.byFn {
 		out = append(out, d)
 	}
 	return out
 }
 
-func (s *Scheduler) drainOf(f circuit.Function) (Drain, bool) {
+func (s *Scheduler) drainOf(f circuit.Function) (circuit.Drain, bool) {
 	s.drain.mu.Lock()
 	defer s.drain.mu.Unlock()
 	d, ok := s.drain.byFn[f]
@@ -146,9 +146,9 @@ func (s *Scheduler) drainOf(f circuit.Function) (Drain, bool) {
 }
 
 // putDrain stores d and keeps it.
-func (s *Scheduler) putDrain(ctx context.Context, d Drain, now time.Time) error {
+func (s *Scheduler) putDrain(ctx context.Context, d circuit.Drain, now time.Time) error {
 	d.UpdatedAt = now.UnixMilli()
-	if err := s.opts.drain.Progress.put(ctx, d); err != nil {
+	if err := s.opts.drain.Progress.Put(ctx, d); err != nil {
 		return err
 	}
 	s.drain.mu.Lock()

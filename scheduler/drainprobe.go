@@ -24,7 +24,7 @@ import (
 // event); then those retried automatically (RECOVERABLE or UNKNOWN) whose
 // last failure is within [From, To], oldest first, including those whose
 // retries ran out during the incident (force-prepared).
-func (s *Scheduler) drainRecords(d Drain, n int) ([]projection.Item, error) {
+func (s *Scheduler) drainRecords(d circuit.Drain, n int) ([]projection.Item, error) {
 	out, err := s.functionRecords(d.Function, circuit.ErrorCode, n, func(it projection.Item) bool { return refused(it) })
 	if err != nil || len(out) >= n {
 		return out, err
@@ -36,7 +36,7 @@ func (s *Scheduler) drainRecords(d Drain, n int) ([]projection.Item, error) {
 // inIncident reports whether it failed within d's incident for a real
 // reason and is retried automatically (its retries may have run out
 // during the incident).
-func inIncident(d Drain, it projection.Item) bool {
+func inIncident(d circuit.Drain, it projection.Item) bool {
 	return !refused(it) && it.Recoverable.AutoRetried() && it.ExecuteAt >= d.From && it.ExecuteAt <= d.To
 }
 
@@ -74,7 +74,7 @@ func (s *Scheduler) functionRecords(f circuit.Function, code string, n int, keep
 // for a retry that failed last (the closest to the trip, an outage's
 // victim more likely than not, since the circuit opens only when most
 // distinct events fail). Never the last probe's record.
-func (s *Scheduler) probeRecord(c circuit.State, d Drain, now time.Time) (projection.Item, bool, error) {
+func (s *Scheduler) probeRecord(c circuit.State, d circuit.Drain, now time.Time) (projection.Item, bool, error) {
 	last := ""
 	if d.Probe != nil {
 		last = d.Probe.ID
@@ -83,8 +83,10 @@ func (s *Scheduler) probeRecord(c circuit.State, d Drain, now time.Time) (projec
 	if err != nil || len(items) > 0 {
 		return first(items), len(items) > 0, err
 	}
-	from := incidentFrom(c, now.UnixMilli())
-	window := Drain{From: from, To: now.UnixMilli()}
+	window := circuit.Drain{From: c.Incident.From, To: now.UnixMilli()}
+	if window.From == 0 {
+		window.From = window.To
+	}
 	var best projection.Item
 	_, err = s.functionRecords(c.Function, "", math.MaxInt, func(it projection.Item) bool {
 		if inIncident(window, it) && it.Retries < it.MaxRetries && it.ID != last && it.NextRetryAt <= now.UnixMilli() && it.ExecuteAt >= best.ExecuteAt {
@@ -103,18 +105,14 @@ func first(items []projection.Item) projection.Item {
 }
 
 // probe prepares the replay of a record (probeRecord) as c's probe, when
-// the cool-down passed a grace ago and no call claimed the probe (or,
-// half-open, no call took the next probe), and the last probe it prepared
-// has an outcome. With the circuits' store it claims the probe for that
+// the decider says one is due (circuit.Drain.ProbeDue). With the circuits' store it claims the probe for that
 // record first, so that its replay is the probe whichever instance runs
 // it; with no record to probe with, it half-opens the circuit, so that
 // the next call probes (circuit.State.Idle). Without the store only a
 // refused record is replayed: its replay claims the probe itself.
-func (s *Scheduler) probe(ctx context.Context, c circuit.State, d Drain, now time.Time) error {
+func (s *Scheduler) probe(ctx context.Context, c circuit.State, d circuit.Drain, now time.Time) error {
 	dc := s.opts.drain
 	pol := dc.Policy
-	ms := now.UnixMilli()
-	grace := pol.ProbeGrace.Milliseconds()
 	if c.Phase == circuit.HalfOpen && c.Probe != nil && d.Probe != nil && c.Probe.Record == d.Probe.ID && dc.Store != nil &&
 		outcome(dc.Records, *d.Probe, now) != outcomePending {
 		// The record chosen as the probe has an outcome, and the claim is
@@ -127,16 +125,7 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d Drain, now tim
 		}
 		c = st
 	}
-	switch {
-	case c.Forced:
-		return nil
-	case c.Phase == circuit.Open && ms < c.Until+grace:
-		return nil
-	case c.Phase == circuit.HalfOpen && !c.Probeable(now):
-		return nil
-	case c.Phase == circuit.Open && d.ProbeAt != 0 && ms < d.ProbeAt+grace:
-		return nil // the last probe failed a moment ago: the circuit's cool-down paces the next
-	case d.Probe != nil && outcome(dc.Records, *d.Probe, now) == outcomePending:
+	if !d.ProbeDue(c, now, pol.ProbeGrace, d.Probe != nil && outcome(dc.Records, *d.Probe, now) == outcomePending) {
 		return nil
 	}
 	it, ok, err := s.probeRecord(c, d, now)
@@ -170,8 +159,7 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d Drain, now tim
 	if len(batch) == 0 {
 		return err
 	}
-	d.Probe, d.ProbeAt = &batch[0], ms
-	d.Probes++
+	d = d.Probed(batch[0], now)
 	s.drainStats.probes.Add(1)
 	what := "a record its circuit refused"
 	if !refused(it) {

@@ -112,7 +112,7 @@ func TestDrainKillLoop(t *testing.T) {
 		require.NoError(t, cmd.Start())
 		return cmd
 	}
-	drains, err := scheduler.OpenDrains(t.Context(), js, "", 1)
+	drains, err := circuit.OpenDrains(t.Context(), js, "", 1)
 	require.NoError(t, err)
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := range kills {
@@ -124,13 +124,13 @@ func TestDrainKillLoop(t *testing.T) {
 	d, _, _ := drains.Get(t.Context(), fnCircuit)
 	t.Logf("after %d kills: drain %s, %d released, %d steps; %d replays", kills, d.Phase, d.Released, d.Judged, replays.Load())
 
-	require.NotEqual(t, scheduler.DrainDone, d.Phase, "the kills came during the drain")
+	require.NotEqual(t, circuit.DrainDone, d.Phase, "the kills came during the drain")
 	// A last child runs until the drain is done.
 	cmd := child()
 	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
 	done := assert.Eventually(t, func() bool {
 		d, ok, err := drains.Get(t.Context(), fnCircuit)
-		return err == nil && ok && d.Phase == scheduler.DrainDone
+		return err == nil && ok && d.Phase == circuit.DrainDone
 	}, 2*time.Minute, 50*time.Millisecond, "the drain is done")
 	if !done {
 		last, _, _ := drains.Get(t.Context(), fnCircuit)
@@ -192,7 +192,7 @@ func drainChild(url string) {
 	// does not finish says why.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("child", os.Getpid())
 	watcher := cs.Watcher("", logger, nil)
-	drains, err := scheduler.OpenDrains(ctx, js, "", 1)
+	drains, err := circuit.OpenDrains(ctx, js, "", 1)
 	if err != nil {
 		fail(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -100,12 +101,12 @@ func WithBatch(n int) Option {
 // more due than one batch (default DefaultRate): the pass prepares batch
 // after batch, each no sooner than the last one's size at that rate after
 // it, until nothing more is due, a batch prepares nothing new, or a period
-// has passed. A rate from 0.1 to MaxDrainRate; Wow's scheduler, one batch
+// has passed. A rate from 0.1 to circuit.MaxDrainRate records/s; Wow's scheduler, one batch
 // a period, is WithRate of batch/period.
 func WithRate(perSecond float64) Option {
 	return func(o *options) error {
-		if math.IsNaN(perSecond) || perSecond < 0.1 || perSecond > MaxDrainRate {
-			return fmt.Errorf("rate must be from 0.1 to %d records/s, got %v: %w", MaxDrainRate, perSecond, ErrInvalidOption)
+		if math.IsNaN(perSecond) || perSecond < 0.1 || perSecond > circuit.MaxDrainRate {
+			return fmt.Errorf("rate must be from 0.1 to %d records/s, got %v: %w", circuit.MaxDrainRate, perSecond, ErrInvalidOption)
 		}
 		o.rate = perSecond
 		return nil

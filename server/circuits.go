@@ -13,7 +13,6 @@ import (
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/projection"
-	"github.com/amends-dev/amends/scheduler"
 )
 
 // Circuits serves the functions' circuits (/api/v1/circuits) and the
@@ -24,7 +23,7 @@ type Circuits struct {
 	// Store reads one circuit fresh, and opens and closes them.
 	Store *circuit.Store
 	// Drains keeps the drains' progress; nil answers /api/v1/drains 404.
-	Drains *scheduler.Drains
+	Drains *circuit.Drains
 }
 
 // circuitRoutes are the routes of circuits and drains; routeTable lists
@@ -225,14 +224,14 @@ func (s *Server) listDrains(w http.ResponseWriter, r *http.Request, _ principal)
 		out.Drains = append(out.Drains, DrainView(d))
 	}
 	for _, e := range bad {
-		out.Invalid = append(out.Invalid, api.InvalidRecord{Key: "", Reason: strings.TrimSuffix(e.Error(), ": "+scheduler.ErrInvalidDrain.Error())})
+		out.Invalid = append(out.Invalid, api.InvalidRecord{Key: "", Reason: strings.TrimSuffix(e.Error(), ": "+circuit.ErrInvalidDrain.Error())})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // DrainView is d as the API shows it.
-func DrainView(d scheduler.Drain) api.Drain {
+func DrainView(d circuit.Drain) api.Drain {
 	return api.Drain{Function: d.Function.String(), Phase: d.Phase, From: d.From, To: d.To, StartedAt: d.StartedAt, Size: d.Size, Rate: d.Rate,
 		Steps: d.Judged, InFlight: len(d.Batch), Probes: d.Probes, Released: d.Released, Succeeded: d.Succeeded, Failed: d.Failed,
 		Note: d.Note, DoneAt: d.DoneAt, UpdatedAt: d.UpdatedAt}

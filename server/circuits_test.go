@@ -11,7 +11,6 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
-	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -23,7 +22,7 @@ func circuitsEnv(t *testing.T) (*env, *circuit.Store) {
 	w := store.Watcher("", nil, nil)
 	runInBackground(t, w.Run)
 	<-w.Ready()
-	drains, err := scheduler.OpenDrains(t.Context(), base.js, "", 1)
+	drains, err := circuit.OpenDrains(t.Context(), base.js, "", 1)
 	require.NoError(t, err)
 	return base.with(t, func(c *server.Config) { c.Circuits = &server.Circuits{Watcher: w, Store: store, Drains: drains} }), store
 }

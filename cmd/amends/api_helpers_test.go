@@ -21,7 +21,6 @@ import (
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/rules"
-	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -72,7 +71,7 @@ func newAPIEnv(tb testing.TB) *apiEnv {
 	require.NoError(tb, err)
 	watcher := circuits.Watcher("", nil, nil)
 	wg.Go(func() { _ = watcher.Run(ctx) })
-	drains, err := scheduler.OpenDrains(tb.Context(), js, "", 1)
+	drains, err := circuit.OpenDrains(tb.Context(), js, "", 1)
 	require.NoError(tb, err)
 	api := server.New(server.Config{Queries: e.index, Commands: e.svc, Batches: batches, Tokens: tokens, Clock: e.clock, Quarantine: proj.Quarantine(), Rules: ruleStore,
 		Circuits: &server.Circuits{Watcher: watcher, Store: circuits, Drains: drains}}).Handler()

@@ -209,8 +209,8 @@ func checkStormTimes(c bench.StormConfig) error {
 		return usageErrorf("--flap-up must be between 0s and 1h, and needs --flap, got %s", c.FlapUp)
 	case c.Circuit.CoolDown < 100*time.Millisecond || c.Circuit.CoolDown > time.Hour:
 		return usageErrorf("--cool-down must be between 100ms and 1h, got %s", c.Circuit.CoolDown)
-	case !(c.DrainRate >= 1 && c.DrainRate <= scheduler.MaxDrainRate):
-		return usageErrorf("--drain-rate must be between 1 and %d records/s, got %v", scheduler.MaxDrainRate, c.DrainRate)
+	case !(c.DrainRate >= 1 && c.DrainRate <= circuit.MaxDrainRate):
+		return usageErrorf("--drain-rate must be between 1 and %d records/s, got %v", circuit.MaxDrainRate, c.DrainRate)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ import (
 type circuits struct {
 	store   *circuit.Store
 	watcher *circuit.Watcher
-	drains  *scheduler.Drains
+	drains  *circuit.Drains
 }
 
 // openCircuits opens the circuits and drains buckets, retrying through
@@ -34,8 +34,8 @@ func openCircuits(ctx context.Context, cfg serveConfig, js jetstream.JetStream, 
 	if err != nil {
 		return nil, fmt.Errorf("circuits: %w", err)
 	}
-	drains, err := retryOpen(ctx, startup, "the drain bucket "+scheduler.DefaultDrainBucket, func(ctx context.Context) (*scheduler.Drains, error) {
-		return scheduler.OpenDrains(ctx, js, "", cfg.replicas, scheduler.WithDrainsQuarantine(quar))
+	drains, err := retryOpen(ctx, startup, "the drain bucket "+circuit.DefaultDrainBucket, func(ctx context.Context) (*circuit.Drains, error) {
+		return circuit.OpenDrains(ctx, js, "", cfg.replicas, circuit.WithDrainsQuarantine(quar))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("drains: %w", err)

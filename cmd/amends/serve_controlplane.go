@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/amends-dev/amends/scheduler"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -65,11 +65,11 @@ func (f *serveFlags) controlPlane(cfg *serveConfig, env func(string) (string, bo
 			return err
 		}
 	}
-	if !(f.drainRate >= 1 && f.drainRate <= scheduler.MaxDrainRate) {
-		return usageErrorf("--drain-rate must be between 1 and %d records per second, got %v", scheduler.MaxDrainRate, f.drainRate)
+	if !(f.drainRate >= 1 && f.drainRate <= circuit.MaxDrainRate) {
+		return usageErrorf("--drain-rate must be between 1 and %d records per second, got %v", circuit.MaxDrainRate, f.drainRate)
 	}
-	if !(f.rate >= 0.1 && f.rate <= scheduler.MaxDrainRate) {
-		return usageErrorf("--scheduler-rate must be between 0.1 and %d records per second, got %v", scheduler.MaxDrainRate, f.rate)
+	if !(f.rate >= 0.1 && f.rate <= circuit.MaxDrainRate) {
+		return usageErrorf("--scheduler-rate must be between 0.1 and %d records per second, got %v", circuit.MaxDrainRate, f.rate)
 	}
 	rc, err := f.retention.config()
 	if err != nil {

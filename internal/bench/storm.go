@@ -125,7 +125,7 @@ type StormResult struct {
 	// FinalCircuit is Mailer.send's circuit at the end.
 	FinalCircuit circuit.Phase `json:"finalCircuit"`
 	// Drain is Mailer.send's recovery drain at the end (its last one).
-	Drain *scheduler.Drain `json:"drain,omitempty"`
+	Drain *circuit.Drain `json:"drain,omitempty"`
 	// DrainProbes counts the replays the scheduler prepared as the circuit's
 	// probe.
 	DrainProbes uint64 `json:"drainProbes"`

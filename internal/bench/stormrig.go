@@ -27,7 +27,7 @@ type stormRig struct {
 	cleanups []func()
 	index    *projection.Index
 	circuits *circuit.Store
-	drains   *scheduler.Drains
+	drains   *circuit.Drains
 	sched    *scheduler.Scheduler
 	p        *processor.Processor
 	counted  *outcomes
@@ -98,7 +98,7 @@ func (sr *stormRig) openScheduler(ctx context.Context, env *Env, c StormConfig, 
 	sr.deleteBucket(env, names+"_circuits")
 	sr.tr = &stormTransitions{fn: circuit.Of(aggregate.FunctionInfo{ContextName: benchContext, ProcessorName: stormSend.Processor, Name: stormSend.Name})}
 	watcher := sr.circuits.Watcher("", log, sr.tr.observe)
-	if sr.drains, err = scheduler.OpenDrains(ctx, env.JS, names+"_drains", 1); err != nil {
+	if sr.drains, err = circuit.OpenDrains(ctx, env.JS, names+"_drains", 1); err != nil {
 		return nil, err
 	}
 	sr.deleteBucket(env, names+"_drains")

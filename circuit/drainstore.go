@@ -1,4 +1,4 @@
-package scheduler
+package circuit
 
 import (
 	"context"
@@ -11,13 +11,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/rollout"
 )
 
 // DefaultDrainBucket is the KV bucket of the recovery drains' progress,
-// one key per function (circuit.Function.String).
+// one key per function (Function.String).
 const DefaultDrainBucket = "amends_drains"
 
 // Bounds of a stored drain, checked by DecodeDrain.
@@ -29,7 +28,7 @@ const (
 
 // ErrInvalidDrain reports a stored drain that does not validate; the
 // message names the field.
-var ErrInvalidDrain = errors.New("scheduler: invalid stored drain")
+var ErrInvalidDrain = errors.New("circuit: invalid stored drain")
 
 // Drains keeps the progress of the recovery drains in a KV bucket through
 // the engine's typed KV layer (internal/kvstore: every read validated by
@@ -85,7 +84,7 @@ func OpenDrains(ctx context.Context, js jetstream.JetStream, bucket string, repl
 // Get returns f's drain; ok is false if f never had one. A stored drain
 // that does not validate is an error matching ErrInvalidDrain (and
 // kvstore's ErrInvalid); it is quarantined.
-func (d *Drains) Get(ctx context.Context, f circuit.Function) (dr Drain, ok bool, err error) {
+func (d *Drains) Get(ctx context.Context, f Function) (dr Drain, ok bool, err error) {
 	dr, rev, err := d.store.Get(ctx, f.String())
 	switch {
 	case errors.Is(err, kvstore.ErrNotFound):
@@ -117,8 +116,9 @@ func (d *Drains) List(ctx context.Context) ([]Drain, []error, error) {
 	return out, bad, nil
 }
 
-// put stores dr; only the lease holder writes drains.
-func (d *Drains) put(ctx context.Context, dr Drain) error {
+// Put stores dr, validated as DecodeDrain would read it; only the
+// scheduler's lease holder writes drains.
+func (d *Drains) Put(ctx context.Context, dr Drain) error {
 	if err := dr.check(d.now()); err != nil {
 		return fmt.Errorf("the drain of %s would not validate: %w", dr.Function, err)
 	}
@@ -146,7 +146,7 @@ func DecodeDrain(key string, value []byte, now time.Time) (Drain, error) {
 	if len(value) > maxDrainValue {
 		return Drain{}, badDrain("", "the value is %d bytes, over the limit of %d", len(value), maxDrainValue)
 	}
-	f, err := circuit.ParseFunction(key)
+	f, err := ParseFunction(key)
 	if err != nil {
 		return Drain{}, badDrain("key", "%v", err)
 	}
