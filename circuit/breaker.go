@@ -93,7 +93,7 @@ func (b *Breaker) Closed() bool { return b.closed.Load() }
 // Failing reports whether this instance saw a streak of failures of at
 // least half of ConsecutiveFailures distinct events since the last
 // recovery it reported: the next success then reports one (an incident to
-// drain, State.Recovered). Failures that successes interleave (events that
+// drain, a Recovery). Failures that successes interleave (events that
 // fail for their own reason) never do.
 func (b *Breaker) Failing() bool { return b.failingSince.Load() != 0 }
 
@@ -142,7 +142,7 @@ func (b *Breaker) Allow(ctx context.Context, now time.Time, c Call) (Ticket, *Op
 	b.claiming = true
 	b.mu.Unlock()
 	claim := Claim{Instance: b.set.instance, ID: uuid.NewString(), Event: c.Event}
-	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.Claimed(now, b.p, claim) })
+	n, changed := b.change(ctx, func(cur State) (State, bool) { return Evolve(cur, now, b.p, claim) })
 	b.mu.Lock()
 	b.claiming = false
 	b.mu.Unlock()
@@ -222,7 +222,7 @@ func (b *Breaker) Done(ctx context.Context, now time.Time, t Ticket, o Outcome) 
 	if cause == CauseRatio {
 		tr.Failures = int(failures)
 	}
-	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.Tripped(now, b.p, tr) })
+	n, changed := b.change(ctx, func(cur State) (State, bool) { return Evolve(cur, now, b.p, tr) })
 	b.mu.Lock()
 	b.tripping = false
 	b.mu.Unlock()
@@ -237,11 +237,11 @@ func (b *Breaker) probeDone(ctx context.Context, now time.Time, t Ticket, failed
 	if o.Err != nil && !failed {
 		// An answer of a live dependency about its event: the probe is
 		// freed, neither success nor failure.
-		b.change(ctx, func(cur State) (State, bool) { return cur.ProbeAnswered(now, t.probe) })
+		b.change(ctx, func(cur State) (State, bool) { return Evolve(cur, now, b.p, ProbeSilence{ID: t.probe}) })
 		return
 	}
 	if !failed {
-		n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.ProbeSucceeded(now, b.p, t.probe) })
+		n, changed := b.change(ctx, func(cur State) (State, bool) { return Evolve(cur, now, b.p, ProbeSuccess{ID: t.probe}) })
 		if changed && n.Phase == Closed {
 			b.log(slog.LevelInfo, "circuits: the probes succeeded; the circuit closed", n, "successes", b.p.Successes,
 				"refused", n.Refused, "openFor", time.Duration(now.UnixMilli()-n.Incident.From)*time.Millisecond)
@@ -250,7 +250,9 @@ func (b *Breaker) probeDone(ctx context.Context, now time.Time, t Ticket, failed
 	}
 	last := failureOf(now, o)
 	r := rand.Float64()
-	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.ProbeFailed(now, b.p, t.probe, last, r) })
+	n, changed := b.change(ctx, func(cur State) (State, bool) {
+		return Evolve(cur, now, b.p, ProbeFailure{ID: t.probe, Last: last, Jitter: r})
+	})
 	if changed && n.Phase == Open {
 		b.log(slog.LevelWarn, "circuits: the probes failed; the circuit opened again", n, "probeFailures", b.p.ProbeFailures,
 			"coolDown", time.Duration(n.Until-now.UnixMilli())*time.Millisecond, "lastError", last.Message)
@@ -264,7 +266,7 @@ func (b *Breaker) recovered(ctx context.Context, now time.Time) {
 	if from == 0 || !b.closed.Load() {
 		return
 	}
-	n, changed := b.change(ctx, func(cur State) (State, bool) { return cur.Recovered(now, from) })
+	n, changed := b.change(ctx, func(cur State) (State, bool) { return Evolve(cur, now, b.p, Recovery{From: from}) })
 	if changed {
 		b.log(slog.LevelInfo, "circuits: a call succeeded after a streak of failures; the records of the incident will be drained", n,
 			"from", time.UnixMilli(n.Incident.From).UTC(), "to", time.UnixMilli(n.Incident.To).UTC())

@@ -67,7 +67,7 @@
 //     that may probe (a live event, or the replay of a refused record) is
 //     the probe; the scheduler chooses a refused record's replay as the
 //     probe when no call comes (State.ProbeOf), or half-opens the circuit
-//     when it has none (State.Idle), so that an idle circuit is never
+//     when it has none (an IdleTick), so that an idle circuit is never
 //     left open with its probe time past.
 //   - HALF_OPEN: one probe at a time, across the instances (a claim in
 //     the bucket), the other calls still refused. Successful probes of
@@ -99,6 +99,17 @@
 //
 // # Incidents and the recovery drain
 //
+// An incident is decided here and carried out elsewhere. A circuit
+// changes only through Evolve, a pure function of its State, the time,
+// the policy and an Observation (a Trip, a Claim, a probe's ProbeSuccess,
+// ProbeSilence or ProbeFailure, an IdleTick, an OperatorSet, a Recovery,
+// Refusals); its recovery drain (a Drain, stored in the drains bucket,
+// Drains) only through DecideDrain, Drain.Settled and Drain.Finished, and
+// the scheduler probes when Drain.ProbeDue says so. The breaker, the
+// scheduler and the server read, call those and write back; none decides
+// on its own. The drain's steps are a rollout (package rollout, the
+// Adaptive policy).
+//
 // A State keeps its Incident: from the first failure of the streak that
 // opened it to when it closed. The scheduler drains the incident's
 // records when it closes (package scheduler, WithDrains): those with
@@ -107,13 +118,11 @@
 // that double while the refused records among them succeed; the drain
 // never opens the circuit. A call that succeeds after a streak of at least
 // half of ConsecutiveFailures distinct events failing, while the circuit
-// is closed, reports such an incident too (State.Recovered), so records
+// is closed, reports such an incident too (a Recovery), so records
 // of an outage too short to open the circuit are drained as well; failures
 // that successes interleave (bad events) never report one, so their
 // records are never drained again and again.
 //
-// Everything here is safe for concurrent use; the State transitions
-// (Tripped, Claimed, Idle, ProbeSucceeded, ProbeAnswered, ProbeFailed,
-// ByOperator, Recovered) are pure functions of the state, the time and the
-// policy.
+// Everything here is safe for concurrent use; Evolve, DecideDrain and the
+// Drain methods are pure.
 package circuit

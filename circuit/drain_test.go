@@ -132,7 +132,7 @@ func TestProbeDue(t *testing.T) {
 	grace := time.Second
 	last := rollout.Record{ID: "r", Attempt: 2}
 	probed := circuit.Drain{Function: mailer}.Probed(last, at(11*time.Second))
-	forced, _ := circuit.New(mailer).ByOperator(t0, circuit.Open, "ops", "maintenance")
+	forced, _ := circuit.Evolve(circuit.New(mailer), t0, circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "maintenance"})
 	for _, c := range []struct {
 		name    string
 		circuit circuit.State

@@ -126,7 +126,7 @@ func (s *Set) Flush(ctx context.Context) {
 			continue
 		}
 		now := s.clock.Now()
-		st, rev, _, err := s.store.Update(ctx, b.f, func(cur State) (State, bool) { return cur.WithRefused(n, now), true })
+		st, rev, _, err := s.store.Update(ctx, b.f, func(cur State) (State, bool) { return Evolve(cur, now, b.p, Refusals{N: n}) })
 		if err != nil {
 			b.refused.Add(n)
 			s.logger.Debug("circuits: refused calls not flushed", "function", b.f.String(), "err", err)

@@ -182,8 +182,8 @@ type Trip struct {
 	Jitter float64
 }
 
-// Tripped returns s opened by t at now: only a CLOSED circuit trips.
-func (s State) Tripped(now time.Time, p Policy, t Trip) (State, bool) {
+// tripped returns s opened by t at now: only a CLOSED circuit trips.
+func (s State) tripped(now time.Time, p Policy, t Trip) (State, bool) {
 	if s.Phase != Closed {
 		return s, false
 	}
@@ -219,11 +219,11 @@ func (s State) Probeable(now time.Time) bool {
 	return false
 }
 
-// Claimed returns s with the probe claimed by c at now, when Probeable
+// claimed returns s with the probe claimed by c at now, when Probeable
 // and c's event did not already succeed as a probe of this half-open
 // (closing needs successes of distinct events): an OPEN circuit becomes
 // HALF_OPEN.
-func (s State) Claimed(now time.Time, p Policy, c Claim) (State, bool) {
+func (s State) claimed(now time.Time, p Policy, c Claim) (State, bool) {
 	probeable := s.Probeable(now) || (c.Early && s.Phase == Open && !s.Forced)
 	if !probeable || (c.Event != "" && slices.Contains(s.Probed, c.Event)) {
 		return s, false
@@ -239,11 +239,11 @@ func (s State) Claimed(now time.Time, p Policy, c Claim) (State, bool) {
 	return n, true
 }
 
-// Idle returns s half-open at now with no probe under way, when it is
+// idle returns s half-open at now with no probe under way, when it is
 // OPEN, not forced, and its cool-down passed: the scheduler moves an open
 // circuit that nothing probed, and that it has no record to probe with,
 // so that the next call is the probe.
-func (s State) Idle(now time.Time, instance string) (State, bool) {
+func (s State) idle(now time.Time, instance string) (State, bool) {
 	ms := now.UnixMilli()
 	if s.Phase != Open || s.Forced || ms < s.Until {
 		return s, false
@@ -263,12 +263,12 @@ func (s State) ProbeOf(now time.Time, record string) (Probe, bool) {
 	return *s.Probe, true
 }
 
-// ProbeSucceeded returns s after probe id succeeded at now: one more
+// probeSucceeded returns s after probe id succeeded at now: one more
 // success of a distinct event, CLOSED once there are p.Successes. A probe
 // that is not the one under way (it timed out and another took over)
 // changes nothing; one of an event that already succeeded as a probe
 // only frees the probe.
-func (s State) ProbeSucceeded(now time.Time, p Policy, id string) (State, bool) {
+func (s State) probeSucceeded(now time.Time, p Policy, id string) (State, bool) {
 	if s.Phase != HalfOpen || s.Probe == nil || s.Probe.ID != id {
 		return s, false
 	}
@@ -292,10 +292,10 @@ func (s State) ProbeSucceeded(now time.Time, p Policy, id string) (State, bool) 
 	return n, true
 }
 
-// ProbeAnswered returns s after probe id failed in a way that says
+// probeAnswered returns s after probe id failed in a way that says
 // nothing of the dependency (an UNRECOVERABLE failure: the event's own):
 // the probe is freed, for the next call.
-func (s State) ProbeAnswered(now time.Time, id string) (State, bool) {
+func (s State) probeAnswered(now time.Time, id string) (State, bool) {
 	if s.Phase != HalfOpen || s.Probe == nil || s.Probe.ID != id {
 		return s, false
 	}
@@ -304,14 +304,14 @@ func (s State) ProbeAnswered(now time.Time, id string) (State, bool) {
 	return n, true
 }
 
-// ProbeFailed returns s after probe id failed at now with last. A probe
+// probeFailed returns s after probe id failed at now with last. A probe
 // may fail for its event's own reason (a bad event is a live event too),
 // so one failure is not enough: the circuit opens again only once
 // p.ProbeFailures probes failed for each success plus one (5 with none,
 // 10 with one, ...), with twice the cool-down (at most p.MaxCoolDown), cut
 // by the policy's jitter times jitter, a random draw in [0, 1); until
 // then it stays HALF_OPEN and the next call probes.
-func (s State) ProbeFailed(now time.Time, p Policy, id string, last Failure, jitter float64) (State, bool) {
+func (s State) probeFailed(now time.Time, p Policy, id string, last Failure, jitter float64) (State, bool) {
 	if s.Phase != HalfOpen || s.Probe == nil || s.Probe.ID != id {
 		return s, false
 	}
@@ -333,11 +333,11 @@ func (s State) ProbeFailed(now time.Time, p Policy, id string, last Failure, jit
 	return n, true
 }
 
-// ByOperator returns s set to phase to by an operator (actor, reason) at now:
+// byOperator returns s set to phase to by an operator (actor, reason) at now:
 // OPEN stays open until an operator closes it; CLOSED ends the incident,
 // which starts the recovery drain. Setting the phase it has (an OPEN
 // circuit that is already forced) changes nothing.
-func (s State) ByOperator(now time.Time, to Phase, actor, reason string) (State, bool) {
+func (s State) byOperator(now time.Time, to Phase, actor, reason string) (State, bool) {
 	ms := now.UnixMilli()
 	switch {
 	case to == Open && s.Phase == Open && s.Forced:
@@ -364,12 +364,12 @@ func (s State) ByOperator(now time.Time, to Phase, actor, reason string) (State,
 	return n, true
 }
 
-// Recovered returns s after a replay of the function succeeded at now
+// recovered returns s after a replay of the function succeeded at now
 // while its circuit is closed, the instance having seen it fail since
 // from: the incident [from, now] (joined to the last one if they
 // overlap), which the recovery drain then drains. Nothing changes while
 // the circuit is not closed, or if the incident already covers it.
-func (s State) Recovered(now time.Time, from int64) (State, bool) {
+func (s State) recovered(now time.Time, from int64) (State, bool) {
 	ms := now.UnixMilli()
 	if s.Phase != Closed || from <= 0 || from > ms {
 		return s, false
@@ -388,8 +388,8 @@ func (s State) Recovered(now time.Time, from int64) (State, bool) {
 	return n, true
 }
 
-// WithRefused returns s with n more refused calls.
-func (s State) WithRefused(n int64, now time.Time) State {
+// withRefused returns s with n more refused calls.
+func (s State) withRefused(n int64, now time.Time) State {
 	c := s.clone()
 	if c.Phase != Closed {
 		c.Refused += n

@@ -33,13 +33,13 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 // open is a circuit tripped at t0 by 20 failures in a row that began 1 s
 // before.
 func open() circuit.State {
-	s, _ := circuit.New(mailer).Tripped(t0, policy, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Last: smtp,
+	s, _ := circuit.Evolve(circuit.New(mailer), t0, policy, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Last: smtp,
 		FirstFailureAt: at(-time.Second).UnixMilli(), Instance: "i1"})
 	return s
 }
 
 func halfOpen() circuit.State {
-	s, _ := open().Claimed(at(10*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p1"})
+	s, _ := circuit.Evolve(open(), at(10*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p1"})
 	return s
 }
 
@@ -68,56 +68,60 @@ func TestTransitions(t *testing.T) {
 	}{
 		{"closed trips on consecutive failures", circuit.New(mailer),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Tripped(t0, policy, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 25, Last: smtp, FirstFailureAt: at(-time.Second).UnixMilli(), Instance: "i1"})
+				return circuit.Evolve(s, t0, policy, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 25, Last: smtp, FirstFailureAt: at(-time.Second).UnixMilli(), Instance: "i1"})
 			},
 			then{changed: true, phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseConsecutive, Failures: 20, Calls: 25, CoolDownMs: 10000, Instance: "i1"}}},
 		{"an open circuit does not trip again", open(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Tripped(at(time.Second), policy, circuit.Trip{Cause: circuit.CauseRatio})
+				return circuit.Evolve(s, at(time.Second), policy, circuit.Trip{Cause: circuit.CauseRatio})
 			},
 			then{phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
 		{"no probe before the cool-down", open(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Claimed(at(10*time.Second-time.Millisecond), policy, circuit.Claim{Instance: "i2", ID: "p"})
+				return circuit.Evolve(s, at(10*time.Second-time.Millisecond), policy, circuit.Claim{Instance: "i2", ID: "p"})
 			},
 			then{phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
 		{"after the cool-down a claim half-opens it", open(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Claimed(at(10*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p"})
+				return circuit.Evolve(s, at(10*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p"})
 			},
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p", incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 2, From: circuit.Open, To: circuit.HalfOpen, Cause: circuit.CauseCoolDown, CoolDownMs: 10000, Instance: "i2"}}},
 		{"half-open: a second claim while the probe runs is refused", halfOpen(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Claimed(at(11*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p2"})
+				return circuit.Evolve(s, at(11*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p2"})
 			},
 			then{phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p1", incident: [2]time.Duration{-time.Second, -1}}},
 		{"half-open: a probe past its timeout is taken over", halfOpen(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Claimed(at(15*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p2"})
+				return circuit.Evolve(s, at(15*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p2"})
 			},
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p2", incident: [2]time.Duration{-time.Second, -1}}},
 		{"a probe's success counts; the circuit stays half-open below the successes", halfOpen(),
-			func(s circuit.State) (circuit.State, bool) { return s.ProbeSucceeded(at(11*time.Second), policy, "p1") },
+			func(s circuit.State) (circuit.State, bool) {
+				return circuit.Evolve(s, at(11*time.Second), policy, circuit.ProbeSuccess{ID: "p1"})
+			},
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, successes: 1, incident: [2]time.Duration{-time.Second, -1}}},
 		{"the last success closes it and ends the incident",
 			func() circuit.State {
-				s, _ := halfOpen().ProbeSucceeded(at(11*time.Second), policy, "p1")
-				s, _ = s.Claimed(at(11*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p3"})
+				s, _ := circuit.Evolve(halfOpen(), at(11*time.Second), policy, circuit.ProbeSuccess{ID: "p1"})
+				s, _ = circuit.Evolve(s, at(11*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p3"})
 				return s
 			}(),
-			func(s circuit.State) (circuit.State, bool) { return s.ProbeSucceeded(at(12*time.Second), policy, "p3") },
+			func(s circuit.State) (circuit.State, bool) {
+				return circuit.Evolve(s, at(12*time.Second), policy, circuit.ProbeSuccess{ID: "p3"})
+			},
 			then{changed: true, phase: circuit.Closed, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, 12 * time.Second},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Closed, Cause: circuit.CauseProbesSucceeded, Calls: 2, Instance: "i1"}}},
 		{"a stale probe's success changes nothing", halfOpen(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ProbeSucceeded(at(11*time.Second), policy, "other")
+				return circuit.Evolve(s, at(11*time.Second), policy, circuit.ProbeSuccess{ID: "other"})
 			},
 			then{phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "p1", incident: [2]time.Duration{-time.Second, -1}}},
 		{"a failed probe re-opens it with twice the cool-down", halfOpen(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp, 0)
+				return circuit.Evolve(s, at(11*time.Second), policy, circuit.ProbeFailure{ID: "p1", Last: smtp, Jitter: 0})
 			},
 			then{changed: true, phase: circuit.Open, until: 31 * time.Second, coolDown: 20 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 20000, Instance: "i1"}}},
@@ -128,83 +132,93 @@ func TestTransitions(t *testing.T) {
 				return s
 			}(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp, 0)
+				return circuit.Evolve(s, at(11*time.Second), policy, circuit.ProbeFailure{ID: "p1", Last: smtp, Jitter: 0})
 			},
 			then{changed: true, phase: circuit.Open, until: 51 * time.Second, coolDown: 40 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 40000, Instance: "i1"}}},
 		{"the cool-down is cut by the jitter", halfOpen(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ProbeFailed(at(11*time.Second), policy, "p1", smtp, 0.5)
+				return circuit.Evolve(s, at(11*time.Second), policy, circuit.ProbeFailure{ID: "p1", Last: smtp, Jitter: 0.5})
 			},
 			then{changed: true, phase: circuit.Open, until: 29 * time.Second, coolDown: 20 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 1, Calls: 1, CoolDownMs: 18000, Instance: "i1"}}},
 		{"a trip's cool-down too", circuit.New(mailer),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Tripped(t0, policy, circuit.Trip{Cause: circuit.CauseRatio, Failures: 10, Calls: 20, Last: smtp, Instance: "i1", Jitter: 0.99})
+				return circuit.Evolve(s, t0, policy, circuit.Trip{Cause: circuit.CauseRatio, Failures: 10, Calls: 20, Last: smtp, Instance: "i1", Jitter: 0.99})
 			},
 			then{changed: true, phase: circuit.Open, until: 8020 * time.Millisecond, coolDown: 10 * time.Second, incident: [2]time.Duration{0, -1},
 				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseRatio, Failures: 10, Calls: 20, CoolDownMs: 8020, Instance: "i1"}}},
 		{"an operator opens a closed circuit: forced, no probe time", circuit.New(mailer),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ByOperator(t0, circuit.Open, "ops", "maintenance")
+				return circuit.Evolve(s, t0, circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "maintenance"})
 			},
 			then{changed: true, phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1},
 				transition: &circuit.Transition{Seq: 1, From: circuit.Closed, To: circuit.Open, Cause: circuit.CauseOperator, Actor: "ops", Reason: "maintenance"}}},
 		{"a forced circuit is never probed",
-			func() circuit.State { s, _ := circuit.New(mailer).ByOperator(t0, circuit.Open, "ops", "m"); return s }(),
+			func() circuit.State {
+				s, _ := circuit.Evolve(circuit.New(mailer), t0, circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "m"})
+				return s
+			}(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Claimed(at(time.Hour), policy, circuit.Claim{Instance: "i1", ID: "p"})
+				return circuit.Evolve(s, at(time.Hour), policy, circuit.Claim{Instance: "i1", ID: "p"})
 			},
 			then{phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1}}},
 		{"an operator forces an open circuit: it keeps its incident", open(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ByOperator(at(time.Second), circuit.Open, "ops", "m")
+				return circuit.Evolve(s, at(time.Second), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "m"})
 			},
 			then{changed: true, phase: circuit.Open, forced: true, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 2, From: circuit.Open, To: circuit.Open, Cause: circuit.CauseOperator, Actor: "ops", Reason: "m"}}},
 		{"opening a forced circuit again changes nothing",
-			func() circuit.State { s, _ := circuit.New(mailer).ByOperator(t0, circuit.Open, "ops", "m"); return s }(),
+			func() circuit.State {
+				s, _ := circuit.Evolve(circuit.New(mailer), t0, circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "m"})
+				return s
+			}(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ByOperator(at(time.Second), circuit.Open, "ops", "again")
+				return circuit.Evolve(s, at(time.Second), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "again"})
 			},
 			then{phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1}}},
 		{"an operator closes a half-open circuit: the incident ends", halfOpen(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ByOperator(at(20*time.Second), circuit.Closed, "ops", "fixed")
+				return circuit.Evolve(s, at(20*time.Second), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "fixed"})
 			},
 			then{changed: true, phase: circuit.Closed, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, 20 * time.Second},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Closed, Cause: circuit.CauseOperator, Actor: "ops", Reason: "fixed"}}},
 		{"closing a closed circuit changes nothing", circuit.New(mailer),
-			func(s circuit.State) (circuit.State, bool) { return s.ByOperator(t0, circuit.Closed, "ops", "x") },
+			func(s circuit.State) (circuit.State, bool) {
+				return circuit.Evolve(s, t0, circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "x"})
+			},
 			then{phase: circuit.Closed, incident: noIncident}},
 		{"a probe of an event that already succeeded as one is not claimed",
 			func() circuit.State {
-				s, _ := open().Claimed(at(10*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p1", Event: "e1"})
-				s, _ = s.ProbeSucceeded(at(11*time.Second), policy, "p1")
+				s, _ := circuit.Evolve(open(), at(10*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p1", Event: "e1"})
+				s, _ = circuit.Evolve(s, at(11*time.Second), policy, circuit.ProbeSuccess{ID: "p1"})
 				return s
 			}(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Claimed(at(12*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p2", Event: "e1"})
+				return circuit.Evolve(s, at(12*time.Second), policy, circuit.Claim{Instance: "i2", ID: "p2", Event: "e1"})
 			},
 			then{phase: circuit.HalfOpen, coolDown: 10 * time.Second, successes: 1, incident: [2]time.Duration{-time.Second, -1}}},
 		{"a second success of one event does not count",
 			func() circuit.State {
-				s, _ := open().Claimed(at(10*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p1", Event: "e1"})
-				s, _ = s.ProbeSucceeded(at(11*time.Second), policy, "p1")
+				s, _ := circuit.Evolve(open(), at(10*time.Second), policy, circuit.Claim{Instance: "i1", ID: "p1", Event: "e1"})
+				s, _ = circuit.Evolve(s, at(11*time.Second), policy, circuit.ProbeSuccess{ID: "p1"})
 				s.Probe = &circuit.Probe{Instance: "i2", ID: "p2", Event: "e1", At: at(11 * time.Second).UnixMilli(), Until: at(16 * time.Second).UnixMilli()}
 				return s
 			}(),
-			func(s circuit.State) (circuit.State, bool) { return s.ProbeSucceeded(at(12*time.Second), policy, "p2") },
+			func(s circuit.State) (circuit.State, bool) {
+				return circuit.Evolve(s, at(12*time.Second), policy, circuit.ProbeSuccess{ID: "p2"})
+			},
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, successes: 1, incident: [2]time.Duration{-time.Second, -1}}},
 		{"patient: one failed probe frees the probe and keeps it half-open", halfOpen(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ProbeFailed(at(11*time.Second), patient, "p1", smtp, 0)
+				return circuit.Evolve(s, at(11*time.Second), patient, circuit.ProbeFailure{ID: "p1", Last: smtp, Jitter: 0})
 			},
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, probeFailures: 1, incident: [2]time.Duration{-time.Second, -1}}},
 		{"patient: the fifth failed probe without a success re-opens it",
 			func() circuit.State { s := halfOpen(); s.ProbeFailures = 4; return s }(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ProbeFailed(at(11*time.Second), patient, "p1", smtp, 0)
+				return circuit.Evolve(s, at(11*time.Second), patient, circuit.ProbeFailure{ID: "p1", Last: smtp, Jitter: 0})
 			},
 			then{changed: true, phase: circuit.Open, until: 31 * time.Second, coolDown: 20 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 3, From: circuit.HalfOpen, To: circuit.Open, Cause: circuit.CauseProbeFailed, Failures: 5, Calls: 5, CoolDownMs: 20000, Instance: "i1"}}},
@@ -215,40 +229,58 @@ func TestTransitions(t *testing.T) {
 				return s
 			}(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.ProbeFailed(at(11*time.Second), patient, "p1", smtp, 0)
+				return circuit.Evolve(s, at(11*time.Second), patient, circuit.ProbeFailure{ID: "p1", Last: smtp, Jitter: 0})
 			},
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, successes: 1, probeFailures: 9, incident: [2]time.Duration{-time.Second, -1}}},
 		{"a failure that says nothing of the dependency frees the probe", halfOpen(),
-			func(s circuit.State) (circuit.State, bool) { return s.ProbeAnswered(at(11*time.Second), "p1") },
+			func(s circuit.State) (circuit.State, bool) {
+				return circuit.Evolve(s, at(11*time.Second), circuit.Policy{}, circuit.ProbeSilence{ID: "p1"})
+			},
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
 		{"an operator's early claim needs no cool-down", open(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Claimed(at(time.Second), policy, circuit.Claim{Instance: "operator", ID: "op", Record: "r1", Early: true})
+				return circuit.Evolve(s, at(time.Second), policy, circuit.Claim{Instance: "operator", ID: "op", Record: "r1", Early: true})
 			},
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, probe: "op", incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 2, From: circuit.Open, To: circuit.HalfOpen, Cause: circuit.CauseCoolDown, CoolDownMs: 10000, Instance: "operator"}}},
 		{"an early claim never probes a forced circuit",
-			func() circuit.State { s, _ := circuit.New(mailer).ByOperator(t0, circuit.Open, "ops", "m"); return s }(),
+			func() circuit.State {
+				s, _ := circuit.Evolve(circuit.New(mailer), t0, circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "m"})
+				return s
+			}(),
 			func(s circuit.State) (circuit.State, bool) {
-				return s.Claimed(at(time.Second), policy, circuit.Claim{Instance: "operator", ID: "op", Early: true})
+				return circuit.Evolve(s, at(time.Second), policy, circuit.Claim{Instance: "operator", ID: "op", Early: true})
 			},
 			then{phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1}}},
 		{"idle: past its cool-down an open circuit half-opens with no probe", open(),
-			func(s circuit.State) (circuit.State, bool) { return s.Idle(at(10*time.Second), "scheduler") },
+			func(s circuit.State) (circuit.State, bool) {
+				return circuit.Evolve(s, at(10*time.Second), circuit.Policy{}, circuit.IdleTick{Instance: "scheduler"})
+			},
 			then{changed: true, phase: circuit.HalfOpen, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1},
 				transition: &circuit.Transition{Seq: 2, From: circuit.Open, To: circuit.HalfOpen, Cause: circuit.CauseCoolDown, CoolDownMs: 10000, Instance: "scheduler"}}},
 		{"idle: not before the cool-down", open(),
-			func(s circuit.State) (circuit.State, bool) { return s.Idle(at(9*time.Second), "scheduler") },
+			func(s circuit.State) (circuit.State, bool) {
+				return circuit.Evolve(s, at(9*time.Second), circuit.Policy{}, circuit.IdleTick{Instance: "scheduler"})
+			},
 			then{phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
 		{"idle: never a forced circuit",
-			func() circuit.State { s, _ := circuit.New(mailer).ByOperator(t0, circuit.Open, "ops", "m"); return s }(),
-			func(s circuit.State) (circuit.State, bool) { return s.Idle(at(time.Hour), "scheduler") },
+			func() circuit.State {
+				s, _ := circuit.Evolve(circuit.New(mailer), t0, circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "m"})
+				return s
+			}(),
+			func(s circuit.State) (circuit.State, bool) {
+				return circuit.Evolve(s, at(time.Hour), circuit.Policy{}, circuit.IdleTick{Instance: "scheduler"})
+			},
 			then{phase: circuit.Open, forced: true, incident: [2]time.Duration{0, -1}}},
 		{"a replay succeeding after failures reports an incident", circuit.New(mailer),
-			func(s circuit.State) (circuit.State, bool) { return s.Recovered(at(time.Minute), t0.UnixMilli()) },
+			func(s circuit.State) (circuit.State, bool) {
+				return circuit.Evolve(s, at(time.Minute), circuit.Policy{}, circuit.Recovery{From: t0.UnixMilli()})
+			},
 			then{changed: true, phase: circuit.Closed, incident: [2]time.Duration{0, time.Minute}}},
 		{"recovery is not reported while the circuit is open", open(),
-			func(s circuit.State) (circuit.State, bool) { return s.Recovered(at(time.Minute), t0.UnixMilli()) },
+			func(s circuit.State) (circuit.State, bool) {
+				return circuit.Evolve(s, at(time.Minute), circuit.Policy{}, circuit.Recovery{From: t0.UnixMilli()})
+			},
 			then{phase: circuit.Open, until: 10 * time.Second, coolDown: 10 * time.Second, incident: [2]time.Duration{-time.Second, -1}}},
 	}
 	for _, c := range cases {
@@ -298,8 +330,8 @@ func TestTransitionsKeepTheLast(t *testing.T) {
 	s := circuit.New(mailer)
 	now := t0
 	for range circuit.MaxTransitions {
-		s, _ = s.ByOperator(now, circuit.Open, "ops", "x")
-		s, _ = s.ByOperator(now, circuit.Closed, "ops", "y")
+		s, _ = circuit.Evolve(s, now, circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "x"})
+		s, _ = circuit.Evolve(s, now, circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "y"})
 		now = now.Add(time.Second)
 	}
 	require.Len(t, s.Transitions, circuit.MaxTransitions)

@@ -20,13 +20,14 @@ func TestBrowserOverviewCircuits(t *testing.T) {
 	s := newStack(t, 2, 1, false)
 	fn := circuit.Of(mailer)
 	_, _, _, err := s.circuits.Update(t.Context(), fn, func(c circuit.State) (circuit.State, bool) {
-		c, ok := c.ByOperator(time.Now(), circuit.Open, "ops", "smtp maintenance")
-		return c.WithRefused(12, time.Now()), ok
+		c, ok := circuit.Evolve(c, time.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "smtp maintenance"})
+		c, _ = circuit.Evolve(c, time.Now(), circuit.Policy{}, circuit.Refusals{N: 12})
+		return c, ok
 	})
 	require.NoError(t, err)
 	other := circuit.Function{Context: mailer.ContextName, Processor: "Ledger", Name: "post"}
 	_, _, _, err = s.circuits.Update(t.Context(), other, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(time.Now(), circuit.Open, "ops", "no failures yet")
+		return circuit.Evolve(c, time.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "no failures yet"})
 	})
 	require.NoError(t, err)
 
@@ -65,7 +66,7 @@ func TestBrowserRecordWaitsForItsCircuit(t *testing.T) {
 	p, err := circuit.Policy{}.Resolve()
 	require.NoError(t, err)
 	_, _, _, err = s.circuits.Update(t.Context(), fn, func(c circuit.State) (circuit.State, bool) {
-		return c.Tripped(time.Now(), p, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Instance: "i1",
+		return circuit.Evolve(c, time.Now(), p, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Instance: "i1",
 			Last: circuit.Failure{Code: "Unavailable", Message: "smtp 451: try again later"}})
 	})
 	require.NoError(t, err)
@@ -86,7 +87,7 @@ func TestBrowserRecordWaitsForItsCircuit(t *testing.T) {
 	assert.True(t, ok, "the replay of this record is the circuit's probe: %+v", st)
 
 	_, _, _, err = s.circuits.Update(t.Context(), fn, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(time.Now(), circuit.Open, "ops", "smtp maintenance")
+		return circuit.Evolve(c, time.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "smtp maintenance"})
 	})
 	require.NoError(t, err)
 	do(t, ctx, "open the other record", chromedp.Navigate(s.http.URL+"/record?id="+s.greylisted[1]))

@@ -40,7 +40,7 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 	}
 	last := circuit.Failure{Code: "Unavailable", Message: "smtp 451: mail service unavailable"}
 	set(func(s circuit.State) (circuit.State, bool) {
-		return s.Tripped(t0, p, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Last: last, Instance: "i1"})
+		return circuit.Evolve(s, t0, p, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Last: last, Instance: "i1"})
 	})
 	eventually(t, "circuit_opened", func() bool { return len(rcv.ofType(TypeCircuitOpened)) == 1 })
 	c := rcv.ofType(TypeCircuitOpened)[0].body.Circuit
@@ -51,18 +51,20 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 	assert.Equal(t, "Unavailable", c.ErrorCode)
 	assert.Equal(t, last.Message, c.ErrorMsg)
 
-	set(func(s circuit.State) (circuit.State, bool) { return s.WithRefused(7, at(time.Second)), true })
 	set(func(s circuit.State) (circuit.State, bool) {
-		return s.Claimed(at(10*time.Second), p, circuit.Claim{Instance: "i1", ID: "p1"})
+		return circuit.Evolve(s, at(time.Second), circuit.Policy{}, circuit.Refusals{N: 7})
 	})
 	set(func(s circuit.State) (circuit.State, bool) {
-		return s.ProbeFailed(at(11*time.Second), p, "p1", last, 0)
+		return circuit.Evolve(s, at(10*time.Second), p, circuit.Claim{Instance: "i1", ID: "p1"})
+	})
+	set(func(s circuit.State) (circuit.State, bool) {
+		return circuit.Evolve(s, at(11*time.Second), p, circuit.ProbeFailure{ID: "p1", Last: last, Jitter: 0})
 	})
 	eventually(t, "circuit_probe_failed", func() bool { return len(rcv.ofType(TypeCircuitProbeFailed)) == 1 })
 	assert.Equal(t, int64(20000), rcv.ofType(TypeCircuitProbeFailed)[0].body.Circuit.CoolDownMs)
 
 	set(func(s circuit.State) (circuit.State, bool) {
-		return s.ByOperator(at(20*time.Second), circuit.Closed, "ops", "smtp is back")
+		return circuit.Evolve(s, at(20*time.Second), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "smtp is back"})
 	})
 	eventually(t, "circuit_closed", func() bool { return len(rcv.ofType(TypeCircuitClosed)) == 1 })
 	cl := rcv.ofType(TypeCircuitClosed)[0].body.Circuit
@@ -72,10 +74,10 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 
 	// It opens again within the window: de-duplicated.
 	set(func(s circuit.State) (circuit.State, bool) {
-		return s.Tripped(at(30*time.Second), p, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Last: last, Instance: "i1"})
+		return circuit.Evolve(s, at(30*time.Second), p, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Last: last, Instance: "i1"})
 	})
 	set(func(s circuit.State) (circuit.State, bool) {
-		return s.ByOperator(at(40*time.Second), circuit.Closed, "ops", "again")
+		return circuit.Evolve(s, at(40*time.Second), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "again"})
 	})
 	eventually(t, "the second close is not notified either", func() bool {
 		c, err := e.js.Consumer(t.Context(), store.Stream(), DefaultDurable+"-circuits")
@@ -95,13 +97,13 @@ func TestCircuitNoteOnlyForItsOwnTransition(t *testing.T) {
 	require.NoError(t, err)
 	p, err := circuit.Policy{}.Resolve()
 	require.NoError(t, err)
-	s, _ := circuit.New(mailerCircuit).Tripped(t0, p, circuit.Trip{Cause: circuit.CauseRatio, Failures: 11, Calls: 20, Instance: "i"})
+	s, _ := circuit.Evolve(circuit.New(mailerCircuit), t0, p, circuit.Trip{Cause: circuit.CauseRatio, Failures: 11, Calls: 20, Instance: "i"})
 	note, ok, err := circuitNote(store, circuitSubject+mailerCircuit.String(), jsonOf(t, s), "")
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, TypeCircuitOpened, note.Type)
 	assert.Equal(t, "Mailer", note.Function().ProcessorName)
-	flushed := s.WithRefused(3, t0.Add(time.Second))
+	flushed, _ := circuit.Evolve(s, t0.Add(time.Second), circuit.Policy{}, circuit.Refusals{N: 3})
 	_, ok, err = circuitNote(store, circuitSubject+mailerCircuit.String(), jsonOf(t, flushed), "")
 	require.NoError(t, err)
 	assert.False(t, ok, "a count of refused calls is no transition")

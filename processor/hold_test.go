@@ -283,7 +283,7 @@ func TestOrderedCircuitOpensDuringRelease(t *testing.T) {
 		t.Fatal("the release does not reach version 3")
 	}
 	_, _, _, err = store.Update(t.Context(), f, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "the projection store is down")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "the projection store is down"})
 	})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { st, ok := p.Circuit("Projector", "onStep"); return ok && st.Phase == circuit.Open }, waitFor, tick)
@@ -305,7 +305,7 @@ func TestOrderedCircuitOpensDuringRelease(t *testing.T) {
 	assert.Equal(t, circuit.ErrorCode, r.Error.ErrorCode)
 
 	_, _, _, err = store.Update(t.Context(), f, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "back")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "back"})
 	})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { st, ok := p.Circuit("Projector", "onStep"); return ok && st.Phase == circuit.Closed }, waitFor, tick)

@@ -232,7 +232,7 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 	trip := opened
 	trip.FirstFailureAt = e.clock.Now().UnixMilli()
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.Tripped(e.clock.Now(), resolved(t, circuit.Policy{CoolDown: 10 * time.Second}), trip)
+		return circuit.Evolve(c, e.clock.Now(), resolved(t, circuit.Policy{CoolDown: 10 * time.Second}), trip)
 	})
 	e.clock.Set(t0.Add(time.Minute + 5*time.Second))
 	refused := e.records(t, 200, 25, circuit.ErrorCode)
@@ -265,7 +265,7 @@ func TestDrainAfterTheCircuitCloses(t *testing.T) {
 
 	// The probes closed it (here: an operator).
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "smtp is back")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "smtp is back"})
 	})
 	d = e.tickUntil(t, "the canary", func(d circuit.Drain) bool { return d.Phase == circuit.DrainCanary && len(d.Batch) == 1 })
 	assert.Contains(t, refused, d.Batch[0].ID, "refused records first: the canary can fail only if the dependency does")
@@ -303,10 +303,10 @@ func TestDrainHalvesThenWaitsOutAFailedCanary(t *testing.T) {
 	e := newDrainEnv(t)
 	e.records(t, 0, 40, circuit.ErrorCode)
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "x"})
 	})
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "y"})
 	})
 	s, _ := e.start(t, scheduler.DrainPolicy{Rate: 1000})
 	d := e.tickUntil(t, "a step of 2 judged", func(d circuit.Drain) bool { return d.Judged == 2 })
@@ -350,10 +350,10 @@ func TestBadRecordsNeverStallTheDrain(t *testing.T) {
 		}
 	}
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "x"})
 	})
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "y"})
 	})
 	e.start(t, scheduler.DrainPolicy{Rate: 1000, Threshold: 0.5})
 	deadline := time.Now().Add(waitFor)
@@ -396,7 +396,7 @@ func TestDrainProbesWithoutRefusedRecords(t *testing.T) {
 	e.clock.Set(t0.Add(time.Minute + time.Second))
 	last := e.records(t, 10, 1, "Unavailable")
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.Tripped(e.clock.Now(), resolved(t, circuit.Policy{CoolDown: 10 * time.Second}), trip)
+		return circuit.Evolve(c, e.clock.Now(), resolved(t, circuit.Policy{CoolDown: 10 * time.Second}), trip)
 	})
 	e.pause(t)
 	e.start(t, scheduler.DrainPolicy{Rate: 1000})
@@ -429,7 +429,7 @@ func TestDrainProbesWithoutRefusedRecords(t *testing.T) {
 	// Another function's circuit, open with no record at all.
 	other := circuit.Function{Context: fnCircuit.Context, Processor: fnCircuit.Processor, Name: "other"}
 	_, _, _, err = e.circuits.Update(t.Context(), other, func(c circuit.State) (circuit.State, bool) {
-		return c.Tripped(e.clock.Now(), resolved(t, circuit.Policy{CoolDown: 10 * time.Second}), trip)
+		return circuit.Evolve(c, e.clock.Now(), resolved(t, circuit.Policy{CoolDown: 10 * time.Second}), trip)
 	})
 	require.NoError(t, err)
 	e.clock.Set(e.clock.Now().Add(12 * time.Second))
@@ -455,10 +455,10 @@ func TestDrainKeepsToItsRate(t *testing.T) {
 	e := newDrainEnv(t)
 	e.records(t, 0, 10, circuit.ErrorCode)
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "x"})
 	})
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "y"})
 	})
 	e.start(t, scheduler.DrainPolicy{Rate: 2})
 	d := e.tickUntil(t, "the canary judged", func(d circuit.Drain) bool { return d.Judged == 1 })
@@ -477,10 +477,10 @@ func TestDrainSurvivesARestart(t *testing.T) {
 	e := newDrainEnv(t)
 	ids := e.records(t, 0, 12, circuit.ErrorCode)
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "x"})
 	})
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "y"})
 	})
 	_, stop := e.start(t, scheduler.DrainPolicy{Rate: 1000})
 	d := e.tickUntil(t, "the canary judged", func(d circuit.Drain) bool { return d.Judged == 1 })
@@ -549,14 +549,14 @@ func TestDrainTakesRecordsOutOfRetries(t *testing.T) {
 	before := create(0, "Unavailable")
 	e.clock.Set(t0.Add(time.Minute))
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "x")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "x"})
 	})
 	e.clock.Set(t0.Add(time.Minute + time.Second))
 	within := create(1, "Unavailable")
 	refusedID := create(2, circuit.ErrorCode)
 	e.clock.Set(t0.Add(2 * time.Minute))
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "y")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "y"})
 	})
 	e.start(t, scheduler.DrainPolicy{Rate: 1000})
 	d := e.tickUntil(t, "done", func(d circuit.Drain) bool { return d.Phase == circuit.DrainDone })
@@ -592,7 +592,7 @@ func TestAnOpenCircuitHoldsOnlyItsFunction(t *testing.T) {
 	}
 	e.indexed(t, versions)
 	e.setCircuit(t, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "maintenance")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "maintenance"})
 	})
 	s, _ := e.start(t, scheduler.DrainPolicy{Rate: 1000})
 	e.tickUntil(t, "the drain waits", func(d circuit.Drain) bool { return d.Phase == circuit.DrainWaiting })

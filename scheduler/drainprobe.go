@@ -108,7 +108,7 @@ func first(items []projection.Item) projection.Item {
 // the decider says one is due (circuit.Drain.ProbeDue). With the circuits' store it claims the probe for that
 // record first, so that its replay is the probe whichever instance runs
 // it; with no record to probe with, it half-opens the circuit, so that
-// the next call probes (circuit.State.Idle). Without the store only a
+// the next call probes (circuit.IdleTick). Without the store only a
 // refused record is replayed: its replay claims the probe itself.
 func (s *Scheduler) probe(ctx context.Context, c circuit.State, d circuit.Drain, now time.Time) error {
 	dc := s.opts.drain
@@ -119,7 +119,9 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d circuit.Drain,
 		// still there: its replay did not run as the probe (refused, or
 		// its result said nothing of the dependency). Free the probe.
 		id := c.Probe.ID
-		st, _, _, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) { return cur.ProbeAnswered(now, id) })
+		st, _, _, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) {
+			return circuit.Evolve(cur, now, dc.CircuitPolicy, circuit.ProbeSilence{ID: id})
+		})
 		if err != nil {
 			return err
 		}
@@ -136,7 +138,9 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d circuit.Drain,
 		if dc.Store == nil || c.Phase != circuit.Open {
 			return nil
 		}
-		_, _, changed, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) { return cur.Idle(now, Actor) })
+		_, _, changed, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) {
+			return circuit.Evolve(cur, now, dc.CircuitPolicy, circuit.IdleTick{Instance: Actor})
+		})
 		if err == nil && changed {
 			s.opts.logger.Info("scheduler: no call probed the circuit after its cool-down and no record can probe it; half-opened it, so that the next call probes",
 				"function", c.Function.String())
@@ -146,7 +150,7 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d circuit.Drain,
 	if dc.Store != nil {
 		claim := circuit.Claim{Instance: Actor, ID: uuid.NewString(), Event: it.EventID, Record: it.ID}
 		st, _, changed, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) {
-			return cur.Claimed(now, dc.CircuitPolicy, claim)
+			return circuit.Evolve(cur, now, dc.CircuitPolicy, claim)
 		})
 		if err != nil || !changed || st.Probe == nil || st.Probe.ID != claim.ID {
 			return err // a call claimed it meanwhile

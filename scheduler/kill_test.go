@@ -80,7 +80,9 @@ func TestDrainKillLoop(t *testing.T) {
 	cs, err := circuit.OpenStore(t.Context(), js)
 	require.NoError(t, err)
 	for _, to := range []circuit.Phase{circuit.Open, circuit.Closed} {
-		_, _, _, err = cs.Update(t.Context(), fnCircuit, func(c circuit.State) (circuit.State, bool) { return c.ByOperator(time.Now(), to, "ops", "test") })
+		_, _, _, err = cs.Update(t.Context(), fnCircuit, func(c circuit.State) (circuit.State, bool) {
+			return circuit.Evolve(c, time.Now(), circuit.Policy{}, circuit.OperatorSet{To: to, Actor: "ops", Reason: "test"})
+		})
 		require.NoError(t, err)
 	}
 

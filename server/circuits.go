@@ -178,7 +178,9 @@ func (s *Server) setCircuit(to circuit.Phase) func(http.ResponseWriter, *http.Re
 			actor = actor[:circuit.MaxActorBytes]
 		}
 		now := s.cfg.Clock.Now()
-		change := func(cur circuit.State) (circuit.State, bool) { return cur.ByOperator(now, to, actor, reason) }
+		change := func(cur circuit.State) (circuit.State, bool) {
+			return circuit.Evolve(cur, now, circuit.DefaultPolicy, circuit.OperatorSet{To: to, Actor: actor, Reason: reason})
+		}
 		if req.DryRun {
 			cur, stored, err := readCircuit(r, c, f)
 			if err != nil && !isInvalidCircuit(err) {
@@ -276,7 +278,7 @@ func (s *Server) guardPrepare(ctx context.Context, id string, probe bool, actor 
 	n, _, changed, err := c.Store.Update(ctx, fn, func(cur circuit.State) (circuit.State, bool) {
 		// The default policy's probe timeout bounds how long the claim
 		// waits for the replay: the server does not know the function's.
-		return cur.Claimed(s.cfg.Clock.Now(), circuit.DefaultPolicy, claim)
+		return circuit.Evolve(cur, s.cfg.Clock.Now(), circuit.DefaultPolicy, claim)
 	})
 	if err != nil {
 		return err

@@ -134,7 +134,7 @@ func TestPrepareWhileTheCircuitIsOpen(t *testing.T) {
 	p, err := circuit.Policy{}.Resolve()
 	require.NoError(t, err)
 	_, _, _, err = store.Update(t.Context(), f, func(c circuit.State) (circuit.State, bool) {
-		return c.Tripped(e.clock.Now(), p, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Instance: "i1"})
+		return circuit.Evolve(c, e.clock.Now(), p, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Instance: "i1"})
 	})
 	require.NoError(t, err)
 	path := func(id, cmd string) string { return "/api/v1/records/" + id + "/" + cmd }
@@ -172,7 +172,7 @@ func TestPrepareWhileTheCircuitIsOpen(t *testing.T) {
 	assert.Contains(t, r.apiError(t).Message, "has a probe under way")
 
 	_, _, _, err = store.Update(t.Context(), f, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Open, "ops", "maintenance")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "maintenance"})
 	})
 	require.NoError(t, err)
 	r = e.do(t, "POST", path(ids[2], "prepare_compensation"), operatorKey, api.PrepareRequest{Probe: true})
@@ -180,7 +180,7 @@ func TestPrepareWhileTheCircuitIsOpen(t *testing.T) {
 	assert.Contains(t, r.apiError(t).Message, "was opened by an operator")
 
 	_, _, _, err = store.Update(t.Context(), f, func(c circuit.State) (circuit.State, bool) {
-		return c.ByOperator(e.clock.Now(), circuit.Closed, "ops", "back")
+		return circuit.Evolve(c, e.clock.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "back"})
 	})
 	require.NoError(t, err)
 	r = e.do(t, "POST", path(ids[2], "prepare_compensation"), operatorKey, nil)
