@@ -89,7 +89,7 @@ func (s *Scheduler) probeRecord(c circuit.State, d circuit.Drain, now time.Time)
 	}
 	var best projection.Item
 	_, err = s.functionRecords(c.Function, "", math.MaxInt, func(it projection.Item) bool {
-		if inIncident(window, it) && it.Retries < it.MaxRetries && it.ID != last && it.NextRetryAt <= now.UnixMilli() && it.ExecuteAt >= best.ExecuteAt {
+		if inIncident(window, it) && retriesLeft(it) && it.ID != last && it.NextRetryAt <= now.UnixMilli() && it.ExecuteAt >= best.ExecuteAt {
 			best = it
 		}
 		return false

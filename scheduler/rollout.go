@@ -86,11 +86,15 @@ func forcePrepare(projection.Item) aggregate.Command { return aggregate.ForcePre
 // (refused records whose retries ran out while their circuit refused
 // them: a refusal is not an attempt).
 func prepareOrForce(it projection.Item) aggregate.Command {
-	if it.Retries >= it.MaxRetries {
+	if !retriesLeft(it) {
 		return aggregate.ForcePrepareCompensation{}
 	}
 	return aggregate.PrepareCompensation{}
 }
+
+// retriesLeft reports whether it has an automatic retry left, as
+// aggregate.State.IsBelowRetryThreshold does for the record itself.
+func retriesLeft(it projection.Item) bool { return it.Retries < it.MaxRetries }
 
 // refused reports whether it's last failure was a refusal by its
 // function's circuit: the function was never called for its event.
