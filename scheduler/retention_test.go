@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -632,4 +633,85 @@ func TestSweeperRefusesAStreamThatDeniesPurges(t *testing.T) {
 	}
 	s, _ := e.tallied(t)
 	assert.Zero(t, s, "nothing is tallied that was not removed")
+}
+
+// A pending batch in the bucket is derived state: one that lists live
+// records (a FAILED one, one that succeeded too recently, one listed as
+// SUCCEEDED that is not), written by a stranger or left by a bug, removes
+// none of them, whether or not it says it was tallied; the event store
+// decides.
+func TestAForgedPendingBatchRemovesNoLiveRecord(t *testing.T) {
+	for _, tallied := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tallied=%v", tallied), func(t *testing.T) {
+			e := newRetentionEnv(t, nil)
+			p := e.populate(t)
+			live := append(append(append([]string(nil), p.failed...), p.recent...), p.unrecoverable...)
+			var recs []scheduler.Removal
+			for _, id := range live {
+				last, err := e.store.LoadLast(t.Context(), aggregate.RecordAggregate(id))
+				require.NoError(t, err)
+				recs = append(recs, scheduler.Removal{ID: id, Through: last.Seq, Version: last.Version, Function: fn,
+					Status: aggregate.StatusSucceeded, ExecuteAt: t0.UnixMilli()})
+			}
+			old := p.old[0]
+			last, err := e.store.LoadLast(t.Context(), aggregate.RecordAggregate(old))
+			require.NoError(t, err)
+			recs = append(recs, scheduler.Removal{ID: old, Through: last.Seq, Version: last.Version, Function: fn, Status: aggregate.StatusSucceeded, ExecuteAt: t0.UnixMilli()})
+			forged, err := json.Marshal(scheduler.SweepState{Pending: &scheduler.SweepBatch{N: 1, StartedAt: t0.UnixMilli(), Tallied: tallied, Records: recs},
+				UpdatedAt: e.clock.Now().UnixMilli()})
+			require.NoError(t, err)
+			kv, err := e.js.KeyValue(t.Context(), scheduler.DefaultRetentionBucket)
+			require.NoError(t, err)
+			_, err = kv.Put(t.Context(), "sweep", forged)
+			require.NoError(t, err)
+
+			// Unrecoverable records are not removed in this configuration
+			// (no unrecoverable retention), even listed as unrecoverable.
+			sw := e.sweeper(t, scheduler.RetentionConfig{})
+			rep, err := sw.Sweep(t.Context())
+			require.NoError(t, err)
+
+			for _, id := range live {
+				assert.False(t, e.gone(t, id), "live record %s kept", id)
+			}
+			assert.True(t, e.gone(t, old), "the one removable record of the batch is removed")
+			assert.Equal(t, 1, rep.Removed())
+			assert.Equal(t, len(live), rep.Dropped)
+		})
+	}
+}
+
+// A sweep state reset to {} (a stranger, or a bug) does not make batch
+// numbers repeat: a fresh sweeper (another instance, a restart) numbers on
+// after the tallies and the archive's manifests, so the manifest of an
+// earlier batch is never overwritten and the records removed are counted.
+func TestAResetSweepCounterNeverRepeatsABatchNumber(t *testing.T) {
+	e := newRetentionEnv(t, nil)
+	p := e.populate(t)
+	sink, err := archive.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	sw := e.sweeper(t, scheduler.RetentionConfig{Archive: sink, Batch: 3})
+	rep, err := sw.Sweep(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), rep.Batch)
+	first, err := archive.ReadManifest(t.Context(), sink, 1)
+	require.NoError(t, err)
+
+	kv, err := e.js.KeyValue(t.Context(), scheduler.DefaultRetentionBucket)
+	require.NoError(t, err)
+	_, err = kv.Put(t.Context(), "sweep", []byte(`{}`))
+	require.NoError(t, err)
+
+	again := e.sweeper(t, scheduler.RetentionConfig{Archive: sink, Batch: 3})
+	rep, err = again.Sweep(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), rep.Batch, "numbering goes on after the batch already done")
+	kept, err := archive.ReadManifest(t.Context(), sink, 1)
+	require.NoError(t, err)
+	assert.Equal(t, first, kept, "the first batch's manifest is not overwritten")
+	s, _ := e.tallied(t)
+	assert.Equal(t, int64(6), s, "both batches are counted")
+	for _, id := range p.old {
+		assert.True(t, e.gone(t, id))
+	}
 }

@@ -27,6 +27,28 @@ type class struct {
 	cutoff        int64 // epoch ms: executeAt strictly before it
 }
 
+// classOf returns the class of a removal (unrecoverable or succeeded) as
+// the retention is now; ok is false when that class is no longer removed.
+func (sw *Sweeper) classOf(unrecoverable bool) (class, bool) {
+	for _, c := range sw.classes() {
+		if c.unrecoverable == unrecoverable {
+			return c, true
+		}
+	}
+	return class{}, false
+}
+
+// removes reports whether the record state s is finished in class c and
+// old enough to be removed: the one rule, applied when a record is
+// selected and again, from the event store, before it is removed.
+func (c class) removes(s aggregate.State) bool {
+	finished := s.Status == aggregate.StatusSucceeded
+	if c.unrecoverable {
+		finished = s.Status == aggregate.StatusFailed && s.Recoverable == aggregate.Unrecoverable
+	}
+	return finished && s.ExecuteAt < c.cutoff
+}
+
 func (sw *Sweeper) classes() []class {
 	now := sw.cfg.Clock.Now()
 	var out []class
@@ -112,11 +134,7 @@ func (sw *Sweeper) candidate(ctx context.Context, id string, c class) (Removal, 
 		sw.cfg.Logger.Debug("retention: a record's last stream carries no state; it is kept", "record", id)
 		return Removal{}, false, nil
 	}
-	finished := s.Status == aggregate.StatusSucceeded
-	if c.unrecoverable {
-		finished = s.Status == aggregate.StatusFailed && s.Recoverable == aggregate.Unrecoverable
-	}
-	if !finished || s.ExecuteAt >= c.cutoff {
+	if !c.removes(s) {
 		return Removal{}, false, nil // the index lags; a later pass sees it again
 	}
 	rec := Removal{ID: id, Through: st.Seq, Version: st.Version, Function: s.Function, ErrorCode: s.Error.ErrorCode, Fingerprint: s.Error.Fingerprint,
@@ -201,10 +219,12 @@ func (sw *Sweeper) finish(ctx context.Context, st SweepState, rev uint64) (Sweep
 			}
 		}
 	}
+	checked := false
 	if !b.Tallied {
 		if err := sw.recheck(ctx, b, &rep); err != nil {
 			return rep, err
 		}
+		checked = true
 		if err := sw.tally(ctx, b); err != nil {
 			return rep, err
 		}
@@ -218,6 +238,20 @@ func (sw *Sweeper) finish(ctx context.Context, st SweepState, rev uint64) (Sweep
 		}
 	}
 	for _, rec := range b.Records {
+		if !checked {
+			// A batch tallied in an earlier pass (or stored so): each
+			// record is checked against the event store before its
+			// history goes; one purged already has its view retired.
+			ok, err := sw.purgeable(ctx, rec)
+			if err != nil {
+				return rep, err
+			}
+			if !ok {
+				rep.Dropped++
+				sw.stats.dropped.Add(1)
+				continue
+			}
+		}
 		n, err := sw.cfg.Store.Remove(ctx, aggregate.RecordAggregate(rec.ID), rec.Through)
 		if err != nil {
 			return rep, fmt.Errorf("sweep batch %d: %w", b.N, err)
@@ -242,6 +276,7 @@ func (sw *Sweeper) finish(ctx context.Context, st SweepState, rev uint64) (Sweep
 	now := sw.cfg.Clock.Now()
 	rep.At = now.UnixMilli()
 	st.Batch, st.Pending = b.N, nil
+	sw.used = max(sw.used, b.N)
 	st.Removed += int64(rep.Removed())
 	st.Messages += int64(rep.Messages)
 	if b.Manifest != "" {
@@ -255,26 +290,57 @@ func (sw *Sweeper) finish(ctx context.Context, st SweepState, rev uint64) (Sweep
 	return rep, nil
 }
 
-// recheck drops the records of b that moved on since they were selected
-// (they failed again): their history is not removed.
+// recheck keeps of b the records that the event store still says are
+// finished in their class and past their retention, at the sequence
+// selected, each as the store describes it: a stored batch is derived
+// state (it may be stale, or forged) and never decides alone what is
+// removed. The others are left alone (they failed again, or the batch
+// lists what is not removable).
 func (sw *Sweeper) recheck(ctx context.Context, b *SweepBatch, rep *SweepReport) error {
 	keep := b.Records[:0]
 	for _, rec := range b.Records {
-		st, err := sw.cfg.Store.LoadLast(ctx, aggregate.RecordAggregate(rec.ID))
-		switch {
-		case errors.Is(err, eventstore.ErrNotFound):
-			keep = append(keep, rec) // gone already: its view goes too
-		case err != nil && !errors.Is(err, eventstore.ErrCorrupt):
-			return fmt.Errorf("read record %s: %w", rec.ID, err)
-		case err == nil && st.Seq == rec.Through:
-			keep = append(keep, rec)
-		default:
+		fresh, ok, err := sw.stillRemovable(ctx, rec)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			rep.Dropped++
 			sw.stats.dropped.Add(1)
+			continue
 		}
+		keep = append(keep, fresh)
 	}
 	b.Records = keep
 	return nil
+}
+
+// purgeable reports whether rec of a batch resumed after its tally may
+// be purged: its history is gone already (purged before the pass
+// stopped: its view goes too), or it is still removable.
+func (sw *Sweeper) purgeable(ctx context.Context, rec Removal) (bool, error) {
+	_, err := sw.cfg.Store.LoadLast(ctx, aggregate.RecordAggregate(rec.ID))
+	if errors.Is(err, eventstore.ErrNotFound) {
+		return true, nil
+	}
+	_, ok, err := sw.stillRemovable(ctx, rec)
+	return ok, err
+}
+
+// stillRemovable checks rec against the event store now: the record's
+// last stream is the one selected and it is removable in rec's class.
+func (sw *Sweeper) stillRemovable(ctx context.Context, rec Removal) (Removal, bool, error) {
+	c, ok := sw.classOf(rec.Unrecoverable)
+	if !ok {
+		return Removal{}, false, nil // that class is no longer removed
+	}
+	fresh, ok, err := sw.candidate(ctx, rec.ID, c)
+	if err != nil || !ok {
+		return Removal{}, false, err
+	}
+	if fresh.Through != rec.Through {
+		return Removal{}, false, nil // it moved on since it was selected
+	}
+	return fresh, true, nil
 }
 
 // tally counts b's records in the tallies, one compare-and-set per key.

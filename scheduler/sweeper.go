@@ -115,6 +115,12 @@ type Sweeper struct {
 
 	hook func(step string) error // tests: fail or stop at a step
 
+	// used is the highest batch number known to be used (by the tallies
+	// and this sweeper's batches), read once:
+	// the stored counter is derived state and may have gone back.
+	used     uint64
+	usedRead bool
+
 	stats sweepStats
 }
 
@@ -253,10 +259,15 @@ func (sw *Sweeper) sweep(ctx context.Context) (SweepReport, error) {
 		return SweepReport{}, nil // off; a batch under way is still finished
 	}
 	if st.Pending == nil {
-		b, err := sw.select_(ctx, st.Batch+1)
+		n, err := sw.nextBatch(ctx, st)
+		if err != nil {
+			return SweepReport{}, err
+		}
+		b, err := sw.select_(ctx, n)
 		if err != nil || b == nil {
 			return SweepReport{}, err
 		}
+		st.Batch = n - 1
 		if err := sw.archive(ctx, b); err != nil {
 			return SweepReport{}, err
 		}
@@ -272,4 +283,35 @@ func (sw *Sweeper) sweep(ctx context.Context) (SweepReport, error) {
 		}
 	}
 	return sw.finish(ctx, st, rev)
+}
+
+// nextBatch returns the number of the next batch: one past the stored
+// counter, or past the highest number already used when the counter went
+// back (an entry reset to {} or forged), so that a number never repeats:
+// a repeated number would skip the tallies (counted per batch) and
+// overwrite the archive's manifest of that number. A batch removes
+// nothing before it is tallied, so the tallies know every number that
+// removed anything; an archived manifest of a higher number removed
+// nothing (the pass stopped before the batch was stored) and is written
+// again.
+func (sw *Sweeper) nextBatch(ctx context.Context, st SweepState) (uint64, error) {
+	if !sw.usedRead {
+		ts, _, err := sw.cfg.Progress.Tallies(ctx)
+		if err != nil {
+			return 0, err
+		}
+		for _, t := range ts {
+			sw.used = max(sw.used, t.LastBatch)
+		}
+		sw.usedRead = true
+	}
+	if st.Last != nil {
+		sw.used = max(sw.used, st.Last.Batch)
+	}
+	if st.Batch < sw.used {
+		sw.cfg.Logger.Warn("retention: the stored sweep counter is behind the batches already done (the entry was reset or edited); numbering goes on after them",
+			"stored", st.Batch, "done", sw.used)
+		return sw.used + 1, nil
+	}
+	return st.Batch + 1, nil
 }
