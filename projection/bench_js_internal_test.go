@@ -39,7 +39,7 @@ func benchRebuild(b *testing.B, n int) {
 	for i := range n {
 		v := randomView(r, i)
 		v.Seq += 20 // version v is at a sequence of at least v, or the view does not validate
-		data, err := encodeView(&v)
+		data, err := appendView(&v)
 		if err != nil {
 			b.Fatal(err)
 		}

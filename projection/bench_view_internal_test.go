@@ -35,7 +35,7 @@ func BenchmarkDecodeViewFields(b *testing.B) {
 	for i := range 1024 {
 		v := randomView(r, i)
 		for j, v := range []View{v, withStack(v)} {
-			data, err := encodeView(&v)
+			data, err := appendView(&v)
 			require.NoError(b, err)
 			sets[j].encoded = append(sets[j].encoded, data)
 		}

@@ -13,7 +13,7 @@ import (
 // the fast one reads a view.
 func FuzzCheckView(f *testing.F) {
 	for _, v := range tableViews() {
-		data, err := encodeView(&v)
+		data, err := appendView(&v)
 		require.NoError(f, err)
 		key, err := EncodeKey(v.State.ID)
 		require.NoError(f, err)

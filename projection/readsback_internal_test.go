@@ -10,15 +10,18 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 )
 
-// fullyReadsBack is the check encodeView made before readsBack: decode
-// every view written.
+// fullyReadsBack is what every reader does with a view written: decode
+// it and check it (checkView).
 func fullyReadsBack(v *View) (bool, error) {
 	data, err := appendView(v)
 	if err != nil {
 		return false, err
 	}
-	_, err = decodeView(data)
-	return err == nil, nil
+	back, err := decodeView(data)
+	if err != nil {
+		return false, nil
+	}
+	return checkView(back.State.ID, &back) == nil, nil
 }
 
 // requireSameVerdict fails unless encodeView accepts v exactly when the
@@ -32,12 +35,12 @@ func requireSameVerdict(t testing.TB, v *View) {
 		return
 	}
 	if want {
-		require.NoError(t, err, "decodeView reads the view back, so encodeView must write it: %+v", v.State)
+		require.NoError(t, err, "the readers accept the view, so encodeView must write it: %+v", v.State)
 		_, derr := decodeView(data)
 		require.NoError(t, derr)
 		return
 	}
-	require.ErrorIs(t, err, ErrCorruptView, "decodeView refuses the view, so encodeView must too: %+v", v.State)
+	require.ErrorIs(t, err, ErrCorruptView, "a reader refuses the view, so encodeView must too: %+v", v.State)
 }
 
 func TestReadsBackIsWhatDecodeViewAccepts(t *testing.T) {
@@ -61,8 +64,12 @@ func TestReadsBackIsWhatDecodeViewAccepts(t *testing.T) {
 			v.State.RetrySpec = aggregate.RetrySpec{MaxRetries: math.MinInt32, MinBackoff: math.MaxInt32, MaxBackoff: -1, Jitter: math.SmallestNonzeroFloat64}
 			v.State.PreparedVersion = math.MaxUint64
 		},
-		"huge jitter": func(v *View) { v.State.RetrySpec.Jitter = math.MaxFloat64 },
-		"NaN jitter":  func(v *View) { v.State.RetrySpec.Jitter = math.NaN() },
+		"huge jitter":            func(v *View) { v.State.RetrySpec.Jitter = math.MaxFloat64 },
+		"next retry before 1970": func(v *View) { v.State.RetryState.NextRetryAt = math.MinInt64 },
+		"negative retries":       func(v *View) { v.State.RetryState.Retries = -1 },
+		"version above sequence": func(v *View) { v.Seq = 1; v.Version = 2 },
+		"no function name":       func(v *View) { v.State.Function.Name = "" },
+		"NaN jitter":             func(v *View) { v.State.RetrySpec.Jitter = math.NaN() },
 		"binding error": func(v *View) {
 			v.State.Error.BindingErrors = []aggregate.BindingError{{Name: "\"x\"", Msg: "<>&\u2028"}}
 		},

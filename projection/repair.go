@@ -91,7 +91,15 @@ func (ix *Index) repairLoop(ctx context.Context) {
 				continue
 			}
 			rctx, cancel := context.WithTimeout(ctx, repairTimeout)
-			if err := ix.reprojector.Reproject(rctx, id); err != nil && ctx.Err() == nil {
+			switch err := ix.reprojector.Reproject(rctx, id); {
+			case err == nil, ctx.Err() != nil:
+			case errors.Is(err, ErrCorruptView):
+				// The history does not make a view the readers accept:
+				// projecting it again gives the same; it is reported
+				// (above) and tried again only when the key changes.
+				ix.logger.Warn("index: a view that does not validate cannot be projected again: its history does not make a valid view; it stays out of the index until it changes",
+					"record", id, "err", err)
+			default:
 				ix.logger.Warn("index: a view that does not validate could not be projected again; trying again later", "record", id, "err", err)
 				delete(tried, k)
 			}

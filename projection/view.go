@@ -16,10 +16,12 @@ import (
 // the API's type, the body of GET /api/v1/records/{id}.
 type View = api.View
 
-// encodeView returns the stored JSON of v, after checking that
-// decodeView reads it back: a view is only written if every reader (the
-// index, Get, the API) accepts it, whatever state Evolve made of the
-// events. The error matches ErrCorruptView and names what the reader
+// encodeView returns the stored JSON of v, after checking that every
+// reader (the index, Get, the API) accepts it, whatever state Evolve made
+// of the events: decodeView reads it back (readsBack) and it passes the
+// readers' checkView, one rule for writer and readers. A view a reader
+// would refuse is never written, so no reader asks for it again and
+// again. The error matches ErrCorruptView and names what the reader
 // refuses.
 //
 // The bytes are those of json.Marshal(v), written by the view's codec
@@ -27,6 +29,11 @@ type View = api.View
 func encodeView(v *View) ([]byte, error) {
 	if err := readsBack(v); err != nil {
 		return nil, fmt.Errorf("record %s version %d would not read back: %w", v.State.ID, v.Version, err)
+	}
+	// Under its own id as the key: the key is the id's encoding, which
+	// the writer made from it.
+	if err := checkView(v.State.ID, v); err != nil {
+		return nil, fmt.Errorf("record %s version %d would not validate: %w", v.State.ID, v.Version, errInvalidView(err))
 	}
 	return appendView(v)
 }

@@ -26,7 +26,7 @@ func TestEncodeViewWritesWhatJSONMarshalWrites(t *testing.T) {
 		}
 		want, err := json.Marshal(&v)
 		require.NoError(t, err)
-		got, err := encodeView(&v)
+		got, err := appendView(&v)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got))
 	}

@@ -19,7 +19,7 @@ func TestDecodeViewFieldsReadsEveryField(t *testing.T) {
 	fillEvery(reflect.ValueOf(&v).Elem())
 	// Enums the reader refuses would keep the view from being written.
 	v.State.Status, v.State.Function.FunctionKind, v.State.Recoverable = aggregate.StatusFailed, aggregate.KindEvent, aggregate.Recoverable
-	data, err := encodeView(&v)
+	data, err := appendView(&v)
 	require.NoError(t, err)
 	want, err := decodeView(data)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func requireSameView(t testing.TB, data []byte, f *viewFields) {
 func TestViewOfFieldsIsDecodeViews(t *testing.T) {
 	var f viewFields
 	for name, v := range tableViews() {
-		data, err := encodeView(&v)
+		data, err := appendView(&v)
 		require.NoError(t, err, name)
 		require.True(t, decodeViewFields(data, &f), name)
 		requireSameView(t, data, &f)
@@ -60,7 +60,7 @@ func TestViewOfFieldsIsDecodeViews(t *testing.T) {
 			v.State.EventID.AggregateID.TenantID = randomString(r)
 			v.State.RetrySpec.Jitter = r.Float64()
 		}
-		data, err := encodeView(&v)
+		data, err := appendView(&v)
 		if err != nil {
 			continue
 		}
@@ -80,7 +80,7 @@ func TestViewOfFieldsIsDecodeViews(t *testing.T) {
 // json/v2 reads.
 func FuzzViewOfFields(f *testing.F) {
 	for _, v := range tableViews() {
-		data, err := encodeView(&v)
+		data, err := appendView(&v)
 		require.NoError(f, err)
 		f.Add(data)
 	}
@@ -101,7 +101,7 @@ func TestRecordOfFieldsIsTheViewsRecord(t *testing.T) {
 			v = withStack(v)
 			v.State.Error.Fingerprint, v.State.ID = randomString(r), "r"+randomString(r)
 		}
-		data, err := encodeView(&v)
+		data, err := appendView(&v)
 		if err != nil {
 			continue
 		}

@@ -178,7 +178,7 @@ func TestDecodeViewFieldsReadsEncodedViews(t *testing.T) {
 	var out viewFields
 	for name, v := range tableViews() {
 		t.Run(name, func(t *testing.T) {
-			data, err := encodeView(&v)
+			data, err := appendView(&v)
 			require.NoError(t, err)
 			requireFastEqual(t, data, &out)
 		})
@@ -194,11 +194,11 @@ func TestDecodeViewFieldsReusesOut(t *testing.T) {
 	second := views["empty optional parts"]
 	var out viewFields
 	for _, v := range []View{first, views["escapes in names"], second, views["unicode"], first} {
-		data, err := encodeView(&v)
+		data, err := appendView(&v)
 		require.NoError(t, err)
 		requireFastEqual(t, data, &out)
 	}
-	data, err := encodeView(&second)
+	data, err := appendView(&second)
 	require.NoError(t, err)
 	require.True(t, decodeViewFields(data, &out))
 	assert.Nil(t, out.fingerprint, "a view without a fingerprint has none")
@@ -209,7 +209,7 @@ func TestDecodeViewFieldsReusesOut(t *testing.T) {
 func mutate(t testing.TB, old, new string) []byte {
 	t.Helper()
 	v := fixedView()
-	data, err := encodeView(&v)
+	data, err := appendView(&v)
 	require.NoError(t, err)
 	require.Contains(t, string(data), old, "the mutation must apply")
 	return []byte(strings.Replace(string(data), old, new, 1))
@@ -272,7 +272,7 @@ func TestDecodeViewFieldsRefusesWhatDecodeViewRefuses(t *testing.T) {
 
 func TestDecodeViewFieldsRefusesEveryTruncation(t *testing.T) {
 	v := tableViews()["every optional member present"]
-	data, err := encodeView(&v)
+	data, err := appendView(&v)
 	require.NoError(t, err)
 	var out viewFields
 	for n := range len(data) {
@@ -363,7 +363,7 @@ func TestDecodeViewFieldsTakesEveryEncodedView(t *testing.T) {
 			s.RetrySpec.Jitter = []float64{0, 1, 0.5, 1e-9, r.Float64()}[r.IntN(5)]
 			s.EventID.Seq, s.PreparedVersion = uint64(r.IntN(2))*math.MaxUint64, uint64(r.IntN(3))
 		}
-		data, err := encodeView(&v)
+		data, err := appendView(&v)
 		if err != nil {
 			continue // encodeView refuses it: the projector never writes it
 		}
@@ -378,7 +378,7 @@ func TestDecodeViewFieldsTakesEveryEncodedView(t *testing.T) {
 func TestDecodeViewFieldsDoesNotCopySkippedStrings(t *testing.T) {
 	v := withStack(fixedView())
 	v.State.Error.ErrorMsg = "plain"
-	data, err := encodeView(&v)
+	data, err := appendView(&v)
 	require.NoError(t, err)
 	require.Contains(t, string(data), `\n\t`, "the stack trace must be escaped for the test to mean anything")
 	var out viewFields
@@ -391,7 +391,7 @@ func TestDecodeViewFieldsDoesNotAllocate(t *testing.T) {
 	views["with a stack trace"] = withStack(fixedView())
 	for _, name := range []string{"plain", "escapes in names", "every optional member present", "with a stack trace"} {
 		v := views[name]
-		data, err := encodeView(&v)
+		data, err := appendView(&v)
 		require.NoError(t, err)
 		var out viewFields
 		require.True(t, decodeViewFields(data, &out), "the fast path must take %s", name)
@@ -405,7 +405,7 @@ func TestDecodeViewFieldsDoesNotAllocate(t *testing.T) {
 // takes every canonical view (one encodeView writes back byte for byte).
 func FuzzDecodeViewFields(f *testing.F) {
 	for _, v := range tableViews() {
-		data, err := encodeView(&v)
+		data, err := appendView(&v)
 		require.NoError(f, err)
 		f.Add(data)
 		f.Add(bytes.Replace(data, []byte(`"version":`), []byte(`"version":0`), 1))
@@ -416,7 +416,7 @@ func FuzzDecodeViewFields(f *testing.F) {
 		f.Add(data)
 	}
 	before := fixedView()
-	prev, err := encodeView(&before)
+	prev, err := appendView(&before)
 	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out viewFields
@@ -429,7 +429,7 @@ func FuzzDecodeViewFields(f *testing.F) {
 			require.Empty(t, diffFields(&v, &out), "the fast path disagrees with decodeView on %q", data)
 		}
 		if err == nil {
-			if enc, err := encodeView(&v); err == nil && bytes.Equal(enc, data) {
+			if enc, err := appendView(&v); err == nil && bytes.Equal(enc, data) {
 				require.True(t, ok, "the fast path must take the canonical view %q", data)
 			}
 		}
