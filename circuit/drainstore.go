@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -100,20 +98,7 @@ func (d *Drains) Get(ctx context.Context, f Function) (dr Drain, ok bool, err er
 // List returns every stored drain that validates, by function, and the
 // errors of those that do not.
 func (d *Drains) List(ctx context.Context) ([]Drain, []error, error) {
-	var out []Drain
-	var bad []error
-	err := d.store.Scan(ctx, ">", func(key string, dr Drain, _ uint64, err error) {
-		if err != nil {
-			bad = append(bad, fmt.Errorf("drain %s: %w: %w", kvstore.QuoteKey(key), err, ErrInvalidDrain))
-			return
-		}
-		out = append(out, dr)
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("list the drains: %w", err)
-	}
-	slices.SortFunc(out, func(a, b Drain) int { return strings.Compare(a.Function.String(), b.Function.String()) })
-	return out, bad, nil
+	return listByFunction(ctx, d.store, "drain", ErrInvalidDrain, func(dr Drain) Function { return dr.Function })
 }
 
 // Put stores dr, validated as DecodeDrain would read it; only the

@@ -152,19 +152,26 @@ func (s *Store) Get(ctx context.Context, f Function) (State, uint64, error) {
 // List returns every stored circuit that validates, by function, and the
 // errors of those that do not.
 func (s *Store) List(ctx context.Context) ([]State, []error, error) {
-	var out []State
+	return listByFunction(ctx, s.store, "circuit", ErrInvalid, func(st State) Function { return st.Function })
+}
+
+// listByFunction returns every value of store that validates, sorted by
+// its function (fn), and the errors of those that do not (naming the key
+// and wrapping invalid); what names the kind of value.
+func listByFunction[T any](ctx context.Context, store *kvstore.Store[T], what string, invalid error, fn func(T) Function) ([]T, []error, error) {
+	var out []T
 	var bad []error
-	err := s.store.Scan(ctx, ">", func(key string, st State, _ uint64, err error) {
+	err := store.Scan(ctx, ">", func(key string, v T, _ uint64, err error) {
 		if err != nil {
-			bad = append(bad, fmt.Errorf("circuit %s: %w: %w", kvstore.QuoteKey(key), err, ErrInvalid))
+			bad = append(bad, fmt.Errorf("%s %s: %w: %w", what, kvstore.QuoteKey(key), err, invalid))
 			return
 		}
-		out = append(out, st)
+		out = append(out, v)
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list the circuits: %w", err)
+		return nil, nil, fmt.Errorf("list the %ss: %w", what, err)
 	}
-	slices.SortFunc(out, func(a, b State) int { return strings.Compare(a.Function.String(), b.Function.String()) })
+	slices.SortFunc(out, func(a, b T) int { return strings.Compare(fn(a).String(), fn(b).String()) })
 	return out, bad, nil
 }
 
