@@ -35,8 +35,6 @@ const (
 	// for a live event to probe the circuit before it prepares a replay
 	// as the probe.
 	DefaultProbeGrace = time.Second
-	// minDrainRate is where halving stops.
-	minDrainRate = rollout.MinRate
 )
 
 // DrainPolicy says how the records an outage left are prepared once the
