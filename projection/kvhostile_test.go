@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -149,4 +151,50 @@ func TestTheViewsBucketCreatedAgainIsProjectedAgain(t *testing.T) {
 			assert.Equal(t, uint64(1), p.Stats().Reprojected)
 		})
 	}
+}
+
+// Finding 1 of issue 38: a record whose history makes a view the readers
+// refuse (times before 1970, as a forged or buggy CreateExecutionFailed
+// gives) was written, refused by the index, projected again and written
+// again, forever (130 806 revisions in 60 s). It is now never written: the
+// projector quarantines the message once, the index has nothing to refuse
+// and asks for nothing, and the other records are projected.
+func TestAHistoryThatMakesNoValidViewIsNeverWritten(t *testing.T) {
+	e := newEnv(t)
+	q, err := quarantine.New(e.js, quarantine.WithMemoryStorage())
+	require.NoError(t, err)
+	p := e.projector(t, projection.WithQuarantine(q))
+	run(t, p)
+	ix := e.index(t, projection.WithReprojector(p), projection.WithIndexQuarantine(q), projection.WithBucketCheck(20*time.Millisecond))
+	run(t, ix)
+	<-ix.Ready()
+	bad := aggregate.RecordID(evt(1), fnA)
+	// What a buggy service appends around the command's validation.
+	_, body, err := aggregate.EncodeEvent(aggregate.ExecutionFailedCreated{
+		EventID:   aggregate.EventID{ID: evt(1), AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1", TenantID: aggregate.DefaultTenantID}, Version: 1},
+		Function:  fnA,
+		Error:     aggregate.ErrorDetails{ErrorCode: "E", ErrorMsg: "boom"},
+		ExecuteAt: math.MinInt64, RetryState: aggregate.RetryState{Retries: 0, NextRetryAt: math.MinInt64},
+		RetrySpec: aggregate.DefaultRetrySpec, Recoverable: aggregate.RecoverabilityUnknown,
+	})
+	require.NoError(t, err)
+	_, err = e.store.Append(t.Context(), eventstore.Stream{ID: "forged-1", Aggregate: aggregate.RecordAggregate(bad), Version: 1, CreateTime: t0.UnixMilli(),
+		Events: []eventstore.Event{{ID: "forged-e-1", Name: aggregate.NameExecutionFailedCreated, Body: body}}}, 0)
+	require.NoError(t, err, "the event store keeps what it is given")
+	good := e.create(t, evt(2), fnA, "E", nil)
+	e.waitViews(t, map[string]uint64{good: 1})
+
+	require.Eventually(t, func() bool {
+		all, err := q.All(t.Context(), quarantine.Query{})
+		return err == nil && len(all) == 1
+	}, 30*time.Second, 5*time.Millisecond, "the message is quarantined once")
+	all, err := q.All(t.Context(), quarantine.Query{})
+	require.NoError(t, err)
+	assert.Equal(t, quarantine.ReasonInvalidView, all[0].Reason)
+	assert.Contains(t, all[0].Error, "would not validate")
+	key, err := projection.EncodeKey(bad)
+	require.NoError(t, err)
+	_, err = e.views.Get(t.Context(), key)
+	assert.ErrorIs(t, err, jetstream.ErrKeyNotFound, "the view the readers would refuse is never written")
+	assert.Zero(t, ix.Corrupt())
 }
