@@ -147,7 +147,7 @@ func (d Drain) Settled(pol rollout.Policy, ok, failed []string, now time.Time) (
 	case rollout.Halved:
 		d.Note = fmt.Sprintf("the %s succeeded for %d of %d records refused by the circuit (%.0f%%), below %.0f%%; halved to %d records, %.0f records/s",
 			v.What, v.Good, v.Judged, 100*v.Ratio, 100*v.Threshold, d.Size, d.Rate)
-	case rollout.Retry, rollout.Halt:
+	case rollout.Retry:
 		d.Note = fmt.Sprintf("the recovery drain's %s succeeded for %d of %d records refused by the circuit (%.0f%%), below %.0f%%; the next canary in %s",
 			v.What, v.Good, v.Judged, 100*v.Ratio, 100*v.Threshold, v.Wait)
 	}

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -93,7 +94,7 @@ func (p Progress) checkPace(b Bounds) error {
 		return kvstore.Invalid("rate", "this rollout is not paced; its rate must be 0, got %v", p.Rate)
 	case b.MaxRate <= 0:
 		return nil
-	case p.Rate != p.Rate || p.Rate < 0 || p.Rate > b.MaxRate:
+	case math.IsNaN(p.Rate) || p.Rate < 0 || p.Rate > b.MaxRate:
 		return kvstore.Invalid("rate", "must be from 0 to %v records/s, got %v", b.MaxRate, p.Rate)
 	case p.Running() && p.Size < 1:
 		return kvstore.Invalid("size", "must be from 1 to %d while running, got %d", MaxBatch, p.Size)

@@ -108,19 +108,16 @@ type Verdict struct {
 	Kind Kind
 	// What names the batch judged: "canary" or "step N".
 	What string
-	// Released is the batch's size; Succeeded and Failed list its
-	// records by outcome; Judged and Good count those that judge it (all,
-	// or those the policy judges by) and the ones of them that succeeded.
+	// Released is the batch's size; Failed lists the records that
+	// failed (those a halt marks); Judged and Good count the records that
+	// judge the batch (all, or those the policy judges by) and the ones of
+	// them that succeeded.
 	Released     int
-	Succeeded    []string
 	Failed       []string
 	Judged, Good int
 	Ratio        float64
 	Threshold    float64
-	// Size and Rate are the next batch's; Wait is how long a Retry
-	// waits.
-	Size int
-	Rate float64
+	// Wait is how long a Retry waits.
 	Wait time.Duration
 }
 
@@ -148,7 +145,7 @@ func (p Progress) Settled(pol Policy, ok, failed []string, now time.Time) (Progr
 	if len(p.Batch) == 0 {
 		return p, Verdict{}
 	}
-	v := Verdict{What: p.Label(), Released: len(p.Batch), Succeeded: ok, Failed: failed}
+	v := Verdict{What: p.Label(), Released: len(p.Batch), Failed: failed}
 	for _, r := range p.Batch {
 		if !pol.judges(r) {
 			continue
@@ -169,9 +166,7 @@ func (p Progress) Settled(pol Policy, ok, failed []string, now time.Time) (Progr
 	n.Judged++
 	n.Batch, n.BatchAt = nil, 0
 	n.UpdatedAt = now.UnixMilli()
-	n, v = pol.judge(n, v, now)
-	v.Size, v.Rate = n.Size, n.Rate
-	return n, v
+	return pol.judge(n, v, now)
 }
 
 // Aborted returns p with its batch given up: the records of it that have
