@@ -20,7 +20,7 @@ func (s *Scheduler) drainOne(ctx context.Context, c circuit.State, now time.Time
 	d, stored := s.drainOf(c.Function)
 	records := s.opts.drain.Records
 	d, dec := circuit.DecideDrain(c, d, stored, now, s.opts.drain.policy(), func(batch []rollout.Record) (ok, failed []string) {
-		_, ok, failed = settleBatch(records, batch, now)
+		_, ok, failed = outcomes(records, batch, now, false) // a step given up: what settled of it counts
 		return ok, failed
 	})
 	fn := c.Function.String()

@@ -61,13 +61,24 @@ func (s *Scheduler) prepareAll(ctx context.Context, items []projection.Item, cmd
 	return batch, first
 }
 
-// settleBatch tells what became of batch's records: the ids that
-// succeeded and those that failed, and pending while one of them has no
-// outcome yet.
+// settleBatch tells what became of batch's records, each tick or pass
+// until it settles: pending, at the first record with no outcome yet
+// (the others are not read), or else the ids that succeeded and those
+// that failed.
 func settleBatch(records RecordLister, batch []rollout.Record, now time.Time) (pending bool, ok, failed []string) {
+	return outcomes(records, batch, now, true)
+}
+
+// outcomes sorts batch's records into those that succeeded and those
+// that failed, leaving out those with no outcome yet (pending reports
+// one); stopAtPending returns at the first of them.
+func outcomes(records RecordLister, batch []rollout.Record, now time.Time, stopAtPending bool) (pending bool, ok, failed []string) {
 	for _, r := range batch {
 		switch outcome(records, r, now) {
 		case outcomePending:
+			if stopAtPending {
+				return true, nil, nil
+			}
 			pending = true
 		case outcomeSucceeded:
 			ok = append(ok, r.ID)
