@@ -113,6 +113,12 @@ func (sw *Sweeper) select_(ctx context.Context, n uint64) (*SweepBatch, error) {
 // class c and old enough. ok is false for a record to leave alone.
 func (sw *Sweeper) candidate(ctx context.Context, id string, c class) (Removal, bool, error) {
 	st, err := sw.cfg.Store.LoadLast(ctx, aggregate.RecordAggregate(id))
+	return sw.judgeLast(ctx, id, c, st, err)
+}
+
+// judgeLast is candidate on what reading record id's last stream gave: st,
+// or err.
+func (sw *Sweeper) judgeLast(ctx context.Context, id string, c class, st eventstore.Stream, err error) (Removal, bool, error) {
 	if errors.Is(err, eventstore.ErrNotFound) {
 		// A view of no history: the reprojector deletes it.
 		if r := sw.cfg.Reprojector; r != nil {
@@ -299,7 +305,8 @@ func (sw *Sweeper) finish(ctx context.Context, st SweepState, rev uint64) (Sweep
 func (sw *Sweeper) recheck(ctx context.Context, b *SweepBatch, rep *SweepReport) error {
 	keep := b.Records[:0]
 	for _, rec := range b.Records {
-		fresh, ok, err := sw.stillRemovable(ctx, rec)
+		st, err := sw.cfg.Store.LoadLast(ctx, aggregate.RecordAggregate(rec.ID))
+		fresh, ok, err := sw.stillRemovable(ctx, rec, st, err)
 		if err != nil {
 			return err
 		}
@@ -318,22 +325,23 @@ func (sw *Sweeper) recheck(ctx context.Context, b *SweepBatch, rep *SweepReport)
 // be purged: its history is gone already (purged before the pass
 // stopped: its view goes too), or it is still removable.
 func (sw *Sweeper) purgeable(ctx context.Context, rec Removal) (bool, error) {
-	_, err := sw.cfg.Store.LoadLast(ctx, aggregate.RecordAggregate(rec.ID))
+	st, err := sw.cfg.Store.LoadLast(ctx, aggregate.RecordAggregate(rec.ID))
 	if errors.Is(err, eventstore.ErrNotFound) {
 		return true, nil
 	}
-	_, ok, err := sw.stillRemovable(ctx, rec)
+	_, ok, err := sw.stillRemovable(ctx, rec, st, err)
 	return ok, err
 }
 
-// stillRemovable checks rec against the event store now: the record's
-// last stream is the one selected and it is removable in rec's class.
-func (sw *Sweeper) stillRemovable(ctx context.Context, rec Removal) (Removal, bool, error) {
+// stillRemovable checks rec against the event store now, given what
+// reading its last stream gave (st, or err): that stream is the one
+// selected and the record is removable in rec's class.
+func (sw *Sweeper) stillRemovable(ctx context.Context, rec Removal, st eventstore.Stream, err error) (Removal, bool, error) {
 	c, ok := sw.classOf(rec.Unrecoverable)
 	if !ok {
 		return Removal{}, false, nil // that class is no longer removed
 	}
-	fresh, ok, err := sw.candidate(ctx, rec.ID, c)
+	fresh, ok, err := sw.judgeLast(ctx, rec.ID, c, st, err)
 	if err != nil || !ok {
 		return Removal{}, false, err
 	}
