@@ -97,7 +97,7 @@ func (ix *Index) repairLoop(ctx context.Context) {
 				// The history does not make a view the readers accept:
 				// projecting it again gives the same; it is reported
 				// (above) and tried again only when the key changes.
-				ix.logger.Warn("index: a view that does not validate cannot be projected again: its history does not make a valid view; it stays out of the index until it changes",
+				ix.logger.Warn("index: a view that does not validate cannot be projected again: its history does not make a valid view (amends quarantine list shows why); it stays out of the index until it changes",
 					"record", id, "err", err)
 			default:
 				ix.logger.Warn("index: a view that does not validate could not be projected again; trying again later", "record", id, "err", err)
