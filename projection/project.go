@@ -251,10 +251,7 @@ func (p *Projector) read(ctx context.Context, key string, version uint64, reread
 	case err != nil:
 		return nil, 0, false, fmt.Errorf("read view %s: %w", key, err)
 	}
-	view, err := readView(e.Value())
-	if err == nil {
-		err = checkView(key, &view)
-	}
+	view, err := storedView(key, e.Value())
 	if err != nil {
 		p.bucket.ReportErr(ctx, key, e.Revision(), err)
 		return nil, e.Revision(), true, nil

@@ -52,10 +52,7 @@ func (p *Projector) Reproject(ctx context.Context, id string) error {
 		return fmt.Errorf("read view %s: %w", key, err)
 	default:
 		rev = e.Revision()
-		v, derr := readView(e.Value())
-		if derr == nil {
-			derr = checkView(key, &v)
-		}
+		v, derr := storedView(key, e.Value())
 		if why = derr; derr == nil {
 			stored = &v
 		}

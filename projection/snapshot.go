@@ -132,6 +132,15 @@ func (ix *Index) restore(ctx context.Context, bucket *jetstream.StreamInfo) (aft
 		ix.discardSnapshot(ctx, info.Revision, err)
 		return 0
 	}
+	if err := ix.verifySnapshot(ctx, &info); err != nil {
+		ix.Index.Update(func(b *index.Batch) { _ = b.Unload() }) // within the load LoadSnapshot was made in
+		if errors.Is(err, errSnapshotUnchecked) {
+			ix.logger.Warn("index: loading the views bucket in full", "err", err)
+		} else {
+			ix.discardSnapshot(ctx, info.Revision, err)
+		}
+		return 0
+	}
 	ix.saveMu.Lock()
 	ix.savedRev, ix.savedOrigin, ix.snapshotSize = info.Revision, info.Origin, len(data)+len(data)/8 // no need to save it again
 	ix.saveMu.Unlock()

@@ -56,6 +56,16 @@ func (e *snapEnv) put(t *testing.T, id string, v uint64) uint64 {
 	return rev
 }
 
+func (e *snapEnv) putView(t *testing.T, v projection.View) {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	key, err := projection.EncodeKey(v.State.ID)
+	require.NoError(t, err)
+	_, err = e.views.Put(t.Context(), key, raw)
+	require.NoError(t, err)
+}
+
 func (e *snapEnv) del(t *testing.T, id string) {
 	t.Helper()
 	key, err := projection.EncodeKey(id)
@@ -217,6 +227,73 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 			},
 			quarantined: "before the snapshot's",
 		},
+	}
+	// Forged snapshots: whoever can write the snapshot bucket can write a
+	// valid one (checksum and all) that is not of its revision.
+	forge := func(t *testing.T, e *snapEnv, edit func(info *index.SnapshotInfo, ix *index.Index)) {
+		data, err := e.snaps.Load(t.Context(), projection.DefaultBucket)
+		require.NoError(t, err)
+		info, err := index.ReadSnapshotInfo(data)
+		require.NoError(t, err)
+		ix, err := index.New()
+		require.NoError(t, err)
+		ix.Update(func(b *index.Batch) {
+			b.BeginLoad(false)
+			_, err = b.LoadSnapshot(data)
+			b.EndLoad(true)
+		})
+		require.NoError(t, err)
+		edit(&info, ix)
+		out, err := ix.AppendSnapshot(nil, info)
+		require.NoError(t, err)
+		require.NoError(t, e.snaps.Save(t.Context(), projection.DefaultBucket, out))
+	}
+	cases["a revision later than its records"] = struct {
+		spoil       func(t *testing.T, e *snapEnv)
+		quarantined string
+	}{
+		spoil: func(t *testing.T, e *snapEnv) {
+			v := snapView("r1", 3)
+			v.State.Status = aggregate.StatusSucceeded
+			e.putView(t, v)
+			forge(t, e, func(info *index.SnapshotInfo, _ *index.Index) { info.Revision = e.lastRev(t) })
+		},
+		quarantined: "at version 3 (SUCCEEDED)",
+	}
+	cases["a revision later than a deletion"] = struct {
+		spoil       func(t *testing.T, e *snapEnv)
+		quarantined string
+	}{
+		spoil: func(t *testing.T, e *snapEnv) {
+			e.del(t, "r2")
+			forge(t, e, func(info *index.SnapshotInfo, _ *index.Index) { info.Revision = e.lastRev(t) })
+		},
+		quarantined: `deleted record "r2"`,
+	}
+	cases["a record edited"] = struct {
+		spoil       func(t *testing.T, e *snapEnv)
+		quarantined string
+	}{
+		spoil: func(t *testing.T, e *snapEnv) {
+			forge(t, e, func(_ *index.SnapshotInfo, ix *index.Index) {
+				v := snapView("r1", 2)
+				v.State.Status = aggregate.StatusSucceeded
+				ix.Put(v)
+			})
+		},
+		quarantined: "at version 2 (SUCCEEDED)",
+	}
+	cases["a record added"] = struct {
+		spoil       func(t *testing.T, e *snapEnv)
+		quarantined string
+	}{
+		spoil: func(t *testing.T, e *snapEnv) {
+			forge(t, e, func(info *index.SnapshotInfo, ix *index.Index) {
+				ix.Put(snapView("r7", 1))
+				info.Records++
+			})
+		},
+		quarantined: `record "r7", which the views bucket does not hold`,
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -75,6 +75,17 @@ func readView(data []byte) (View, error) {
 	return decodeView(data)
 }
 
+// storedView reads the view stored under key as every reader does:
+// readView, then checkView. An error matches ErrCorruptView or is a
+// *kvstore.FieldError naming the field.
+func storedView(key string, data []byte) (View, error) {
+	v, err := readView(data)
+	if err == nil {
+		err = checkView(key, &v)
+	}
+	return v, err
+}
+
 // decodeView parses a stored view in any shape with the json/v2
 // prototype, as the event store does for documents out of its layout. An
 // error matches ErrCorruptView.

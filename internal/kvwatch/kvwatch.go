@@ -118,6 +118,70 @@ func InitialAllAfter(ctx context.Context, kv jetstream.KeyValue, w jetstream.Key
 	return initial(ctx, w, after, apply, last)
 }
 
+// Range passes to apply, in revision order, the last change of every key
+// of kv whose last change has a revision in [from, to] (deletions
+// included), at most limit of them, and returns how many it passed: a
+// bucket keeps the last revisions only, so these are the keys whose value
+// was last written between the two. It returns ctx's error, ErrClosed, or
+// the error of the watch or of the status request. apply runs on the
+// caller's goroutine.
+func Range(ctx context.Context, kv jetstream.KeyValue, from, to uint64, limit int, apply func(jetstream.KeyValueEntry)) (int, error) {
+	if from == 0 || to < from || limit <= 0 {
+		return 0, nil
+	}
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	w, err := kv.WatchAll(rctx, jetstream.IncludeHistory(), jetstream.ResumeFromRevision(from))
+	if err != nil {
+		return 0, fmt.Errorf("watch bucket %s from revision %d: %w", kv.Bucket(), from, err)
+	}
+	defer func() { _ = w.Stop() }()
+	n, full := 0, false
+	err = InitialAllAfter(rctx, boundedStatus{kv, to}, w, from-1, func(e jetstream.KeyValueEntry) {
+		if e.Revision() > to || full {
+			return
+		}
+		apply(e)
+		if n++; n == limit {
+			full = true
+			stop()
+		}
+	})
+	if full && ctx.Err() == nil {
+		return n, nil
+	}
+	return n, err
+}
+
+// boundedStatus is a bucket whose stream seems to end at revision to, if
+// it goes on after it: what Range reads up to.
+type boundedStatus struct {
+	jetstream.KeyValue
+	to uint64
+}
+
+func (b boundedStatus) Status(ctx context.Context) (jetstream.KeyValueStatus, error) {
+	st, err := b.KeyValue.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok || bs.StreamInfo() == nil {
+		return st, nil
+	}
+	info := *bs.StreamInfo()
+	info.State.LastSeq = min(info.State.LastSeq, b.to)
+	return boundedInfo{st, &info}, nil
+}
+
+// boundedInfo is a status whose stream info is boundedStatus's.
+type boundedInfo struct {
+	jetstream.KeyValueStatus
+	info *jetstream.StreamInfo
+}
+
+func (b boundedInfo) StreamInfo() *jetstream.StreamInfo { return b.info }
+
 // errNoStreamInfo: a bucket whose status has no stream info (a wrapper of
 // the client's KeyValue), so only the watch's own signal tells the end.
 var errNoStreamInfo = errors.New("the bucket's status has no stream info")

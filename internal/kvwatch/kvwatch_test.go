@@ -156,3 +156,36 @@ func TestInitialAllAfterReadsTheChangesSince(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"KeyValueDeleteOp a", "KeyValuePutOp e"}, read(after))
 }
+
+func TestRangeReadsTheKeysLastWrittenBetweenTwoRevisions(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "kvwatch"})
+	require.NoError(t, err)
+	put := func(k string) uint64 {
+		rev, err := kv.Put(t.Context(), k, []byte("1"))
+		require.NoError(t, err)
+		return rev
+	}
+	put("a")                                        // 1
+	put("b")                                        // 2
+	put("c")                                        // 3
+	put("a")                                        // 4: a's revision 1 is gone
+	require.NoError(t, kv.Delete(t.Context(), "b")) // 5
+	put("d")                                        // 6
+
+	read := func(from, to uint64, limit int) []string {
+		var got []string
+		n, err := kvwatch.Range(t.Context(), kv, from, to, limit, func(e jetstream.KeyValueEntry) {
+			got = append(got, fmt.Sprintf("%d %s %s", e.Revision(), e.Operation(), e.Key()))
+		})
+		require.NoError(t, err)
+		require.Len(t, got, n)
+		return got
+	}
+	require.Equal(t, []string{"3 KeyValuePutOp c", "4 KeyValuePutOp a", "5 KeyValueDeleteOp b"}, read(1, 5, 10))
+	require.Equal(t, []string{"3 KeyValuePutOp c"}, read(1, 5, 1), "at most limit")
+	require.Empty(t, read(1, 2, 10), "both rewritten since")
+	require.Equal(t, []string{"6 KeyValuePutOp d"}, read(6, 100, 10), "up to the end")
+	require.Empty(t, read(7, 100, 10), "after the end")
+	require.Empty(t, read(5, 4, 10), "an empty range")
+}

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/amends-dev/amends/aggregate"
 )
 
 // A load is a source's replay of every record it holds, between
@@ -258,4 +260,60 @@ func runAll(tasks []func()) {
 	}
 	close(next)
 	wg.Wait()
+}
+
+// Held is what the index holds of a record that a source checks against
+// its own: the record's version and status.
+type Held struct {
+	Version uint64
+	Status  aggregate.Status
+}
+
+// Held returns what the index holds of record id, a load's records
+// included, and whether it holds the record.
+func (b *Batch) Held(id string) (Held, bool) {
+	ix, p := b.ix, packID(id)
+	slot, ok := ix.slotOf(p)
+	if ix.loading != nil {
+		slot, ok = ix.loadSlot(p)
+	}
+	if !ok {
+		return Held{}, false
+	}
+	e := ix.slots.at(slot)
+	return Held{Version: e.version, Status: enumValue(aggregate.Statuses, e.status)}, true
+}
+
+// Sample returns the ids of up to n records the index holds, a load's
+// included, spread evenly over them from a start that seed picks: what a
+// source checks a snapshot's records by.
+func (b *Batch) Sample(n int, seed uint64) []string {
+	a := &b.ix.slots
+	if n <= 0 || a.n == 0 {
+		return nil
+	}
+	step := max(uint32(a.len()/n), 1)
+	start := uint32(seed % uint64(a.n))
+	out := make([]string, 0, n)
+	for i := uint32(0); i < a.n && len(out) < n; i += step {
+		if e := a.at((start + i) % a.n); e.id != "" {
+			out = append(out, unpackID(e.id))
+		}
+	}
+	return out
+}
+
+// Unload drops the records of a load into an empty index (made in bulk)
+// that has not ended, such as a snapshot's that its source found not to
+// match it: the index is empty again and the load goes on. It returns
+// ErrNotEmpty for any other load.
+func (b *Batch) Unload() error {
+	ix := b.ix
+	if ix.loading == nil {
+		return ErrNotEmpty
+	}
+	ix.slots = arena{}
+	ix.loading, ix.snapIDs = map[string]uint32{}, nil
+	clear(ix.samples)
+	return nil
 }

@@ -1,0 +1,167 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/internal/kvwatch"
+	"github.com/amends-dev/amends/projection/index"
+)
+
+// A snapshot says which revision of the views bucket its records are
+// consistent with, and the index then reads only the changes after it.
+// Its checksum only tells that it was not cut short: whoever can write
+// the snapshot bucket can write a snapshot whose revision is later than
+// its records, and the changes in between would never be read (a record
+// that succeeded since would list as failed for ever, and the shutdown
+// save would write it back). So the index checks a snapshot against the
+// bucket before it uses it (verifySnapshot):
+//
+//   - the tail: the bucket keeps one revision a key, so the messages it
+//     holds at or before the snapshot's revision are the keys last written
+//     by then, and the snapshot must hold each as the bucket does (same
+//     version and status, a deletion not held, a value that does not
+//     validate listed as skipped at its revision). The last of them is
+//     enough to catch a revision made later than the records: if it came
+//     after the records it is missing from them. The check reads the last
+//     of them, in windows of revisions that widen back from the snapshot's
+//     revision until one holds a message;
+//   - a sample of the snapshot's records (spread over them), each read
+//     from the bucket: one last written at or before the revision must be
+//     as the snapshot holds it, one not in the bucket at all is a record
+//     the bucket never had.
+//
+// A mismatch discards the snapshot (quarantined, with the key and the
+// field named) and the index loads the bucket in full; a check that
+// cannot be made (the bucket does not answer) loads it in full too, and
+// quarantines nothing. What a snapshot cannot tell, a view the bucket
+// holds that does not match its history, the audit finds (audit.go).
+
+// The bounds of a snapshot's check.
+const (
+	snapshotTailWindow  = 256  // revisions of the first tail window; each next is 16 times wider
+	snapshotTailWindows = 4    // 256, 4 096, 65 536, 1 048 576 revisions
+	snapshotTailMax     = 4096 // keys of a window checked at most
+	snapshotSample      = 32   // records read from the bucket
+	snapshotCheckTime   = 30 * time.Second
+)
+
+// errSnapshotUnchecked: the check could not be made; the snapshot is not
+// known to be wrong.
+var errSnapshotUnchecked = errors.New("the snapshot could not be checked against the views bucket")
+
+// verifySnapshot checks the snapshot the index just loaded (its records
+// are the load's, nothing since is applied) against the views bucket, as
+// described above. It returns nil, a *kvstore.FieldError naming the part
+// of the snapshot that does not match, or an error wrapping errSnapshotUnchecked.
+func (ix *Index) verifySnapshot(ctx context.Context, info *index.SnapshotInfo) error {
+	ctx, cancel := context.WithTimeout(ctx, snapshotCheckTime)
+	defer cancel()
+	skipped := make(map[string]uint64, len(info.Skipped))
+	for _, k := range info.Skipped {
+		skipped[k.Key] = k.Revision
+	}
+	if err := ix.verifyTail(ctx, info.Revision, skipped); err != nil {
+		return err
+	}
+	var ids []string
+	ix.Index.Update(func(b *index.Batch) { ids = b.Sample(snapshotSample, uint64(ix.clock.Now().UnixNano())) })
+	for _, id := range ids {
+		key, err := EncodeKey(id)
+		if err != nil {
+			return kvstore.Invalid("records", "the snapshot holds record %s, which has no key: %v", kvstore.Quote(id), err)
+		}
+		last, err := ix.views.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) { // deleted, or never there
+			var hist []jetstream.KeyValueEntry
+			switch hist, err = ix.views.History(ctx, key); {
+			case err == nil && len(hist) == 0:
+				err = jetstream.ErrKeyNotFound
+			case err == nil:
+				last = hist[len(hist)-1]
+			}
+		}
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			return kvstore.Invalid("records", "the snapshot holds record %s, which the views bucket does not hold at all (purged since, or never written)", kvstore.Quote(id))
+		case err != nil:
+			return fmt.Errorf("%w: read the view of record %s: %v", errSnapshotUnchecked, id, err)
+		}
+		if last.Revision() <= info.Revision {
+			if err := ix.matchSnapshot(last, skipped); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// verifyTail checks the last keys the bucket holds at or before revision
+// rev against the snapshot.
+func (ix *Index) verifyTail(ctx context.Context, rev uint64, skipped map[string]uint64) error {
+	to, width := rev, uint64(snapshotTailWindow)
+	for range snapshotTailWindows {
+		if to == 0 {
+			return nil // the bucket holds nothing at or before rev: every key changed since
+		}
+		from := max(to, width) - width + 1
+		var mismatch error
+		n, err := kvwatch.Range(ctx, ix.views, from, to, snapshotTailMax, func(e jetstream.KeyValueEntry) {
+			if mismatch == nil {
+				mismatch = ix.matchSnapshot(e, skipped)
+			}
+		})
+		switch {
+		case mismatch != nil:
+			return mismatch
+		case err != nil:
+			return fmt.Errorf("%w: read the views bucket's revisions %d to %d: %v", errSnapshotUnchecked, from, to, err)
+		case n > 0:
+			return nil
+		}
+		to, width = from-1, width*16
+	}
+	if to == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the views bucket holds no key last written in the %d revisions before the snapshot's %d", errSnapshotUnchecked, rev-to, rev)
+}
+
+// matchSnapshot checks the snapshot against e, the bucket's last change
+// of its key, made at or before the snapshot's revision.
+func (ix *Index) matchSnapshot(e jetstream.KeyValueEntry, skipped map[string]uint64) error {
+	key, rev := e.Key(), e.Revision()
+	id, err := DecodeKey(key)
+	if err != nil {
+		return nil // not a record's key: the index keeps nothing of it
+	}
+	var held index.Held
+	var ok bool
+	ix.Index.Update(func(b *index.Batch) { held, ok = b.Held(id) })
+	if e.Operation() != jetstream.KeyValuePut {
+		if ok {
+			return kvstore.Invalid("records", "the views bucket deleted record %s at revision %d, before the snapshot's revision, and the snapshot holds it", kvstore.Quote(id), rev)
+		}
+		return nil
+	}
+	v, err := storedView(key, e.Value())
+	if err != nil {
+		if skipped[key] != rev {
+			return kvstore.Invalid("skipped", "the views bucket's value of key %s at revision %d does not validate and the snapshot does not list it as skipped at that revision", kvstore.Quote(key), rev)
+		}
+		return nil
+	}
+	switch {
+	case !ok:
+		return kvstore.Invalid("records", "the views bucket holds record %s at revision %d, before the snapshot's revision, and the snapshot does not", kvstore.Quote(id), rev)
+	case held.Version != v.Version || held.Status != v.State.Status:
+		return kvstore.Invalid("revision", "the views bucket holds record %s at version %d (%s) since revision %d, before the snapshot's revision, and the snapshot at version %d (%s): the snapshot is not of the revision it says",
+			kvstore.Quote(id), v.Version, v.State.Status, rev, held.Version, held.Status)
+	}
+	return nil
+}
