@@ -108,6 +108,12 @@ type Index struct {
 	began time.Time
 	start StartStats
 
+	// auditRate is how many records a second the audit checks (audit.go);
+	// suspects are the ids it checks first, audited how many it has.
+	auditRate int
+	suspects  chan string
+	audited   atomic.Int64
+
 	ready     chan struct{}
 	readyOnce sync.Once
 	health    atomic.Pointer[error] // nil: current
@@ -170,6 +176,7 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 		checkEvery: 30 * time.Second,
 		corrupt:    make(map[string]corruptKey),
 		repair:     make(chan struct{}, 1),
+		suspects:   make(chan string, auditSuspects),
 		ready:      make(chan struct{}),
 	}
 	ix.setHealth(errNotLoaded)
@@ -177,6 +184,9 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 		if err := o(ix); err != nil {
 			return nil, err
 		}
+	}
+	if ix.auditRate > 0 && ix.reprojector == nil {
+		return nil, fmt.Errorf("the audit (WithAudit) needs a reprojector (WithReprojector) to do it: %w", ErrInvalidOption)
 	}
 	in, err := index.New(index.WithClock(ix.clock))
 	if err != nil {

@@ -198,3 +198,71 @@ func TestAHistoryThatMakesNoValidViewIsNeverWritten(t *testing.T) {
 	assert.ErrorIs(t, err, jetstream.ErrKeyNotFound, "the view the readers would refuse is never written")
 	assert.Zero(t, ix.Corrupt())
 }
+
+// status returns the status the index lists record id with ("" if it
+// lists none).
+func listedStatus(t *testing.T, ix *projection.Index, id string) aggregate.Status {
+	t.Helper()
+	p, err := ix.List(projection.Query{Limit: projection.MaxLimit})
+	require.NoError(t, err)
+	for _, it := range p.Items {
+		if it.ID == id {
+			return it.Status
+		}
+	}
+	return ""
+}
+
+// editStatus writes record id's view back with status s, as a stranger
+// with write access to the views bucket would.
+func editStatus(t *testing.T, e *env, id string, s aggregate.Status) {
+	t.Helper()
+	v, err := projection.GetView(t.Context(), e.views, id)
+	require.NoError(t, err)
+	v.State.Status = s
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	putView(t, e, id, b)
+}
+
+// Finding 7 of "derived state never outranks the event store": a view
+// edited from FAILED to SUCCEEDED was believed (never retried, even
+// after a full reload) while its history holds only the failure. The
+// index audits such a change at once, and every record in turn: the view
+// is projected back from its history, the edit reported with the field.
+func TestAViewEditedToSucceededIsProjectedBackFromItsHistory(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "while the index watches", true: "while no index runs"}[restart], func(t *testing.T) {
+			e := newEnv(t)
+			q, err := quarantine.New(e.js, quarantine.WithMemoryStorage())
+			require.NoError(t, err)
+			p := e.projector(t, projection.WithQuarantine(q))
+			run(t, p)
+			// The round's rate is low enough that only a suspicious change
+			// or the round finds the edit, and high enough for a test.
+			opts := []projection.IndexOption{projection.WithReprojector(p), projection.WithIndexQuarantine(q), projection.WithAudit(50)}
+			ix := e.index(t, opts...)
+			stop := run(t, ix)
+			<-ix.Ready()
+			id := e.create(t, evt(1), fnA, "E", nil)
+			e.waitViews(t, map[string]uint64{id: 1})
+			require.Eventually(t, func() bool { return listedStatus(t, ix, id) == aggregate.StatusFailed }, 30*time.Second, 5*time.Millisecond)
+			if restart {
+				stop()
+				editStatus(t, e, id, aggregate.StatusSucceeded)
+				ix = e.index(t, opts...)
+				run(t, ix)
+				<-ix.Ready()
+			} else {
+				editStatus(t, e, id, aggregate.StatusSucceeded)
+			}
+			require.Eventually(t, func() bool {
+				v, err := projection.GetView(t.Context(), e.views, id)
+				return err == nil && v.State.Status == aggregate.StatusFailed && listedStatus(t, ix, id) == aggregate.StatusFailed
+			}, 30*time.Second, 5*time.Millisecond, "the view is its history's again, and listed so")
+			got := viewsQuarantined(t, q)[mustKey(t, id)]
+			assert.Contains(t, got.Error, "status: the stored view's status is SUCCEEDED, its history's FAILED")
+			assert.Positive(t, ix.Audited())
+		})
+	}
+}

@@ -30,8 +30,8 @@ var viewsSpec = kvstore.Spec{MaxValue: 1 << 20}
 // it rebuilds the view from the whole history in the event store and
 // writes it over whatever the bucket holds (compare-and-set on what it
 // read), or deletes the view if the record has no history (a view of a
-// record that does not exist). A stored view equal to the rebuilt one is
-// left as it is. What it replaces is reported to the quarantine (bucket,
+// record that does not exist). A stored view that agrees with the rebuilt
+// one on everything that steers work (viewDiff) is left as it is. What it replaces is reported to the quarantine (bucket,
 // key, revision, reason). A write that loses a race (another projector
 // wrote meanwhile) is not an error: that writer's view is at least as
 // recent. Errors: ErrInvalidQuery for an id that cannot be a record id,
@@ -76,15 +76,17 @@ func (p *Projector) Reproject(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if stored != nil && stored.Version == v.Version && stored.Seq == v.Seq {
-		return nil // it is the record's view
+	var field, differs string
+	if stored != nil {
+		if field, differs = viewDiff(stored, &v); field == "" {
+			return nil // it is the record's view
+		}
 	}
 	switch {
 	case why != nil:
 		p.bucket.ReportErr(ctx, key, rev, why)
 	case stored != nil:
-		p.bucket.Report(ctx, key, rev, "version", fmt.Sprintf("the stored view is at version %d (sequence %d), the record's history at %d (sequence %d); it is projected again from the history",
-			stored.Version, stored.Seq, v.Version, v.Seq))
+		p.bucket.Report(ctx, key, rev, field, differs+"; it is projected again from the history")
 	}
 	if err := p.write(ctx, key, rev, &v); err != nil && !errors.Is(err, errLostRace) {
 		return err
@@ -101,4 +103,39 @@ func (p *Projector) rebuildLatest(ctx context.Context, st *eventstore.Stream) (V
 		return View{}, fmt.Errorf("load the history of record %s: %w", st.Aggregate.ID, err)
 	}
 	return replayView(st.Aggregate.ID, streams)
+}
+
+// viewDiff returns the first field that steers work (version, sequence,
+// status, recoverability, retries, times, retry spec, function) in which
+// stored differs from v, the view of the record's history, and says how;
+// "" if they agree on all of them. Fields only shown (the error's text,
+// when the view was written) are not compared: a view that differs there
+// only is shown as it is.
+func viewDiff(stored, v *View) (field, how string) {
+	s, h := &stored.State, &v.State
+	differ := func(field string, stored, history any) (string, string) {
+		return field, fmt.Sprintf("the stored view's %s is %v, its history's %v", field, stored, history)
+	}
+	switch {
+	case stored.Version != v.Version || stored.Seq != v.Seq:
+		return "version", fmt.Sprintf("the stored view is at version %d (sequence %d), the record's history at %d (sequence %d)",
+			stored.Version, stored.Seq, v.Version, v.Seq)
+	case s.Status != h.Status:
+		return differ("status", s.Status, h.Status)
+	case s.Recoverable != h.Recoverable:
+		return differ("recoverable", s.Recoverable, h.Recoverable)
+	case s.RetryState != h.RetryState:
+		return differ("retryState", s.RetryState, h.RetryState)
+	case s.RetrySpec != h.RetrySpec:
+		return differ("retrySpec", s.RetrySpec, h.RetrySpec)
+	case s.ExecuteAt != h.ExecuteAt:
+		return differ("executeAt", s.ExecuteAt, h.ExecuteAt)
+	case s.Function != h.Function:
+		return differ("function", s.Function, h.Function)
+	case s.EventID != h.EventID:
+		return differ("eventId", s.EventID, h.EventID)
+	case s.PreparedVersion != h.PreparedVersion:
+		return differ("preparedVersion", s.PreparedVersion, h.PreparedVersion)
+	}
+	return "", ""
 }

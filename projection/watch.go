@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/internal/kvwatch"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/projection/index"
@@ -55,6 +56,12 @@ func (ix *Index) Run(ctx context.Context) error {
 	repaired := make(chan struct{})
 	go func() { defer close(repaired); ix.repairLoop(rctx) }()
 	defer func() { stopRepair(); <-repaired }()
+	if ix.auditRate > 0 {
+		actx, stopAudit := context.WithCancel(ctx)
+		audited := make(chan struct{})
+		go func() { defer close(audited); ix.auditLoop(actx) }()
+		defer func() { stopAudit(); <-audited }()
+	}
 	if ix.snapshots != nil {
 		sctx, stopSaver := context.WithCancel(ctx)
 		saver := make(chan struct{})
@@ -290,6 +297,7 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32) (ready 
 		}
 	}
 	repair, dropped := false, 0
+	var suspects []string
 	ix.mu.Lock()
 	ix.Index.Update(func(b *index.Batch) {
 		for i := range changes {
@@ -317,9 +325,15 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32) (ready 
 			case c.fast:
 				delete(ix.corrupt, c.key)
 				r := c.fields.record()
+				if ix.auditRate > 0 && !b.Loading() && odd(b, string(r.ID), r.Version, aggregate.Status(r.Status)) {
+					suspects = append(suspects, string(r.ID))
+				}
 				b.PutFields(&r)
 			case c.view.State.ID != "":
 				delete(ix.corrupt, c.key)
+				if ix.auditRate > 0 && !b.Loading() && odd(b, c.view.State.ID, c.view.Version, c.view.State.Status) {
+					suspects = append(suspects, c.view.State.ID)
+				}
 				b.Put(&c.view)
 			default:
 				delete(ix.corrupt, c.key)
@@ -336,7 +350,19 @@ func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32) (ready 
 	if repair {
 		ix.signalRepair()
 	}
+	for _, id := range suspects {
+		ix.suspect(id)
+	}
 	return ready
+}
+
+// odd reports whether a view of record id at version with status, which
+// the watch delivers, is one no projector writes over what b holds: the
+// same version with another status, or a lower version (the audit checks
+// it at once).
+func odd(b *index.Batch, id string, version uint64, status aggregate.Status) bool {
+	h, ok := b.Held(id)
+	return ok && (version < h.Version || version == h.Version && status != h.Status)
 }
 
 // sweepCorrupt forgets the corrupt keys the watch gen did not deliver

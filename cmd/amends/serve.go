@@ -350,6 +350,8 @@ type serveConfig struct {
 	retention *retentionConfig
 	// indexSnapshotEvery is the index's snapshot period; 0: no snapshots.
 	indexSnapshotEvery time.Duration
+	// indexAuditRate is how many records a second the index audits.
+	indexAuditRate int
 
 	// ready, when set, is called once serve is ready, before it waits for
 	// the context to end.

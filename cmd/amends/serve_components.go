@@ -67,7 +67,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		return nil, "", fmt.Errorf("index snapshots: %w", err)
 	}
 	index, err := projection.NewIndex(views, store, append([]projection.IndexOption{projection.WithReprojector(proj), projection.WithIndexQuarantine(quar),
-		projection.WithIndexLogger(logger.With("component", "index"))}, snap...)...)
+		projection.WithAudit(cfg.indexAuditRate), projection.WithIndexLogger(logger.With("component", "index"))}, snap...)...)
 	if err != nil {
 		return nil, "", err
 	}

@@ -289,3 +289,26 @@ func (ix *Index) unorder(e *entry, slot uint32) {
 		cs.ahead.Remove(pair{at: at, slot: slot})
 	}
 }
+
+// Walk returns the ids of up to n records after cursor in the index's
+// own order (by a hash of the id), and the cursor to pass next: 0 once
+// the last record is returned, when the walk starts over. A walk over a
+// changing index returns each record that stays in it at least once a
+// round; it is how a source checks every record in turn. Safe for
+// concurrent use.
+func (ix *Index) Walk(cursor uint64, n int) (ids []string, next uint64) {
+	if n <= 0 {
+		return nil, cursor
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	ix.byID.From(cursor, func(k uint64) bool {
+		if len(ids) == n {
+			next = k
+			return false
+		}
+		ids = append(ids, unpackID(ix.slots.at(uint32(k)).id))
+		return true
+	})
+	return ids, next
+}
