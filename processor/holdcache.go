@@ -70,6 +70,27 @@ func (c *holdCache) byRecord(id string) (Hold, bool) {
 	return h, ok
 }
 
+// waitingHold is a hold waiting on its head, with its revision.
+type waitingHold struct {
+	key  string
+	rev  uint64
+	hold Hold
+}
+
+// waiting returns the holds that wait on a head record (not released, not
+// recovered) and began before (epoch ms).
+func (c *holdCache) waiting(before int64) []waitingHold {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []waitingHold
+	for k, h := range c.byKey {
+		if !h.Releasing && h.Recovered == nil && h.Head.Record != "" && h.Head.Since < before {
+			out = append(out, waitingHold{key: k, rev: c.revs[k], hold: h})
+		}
+	}
+	return out
+}
+
 // releasing returns the holds being released.
 func (c *holdCache) releasing() []Hold {
 	c.mu.RLock()

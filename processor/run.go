@@ -170,6 +170,7 @@ func (p *Processor) run(ctx context.Context, groups []*group) error {
 		var holds sync.WaitGroup
 		holds.Go(func() { p.holds.watch(watchCtx) })
 		holds.Go(func() { p.runReleases(stopping, work) })
+		holds.Go(func() { p.runHeadChecks(stopping) })
 		defer func() {
 			stopWatch()
 			holds.Wait()
