@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,42 +65,111 @@ func putRaw(t *testing.T, e *env, bucket, key string, value []byte) uint64 {
 	return ack.Sequence
 }
 
-// Finding 4: a progress written far ahead of its aggregate (a hand edit,
-// a bad migration) made the Ordered function skip the aggregate's next
-// events as done: acked, never run, nothing logged or recorded. They are
-// held instead (redelivered, not run), the progress is quarantined, and
-// once it is fixed the function gets them, in order.
-func TestAProgressAheadOfItsAggregateHoldsItsEvents(t *testing.T) {
+// progressValue returns the raw progress stored under key ("" if none).
+func progressValue(t *testing.T, e *env, key string) string {
+	t.Helper()
+	kv, err := e.js.KeyValue(t.Context(), processor.ProgressBucket)
+	require.NoError(t, err)
+	x, err := kv.Get(t.Context(), key)
+	if err != nil {
+		return ""
+	}
+	return string(x.Value())
+}
+
+// Finding 4 (first round): a progress written far ahead of its aggregate
+// (a hand edit, a bad migration) made the Ordered function skip the
+// aggregate's next events as done. Finding 5 of "derived state never
+// outranks the event store": such a progress, or one that does not read
+// ("abc", "-1"), then left the event unacked and redelivered for ever
+// with no hold listed. The consumer tells what the progress cannot: a
+// version delivered for the first time after every earlier one was acked
+// runs, once, and its progress is written over the bad value, which is
+// quarantined with the field named.
+func TestABadProgressIsWrittenAgainFromTheConsumer(t *testing.T) {
+	for _, c := range []struct{ value, quarantined string }{
+		{"99", "version: 99 is ahead of the aggregate's last version 3"},
+		{"abc", `version: "abc" is not a version`},
+		{"-1", `version: "-1" is not a version`},
+	} {
+		t.Run(c.value, func(t *testing.T) {
+			s := newSeen()
+			e := newEnv(t)
+			p1 := e.processor()
+			require.NoError(t, p1.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
+			stop := run(t, p1)
+			e.emit(order("o-1"), 1, ev("step", struct{}{}))
+			e.emit(order("o-1"), 2, ev("step", struct{}{}))
+			require.Eventually(t, func() bool { return len(s.versions("o-1")) == 2 }, waitFor, tick)
+			require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+			stop()
+
+			rev := putRaw(t, e, processor.ProgressBucket, holdKey("o-1"), []byte(c.value))
+			p2 := e.processor()
+			require.NoError(t, p2.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
+			run(t, p2)
+			e.emit(order("o-1"), 3, ev("step", struct{}{}))
+			require.Eventually(t, func() bool { return progressValue(t, e, holdKey("o-1")) == "3" }, waitFor, tick, "written again")
+			assert.Equal(t, []uint64{1, 2, 3}, s.versions("o-1"), "version 3 ran once")
+			entry, ok := kvQuarantined(t, e, processor.ProgressBucket)[holdKey("o-1")]
+			require.True(t, ok, "the bad progress is quarantined")
+			assert.Equal(t, rev, entry.Seq)
+			assert.Contains(t, entry.Error, c.quarantined)
+			require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick, "every message acked")
+			e.emit(order("o-1"), 4, ev("step", struct{}{}))
+			require.Eventually(t, func() bool { return len(s.versions("o-1")) == 4 }, waitFor, tick)
+			assert.Equal(t, []uint64{1, 2, 3, 4}, s.versions("o-1"))
+			hs, err := processor.OpenHolds(t.Context(), e.js, 1)
+			require.NoError(t, err)
+			assert.True(t, noHold(t, hs, "o-1"))
+		})
+	}
+}
+
+// Finding 5: a version delivered before (here: its call was cut short by
+// a stop) may have been given to the function, which a bad progress
+// cannot tell. It is held, in a recovered hold that names the progress,
+// acked, and the progress written again; the operator releases it (or
+// skips it), and each version is run once, in order.
+func TestABadProgressHoldsAVersionDeliveredBefore(t *testing.T) {
 	s := newSeen()
 	e := newEnv(t)
-	p1 := e.processor()
+	p1 := e.processor(processor.WithShutdownTimeout(0), processor.WithAckWait(300*time.Millisecond))
 	require.NoError(t, p1.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
 	stop := run(t, p1)
 	e.emit(order("o-1"), 1, ev("step", struct{}{}))
-	e.emit(order("o-1"), 2, ev("step", struct{}{}))
-	require.Eventually(t, func() bool { return len(s.versions("o-1")) == 2 }, waitFor, tick)
+	require.Eventually(t, func() bool { return len(s.versions("o-1")) == 1 }, waitFor, tick)
 	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
-	stop()
+	putRaw(t, e, processor.ProgressBucket, holdKey("o-1"), []byte("abc"))
+	s.mu.Lock()
+	s.gate, s.block = make(chan struct{}), at("o-1", 2)
+	s.mu.Unlock()
+	e.emit(order("o-1"), 2, ev("step", struct{}{}))
+	<-s.in // version 2 reached the function
+	stop() // and was cut short: unacked, redelivered
+	s.mu.Lock()
+	s.gate = nil
+	s.mu.Unlock()
 
-	rev := putRaw(t, e, processor.ProgressBucket, holdKey("o-1"), []byte("99"))
-	p2 := e.processor()
+	p2 := e.processor(processor.WithAckWait(300*time.Millisecond))
 	require.NoError(t, p2.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
 	run(t, p2)
-	e.emit(order("o-1"), 3, ev("step", struct{}{}))
-	var entry quarantine.Entry
-	require.Eventually(t, func() bool {
-		var ok bool
-		entry, ok = kvQuarantined(t, e, processor.ProgressBucket)[holdKey("o-1")]
-		return ok
-	}, waitFor, tick, "the progress ahead of its aggregate is quarantined")
-	assert.Equal(t, rev, entry.Seq)
-	assert.Contains(t, entry.Error, "version: 99 is ahead of the aggregate's last version 3")
-	assert.Equal(t, []uint64{1, 2}, s.versions("o-1"), "version 3 is held, not run")
-
-	kv, err := e.js.KeyValue(t.Context(), processor.ProgressBucket)
+	hs, err := processor.OpenHolds(t.Context(), e.js, 1)
 	require.NoError(t, err)
-	require.NoError(t, kv.Delete(t.Context(), holdKey("o-1")), "the operator removes the bad progress")
-	require.Eventually(t, func() bool { return len(s.versions("o-1")) == 3 }, waitFor, tick, "version 3 was held, not dropped")
+	require.Eventually(t, func() bool { return slices.Equal(heldVersions(t, hs, "o-1"), []uint64{2}) }, waitFor, tick, "held")
+	h, err := hs.Get(t.Context(), holdKey("o-1"))
+	require.NoError(t, err)
+	require.NotNil(t, h.Recovered)
+	assert.Contains(t, h.Recovered.Reason, "may have been given to the function already")
+	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick, "acked")
+	assert.Equal(t, "2h", progressValue(t, e, holdKey("o-1")), "written again, as held")
+	e.emit(order("o-1"), 3, ev("step", struct{}{}))
+	require.Eventually(t, func() bool { return slices.Equal(heldVersions(t, hs, "o-1"), []uint64{2, 3}) }, waitFor, tick, "held behind it")
+	assert.Equal(t, []uint64{1}, s.versions("o-1"))
+
+	_, err = hs.Release(t.Context(), holdKey("o-1"), e.svc, processor.HoldAction{Actor: "ops", Reason: "2 was cut short", Now: e.clock.Now()})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return noHold(t, hs, "o-1") }, waitFor, tick)
 	assert.Equal(t, []uint64{1, 2, 3}, s.versions("o-1"))
 }
 
@@ -119,7 +190,8 @@ func TestAHugeProgressValueIsNotLogged(t *testing.T) {
 		x, ok := kvQuarantined(t, e, processor.ProgressBucket)[holdKey("o-1")]
 		return ok && strings.Contains(x.Error, "over the limit of 21")
 	}, waitFor, tick)
-	assert.Empty(t, s.versions("o-1"), "nothing is dispatched past a progress that does not read")
+	require.Eventually(t, func() bool { return len(s.versions("o-1")) == 2 }, waitFor, tick, "first deliveries: the progress is written again")
+	assert.Equal(t, []uint64{1, 2}, s.versions("o-1"))
 	assert.Less(t, log.longest(), 4096, "no log line quotes the value")
 }
 
@@ -258,4 +330,53 @@ func TestALargeHoldIsReleasedInChunks(t *testing.T) {
 	require.NoError(t, err)
 	writes := info.State.LastSeq - first
 	assert.Less(t, writes, uint64(over/64+10), "%d writes to release %d held events", writes, over)
+}
+
+// Finding 6 of "derived state never outranks the event store": a hold
+// whose head record does not exist held every later event of its
+// aggregate, silently, for ever. Once it is older than the grace a head's
+// recording may take, it becomes a recovered hold: its head's event held
+// first (nothing lost), the reason shown, the value quarantined with the
+// field named; an operator skips what was handled and releases the rest.
+func TestAHoldWhoseHeadRecordDoesNotExistIsRecoveredAndReleasable(t *testing.T) {
+	s := newSeen()
+	e, _, _, hs := orderedEnv(t, s)
+	v1 := e.emit(order("o-4"), 1, ev("step", struct{}{}))
+	require.Eventually(t, func() bool { return len(s.versions("o-4")) == 1 }, waitFor, tick, "version 1 handled, no hold")
+	// A raw NATS client writes a hold on version 1, whose failure was never
+	// recorded.
+	forged := processor.Hold{Context: ctxName, Processor: "Projector", Function: "onStep", AggregateType: "order", AggregateID: "o-4",
+		Head: processor.HoldHead{Record: aggregate.RecordID(v1.Events[0].ID, projector), EventID: v1.Events[0].ID, Version: 1, Seq: v1.Seq,
+			Since: e.clock.Now().UnixMilli()}}
+	raw, err := json.Marshal(forged)
+	require.NoError(t, err)
+	rev := putRaw(t, e, processor.HoldBucket, holdKey("o-4"), raw)
+	e.emit(order("o-4"), 2, ev("step", struct{}{}))
+	require.Eventually(t, func() bool { return slices.Equal(heldVersions(t, hs, "o-4"), []uint64{2}) }, waitFor, tick, "held behind the forged head")
+
+	e.clock.SetMillis(e.clock.Now().Add(11 * time.Minute).UnixMilli()) // past the grace
+	require.Eventually(t, func() bool {
+		h, err := hs.Get(t.Context(), holdKey("o-4"))
+		return err == nil && h.Recovered != nil
+	}, waitFor, tick, "recovered")
+	h, err := hs.Get(t.Context(), holdKey("o-4"))
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{1, 2}, heldVersions(t, hs, "o-4"), "its head's event held first")
+	assert.Greater(t, h.Recovered.Revision, rev, "the revision it replaced: the forged one with version 2 held")
+	assert.Contains(t, h.Recovered.Reason, "does not exist in the event store")
+	list, _, err := hs.List(t.Context(), processor.HoldFilter{}, 10)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.NotNil(t, list[0].Recovered, "listed with its reason")
+	q := kvQuarantined(t, e, processor.HoldBucket)[holdKey("o-4")]
+	assert.Contains(t, q.Error, "head.record")
+	assert.Equal(t, []uint64{1}, s.versions("o-4"), "nothing run meanwhile")
+
+	act := processor.HoldAction{Actor: "ops", Reason: "version 1 was handled", Now: e.clock.Now()}
+	_, err = hs.Skip(t.Context(), holdKey("o-4"), v1.Events[0].ID, act)
+	require.NoError(t, err)
+	_, err = hs.Release(t.Context(), holdKey("o-4"), e.svc, act)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return noHold(t, hs, "o-4") }, waitFor, tick)
+	assert.Equal(t, []uint64{1, 2}, s.versions("o-4"), "each version once, in order")
 }

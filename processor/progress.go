@@ -281,10 +281,16 @@ func (p *Processor) ackFloor(ctx context.Context, o *orderedMsg) uint64 {
 
 // orderedBegin checks f's progress on st's aggregate: run it, skip it
 // (done), or redeliver the message (an earlier version is not dispatched
-// yet, or the progress cannot be read or does not validate).
+// yet, or the progress cannot be read). A progress that does not validate
+// or is ahead of its aggregate is recovered (recoverProgress).
 func (p *Processor) orderedBegin(ctx context.Context, f *function, st *eventstore.Stream, o *orderedMsg) (string, progressEntry, step) {
 	key := p.holdKey(f, eventIDOf(st, &eventstore.Event{}).AggregateID)
 	s, e, err := p.checkProgress(ctx, key, st, o.prevSeq, func() uint64 { return p.ackFloor(ctx, o) }, o.redelivered)
+	var bad *kvstore.InvalidError
+	if errors.As(err, &bad) && bad.Key == key {
+		e, s := p.recoverProgress(ctx, f, key, st, o, bad)
+		return key, e, s
+	}
 	if err != nil {
 		if !errors.Is(err, kvstore.ErrInvalid) { // an invalid one is logged by the quarantine
 			p.o.logger.Warn("amends processor: cannot read the progress of an Ordered function; the message will be redelivered",
@@ -325,4 +331,50 @@ func previousSeq(st *eventstore.Stream) uint64 {
 		return st.PrevSeq
 	}
 	return max(st.Seq, 1) - 1
+}
+
+// A progress is the only record of what an Ordered function was given,
+// so one that does not validate ("abc", "-1") or is ahead of its
+// aggregate cannot say whether the version at hand was dispatched. The
+// consumer can, for a message delivered for the first time: no instance
+// was given it before, and an ack floor at or past the previous version's
+// sequence means every earlier version is done. Then the version runs and
+// its progress is written over the bad value (compare-and-set on its
+// revision). Otherwise (a redelivery, or earlier versions not acked) the
+// version may have been given already: it is held instead, in a recovered
+// hold that names the bad value, for an operator to release or skip
+// (amends holds), and the progress is written over the bad value as
+// dispatched and held. Either way the message is acked, the bad value is
+// in the quarantine, and no version is run twice or dropped.
+
+// recoverProgress returns the progress to dispatch st's version over,
+// for key's progress that bad refused, after holding the version if it
+// may have been given already; stepEarly if the hold cannot be written.
+func (p *Processor) recoverProgress(ctx context.Context, f *function, key string, st *eventstore.Stream, o *orderedMsg, bad *kvstore.InvalidError) (progressEntry, step) {
+	e := progressEntry{version: st.Version - 1, rev: bad.Revision, checked: true}
+	log := p.o.logger.With("context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "key", kvstore.QuoteKey(key),
+		"version", st.Version, "revision", bad.Revision)
+	if !o.redelivered && (st.Version == 1 || p.ackFloor(ctx, o) >= o.prevSeq) {
+		log.Warn("amends processor: an Ordered function's progress does not validate; the consumer shows every earlier version done and this one never delivered before, so it runs and its progress is written again",
+			"err", bad.Reason)
+		return e, stepRun
+	}
+	a := eventIDOf(st, &eventstore.Event{}).AggregateID
+	why := fmt.Sprintf("the progress (revision %d of bucket %s) does not validate (%s: %s), and version %d was delivered before, so it may have been given to the function already; it is held here: skip it if it was handled, then release",
+		bad.Revision, ProgressBucket, bad.Field, bad.Reason, st.Version)
+	now := max(p.o.clock.Now().UnixMilli(), 1)
+	h := Hold{Context: p.context, Processor: f.info.ProcessorName, Function: f.info.Name, AggregateType: a.AggregateName, AggregateID: a.AggregateID,
+		Head: HoldHead{Since: now}, Recovered: &HoldRecovery{Revision: bad.Revision, Reason: clipText(why, 2000), At: now}}
+	rev, err := createHoldRev(ctx, p.holds.kv, h)
+	if err != nil {
+		log.Warn("amends processor: cannot hold a version whose progress does not validate; the message will be redelivered", "err", err)
+		return e, stepEarly
+	}
+	if rev > 0 {
+		p.holds.cache.put(key, h, rev)
+	}
+	log.Warn("amends processor: an Ordered function's progress does not validate and the version was delivered before; it is held for an operator (amends holds list)",
+		"err", bad.Reason)
+	e.held = true
+	return e, stepRun
 }
