@@ -151,7 +151,7 @@ func TestABadProgressHoldsAVersionDeliveredBefore(t *testing.T) {
 	s.gate = nil
 	s.mu.Unlock()
 
-	p2 := e.processor(processor.WithAckWait(300*time.Millisecond))
+	p2 := e.processor(processor.WithAckWait(300 * time.Millisecond))
 	require.NoError(t, p2.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
 	run(t, p2)
 	hs, err := processor.OpenHolds(t.Context(), e.js, 1)
