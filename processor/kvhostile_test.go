@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -128,49 +130,63 @@ func TestABadProgressIsWrittenAgainFromTheConsumer(t *testing.T) {
 
 // Finding 5: a version delivered before (here: its call was cut short by
 // a stop) may have been given to the function, which a bad progress
-// cannot tell. It is held, in a recovered hold that names the progress,
+// cannot tell, nor a progress deleted or purged (amends repair
+// purge-entry): run again, as it was, it could be given twice. It is held, in a recovered hold that names the progress,
 // acked, and the progress written again; the operator releases it (or
 // skips it), and each version is run once, in order.
 func TestABadProgressHoldsAVersionDeliveredBefore(t *testing.T) {
-	s := newSeen()
-	e := newEnv(t)
-	p1 := e.processor(processor.WithShutdownTimeout(0), processor.WithAckWait(300*time.Millisecond))
-	require.NoError(t, p1.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
-	stop := run(t, p1)
-	e.emit(order("o-1"), 1, ev("step", struct{}{}))
-	require.Eventually(t, func() bool { return len(s.versions("o-1")) == 1 }, waitFor, tick)
-	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
-	putRaw(t, e, processor.ProgressBucket, holdKey("o-1"), []byte("abc"))
-	s.mu.Lock()
-	s.gate, s.block = make(chan struct{}), at("o-1", 2)
-	s.mu.Unlock()
-	e.emit(order("o-1"), 2, ev("step", struct{}{}))
-	<-s.in // version 2 reached the function
-	stop() // and was cut short: unacked, redelivered
-	s.mu.Lock()
-	s.gate = nil
-	s.mu.Unlock()
+	for _, purge := range []bool{false, true} {
+		t.Run(map[bool]string{false: "abc", true: "purged"}[purge], func(t *testing.T) {
+			s := newSeen()
+			e := newEnv(t)
+			p1 := e.processor(processor.WithShutdownTimeout(0), processor.WithAckWait(300*time.Millisecond))
+			require.NoError(t, p1.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
+			stop := run(t, p1)
+			e.emit(order("o-1"), 1, ev("step", struct{}{}))
+			require.Eventually(t, func() bool { return len(s.versions("o-1")) == 1 }, waitFor, tick)
+			require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+			if !purge {
+				putRaw(t, e, processor.ProgressBucket, holdKey("o-1"), []byte("abc"))
+			}
+			s.mu.Lock()
+			s.gate, s.block = make(chan struct{}), at("o-1", 2)
+			s.mu.Unlock()
+			e.emit(order("o-1"), 2, ev("step", struct{}{}))
+			<-s.in     // version 2 reached the function
+			if purge { // as amends repair purge-entry does
+				m := nats.NewMsg("$KV." + processor.ProgressBucket + "." + holdKey("o-1"))
+				m.Header.Set("KV-Operation", "PURGE")
+				m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+				_, err := e.js.PublishMsg(t.Context(), m)
+				require.NoError(t, err)
+			}
+			stop() // and was cut short: unacked, redelivered
+			s.mu.Lock()
+			s.gate = nil
+			s.mu.Unlock()
 
-	p2 := e.processor(processor.WithAckWait(300 * time.Millisecond))
-	require.NoError(t, p2.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
-	run(t, p2)
-	hs, err := processor.OpenHolds(t.Context(), e.js, 1)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return slices.Equal(heldVersions(t, hs, "o-1"), []uint64{2}) }, waitFor, tick, "held")
-	h, err := hs.Get(t.Context(), holdKey("o-1"))
-	require.NoError(t, err)
-	require.NotNil(t, h.Recovered)
-	assert.Contains(t, h.Recovered.Reason, "may have been given to the function already")
-	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick, "acked")
-	assert.Equal(t, "2h", progressValue(t, e, holdKey("o-1")), "written again, as held")
-	e.emit(order("o-1"), 3, ev("step", struct{}{}))
-	require.Eventually(t, func() bool { return slices.Equal(heldVersions(t, hs, "o-1"), []uint64{2, 3}) }, waitFor, tick, "held behind it")
-	assert.Equal(t, []uint64{1}, s.versions("o-1"))
+			p2 := e.processor(processor.WithAckWait(300 * time.Millisecond))
+			require.NoError(t, p2.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
+			run(t, p2)
+			hs, err := processor.OpenHolds(t.Context(), e.js, 1)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return slices.Equal(heldVersions(t, hs, "o-1"), []uint64{2}) }, waitFor, tick, "held")
+			h, err := hs.Get(t.Context(), holdKey("o-1"))
+			require.NoError(t, err)
+			require.NotNil(t, h.Recovered)
+			assert.Contains(t, h.Recovered.Reason, "may have been given to the function already")
+			require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick, "acked")
+			assert.Equal(t, "2h", progressValue(t, e, holdKey("o-1")), "written again, as held")
+			e.emit(order("o-1"), 3, ev("step", struct{}{}))
+			require.Eventually(t, func() bool { return slices.Equal(heldVersions(t, hs, "o-1"), []uint64{2, 3}) }, waitFor, tick, "held behind it")
+			assert.Equal(t, []uint64{1}, s.versions("o-1"))
 
-	_, err = hs.Release(t.Context(), holdKey("o-1"), e.svc, processor.HoldAction{Actor: "ops", Reason: "2 was cut short", Now: e.clock.Now()})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return noHold(t, hs, "o-1") }, waitFor, tick)
-	assert.Equal(t, []uint64{1, 2, 3}, s.versions("o-1"))
+			_, err = hs.Release(t.Context(), holdKey("o-1"), e.svc, processor.HoldAction{Actor: "ops", Reason: "2 was cut short", Now: e.clock.Now()})
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return noHold(t, hs, "o-1") }, waitFor, tick)
+			assert.Equal(t, []uint64{1, 2, 3}, s.versions("o-1"))
+		})
+	}
 }
 
 // Finding 9: a 1 MB progress value was quoted whole in a warning every

@@ -131,6 +131,25 @@ func (pr *progress) get(ctx context.Context, key string, fresh bool) (progressEn
 	return e, nil
 }
 
+// erased reports whether key's progress was deleted or purged, with the
+// revision of the marker that did: amends never removes a progress, so
+// an operator or another program did, and it no longer tells what was
+// dispatched. Only a redelivery with no progress asks (one read of the
+// key's history).
+func (pr *progress) erased(ctx context.Context, key string) (uint64, bool, error) {
+	hist, err := pr.store.KV().History(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("read the history of progress %s: %w", key, err)
+	case len(hist) == 0:
+		return 0, false, nil
+	}
+	last := hist[len(hist)-1]
+	return last.Revision(), last.Operation() != jetstream.KeyValuePut, nil
+}
+
 func (pr *progress) remember(key string, e progressEntry) {
 	pr.mu.Lock()
 	if len(pr.cache) >= maxProgressCache {
@@ -228,6 +247,15 @@ func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstor
 		}
 		switch {
 		case e.rev == 0 && (st.Version == 1 || floor() >= prevSeq):
+			if redelivered {
+				// An earlier delivery may have been dispatched: only a
+				// progress never written says it was not.
+				if rev, ok, err := pr.erased(ctx, key); err != nil {
+					return stepEarly, e, err
+				} else if ok {
+					return stepEarly, e, pr.store.Report(ctx, key, rev, "", "the progress was deleted or purged (amends never removes one), so it no longer says which versions were dispatched")
+				}
+			}
 			return stepRun, e, nil
 		case e.rev != 0 && st.Version <= e.version:
 			// Progress only grows: even a cached one is right, unless it was
@@ -360,8 +388,12 @@ func (p *Processor) recoverProgress(ctx context.Context, f *function, key string
 		return e, stepRun
 	}
 	a := eventIDOf(st, &eventstore.Event{}).AggregateID
-	why := fmt.Sprintf("the progress (revision %d of bucket %s) does not validate (%s: %s), and version %d was delivered before, so it may have been given to the function already; it is held here: skip it if it was handled, then release",
-		bad.Revision, ProgressBucket, bad.Field, bad.Reason, st.Version)
+	what := bad.Reason
+	if bad.Field != "" {
+		what = bad.Field + ": " + what
+	}
+	why := fmt.Sprintf("the progress (revision %d of bucket %s) cannot be used (%s), and version %d was delivered before, so it may have been given to the function already; it is held here: skip it if it was handled, then release",
+		bad.Revision, ProgressBucket, what, st.Version)
 	now := max(p.o.clock.Now().UnixMilli(), 1)
 	h := Hold{Context: p.context, Processor: f.info.ProcessorName, Function: f.info.Name, AggregateType: a.AggregateName, AggregateID: a.AggregateID,
 		Head: HoldHead{Since: now}, Recovered: &HoldRecovery{Revision: bad.Revision, Reason: clipText(why, 2000), At: now}}
