@@ -3,6 +3,8 @@ package eventstore
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/amends-dev/amends/internal/text"
 )
 
 // Limits on names and ids. They keep subjects, headers and logs readable and
@@ -59,7 +61,7 @@ func ValidateName(field, name string) error {
 	}
 	for i := 0; i < len(name); i++ {
 		if !isNameByte(name[i]) {
-			return invalid("%s %q has %q at byte %d; only [A-Za-z0-9_-] are allowed", field, name, name[i], i)
+			return invalid("%s %q has %s at byte %d; only [A-Za-z0-9_-] are allowed", field, name, text.At(name, i), i)
 		}
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/amends-dev/amends/internal/text"
 )
 
 // MaxKeyBytes bounds a key this package writes or accepts from a bucket.
@@ -26,7 +28,7 @@ func ValidKey(key string) error {
 	for i := 0; i < len(key); i++ {
 		c := key[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '/' || c == '_' || c == '=' || c == '.') {
-			return fmt.Errorf("the key %s has the byte %q at %d; keys are made of [-/_=.a-zA-Z0-9]: %w", Quote(key), c, i, ErrInvalidKey)
+			return fmt.Errorf("the key %s has %s at byte %d; keys are made of [-/_=.a-zA-Z0-9]: %w", Quote(key), text.At(key, i), i, ErrInvalidKey)
 		}
 	}
 	return nil

@@ -44,3 +44,12 @@ func TestValidKeyIsWhatNatsGoTakes(t *testing.T) {
 		assert.ErrorIs(t, ValidKey(k), ErrInvalidKey, k)
 	}
 }
+
+// Finding 8 of "derived state never outranks the event store": the error
+// showed "has the byte 'Ã'" for an ë, the first of its two bytes taken
+// for a character.
+func TestValidKeyNamesTheCharacterNotItsFirstByte(t *testing.T) {
+	assert.ErrorContains(t, ValidKey("r-ë"), `has 'ë' (bytes c3 ab) at byte 2`)
+	assert.ErrorContains(t, ValidKey("a b"), `has ' ' at byte 1`)
+	assert.ErrorContains(t, ValidKey("a\xffb"), `has the byte 0xff (not UTF-8) at byte 1`)
+}
