@@ -1,9 +1,11 @@
 package circuit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -17,9 +19,10 @@ import (
 // Watcher keeps the circuits of a bucket (or of one context) in memory by
 // watching it: the API, the dashboard, the metrics and the scheduler's
 // drains read circuits from one. Until it has loaded the bucket it knows
-// none (Ready tells when it has). A stored circuit that does not
-// validate is logged (at most once per revision) and left out, so its
-// function reads as closed. Safe for concurrent use.
+// none (Ready tells when it has), and it loads each key's last revision
+// only. A stored circuit that does not validate is quarantined and logged
+// (once per revision) and left out, so its function reads as closed.
+// Safe for concurrent use.
 type Watcher struct {
 	store   *Store
 	pattern string
@@ -29,6 +32,7 @@ type Watcher struct {
 	mu     sync.RWMutex
 	states map[Function]State
 	bad    map[string]string // key -> why it does not validate
+	revs   map[string]uint64 // key -> the last revision applied
 	ready  chan struct{}
 	once   sync.Once
 }
@@ -47,7 +51,7 @@ func (s *Store) Watcher(context string, logger *slog.Logger, changed func(State,
 		pattern = context + ".>"
 	}
 	return &Watcher{store: s, pattern: pattern, logger: logger, changed: changed,
-		states: map[Function]State{}, bad: map[string]string{}, ready: make(chan struct{})}
+		states: map[Function]State{}, bad: map[string]string{}, revs: map[string]uint64{}, ready: make(chan struct{})}
 }
 
 // Ready is closed once the watcher has loaded the circuits present when
@@ -112,11 +116,19 @@ func (w *Watcher) watch(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = kw.Stop() }()
-	if err := kvwatch.Initial(ctx, w.store.JetStream(), w.store.KV(), w.pattern, kw, w.apply); err != nil {
+	// The bucket keeps a few revisions a key and the watch delivers them
+	// all: only each key's last is applied, in revision order, so that an
+	// old state is neither reported to changed nor quarantined again.
+	latest := map[string]jetstream.KeyValueEntry{}
+	if err := kvwatch.Initial(ctx, w.store.JetStream(), w.store.KV(), w.pattern, kw, func(e jetstream.KeyValueEntry) { latest[e.Key()] = e }); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
+	}
+	initial := slices.SortedFunc(maps.Values(latest), func(a, b jetstream.KeyValueEntry) int { return cmp.Compare(a.Revision(), b.Revision()) })
+	for _, e := range initial {
+		w.apply(ctx, e)
 	}
 	w.once.Do(func() { close(w.ready) })
 	for {
@@ -128,13 +140,24 @@ func (w *Watcher) watch(ctx context.Context) error {
 				return errors.New("the watch ended")
 			}
 			if e != nil {
-				w.apply(e)
+				w.apply(ctx, e)
 			}
 		}
 	}
 }
 
-func (w *Watcher) apply(e jetstream.KeyValueEntry) {
+// apply takes the change e of a key, unless the watcher applied a later
+// revision of it.
+func (w *Watcher) apply(ctx context.Context, e jetstream.KeyValueEntry) {
+	w.mu.Lock()
+	stale := e.Revision() <= w.revs[e.Key()]
+	if !stale {
+		w.revs[e.Key()] = e.Revision()
+	}
+	w.mu.Unlock()
+	if stale {
+		return
+	}
 	if e.Operation() != jetstream.KeyValuePut {
 		if f, err := ParseFunction(e.Key()); err == nil {
 			w.mu.Lock()
@@ -147,7 +170,7 @@ func (w *Watcher) apply(e jetstream.KeyValueEntry) {
 		}
 		return
 	}
-	st, err := w.store.Decode(e.Key(), e.Value())
+	st, err := w.store.store.DecodeEntry(ctx, e) // a refusal is quarantined, once per revision
 	if err != nil {
 		w.mu.Lock()
 		seen := w.bad[e.Key()] == err.Error()
@@ -157,7 +180,7 @@ func (w *Watcher) apply(e jetstream.KeyValueEntry) {
 		}
 		w.mu.Unlock()
 		if !seen {
-			w.logger.Warn("circuits: a stored circuit does not validate; its function is treated as closed until it is rewritten",
+			w.logger.Warn("circuits: a stored circuit does not validate; its function is treated as closed until it is rewritten (amends quarantine list)",
 				"bucket", w.store.Bucket(), "key", e.Key(), "revision", e.Revision(), "err", err)
 		}
 		return
