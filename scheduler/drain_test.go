@@ -17,6 +17,7 @@ import (
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/rollout"
 	"github.com/amends-dev/amends/scheduler"
 )
@@ -606,4 +607,48 @@ func TestAnOpenCircuitHoldsOnlyItsFunction(t *testing.T) {
 	for _, id := range held[:10] {
 		assert.Empty(t, e.prepares(t, id), "held while its circuit is open")
 	}
+}
+
+// Finding 8 of "derived state never outranks the event store": a bad
+// drain written while the scheduler ran was found only by drains list.
+// The lease holder reads the bucket every minute of its clock: a drain
+// that does not validate (here: next step in the year 9999) is
+// quarantined, once per revision, and never acted on.
+func TestABadDrainWrittenWhileTheSchedulerRunsIsQuarantined(t *testing.T) {
+	e := newDrainEnv(t)
+	q, err := quarantine.New(e.js, quarantine.WithMemoryStorage())
+	require.NoError(t, err)
+	e.drains, err = circuit.OpenDrains(t.Context(), e.js, "", 1, circuit.WithDrainsQuarantine(q))
+	require.NoError(t, err)
+	e.start(t, scheduler.DrainPolicy{Rate: 1000})
+	e.tick(t)
+	e.tick(t) // taken once the first is done: the drains are loaded
+	kv, err := e.js.KeyValue(t.Context(), circuit.DefaultDrainBucket)
+	require.NoError(t, err)
+	key := "order.Mailer.onRefund"
+	rev, err := kv.Put(t.Context(), key, []byte(`{"function":{"context":"order","processor":"Mailer","name":"onRefund"},"phase":"waiting","nextAt":253402300799000}`))
+	require.NoError(t, err)
+	found := func() []quarantine.Entry {
+		all, err := q.All(t.Context(), quarantine.Query{})
+		require.NoError(t, err)
+		var out []quarantine.Entry
+		for _, x := range all {
+			if x.Key == key && x.Seq == rev {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool {
+		e.clock.Set(e.clock.Now().Add(30 * time.Second))
+		e.tick(t)
+		return len(found()) > 0
+	}, waitFor, poll, "quarantined by the scheduler")
+	for range 4 { // later checks
+		e.clock.Set(e.clock.Now().Add(time.Minute))
+		e.tick(t)
+	}
+	got := found()
+	require.Len(t, got, 1, "once per revision")
+	assert.Contains(t, got[0].Error, "nextAt")
 }

@@ -18,7 +18,15 @@ type drains struct {
 	byFn   map[circuit.Function]circuit.Drain
 	open   map[circuit.Function]bool // circuits not closed, as last seen
 	seen   bool                      // the circuits were read once
+	// checked is when the bucket was last read for drains written by
+	// another program (checkDrains).
+	checked time.Time
+	warned  map[string]bool // the refusals logged, each once
 }
+
+// drainCheckEvery is how often the lease holder reads the drains bucket
+// for values it did not write.
+const drainCheckEvery = time.Minute
 
 // drainLoop advances the drains every tick until ctx ends.
 func (s *Scheduler) drainLoop(ctx context.Context) {
@@ -66,6 +74,7 @@ func (s *Scheduler) drainTick() {
 		return
 	}
 	now := s.opts.clock.Now()
+	s.checkDrains(active, now)
 	seen := map[circuit.Function]bool{}
 	for _, c := range states {
 		if s.holding() == nil {
@@ -126,6 +135,39 @@ func (s *Scheduler) loadDrains(tenure context.Context) bool {
 	s.drain.tenure, s.drain.byFn = tenure, byFn
 	s.drain.mu.Unlock()
 	return true
+}
+
+// checkDrains reads the drains bucket every drainCheckEvery: the lease
+// holder acts on its own copy and writes it over the stored one at each
+// change, so a value another program wrote meanwhile is never acted on;
+// one that does not validate is quarantined (by the bucket, once per
+// revision) and logged here, as at a tenure's start, rather than found by
+// drains list only.
+func (s *Scheduler) checkDrains(tenure context.Context, now time.Time) {
+	s.drain.mu.Lock()
+	due := now.Sub(s.drain.checked) >= drainCheckEvery
+	if due {
+		s.drain.checked = now
+	}
+	s.drain.mu.Unlock()
+	if !due {
+		return
+	}
+	_, bad, err := s.opts.drain.Progress.List(tenure)
+	if err != nil {
+		return // read again at the next check
+	}
+	s.drain.mu.Lock()
+	defer s.drain.mu.Unlock()
+	if s.drain.warned == nil || len(s.drain.warned) > 1024 {
+		s.drain.warned = map[string]bool{}
+	}
+	for _, e := range bad {
+		if !s.drain.warned[e.Error()] {
+			s.drain.warned[e.Error()] = true
+			s.opts.logger.Warn("scheduler: a stored drain does not validate (quarantined); the scheduler keeps its own and writes it back at the drain's next change", "err", e)
+		}
+	}
 }
 
 func (s *Scheduler) drainList() []circuit.Drain {
