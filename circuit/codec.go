@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -129,6 +130,8 @@ func (s *State) checkPhase(past, ahead int64) error {
 		return bad("until", "an OPEN circuit that an operator did not open must have a probe time")
 	case s.Phase == Open && s.Forced && s.Until != 0:
 		return bad("until", "an OPEN circuit an operator opened has no probe time, got %d", s.Until)
+	case s.Phase == Open && s.Forced && !s.openedByOperator():
+		return bad("forced", "an OPEN circuit an operator opened keeps that operator's transition last, with the actor (amends circuits open writes it); this one does not, so no operator of amends opened it")
 	case s.Phase != HalfOpen && (s.Probe != nil || s.Successes != 0 || len(s.Probed) != 0 || s.ProbeFailures != 0):
 		return bad("probe", "only a HALF_OPEN circuit has a probe, successes or probe failures, this one is %s", s.Phase)
 	case s.Successes < 0 || s.Successes > 100:
@@ -219,6 +222,8 @@ func (s *State) checkTransitions(past int64) error {
 			return bad(field, "failures and calls must be from 0 to 2^30, got %d and %d", t.Failures, t.Calls)
 		case t.CoolDownMs < 0 || t.CoolDownMs > (24*time.Hour).Milliseconds():
 			return bad(field+".coolDownMs", "must be from 0 to a day, got %d", t.CoolDownMs)
+		case t.Cause == CauseOperator && strings.TrimSpace(t.Actor) == "":
+			return bad(field+".actor", "an operator's transition names the operator, this one names none")
 		}
 		seq = t.Seq
 		if err := timeAt(field+".at", t.At, past); err != nil {
@@ -234,6 +239,13 @@ func (s *State) checkTransitions(past int64) error {
 		}
 	}
 	return nil
+}
+
+// openedByOperator reports whether s's last transition is an operator's
+// open that names the operator: what a forced circuit keeps.
+func (s *State) openedByOperator() bool {
+	t, ok := s.LastTransition()
+	return ok && t.Cause == CauseOperator && t.To == Open && strings.TrimSpace(t.Actor) != ""
 }
 
 func timeAt(field string, v, latest int64) error {

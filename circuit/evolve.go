@@ -61,7 +61,7 @@ func (o IdleTick) evolve(s State, now time.Time, _ Policy) (State, bool) {
 }
 
 // OperatorSet: an operator (Actor, for Reason) set the phase to To, OPEN
-// or CLOSED.
+// or CLOSED. One without an Actor changes nothing.
 type OperatorSet struct {
 	To            Phase
 	Actor, Reason string

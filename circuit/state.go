@@ -2,6 +2,7 @@ package circuit
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -336,10 +337,13 @@ func (s State) probeFailed(now time.Time, p Policy, id string, last Failure, jit
 // byOperator returns s set to phase to by an operator (actor, reason) at now:
 // OPEN stays open until an operator closes it; CLOSED ends the incident,
 // which starts the recovery drain. Setting the phase it has (an OPEN
-// circuit that is already forced) changes nothing.
+// circuit that is already forced) changes nothing, nor does an operator
+// without a name: every operator's transition names its actor.
 func (s State) byOperator(now time.Time, to Phase, actor, reason string) (State, bool) {
 	ms := now.UnixMilli()
 	switch {
+	case strings.TrimSpace(actor) == "":
+		return s, false
 	case to == Open && s.Phase == Open && s.Forced:
 		return s, false
 	case to == Closed && s.Phase == Closed:

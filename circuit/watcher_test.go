@@ -1,6 +1,8 @@
 package circuit_test
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -86,4 +88,61 @@ func TestTheWatcherLoadsLastRevisionsAndQuarantinesBadOnes(t *testing.T) {
 	assert.Equal(t, 2, n, "once per revision")
 	_, ok = w.Get(bad)
 	assert.False(t, ok, "a bad circuit reads as closed")
+}
+
+// Finding 8: a forced-open circuit written into the bucket by hand acted
+// (every call refused as CircuitOpen) with no operator named anywhere. An
+// operator's open keeps its transition, with the actor, last; a forced
+// circuit without one is refused (quarantined, the field named) and its
+// function's calls go on as if it were closed.
+func TestAForcedCircuitWithoutItsOperatorIsRefused(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	q, err := quarantine.New(js, quarantine.WithMemoryStorage())
+	require.NoError(t, err)
+	store, err := circuit.OpenStore(t.Context(), js, circuit.WithStorage(jetstream.MemoryStorage), circuit.WithQuarantine(q))
+	require.NoError(t, err)
+	f := circuit.Function{Context: "shop", Processor: "Mailer", Name: "onOrder"}
+	now := time.Now()
+	forced, changed := circuit.Evolve(circuit.New(f), now, circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "smtp down"})
+	require.True(t, changed)
+	_, changed = circuit.Evolve(circuit.New(f), now, circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Reason: "no one"})
+	assert.False(t, changed, "an operator without a name changes nothing")
+
+	for name, edit := range map[string]func(s *circuit.State){
+		"no transition":       func(s *circuit.State) { s.Transitions = nil },
+		"an operator unnamed": func(s *circuit.State) { s.Transitions[len(s.Transitions)-1].Actor = "" },
+		"not by an operator":  func(s *circuit.State) { s.Transitions[len(s.Transitions)-1].Cause = circuit.CauseConsecutive },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := forced
+			s.Transitions = append([]circuit.Transition(nil), forced.Transitions...)
+			edit(&s)
+			raw, err := json.Marshal(s)
+			require.NoError(t, err)
+			_, err = circuit.DecodeState(f.String(), raw, now)
+			require.ErrorIs(t, err, circuit.ErrInvalid)
+			rev, err := store.KV().Put(t.Context(), f.String(), raw)
+			require.NoError(t, err)
+			w := store.Watcher("", nil, nil)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			go func() { _ = w.Run(ctx) }()
+			<-w.Ready()
+			_, ok := w.Get(f)
+			assert.False(t, ok, "refused: the function reads as closed")
+			all, err := q.All(t.Context(), quarantine.Query{})
+			require.NoError(t, err)
+			var why string
+			for _, e := range all {
+				if e.Seq == rev {
+					why = e.Error
+				}
+			}
+			assert.NotEmpty(t, why, "quarantined")
+		})
+	}
+	raw, err := json.Marshal(forced)
+	require.NoError(t, err)
+	_, err = circuit.DecodeState(f.String(), raw, now)
+	require.NoError(t, err, "an operator's open reads")
 }

@@ -46,8 +46,9 @@ type storedRule struct {
 // id (ValidID) and the rule's id; the rule must pass Validate, except that
 // it may have expired; createdAt and the audit's times must be times
 // before now (kvstore.MaxAhead of clock skew allowed), removedAt too if
-// set; the counts must not be negative; the audit holds at most MaxAudit
-// entries of op add, remove or apply. A rule that does not is an error
+// set; the counts must not be negative; the audit holds 1 to MaxAudit
+// entries of op add, remove or apply (a rule without one was not made by
+// amends: Store.Add writes the first). A rule that does not is an error
 // naming the field (a *kvstore.FieldError), and is never matched: a rule
 // written by something else (a hand edit, a bad migration) matches
 // nothing rather than acting on half a rule.
@@ -87,6 +88,9 @@ func DecodeStored(key string, value []byte, now time.Time) (Rule, error) {
 	}
 	if len(r.Audit) > MaxAudit {
 		return Rule{}, kvstore.Invalid("audit", "has %d entries, over the limit of %d", len(r.Audit), MaxAudit)
+	}
+	if len(r.Audit) == 0 {
+		return Rule{}, kvstore.Invalid("audit", "is empty: a rule keeps the entry of its creation, with its actor (Store.Add writes it), so this one was not made by amends and is not applied")
 	}
 	for i, a := range r.Audit {
 		if err := checkAudit(a, now); err != nil {

@@ -38,6 +38,10 @@ func hostileRules() []struct{ name, key, value, field string } {
 		{"created in the future", "r-000000000006", strings.Replace(rule("r-000000000006", `"action":"WAIVE"`), fmt.Sprint(created), "9000000000000000", 1), "createdAt"},
 		{"not JSON", "r-000000000007", `{"id":"r-000000000007",`, ""},
 		{"negative count", "r-000000000008", rule("r-000000000008", `"action":"WAIVE","recorded":-1`), "recorded"},
+		// Finding 8 of "derived state never outranks the event store": a
+		// WAIVE rule written by hand, without the audit entry of its
+		// creation, made failures UNRECOVERABLE with nobody named.
+		{"no audit entry", "r-000000000009", rule("r-000000000009", `"action":"WAIVE"`), "audit"},
 	}
 }
 
