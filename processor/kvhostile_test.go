@@ -93,6 +93,7 @@ func TestABadProgressIsWrittenAgainFromTheConsumer(t *testing.T) {
 		{"99", "version: 99 is ahead of the aggregate's last version 3"},
 		{"abc", `version: "abc" is not a version`},
 		{"-1", `version: "-1" is not a version`},
+		{"1", "version: 1 is behind: the consumer acked version 2"},
 	} {
 		t.Run(c.value, func(t *testing.T) {
 			s := newSeen()

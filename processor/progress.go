@@ -271,6 +271,13 @@ func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstor
 		if !fresh {
 			continue
 		}
+		if e.rev != 0 && st.Version > e.version+1 && floor() >= prevSeq {
+			// The previous version is acked, and a version is acked only
+			// once its progress is written: this one is behind (a hand
+			// edit), and would hold the aggregate's events for ever.
+			return stepEarly, e, pr.store.Report(ctx, key, e.rev, "version", fmt.Sprintf(
+				"%d is behind: the consumer acked version %d, which is written to the progress before it is acked", e.version, st.Version-1))
+		}
 		return stepEarly, e, nil
 	}
 }
