@@ -231,10 +231,13 @@
 // (DecodeHold, the progress's "<version>[h]"), and so are range replays,
 // snapshots and build entries: a value written by something else is never
 // acted on. It is quarantined (kind kv) and fails safe. A progress that
-// does not read, or that is ahead of its aggregate's last version, holds
-// the aggregate's events (they are redelivered, never run out of order
-// nor acked as done) until it is written again or removed (amends repair
-// purge-entry). A hold that becomes invalid or is deleted while it still
+// does not read, is ahead of its aggregate's last version, is behind a
+// version the consumer acked, or was deleted, is written again from the
+// consumer when it can tell (a first delivery after an acked previous
+// version runs); otherwise the version is held in a recovered hold that
+// names the progress, for an operator (recoverProgress). A hold whose
+// head record does not exist becomes such a hold after a grace
+// (checkHeads). A hold that becomes invalid or is deleted while it still
 // held events is written back from the last value this instance saw; one
 // met invalid at start-up, with no value seen before, is replaced by a
 // recovered hold (Hold.Recovered, no head record) that holds the

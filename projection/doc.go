@@ -73,6 +73,10 @@
 // again, by hand or by RepairViews), the projector starts its consumer
 // from the first message, while running (checked every
 // DefaultViewsCheck) and after a restart, so every record comes back.
+// A view well formed but false (a hand edit from FAILED to SUCCEEDED) is
+// found by the audit (WithAudit: a suspicious change at once, every record
+// in turn), and a snapshot that is not of the revision it says by its
+// check against the bucket before it is used (snapshotcheck.go).
 //
 // # Concurrency
 //
