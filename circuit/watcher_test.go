@@ -17,17 +17,25 @@ import (
 	"github.com/amends-dev/amends/quarantine"
 )
 
+// quarantinedStore is a circuits bucket whose refusals go to the returned
+// quarantine.
+func quarantinedStore(t *testing.T) (*circuit.Store, *quarantine.Quarantine) {
+	t.Helper()
+	js := natstest.New(t).JetStream()
+	q, err := quarantine.New(js, quarantine.WithMemoryStorage())
+	require.NoError(t, err)
+	store, err := circuit.OpenStore(t.Context(), js, circuit.WithStorage(jetstream.MemoryStorage), circuit.WithQuarantine(q))
+	require.NoError(t, err)
+	return store, q
+}
+
 // Finding 8 of "derived state never outranks the event store": the
 // circuit watcher quarantined nothing (only circuits show did) and
 // replayed every old revision on start-up. It applies each key's last
 // revision only, and quarantines a circuit that does not validate, once
 // per revision, with the field named, at start-up and at run time.
 func TestTheWatcherLoadsLastRevisionsAndQuarantinesBadOnes(t *testing.T) {
-	js := natstest.New(t).JetStream()
-	q, err := quarantine.New(js, quarantine.WithMemoryStorage())
-	require.NoError(t, err)
-	store, err := circuit.OpenStore(t.Context(), js, circuit.WithStorage(jetstream.MemoryStorage), circuit.WithQuarantine(q))
-	require.NoError(t, err)
+	store, q := quarantinedStore(t)
 	f := circuit.Function{Context: "shop", Processor: "Mailer", Name: "onOrder"}
 	var last uint64
 	for i, to := range []circuit.Phase{circuit.Open, circuit.Closed, circuit.Open} {
@@ -96,11 +104,7 @@ func TestTheWatcherLoadsLastRevisionsAndQuarantinesBadOnes(t *testing.T) {
 // circuit without one is refused (quarantined, the field named) and its
 // function's calls go on as if it were closed.
 func TestAForcedCircuitWithoutItsOperatorIsRefused(t *testing.T) {
-	js := natstest.New(t).JetStream()
-	q, err := quarantine.New(js, quarantine.WithMemoryStorage())
-	require.NoError(t, err)
-	store, err := circuit.OpenStore(t.Context(), js, circuit.WithStorage(jetstream.MemoryStorage), circuit.WithQuarantine(q))
-	require.NoError(t, err)
+	store, q := quarantinedStore(t)
 	f := circuit.Function{Context: "shop", Processor: "Mailer", Name: "onOrder"}
 	now := time.Now()
 	forced, changed := circuit.Evolve(circuit.New(f), now, circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "smtp down"})

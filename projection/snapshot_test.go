@@ -228,26 +228,6 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 			quarantined: "before the snapshot's",
 		},
 	}
-	// Forged snapshots: whoever can write the snapshot bucket can write a
-	// valid one (checksum and all) that is not of its revision.
-	forge := func(t *testing.T, e *snapEnv, edit func(info *index.SnapshotInfo, ix *index.Index)) {
-		data, err := e.snaps.Load(t.Context(), projection.DefaultBucket)
-		require.NoError(t, err)
-		info, err := index.ReadSnapshotInfo(data)
-		require.NoError(t, err)
-		ix, err := index.New()
-		require.NoError(t, err)
-		ix.Update(func(b *index.Batch) {
-			b.BeginLoad(false)
-			_, err = b.LoadSnapshot(data)
-			b.EndLoad(true)
-		})
-		require.NoError(t, err)
-		edit(&info, ix)
-		out, err := ix.AppendSnapshot(nil, info)
-		require.NoError(t, err)
-		require.NoError(t, e.snaps.Save(t.Context(), projection.DefaultBucket, out))
-	}
 	cases["a revision later than its records"] = struct {
 		spoil       func(t *testing.T, e *snapEnv)
 		quarantined string
@@ -256,7 +236,7 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 			v := snapView("r1", 3)
 			v.State.Status = aggregate.StatusSucceeded
 			e.putView(t, v)
-			forge(t, e, func(info *index.SnapshotInfo, _ *index.Index) { info.Revision = e.lastRev(t) })
+			resnapshot(t, e, func(info *index.SnapshotInfo, _ *index.Index) { info.Revision = e.lastRev(t) })
 		},
 		quarantined: "at version 3 (SUCCEEDED)",
 	}
@@ -266,7 +246,7 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 	}{
 		spoil: func(t *testing.T, e *snapEnv) {
 			e.del(t, "r2")
-			forge(t, e, func(info *index.SnapshotInfo, _ *index.Index) { info.Revision = e.lastRev(t) })
+			resnapshot(t, e, func(info *index.SnapshotInfo, _ *index.Index) { info.Revision = e.lastRev(t) })
 		},
 		quarantined: `deleted record "r2"`,
 	}
@@ -275,7 +255,7 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 		quarantined string
 	}{
 		spoil: func(t *testing.T, e *snapEnv) {
-			forge(t, e, func(_ *index.SnapshotInfo, ix *index.Index) {
+			resnapshot(t, e, func(_ *index.SnapshotInfo, ix *index.Index) {
 				v := snapView("r1", 2)
 				v.State.Status = aggregate.StatusSucceeded
 				ix.Put(v)
@@ -288,7 +268,7 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 		quarantined string
 	}{
 		spoil: func(t *testing.T, e *snapEnv) {
-			forge(t, e, func(info *index.SnapshotInfo, ix *index.Index) {
+			resnapshot(t, e, func(info *index.SnapshotInfo, ix *index.Index) {
 				ix.Put(snapView("r7", 1))
 				info.Records++
 			})
@@ -342,9 +322,22 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 // (its origin), keeping its revision and records.
 func restamp(t *testing.T, e *snapEnv, data []byte) {
 	t.Helper()
-	info, err := index.ReadSnapshotInfo(data)
-	require.NoError(t, err)
+	require.NoError(t, e.snaps.Save(t.Context(), projection.DefaultBucket, data))
 	st, err := e.views.Status(t.Context())
+	require.NoError(t, err)
+	resnapshot(t, e, func(info *index.SnapshotInfo, _ *index.Index) {
+		info.Origin = st.(*jetstream.KeyValueBucketStatus).StreamInfo().Created.UnixNano()
+	})
+}
+
+// resnapshot saves the stored snapshot again after edit changed what it
+// says of itself or its records: a valid snapshot, checksum and all, as
+// whoever can write the snapshot bucket can write.
+func resnapshot(t *testing.T, e *snapEnv, edit func(info *index.SnapshotInfo, ix *index.Index)) {
+	t.Helper()
+	data, err := e.snaps.Load(t.Context(), projection.DefaultBucket)
+	require.NoError(t, err)
+	info, err := index.ReadSnapshotInfo(data)
 	require.NoError(t, err)
 	ix, err := index.New()
 	require.NoError(t, err)
@@ -354,7 +347,7 @@ func restamp(t *testing.T, e *snapEnv, data []byte) {
 		b.EndLoad(true)
 	})
 	require.NoError(t, err)
-	info.Origin = st.(*jetstream.KeyValueBucketStatus).StreamInfo().Created.UnixNano()
+	edit(&info, ix)
 	out, err := ix.AppendSnapshot(nil, info)
 	require.NoError(t, err)
 	require.NoError(t, e.snaps.Save(t.Context(), projection.DefaultBucket, out))

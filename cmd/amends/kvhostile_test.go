@@ -270,15 +270,7 @@ func TestHostileBucketsAgainstServeAndProcessor(t *testing.T) {
 	good, err := st.Add(ctx, rules.Rule{Match: rules.Match{FunctionContext: "shop", Processor: "Projector", Function: "onStep", ErrorCode: "Other"},
 		Action: rules.MarkUnrecoverable, Reason: "a valid rule"})
 	require.NoError(t, err)
-	e.failing.Store("o-1", true)
-	v1 := e.emit("o-1", 1)
-	e.emit("o-1", 2)
-	head := aggregate.RecordID(v1.Events[0].ID, projectorFn)
-	require.Eventually(t, func() bool { _, ok := e.record(head); return ok }, waitLimit, 10*time.Millisecond, "the failure is recorded")
-	holds, err := processor.OpenHolds(ctx, e.js, 1)
-	require.NoError(t, err)
-	holdKey := processor.HoldKey("shop", "Projector", "onStep", "order", "o-1")
-	require.Eventually(t, func() bool { h, err := holds.Get(ctx, holdKey); return err == nil && len(h.Held) == 1 }, waitLimit, 10*time.Millisecond, "o-1 v2 is held")
+	head, holdKey, _ := e.heldFailure("o-1")
 	e.emit("o-2", 1)
 	require.Eventually(t, func() bool { return e.called("o-2", 1) == 1 }, waitLimit, 10*time.Millisecond)
 	headView, err := projection.GetView(ctx, mustViews(t, e.js), head)
@@ -429,6 +421,23 @@ func TestHostileBucketsAgainstServeAndProcessor(t *testing.T) {
 	id5 := e.emitFailureID("o-5")
 	require.Eventually(t, func() bool { _, ok := e.record(id5); return ok }, waitLimit, 10*time.Millisecond, "after a restart: a new failure is recorded")
 	e.stillRunning()
+}
+
+// heldFailure makes version 1 of order id fail (recorded) and version 2
+// held behind it, and returns the record, the hold's key and the holds.
+func (e *hostileEnv) heldFailure(id string) (head, holdKey string, holds *processor.Holds) {
+	e.t.Helper()
+	e.failing.Store(id, true)
+	v1 := e.emit(id, 1)
+	e.emit(id, 2)
+	head = aggregate.RecordID(v1.Events[0].ID, projectorFn)
+	require.Eventually(e.t, func() bool { _, ok := e.record(head); return ok }, waitLimit, 10*time.Millisecond, "the failure is recorded")
+	holds, err := processor.OpenHolds(e.t.Context(), e.js, 1)
+	require.NoError(e.t, err)
+	holdKey = processor.HoldKey("shop", "Projector", "onStep", "order", id)
+	require.Eventually(e.t, func() bool { h, err := holds.Get(e.t.Context(), holdKey); return err == nil && len(h.Held) == 1 }, waitLimit, 10*time.Millisecond,
+		"%s v2 is held", id)
+	return head, holdKey, holds
 }
 
 // emitFailureID is the record id of a failure of the function on version

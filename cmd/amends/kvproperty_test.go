@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/internal/kvstore"
@@ -130,15 +129,7 @@ func randomValuesRun(t *testing.T, seed uint64) {
 	rule, err := st.Add(ctx, rules.Rule{Match: rules.Match{FunctionContext: "shop", Processor: "Projector", Function: "onStep", ErrorCode: "Other"},
 		Action: rules.MarkUnrecoverable, Reason: "a valid rule", Actor: "ops"})
 	require.NoError(t, err)
-	e.failing.Store("o-f", true)
-	v1 := e.emit("o-f", 1)
-	e.emit("o-f", 2)
-	head := aggregate.RecordID(v1.Events[0].ID, projectorFn)
-	require.Eventually(t, func() bool { _, ok := e.record(head); return ok }, waitLimit, 10*time.Millisecond, "the failure is recorded")
-	holds, err := processor.OpenHolds(ctx, e.js, 1)
-	require.NoError(t, err)
-	holdKey := processor.HoldKey("shop", "Projector", "onStep", "order", "o-f")
-	require.Eventually(t, func() bool { h, err := holds.Get(ctx, holdKey); return err == nil && len(h.Held) == 1 }, waitLimit, 10*time.Millisecond)
+	head, holdKey, holds := e.heldFailure("o-f")
 	good := []string{"o-g1", "o-g2", "o-g3"}
 	for _, id := range good {
 		e.emit(id, 1)
