@@ -273,8 +273,15 @@ func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstor
 		}
 		if e.rev != 0 && st.Version > e.version+1 && floor() >= prevSeq {
 			// The previous version is acked, and a version is acked only
-			// once its progress is written: this one is behind (a hand
-			// edit), and would hold the aggregate's events for ever.
+			// once its progress is written. The floor may have been read
+			// after e, while another instance dispatched that version:
+			// read the progress again, after the floor. Still behind, it
+			// is (a hand edit), and would hold the aggregate's events for
+			// ever.
+			again, err := pr.get(ctx, key, true)
+			if err != nil || again.rev != e.rev {
+				return stepEarly, again, err
+			}
 			return stepEarly, e, pr.store.Report(ctx, key, e.rev, "version", fmt.Sprintf(
 				"%d is behind: the consumer acked version %d, which is written to the progress before it is acked", e.version, st.Version-1))
 		}
