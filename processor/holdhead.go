@@ -13,18 +13,20 @@ import (
 // A hold waits on its head record: the replay of the head's event, once
 // it succeeds, releases what the hold holds. A hold whose head record does
 // not exist waits for ever, so the processor checks that it exists
-// (checkHeads) once the hold is older than headGrace: a head's recording
-// may have failed, and its event is then redelivered until the recording
-// succeeds, which takes about the delivery backoff. A head still missing
-// after that (a hold written by someone else, a record deleted from the
-// event store) is not waited on: the hold becomes a recovered one (no
-// head, the head's event held first, so nothing is lost), which holds the
-// aggregate's events with its reason shown until an operator releases it,
-// and the value is reported to the quarantine with the field named.
+// (checkHeads). The head's recording may have failed: then its message is
+// not acked, and it is redelivered until the recording succeeds (gateHead).
+// So a head record is missing for good only once the function's consumer
+// has acked the head's message (its ack floor is at or past the head's
+// sequence) and the hold is older than headGrace. Such a hold (written by
+// someone else, or whose record was deleted from the event store) is not
+// waited on: it becomes a recovered hold (no head, the head's event held
+// first, so nothing is lost), which holds the aggregate's events with its
+// reason shown until an operator releases it, and the value is reported
+// to the quarantine with the field named.
 
 // headGrace is how long a hold may wait on a head record that does not
-// exist before it is recovered.
-const headGrace = 10 * time.Minute
+// exist, once the head's message is acked, before it is recovered.
+const headGrace = time.Minute
 
 // headChecks bounds the head records read in one round, one round every
 // headPoll.
@@ -55,6 +57,7 @@ func (p *Processor) checkHeads(ctx context.Context, checked map[string]uint64) {
 	rt := p.holds
 	before := p.o.clock.Now().Add(-headGrace).UnixMilli()
 	n := 0
+	floors := map[string]uint64{} // processor → its consumer's ack floor, read once a round
 	for _, w := range rt.cache.waiting(before) {
 		if checked[w.key] == w.rev {
 			continue
@@ -67,7 +70,12 @@ func (p *Processor) checkHeads(ctx context.Context, checked map[string]uint64) {
 		case err == nil:
 			checked[w.key] = w.rev
 		case errors.Is(err, aggregate.ErrNotFound):
-			p.recoverHeadless(ctx, w.key, w.rev, w.hold.Head)
+			if floors[w.hold.Processor] == 0 {
+				floors[w.hold.Processor] = p.consumerFloor(ctx, w.hold.Processor)
+			}
+			if floors[w.hold.Processor] >= w.hold.Head.Seq {
+				p.recoverHeadless(ctx, w.key, w.rev, w.hold.Head)
+			} // else the head's message is still to be redelivered: its recording may yet succeed
 		default:
 			p.o.logger.Debug("amends processor: cannot read a hold's head record; checked again later", "key", kvstore.QuoteKey(w.key), "err", err)
 		}
@@ -75,6 +83,20 @@ func (p *Processor) checkHeads(ctx context.Context, checked map[string]uint64) {
 	if len(checked) > maxHoldRevs {
 		clear(checked)
 	}
+}
+
+// consumerFloor returns the stream sequence up to which processor's
+// consumer has acked every message; 0 if it cannot be read.
+func (p *Processor) consumerFloor(ctx context.Context, processor string) uint64 {
+	c, err := p.js.Consumer(ctx, p.store.StreamName(p.context), DurableName(p.context, processor))
+	if err != nil {
+		return 0
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return 0
+	}
+	return info.AckFloor.Stream
 }
 
 // recoverHeadless makes the hold under key, at revision rev with head,

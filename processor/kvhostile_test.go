@@ -351,15 +351,23 @@ func TestALargeHoldIsReleasedInChunks(t *testing.T) {
 
 // Finding 6 of "derived state never outranks the event store": a hold
 // whose head record does not exist held every later event of its
-// aggregate, silently, for ever. Once it is older than the grace a head's
-// recording may take, it becomes a recovered hold: its head's event held
+// aggregate, silently, for ever. Once the head's message is acked (its
+// recording can no longer succeed) and a grace has passed, it becomes a
+// recovered hold: its head's event held
 // first (nothing lost), the reason shown, the value quarantined with the
 // field named; an operator skips what was handled and releases the rest.
 func TestAHoldWhoseHeadRecordDoesNotExistIsRecoveredAndReleasable(t *testing.T) {
 	s := newSeen()
-	e, _, _, hs := orderedEnv(t, s)
+	e := newEnv(t)
+	p1 := e.processor()
+	require.NoError(t, p1.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
+	stop := run(t, p1)
 	v1 := e.emit(order("o-4"), 1, ev("step", struct{}{}))
 	require.Eventually(t, func() bool { return len(s.versions("o-4")) == 1 }, waitFor, tick, "version 1 handled, no hold")
+	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+	stop()
+	hs, err := processor.OpenHolds(t.Context(), e.js, 1)
+	require.NoError(t, err)
 	// A raw NATS client writes a hold on version 1, whose failure was never
 	// recorded.
 	forged := processor.Hold{Context: ctxName, Processor: "Projector", Function: "onStep", AggregateType: "order", AggregateID: "o-4",
@@ -368,10 +376,13 @@ func TestAHoldWhoseHeadRecordDoesNotExistIsRecoveredAndReleasable(t *testing.T) 
 	raw, err := json.Marshal(forged)
 	require.NoError(t, err)
 	rev := putRaw(t, e, processor.HoldBucket, holdKey("o-4"), raw)
+	p2 := e.processor() // it loads the hold before it takes a message
+	require.NoError(t, p2.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
+	run(t, p2)
 	e.emit(order("o-4"), 2, ev("step", struct{}{}))
 	require.Eventually(t, func() bool { return slices.Equal(heldVersions(t, hs, "o-4"), []uint64{2}) }, waitFor, tick, "held behind the forged head")
 
-	e.clock.SetMillis(e.clock.Now().Add(11 * time.Minute).UnixMilli()) // past the grace
+	e.clock.SetMillis(e.clock.Now().Add(2 * time.Minute).UnixMilli()) // past the grace; the head's message was acked long ago
 	require.Eventually(t, func() bool {
 		h, err := hs.Get(t.Context(), holdKey("o-4"))
 		return err == nil && h.Recovered != nil
