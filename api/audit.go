@@ -26,10 +26,15 @@ const (
 	// AuditRetention: a retention sweep removed finished records (Actor
 	// "scheduler"); Reason gives the counts and the archive.
 	AuditRetention AuditKind = "retention_sweep"
+	// AuditUnaudited: a stored value that would change behaviour (a
+	// forced circuit, a rule) was written past amends, without the actor
+	// amends writes with every such change; it is refused. Route is the
+	// NATS subject it was written to, Reason its revision and why.
+	AuditUnaudited AuditKind = "unaudited_value"
 )
 
 // AuditKinds lists every kind.
-var AuditKinds = []AuditKind{AuditAuthFailure, AuditRateLimited, AuditSignIn, AuditSignOut, AuditEventRead, AuditRetention}
+var AuditKinds = []AuditKind{AuditAuthFailure, AuditRateLimited, AuditSignIn, AuditSignOut, AuditEventRead, AuditRetention, AuditUnaudited}
 
 // AuditEntry is one entry of the audit log (GET /api/v1/audit).
 type AuditEntry struct {

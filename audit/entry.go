@@ -22,6 +22,7 @@ const (
 	KindSignOut     = api.AuditSignOut
 	KindEventRead   = api.AuditEventRead
 	KindRetention   = api.AuditRetention
+	KindUnaudited   = api.AuditUnaudited
 )
 
 // Kinds lists every kind.

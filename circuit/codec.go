@@ -2,6 +2,7 @@ package circuit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/fingerprint"
+	"github.com/amends-dev/amends/internal/kvstore"
 )
 
 // Bounds of a stored circuit, checked by DecodeState.
@@ -131,7 +133,7 @@ func (s *State) checkPhase(past, ahead int64) error {
 	case s.Phase == Open && s.Forced && s.Until != 0:
 		return bad("until", "an OPEN circuit an operator opened has no probe time, got %d", s.Until)
 	case s.Phase == Open && s.Forced && !s.openedByOperator():
-		return bad("forced", "an OPEN circuit an operator opened keeps that operator's transition last, with the actor (amends circuits open writes it); this one does not, so no operator of amends opened it")
+		return unaudited("forced", "an OPEN circuit an operator opened keeps that operator's transition last, with the actor (amends circuits open writes it); this one does not, so no operator of amends opened it")
 	case s.Phase != HalfOpen && (s.Probe != nil || s.Successes != 0 || len(s.Probed) != 0 || s.ProbeFailures != 0):
 		return bad("probe", "only a HALF_OPEN circuit has a probe, successes or probe failures, this one is %s", s.Phase)
 	case s.Successes < 0 || s.Successes > 100:
@@ -223,7 +225,7 @@ func (s *State) checkTransitions(past int64) error {
 		case t.CoolDownMs < 0 || t.CoolDownMs > (24*time.Hour).Milliseconds():
 			return bad(field+".coolDownMs", "must be from 0 to a day, got %d", t.CoolDownMs)
 		case t.Cause == CauseOperator && strings.TrimSpace(t.Actor) == "":
-			return bad(field+".actor", "an operator's transition names the operator, this one names none")
+			return unaudited(field+".actor", "an operator's transition names the operator, this one names none")
 		}
 		seq = t.Seq
 		if err := timeAt(field+".at", t.At, past); err != nil {
@@ -279,6 +281,12 @@ func bad(field, format string, args ...any) error {
 		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalid)
 	}
 	return fmt.Errorf("field %s: %s: %w", field, fmt.Sprintf(format, args...), ErrInvalid)
+}
+
+// unaudited is bad for a state that would change behaviour without the
+// operator amends names with every such change (kvstore.ErrUnaudited).
+func unaudited(field, format string, args ...any) error {
+	return fmt.Errorf("field %s: %s: %w", field, fmt.Sprintf(format, args...), errors.Join(ErrInvalid, kvstore.ErrUnaudited))
 }
 
 // clip cuts s to at most n bytes on a rune boundary, dropping control

@@ -66,11 +66,28 @@ type options struct {
 	logEvery   time.Duration
 	clock      Clock
 	logger     *slog.Logger
+	unaudited  func(context.Context, Entry)
 }
 
 // Option configures a Quarantine. An option that cannot be applied makes
 // New return an error wrapping ErrInvalidOption.
 type Option func(*options) error
+
+// WithUnaudited calls f with each entry RecordKV stored for a value that
+// would change behaviour without the actor amends writes with every such
+// change (a forced circuit without its operator, a rule without the audit
+// entry of its creation: the cause has an Unaudited method that reports
+// true), once it is stored: serve writes its first sighting to the audit
+// log. f runs on the caller's goroutine and must not block for long.
+func WithUnaudited(f func(context.Context, Entry)) Option {
+	return func(o *options) error {
+		if f == nil {
+			return fmt.Errorf("the unaudited hook is nil: %w", ErrInvalidOption)
+		}
+		o.unaudited = f
+		return nil
+	}
+}
 
 // WithStream names the stream (default DefaultStream). The name is also
 // the first token of its subjects, so it must be a valid subject token.
@@ -295,7 +312,14 @@ func (q *Quarantine) RecordKV(ctx context.Context, bucket, key string, revision 
 	if cause != nil {
 		e.Error = cause.Error()
 	}
-	return q.Put(ctx, e)
+	if err := q.Put(ctx, e); err != nil {
+		return err
+	}
+	var u interface{ Unaudited() bool }
+	if q.opts.unaudited != nil && errors.As(cause, &u) && u.Unaudited() {
+		q.opts.unaudited(ctx, e)
+	}
+	return nil
 }
 
 // Put stores e (its ID is ignored), counts it and logs it, as Record does

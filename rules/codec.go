@@ -90,7 +90,7 @@ func DecodeStored(key string, value []byte, now time.Time) (Rule, error) {
 		return Rule{}, kvstore.Invalid("audit", "has %d entries, over the limit of %d", len(r.Audit), MaxAudit)
 	}
 	if len(r.Audit) == 0 {
-		return Rule{}, kvstore.Invalid("audit", "is empty: a rule keeps the entry of its creation, with its actor (Store.Add writes it), so this one was not made by amends and is not applied")
+		return Rule{}, kvstore.Unaudited("audit", "is empty: a rule keeps the entry of its creation, with its actor (Store.Add writes it), so this one was not made by amends and is not applied")
 	}
 	for i, a := range r.Audit {
 		if err := checkAudit(a, now); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -100,7 +101,11 @@ func newAuditCmd(a *app) *cobra.Command {
 	}
 	cf.add(a, cmd)
 	fs := cmd.Flags()
-	fs.StringVar(&kind, "kind", "", "only entries of this kind: auth_failure, rate_limited, sign_in, sign_out, event_read, retention_sweep")
+	kinds := make([]string, len(audit.Kinds))
+	for i, k := range audit.Kinds {
+		kinds[i] = string(k)
+	}
+	fs.StringVar(&kind, "kind", "", "only entries of this kind: "+strings.Join(kinds, ", "))
 	fs.StringVar(&actor, "actor", "", "only this principal's entries")
 	fs.StringVar(&record, "record", "", "only the entries about this record")
 	fs.StringVar(&since, "since", "", "only entries at or after this time (RFC 3339 or epoch ms)")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/kvstore"
@@ -487,4 +488,48 @@ func mustViews(t *testing.T, js jetstream.JetStream) jetstream.KeyValue {
 	kv, err := js.KeyValue(t.Context(), projection.DefaultBucket)
 	require.NoError(t, err)
 	return kv
+}
+
+// Finding 8 of "derived state never outranks the event store": a
+// forced-open circuit and a WAIVE rule written into their buckets by hand
+// acted with no audit entry. Both are refused (the circuit reads as
+// closed, the rule matches nothing), quarantined, and their first
+// sighting is in the audit log, with the subject they were written to.
+func TestValuesWrittenPastAmendsAreRefusedAndAudited(t *testing.T) {
+	e := &hostileEnv{t: t, dir: t.TempDir(), hook: newHookReceiver(t)}
+	e.startServe()
+	f := circuit.Function{Context: "shop", Processor: "Mailer", Name: "onOrder"}
+	forced, _ := circuit.Evolve(circuit.New(f), time.Now(), circuit.Policy{}, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "x"})
+	forced.Transitions = nil // no operator named
+	raw, err := json.Marshal(forced)
+	require.NoError(t, err)
+	circuitRev := e.put(circuit.DefaultBucket, f.String(), string(raw))
+	match := `{"functionContext":"shop","processor":"Projector","function":"onStep","errorCode":"Boom"}`
+	ruleRev := e.put(rules.DefaultBucket, "r-00000000000b", `{"id":"r-00000000000b","match":`+match+`,"action":"WAIVE","reason":"x","actor":"mallory","createdAt":1}`)
+
+	op := cli{env: map[string]string{"AMENDS_SERVER": e.serve.info.HTTPURL}}
+	require.Equal(t, exitOK, op.run(t, "rules", "list", "-o", "json"), op.stderr.String())
+	assert.NotContains(t, op.stdout.String(), `"id":"r-00000000000b"`, "the rule is not listed as a rule")
+	var routes map[string]string
+	require.Eventually(t, func() bool {
+		c := cli{env: map[string]string{"AMENDS_SERVER": e.serve.info.HTTPURL}}
+		if c.run(t, "audit", "--kind", "unaudited_value", "-o", "json") != exitOK {
+			return false
+		}
+		var page api.AuditPage
+		if json.Unmarshal([]byte(c.stdout.String()), &page) != nil {
+			return false
+		}
+		routes = map[string]string{}
+		for _, x := range page.Entries {
+			routes[x.Route] = x.Reason
+		}
+		return len(routes) == 2
+	}, waitLimit, 50*time.Millisecond, "both sightings are in the audit log")
+	assert.Contains(t, routes["$KV."+circuit.DefaultBucket+"."+f.String()], fmt.Sprintf("revision %d", circuitRev))
+	assert.Contains(t, routes["$KV."+circuit.DefaultBucket+"."+f.String()], "forced")
+	assert.Contains(t, routes["$KV."+rules.DefaultBucket+".r-00000000000b"], fmt.Sprintf("revision %d", ruleRev))
+	c := cli{env: map[string]string{"AMENDS_SERVER": e.serve.info.HTTPURL}}
+	require.Equal(t, exitOK, c.run(t, "circuits", "list", "-o", "json"), c.stderr.String())
+	assert.NotContains(t, c.stdout.String(), `"phase":"OPEN"`, "the forged circuit is not open")
 }

@@ -54,7 +54,9 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if err != nil {
 		return nil, "", fmt.Errorf("projection: %w", err)
 	}
-	quar, err := quarantine.New(js, quarantine.WithReplicas(cfg.replicas), quarantine.WithStorage(cfg.storage), quarantine.WithLogger(logger.With("component", "quarantine"), 0))
+	sightings := &unauditedSightings{logger: logger.With("component", "audit")}
+	quar, err := quarantine.New(js, quarantine.WithReplicas(cfg.replicas), quarantine.WithStorage(cfg.storage), quarantine.WithLogger(logger.With("component", "quarantine"), 0),
+		quarantine.WithUnaudited(sightings.record))
 	if err != nil {
 		return nil, "", fmt.Errorf("quarantine: %w", err)
 	}
@@ -160,6 +162,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if err != nil {
 		return nil, "", err
 	}
+	sightings.log.Store(auditLog)
 	httpLog := logger.With("component", "http")
 	apiCfg := server.Config{
 		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering, Rules: in.rules,

@@ -21,7 +21,20 @@ type InvalidError struct {
 	Field string
 	// Reason says what is wrong and what the rule is.
 	Reason string
+	// unaudited: the value would change behaviour without amends' actor
+	// (Unaudited).
+	unaudited bool
 }
+
+// Unaudited reports whether the entry was refused because it would change
+// behaviour (force a circuit, apply a rule) without the actor or audit
+// entry amends writes with every such change: a value written past
+// amends, whose first sighting goes to the audit log.
+func (e *InvalidError) Unaudited() bool { return e.unaudited }
+
+// ErrUnaudited marks a decoder's error as Unaudited (wrap it with
+// ErrInvalid's own sentinel, or use Unaudited).
+var ErrUnaudited = errors.New("the value changes behaviour without amends' actor")
 
 func (e *InvalidError) Error() string {
 	where := fmt.Sprintf("bucket %s key %s revision %d", e.Bucket, QuoteKey(e.Key), e.Revision)
@@ -43,6 +56,8 @@ type FieldError struct {
 	// ignored: the decoder dropped the field and returned a value all the
 	// same (Ignore).
 	ignored bool
+	// unaudited: see InvalidError.Unaudited.
+	unaudited bool
 }
 
 func (e *FieldError) Error() string {
@@ -55,6 +70,13 @@ func (e *FieldError) Error() string {
 // Invalid returns a *FieldError for field, its reason formatted.
 func Invalid(field, format string, args ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Unaudited is Invalid for a value refused because it would change
+// behaviour without the actor or audit entry amends writes with it (see
+// InvalidError.Unaudited).
+func Unaudited(field, format string, args ...any) error {
+	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...), unaudited: true}
 }
 
 // Ignore is what a decoder returns with a value it kept after dropping a
@@ -82,7 +104,7 @@ func In(parent string, err error) error {
 				f += "." + fe.Field
 			}
 		}
-		return &FieldError{Field: f, Reason: fe.Reason, ignored: fe.ignored}
+		return &FieldError{Field: f, Reason: fe.Reason, ignored: fe.ignored, unaudited: fe.unaudited}
 	}
 	return &FieldError{Field: parent, Reason: err.Error()}
 }
@@ -97,9 +119,10 @@ func invalidAt(bucket, key string, rev uint64, err error) *InvalidError {
 	}
 	var fe *FieldError
 	if errors.As(err, &fe) {
-		return &InvalidError{Bucket: bucket, Key: key, Revision: rev, Field: fe.Field, Reason: clip(fe.Reason, maxReason)}
+		return &InvalidError{Bucket: bucket, Key: key, Revision: rev, Field: fe.Field, Reason: clip(fe.Reason, maxReason),
+			unaudited: fe.unaudited || errors.Is(err, ErrUnaudited)}
 	}
-	return &InvalidError{Bucket: bucket, Key: key, Revision: rev, Reason: clip(err.Error(), maxReason)}
+	return &InvalidError{Bucket: bucket, Key: key, Revision: rev, Reason: clip(err.Error(), maxReason), unaudited: errors.Is(err, ErrUnaudited)}
 }
 
 // maxReason bounds the reason an InvalidError carries: a decoder's message
