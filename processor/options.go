@@ -44,6 +44,7 @@ type options struct {
 	tracerSet       bool
 	circuitPolicy   circuit.Policy // WithCircuitPolicy (circuits.go)
 	circuitStore    *circuit.Store // nil: Run opens the default bucket
+	serverSkew      time.Duration  // WithServerSkew (progress.go)
 }
 
 func defaultOptions() options {
@@ -53,6 +54,7 @@ func defaultOptions() options {
 		laneBuffer:      64,
 		ackWait:         30 * time.Second,
 		nakDelay:        5 * time.Second,
+		serverSkew:      DefaultServerSkew,
 		shutdownTimeout: 30 * time.Second,
 		retry:           DefaultRetry,
 		clock:           aggregate.ClockFunc(time.Now),
@@ -143,6 +145,24 @@ func WithNakDelay(d time.Duration) Option {
 			return invalidOption("nak delay must be >= 0, got %s", d)
 		}
 		o.nakDelay = d
+		return nil
+	}
+}
+
+// DefaultServerSkew is WithServerSkew's default.
+const DefaultServerSkew = 2 * time.Second
+
+// WithServerSkew sets how far apart the clocks of the NATS servers may be
+// (0 to a minute; default DefaultServerSkew). An Ordered function's
+// progress written before the version it counts as dispatched was
+// appended, by more than this, is one no instance wrote: both times are
+// the servers' (the progress's revision and the event's message).
+func WithServerSkew(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 || d > time.Minute {
+			return invalidOption("server skew must be from 0 to 1m, got %s", d)
+		}
+		o.serverSkew = d
 		return nil
 	}
 }

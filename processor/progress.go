@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -34,12 +35,16 @@ type progressEntry struct {
 	// checked: the version is known not to be ahead of its aggregate
 	// (written here, or compared with the aggregate's last version).
 	checked bool
+	// written is when the revision read from the bucket was written (the
+	// server's clock); zero for one this instance wrote.
+	written time.Time
 }
 
 // progressValue is a stored progress: "<version>" or "<version>h".
 type progressValue struct {
 	version uint64
 	held    bool
+	written time.Time // the revision's, when read (not stored)
 }
 
 // maxProgressValue bounds a stored progress: 20 digits and "h".
@@ -50,7 +55,9 @@ var progressCodec = kvstore.Codec[progressValue]{
 		if _, err := parseHoldKey(e.Key); err != nil {
 			return progressValue{}, err
 		}
-		return decodeProgress(e.Value)
+		v, err := decodeProgress(e.Value)
+		v.written = e.Created
+		return v, err
 	},
 	Encode: func(v progressValue) ([]byte, error) {
 		b := strconv.AppendUint(nil, v.version, 10)
@@ -126,7 +133,7 @@ func (pr *progress) get(ctx context.Context, key string, fresh bool) (progressEn
 		// until it is written again or removed.
 		return progressEntry{}, fmt.Errorf("read progress %s: %w", key, err)
 	}
-	e := progressEntry{version: v.version, rev: rev, held: v.held}
+	e := progressEntry{version: v.version, rev: rev, held: v.held, written: v.written}
 	pr.remember(key, e)
 	return e, nil
 }
@@ -236,7 +243,7 @@ const (
 // progress recorded, the first version runs, and a later one only when
 // the consumer has acked everything up to its previous version (the
 // function was added after it, or the consumer started after it).
-func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstore.Stream, prevSeq uint64, floor func() uint64, redelivered bool) (step, progressEntry, error) {
+func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstore.Stream, prevSeq uint64, floor func() uint64, redelivered bool, appended time.Time) (step, progressEntry, error) {
 	pr := p.holds.progress
 	// A redelivered message may have been dispatched by another instance
 	// since this one cached the key: read it.
@@ -260,9 +267,17 @@ func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstor
 		case e.rev != 0 && st.Version <= e.version:
 			// Progress only grows: even a cached one is right, unless it was
 			// written ahead of the aggregate (a hand edit, a bad
-			// migration): then it would skip events never dispatched.
+			// migration), or before the version was appended: then it
+			// would skip events never dispatched.
+			early := !e.checked && !e.written.IsZero() && !appended.IsZero() && e.written.Before(appended.Add(-p.o.serverSkew))
 			if err := p.checkAhead(ctx, pr, key, &e, st); err != nil {
 				return stepEarly, e, err
+			}
+			if early {
+				pr.forget(key)
+				return stepEarly, e, pr.store.Report(ctx, key, e.rev, "version", fmt.Sprintf(
+					"%d was written at %s, before version %d was appended at %s: no instance can have given that version to the function",
+					e.version, e.written.UTC().Format(time.RFC3339Nano), st.Version, appended.UTC().Format(time.RFC3339Nano)))
 			}
 			return stepDone, e, nil
 		case e.rev != 0 && st.Version == e.version+1:
@@ -295,6 +310,7 @@ func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstor
 type orderedMsg struct {
 	prevSeq     uint64
 	redelivered bool
+	appended    time.Time // the message's time in the stream (the server's)
 	floor       *uint64
 	durable     string
 }
@@ -302,7 +318,7 @@ type orderedMsg struct {
 func (p *Processor) newOrderedMsg(g *group, st *eventstore.Stream, m jetstream.Msg) *orderedMsg {
 	o := &orderedMsg{prevSeq: previousSeq(st), redelivered: true, durable: DurableName(p.context, g.name)}
 	if md, err := m.Metadata(); err == nil {
-		o.redelivered = md.NumDelivered > 1
+		o.redelivered, o.appended = md.NumDelivered > 1, md.Timestamp
 	}
 	return o
 }
@@ -327,7 +343,7 @@ func (p *Processor) ackFloor(ctx context.Context, o *orderedMsg) uint64 {
 // or is ahead of its aggregate is recovered (recoverProgress).
 func (p *Processor) orderedBegin(ctx context.Context, f *function, st *eventstore.Stream, o *orderedMsg) (string, progressEntry, step) {
 	key := p.holdKey(f, eventIDOf(st, &eventstore.Event{}).AggregateID)
-	s, e, err := p.checkProgress(ctx, key, st, o.prevSeq, func() uint64 { return p.ackFloor(ctx, o) }, o.redelivered)
+	s, e, err := p.checkProgress(ctx, key, st, o.prevSeq, func() uint64 { return p.ackFloor(ctx, o) }, o.redelivered, o.appended)
 	var bad *kvstore.InvalidError
 	if errors.As(err, &bad) && bad.Key == key {
 		e, s := p.recoverProgress(ctx, f, key, st, o, bad)
@@ -343,18 +359,33 @@ func (p *Processor) orderedBegin(ctx context.Context, f *function, st *eventstor
 	return key, e, s
 }
 
-// orderedEnd advances f's progress to version after it was dispatched;
-// false if the write failed (the message is redelivered and f, done,
-// skipped then).
+// orderedEnd advances f's progress to version after it was dispatched,
+// over whatever another writer put there meanwhile; false if the write
+// failed (the message is redelivered and f, done, skipped then).
 func (p *Processor) orderedEnd(ctx context.Context, f *function, key string, e progressEntry, version uint64) bool {
 	pr := p.holds.progress
-	err := pr.advance(ctx, key, e, version, p.holds.cache.held(key))
-	if errors.Is(err, errProgressMoved) {
-		if e, gerr := pr.get(ctx, key, true); gerr == nil && e.version >= version {
+	held := p.holds.cache.held(key)
+	err := pr.advance(ctx, key, e, version, held)
+	// Moved meanwhile: the version was given to f all the same, so the
+	// progress must say so, whatever another writer put there (the same
+	// value again, a lower one, one that does not validate), unless it
+	// already says as much. Redelivering instead would give f the version
+	// twice.
+	for tries := 0; errors.Is(err, errProgressMoved) && tries < 3; tries++ {
+		cur, gerr := pr.get(ctx, key, true)
+		var bad *kvstore.InvalidError
+		switch {
+		case gerr == nil && cur.version >= version:
 			// Another delivery of it finished first, unless the progress
 			// was written ahead of the aggregate: then the message is
 			// redelivered and held (checkProgress).
-			return p.checkAheadOfKey(ctx, pr, key, &e, version) == nil
+			return p.checkAheadOfKey(ctx, pr, key, &cur, version) == nil
+		case gerr == nil:
+			err = pr.advance(ctx, key, cur, version, held)
+		case errors.As(gerr, &bad) && bad.Key == key:
+			err = pr.advance(ctx, key, progressEntry{rev: bad.Revision}, version, held)
+		default:
+			err = gerr
 		}
 	}
 	if err != nil {

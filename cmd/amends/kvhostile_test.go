@@ -133,7 +133,8 @@ func (e *hostileEnv) startProcessor() {
 	reg, err := processor.OpenBuildRegistry(ctx, e.js, "", 0, 0)
 	require.NoError(e.t, err)
 	p, err := processor.New(e.js, e.store, "shop", processor.WithRecorder(rec), processor.WithRecords(e.svc),
-		processor.WithNakDelay(50*time.Millisecond), processor.WithBuildRegistry(reg, processor.Build{Version: "v1.0.0"}))
+		processor.WithNakDelay(50*time.Millisecond), processor.WithBuildRegistry(reg, processor.Build{Version: "v1.0.0"}),
+		processor.WithServerSkew(0)) // one server: a progress written before its version is told at once
 	require.NoError(e.t, err)
 	spec := aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 1, ExecutionTimeout: 30}
 	require.NoError(e.t, p.Register(processor.Function{Processor: "Projector", Name: "onStep", Kind: aggregate.KindEvent, AggregateTypes: []string{"order"}},
