@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,7 +32,7 @@ import (
 //     after the records it is missing from them. The check reads the last
 //     of them, in windows of revisions that widen back from the snapshot's
 //     revision until one holds a message;
-//   - a sample of the snapshot's records (spread over them), each read
+//   - a sample of 8 of the snapshot's records (spread over them), each read
 //     from the bucket: one last written at or before the revision must be
 //     as the snapshot holds it, one not in the bucket at all is a record
 //     the bucket never had.
@@ -47,7 +48,8 @@ const (
 	snapshotTailWindow  = 256  // revisions of the first tail window; each next is 16 times wider
 	snapshotTailWindows = 4    // 256, 4 096, 65 536, 1 048 576 revisions
 	snapshotTailMax     = 4096 // keys of a window checked at most
-	snapshotSample      = 32   // records read from the bucket
+	snapshotSample      = 8    // records read from the bucket (a read of a key takes ms on a large bucket)
+	snapshotReaders     = 4    // of them at once
 	snapshotCheckTime   = 30 * time.Second
 )
 
@@ -71,34 +73,56 @@ func (ix *Index) verifySnapshot(ctx context.Context, info *index.SnapshotInfo) e
 	}
 	var ids []string
 	ix.Index.Update(func(b *index.Batch) { ids = b.Sample(snapshotSample, uint64(ix.clock.Now().UnixNano())) })
-	for _, id := range ids {
-		key, err := EncodeKey(id)
-		if err != nil {
-			return kvstore.Invalid("records", "the snapshot holds record %s, which has no key: %v", kvstore.Quote(id), err)
-		}
-		last, err := ix.views.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) { // deleted, or never there
-			var hist []jetstream.KeyValueEntry
-			switch hist, err = ix.views.History(ctx, key); {
-			case err == nil && len(hist) == 0:
-				err = jetstream.ErrKeyNotFound
-			case err == nil:
-				last = hist[len(hist)-1]
-			}
-		}
-		switch {
+	// Read in parallel (a read takes a few ms on a large bucket), matched
+	// in order.
+	last := make([]jetstream.KeyValueEntry, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, snapshotReaders)
+	for i, id := range ids {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			last[i], errs[i] = ix.lastChange(ctx, id)
+		})
+	}
+	wg.Wait()
+	for i, id := range ids {
+		switch err := errs[i]; {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			return kvstore.Invalid("records", "the snapshot holds record %s, which the views bucket does not hold at all (purged since, or never written)", kvstore.Quote(id))
 		case err != nil:
 			return fmt.Errorf("%w: read the view of record %s: %v", errSnapshotUnchecked, id, err)
 		}
-		if last.Revision() <= info.Revision {
-			if err := ix.matchSnapshot(last, skipped); err != nil {
+		if last[i].Revision() <= info.Revision {
+			if err := ix.matchSnapshot(last[i], skipped); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// lastChange returns the last change of record id's key: its value, or
+// the marker of its deletion; jetstream.ErrKeyNotFound if the bucket has
+// neither.
+func (ix *Index) lastChange(ctx context.Context, id string) (jetstream.KeyValueEntry, error) {
+	key, err := EncodeKey(id)
+	if err != nil {
+		return nil, fmt.Errorf("record %s has no key: %v: %w", kvstore.Quote(id), err, jetstream.ErrKeyNotFound)
+	}
+	e, err := ix.views.Get(ctx, key)
+	if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return e, err
+	}
+	hist, err := ix.views.History(ctx, key) // deleted, or never there
+	if err == nil && len(hist) == 0 {
+		err = jetstream.ErrKeyNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return hist[len(hist)-1], nil
 }
 
 // verifyTail checks the last keys the bucket holds at or before revision
