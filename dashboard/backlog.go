@@ -5,7 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"sync"
-	"time"
+
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 var errWatchEnded = errors.New("the watch ended (subscription closed)")
@@ -66,16 +67,7 @@ func (d *Dashboard) sample() {
 // sampleLoop samples at once and then every Sample until ctx ends.
 func (d *Dashboard) sampleLoop(ctx context.Context) {
 	d.sample()
-	t := time.NewTicker(d.cfg.Sample)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			d.sample()
-		}
-	}
+	wait.Every(ctx, d.cfg.Sample, d.sample)
 }
 
 // Backlog is the body of GET /ui/v1/backlog.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // A hold waits on its head record: the replay of the head's event, once
@@ -38,16 +39,7 @@ const (
 // runHeadChecks runs checkHeads every headPoll until ctx ends.
 func (p *Processor) runHeadChecks(ctx context.Context) {
 	checked := make(map[string]uint64) // holds whose head record was found, at their revision
-	t := time.NewTicker(headPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			p.checkHeads(ctx, checked)
-		}
-	}
+	wait.Every(ctx, headPoll, func() { p.checkHeads(ctx, checked) })
 }
 
 // checkHeads reads the head record of every hold older than headGrace

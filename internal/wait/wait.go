@@ -21,3 +21,19 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// Every calls f every d until ctx ends, the first time d after the call;
+// it returns when ctx ends, once f has returned. f runs on the caller's
+// goroutine.
+func Every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
