@@ -234,9 +234,10 @@ func unauthorized(msg string) *apiError {
 // looksLikeJWT reports whether a bearer value has a JWS's three parts.
 func looksLikeJWT(s string) bool { return strings.Count(s, ".") == 2 }
 
-// tokenless reports whether the server authenticates nobody: no tokens
-// and no OIDC, the loopback local mode.
-func (s *Server) tokenless() bool { return len(s.keys.Load().tokens) == 0 && s.oidc == nil }
+// tokenless reports whether the server authenticates nobody: it started
+// with no tokens and no OIDC (the loopback local mode, whose checks run at
+// start-up) and has no tokens since.
+func (s *Server) tokenless() bool { return s.open && len(s.keys.Load().tokens) == 0 }
 
 // allow checks that p may act as role need, answering 403 if not.
 func (s *Server) allow(w http.ResponseWriter, p principal, need Role) bool {

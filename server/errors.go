@@ -21,6 +21,11 @@ import (
 // ErrInsecureBind: the server would listen beyond loopback without tokens.
 var ErrInsecureBind = errors.New("server: refusing to serve without tokens beyond loopback")
 
+// ErrNoCredentials: a change of the tokens (SetTokens) would leave a
+// server that authenticates with nothing to authenticate by; the last good
+// tokens are kept.
+var ErrNoCredentials = errors.New("server: the tokens would leave the server no way to authenticate; the last good tokens are kept")
+
 // Error is the body of every error response (the API's type).
 type Error = api.Error
 

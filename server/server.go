@@ -134,6 +134,12 @@ type Server struct {
 	cfg  Config
 	log  *slog.Logger
 	keys atomic.Pointer[keyring]
+	// open: the server started with no tokens and no OIDC (the loopback
+	// local mode, checked at start-up only); it stays open only while it
+	// has no tokens, and a server that authenticates never becomes open.
+	open bool
+	// refusedTokens counts the token changes SetTokens refused.
+	refusedTokens atomic.Uint64
 	// sessions are the dashboard's signed-in browsers.
 	sessions *sessions
 	// requests are the authenticated requests in flight.
@@ -174,6 +180,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, requests: newLiveRequests(), limits: newAuthLimiter(cfg.AuthLimits),
 		mux: http.NewServeMux(), hosts: newHostList(cfg.AllowedHosts)}
 	s.keys.Store(newKeyring(cfg.Tokens))
+	s.open = len(cfg.Tokens) == 0 && cfg.OIDC == nil
 	var store *sessionStore
 	if cfg.Sessions != nil {
 		var opts []kvstore.Option
@@ -232,9 +239,17 @@ func (s *Server) Run(ctx context.Context) error {
 // SetTokens replaces the tokens the server accepts, at once. A token that
 // is gone, or whose secret, role or expiry changed, is revoked: its
 // sessions end (on every server sharing the session bucket) and its
-// requests in flight, live streams included, are cancelled. Safe for
+// requests in flight, live streams included, are cancelled. No tokens on
+// a server that authenticates by tokens only (not OIDC) would leave it
+// nothing to authenticate by, and the tokenless mode is a start-up
+// decision: that change is refused, the tokens kept, counted
+// (RefusedTokenChanges), and the error matches ErrNoCredentials. Safe for
 // concurrent use.
-func (s *Server) SetTokens(ctx context.Context, tokens []Token) {
+func (s *Server) SetTokens(ctx context.Context, tokens []Token) error {
+	if len(tokens) == 0 && s.oidc == nil && len(s.keys.Load().tokens) > 0 {
+		s.refusedTokens.Add(1)
+		return fmt.Errorf("no tokens and no OIDC issuer: %w", ErrNoCredentials)
+	}
 	next := newKeyring(tokens)
 	old := s.keys.Swap(next)
 	for _, name := range changed(old, next) {
@@ -248,7 +263,12 @@ func (s *Server) SetTokens(ctx context.Context, tokens []Token) {
 		s.sessions.dropPrincipal(ctx, localPrincipal.key())
 		s.requests.end(localPrincipal.key())
 	}
+	return nil
 }
+
+// RefusedTokenChanges returns how many changes of the tokens SetTokens
+// refused since New. Safe for concurrent use.
+func (s *Server) RefusedTokenChanges() uint64 { return s.refusedTokens.Load() }
 
 // audit records e about request r, with r's time, client, method, route
 // and requester filled in where e has none. A failure is logged: the

@@ -116,7 +116,7 @@ func TestRevokedTokenEndsSessionsAndStreams(t *testing.T) {
 
 	onlyBob, err := server.ParseTokens("bob:operator:" + operatorKey)
 	require.NoError(t, err)
-	s.SetTokens(t.Context(), onlyBob)
+	require.NoError(t, s.SetTokens(t.Context(), onlyBob))
 	assert.True(t, ends(t, viaCookie, 10*time.Second), "the revoked token's session stream ends")
 	assert.True(t, ends(t, viaBearer, 10*time.Second), "the revoked token's bearer stream ends")
 	assert.False(t, ends(t, operator, 300*time.Millisecond), "the operator's stream goes on")
@@ -127,9 +127,40 @@ func TestRevokedTokenEndsSessionsAndStreams(t *testing.T) {
 	// A changed role or secret revokes too.
 	demoted, err := server.ParseTokens("bob:viewer:" + operatorKey)
 	require.NoError(t, err)
-	s.SetTokens(t.Context(), demoted)
+	require.NoError(t, s.SetTokens(t.Context(), demoted))
 	assert.True(t, ends(t, operator, 10*time.Second), "a token whose role changed is revoked")
 	assert.Equal(t, http.StatusUnauthorized, e.do(t, "GET", "/ui/v1/session", "", nil, "Cookie", opCookie).status)
+}
+
+// Finding 1 of "authentication never falls open": no tokens on a server
+// that authenticates would switch authentication off. SetTokens refuses
+// it and keeps the last good tokens, on a server that started with tokens
+// and on one that started without (tokenless mode is decided at start-up
+// only, and ends for good once tokens come).
+func TestNoTokensNeverSwitchAuthenticationOff(t *testing.T) {
+	base := newEnv(t)
+	s := server.New(base.cfg)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	e := base.with(t, func(*server.Config) {})
+	e.http = srv
+	require.ErrorIs(t, s.SetTokens(t.Context(), nil), server.ErrNoCredentials)
+	assert.Equal(t, uint64(1), s.RefusedTokenChanges())
+	assert.Equal(t, http.StatusUnauthorized, e.do(t, "GET", "/api/v1/count", "", nil).status, "still authenticated")
+	assert.Equal(t, http.StatusOK, e.do(t, "GET", "/api/v1/count", viewerKey, nil).status, "by the last good tokens")
+
+	open := base.with(t, func(c *server.Config) { c.Tokens = nil })
+	local := server.New(open.cfg)
+	open.http = httptest.NewServer(local.Handler())
+	t.Cleanup(open.http.Close)
+	assert.Equal(t, http.StatusOK, open.do(t, "GET", "/api/v1/count", "", nil).status, "tokenless from the start")
+	require.NoError(t, local.SetTokens(t.Context(), nil), "no change")
+	tokens, err := server.ParseTokens("bob:viewer:" + viewerKey)
+	require.NoError(t, err)
+	require.NoError(t, local.SetTokens(t.Context(), tokens))
+	assert.Equal(t, http.StatusUnauthorized, open.do(t, "GET", "/api/v1/count", "", nil).status, "tokens came: no longer tokenless")
+	require.ErrorIs(t, local.SetTokens(t.Context(), nil), server.ErrNoCredentials)
+	assert.Equal(t, http.StatusUnauthorized, open.do(t, "GET", "/api/v1/count", "", nil).status, "and never again")
 }
 
 // sharedServer is one of several servers on the same session bucket.

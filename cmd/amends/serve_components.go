@@ -169,8 +169,14 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		Logger: httpLog, Sessions: sessions, Audit: auditLog, OIDC: cfg.oidc,
 		AllowedHosts: cfg.allowedHosts, TrustedProxies: cfg.trustedProxies,
 		Circuits: circ.server(),
-		Ready:    readiness(natsConnected(nc), indexCurrent(index), probe.check, mismatch.check),
 	}
+	checks := []readyCheck{natsConnected(nc), indexCurrent(index), probe.check, mismatch.check}
+	var tokens *tokenReloader
+	if cfg.tokensFile != "" {
+		tokens = newTokenReloader(cfg.tokensFile, cfg.inlineTokens, nil, httpLog) // its API is set below
+		checks = append(checks, tokens.ready)
+	}
+	apiCfg.Ready = readiness(checks...)
 	if sweeper != nil {
 		apiCfg.Retired = sweeper
 		reg.MustRegister(metrics.Retention(sweeper))
@@ -180,10 +186,14 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	}
 	api := server.New(apiCfg)
 	components = append(components, component{"sessions", api.Run})
-	if cfg.tokensFile != "" {
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "amends_token_changes_refused_total",
+		Help: "Changes of the tokens file refused because they would leave the API no way to authenticate (the last good tokens are kept)."},
+		func() float64 { return float64(api.RefusedTokenChanges()) }))
+	if tokens != nil {
+		tokens.api = api
 		fileTokens := cfg.tokens[:len(cfg.tokens)-len(cfg.inlineTokens)]
 		warnTokens(httpLog, cfg.tokensFile, fileTokens)
-		components = append(components, component{"tokens", newTokenReloader(cfg.tokensFile, cfg.inlineTokens, api, httpLog).run})
+		components = append(components, component{"tokens", tokens.run})
 	}
 	l, err := net.Listen("tcp", cfg.http)
 	if err != nil {

@@ -190,3 +190,57 @@ func TestServeReloadsTheTokensFile(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status(keep), "a broken file keeps the last good tokens")
 	require.Equal(t, exitOK, r.stop(t))
 }
+
+// Finding 1 of "authentication never falls open": emptying the tokens
+// file while serve ran switched authentication off (an anonymous
+// circuits open answered 200 as actor local). Tokenless mode is a
+// start-up decision: the empty file is refused, the last good tokens
+// stay, /readyz and the log say why, the refusal is counted, and serve is
+// ready again once the file holds tokens.
+func TestAnEmptiedTokensFileKeepsTheLastGoodTokens(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tokens")
+	secret := server.NewSecret()
+	write := func(text string) {
+		tmp := file + ".tmp"
+		require.NoError(t, os.WriteFile(tmp, []byte(text), 0o600))
+		require.NoError(t, os.Rename(tmp, file))
+	}
+	line := server.TokenLine("ops", server.RoleOperator, secret, time.Time{}) + "\n"
+	write(line)
+	var c cli
+	r := c.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--tokens-file", file)
+	do := func(method, path, bearer string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), method, r.info.HTTPURL+path, strings.NewReader(`{"reason":"x"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	open := "/api/v1/circuits/shop.Mailer.onOrder/open"
+	code, _ := do("POST", open, "")
+	require.Equal(t, http.StatusUnauthorized, code)
+
+	write("# every token removed\n")
+	waitForLog(t, &c, "changed to hold no tokens")
+	code, body := do("POST", open, "")
+	assert.Equal(t, http.StatusUnauthorized, code, "still authenticated: %s", body)
+	code, _ = do("GET", "/api/v1/count", secret)
+	assert.Equal(t, http.StatusOK, code, "the last good token still works")
+	code, body = do("GET", "/readyz", "")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "changed to hold no tokens")
+	code, body = do("GET", "/metrics", secret)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "amends_token_changes_refused_total 1", "counted")
+
+	write(line)
+	require.Eventually(t, func() bool { code, _ := do("GET", "/readyz", ""); return code == http.StatusOK }, waitLimit, 50*time.Millisecond,
+		"ready again once the file holds tokens")
+	require.Equal(t, exitOK, r.stop(t))
+}

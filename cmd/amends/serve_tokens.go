@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/amends-dev/amends/server"
@@ -50,7 +51,9 @@ func warnTokens(logger *slog.Logger, file string, tokens []server.Token) {
 // tokenReloader re-reads the tokens file when it changes and gives the
 // API the new tokens: a removed or changed token is revoked at once (its
 // sessions and streams end). A file that does not parse keeps the last
-// good tokens; its error is logged once per change of the file.
+// good tokens; its error is logged once per change of the file. A file
+// emptied of tokens (with no OIDC) keeps them too, and serve is not ready
+// (/readyz says why) until the file holds tokens again.
 type tokenReloader struct {
 	file   string
 	inline []server.Token
@@ -58,6 +61,9 @@ type tokenReloader struct {
 	logger *slog.Logger
 	every  time.Duration
 	stamp  fileStamp
+	// refused is why the last change of the file was refused; nil when
+	// it was taken.
+	refused atomic.Pointer[error]
 }
 
 func newTokenReloader(file string, inline []server.Token, api *server.Server, logger *slog.Logger) *tokenReloader {
@@ -101,7 +107,22 @@ func (r *tokenReloader) check(ctx context.Context) {
 		r.logger.Error("the changed tokens file does not load; keeping the last good tokens until it does", "file", r.file, "err", err)
 		return
 	}
-	r.api.SetTokens(ctx, tokens)
+	if err := r.api.SetTokens(ctx, tokens); err != nil {
+		why := fmt.Errorf("the tokens file %s changed to hold no tokens, which would leave the API no way to authenticate; the last good tokens are kept until it holds some again (%w)", r.file, err)
+		r.refused.Store(&why)
+		r.logger.Error(why.Error(), "file", r.file, "refused", r.api.RefusedTokenChanges())
+		return
+	}
+	r.refused.Store(nil)
 	warnTokens(r.logger, r.file, tokens[:len(tokens)-len(r.inline)])
 	r.logger.Info("tokens file reloaded", "file", r.file, "tokens", len(tokens))
+}
+
+// ready is the reloader's readiness: not ready while the last change of
+// the file was refused, so that /readyz shows it.
+func (r *tokenReloader) ready(context.Context) error {
+	if why := r.refused.Load(); why != nil {
+		return *why
+	}
+	return nil
 }
