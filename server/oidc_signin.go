@@ -97,20 +97,30 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, _ principa
 	if err != nil {
 		return err
 	}
+	// Only a failed check of a credential (the code, the ID token) counts
+	// against the client's budget and goes to the audit log: anyone can
+	// link a browser to this URL with any query, so a request that carries
+	// none (an error from "the issuer", no sign-in under way, another
+	// state) is answered and logged, never counted, or any page could get
+	// its visitor's address refused.
+	refused := func(reason, msg string) error {
+		s.log.Info("OIDC sign-in: a callback that carries no credential was refused", "reason", reason, "client", info(r).clientString())
+		return &apiError{status: http.StatusUnauthorized, body: Error{Code: "Unauthorized", Message: msg + "; start again at /signin"}}
+	}
 	failed := func(reason, msg string) error {
 		s.authFailed(r, "", "OIDC sign-in: "+reason)
 		return &apiError{status: http.StatusUnauthorized, body: Error{Code: "Unauthorized", Message: msg + "; start again at /signin"}}
 	}
 	if e := q.Get("error"); e != "" {
-		return failed("the issuer refused", "the issuer refused the sign-in ("+cut(e)+")")
+		return refused("the issuer refused", "the issuer refused the sign-in ("+cut(e)+")")
 	}
 	c, err := r.Cookie(oidcCookie)
 	if err != nil {
-		return failed("no sign-in in progress", "no sign-in is in progress in this browser (it expires after 10 minutes)")
+		return refused("no sign-in in progress", "no sign-in is in progress in this browser (it expires after 10 minutes)")
 	}
 	parts := strings.Split(c.Value, ".")
 	if len(parts) != 4 || q.Get("state") == "" || subtle.ConstantTimeCompare([]byte(parts[0]), []byte(q.Get("state"))) != 1 {
-		return failed("state mismatch", "the sign-in's state does not match this browser's")
+		return refused("state mismatch", "the sign-in's state does not match this browser's")
 	}
 	nonce, verifier := parts[1], parts[2]
 	next := "/"
@@ -119,7 +129,7 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, _ principa
 	}
 	code := q.Get("code")
 	if code == "" || len(code) > 4096 {
-		return failed("no code", "the issuer sent no authorization code")
+		return refused("no code", "the issuer sent no authorization code")
 	}
 	p, err := o.ready(r.Context())
 	if err != nil {

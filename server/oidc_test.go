@@ -255,3 +255,34 @@ func TestOIDCCallbackRefusals(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", body)
 	assert.Contains(t, string(body), "NoRole")
 }
+
+// Finding 4 of "authentication never falls open": a callback with no state
+// (GET /ui/v1/oidc/callback?error=x, which any page can make a browser
+// send) counted as a failed authentication of the caller's address, so a
+// page could get its visitors refused (429). Only a failed check of a real
+// credential counts: many such callbacks leave the address its budget, and
+// write nothing to the audit log.
+func TestOIDCCallbacksWithoutACredentialDoNotLockTheClientOut(t *testing.T) {
+	iss := testissuer.Start(t, nil)
+	base := newEnv(t)
+	al := openAudit(t, base)
+	e := withOIDC(t, base.with(t, func(c *server.Config) { c.Audit = al }), iss, nil)
+	for i := range 3 * server.DefaultAuthLimits.Failures {
+		for _, q := range []string{"error=access_denied", "state=x&code=y", "code=y"} {
+			got := e.do(t, "GET", "/ui/v1/oidc/callback?"+q, "", nil)
+			require.Equal(t, http.StatusUnauthorized, got.status, "request %d: %s", i, got.body)
+		}
+	}
+	assert.Equal(t, http.StatusOK, e.do(t, "GET", "/api/v1/count", viewerKey, nil).status, "the address is not refused")
+	page, err := al.Query(t.Context(), audit.Query{Kind: audit.KindAuthFailure})
+	require.NoError(t, err)
+	assert.Empty(t, page.Entries, "nothing was authenticated, so nothing failed")
+	// A real credential that fails still counts.
+	for range server.DefaultAuthLimits.Failures + 1 {
+		e.do(t, "GET", "/api/v1/count", "amends_not-a-token", nil)
+	}
+	assert.Equal(t, http.StatusTooManyRequests, e.do(t, "GET", "/api/v1/count", viewerKey, nil).status)
+	page, err = al.Query(t.Context(), audit.Query{Kind: audit.KindAuthFailure})
+	require.NoError(t, err)
+	assert.NotEmpty(t, page.Entries, "and is audited")
+}
