@@ -198,7 +198,11 @@ func (s *Server) setCircuit(to circuit.Phase) func(http.ResponseWriter, *http.Re
 			return err
 		}
 		if changed {
-			s.log.Info("circuit "+strings.ToLower(string(st.Phase))+" by an operator", "function", f.String(), "actor", actor, "reason", reason, "state", string(st.Phase))
+			done := "closed"
+			if st.Phase == circuit.Open {
+				done = "opened"
+			}
+			s.log.Info("circuit "+done+" by an operator", "function", f.String(), "actor", actor, "reason", reason, "state", string(st.Phase))
 		}
 		writeJSON(w, http.StatusOK, api.CircuitChange{Circuit: CircuitView(st, true), Changed: changed})
 		return nil
