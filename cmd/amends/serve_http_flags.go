@@ -20,8 +20,9 @@ import (
 // httpSecHelp explains the API's transport and identity flags in serve's
 // help.
 const httpSecHelp = `TLS: --tls-cert and --tls-key serve the API and dashboard over HTTPS (TLS
-1.2 or later); the files are checked on each handshake (at most once a
-second) and a changed certificate is served without a restart.
+1.2 with AEAD cipher suites, or 1.3; --tls-min-version 1.3 for 1.3 only);
+the files are checked on each handshake (at most once a second) and a
+changed certificate is served without a restart.
 --tls-client-ca also requires client certificates signed by its CAs
 (mutual TLS). Under TLS every answer carries Strict-Transport-Security.
 Behind a TLS-terminating proxy, --trusted-proxy CIDR (repeatable) believes
@@ -65,6 +66,7 @@ type httpSecFlags struct {
 	tlsCert        string
 	tlsKey         string
 	tlsClientCA    string
+	tlsMin         string
 	trustedProxies []string
 	insecureHTTP   bool
 
@@ -86,6 +88,7 @@ func (f *httpSecFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate chain of the API's HTTPS (with --tls-key); reloaded when it changes")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&f.tlsClientCA, "tls-client-ca", "", "PEM CAs whose client certificates the API requires (mutual TLS; needs --tls-cert)")
+	fs.StringVar(&f.tlsMin, "tls-min-version", "1.2", "the lowest TLS version served: 1.2 (with AEAD cipher suites only) or 1.3")
 	fs.StringSliceVar(&f.trustedProxies, "trusted-proxy", nil, "CIDR or address of a proxy whose X-Forwarded-Proto and X-Forwarded-For the API believes (repeatable)")
 	fs.StringVar(&f.oidcIssuer, "oidc-issuer", "", "OIDC issuer URL whose JWTs are bearer tokens (https; http only on loopback)")
 	fs.StringVar(&f.oidcAudience, "oidc-audience", "", "the aud a bearer JWT of --oidc-issuer must carry")
@@ -129,8 +132,16 @@ func (f *httpSecFlags) config(cfg *serveConfig, httpHost string, env func(string
 		return usageErrorf("--tls-cert and --tls-key go together: give both")
 	case f.tlsClientCA != "" && f.tlsCert == "":
 		return usageErrorf("--tls-client-ca requires client certificates over TLS: give --tls-cert and --tls-key too")
+	case f.tlsMin != "1.2" && f.tlsMin != "1.3":
+		return usageErrorf("--tls-min-version must be 1.2 or 1.3, got %q", f.tlsMin)
+	case f.tlsMin != "1.2" && f.tlsCert == "":
+		return usageErrorf("--tls-min-version %s needs TLS: give --tls-cert and --tls-key too", f.tlsMin)
 	case f.tlsCert != "":
-		r, err := newCertReloader(tlsFiles{cert: f.tlsCert, key: f.tlsKey, clientCA: f.tlsClientCA}, logger.With("component", "http"))
+		minVersion := uint16(tls.VersionTLS12)
+		if f.tlsMin == "1.3" {
+			minVersion = tls.VersionTLS13
+		}
+		r, err := newCertReloader(tlsFiles{cert: f.tlsCert, key: f.tlsKey, clientCA: f.tlsClientCA, minVersion: minVersion}, logger.With("component", "http"))
 		if err != nil {
 			return usageErrorf("%v", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,7 +17,27 @@ import (
 // (PEM) and, for mutual TLS, the CAs that sign client certificates.
 type tlsFiles struct {
 	cert, key, clientCA string
+	// minVersion is the lowest TLS version served: tls.VersionTLS12
+	// (the default) or tls.VersionTLS13 (--tls-min-version 1.3).
+	minVersion uint16
 }
+
+// aeadSuites are the TLS 1.2 cipher suites serve offers: Go's secure
+// ones (tls.CipherSuites) without the CBC suites, whose MAC is SHA-1 or
+// that invite padding-oracle attacks; TLS 1.3's suites are all AEAD and
+// not configurable.
+var aeadSuites = func() []uint16 {
+	var out []uint16
+	for _, cs := range tls.CipherSuites() {
+		if !strings.Contains(cs.Name, "_CBC_") && slices.Contains(cs.SupportedVersions, tls.VersionTLS12) {
+			out = append(out, cs.ID)
+		}
+	}
+	return out
+}()
+
+// minVersionOrDefault returns files' lowest TLS version (TLS 1.2 if unset).
+func (f tlsFiles) minVersionOrDefault() uint16 { return max(f.minVersion, tls.VersionTLS12) }
 
 // certCheckEvery is how often, at most, a handshake checks whether the
 // TLS files changed.
@@ -53,11 +75,12 @@ func newCertReloader(files tlsFiles, logger *slog.Logger) (*certReloader, error)
 	return r, nil
 }
 
-// config is the listener's TLS configuration: TLS 1.2 or later, HTTP/1.1,
-// the current certificate for each handshake.
+// config is the listener's TLS configuration: TLS 1.2 (AEAD suites only)
+// or later, HTTP/1.1, the current certificate for each handshake.
 func (r *certReloader) config() *tls.Config {
 	return &tls.Config{
-		MinVersion:         tls.VersionTLS12,
+		MinVersion:         r.files.minVersionOrDefault(),
+		CipherSuites:       aeadSuites,
 		NextProtos:         []string{"http/1.1"},
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return r.get(time.Now()), nil },
 	}
@@ -123,7 +146,7 @@ func (r *certReloader) load() ([3]fileStamp, *tls.Config, error) {
 			return stamps, nil, fmt.Errorf("--tls-cert %s: %v", r.files.cert, err)
 		}
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}, Certificates: []tls.Certificate{cert}}
+	cfg := &tls.Config{MinVersion: r.files.minVersionOrDefault(), CipherSuites: aeadSuites, NextProtos: []string{"http/1.1"}, Certificates: []tls.Certificate{cert}}
 	if r.files.clientCA != "" {
 		pem, err := os.ReadFile(r.files.clientCA)
 		if err != nil {

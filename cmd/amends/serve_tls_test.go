@@ -244,3 +244,43 @@ func TestAnEmptiedTokensFileKeepsTheLastGoodTokens(t *testing.T) {
 		"ready again once the file holds tokens")
 	require.Equal(t, exitOK, r.stop(t))
 }
+
+// Finding 6 of "authentication never falls open": TLS 1.2 offered the
+// CBC-SHA1 suites. Only AEAD suites are offered, and --tls-min-version 1.3
+// serves TLS 1.3 only.
+func TestServeOffersOnlyAEADSuites(t *testing.T) {
+	ca := testca.New(t)
+	dir := t.TempDir()
+	certFile, keyFile := ca.Issue(t, 100, false).Write(t, dir, "server")
+	hello := func(url string, cfg *tls.Config) error {
+		cfg.RootCAs, cfg.ServerName = ca.Pool, "127.0.0.1"
+		c, err := tls.Dial("tcp", strings.TrimPrefix(url, "https://"), cfg)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	var cbc []uint16
+	for _, cs := range tls.CipherSuites() {
+		if strings.Contains(cs.Name, "_CBC_") {
+			cbc = append(cbc, cs.ID)
+		}
+	}
+	require.NotEmpty(t, cbc)
+	var c cli
+	r := c.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--tls-cert", certFile, "--tls-key", keyFile)
+	assert.NoError(t, hello(r.info.HTTPURL, &tls.Config{MaxVersion: tls.VersionTLS12}), "TLS 1.2 with an AEAD suite")
+	assert.Error(t, hello(r.info.HTTPURL, &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: cbc}), "no CBC suite")
+	assert.NoError(t, hello(r.info.HTTPURL, &tls.Config{MinVersion: tls.VersionTLS13}))
+	require.Equal(t, exitOK, r.stop(t))
+
+	var c13 cli
+	r = c13.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--tls-cert", certFile, "--tls-key", keyFile, "--tls-min-version", "1.3")
+	assert.Error(t, hello(r.info.HTTPURL, &tls.Config{MaxVersion: tls.VersionTLS12}), "TLS 1.3 only")
+	assert.NoError(t, hello(r.info.HTTPURL, &tls.Config{}))
+	require.Equal(t, exitOK, r.stop(t))
+
+	var bad cli
+	assert.Equal(t, exitUsage, bad.run(t, "serve", "--data-dir", t.TempDir(), "--tls-min-version", "1.1", "--tls-cert", certFile, "--tls-key", keyFile))
+	assert.Contains(t, bad.stderr.String(), "--tls-min-version must be 1.2 or 1.3")
+}
