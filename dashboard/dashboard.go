@@ -58,9 +58,11 @@ type Config struct {
 	// Sample is the backlog's sampling period (default 1 minute); the
 	// trend keeps the last hour's worth of samples at the default.
 	Sample time.Duration
-	// MaxStreams bounds the live streams open at once (default 64); more
-	// are answered 503.
-	MaxStreams int
+	// MaxStreams bounds the live streams open at once (default 64), and
+	// MaxStreamsPerPrincipal those of one principal (default 8), so that
+	// one client cannot take them all; more are answered 503.
+	MaxStreams             int
+	MaxStreamsPerPrincipal int
 	// Audit, if set, records every read of an original event (who read
 	// which record's payload, from where) before the event is sent; a read
 	// that cannot be recorded is answered 503, never sent unrecorded.
@@ -109,8 +111,11 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.MaxStreams <= 0 {
 		cfg.MaxStreams = 64
 	}
+	if cfg.MaxStreamsPerPrincipal <= 0 {
+		cfg.MaxStreamsPerPrincipal = 8
+	}
 	d := &Dashboard{cfg: cfg, log: cfg.Logger, data: http.NewServeMux(), trend: newTrend(trendSamples)}
-	d.hub = newHub(cfg.MaxStreams)
+	d.hub = newHub(cfg.MaxStreams, min(cfg.MaxStreamsPerPrincipal, cfg.MaxStreams))
 	d.data.HandleFunc("GET /ui/v1/live", d.live)
 	d.data.HandleFunc("GET /ui/v1/backlog", d.backlog)
 	d.data.HandleFunc("GET /ui/v1/records/{id}/event", d.event)

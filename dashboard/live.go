@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/server"
 )
 
 // Counts is one snapshot of the live counts, the data of a "counts" event
@@ -58,38 +60,66 @@ type change struct {
 
 // hub fans live events out to the open streams.
 type hub struct {
-	mu   sync.Mutex
-	max  int
-	subs map[chan []byte]struct{}
-	last []byte // the last counts event, sent first to a new stream
-	done bool
+	mu       sync.Mutex
+	max      int                    // streams at once
+	perOwner int                    // streams at once of one principal
+	subs     map[chan []byte]string // stream → its owner
+	owners   map[string]int         // owner → its streams
+	last     []byte                 // the last counts event, sent first to a new stream
+	done     bool
 }
 
-func newHub(max int) *hub { return &hub{max: max, subs: map[chan []byte]struct{}{}} }
+func newHub(max, perOwner int) *hub {
+	return &hub{max: max, perOwner: perOwner, subs: map[chan []byte]string{}, owners: map[string]int{}}
+}
 
-// subscribe returns a stream's channel, primed with the last counts, or
-// false when MaxStreams are open or the hub has closed.
-func (h *hub) subscribe() (chan []byte, bool) {
+// Why a stream was refused.
+var (
+	errTooManyStreams = errors.New("too many live streams are open; try again later")
+	errTooManyOfYours = errors.New("you have too many live streams open; close other dashboard tabs")
+	errHubClosed      = errors.New("the live updates have stopped")
+)
+
+// subscribe returns a stream of owner's, primed with the last counts, or
+// why not: MaxStreams open, MaxStreamsPerPrincipal of owner's open, or the
+// hub closed.
+func (h *hub) subscribe(owner string) (chan []byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.done || len(h.subs) >= h.max {
-		return nil, false
+	switch {
+	case h.done:
+		return nil, errHubClosed
+	case h.owners[owner] >= h.perOwner:
+		return nil, errTooManyOfYours
+	case len(h.subs) >= h.max:
+		return nil, errTooManyStreams
 	}
 	c := make(chan []byte, 64)
 	if h.last != nil {
 		c <- h.last
 	}
-	h.subs[c] = struct{}{}
-	return c, true
+	h.subs[c] = owner
+	h.owners[owner]++
+	return c, nil
 }
 
 func (h *hub) unsubscribe(c chan []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.subs[c]; ok {
-		delete(h.subs, c)
-		close(c)
+	h.drop(c)
+}
+
+// drop closes stream c, if open. The caller holds mu.
+func (h *hub) drop(c chan []byte) {
+	owner, ok := h.subs[c]
+	if !ok {
+		return
 	}
+	delete(h.subs, c)
+	if h.owners[owner]--; h.owners[owner] <= 0 {
+		delete(h.owners, owner)
+	}
+	close(c)
 }
 
 // publish sends an event to every stream; a stream that has fallen 64
@@ -104,8 +134,7 @@ func (h *hub) publish(ev []byte, counts bool) {
 		select {
 		case c <- ev:
 		default:
-			delete(h.subs, c)
-			close(c)
+			h.drop(c)
 		}
 	}
 }
@@ -119,6 +148,7 @@ func (h *hub) close() {
 		close(c)
 	}
 	clear(h.subs)
+	clear(h.owners)
 }
 
 // sse formats one server-sent event.
@@ -280,10 +310,14 @@ func (d *Dashboard) live(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "NoStreaming", "this connection cannot stream events", nil)
 		return
 	}
-	c, ok := d.hub.subscribe()
-	if !ok {
-		writeError(w, http.StatusServiceUnavailable, "TooManyStreams",
-			"too many live streams are open; close other dashboard tabs or try again later", nil)
+	owner := ""
+	if who, ok := server.RequesterFrom(r.Context()); ok {
+		owner = who.Name
+	}
+	c, err := d.hub.subscribe(owner)
+	if err != nil {
+		w.Header().Set("Retry-After", "10")
+		writeError(w, http.StatusServiceUnavailable, "TooManyStreams", err.Error(), map[string]any{"max": d.cfg.MaxStreams, "perPrincipal": d.cfg.MaxStreamsPerPrincipal})
 		return
 	}
 	defer d.hub.unsubscribe(c)
