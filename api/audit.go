@@ -36,6 +36,39 @@ const (
 // AuditKinds lists every kind.
 var AuditKinds = []AuditKind{AuditAuthFailure, AuditRateLimited, AuditSignIn, AuditSignOut, AuditEventRead, AuditRetention, AuditUnaudited}
 
+// AuditCredential is the kind of credential an audit entry's actor
+// presented. The values are stable.
+type AuditCredential string
+
+// The kinds of credentials.
+const (
+	// CredentialToken: an amends bearer token (a token's name is the
+	// actor; it never holds a ':').
+	CredentialToken AuditCredential = "token"
+	// CredentialOIDC: a JWT or ID token of the OIDC issuer (its actor is
+	// "ISSUER#SUB" or "oidc:NAME").
+	CredentialOIDC AuditCredential = "oidc"
+	// CredentialLocal: none, on a server without tokens (loopback only);
+	// the actor is "local".
+	CredentialLocal AuditCredential = "local"
+	// CredentialSession: a dashboard session's cookie, whose credential
+	// is unknown (a refused cookie).
+	CredentialSession AuditCredential = "session"
+	// CredentialSessionToken, CredentialSessionOIDC and
+	// CredentialSessionLocal: a dashboard session made from a token, the
+	// issuer or the local mode.
+	CredentialSessionToken AuditCredential = "session:token"
+	CredentialSessionOIDC  AuditCredential = "session:oidc"
+	CredentialSessionLocal AuditCredential = "session:local"
+	// CredentialSystem: nobody; amends recorded the entry itself (a
+	// retention sweep, a value written past it).
+	CredentialSystem AuditCredential = "system"
+)
+
+// AuditCredentials lists every kind of credential.
+var AuditCredentials = []AuditCredential{CredentialToken, CredentialOIDC, CredentialLocal, CredentialSession,
+	CredentialSessionToken, CredentialSessionOIDC, CredentialSessionLocal, CredentialSystem}
+
 // AuditEntry is one entry of the audit log (GET /api/v1/audit).
 type AuditEntry struct {
 	// Seq is the entry's sequence in the audit stream, its cursor.
@@ -47,6 +80,10 @@ type AuditEntry struct {
 	// Role its role.
 	Actor string `json:"actor,omitempty"`
 	Role  string `json:"role,omitempty"`
+	// Credential is the kind of credential the actor presented (for a
+	// failed authentication, the one refused); entries of amends itself
+	// have CredentialSystem. Entries recorded before it was kept lack it.
+	Credential AuditCredential `json:"credential,omitempty"`
 	// Client is the client's address, as the server saw it or a trusted
 	// proxy forwarded it.
 	Client string `json:"client,omitempty"`

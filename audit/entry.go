@@ -25,6 +25,10 @@ const (
 	KindUnaudited   = api.AuditUnaudited
 )
 
+// CredentialSystem marks the entries amends records itself (see
+// api.AuditCredential for the others).
+const CredentialSystem = api.CredentialSystem
+
 // Kinds lists every kind.
 var Kinds = api.AuditKinds
 
@@ -106,6 +110,9 @@ func decodeEntry(data []byte) (Entry, error) {
 	}
 	if e.Time <= 0 {
 		return e, fmt.Errorf("entry has time %d", e.Time)
+	}
+	if e.Credential != "" && !slices.Contains(api.AuditCredentials, e.Credential) {
+		return e, fmt.Errorf("entry has credential %q, not one of the kinds", cut(string(e.Credential), 40))
 	}
 	for _, f := range []struct {
 		name, s string

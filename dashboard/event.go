@@ -78,7 +78,7 @@ func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
 	if d.cfg.Audit != nil {
 		e := audit.Entry{Kind: audit.KindEventRead, Method: r.Method, Route: r.Pattern, Record: v.State.ID, Event: v.State.EventID.ID}
 		if who, ok := server.RequesterFrom(r.Context()); ok {
-			e.Actor, e.Role, e.Client = who.Name, string(who.Role), who.Client
+			e.Actor, e.Role, e.Client, e.Credential = who.Name, string(who.Role), who.Client, who.Credential
 		}
 		if err := d.cfg.Audit.Record(r.Context(), e); err != nil {
 			d.log.Warn("dashboard: a read of an original event could not be audited; refused", "record", v.State.ID, "err", err)

@@ -53,10 +53,10 @@ func TestBrowserSignInOverTLSAndThroughOIDC(t *testing.T) {
 	ca := testca.New(t)
 	serverCert, issuerCert := ca.Issue(t, 1, false), ca.Issue(t, 2, false)
 	iss := testissuer.Start(t, &tls.Config{Certificates: []tls.Certificate{issuerCert.TLSCert(t)}, MinVersion: tls.VersionTLS12})
-	iss.SignInAs(map[string]any{"sub": "u-42", "email": "ada@example.com", "roles": []string{"amends-operator"}})
+	iss.SignInAs(map[string]any{"sub": "u-42", "email": "ada@example.com", "email_verified": true, "roles": []string{"amends-operator"}})
 	issuerClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}}}
 	s := newStack(t, 1, 0, true, func(st *stackSetup) {
-		st.cfg.OIDC = &server.OIDCConfig{Issuer: iss.URL, Audience: "amends-api", ClientID: iss.ClientID, ClientSecret: iss.ClientSecret, HTTPClient: issuerClient}
+		st.cfg.OIDC = &server.OIDCConfig{Issuer: iss.URL, Audience: "amends-api", ClientID: iss.ClientID, ClientSecret: iss.ClientSecret, HTTPClient: issuerClient, NameClaim: "email"}
 		st.tls = &tls.Config{Certificates: []tls.Certificate{serverCert.TLSCert(t)}, MinVersion: tls.VersionTLS12}
 	})
 	require.Contains(t, s.http.URL, "https://")
@@ -66,7 +66,7 @@ func TestBrowserSignInOverTLSAndThroughOIDC(t *testing.T) {
 	until(t, ctx, "the single sign-on link shows", `document.querySelector('#sso') && !document.querySelector('#sso').hidden`)
 	do(t, ctx, "sign in through the issuer", chromedp.Click("#sso-link"))
 	until(t, ctx, "back on the dashboard, signed in as the issuer's user",
-		`location.pathname === "/search" && document.querySelector('#who-name')?.textContent === "ada@example.com · operator"`)
+		`location.pathname === "/search" && document.querySelector('#who-name')?.textContent === "oidc:ada@example.com · operator"`)
 	assert.Equal(t, 1, iss.Logins(), "one code exchange")
 
 	got, err := chromedp.Run(ctx, chromedp.Action[network.GetCookiesResult](func(ctx context.Context, tg *chromedp.Target) (network.GetCookiesResult, error) {

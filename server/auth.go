@@ -6,10 +6,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 )
 
@@ -61,6 +63,19 @@ func (p principal) key() string {
 		return viaLocal
 	}
 	return "token:" + p.name
+}
+
+// credential is the kind of credential p presented; in a session, the
+// session's kind of the credential it was made from.
+func (p principal) credential(inSession bool) api.AuditCredential {
+	c := api.AuditCredential(p.via)
+	if inSession {
+		c = "session:" + c
+	}
+	if !slices.Contains(api.AuditCredentials, c) {
+		return api.CredentialSession
+	}
+	return c
 }
 
 // LocalActor is the actor of requests to a server without tokens.
@@ -153,7 +168,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Role) (*
 			return r, sess.principal, done, true
 		}
 		if present {
-			s.authFailed(r, "", "unknown or expired session")
+			s.authFailed(r, api.CredentialSession, "unknown or expired session")
 		}
 		if unsafe && s.tokenless() && fromBrowser(r) {
 			writeJSON(w, http.StatusForbidden, Error{Code: "CSRF",
@@ -195,7 +210,7 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 	}
 	secret = strings.TrimSpace(secret)
 	if len(secret) > maxBearerBytes {
-		s.authFailed(r, "", "bearer token over the size limit")
+		s.authFailed(r, bearerKind(secret), "bearer token over the size limit")
 		return principal{}, unauthorized(fmt.Sprintf("the bearer token is over the limit of %d bytes", maxBearerBytes))
 	}
 	p, expired, ok := s.keys.Load().match(secret, s.now())
@@ -203,7 +218,7 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 	case ok:
 		return p, nil
 	case expired:
-		s.authFailed(r, "", "expired token")
+		s.authFailed(r, api.CredentialToken, "expired token")
 		return principal{}, unauthorized("this token has expired; ask for a new one")
 	}
 	if s.oidc != nil && looksLikeJWT(secret) {
@@ -213,14 +228,14 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		}
 		if ae, ok := err.(*apiError); ok {
 			if ae.status == http.StatusForbidden {
-				s.authFailed(r, "", "JWT without an amends role")
+				s.authFailed(r, api.CredentialOIDC, "JWT without an amends role")
 			}
 			return principal{}, err // 503: the issuer is unreachable; 403: no role
 		}
-		s.authFailed(r, "", "JWT refused: "+err.Error())
+		s.authFailed(r, api.CredentialOIDC, "JWT refused: "+err.Error())
 		return principal{}, unauthorized("the bearer JWT was refused: " + err.Error())
 	}
-	s.authFailed(r, "", "unknown token")
+	s.authFailed(r, api.CredentialToken, "unknown token")
 	return principal{}, unauthorized("unknown bearer token; send Authorization: Bearer <token> (AMENDS_TOKEN for the CLI) or sign in to the dashboard")
 }
 
@@ -229,6 +244,14 @@ const maxBearerBytes = 8 << 10
 
 func unauthorized(msg string) *apiError {
 	return &apiError{status: http.StatusUnauthorized, body: Error{Code: "Unauthorized", Message: msg}}
+}
+
+// bearerKind is the kind of credential a bearer value looks like.
+func bearerKind(secret string) api.AuditCredential {
+	if looksLikeJWT(secret) {
+		return api.CredentialOIDC
+	}
+	return api.CredentialToken
 }
 
 // looksLikeJWT reports whether a bearer value has a JWS's three parts.
@@ -253,7 +276,7 @@ func (s *Server) allow(w http.ResponseWriter, p principal, need Role) bool {
 // done ends it when the request is served.
 func (s *Server) live(r *http.Request, p principal, key string, expires time.Time) (*http.Request, func()) {
 	ri := *info(r)
-	ri.who = &p
+	ri.who, ri.session = &p, key != ""
 	ctx := context.WithValue(r.Context(), infoKey{}, &ri)
 	ctx, cancel := context.WithCancel(ctx)
 	if !expires.IsZero() {
@@ -276,17 +299,17 @@ func withDeadline(ctx context.Context, cancel context.CancelFunc, at time.Time) 
 }
 
 // authFailed counts a failed authentication of r against its client's
-// budget (and, if name is set, its principal's), logs the client that
-// goes over it and writes the failure to the audit log.
-func (s *Server) authFailed(r *http.Request, name, reason string) {
+// budget, logs the client that goes over it and writes the failure, with
+// the kind of credential refused, to the audit log.
+func (s *Server) authFailed(r *http.Request, cred api.AuditCredential, reason string) {
 	ri := info(r)
 	now := s.now()
 	if s.limits.fail(ri.client, now) {
 		s.log.Warn("authentication: too many failures from a client; refusing its requests for a while",
 			"client", ri.clientString(), "retry_after", s.limits.cfg.FailureEvery.String(), "last_reason", reason)
-		s.audit(r, audit.Entry{Kind: audit.KindRateLimited, Actor: name, Reason: reason})
+		s.audit(r, audit.Entry{Kind: audit.KindRateLimited, Credential: cred, Reason: reason})
 	}
-	s.audit(r, audit.Entry{Kind: audit.KindAuthFailure, Actor: name, Reason: reason})
+	s.audit(r, audit.Entry{Kind: audit.KindAuthFailure, Credential: cred, Reason: reason})
 }
 
 // tooMany answers 429 with Retry-After (whole seconds, at least 1).

@@ -3,8 +3,8 @@ package server
 import (
 	"net/http"
 	"strings"
-	"time"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 )
 
@@ -90,7 +90,7 @@ func (s *Server) whoami(w http.ResponseWriter, r *http.Request, _ principal) err
 		return nil
 	}
 	if present {
-		s.authFailed(r, "", "unknown or expired session")
+		s.authFailed(r, api.CredentialSession, "unknown or expired session")
 	}
 	if s.tokenless() {
 		return s.startSession(w, r, localPrincipal)
@@ -160,8 +160,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request, _ principal) err
 	if !ok && !expired && s.oidc != nil && looksLikeJWT(strings.TrimSpace(b.Token)) {
 		var err error
 		if p, err = s.oidc.verifyBearer(r.Context(), strings.TrimSpace(b.Token)); err == nil {
-			ok = true
-			p.expires = time.Time{} // the session lasts SessionTTL
+			ok = true // the session ends with the JWT (see sessions.create)
 		} else if ae, isAPI := err.(*apiError); isAPI && ae.status != http.StatusUnauthorized {
 			return err
 		}
@@ -171,7 +170,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request, _ principal) err
 		if expired {
 			reason, msg = "sign-in with an expired token", "this token has expired; ask for a new one"
 		}
-		s.authFailed(r, "", reason)
+		s.authFailed(r, bearerKind(strings.TrimSpace(b.Token)), reason)
 		writeJSON(w, http.StatusUnauthorized, Error{Code: "Unauthorized", Message: msg, Details: map[string]any{"field": "token"}})
 		return nil
 	}
@@ -183,7 +182,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request, _ principal) err
 	if err := s.startSession(w, r, p); err != nil {
 		return err
 	}
-	s.audit(r, audit.Entry{Kind: audit.KindSignIn, Actor: p.name, Role: string(p.role), Reason: p.via})
+	s.audit(r, audit.Entry{Kind: audit.KindSignIn, Actor: p.name, Role: string(p.role), Credential: p.credential(false), Reason: p.via})
 	return nil
 }
 
@@ -202,7 +201,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request, _ principal) er
 			return nil
 		}
 		s.sessions.drop(r.Context(), sessionKey(id))
-		s.audit(r, audit.Entry{Kind: audit.KindSignOut, Actor: sess.name, Role: string(sess.role)})
+		s.audit(r, audit.Entry{Kind: audit.KindSignOut, Actor: sess.name, Role: string(sess.role), Credential: sess.credential(true)})
 	}
 	http.SetCookie(w, sessionCookie(r, "", -1))
 	w.WriteHeader(http.StatusNoContent)

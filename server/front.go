@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/amends-dev/amends/api"
 )
 
 // HSTSMaxAge is the max-age of the Strict-Transport-Security header a
@@ -21,8 +23,10 @@ const HSTSMaxAge = 365 * 24 * 60 * 60
 type requestInfo struct {
 	client netip.Addr
 	secure bool
-	// who is set once the request is authenticated.
-	who *principal
+	// who is set once the request is authenticated; session when it
+	// authenticated by a dashboard session.
+	who     *principal
+	session bool
 }
 
 type infoKey struct{}
@@ -42,6 +46,9 @@ type Requester struct {
 	Name   string
 	Role   Role
 	Client string
+	// Credential is the kind of credential it presented (for the audit
+	// log).
+	Credential api.AuditCredential
 }
 
 // RequesterFrom returns the requester of a request the server
@@ -52,7 +59,7 @@ func RequesterFrom(ctx context.Context) (Requester, bool) {
 	if !ok || ri.who == nil {
 		return Requester{}, false
 	}
-	return Requester{Name: ri.who.name, Role: ri.who.role, Client: ri.clientString()}, true
+	return Requester{Name: ri.who.name, Role: ri.who.role, Client: ri.clientString(), Credential: ri.who.credential(ri.session)}, true
 }
 
 func (ri *requestInfo) clientString() string {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amends-dev/amends/audit"
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/time/rate"
 )
@@ -40,8 +41,15 @@ type OIDCConfig struct {
 	// "amends-viewer"); operator wins when both are held. An identity with
 	// neither is refused (403 NoRole).
 	OperatorRoles, ViewerRoles []string
-	// NameClaim is the claim whose value is the actor's name in the audit
-	// trail (default "email"); without it, "sub".
+	// NameClaim chooses the actor's name, on the records' commands and in
+	// the audit trail. By default ("" or "sub") it is the issuer-qualified
+	// subject, "ISSUER#SUB": what the issuer vouches for and no one can
+	// choose. "email" takes the e-mail address when the token's
+	// email_verified is true (else the subject), as "oidc:ADDRESS". Any
+	// other claim is taken as it is, "oidc:VALUE": only for a claim the
+	// issuer's administrators set, never one its users can edit. Every
+	// OIDC actor holds a ':', which a token's name cannot, so the two are
+	// never confused.
 	NameClaim string
 	// HTTPClient reaches the issuer (default: a client with a 10 s
 	// timeout and the system's roots).
@@ -95,7 +103,7 @@ func newOIDCAuth(cfg OIDCConfig, log *slog.Logger) *oidcAuth {
 		cfg.ViewerRoles = []string{"amends-viewer"}
 	}
 	if cfg.NameClaim == "" {
-		cfg.NameClaim = "email"
+		cfg.NameClaim = "sub"
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
@@ -229,15 +237,49 @@ func (o *oidcAuth) principal(tok *oidc.IDToken) (principal, error) {
 			Message: fmt.Sprintf("the identity has no amends role: its claim %q holds none of %s (operator) or %s (viewer); ask the issuer's administrator for one",
 				o.cfg.RoleClaim, strings.Join(o.cfg.OperatorRoles, ", "), strings.Join(o.cfg.ViewerRoles, ", "))}}
 	}
-	name, _ := claims[o.cfg.NameClaim].(string)
-	if !printableName(name) {
-		name = tok.Subject
-	}
 	subject := tok.Issuer + "#" + tok.Subject
 	if tok.Subject == "" || !printableName(tok.Subject) || len(subject) > maxSubjectBytes {
 		return principal{}, errors.New("the token's sub claim is not up to 256 bytes of printable text")
 	}
+	name, err := o.actor(claims, subject)
+	if err != nil {
+		return principal{}, err
+	}
 	return principal{name: name, role: role, via: viaOIDC, subject: subject, expires: tok.Expiry}, nil
+}
+
+// actor is the actor's name of a token's claims (see OIDCConfig.NameClaim):
+// the issuer-qualified subject, or "oidc:" and the name claim's value (an
+// e-mail only when verified). A name over audit.MaxActorBytes is an error.
+func (o *oidcAuth) actor(claims map[string]any, subject string) (string, error) {
+	name := subject
+	switch c := o.cfg.NameClaim; c {
+	case "sub":
+	case "email":
+		if v, _ := claims["email"].(string); printableName(v) && emailVerified(claims["email_verified"]) {
+			name = "oidc:" + v
+		}
+	default:
+		if v, _ := claims[c].(string); printableName(v) {
+			name = "oidc:" + v
+		}
+	}
+	if len(name) > audit.MaxActorBytes {
+		return "", fmt.Errorf("the token's actor name (%s) is over %d bytes, the limit of an actor; use a shorter name claim", cut(name), audit.MaxActorBytes)
+	}
+	return name, nil
+}
+
+// emailVerified reads an email_verified claim: true, or "true" as some
+// issuers (Amazon Cognito) send it.
+func emailVerified(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case string:
+		return x == "true"
+	}
+	return false
 }
 
 // printableName reports whether s can be an actor's name.

@@ -12,6 +12,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 )
 
@@ -108,7 +109,7 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, _ principa
 		return &apiError{status: http.StatusUnauthorized, body: Error{Code: "Unauthorized", Message: msg + "; start again at /signin"}}
 	}
 	failed := func(reason, msg string) error {
-		s.authFailed(r, "", "OIDC sign-in: "+reason)
+		s.authFailed(r, api.CredentialOIDC, "OIDC sign-in: "+reason)
 		return &apiError{status: http.StatusUnauthorized, body: Error{Code: "Unauthorized", Message: msg + "; start again at /signin"}}
 	}
 	if e := q.Get("error"); e != "" {
@@ -156,25 +157,24 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, _ principa
 	pr, err := o.principal(idt)
 	if err != nil {
 		if ae, ok := err.(*apiError); ok {
-			s.authFailed(r, "", "OIDC sign-in: no role")
+			s.authFailed(r, api.CredentialOIDC, "OIDC sign-in: no role")
 			return ae
 		}
 		return failed("bad claims", "the ID token was refused ("+err.Error()+")")
 	}
-	// A session lasts SessionTTL, not the ID token's lifetime (often an
-	// hour): the issuer vouched for the browser once.
-	pr.expires = time.Time{}
+	// The session ends when the ID token does (or at SessionTTL): it
+	// never outlives what the issuer vouched for.
 	if wait, ok := s.limits.signIn(pr.key(), s.now()); !ok {
 		s.log.Warn("sign-in: too many for one principal", "name", pr.name, "client", info(r).clientString())
 		tooMany(w, wait, "too many sign-ins for "+pr.name)
 		return nil
 	}
-	id, _, err := s.sessions.create(r.Context(), pr)
+	id, sess, err := s.sessions.create(r.Context(), pr)
 	if err != nil {
 		return err
 	}
-	http.SetCookie(w, sessionCookie(r, id, int(SessionTTL.Seconds())))
-	s.audit(r, audit.Entry{Kind: audit.KindSignIn, Actor: pr.name, Role: string(pr.role), Reason: "oidc " + o.cfg.Issuer})
+	http.SetCookie(w, sessionCookie(r, id, max(1, int(sess.expires.Sub(s.now()).Seconds()))))
+	s.audit(r, audit.Entry{Kind: audit.KindSignIn, Actor: pr.name, Role: string(pr.role), Credential: api.CredentialOIDC, Reason: "oidc " + o.cfg.Issuer})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
 }

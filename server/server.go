@@ -303,6 +303,9 @@ func (s *Server) recordAudit(r *http.Request, e audit.Entry) error {
 	if e.Actor == "" && ri.who != nil {
 		e.Actor, e.Role = ri.who.name, string(ri.who.role)
 	}
+	if e.Credential == "" && ri.who != nil {
+		e.Credential = ri.who.credential(ri.session)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
 	defer cancel()
 	return s.cfg.Audit.Record(ctx, e)

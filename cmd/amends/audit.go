@@ -127,9 +127,9 @@ func parseAuditTime(s string) (int64, error) {
 func printAudit(a *app, entries []api.AuditEntry, next string, skipped int) error {
 	now := a.now()
 	tw := newTable(a.stdout)
-	fmt.Fprintln(tw, "WHEN\tKIND\tACTOR\tCLIENT\tROUTE\tRECORD\tREASON")
+	fmt.Fprintln(tw, "WHEN\tKIND\tACTOR\tCREDENTIAL\tCLIENT\tROUTE\tRECORD\tREASON")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when(e.Time, now), e.Kind, orDash(cell(e.Actor, 64)), orDash(e.Client),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when(e.Time, now), e.Kind, orDash(cell(e.Actor, 64)), orDash(string(e.Credential)), orDash(e.Client),
 			orDash(cell(e.Route, 64)), orDash(cell(e.Record, 64)), orDash(cell(e.Reason, maxShownError)))
 	}
 	if err := tw.Flush(); err != nil {

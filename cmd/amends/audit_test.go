@@ -37,6 +37,7 @@ func TestAuditShowsRefusedCredentials(t *testing.T) {
 	assert.Contains(t, out, "auth_failure")
 	assert.Contains(t, out, "127.0.0.1")
 	assert.Contains(t, out, "unknown token")
+	assert.Regexp(t, `auth_failure +- +token `, out, "the kind of credential refused")
 	assert.Contains(t, out, "GET /api/v1/count")
 	assert.NotContains(t, out, "not-a-token-of-this-server", "the refused secret is never recorded")
 

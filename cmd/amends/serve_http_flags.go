@@ -97,7 +97,7 @@ func (f *httpSecFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.oidcRoleClaim, "oidc-role-claim", "roles", "claim holding the roles (a string or array; dotted path into objects, e.g. realm_access.roles)")
 	fs.StringSliceVar(&f.oidcOperatorRole, "oidc-operator-role", []string{"amends-operator"}, "value of --oidc-role-claim that grants the operator role (repeatable)")
 	fs.StringSliceVar(&f.oidcViewerRole, "oidc-viewer-role", []string{"amends-viewer"}, "value of --oidc-role-claim that grants the viewer role (repeatable)")
-	fs.StringVar(&f.oidcNameClaim, "oidc-name-claim", "email", "claim naming the actor in the audit trail (sub when absent)")
+	fs.StringVar(&f.oidcNameClaim, "oidc-name-claim", "sub", "the actor of an OIDC identity: sub (ISSUER#SUB), email (oidc:ADDRESS when email_verified, else ISSUER#SUB) or another claim the issuer's administrators set (oidc:VALUE)")
 	fs.StringVar(&f.oidcCA, "oidc-ca", "", "PEM CAs of --oidc-issuer's TLS certificate (default: the system's)")
 	fs.StringVar(&f.oidcRedirectURL, "oidc-redirect-url", "", "the sign-in callback registered at the issuer (default https://HOST/ui/v1/oidc/callback as the browser reached it)")
 }
@@ -175,6 +175,9 @@ func (f *httpSecFlags) oidc(cfg *serveConfig, env func(string) (string, bool)) e
 	}
 	if strings.TrimSpace(f.oidcAudience) == "" {
 		return usageErrorf("--oidc-issuer needs --oidc-audience: the aud its JWTs carry for this API (often the client id)")
+	}
+	if !validClaimName(f.oidcNameClaim) {
+		return usageErrorf("--oidc-name-claim %q is not a claim's name: give sub, email or another claim (up to 64 letters, digits, '_', '-', '.' or ':')", clipText(f.oidcNameClaim, 64))
 	}
 	o := &server.OIDCConfig{
 		Issuer: f.oidcIssuer, Audience: f.oidcAudience, ClientID: f.oidcClientID,
@@ -260,3 +263,17 @@ func parsePrefix(s string) (netip.Prefix, error) {
 
 // isIPLiteral reports whether host is an IP address.
 func isIPLiteral(host string) bool { return net.ParseIP(strings.Trim(host, "[]")) != nil }
+
+// validClaimName reports whether s can name a claim of --oidc-name-claim:
+// 1 to 64 ASCII letters, digits, '_', '-', '.' or ':'.
+func validClaimName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}

@@ -133,6 +133,7 @@ func TestServeRefusesPlainHTTPBeyondLoopback(t *testing.T) {
 		{"an http issuer beyond loopback", []string{"--oidc-issuer", "http://login.example.com", "--oidc-audience", "amends"}, nil, "must use https"},
 		{"an issuer without audience", []string{"--oidc-issuer", "https://login.example.com"}, nil, "needs --oidc-audience"},
 		{"a client secret variable that is unset", []string{"--oidc-issuer", "https://login.example.com", "--oidc-audience", "a", "--oidc-client-id", "a", "--oidc-client-secret-env", "NOPE"}, nil, "NOPE is not set"},
+		{"a name claim that is no claim", []string{"--oidc-issuer", "https://login.example.com", "--oidc-audience", "a", "--oidc-name-claim", "e mail"}, nil, "--oidc-name-claim \"e mail\" is not a claim's name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cli{env: tc.env}
