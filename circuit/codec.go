@@ -14,6 +14,7 @@ import (
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/fingerprint"
 	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/internal/text"
 )
 
 // Bounds of a stored circuit, checked by DecodeState.
@@ -144,7 +145,7 @@ func (s *State) checkPhase(past, ahead int64) error {
 		return bad("probeFailures", "must be from 0 to %d, got %d", 100*101, s.ProbeFailures)
 	}
 	for i, e := range s.Probed {
-		if err := text("probed["+strconv.Itoa(i)+"]", e, eventstore.MaxIDLength, true); err != nil {
+		if err := plainText("probed["+strconv.Itoa(i)+"]", e, eventstore.MaxIDLength, true); err != nil {
 			return err
 		}
 	}
@@ -157,16 +158,16 @@ func checkProbe(p *Probe, past, ahead int64) error {
 	if p == nil {
 		return nil
 	}
-	if err := text("probe.instance", p.Instance, maxIDBytes, true); err != nil {
+	if err := plainText("probe.instance", p.Instance, maxIDBytes, true); err != nil {
 		return err
 	}
-	if err := text("probe.id", p.ID, maxIDBytes, true); err != nil {
+	if err := plainText("probe.id", p.ID, maxIDBytes, true); err != nil {
 		return err
 	}
-	if err := text("probe.event", p.Event, eventstore.MaxIDLength, false); err != nil {
+	if err := plainText("probe.event", p.Event, eventstore.MaxIDLength, false); err != nil {
 		return err
 	}
-	if err := text("probe.record", p.Record, eventstore.MaxIDLength, false); err != nil {
+	if err := plainText("probe.record", p.Record, eventstore.MaxIDLength, false); err != nil {
 		return err
 	}
 	if err := timeAt("probe.at", p.At, past); err != nil {
@@ -186,10 +187,10 @@ func checkLast(l *Failure, past int64) error {
 	if l == nil {
 		return nil
 	}
-	if err := text("last.code", l.Code, maxCodeBytes, false); err != nil {
+	if err := plainText("last.code", l.Code, maxCodeBytes, false); err != nil {
 		return err
 	}
-	if err := text("last.message", l.Message, MaxMessageBytes, false); err != nil {
+	if err := plainText("last.message", l.Message, MaxMessageBytes, false); err != nil {
 		return err
 	}
 	if l.Fingerprint != "" && !fingerprint.Valid(l.Fingerprint) {
@@ -235,8 +236,17 @@ func (s *State) checkTransitions(past int64) error {
 			name, v string
 			max     int
 		}{{"instance", t.Instance, maxIDBytes}, {"actor", t.Actor, MaxActorBytes}, {"reason", t.Reason, MaxReasonBytes}} {
-			if err := text(field+"."+x.name, x.v, x.max, false); err != nil {
+			if err := plainText(field+"."+x.name, x.v, x.max, false); err != nil {
 				return err
+			}
+		}
+		if t.Cause == CauseOperator {
+			// An operator's words: the one rule of operator text, as the
+			// API took them.
+			for _, x := range []struct{ name, v string }{{"actor", t.Actor}, {"reason", t.Reason}} {
+				if err := text.Line(x.v, MaxReasonBytes); err != nil {
+					return bad(field+"."+x.name, "%s", err)
+				}
 			}
 		}
 	}
@@ -257,7 +267,7 @@ func timeAt(field string, v, latest int64) error {
 	return nil
 }
 
-func text(field, v string, limit int, required bool) error {
+func plainText(field, v string, limit int, required bool) error {
 	switch {
 	case required && v == "":
 		return bad(field, "is empty")

@@ -184,10 +184,10 @@ func checkHeld(r HeldEvent, now time.Time) error {
 }
 
 func checkAudit(a HoldAudit, now time.Time) error {
-	if err := kvstore.Text("actor", a.Actor, 256, true); err != nil {
+	if err := kvstore.Line("actor", a.Actor, 256, true); err != nil {
 		return err
 	}
-	if err := kvstore.Text("reason", a.Reason, 2048, true); err != nil {
+	if err := kvstore.Line("reason", a.Reason, 2048, true); err != nil {
 		return err
 	}
 	return kvstore.Past("at", a.At, now, false)

@@ -13,6 +13,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/internal/text"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -158,6 +159,12 @@ func (a HoldAction) check() error {
 	}
 	if strings.TrimSpace(a.Reason) == "" {
 		return fmt.Errorf("reason must not be empty: an operator action on a hold is audited: %w", ErrInvalidOption)
+	}
+	if err := text.Line(a.Actor, 256); err != nil {
+		return fmt.Errorf("actor %v: %w", err, ErrInvalidOption)
+	}
+	if err := text.Line(a.Reason, text.MaxReasonBytes); err != nil {
+		return fmt.Errorf("reason %v: %w", err, ErrInvalidOption)
 	}
 	return nil
 }

@@ -105,10 +105,10 @@ func checkAudit(a Audit, now time.Time) error {
 	if err := kvstore.OneOf("op", a.Op, "add", "remove", "apply"); err != nil {
 		return err
 	}
-	if err := kvstore.Text("actor", a.Actor, MaxNameBytes, false); err != nil {
+	if err := kvstore.Line("actor", a.Actor, MaxNameBytes, false); err != nil {
 		return err
 	}
-	if err := kvstore.Text("reason", a.Reason, 2*MaxReasonBytes, false); err != nil {
+	if err := kvstore.Line("reason", a.Reason, 2*MaxReasonBytes, false); err != nil {
 		return err
 	}
 	if a.Records < 0 {

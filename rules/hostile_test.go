@@ -42,6 +42,9 @@ func hostileRules() []struct{ name, key, value, field string } {
 		// WAIVE rule written by hand, without the audit entry of its
 		// creation, made failures UNRECOVERABLE with nobody named.
 		{"no audit entry", "r-000000000009", rule("r-000000000009", `"action":"WAIVE"`), "audit"},
+		// Operator text is read back by the rule it is taken by (text.Line).
+		{"a bidi control in the reason", "r-00000000000a", strings.Replace(rule("r-00000000000a", fmt.Sprintf(`"action":"WAIVE","audit":[{"op":"add","actor":"a","reason":"x","at":%d}]`, created)), `"reason":"x","actor"`, `"reason":"x\u202ey","actor"`, 1), "reason"},
+		{"a C1 control in the audit", "r-00000000000b", rule("r-00000000000b", fmt.Sprintf(`"action":"WAIVE","audit":[{"op":"add","actor":"a","reason":"x\u009by","at":%d}]`, created)), "audit[0].reason"},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/fingerprint"
+	"github.com/amends-dev/amends/internal/text"
 )
 
 // Action is what a rule does to the failures it matches: one of Actions.
@@ -105,6 +106,21 @@ func checkText(field, value string, max int, required bool) error {
 	return nil
 }
 
+// checkLine checks operator text (a reason, an actor) by text.Line, the
+// rule it is read back by too.
+func checkLine(field, value string, max int, required bool) error {
+	switch {
+	case required && strings.TrimSpace(value) == "":
+		return invalid("%s must not be blank", field)
+	case len(value) > max:
+		return invalid("%s must be at most %d bytes, got %d", field, max, len(value))
+	}
+	if err := text.Line(value, max); err != nil {
+		return invalid("%s %s", field, err)
+	}
+	return nil
+}
+
 // Validate checks a rule as an operator gives it (ID, CreatedAt, counts
 // and audit are the store's), at now. Its errors wrap ErrInvalidRule and
 // name the field: a match needs a valid fingerprint alone or all of
@@ -144,10 +160,10 @@ func Validate(r *Rule, now time.Time) error {
 	} else if r.RetrySpec != nil {
 		return invalid("retrySpec is only taken by the action %s, not %s", ApplyRetrySpec, r.Action)
 	}
-	if err := checkText("reason", r.Reason, MaxReasonBytes, true); err != nil {
+	if err := checkLine("reason", r.Reason, MaxReasonBytes, true); err != nil {
 		return err
 	}
-	if err := checkText("actor", r.Actor, MaxNameBytes, false); err != nil {
+	if err := checkLine("actor", r.Actor, MaxNameBytes, false); err != nil {
 		return err
 	}
 	if r.ExpiresAt != 0 && r.ExpiresAt <= now.UnixMilli() {

@@ -149,7 +149,7 @@ func TestValidate(t *testing.T) {
 		{"spec on another action", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, RetrySpec: &spec, Reason: "r"}, "retrySpec is only taken by the action APPLY_RETRY_SPEC, not WAIVE"},
 		{"no reason", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, Reason: " "}, "reason must not be blank"},
 		{"long reason", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, Reason: strings.Repeat("x", rules.MaxReasonBytes+1)}, "reason must be at most 1024 bytes, got 1025"},
-		{"control characters", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, Reason: "a\x00b"}, "reason must be UTF-8 text without control characters"},
+		{"control characters", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, Reason: "a\x00b"}, "reason must be UTF-8 text without control characters: it has U+0000 at byte 1"},
 		{"expired", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, Reason: "r", ExpiresAt: t0.UnixMilli()}, "expiresAt must be after now (1735000000000), got 1735000000000"},
 	}
 	for _, c := range cases {

@@ -187,10 +187,10 @@ func (s *Store) List(ctx context.Context, withRemoved bool) ([]Rule, error) {
 // wrapping ErrNotFound.
 func (s *Store) Remove(ctx context.Context, id, actor, reason string) (Rule, error) {
 	reason = strings.TrimSpace(reason)
-	if err := checkText("reason", reason, MaxReasonBytes, true); err != nil {
+	if err := checkLine("reason", reason, MaxReasonBytes, true); err != nil {
 		return Rule{}, err
 	}
-	if err := checkText("actor", actor, MaxNameBytes, false); err != nil {
+	if err := checkLine("actor", actor, MaxNameBytes, false); err != nil {
 		return Rule{}, err
 	}
 	return s.update(ctx, id, func(r *Rule, now int64) error {

@@ -166,7 +166,7 @@ func (s *Server) setCircuit(to circuit.Phase) func(http.ResponseWriter, *http.Re
 		if reason == "" {
 			return badRequest("reason", "a circuit %s needs a reason for the audit trail: add \"reason\": \"...\" to the body (amends circuits %s --reason)", verb, verb)
 		}
-		if ae := checkText("reason", reason, circuit.MaxReasonBytes); ae != nil {
+		if ae := checkOperatorText("reason", reason, circuit.MaxReasonBytes); ae != nil {
 			return ae
 		}
 		c, err := s.circuits()

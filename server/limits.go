@@ -3,11 +3,11 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/text"
 	"github.com/amends-dev/amends/tracing"
 )
 
@@ -55,25 +55,22 @@ func checkLine(field, v string, limit int, tabs bool) *apiError {
 	return nil
 }
 
-// checkVisible refuses the characters of v that display as nothing or
-// change how the text around them displays (refusedInText).
-func checkVisible(field, v string) *apiError {
-	for i, r := range v {
-		if refusedInText(r) {
-			return badRequest(field, "%s has the invisible character %U at byte %d (a format character such as a bidi override, or a line separator); write the text without it", field, r, i)
-		}
+// checkOperatorText checks operator text (a reason) by text.Line, the one
+// rule such text is taken and read back by: at most limit bytes of one
+// line of UTF-8 without control characters or invisible ones (bidi
+// controls, zero-width characters, line separators).
+func checkOperatorText(field, v string, limit int) *apiError {
+	if err := text.Line(v, limit); err != nil {
+		return badRequest(field, "%s %s", field, err)
 	}
 	return nil
 }
 
-// refusedInText reports whether r is a format character (Unicode category
-// Cf: bidi overrides and isolates such as U+202E, zero-width spaces and
-// joiners, the byte-order mark, soft hyphens) or a line or paragraph
-// separator (U+2028, U+2029): characters a terminal or a page shows as
-// nothing, or that reorder the text around them, so that an audit reason
-// would read otherwise than it is.
+// refusedInText reports whether operator text may not hold r (see
+// text.Refused).
 func refusedInText(r rune) bool {
-	return unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
+	_, refused := text.Refused(r)
+	return refused
 }
 
 // quote quotes a value for a message, cut to its first 40 bytes.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/text"
 )
 
 // MinExecutionTimeout is the API's least executionTimeout of
@@ -186,7 +187,7 @@ func errMessage(err error) string {
 var reasonRequired = []string{aggregate.NameForcePrepareCompensation, aggregate.NameChangeFunction}
 
 // MaxReasonLength bounds an audit reason.
-const MaxReasonLength = 1024
+const MaxReasonLength = text.MaxReasonBytes
 
 // checkCommandReason checks the audit reason of command name, required for
 // the commands of reasonRequired.
@@ -195,10 +196,8 @@ func checkCommandReason(name string, p *string) (string, error) {
 }
 
 // checkReason trims and checks an audit reason of what (a command name, "a
-// range replay"): required if required, at most MaxReasonLength bytes of
-// one line of valid UTF-8 without control characters, and without the
-// invisible characters that would make the audit trail read otherwise
-// than it is (see refusedInText).
+// range replay"): required if required, and operator text of at most
+// MaxReasonLength bytes (checkOperatorText).
 func checkReason(what string, required bool, p *string) (string, error) {
 	reason := ""
 	if p != nil {
@@ -207,16 +206,7 @@ func checkReason(what string, required bool, p *string) (string, error) {
 	if reason == "" && required {
 		return "", badRequest("reason", "%s needs a reason for the audit trail: add \"reason\": \"...\" to the body (amends --reason)", what)
 	}
-	if len(reason) > MaxReasonLength {
-		return "", badRequest("reason", "reason is %d bytes, over the limit of %d", len(reason), MaxReasonLength)
-	}
-	if strings.ContainsFunc(reason, func(r rune) bool { return r < 0x20 && r != '\t' }) {
-		return "", badRequest("reason", "reason must be one line without control characters")
-	}
-	if ae := checkLine("reason", reason, MaxReasonLength, true); ae != nil {
-		return "", ae
-	}
-	if ae := checkVisible("reason", reason); ae != nil {
+	if ae := checkOperatorText("reason", reason, MaxReasonLength); ae != nil {
 		return "", ae
 	}
 	return reason, nil

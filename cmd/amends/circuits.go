@@ -177,9 +177,6 @@ func newCircuitsSetCmd(a *app, verb string) *cobra.Command {
 			if why == "" {
 				return usageErrorf("--reason is required: opening and closing circuits is audited")
 			}
-			if len(why) > circuit.MaxReasonBytes {
-				return usageErrorf("--reason is %d bytes, over the limit of %d", len(why), circuit.MaxReasonBytes)
-			}
 			c, err := cf.client(0)
 			if err != nil {
 				return err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -11,7 +10,6 @@ import (
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/server"
 )
 
 // commandFlags are the flags every single-record command shares.
@@ -31,14 +29,9 @@ func (f *commandFlags) add(a *app, cmd *cobra.Command, reasonRequired bool) {
 	cmd.Flags().StringVar(&f.key, "idempotency-key", "", "run the command once even if sent again with this key (default: a new key)")
 }
 
-// check validates --reason and --idempotency-key as usage errors.
+// check validates --idempotency-key as a usage error (--reason is checked
+// with every operator-text flag, by checkOperatorText).
 func (f *commandFlags) check() error {
-	if len(f.reason) > server.MaxReasonLength {
-		return usageErrorf("--reason is %d bytes, over the limit of %d", len(f.reason), server.MaxReasonLength)
-	}
-	if strings.ContainsFunc(f.reason, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
-		return usageErrorf("--reason must be one line without control characters")
-	}
 	if len(f.key) > eventstore.MaxIDLength {
 		return usageErrorf("--idempotency-key is %d bytes, over the limit of %d", len(f.key), eventstore.MaxIDLength)
 	}

@@ -112,6 +112,9 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 			if err := applyEnv(cmd.Flags(), a.lookupEnv); err != nil {
 				return err
 			}
+			if err := checkOperatorText(cmd.Flags()); err != nil {
+				return err
+			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageErrorf("--log-level %q: want debug, info, warn or error", logLevel)

@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/amends-dev/amends/server"
 )
 
 const repairLong = `Repair undoes what a bad producer, a bad migration or a hand edit left in
@@ -61,8 +59,6 @@ func (f *repairFlags) check(what string) error {
 		return usageErrorf("%s needs --dry-run (to see what it would do) or --yes (to do it), not %s", what, map[bool]string{true: "both", false: "neither"}[f.dry])
 	case strings.TrimSpace(f.reason) == "":
 		return usageErrorf("%s needs --reason: it is audited", what)
-	case len(f.reason) > server.MaxReasonLength:
-		return usageErrorf("--reason is %d bytes, over the limit of %d", len(f.reason), server.MaxReasonLength)
 	}
 	return nil
 }

@@ -68,10 +68,10 @@ func DecodeSkip(key string, value []byte, now time.Time) (Skip, error) {
 	if sk.Prev >= sk.Seq {
 		return Skip{}, kvstore.Invalid("prev", "%d is not before the skipped sequence %d", sk.Prev, sk.Seq)
 	}
-	if err := kvstore.Text("actor", sk.Actor, 256, true); err != nil {
+	if err := kvstore.Line("actor", sk.Actor, 256, true); err != nil {
 		return Skip{}, err
 	}
-	if err := kvstore.Text("reason", sk.Reason, 1024, true); err != nil {
+	if err := kvstore.Line("reason", sk.Reason, 1024, true); err != nil {
 		return Skip{}, err
 	}
 	return sk, kvstore.Past("at", sk.At, now, false)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/amends-dev/amends/internal/text"
 )
 
 // InvalidError is a stored entry its bucket's decoder refused. It matches
@@ -174,6 +176,18 @@ func Text(field, v string, max int, required bool) error {
 		if (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
 			return Invalid(field, "has the control character %U", r)
 		}
+	}
+	return nil
+}
+
+// Line checks a field of operator text read back (a reason, an actor):
+// text.Line's rule, the one it was taken by, and not blank if required.
+func Line(field, v string, max int, required bool) error {
+	if required && strings.TrimSpace(v) == "" {
+		return Invalid(field, "must not be blank")
+	}
+	if err := text.Line(v, max); err != nil {
+		return Invalid(field, "%s", err)
 	}
 	return nil
 }
