@@ -189,3 +189,25 @@ func TestEveryAuditEntryNamesItsCredential(t *testing.T) {
 		"auth_failure  " + string(api.CredentialSession),
 	}, got)
 }
+
+// A live stream ends when the credential it came with expires: a JWT's
+// bearer stream at the JWT's exp, and the stream of a session made from
+// that JWT with the session.
+func TestALiveStreamEndsWithItsCredential(t *testing.T) {
+	base := newEnv(t)
+	iss := testissuer.Start(t, nil)
+	e := withOIDC(t, base, iss, nil).with(t, func(c *server.Config) { c.Dashboard = streamDashboard{} })
+	jwt := iss.Token(apiAudience, map[string]any{"sub": "u-1", "roles": []string{"amends-viewer"}}, time.Hour)
+	exp := jwtExpiry(t, jwt)
+	// The server's clock a moment before the JWT ends: its requests end
+	// then, on the system's clock.
+	base.clock.Set(exp.Add(-1500 * time.Millisecond))
+	cookie, _, resp := signIn(t, e, jwt)
+	require.Equal(t, http.StatusOK, resp.status, string(resp.body))
+	bearer := openStream(t, e.http.URL, "Authorization", "Bearer "+jwt)
+	session := openStream(t, e.http.URL, "Cookie", cookie)
+	token := openStream(t, e.http.URL, "Authorization", "Bearer "+viewerKey)
+	assert.True(t, ends(t, bearer, 10*time.Second), "the JWT's stream ends at its exp")
+	assert.True(t, ends(t, session, 10*time.Second), "the session's stream ends with the JWT")
+	assert.False(t, ends(t, token, 300*time.Millisecond), "a stream of a token without expiry goes on")
+}

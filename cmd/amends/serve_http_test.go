@@ -246,3 +246,18 @@ func TestWriteProbeIsCachedForASecond(t *testing.T) {
 	require.NoError(t, p.check(t.Context()))
 	assert.Greater(t, rev(), first+1, "a clock that went back probes again")
 }
+
+// The deadlines docs/security.md states: headers within 10 s, a whole
+// request within 30 s, each write of a response 60 s (moved forward
+// before every write: TestWriteTimeoutDoesNotCutAStream), idle
+// keep-alives 60 s.
+func TestServeHTTPDeadlines(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	s := newHTTPServer(l, http.NotFoundHandler(), httpOptions{maxConns: 8, writeTimeout: httpWriteTimeout}, slog.New(slog.DiscardHandler))
+	assert.Equal(t, 10*time.Second, s.hs.ReadHeaderTimeout)
+	assert.Equal(t, 30*time.Second, s.hs.ReadTimeout)
+	assert.Equal(t, 60*time.Second, s.hs.WriteTimeout)
+	assert.Equal(t, 60*time.Second, s.hs.IdleTimeout)
+}

@@ -110,6 +110,44 @@ func TestServeRequiresClientCertificatesWithAClientCA(t *testing.T) {
 	require.Equal(t, exitOK, r.stop(t))
 }
 
+// --tls-client-ca is reloaded as the certificate is: once the file names
+// another CA, the old CA's clients are refused and the new one's let in,
+// without a restart; a file that no longer holds a certificate keeps the
+// last good CAs.
+func TestServeReloadsTheClientCA(t *testing.T) {
+	ca, first, second := testca.New(t), testca.New(t), testca.New(t)
+	dir := t.TempDir()
+	certFile, keyFile := ca.Issue(t, 1, false).Write(t, dir, "server")
+	caFile := filepath.Join(dir, "clients.pem")
+	require.NoError(t, os.WriteFile(caFile, first.PEM, 0o600))
+	var c cli
+	r := c.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", caFile)
+	firstClient, secondClient := httpsClient(ca, first.Issue(t, 2, true).TLSCert(t)), httpsClient(ca, second.Issue(t, 3, true).TLSCert(t))
+	admitted := func(hc *http.Client) bool {
+		resp, err := hc.Get(r.info.HTTPURL + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	require.True(t, admitted(firstClient))
+	require.False(t, admitted(secondClient))
+
+	require.NoError(t, os.WriteFile(caFile, []byte("not a certificate\n"), 0o600))
+	// The files are checked on a handshake: shake hands until the check
+	// has seen the change.
+	require.Eventually(t, func() bool {
+		return admitted(firstClient) && strings.Contains(c.stderr.String(), "the changed files do not load")
+	}, waitLimit, 50*time.Millisecond, "a broken change is seen and the last good CAs kept")
+	assert.False(t, admitted(secondClient))
+
+	require.NoError(t, os.WriteFile(caFile, second.PEM, 0o600))
+	require.Eventually(t, func() bool { return admitted(secondClient) }, waitLimit, 50*time.Millisecond, "the new CA's clients are let in")
+	assert.False(t, admitted(firstClient), "and the old CA's are refused")
+	require.Equal(t, exitOK, r.stop(t))
+}
+
 // Beyond loopback serve needs TLS, a trusted proxy, or --insecure-http on
 // the command line (never from the environment); TLS flags are checked.
 func TestServeRefusesPlainHTTPBeyondLoopback(t *testing.T) {
