@@ -94,29 +94,26 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, ErrInvalidRule)...)
 }
 
-func checkText(field, value string, max int, required bool) error {
+// A field's text: a name (a match field), or an operator's words (a
+// reason, an actor), checked by text.Line, the rule they are read back by
+// too.
+const (
+	nameText     = false
+	operatorText = true
+)
+
+func checkText(field, value string, max int, required, words bool) error {
 	switch {
 	case required && strings.TrimSpace(value) == "":
 		return invalid("%s must not be blank", field)
 	case len(value) > max:
 		return invalid("%s must be at most %d bytes, got %d", field, max, len(value))
+	case words:
+		if err := text.Line(value, max); err != nil {
+			return invalid("%s %s", field, err)
+		}
 	case !utf8.ValidString(value) || strings.ContainsFunc(value, func(r rune) bool { return r < 0x20 && r != '\t' }):
 		return invalid("%s must be UTF-8 text without control characters", field)
-	}
-	return nil
-}
-
-// checkLine checks operator text (a reason, an actor) by text.Line, the
-// rule it is read back by too.
-func checkLine(field, value string, max int, required bool) error {
-	switch {
-	case required && strings.TrimSpace(value) == "":
-		return invalid("%s must not be blank", field)
-	case len(value) > max:
-		return invalid("%s must be at most %d bytes, got %d", field, max, len(value))
-	}
-	if err := text.Line(value, max); err != nil {
-		return invalid("%s %s", field, err)
 	}
 	return nil
 }
@@ -134,7 +131,7 @@ func Validate(r *Rule, now time.Time) error {
 		{"match.fingerprint", m.Fingerprint}, {"match.functionContext", m.FunctionContext},
 		{"match.processor", m.Processor}, {"match.function", m.Function}, {"match.errorCode", m.ErrorCode},
 	} {
-		if err := checkText(f.name, f.value, MaxNameBytes, false); err != nil {
+		if err := checkText(f.name, f.value, MaxNameBytes, false, nameText); err != nil {
 			return err
 		}
 	}
@@ -160,10 +157,10 @@ func Validate(r *Rule, now time.Time) error {
 	} else if r.RetrySpec != nil {
 		return invalid("retrySpec is only taken by the action %s, not %s", ApplyRetrySpec, r.Action)
 	}
-	if err := checkLine("reason", r.Reason, MaxReasonBytes, true); err != nil {
+	if err := checkText("reason", r.Reason, MaxReasonBytes, true, operatorText); err != nil {
 		return err
 	}
-	if err := checkLine("actor", r.Actor, MaxNameBytes, false); err != nil {
+	if err := checkText("actor", r.Actor, MaxNameBytes, false, operatorText); err != nil {
 		return err
 	}
 	if r.ExpiresAt != 0 && r.ExpiresAt <= now.UnixMilli() {

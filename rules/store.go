@@ -187,10 +187,10 @@ func (s *Store) List(ctx context.Context, withRemoved bool) ([]Rule, error) {
 // wrapping ErrNotFound.
 func (s *Store) Remove(ctx context.Context, id, actor, reason string) (Rule, error) {
 	reason = strings.TrimSpace(reason)
-	if err := checkLine("reason", reason, MaxReasonBytes, true); err != nil {
+	if err := checkText("reason", reason, MaxReasonBytes, true, operatorText); err != nil {
 		return Rule{}, err
 	}
-	if err := checkLine("actor", actor, MaxNameBytes, false); err != nil {
+	if err := checkText("actor", actor, MaxNameBytes, false, operatorText); err != nil {
 		return Rule{}, err
 	}
 	return s.update(ctx, id, func(r *Rule, now int64) error {

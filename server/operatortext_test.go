@@ -11,7 +11,6 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/internal/text"
 	"github.com/amends-dev/amends/rules"
 	"github.com/amends-dev/amends/server"
@@ -46,20 +45,10 @@ func operatorText(t *rapid.T) string {
 // U+2028 in its reason used to be taken and then to vanish from the list
 // as stored invalid.
 func TestOperatorTextIsTakenAndReadBackByOneRule(t *testing.T) {
-	base := newEnv(t)
+	base, _ := circuitsEnv(t)
 	rs, err := rules.OpenStore(t.Context(), base.js, rules.WithClock(base.clock))
 	require.NoError(t, err)
-	cs, err := circuit.OpenStore(t.Context(), base.js, circuit.WithClock(base.clock))
-	require.NoError(t, err)
-	w := cs.Watcher("", nil, nil)
-	runInBackground(t, w.Run)
-	<-w.Ready()
-	drains, err := circuit.OpenDrains(t.Context(), base.js, "", 1)
-	require.NoError(t, err)
-	e := base.with(t, func(c *server.Config) {
-		c.Rules = rs
-		c.Circuits = &server.Circuits{Watcher: w, Store: cs, Drains: drains}
-	})
+	e := base.with(t, func(c *server.Config) { c.Rules = rs })
 	const circuitPath = "/api/v1/circuits/order.Mailer.send"
 	n, open := 0, false
 	var taken, refused int

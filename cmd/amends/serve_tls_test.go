@@ -90,15 +90,22 @@ func waitForLog(t *testing.T, c *cli, s string) {
 	require.Eventually(t, func() bool { return strings.Contains(c.stderr.String(), s) }, waitLimit, 20*time.Millisecond, "the log says %q:\n%s", s, c.stderr.String())
 }
 
+// serveWithClientCA starts serve over TLS with a certificate of ca and
+// --tls-client-ca a file holding clientCAs; it returns that file.
+func (c *cli) serveWithClientCA(t *testing.T, ca *testca.CA, clientCAs []byte) (*running, string) {
+	t.Helper()
+	dir := t.TempDir()
+	certFile, keyFile := ca.Issue(t, 1, false).Write(t, dir, "server")
+	caFile := filepath.Join(dir, "clients.pem")
+	require.NoError(t, os.WriteFile(caFile, clientCAs, 0o600))
+	return c.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", caFile), caFile
+}
+
 // --tls-client-ca requires a client certificate of its CAs (mutual TLS).
 func TestServeRequiresClientCertificatesWithAClientCA(t *testing.T) {
 	ca, clients, stranger := testca.New(t), testca.New(t), testca.New(t)
-	dir := t.TempDir()
-	certFile, keyFile := ca.Issue(t, 1, false).Write(t, dir, "server")
-	caFile := filepath.Join(dir, "clients.PEM")
-	require.NoError(t, os.WriteFile(caFile, clients.PEM, 0o600))
 	var c cli
-	r := c.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", caFile)
+	r, _ := c.serveWithClientCA(t, ca, clients.PEM)
 	_, err := httpsClient(ca).Get(r.info.HTTPURL + "/healthz")
 	require.Error(t, err, "no client certificate: the handshake fails")
 	_, err = httpsClient(ca, stranger.Issue(t, 2, true).TLSCert(t)).Get(r.info.HTTPURL + "/healthz")
@@ -116,12 +123,8 @@ func TestServeRequiresClientCertificatesWithAClientCA(t *testing.T) {
 // last good CAs.
 func TestServeReloadsTheClientCA(t *testing.T) {
 	ca, first, second := testca.New(t), testca.New(t), testca.New(t)
-	dir := t.TempDir()
-	certFile, keyFile := ca.Issue(t, 1, false).Write(t, dir, "server")
-	caFile := filepath.Join(dir, "clients.pem")
-	require.NoError(t, os.WriteFile(caFile, first.PEM, 0o600))
 	var c cli
-	r := c.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", caFile)
+	r, caFile := c.serveWithClientCA(t, ca, first.PEM)
 	firstClient, secondClient := httpsClient(ca, first.Issue(t, 2, true).TLSCert(t)), httpsClient(ca, second.Issue(t, 3, true).TLSCert(t))
 	admitted := func(hc *http.Client) bool {
 		resp, err := hc.Get(r.info.HTTPURL + "/healthz")
