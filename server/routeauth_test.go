@@ -96,6 +96,7 @@ func TestEveryRouteAnswers401WithoutACredential(t *testing.T) {
 				}
 				assert.Equal(t, len(s.RouteList())-len(publicRoutes)+1, n, "%s: every route that needs a role, and who-am-I", when)
 				assert.GreaterOrEqual(t, n, 40, "%s: the routes checked", when)
+				t.Logf("%s: %d routes answered 401", when, n)
 			}
 			check("at start-up")
 			if cfg.Tokens != nil {
