@@ -57,3 +57,34 @@ func TestAuditShowsRefusedCredentials(t *testing.T) {
 	assert.True(t, strings.Contains(bad.stderr.String(), "auth_failure"), bad.stderr.String())
 	require.Equal(t, exitOK, r.stop(t))
 }
+
+// A credential the server refuses (none, unknown) exits 3, its own code,
+// so that a script can tell "sign in again" from another failure; a
+// token without the role a command needs (403) exits 1 like any failure.
+func TestARefusedCredentialHasItsOwnExitCode(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	watcher := server.NewSecret()
+	require.NoError(t, os.WriteFile(file, []byte(server.TokenLine("watcher", server.RoleViewer, watcher, time.Time{})+"\n"), 0o600))
+	var s cli
+	r := s.startServe(t, "serve", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--tokens-file", file, "--scheduler=false")
+	for name, c := range map[string]struct {
+		token string
+		args  []string
+		code  int
+		msg   string
+	}{
+		"no token":       {"", []string{"list"}, exitUnauthenticated, "missing bearer token"},
+		"unknown token":  {"amends_not-a-token-of-this-server-0123456789", []string{"list"}, exitUnauthenticated, "unknown bearer token"},
+		"viewer's token": {watcher, []string{"audit"}, exitFailure, "operator"},
+		"a good token":   {watcher, []string{"list"}, exitOK, ""},
+	} {
+		env := map[string]string{"AMENDS_SERVER": r.info.HTTPURL}
+		if c.token != "" {
+			env["AMENDS_TOKEN"] = c.token
+		}
+		cl := cli{env: env}
+		assert.Equal(t, c.code, cl.run(t, c.args...), "%s: %s", name, cl.stderr.String())
+		assert.Contains(t, cl.stderr.String(), c.msg, name)
+	}
+	require.Equal(t, exitOK, r.stop(t))
+}

@@ -115,7 +115,7 @@ func TestOperatorCommandsAndExitCodes(t *testing.T) {
 	assert.Contains(t, c.stderr.String(), "token alice has role viewer")
 
 	c = e.cli("")
-	assert.Equal(t, exitFailure, c.run(t, "list"))
+	assert.Equal(t, exitUnauthenticated, c.run(t, "list"), "a refused credential has its own exit code")
 	assert.Contains(t, c.stderr.String(), "(set AMENDS_TOKEN)")
 }
 

@@ -99,7 +99,7 @@ func apiError(cmd *cobra.Command, id string, err error) error {
 	case ce.Body.Code == "NotFound" && id != "" && ce.Status == 404 && strings.HasPrefix(ce.Body.Message, "no ExecutionFailed record"):
 		return fmt.Errorf("no ExecutionFailed record with id %s; list records with `amends list`", id)
 	case ce.Status == 401:
-		return fmt.Errorf("%s (set AMENDS_TOKEN)", ce.Body.Message)
+		return unauthenticated{fmt.Errorf("%s (set AMENDS_TOKEN)", ce.Body.Message)}
 	}
 	if flag := fieldFlag(cmd, ce.Body.Details); flag != "" && ce.Status >= 400 && ce.Status < 500 {
 		field, _ := ce.Body.Details["field"].(string)

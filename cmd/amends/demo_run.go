@@ -171,7 +171,7 @@ func (d *demo) watch(ctx context.Context, c *client.Client, run string) ([]strin
 		default:
 			var ae *client.Error
 			if errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
-				return nil, fmt.Errorf("the API at %s refused to list the records (%d %s): %v; give a viewer token with --token or AMENDS_TOKEN",
+				return nil, fmt.Errorf("the API at %s refused to list the records (%d %s): %w; give a viewer token with --token or AMENDS_TOKEN",
 					d.api, ae.Status, http.StatusText(ae.Status), err)
 			}
 			if msg := err.Error(); msg != lastErr {

@@ -71,7 +71,7 @@ func TestDemoAgainstARunningServe(t *testing.T) {
 	t.Run("without a token it says why it cannot watch", func(t *testing.T) {
 		var c cli
 		code := c.run(t, "demo", "--exit", "--nats-url", r.info.NATSURL, "--server", r.info.HTTPURL, "--orders", "1", "--timeout", "60s")
-		assert.Equal(t, exitFailure, code, "stdout:\n%s", c.stdout.String())
+		assert.Equal(t, exitUnauthenticated, code, "stdout:\n%s", c.stdout.String())
 		assert.Contains(t, c.stderr.String(), "the API at "+r.info.HTTPURL+" refused to list the records (401 Unauthorized)")
 		assert.Contains(t, c.stderr.String(), "give a viewer token with --token or AMENDS_TOKEN")
 	})

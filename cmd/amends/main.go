@@ -4,7 +4,8 @@
 // Subcommands live one per file; each keeps its help text beside its
 // flags. Settings, not selections or confirmations, can also come from AMENDS_
 // environment variables (see env.go). Exit codes: 0 success, 1 failure, 2 usage error (an
-// unknown command or flag, a bad flag or environment value).
+// unknown command or flag, a bad flag or environment value), 3 the server
+// refused the credential (401).
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -20,6 +22,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/client"
 )
 
 // Exit codes.
@@ -27,6 +31,11 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitUnauthenticated: the server refused the credential (401: none,
+	// unknown, expired or revoked), so that a script can tell "sign in
+	// again" from any other failure. A credential without the role a
+	// request needs (403) is a failure like any other.
+	exitUnauthenticated = 3
 )
 
 func main() {
@@ -71,8 +80,11 @@ func execute(ctx context.Context, a *app, args []string) int {
 		return exitOK
 	}
 	code := exitFailure
+	var ce *client.Error
 	if ue := (usageError{}); errors.As(err, &ue) {
 		code = exitUsage
+	} else if ua := (unauthenticated{}); errors.As(err, &ua) || errors.As(err, &ce) && ce.Status == http.StatusUnauthorized {
+		code = exitUnauthenticated
 	}
 	if a.jsonLogs {
 		// With --log-format json every line of stderr is a JSON object.
@@ -97,7 +109,9 @@ the failed function until it succeeds. It never rolls anything back.
 
 ` + envHelp + `
 
-Exit codes: 0 success, 1 failure, 2 usage error.`,
+Exit codes: 0 success, 1 failure, 2 usage error, 3 the server refused the
+credential (401: none, unknown, expired or revoked; sign in or give another
+token).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("unknown command %q for %q%s", args[0], cmd.CommandPath(), suggest(cmd, args[0]))
@@ -162,6 +176,13 @@ type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
+
+// unauthenticated is the server's refusal of the credential (401), with
+// the command line's message; it exits exitUnauthenticated.
+type unauthenticated struct{ err error }
+
+func (e unauthenticated) Error() string { return e.err.Error() }
+func (e unauthenticated) Unwrap() error { return e.err }
 
 func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
