@@ -160,15 +160,22 @@ func newHoldsReleaseCmd(a *app) *cobra.Command {
 
 func newHoldsSkipCmd(a *app) *cobra.Command {
 	var (
-		cf     clientFlags
-		reason string
-		dry    bool
+		cf      clientFlags
+		reason  string
+		confirm confirmFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "skip KEY EVENT_ID",
+		Use:   "skip KEY EVENT_ID --reason WHY (--dry-run | --yes)",
 		Short: "Skip one held event: the function never gets it from this hold (audited)",
-		Args:  cobra.ExactArgs(2),
+		Long: `Skip drops one held event from a hold: the function never gets it from
+this hold. The skip is kept on the hold with you as actor and --reason. Like
+holds release it needs --dry-run, which shows what would be done, or --yes.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := confirm.check("holds skip"); err != nil {
+				return err
+			}
+			dry := confirm.dryRun
 			if strings.TrimSpace(reason) == "" {
 				return usageErrorf("holds skip needs --reason: it is kept on the hold")
 			}
@@ -193,7 +200,7 @@ func newHoldsSkipCmd(a *app) *cobra.Command {
 	}
 	cf.add(a, cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required, kept on the hold)")
-	cmd.Flags().BoolVar(&dry, "dry-run", false, "show what would be done, change nothing")
+	confirm.add(cmd, "", "what")
 	return cmd
 }
 

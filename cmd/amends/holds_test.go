@@ -84,7 +84,9 @@ func TestHoldsCommands(t *testing.T) {
 	require.Equal(t, 0, c.run(t, "holds", "skip", key, v2.Events[0].ID, "--reason", "dup", "--dry-run"), c.stderr.String())
 	assert.Contains(t, c.stdout.String(), "would skip event "+v2.Events[0].ID)
 	c = newCLI()
-	require.Equal(t, 0, c.run(t, "holds", "skip", key, v2.Events[0].ID, "--reason", "dup"), c.stderr.String())
+	assert.Equal(t, exitUsage, c.run(t, "holds", "skip", key, v2.Events[0].ID, "--reason", "dup"), "a skip needs --yes, as a release does")
+	c = newCLI()
+	require.Equal(t, 0, c.run(t, "holds", "skip", key, v2.Events[0].ID, "--reason", "dup", "--yes"), c.stderr.String())
 	assert.Contains(t, c.stdout.String(), "1 events stay held")
 
 	c = newCLI()
