@@ -29,6 +29,15 @@ const (
 // api.AuditCredential for the others).
 const CredentialSystem = api.CredentialSystem
 
+// checkCredential refuses a credential kind that is not one of
+// api.AuditCredentials ("" is an entry recorded before they were kept).
+func checkCredential(c api.AuditCredential) error {
+	if c != "" && !slices.Contains(api.AuditCredentials, c) {
+		return fmt.Errorf("credential %q is not one of the kinds", cut(string(c), 40))
+	}
+	return nil
+}
+
 // Kinds lists every kind.
 var Kinds = api.AuditKinds
 
@@ -111,8 +120,8 @@ func decodeEntry(data []byte) (Entry, error) {
 	if e.Time <= 0 {
 		return e, fmt.Errorf("entry has time %d", e.Time)
 	}
-	if e.Credential != "" && !slices.Contains(api.AuditCredentials, e.Credential) {
-		return e, fmt.Errorf("entry has credential %q, not one of the kinds", cut(string(e.Credential), 40))
+	if err := checkCredential(e.Credential); err != nil {
+		return e, fmt.Errorf("entry %w", err)
 	}
 	for _, f := range []struct {
 		name, s string

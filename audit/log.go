@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/token"
 )
 
@@ -119,8 +117,8 @@ func (l *Log) Record(ctx context.Context, e Entry) error {
 	if _, err := ParseKind(string(e.Kind)); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	if e.Credential != "" && !slices.Contains(api.AuditCredentials, e.Credential) {
-		return fmt.Errorf("audit: credential %q is not one of the kinds", cut(string(e.Credential), 40))
+	if err := checkCredential(e.Credential); err != nil {
+		return fmt.Errorf("audit: %w", err)
 	}
 	clean(&e)
 	data, err := json.Marshal(e)

@@ -11,9 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/amends-dev/amends/audit"
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/time/rate"
+
+	"github.com/amends-dev/amends/audit"
 )
 
 // OIDCConfig lets a server accept an OpenID Connect issuer's identities:
@@ -265,7 +266,7 @@ func (o *oidcAuth) actor(claims map[string]any, subject string) (string, error) 
 		}
 	}
 	if len(name) > audit.MaxActorBytes {
-		return "", fmt.Errorf("the token's actor name (%s) is over %d bytes, the limit of an actor; use a shorter name claim", cut(name), audit.MaxActorBytes)
+		return "", fmt.Errorf("the token's actor name (%s) is over %d bytes, the limit of an actor; have the server's --oidc-name-claim name a shorter claim (email, or one the issuer's administrators set)", cut(name), audit.MaxActorBytes)
 	}
 	return name, nil
 }
