@@ -12,6 +12,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -139,9 +140,7 @@ func TestTheViewsBucketCreatedAgainIsProjectedAgain(t *testing.T) {
 				stop()
 			}
 			require.NoError(t, e.js.DeleteKeyValue(t.Context(), projection.DefaultBucket))
-			views, err := projection.OpenViews(t.Context(), e.js)
-			require.NoError(t, err)
-			e.views = views
+			e.views = natstest.Recreate(t, func() (jetstream.KeyValue, error) { return projection.OpenViews(t.Context(), e.js) })
 			if restart {
 				p = e.projector(t, projection.WithViewsCheck(50*time.Millisecond))
 				run(t, p)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -212,10 +213,9 @@ func TestIndexFollowsARecreatedBucket(t *testing.T) {
 	stopProjector()
 
 	require.NoError(t, e.js.DeleteKeyValue(t.Context(), projection.DefaultBucket))
-	views, err := projection.OpenViews(t.Context(), e.js)
-	require.NoError(t, err)
+	views := natstest.Recreate(t, func() (jetstream.KeyValue, error) { return projection.OpenViews(t.Context(), e.js) })
 	e.views = views
-	_, err = views.Put(t.Context(), "corrupt-1", []byte("not a view"))
+	_, err := views.Put(t.Context(), "corrupt-1", []byte("not a view"))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return ix.Len() == 0 && ix.Corrupt() == 1 }, 30*time.Second, 5*time.Millisecond,
 		"the index holds what the new bucket holds")

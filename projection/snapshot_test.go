@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/projection/index"
 	"github.com/amends-dev/amends/quarantine"
@@ -194,9 +195,7 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 		"the bucket created again": {
 			spoil: func(t *testing.T, e *snapEnv) {
 				require.NoError(t, e.js.DeleteKeyValue(t.Context(), projection.DefaultBucket))
-				var err error
-				e.views, err = projection.OpenViews(t.Context(), e.js)
-				require.NoError(t, err)
+				e.views = natstest.Recreate(t, func() (jetstream.KeyValue, error) { return projection.OpenViews(t.Context(), e.js) })
 				for range 3 { // past the snapshot's revision
 					e.put(t, "r1", 1)
 				}
@@ -216,9 +215,7 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 		"the bucket behind the snapshot": {
 			spoil: func(t *testing.T, e *snapEnv) {
 				require.NoError(t, e.js.DeleteKeyValue(t.Context(), projection.DefaultBucket))
-				var err error
-				e.views, err = projection.OpenViews(t.Context(), e.js)
-				require.NoError(t, err)
+				e.views = natstest.Recreate(t, func() (jetstream.KeyValue, error) { return projection.OpenViews(t.Context(), e.js) })
 				e.put(t, "r9", 1)
 				// As if the bucket had been created at the snapshot's time.
 				data, err := e.snaps.Load(t.Context(), projection.DefaultBucket)

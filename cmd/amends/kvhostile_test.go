@@ -26,6 +26,7 @@ import (
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/notify"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
@@ -373,8 +374,7 @@ func TestHostileBucketsAgainstServeAndProcessor(t *testing.T) {
 
 	// 7. the views bucket deleted and created again: every record is back.
 	require.NoError(t, e.js.DeleteKeyValue(ctx, projection.DefaultBucket))
-	_, err = projection.OpenViews(ctx, e.js)
-	require.NoError(t, err)
+	natstest.Recreate(t, func() (jetstream.KeyValue, error) { return projection.OpenViews(ctx, e.js) })
 
 	check := func(when string) {
 		t.Helper()
