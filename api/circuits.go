@@ -35,6 +35,9 @@ type Circuit struct {
 	// lasts).
 	IncidentFrom int64 `json:"incidentFrom,omitempty"`
 	IncidentTo   int64 `json:"incidentTo,omitempty"`
+	// IncidentOpens counts the openings of the last outage: the first and
+	// every re-open (1 + re-opens).
+	IncidentOpens int64 `json:"incidentOpens,omitempty"`
 	// Opened, HalfOpened and Closed count the transitions into each phase.
 	Opened     int64 `json:"opened"`
 	HalfOpened int64 `json:"halfOpened"`

@@ -98,7 +98,8 @@ func (s *State) check(now time.Time) error {
 	for _, c := range []struct {
 		field string
 		v     int64
-	}{{"counts.opened", s.Counts.Opened}, {"counts.halfOpened", s.Counts.HalfOpened}, {"counts.closed", s.Counts.Closed}} {
+	}{{"counts.opened", s.Counts.Opened}, {"counts.halfOpened", s.Counts.HalfOpened}, {"counts.closed", s.Counts.Closed},
+		{"incident.opens", s.Incident.Opens}} {
 		if c.v < 0 || c.v > maxCount {
 			return bad(c.field, "must be from 0 to 2^53, got %d", c.v)
 		}

@@ -78,8 +78,9 @@ type State struct {
 	Successes     int      `json:"successes,omitempty"`
 	Probed        []string `json:"probed,omitempty"`
 	ProbeFailures int      `json:"probeFailures,omitempty"`
-	// Refused counts the calls refused since the circuit last opened;
-	// RefusedTotal all of them. Instances add theirs about once a second.
+	// Refused counts the calls refused since the circuit last opened from
+	// closed, re-opens included (the incident's); RefusedTotal all of
+	// them. Instances add theirs about once a second.
 	Refused      int64 `json:"refused"`
 	RefusedTotal int64 `json:"refusedTotal"`
 	// Last is the last real failure that counted towards opening (or that
@@ -129,10 +130,14 @@ type Failure struct {
 	At          int64                    `json:"at"`
 }
 
-// Incident is an outage's span, epoch ms; To is 0 while it lasts.
+// Incident is an outage's span, epoch ms; To is 0 while it lasts. Opens
+// counts the circuit's openings within it: the first, and every re-open
+// after failed probes or by an operator from half-open (27 re-opens of one
+// outage are one incident with Opens 28, not 28 incidents).
 type Incident struct {
-	From int64 `json:"from,omitempty"`
-	To   int64 `json:"to,omitempty"`
+	From  int64 `json:"from,omitempty"`
+	To    int64 `json:"to,omitempty"`
+	Opens int64 `json:"opens,omitempty"`
 }
 
 // Ongoing reports whether the incident has begun and not ended.
@@ -200,7 +205,7 @@ func (s State) tripped(now time.Time, p Policy, t Trip) (State, bool) {
 	if from <= 0 || from > ms {
 		from = ms
 	}
-	n.Incident = Incident{From: from}
+	n.Incident = Incident{From: from, Opens: 1}
 	n.record(Transition{At: ms, From: s.Phase, To: Open, Cause: t.Cause, Failures: t.Failures, Calls: t.Calls,
 		CoolDownMs: wait, Instance: t.Instance})
 	return n, true
@@ -329,6 +334,7 @@ func (s State) probeFailed(now time.Time, p Policy, id string, last Failure, jit
 	wait := p.wait(n.CoolDownMs, jitter)
 	n.Until = ms + wait
 	n.Last = &last
+	n.Incident.Opens++
 	n.record(Transition{At: ms, From: HalfOpen, To: Open, Cause: CauseProbeFailed, Failures: s.ProbeFailures + 1,
 		Calls: s.Successes + s.ProbeFailures + 1, CoolDownMs: wait, Instance: s.Probe.Instance})
 	return n, true
@@ -354,9 +360,12 @@ func (s State) byOperator(now time.Time, to Phase, actor, reason string) (State,
 	n := s.begin(ms, to)
 	if to == Open {
 		n.Forced = true
-		if s.Phase == Closed {
+		switch s.Phase {
+		case Closed:
 			n.Refused = 0
-			n.Incident = Incident{From: ms}
+			n.Incident = Incident{From: ms, Opens: 1}
+		case HalfOpen:
+			n.Incident.Opens++
 		}
 	} else {
 		n.Incident.To = ms
@@ -385,7 +394,7 @@ func (s State) recovered(now time.Time, from int64) (State, bool) {
 	if n.Incident.From != 0 && n.Incident.To >= from {
 		n.Incident.From = min(n.Incident.From, from)
 	} else {
-		n.Incident.From = from
+		n.Incident = Incident{From: from}
 	}
 	n.Incident.To = ms
 	n.UpdatedAt = ms

@@ -310,7 +310,7 @@ func TestTransitions(t *testing.T) {
 				}
 				return at(d).UnixMilli()
 			}
-			assert.Equal(t, circuit.Incident{From: inc(w.incident[0]), To: inc(w.incident[1])}, got.Incident, "incident")
+			assert.Equal(t, [2]int64{inc(w.incident[0]), inc(w.incident[1])}, [2]int64{got.Incident.From, got.Incident.To}, "incident (its opens: TestAnIncidentCountsItsReopens)")
 			if w.transition == nil {
 				assert.Len(t, got.Transitions, before, "no transition")
 				return
@@ -371,4 +371,31 @@ func TestParseFunction(t *testing.T) {
 		_, err := circuit.ParseFunction(bad)
 		assert.ErrorIs(t, err, circuit.ErrInvalidFunction, bad)
 	}
+}
+
+// An incident keeps when it began, how often the circuit opened within it
+// and every call it refused, across its re-opens; the next incident counts
+// afresh.
+func TestAnIncidentCountsItsReopens(t *testing.T) {
+	s := open()
+	s, _ = circuit.Evolve(s, at(time.Second), policy, circuit.Refusals{N: 5})
+	for i, probeAt := range []time.Duration{10 * time.Second, 40 * time.Second} {
+		var ok bool
+		s, ok = circuit.Evolve(s, at(probeAt+time.Hour*time.Duration(i)), policy, circuit.Claim{Instance: "i1", ID: "p"})
+		require.True(t, ok, "probe %d claimed", i)
+		s, ok = circuit.Evolve(s, at(probeAt+time.Hour*time.Duration(i)+time.Second), policy, circuit.ProbeFailure{ID: "p", Last: smtp})
+		require.True(t, ok, "probe %d failed", i)
+		s, _ = circuit.Evolve(s, at(probeAt+time.Hour*time.Duration(i)+2*time.Second), policy, circuit.Refusals{N: 3})
+	}
+	require.Equal(t, circuit.Open, s.Phase)
+	assert.Equal(t, at(-time.Second).UnixMilli(), s.Incident.From, "the incident began with the first failure, not at the latest re-open")
+	assert.Greater(t, s.Since, s.Incident.From+time.Hour.Milliseconds(), "the phase is the latest re-open's")
+	assert.Equal(t, int64(3), s.Incident.Opens)
+	assert.Equal(t, int64(11), s.Refused, "refused within the incident, across its re-opens")
+
+	s, ok := circuit.Evolve(s, at(3*time.Hour), policy, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "smtp back"})
+	require.True(t, ok)
+	assert.Equal(t, int64(3), s.Incident.Opens, "a closed incident keeps its counts")
+	s, _ = circuit.Evolve(s, at(4*time.Hour), policy, circuit.OperatorSet{To: circuit.Open, Actor: "ops", Reason: "maintenance"})
+	assert.Equal(t, circuit.Incident{From: at(4 * time.Hour).UnixMilli(), Opens: 1}, s.Incident, "a new incident counts afresh")
 }

@@ -53,7 +53,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ principal) 
 		return err
 	}
 	if s.cfg.Audit == nil {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server keeps no audit log"}}
+		return notConfigured("this server keeps no audit log")
 	}
 	page, err := s.cfg.Audit.Query(r.Context(), query)
 	if errors.Is(err, audit.ErrInvalidQuery) {

@@ -40,7 +40,7 @@ func (s *Server) circuitRoutes() []route {
 
 func (s *Server) circuits() (*Circuits, error) {
 	if c := s.cfg.Circuits; c == nil || c.Watcher == nil || c.Store == nil {
-		return nil, &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server keeps no circuits"}}
+		return nil, notConfigured("this server keeps no circuits")
 	}
 	return s.cfg.Circuits, nil
 }
@@ -51,7 +51,7 @@ func CircuitView(st circuit.State, stored bool) api.Circuit {
 	v := api.Circuit{
 		Function: f.String(), Context: f.Context, Processor: f.Processor, Name: f.Name, Phase: string(st.Phase), Stored: stored,
 		Since: st.Since, Until: st.Until, CoolDownMs: st.CoolDownMs, Forced: st.Forced, Successes: st.Successes, ProbeFailures: st.ProbeFailures,
-		Refused: st.Refused, RefusedTotal: st.RefusedTotal, IncidentFrom: st.Incident.From, IncidentTo: st.Incident.To,
+		Refused: st.Refused, RefusedTotal: st.RefusedTotal, IncidentFrom: st.Incident.From, IncidentTo: st.Incident.To, IncidentOpens: st.Incident.Opens,
 		Opened: st.Counts.Opened, HalfOpened: st.Counts.HalfOpened, Closed: st.Counts.Closed,
 		Transitions: make([]api.CircuitTransition, 0, len(st.Transitions)), UpdatedAt: st.UpdatedAt,
 	}
@@ -219,7 +219,7 @@ func (s *Server) listDrains(w http.ResponseWriter, r *http.Request, _ principal)
 		return err
 	}
 	if s.cfg.Circuits == nil || s.cfg.Circuits.Drains == nil {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server keeps no recovery drains"}}
+		return notConfigured("this server keeps no recovery drains")
 	}
 	list, bad, err := s.cfg.Circuits.Drains.List(r.Context())
 	if err != nil {

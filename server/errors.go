@@ -45,6 +45,13 @@ func badRequest(field, format string, args ...any) *apiError {
 	return e
 }
 
+// notConfigured is the 404 of a part this server was started without
+// (no circuits, no holds, no audit log, ...): code NotConfigured, so that
+// a client can tell it from an unknown record, hold or circuit (NotFound).
+func notConfigured(message string) *apiError {
+	return &apiError{status: http.StatusNotFound, body: Error{Code: "NotConfigured", Message: message}}
+}
+
 // notFound is the 404 of an unknown record.
 func notFound(id string) *apiError {
 	return &apiError{status: http.StatusNotFound, body: Error{

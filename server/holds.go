@@ -37,7 +37,7 @@ const maxHoldKey = 700
 
 func (s *Server) ordering() (*Ordering, error) {
 	if s.cfg.Ordering == nil || s.cfg.Ordering.Holds == nil {
-		return nil, &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server keeps no holds or range replays of Ordered functions"}}
+		return nil, notConfigured("this server keeps no holds or range replays of Ordered functions")
 	}
 	return s.cfg.Ordering, nil
 }
@@ -154,7 +154,7 @@ func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request, p principal
 		return err
 	}
 	if o.Records == nil {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server cannot release holds: it has no record service"}}
+		return notConfigured("this server cannot release holds: it has no record service")
 	}
 	plan, err := o.Holds.Release(r.Context(), key, o.Records, act)
 	switch {

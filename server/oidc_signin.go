@@ -46,7 +46,7 @@ func (s *Server) oidcStart(w http.ResponseWriter, r *http.Request, _ principal) 
 	noStore(w)
 	o := s.oidc
 	if o == nil || o.cfg.ClientID == "" {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server has no sign-in through an OIDC issuer; sign in with a token at /signin"}}
+		return notConfigured("this server has no sign-in through an OIDC issuer; sign in with a token at /signin")
 	}
 	q, err := queryValues(r)
 	if err != nil {
@@ -91,7 +91,7 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, _ principa
 	noStore(w)
 	o := s.oidc
 	if o == nil || o.cfg.ClientID == "" {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server has no sign-in through an OIDC issuer"}}
+		return notConfigured("this server has no sign-in through an OIDC issuer")
 	}
 	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Path: "/ui/v1/oidc/", MaxAge: -1, HttpOnly: true, Secure: info(r).secure, SameSite: http.SameSiteLaxMode})
 	q, err := queryValues(r)

@@ -44,7 +44,7 @@ func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ princi
 		return err
 	}
 	if s.cfg.Quarantine == nil {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server keeps no quarantine"}}
+		return notConfigured("this server keeps no quarantine")
 	}
 	page, err := s.cfg.Quarantine.List(r.Context(), query)
 	if errors.Is(err, quarantine.ErrInvalidQuery) {

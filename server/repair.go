@@ -33,7 +33,7 @@ func (s *Server) repairRoutes() []route {
 func (s *Server) repairStore() (*Ordering, error) {
 	o := s.cfg.Ordering
 	if o == nil || o.Store == nil || o.JS == nil {
-		return nil, &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server has no event store to repair"}}
+		return nil, notConfigured("this server has no event store to repair")
 	}
 	return o, nil
 }
@@ -126,7 +126,7 @@ func (s *Server) purgeEntry(w http.ResponseWriter, r *http.Request, p principal)
 	}
 	finder, ok := s.cfg.Quarantine.(kvFinder)
 	if !ok {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server has no quarantine to check the entry against"}}
+		return notConfigured("this server has no quarantine to check the entry against")
 	}
 	entry, ok, err := finder.FindKV(r.Context(), req.Bucket, req.Key, req.Revision)
 	if err != nil {

@@ -37,7 +37,7 @@ func (s *Server) startReplay(w http.ResponseWriter, r *http.Request, p principal
 	rr := req.Replay(p.name, s.cfg.Clock.Now().UnixMilli())
 	if req.DryRun {
 		if o.JS == nil || o.Store == nil {
-			return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server cannot read events for a dry run"}}
+			return notConfigured("this server cannot read events for a dry run")
 		}
 		plan, err := processor.Plan(r.Context(), o.JS, o.Store, rr, planLimit)
 		if errors.Is(err, processor.ErrInvalidOption) {

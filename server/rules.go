@@ -26,7 +26,7 @@ func (s *Server) ruleRoutes() []route {
 
 func (s *Server) ruleStore() (*rules.Store, error) {
 	if s.cfg.Rules == nil {
-		return nil, &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server keeps no rules"}}
+		return nil, notConfigured("this server keeps no rules")
 	}
 	return s.cfg.Rules, nil
 }
@@ -269,7 +269,7 @@ func (s *Server) byFingerprint(by string, f projection.Filter, sum *projection.S
 	}
 	fs, ok := s.cfg.Queries.(fingerprintSummarizer)
 	if !ok {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "this server cannot group by fingerprint"}}
+		return notConfigured("this server cannot group by fingerprint")
 	}
 	groups, err := fs.FingerprintSummary(f)
 	if err != nil {

@@ -66,7 +66,7 @@ func newCircuitsListCmd(a *app) *cobra.Command {
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "FUNCTION\tSTATE\tSINCE\tNEXT PROBE\tREFUSED\tOPENED\tLAST TRANSITION\tLAST FAILURE")
 			for _, ci := range l.Circuits {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", ci.Function, ci.Phase, when(ci.Since, now), nextProbe(ci, now),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", ci.Function, ci.Phase, since(ci, now), nextProbe(ci, now),
 					ci.Refused, ci.Opened, lastTransition(ci, now), lastFailure(ci))
 			}
 			return tw.Flush()
@@ -74,6 +74,20 @@ func newCircuitsListCmd(a *app) *cobra.Command {
 	}
 	cf.add(a, cmd)
 	return cmd
+}
+
+// since is when a circuit that is not closed began its incident, with
+// its re-opens (27 re-opens of one outage are one incident, not a fresh
+// one), or when a closed one closed.
+func since(c api.Circuit, now time.Time) string {
+	if c.Phase == string(circuit.Closed) || c.IncidentFrom == 0 {
+		return when(c.Since, now)
+	}
+	s := when(c.IncidentFrom, now)
+	if re := c.IncidentOpens - 1; re > 0 {
+		s += fmt.Sprintf(" (%d re-opens, the latest %s)", re, when(c.Since, now))
+	}
+	return s
 }
 
 func nextProbe(c api.Circuit, now time.Time) string {
@@ -130,8 +144,11 @@ func newCircuitsShowCmd(a *app) *cobra.Command {
 				return printJSON(a.stdout, ci)
 			}
 			now := a.now()
-			fmt.Fprintf(a.stdout, "%s: %s since %s; next probe %s; %d calls refused since it opened (%d in all)\n",
-				ci.Function, ci.Phase, when(ci.Since, now), nextProbe(ci, now), ci.Refused, ci.RefusedTotal)
+			if !ci.Stored {
+				return notFound{fmt.Errorf("no circuit of %s is stored: it never opened, or the name is misspelt (`amends circuits list` lists those that opened)", ci.Function)}
+			}
+			fmt.Fprintf(a.stdout, "%s: %s since %s; next probe %s; %d calls refused in this incident (%d in all)\n",
+				ci.Function, ci.Phase, since(ci, now), nextProbe(ci, now), ci.Refused, ci.RefusedTotal)
 			if ci.Last != nil {
 				fmt.Fprintf(a.stdout, "last failure %s: %s (%s)\n", ci.Last.Code, cell(ci.Last.Message, 300), when(ci.Last.At, now))
 			}

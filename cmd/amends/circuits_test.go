@@ -44,6 +44,9 @@ func TestCircuitsCommands(t *testing.T) {
 	viewer = e.cli(viewerKey)
 	require.Equal(t, 0, viewer.run(t, "circuits", "show", "order.Mailer.send"), viewer.stderr.String())
 	assert.Contains(t, viewer.stdout.String(), "smtp maintenance")
+	viewer = e.cli(viewerKey)
+	require.Equal(t, exitNotFound, viewer.run(t, "circuits", "show", "order.Mailer.sned"), "a misspelt function is not reported closed")
+	assert.Contains(t, viewer.stderr.String(), "no circuit of order.Mailer.sned is stored: it never opened, or the name is misspelt")
 
 	op = e.cli(operatorKey)
 	require.Equal(t, 0, op.run(t, "circuits", "close", "order.Mailer.send", "--reason", "smtp is back", "--yes", "-o", "json"), op.stderr.String())

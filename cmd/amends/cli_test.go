@@ -107,7 +107,7 @@ func TestOperatorCommandsAndExitCodes(t *testing.T) {
 	require.Equal(t, exitOK, c.run(t, "change-function", id, "--context", "order", "--processor", "Mailer2", "--name", "onOrderPlaced", "--kind", "EVENT", "--reason", "renamed"), c.stderr.String())
 
 	c = e.cli(operatorKey)
-	assert.Equal(t, exitFailure, c.run(t, "show", "nope"))
+	assert.Equal(t, exitNotFound, c.run(t, "show", "nope"))
 	assert.Equal(t, "amends: no ExecutionFailed record with id nope; list records with `amends list`\n", c.stderr.String())
 
 	c = e.cli(viewerKey)

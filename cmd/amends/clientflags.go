@@ -97,7 +97,9 @@ func apiError(cmd *cobra.Command, id string, err error) error {
 	}
 	switch {
 	case ce.Body.Code == "NotFound" && id != "" && ce.Status == 404 && strings.HasPrefix(ce.Body.Message, "no ExecutionFailed record"):
-		return fmt.Errorf("no ExecutionFailed record with id %s; list records with `amends list`", id)
+		return notFound{fmt.Errorf("no ExecutionFailed record with id %s; list records with `amends list`", id)}
+	case ce.Body.Code == "NotFound" && ce.Status == 404:
+		return notFound{errors.New(ce.Body.Message)}
 	case ce.Status == 401:
 		return unauthenticated{fmt.Errorf("%s (set AMENDS_TOKEN)", ce.Body.Message)}
 	}

@@ -78,13 +78,13 @@ func TestHostileInputPerSubcommand(t *testing.T) {
 			{"huge id", []string{"show", huge}, nil, exitUsage, `the record id "xxxx`[:0] + `(5000 bytes) is over the limit of 256 bytes`},
 			{"control character", []string{"show", "a\x01b"}, nil, exitUsage, `the record id "a\x01b" has a byte that is not text`},
 			{"output", []string{"show", id, "-o", "yaml"}, nil, exitUsage, "--output must be table or json"},
-			{"unknown id", []string{"show", "nope"}, nil, exitFailure, "no ExecutionFailed record with id nope; list records with `amends list`"},
+			{"unknown id", []string{"show", "nope"}, nil, exitNotFound, "no ExecutionFailed record with id nope; list records with `amends list`"},
 		},
 		"history": {
 			{"no id", []string{"history"}, nil, exitUsage, "amends history takes one record id"},
 			{"oversized id", []string{"history", long}, nil, exitUsage, "is over the limit of 256 bytes"},
 			{"timeout", []string{"history", id, "--timeout", "-1s"}, nil, exitUsage, "--timeout must be positive"},
-			{"unknown id", []string{"history", "nope"}, nil, exitFailure, "nope"},
+			{"unknown id", []string{"history", "nope"}, nil, exitNotFound, "nope"},
 		},
 		"prepare": {
 			{"no id nor filter", []string{"prepare"}, nil, exitUsage, "prepare needs a record id, or filters"},
@@ -109,7 +109,7 @@ func TestHostileInputPerSubcommand(t *testing.T) {
 			{"unknown filter of a batch", []string{"prepare", "--filter", "colour=red", "--dry-run"}, nil, exitUsage, `unknown filter "colour"`},
 			{"oversized id", []string{"prepare", long}, nil, exitUsage, "is over the limit of 256 bytes"},
 			{"two ids", []string{"prepare", "a", "b"}, nil, exitUsage, "amends prepare takes one record id, or filters for a batch; got 2 arguments"},
-			{"unknown id", []string{"prepare", "nope"}, nil, exitFailure, "no ExecutionFailed record with id nope"},
+			{"unknown id", []string{"prepare", "nope"}, nil, exitNotFound, "no ExecutionFailed record with id nope"},
 			{"succeeded record", []string{"prepare", done}, nil, exitFailure, "ExecutionFailed can not retry."},
 		},
 		"force-prepare": {
@@ -127,13 +127,13 @@ func TestHostileInputPerSubcommand(t *testing.T) {
 			{"overflowing", []string{"retry-spec", id, "--max-retries", "2147483647", "--min-backoff", "2147483647", "--execution-timeout", "1"}, nil, exitUsage, "--max-retries 2147483647 with --min-backoff 2147483647: the last backoff is too long to compute"},
 			{"over int32", []string{"retry-spec", id, "--max-retries", "2147483648", "--min-backoff", "1", "--execution-timeout", "1"}, nil, exitUsage, `invalid argument "2147483648" for "--max-retries" flag`},
 			{"no id", []string{"retry-spec", "--max-retries", "1", "--min-backoff", "1", "--execution-timeout", "1"}, nil, exitUsage, "amends retry-spec takes one record id"},
-			{"unknown id", []string{"retry-spec", "nope", "--max-retries", "1", "--min-backoff", "1", "--execution-timeout", "1"}, nil, exitFailure, "no ExecutionFailed record with id nope"},
+			{"unknown id", []string{"retry-spec", "nope", "--max-retries", "1", "--min-backoff", "1", "--execution-timeout", "1"}, nil, exitNotFound, "no ExecutionFailed record with id nope"},
 		},
 		"mark-recoverable": {
 			{"no classification", []string{"mark-recoverable", id}, nil, exitUsage, "mark-recoverable takes a record id and RECOVERABLE, UNRECOVERABLE or UNKNOWN"},
 			{"bad classification", []string{"mark-recoverable", id, "sometimes"}, nil, exitUsage, `the classification must be one of RECOVERABLE, UNRECOVERABLE, UNKNOWN, got "sometimes"`},
 			{"oversized id", []string{"mark-recoverable", long, "UNKNOWN"}, nil, exitUsage, "is over the limit of 256 bytes"},
-			{"unknown id", []string{"mark-recoverable", "nope", "UNKNOWN"}, nil, exitFailure, "no ExecutionFailed record with id nope"},
+			{"unknown id", []string{"mark-recoverable", "nope", "UNKNOWN"}, nil, exitNotFound, "no ExecutionFailed record with id nope"},
 		},
 		"change-function": {
 			{"no kind", []string{"change-function", id, "--context", "c", "--processor", "p", "--name", "n", "--reason", "moved"}, nil, exitUsage, "change-function needs --kind"},
@@ -141,7 +141,7 @@ func TestHostileInputPerSubcommand(t *testing.T) {
 			{"no reason", []string{"change-function", id, "--context", "c", "--processor", "p", "--name", "n", "--kind", "EVENT"}, nil, exitUsage, "change-function needs --reason"},
 			{"blank name", []string{"change-function", id, "--context", "c", "--processor", "p", "--name", " ", "--kind", "EVENT", "--reason", "moved"}, nil, exitUsage, "change-function needs --name"},
 			{"oversized reason", []string{"change-function", id, "--context", "c", "--processor", "p", "--name", "n", "--kind", "EVENT", "--reason", huge}, nil, exitUsage, "--reason is 5000 bytes"},
-			{"unknown id", []string{"change-function", "nope", "--context", "c", "--processor", "p", "--name", "n", "--kind", "EVENT", "--reason", "moved"}, nil, exitFailure, "no ExecutionFailed record with id nope"},
+			{"unknown id", []string{"change-function", "nope", "--context", "c", "--processor", "p", "--name", "n", "--kind", "EVENT", "--reason", "moved"}, nil, exitNotFound, "no ExecutionFailed record with id nope"},
 		},
 	}
 	for sub, cases := range tables {

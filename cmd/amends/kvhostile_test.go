@@ -363,7 +363,7 @@ func TestHostileBucketsAgainstServeAndProcessor(t *testing.T) {
 	hidden := e.quarantinedEntry(rules.DefaultBucket, "r-ü")
 	rev := strconv.FormatUint(hidden.Seq, 10)
 	op = cli{env: map[string]string{"AMENDS_SERVER": e.serve.info.HTTPURL}}
-	require.Equal(t, exitFailure, op.run(t, "repair", "purge-entry", "--bucket", rules.DefaultBucket, "--key", good.ID, "--revision", "1", "--reason", "x", "--yes"),
+	require.Equal(t, exitNotFound, op.run(t, "repair", "purge-entry", "--bucket", rules.DefaultBucket, "--key", good.ID, "--revision", "1", "--reason", "x", "--yes"),
 		"a valid rule is never purged: %s", op.stdout.String())
 	op = cli{env: map[string]string{"AMENDS_SERVER": e.serve.info.HTTPURL}}
 	require.Equal(t, exitOK, op.run(t, "repair", "purge-entry", "--bucket", rules.DefaultBucket, "--key", "r-ü", "--revision", rev, "--reason", "hidden rule", "--yes"), op.stderr.String())

@@ -5,7 +5,7 @@
 // flags. Settings, not selections or confirmations, can also come from AMENDS_
 // environment variables (see env.go). Exit codes: 0 success, 1 failure, 2 usage error (an
 // unknown command or flag, a bad flag or environment value), 3 the server
-// refused the credential (401).
+// refused the credential (401), 4 what the command names does not exist.
 package main
 
 import (
@@ -36,6 +36,10 @@ const (
 	// again" from any other failure. A credential without the role a
 	// request needs (403) is a failure like any other.
 	exitUnauthenticated = 3
+	// exitNotFound: what the command names (a record, a hold, a circuit,
+	// a rule, a replay, a sweep) does not exist, so that a script can tell
+	// "no such thing" from a failure.
+	exitNotFound = 4
 )
 
 func main() {
@@ -85,6 +89,8 @@ func execute(ctx context.Context, a *app, args []string) int {
 		code = exitUsage
 	} else if ua := (unauthenticated{}); errors.As(err, &ua) || errors.As(err, &ce) && ce.Status == http.StatusUnauthorized {
 		code = exitUnauthenticated
+	} else if nf := (notFound{}); errors.As(err, &nf) || errors.As(err, &ce) && ce.Status == http.StatusNotFound && ce.Body.Code == "NotFound" {
+		code = exitNotFound
 	}
 	if a.jsonLogs {
 		// With --log-format json every line of stderr is a JSON object.
@@ -111,7 +117,8 @@ the failed function until it succeeds. It never rolls anything back.
 
 Exit codes: 0 success, 1 failure, 2 usage error, 3 the server refused the
 credential (401: none, unknown, expired or revoked; sign in or give another
-token).`,
+token), 4 not found (the record, hold, circuit, rule, replay or entry the
+command names does not exist).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("unknown command %q for %q%s", args[0], cmd.CommandPath(), suggest(cmd, args[0]))
@@ -183,6 +190,14 @@ type unauthenticated struct{ err error }
 
 func (e unauthenticated) Error() string { return e.err.Error() }
 func (e unauthenticated) Unwrap() error { return e.err }
+
+// notFound is a command's "no such thing": what it names does not exist
+// (the server's 404, or a lookup of the command's own); it exits
+// exitNotFound.
+type notFound struct{ err error }
+
+func (e notFound) Error() string { return e.err.Error() }
+func (e notFound) Unwrap() error { return e.err }
 
 func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
