@@ -38,8 +38,28 @@ var pages = map[string]string{
 	"/search":       "search.html",
 	"/record":       "record.html",
 	"/fingerprints": "fingerprints.html",
+	"/circuits":     "circuits.html",
+	"/holds":        "holds.html",
+	"/audit":        "audit.html",
 	"/signin":       "signin.html",
 }
+
+// pageOf returns the HTML file of a page path: one of pages, or a
+// function's incident view, /circuits/CONTEXT.PROCESSOR.NAME (its script
+// reads the function from the path).
+func pageOf(p string) (string, bool) {
+	if name, ok := pages[p]; ok {
+		return name, true
+	}
+	if fn, ok := strings.CutPrefix(p, "/circuits/"); ok && fn != "" && !strings.Contains(fn, "/") {
+		return "circuit.html", true
+	}
+	return "", false
+}
+
+// headerInclude is replaced, in every page, by the shared header
+// (header.inc): the brand, the main navigation and the session's box.
+const headerInclude = "<!--header-->"
 
 // secure sets the headers every dashboard response carries.
 func secure(w http.ResponseWriter) {
@@ -85,9 +105,10 @@ func buildCatalog(fsys fs.FS) catalog {
 	m.AddFunc("text/javascript", js.Minify)
 	out := catalog{}
 	names, _ := fs.Glob(fsys, "*")
+	header, _ := fs.ReadFile(fsys, "header.inc")
 	// Assets first, so that pages can name their versions.
 	for _, name := range names {
-		if strings.HasSuffix(name, ".html") {
+		if strings.HasSuffix(name, ".html") || strings.HasSuffix(name, ".inc") {
 			continue
 		}
 		data, err := fs.ReadFile(fsys, name)
@@ -116,6 +137,7 @@ func buildCatalog(fsys fs.FS) catalog {
 		if err != nil {
 			continue
 		}
+		data = bytes.Replace(data, []byte(headerInclude), bytes.TrimSpace(header), 1)
 		data = assetRef.ReplaceAllFunc(data, func(ref []byte) []byte {
 			sub := assetRef.FindSubmatch(ref)
 			a := out[string(sub[2])]
@@ -173,7 +195,7 @@ func acceptsGzip(r *http.Request) bool {
 // name them) may be cached for a year.
 func (d *Dashboard) ServePage(w http.ResponseWriter, r *http.Request) {
 	secure(w)
-	name, ok := pages[r.URL.Path]
+	name, ok := pageOf(r.URL.Path)
 	cache := "no-cache"
 	if !ok {
 		rest, isAsset := strings.CutPrefix(r.URL.Path, "/assets/")

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/scheduler"
 )
 
@@ -30,7 +31,8 @@ func watchShifts(t *testing.T, ctx context.Context) {
 			window.__cls = 0; window.__shifts = [];
 			new PerformanceObserver(list => { for (const e of list.getEntries()) if (!e.hadRecentInput) {
 				window.__cls += e.value;
-				window.__shifts.push(e.value.toFixed(3) + " " + e.sources.map(s => s.node ? (s.node.id || s.node.className || s.node.nodeName) : "?").join(","));
+				window.__shifts.push(e.value.toFixed(3) + " " + e.sources.map(s => (s.node ? (s.node.id || s.node.className || s.node.nodeName) : "?") +
+					"@" + Math.round(s.previousRect.y) + "→" + Math.round(s.currentRect.y) + "/" + Math.round(s.previousRect.height) + "→" + Math.round(s.currentRect.height)).join(","));
 			} }).observe({ type: "layout-shift", buffered: true });`})
 		return err
 	}))
@@ -86,7 +88,9 @@ func (s *stack) record(tb testing.TB, n int, spec aggregate.RetrySpec, rec aggre
 // 30, items 1 and 2).
 func TestBrowserNoLayoutShiftAndNoSidewaysScroll(t *testing.T) {
 	needBrowser(t)
-	s := newStack(t, 4, 2, false)
+	st := &storm{}
+	s := newStack(t, 4, 2, false, withStorm(st))
+	st.play(t, s)
 	withStack := s.withStack(t)
 	_, err := s.svc.Execute(t.Context(), s.greylisted[0], aggregate.PrepareCompensation{}, aggregate.Meta{Actor: "test"})
 	require.NoError(t, err)
@@ -94,7 +98,8 @@ func TestBrowserNoLayoutShiftAndNoSidewaysScroll(t *testing.T) {
 	running := s.record(t, 1, aggregate.RetrySpec{MaxRetries: 3, MinBackoff: 60, ExecutionTimeout: 600}, aggregate.Recoverable, aggregate.PrepareCompensation{})
 	pages := []string{
 		"/", "/search", "/search?processor=Mailer#batch", "/search?executeAtFrom=2000-01-01T00:00:00Z", "/fingerprints",
-		"/record?id=" + withStack, "/record?id=" + s.greylisted[0], "/record?id=" + s.full[0], "/record?id=" + running,
+		"/record?id=" + withStack, "/record?id=" + s.greylisted[0], "/record?id=" + s.full[0], "/record?id=" + running, "/record?id=" + st.refused[0],
+		"/circuits", "/circuits/" + circuit.Of(mailer).String(), "/circuits/" + ledger.String(), "/holds", "/audit",
 	}
 	for _, size := range [][2]int64{{1280, 900}, {390, 844}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
@@ -110,6 +115,13 @@ func TestBrowserNoLayoutShiftAndNoSidewaysScroll(t *testing.T) {
 				wide := eval[string](t, ctx, `document.documentElement.scrollWidth > window.innerWidth + 1 ?
 					document.documentElement.scrollWidth + " > " + window.innerWidth + ": " + [...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).slice(-5).map(e => e.tagName + "#" + e.id + "." + e.className + " " + Math.round(e.getBoundingClientRect().right)).join(" ") + " text: " + (() => { const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); const out = []; let n; while ((n = w.nextNode())) { const r = document.createRange(); r.selectNodeContents(n); const b = r.getBoundingClientRect(); if (b.right > window.innerWidth + 1) out.push(n.parentElement.tagName + "." + n.parentElement.className + ":" + n.textContent.slice(0, 40)); } return out.slice(0, 5).join(" | "); })() : ""`)
 				assert.Empty(t, wide, "%s at %dpx scrolls sideways", path, size[0])
+				// No word breaks one letter a line: a text of more than
+				// three lines none of which holds more than two letters.
+				letters := eval[string](t, ctx, `(() => { const w = document.createTreeWalker(document.querySelector("main"), NodeFilter.SHOW_TEXT); const out = []; let n;
+					while ((n = w.nextNode())) { if (n.textContent.trim().length < 4) continue; const r = document.createRange(); r.selectNodeContents(n);
+						const lines = [...r.getClientRects()].filter(b => b.width > 0); if (lines.length > 3 && lines.every(b => b.width < 22)) out.push(n.parentElement.tagName + ":" + n.textContent.slice(0, 30)); }
+					return out.slice(0, 5).join(" | "); })()`)
+				assert.Empty(t, letters, "%s at %dpx breaks words one letter a line", path, size[0])
 				if size[0] == 1280 {
 					clipped := eval[string](t, ctx, `[...document.querySelectorAll("main table")].filter(t => t.scrollWidth > t.parentElement.clientWidth + 1).map(t => t.id + " " + t.scrollWidth + ">" + t.parentElement.clientWidth).join(", ")`)
 					assert.Empty(t, clipped, "%s at 1280px: a table wider than its panel", path)

@@ -218,6 +218,97 @@ const A = (() => {
 
   function fnName(f) { return f.processorName + "." + f.name + "@" + f.contextName; }
 
+  // ident shows an identifier (a function, an id, a fingerprint) that may
+  // break after its dots, slashes, dashes, underscores, colons and @s, a
+  // <wbr> each, and nowhere else unless a part is wider than the line:
+  // never one letter a line. Copying it copies the identifier unchanged.
+  function ident(s, attrs) {
+    const parts = String(s).split(/(?<=[./\-_:@])/);
+    const kids = [];
+    parts.forEach((p, i) => { if (i) kids.push(el("wbr")); kids.push(p); });
+    return el("code", Object.assign({ class: "ident" }, attrs || {}), kids);
+  }
+
+  // fnKey is a function's circuit name, CONTEXT.PROCESSOR.NAME.
+  function fnKey(context, processor, name) { return context + "." + processor + "." + name; }
+
+  // circuitHref is the incident view of a function (CONTEXT.PROCESSOR.NAME).
+  function circuitHref(fn) { return "/circuits/" + encodeURIComponent(fn); }
+
+  // PHASE names a circuit's phase as the pages write it.
+  const PHASE = { CLOSED: "closed", OPEN: "open", HALF_OPEN: "half-open" };
+
+  // phaseBadge shows a circuit's phase: closed plainly, the others marked.
+  function phaseBadge(c, attrs) {
+    if (c.phase === "CLOSED") return el("span", Object.assign({ class: "muted" }, attrs || {}), PHASE.CLOSED);
+    return el("span", Object.assign({ class: "badge c-" + c.phase, title: c.forced ? "opened by an operator: no probe closes it" : "" }, attrs || {}), PHASE[c.phase] || c.phase);
+  }
+
+  // incidentSince is since when a circuit's incident began (its first
+  // opening, not its latest re-open) with its re-opens; for a closed
+  // circuit, when it closed.
+  function incidentSince(c) {
+    if (c.phase === "CLOSED" || !c.incidentFrom) return time(c.since);
+    const re = (c.incidentOpens || 1) - 1;
+    return el("span", {}, time(c.incidentFrom), re > 0 ? el("span", { class: "muted" }, " · " + re + (re === 1 ? " re-open" : " re-opens") + ", the latest ", time(c.since)) : null);
+  }
+
+  // nextProbe says when a circuit is probed next.
+  function nextProbe(c) {
+    if (c.phase === "OPEN" && c.forced) return "none: opened by an operator";
+    if (c.phase === "OPEN") return el("span", {}, "not before ", time(c.until));
+    if (c.phase === "HALF_OPEN") return (c.probe ? (c.probe.record ? "under way: the replay of a record" : "under way") : "the next call") +
+      " (" + (c.successes || 0) + " succeeded, " + (c.probeFailures || 0) + " failed)";
+    return "–";
+  }
+
+  // confirmed runs an operator's action as the CLI does: a reason, a dry
+  // run that says what would change, then the action itself, confirmed by
+  // a second button; a viewer sees it disabled with why. act(reason, dry)
+  // returns the API's answer; say(answer, dry) what to show of it.
+  function confirmed(o) {
+    const id = o.id;
+    const reason = el("input", { id: id + "-reason", name: "reason", required: true, maxlength: 1024, autocomplete: "off" });
+    const result = el("div", { class: "confirm-result", id: id + "-result", "aria-live": "polite" });
+    const dry = el("button", { type: "button", id: id + "-dry" }, "Dry run");
+    const run = el("button", { type: "button", id: id + "-run", class: o.danger ? "danger" : "primary", disabled: true }, o.label);
+    const back = el("button", { type: "button", id: id + "-back", class: "hidden" }, "Change the reason");
+    const op = isOperator();
+    if (!op) { reason.disabled = true; dry.disabled = true; }
+    let planned = "";
+    const check = () => {
+      if (!reason.value.trim()) { fill(result, errorBox(new Error("Say why: " + o.audited))); reason.focus(); return false; }
+      return true;
+    };
+    dry.addEventListener("click", async () => {
+      if (!check()) return;
+      try {
+        const a = await o.act(reason.value.trim(), true);
+        planned = reason.value;
+        fill(result, el("div", { class: "notice", id: id + "-plan" }, "Dry run: ", o.say(a, true)));
+        run.disabled = false;
+      } catch (err) { fill(result, errorBox(err)); }
+    });
+    reason.addEventListener("input", () => { if (reason.value !== planned) run.disabled = true; });
+    run.addEventListener("click", async () => {
+      if (!check() || reason.value !== planned) return;
+      run.disabled = true;
+      try {
+        const a = await o.act(reason.value.trim(), false);
+        fill(result, el("div", { class: "ok-msg", id: id + "-done", role: "status" }, o.say(a, false)));
+        back.classList.remove("hidden");
+        if (o.done) o.done(a);
+      } catch (err) { fill(result, errorBox(err)); }
+    });
+    back.addEventListener("click", () => { reason.value = ""; planned = ""; fill(result); back.classList.add("hidden"); reason.focus(); });
+    return el("div", { class: "confirm", id: id },
+      el("label", { for: id + "-reason" }, o.question + " (required, audited)", reason),
+      el("div", { class: "row" }, dry, run, back),
+      op ? el("p", { class: "muted" }, "The dry run says what would change; " + o.label + " does it.") :
+        el("p", { class: "muted", id: id + "-viewer" }, "Only an operator can " + o.label.toLowerCase() + "; you are signed in as a viewer."),
+      result);
+  }
+
   // willRetry says whether the scheduler retries a record by itself, as
   // the aggregate's predicates do: not succeeded, below its retry limit,
   // and RECOVERABLE or UNKNOWN. Its next retry is shown only then.
@@ -238,6 +329,14 @@ const A = (() => {
   const FILTERS = ["id", "eventId", "aggregateContext", "aggregateType", "aggregateId", "functionContext", "processor", "function",
     "functionKind", "status", "recoverable", "errorCode", "fingerprint", "executeAtFrom", "executeAtTo", "nextRetryAtFrom", "nextRetryAtTo", "minRetries", "view"];
 
+  // mount puts the page's panels (its <template id="panels">) in place of
+  // its "Loading…" (#page) in one go, once their data has arrived: nothing
+  // that was on the page moves, and what is new comes at once.
+  function mount() {
+    const t = $("#panels");
+    if (t) fill($("#page"), t.content.cloneNode(true));
+  }
+
   // ready marks the page as drawn with its first data (the browser tests
   // wait for it).
   function ready() { document.documentElement.dataset.ready = "true"; }
@@ -248,5 +347,6 @@ const A = (() => {
     }
   }
 
-  return { el, fill, $, api, ApiError, session, isOperator, live, rel, abs, time, dur, badge, errorBox, fnName, willRetry, newRequestId, VIEWS, FILTERS, mark, ready, toSignIn, value, isTimeKey, short8601, table, COMMAND_LABELS };
+  return { el, fill, $, api, ApiError, session, isOperator, live, rel, abs, time, dur, badge, errorBox, fnName, willRetry, newRequestId, VIEWS, FILTERS, mark, ready, toSignIn, value, isTimeKey, short8601, table, COMMAND_LABELS,
+    ident, fnKey, circuitHref, PHASE, phaseBadge, incidentSince, nextProbe, confirmed, mount };
 })();

@@ -26,8 +26,10 @@
       const open = new URLSearchParams(q);
       if (openOnly) open.set("view", "to-retry");
       return { attrs: { id: g.fingerprint, "data-fingerprint": g.fingerprint }, cells: [
-        el("code", {}, g.fingerprint),
-        [el("div", {}, g.processor + "." + g.function, " ", el("code", {}, g.errorCode || "–")), el("div", { class: "muted" }, g.functionContext),
+        A.ident(g.fingerprint),
+        [el("div", {}, A.ident(g.processor + "." + g.function), " ", el("code", {}, g.errorCode || "–")), el("div", { class: "muted" }, g.functionContext),
+          g.errorCode === "CircuitOpen" ? el("p", { class: "notice refused" }, el("strong", {}, "Refused by the circuit"), " in one incident: these events were never tried. The sample quotes the circuit's last real failure, of another event. ",
+            el("a", { href: A.circuitHref(g.functionContext + "." + g.processor + "." + g.function) }, "Incident view →")) : null,
           el("p", { class: "sample mono", title: "a sample message of the group" }, g.sampleMessage || "")],
         time(g.firstSeen), time(g.lastSeen),
         [el("span", { class: "counts" }, String(g.total), " ", STATUSES.filter(s => (g.byStatus || {})[s]).map(s => [badge("s", s), " ", String(g.byStatus[s]), " "])),

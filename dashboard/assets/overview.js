@@ -46,9 +46,40 @@
       else return; // keep what we have; the next refresh tries again
     }
     if (lastCounts) renderSummary(lastCounts);
+    renderIncidents();
   }
 
-  const PHASE = { CLOSED: "closed", OPEN: "open", HALF_OPEN: "half-open" };
+  const PHASE = A.PHASE;
+
+  // renderIncidents fills the incidents strip: the circuits not closed,
+  // how many FAILED records their functions have (they wait for the
+  // circuit), the drains running and the aggregates held. A part the
+  // server does not keep reads "–".
+  async function renderIncidents() {
+    const set = (id, n, tip) => {
+      const a = $("#" + id);
+      a.querySelector(".n").textContent = n === null ? "–" : String(n);
+      a.classList.toggle("none", !n);
+      if (tip) a.title = tip;
+    };
+    const open = circuits ? [...circuits.values()].filter(c => c.phase !== "CLOSED") : null;
+    set("inc-open", open ? open.length : null, open ? open.map(c => c.function).join(", ") : "this server keeps no circuits");
+    if (open) {
+      const first = open.slice(0, 20);
+      try {
+        const counts = await Promise.all(first.map(c => api("GET", "/api/v1/count?" + new URLSearchParams({ functionContext: c.context, processor: c.processor, function: c.name, status: "FAILED" })).then(r => r.count)));
+        const n = counts.reduce((a, b) => a + b, 0);
+        set("inc-waiting", n, "FAILED records of the functions whose circuit is not closed" + (open.length > first.length ? " (the first 20 circuits)" : ""));
+        if (open.length === 1) $("#inc-waiting").href = A.circuitHref(open[0].function);
+      } catch (_) { /* the next refresh tries again */ }
+    } else set("inc-waiting", null);
+    const [d, h] = await Promise.allSettled([api("GET", "/api/v1/drains"), api("GET", "/api/v1/holds?limit=1000")]);
+    set("inc-drains", d.status === "fulfilled" ? d.value.drains.filter(x => x.phase !== "done").length : null);
+    if (h.status === "fulfilled") {
+      set("inc-held", h.value.holds.length);
+      if (h.value.more) $("#inc-held .n").textContent = h.value.holds.length + "+";
+    } else set("inc-held", null);
+  }
 
   // circuitCell shows a function's circuit: its state, since when it is
   // open and how many calls it refused, and, for an operator, a form to
@@ -62,7 +93,8 @@
       ? el("span", { class: "muted", "data-circuit": key }, PHASE[c.phase])
       : el("span", { class: "badge c-" + c.phase, "data-circuit": key, title: c.forced ? "opened by an operator: no probe closes it" : "" }, PHASE[c.phase] || c.phase)];
     if (c.phase !== "CLOSED") {
-      out.push(el("div", { class: "muted" }, "since ", time(c.since)), el("div", { class: "muted" }, c.refused + " refused"));
+      out.push(el("div", { class: "muted" }, "since ", A.incidentSince(c)), el("div", { class: "muted" }, c.refused + " refused"),
+        el("a", { href: A.circuitHref(key), class: "incident-link" }, "Incident…"));
     }
     if (!op) return out;
     const verb = c.phase === "CLOSED" ? "open" : "close";
@@ -115,7 +147,8 @@
     // A function's circuit once per function: in its first (largest) group.
     const shown = new Set();
     const rows = c.groups.map(g => ({ cells: [
-      [el("a", { href: "/search?" + groupQuery(g) }, g.processor + "." + g.function), el("div", { class: "muted" }, g.functionContext)],
+      [el("a", { href: "/search?" + groupQuery(g) }, A.ident(g.processor + "." + g.function)), el("div", { class: "muted" }, g.functionContext, " · ",
+        el("a", { href: A.circuitHref(g.functionContext + "." + g.processor + "." + g.function), title: "the function's circuit, drain and holds" }, "incident view"))],
       el("code", {}, g.errorCode || "–"),
       (() => {
         const key = g.functionContext + "." + g.processor + "." + g.function;
@@ -140,7 +173,7 @@
     const rest = [...circuits.values()].filter(x => x.phase !== "CLOSED" && !inGroups.has(x.function));
     if (!rest.length) return null;
     return el("p", { id: "circuits-elsewhere" }, "Circuits not closed: ",
-      rest.map((x, i) => [i ? ", " : "", el("code", {}, x.function), " ", el("span", { class: "badge c-" + x.phase }, PHASE[x.phase] || x.phase)]),
+      rest.map((x, i) => [i ? ", " : "", el("a", { href: A.circuitHref(x.function) }, A.ident(x.function)), " ", el("span", { class: "badge c-" + x.phase }, PHASE[x.phase] || x.phase)]),
       " (", el("code", {}, "amends circuits list"), ").");
   }
 

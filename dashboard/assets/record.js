@@ -69,6 +69,8 @@
   function renderError(s) {
     const e = s.error || {};
     A.fill($("#error"),
+      e.errorCode === "CircuitOpen" ? el("p", { class: "notice", id: "refused-by-circuit" }, el("strong", {}, "Refused by the circuit: "),
+        "the function was not called for this event. The message below quotes the circuit's last real failure, of another event, as such.") : null,
       el("p", {}, el("code", { id: "error-code" }, e.errorCode || "–"), " ", el("span", { id: "error-msg" }, e.errorMsg || "")),
       e.stackTrace ? Stack.view(e.stackTrace) : el("p", { class: "muted" }, "No stack trace was recorded."));
   }
@@ -357,13 +359,16 @@
   // renderCircuit says that the record waits for its function's circuit,
   // since when, and what happens next.
   function renderCircuit(c) {
-    if (!c) { A.fill($("#banner")); return; }
+    // Its box is the first of the content, so that the content, drawn in
+    // the same frame, does not move down under it.
+    if (!c) { A.fill($("#circuit-box")); return; }
     const phase = c.phase === "HALF_OPEN" ? "half-open" : "open";
-    A.fill($("#banner"), el("div", { class: "notice", id: "circuit-wait", role: "status" },
-      el("strong", {}, "Waiting for the circuit of " + c.function + ": "), phase, " since ", time(c.since),
+    A.fill($("#circuit-box"), el("div", { class: "notice", id: "circuit-wait", role: "status" },
+      el("strong", {}, "Waiting for the circuit of " + c.function + ": "), phase, " since ", A.incidentSince(c),
       c.forced ? ", opened by an operator; nothing calls the function until an operator closes it." :
         [", its dependency failing (", String(c.refused || 0), " calls refused). The recovery drain prepares this record once the circuit closes; a prepare now would be refused, since its replay would be refused and cost a retry, unless it is the circuit's probe."],
-      c.last && c.last.message ? el("p", { class: "muted" }, "The circuit's last real failure (of another event): ", c.last.message) : null));
+      c.last && c.last.message ? el("p", { class: "muted" }, "The circuit's last real failure (of another event): ", c.last.message) : null,
+      el("p", {}, el("a", { href: A.circuitHref(c.function), id: "incident-link" }, "The incident: circuit, drain, waiting records →"))));
   }
 
   // draw puts what load brought on the page, each panel only if its data
@@ -392,7 +397,7 @@
   async function reload() { await draw(load()); }
 
   function layout(operator) {
-    A.fill($("#content"),
+    A.fill($("#content"), el("div", { id: "circuit-box" }),
       el("div", { class: "grid2 record" },
         panel("state-h", "State", "state"),
         el("div", {},
