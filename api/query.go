@@ -26,11 +26,19 @@ type Query struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
+// MinIDPrefix is the shortest id prefix Filter.IDPrefix takes: shorter
+// ones would select too many records to name one.
+const MinIDPrefix = 4
+
 // Filter selects records. Every field that is set must match (AND); the
 // zero Filter selects every record. String fields match exactly.
 type Filter struct {
 	// ID is the record id.
 	ID string `json:"id,omitempty"`
+	// IDPrefix selects the records whose id begins with it (at least
+	// MinIDPrefix characters): a short id, as `amends show 3f9c` takes
+	// one.
+	IDPrefix string `json:"idPrefix,omitempty"`
 	// EventID is the id of the event whose handling failed.
 	EventID string `json:"eventId,omitempty"`
 	// AggregateContext, AggregateType and AggregateID identify the
@@ -108,6 +116,7 @@ func (f Filter) Values() url.Values {
 		}
 	}
 	set("id", f.ID)
+	set("idPrefix", f.IDPrefix)
 	set("eventId", f.EventID)
 	set("aggregateContext", f.AggregateContext)
 	set("aggregateType", f.AggregateType)

@@ -96,7 +96,7 @@ func TestQueryEncodingRoundTripsThroughTheServersParser(t *testing.T) {
 
 	from := time.Date(2026, 11, 30, 8, 0, 0, 123_456_789, time.UTC)
 	f := api.Filter{
-		ID: "rec-1", EventID: "evt 1/ü?&=", AggregateContext: "shop", AggregateType: "order", AggregateID: "o+1 %2F",
+		ID: "rec-1", IDPrefix: "rec-", EventID: "evt 1/ü?&=", AggregateContext: "shop", AggregateType: "order", AggregateID: "o+1 %2F",
 		FunctionContext: "order", Processor: "Mailer", Function: "onOrderPlaced", FunctionKind: aggregate.KindStateEvent,
 		Status: aggregate.StatusPrepared, Recoverable: aggregate.Unrecoverable, ErrorCode: "Timeout", Fingerprint: "fp1-0123456789abcdef",
 		ExecuteAtFrom: from, ExecuteAtTo: from.Add(36 * time.Hour), NextRetryAtFrom: from.Add(time.Hour), NextRetryAtTo: from.Add(48 * time.Hour), MinRetries: 3, View: aggregate.ViewNextRetry,

@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
 )
 
 // filterParams are the query parameters of a projection.Filter.
 var filterParams = []string{
-	"id", "eventId", "aggregateContext", "aggregateType", "aggregateId",
+	"id", "idPrefix", "eventId", "aggregateContext", "aggregateType", "aggregateId",
 	"functionContext", "processor", "function", "functionKind",
 	"status", "recoverable", "errorCode", "executeAtFrom", "executeAtTo", "nextRetryAtFrom", "nextRetryAtTo", "minRetries", "view",
 	"fingerprint",
@@ -47,7 +48,7 @@ func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {
 			return projection.Filter{}, badRequest(k, "query parameter %s is given %d times; give it once", k, n)
 		}
 		limit := MaxParamBytes
-		if k == "id" {
+		if k == "id" || k == "idPrefix" {
 			limit = MaxIDBytes
 		}
 		if ae := checkText(k, q.Get(k), limit); ae != nil {
@@ -55,10 +56,13 @@ func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {
 		}
 	}
 	f := projection.Filter{
-		ID: q.Get("id"), EventID: q.Get("eventId"),
+		ID: q.Get("id"), IDPrefix: q.Get("idPrefix"), EventID: q.Get("eventId"),
 		AggregateContext: q.Get("aggregateContext"), AggregateType: q.Get("aggregateType"), AggregateID: q.Get("aggregateId"),
 		FunctionContext: q.Get("functionContext"), Processor: q.Get("processor"), Function: q.Get("function"),
 		ErrorCode: q.Get("errorCode"), Fingerprint: q.Get("fingerprint"),
+	}
+	if v := f.IDPrefix; v != "" && len(v) < api.MinIDPrefix {
+		return f, badRequest("idPrefix", "idPrefix must have at least %d characters, got %s", api.MinIDPrefix, quote(v))
 	}
 	var err error
 	if v := q.Get("functionKind"); v != "" {

@@ -27,7 +27,7 @@ type batchFlags struct {
 
 func (f *batchFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	f.confirmFlags.add(cmd, "batch: ", "how many and which records")
+	f.confirmFlags.add(cmd, "", "what (one record: whether it would accept it; a batch: how many and which records)")
 	fs.Float64Var(&f.rate, "rate", 0, fmt.Sprintf("batch: records per second, up to %g (default the server's, %g)", api.MaxBatchRate, api.DefaultBatchRate))
 	fs.IntVar(&f.limit, "limit", 0, "batch: at most this many records (default the server's limit)")
 	fs.StringVar(&f.requestID, "request-id", "", "batch: idempotency key of the batch; sending it again returns the first run's result (default: new)")

@@ -37,18 +37,20 @@ func newChangeFunctionCmd(a *app) *cobra.Command {
 				return usageErrorf("--kind %v", err)
 			}
 			k, _ := aggregate.ParseFunctionKind(kind)
-			id := args[0]
 			fn := aggregate.FunctionInfo{FunctionKind: k, ContextName: strings.TrimSpace(context), ProcessorName: strings.TrimSpace(processor), Name: strings.TrimSpace(name)}
-			return f.run(cmd, a, id, api.CommandChangeFunction, func(ctx stdcontext.Context, c *client.Client, o client.CommandOptions) (api.CommandResponse, error) {
-				return c.ChangeFunction(ctx, id, fn, o.Reason, o)
-			})
+			return f.run(cmd, a, args[0], one{name: api.CommandChangeFunction, dryRun: f.dryRun,
+				decide: aggregate.ChangeFunction{FunctionKind: fn.FunctionKind, ContextName: fn.ContextName, ProcessorName: fn.ProcessorName, Name: fn.Name},
+				send: func(ctx stdcontext.Context, c *client.Client, id string, o client.CommandOptions) (api.CommandResponse, error) {
+					return c.ChangeFunction(ctx, id, fn, o.Reason, o)
+				}})
 		},
 	}
 	f.add(a, cmd, true)
+	f.addConfirm(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&context, "context", "", "bounded context of the new function")
 	fs.StringVar(&processor, "processor", "", "processor of the new function")
 	fs.StringVar(&name, "name", "", "name of the new function")
 	fs.StringVar(&kind, "kind", "", "kind of the new function: EVENT or STATE_EVENT (or COMMAND, SOURCING, ERROR)")
-	return cmd
+	return takesRecordID(cmd)
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/eventstore"
 )
@@ -15,8 +18,25 @@ import (
 // commandFlags are the flags every single-record command shares.
 type commandFlags struct {
 	clientFlags
+	confirmFlags
 	reason string
 	key    string
+}
+
+// addConfirm adds --dry-run and --yes to a single-record command: the dry
+// run says what the record would do with the command, sending nothing;
+// --yes is accepted (a single record's change is audited in its history,
+// so it needs no confirmation) so that scripts may say it everywhere.
+func (f *commandFlags) addConfirm(cmd *cobra.Command) {
+	f.confirmFlags.add(cmd, "", "whether the record would accept it now and what it")
+}
+
+// checkConfirm refuses --dry-run with --yes.
+func (f *commandFlags) checkConfirm() error {
+	if f.dryRun && f.yes {
+		return usageErrorf("give --dry-run or --yes, not both")
+	}
+	return nil
 }
 
 func (f *commandFlags) add(a *app, cmd *cobra.Command, reasonRequired bool) {
@@ -38,34 +58,111 @@ func (f *commandFlags) check() error {
 	return nil
 }
 
-// send runs one command on a client; opts carry --reason and the
-// idempotency key.
-type send func(ctx context.Context, c *client.Client, opts client.CommandOptions) (api.CommandResponse, error)
+// send runs one command on record id (resolved from a prefix) with a
+// client; opts carry --reason and the idempotency key.
+type send func(ctx context.Context, c *client.Client, id string, opts client.CommandOptions) (api.CommandResponse, error)
 
-// run sends one command and prints the record after it.
-func (f *commandFlags) run(cmd *cobra.Command, a *app, id string, name api.Command, send send) error {
+// one is a single-record command as run sends it: its wire name, the
+// command as the record's aggregate decides it (for a dry run), whether
+// it is a dry run (--dry-run), and how to send it.
+type one struct {
+	name   api.Command
+	decide aggregate.Command
+	dryRun bool
+	// probe is prepare's --probe: the replay is the circuit's probe.
+	probe bool
+	send  send
+}
+
+// run sends one command to the record id names (an id or a unique prefix
+// of one) and prints the record after it; a dry run prints instead what
+// the record's aggregate would do with it now (dryRunOne).
+func (f *commandFlags) run(cmd *cobra.Command, a *app, id string, o one) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
 	if err := f.check(); err != nil {
 		return err
 	}
+	if err := f.checkConfirm(); err != nil {
+		return err
+	}
 	c, err := f.client(0)
 	if err != nil {
 		return err
+	}
+	arg := id
+	if id, err = resolveID(cmd.Context(), c, id); err != nil {
+		return apiError(cmd, arg, err)
+	}
+	if o.dryRun {
+		return f.dryRunOne(cmd, a, c, id, o)
 	}
 	key := f.key
 	if key == "" {
 		key = uuid.NewString()
 	}
-	res, err := send(cmd.Context(), c, client.CommandOptions{Reason: f.reason, IdempotencyKey: key})
+	res, err := o.send(cmd.Context(), c, id, client.CommandOptions{Reason: f.reason, IdempotencyKey: key})
 	if err != nil {
 		return apiError(cmd, id, err)
 	}
 	if f.output == "json" {
 		return printJSON(a.stdout, res)
 	}
-	printCommandResult(a, string(name), res)
+	printCommandResult(a, string(o.name), res)
+	return nil
+}
+
+// DryRun is what a single record's dry run prints with -o json: whether
+// the record would accept the command now, the events it would append, or
+// why it would refuse it.
+type DryRun struct {
+	ID       string   `json:"id"`
+	Version  uint64   `json:"version"`
+	Command  string   `json:"command"`
+	Accepted bool     `json:"accepted"`
+	Events   []string `json:"events,omitempty"`
+	Refusal  string   `json:"refusal,omitempty"`
+	DryRun   bool     `json:"dryRun"`
+}
+
+// dryRunOne reads the record and decides o's command on it as its
+// aggregate would now (aggregate.Decide, the server's own decision), and,
+// for a prepare, whether its function's circuit would refuse the replay;
+// it sends nothing. A refusal exits 1, as the command itself would.
+func (f *commandFlags) dryRunOne(cmd *cobra.Command, a *app, c *client.Client, id string, o one) error {
+	v, err := c.Get(cmd.Context(), id)
+	if err != nil {
+		return apiError(cmd, id, err)
+	}
+	out := DryRun{ID: id, Version: v.Version, Command: string(o.name), DryRun: true}
+	events, err := aggregate.Decide(v.State, o.decide, a.now())
+	if err == nil && (o.name == api.CommandPrepare || o.name == api.CommandForcePrepare) && !o.probe {
+		fn := circuit.Of(v.State.Function)
+		if ci, cerr := c.Circuit(cmd.Context(), fn.String()); cerr == nil && ci.Phase != string(circuit.Closed) {
+			err = fmt.Errorf("the circuit of %s is %s: the replay would be refused and cost a retry; wait for the recovery drain, or give --probe to make it the circuit's probe", fn, ci.Phase)
+		}
+	}
+	if err != nil {
+		out.Refusal = err.Error()
+	} else {
+		out.Accepted = true
+		for _, e := range events {
+			out.Events = append(out.Events, e.EventName())
+		}
+	}
+	if f.output == "json" {
+		if err := printJSON(a.stdout, out); err != nil {
+			return err
+		}
+	} else if out.Accepted {
+		fmt.Fprintf(a.stdout, "dry run: %s on %s (version %d) would be accepted and append %s; nothing was sent\n", o.name, id, v.Version, strings.Join(out.Events, ", "))
+	} else {
+		fmt.Fprintf(a.stdout, "dry run: %s on %s (version %d) would be refused: %s\n", o.name, id, v.Version, out.Refusal)
+	}
+	if !out.Accepted {
+		return fmt.Errorf("dry run: %s on %s would be refused", o.name, id)
+	}
 	return nil
 }
 

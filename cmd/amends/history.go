@@ -31,11 +31,15 @@ func newHistoryCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			id, err := recordArg(cmd, c, args)
+			if err != nil {
+				return err
+			}
 			now := a.now()
 			if attempts || cf.output != "json" {
-				at, err := c.Attempts(cmd.Context(), args[0])
+				at, err := c.Attempts(cmd.Context(), id)
 				if err != nil {
-					return apiError(cmd, args[0], err)
+					return apiError(cmd, id, err)
 				}
 				if cf.output == "json" {
 					return printJSON(a.stdout, at)
@@ -45,9 +49,9 @@ func newHistoryCmd(a *app) *cobra.Command {
 				}
 				fmt.Fprintln(a.stdout)
 			}
-			h, err := c.History(cmd.Context(), args[0])
+			h, err := c.History(cmd.Context(), id)
 			if err != nil {
-				return apiError(cmd, args[0], err)
+				return apiError(cmd, id, err)
 			}
 			if cf.output == "json" {
 				if h == nil {
@@ -69,7 +73,7 @@ func newHistoryCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&attempts, "attempts", false, "show only the attempt timeline")
 	cf.add(a, cmd)
-	return cmd
+	return takesRecordID(cmd)
 }
 
 // printTimeline writes the attempts, oldest first, one line each.

@@ -89,7 +89,8 @@ func TestHostileInputPerSubcommand(t *testing.T) {
 		"prepare": {
 			{"no id nor filter", []string{"prepare"}, nil, exitUsage, "prepare needs a record id, or filters"},
 			{"id and filter", []string{"prepare", id, "--processor", "Mailer"}, nil, exitUsage, "give a record id or filters, not both"},
-			{"yes on one record", []string{"prepare", id, "--yes"}, nil, exitUsage, "--yes is for batches over filters"},
+			{"dry-run and yes on one record", []string{"prepare", id, "--dry-run", "--yes"}, nil, exitUsage, "give --dry-run or --yes, not both"},
+			{"rate on one record", []string{"prepare", id, "--rate", "5"}, nil, exitUsage, "--rate is for batches over filters"},
 			{"rate on one record", []string{"prepare", id, "--rate", "5"}, nil, exitUsage, "--rate is for batches over filters"},
 			{"neither dry run nor yes", []string{"prepare", "--processor", "Mailer"}, nil, exitUsage, "not neither"},
 			{"both dry run and yes", []string{"prepare", "--processor", "Mailer", "--dry-run", "--yes"}, nil, exitUsage, "not both"},

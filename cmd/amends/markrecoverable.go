@@ -32,12 +32,13 @@ func newMarkRecoverableCmd(a *app) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, _ := aggregate.ParseRecoverability(args[1])
-			id := args[0]
-			return f.run(cmd, a, id, api.CommandMarkRecoverable, func(ctx context.Context, c *client.Client, o client.CommandOptions) (api.CommandResponse, error) {
-				return c.MarkRecoverable(ctx, id, r, o)
-			})
+			return f.run(cmd, a, args[0], one{name: api.CommandMarkRecoverable, dryRun: f.dryRun, decide: aggregate.MarkRecoverable{Recoverable: r},
+				send: func(ctx context.Context, c *client.Client, id string, o client.CommandOptions) (api.CommandResponse, error) {
+					return c.MarkRecoverable(ctx, id, r, o)
+				}})
 		},
 	}
 	f.add(a, cmd, false)
-	return cmd
+	f.addConfirm(cmd)
+	return takesRecordID(cmd)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
 )
@@ -79,19 +80,24 @@ func newPrepareLikeCmd(a *app, use string, name api.Command, reasonRequired bool
 			case len(args) == 1 && filtered:
 				return usageErrorf("give a record id or filters, not both")
 			case len(args) == 1:
-				for _, name := range []string{"dry-run", "yes", "rate", "limit", "request-id"} {
+				for _, name := range []string{"rate", "limit", "request-id"} {
 					if cmd.Flags().Changed(name) {
 						return usageErrorf("--%s is for batches over filters; a single record does not take it", name)
 					}
 				}
-				id := args[0]
-				return f.run(cmd, a, id, name, func(ctx context.Context, c *client.Client, o client.CommandOptions) (api.CommandResponse, error) {
-					o.Probe = probe
-					if name == api.CommandForcePrepare {
-						return c.ForcePrepare(ctx, id, o.Reason, o)
-					}
-					return c.Prepare(ctx, id, o)
-				})
+				var decide aggregate.Command = aggregate.PrepareCompensation{}
+				if name == api.CommandForcePrepare {
+					decide = aggregate.ForcePrepareCompensation{}
+				}
+				f.confirmFlags = bf.confirmFlags
+				return f.run(cmd, a, args[0], one{name: name, decide: decide, dryRun: bf.dryRun, probe: probe,
+					send: func(ctx context.Context, c *client.Client, id string, o client.CommandOptions) (api.CommandResponse, error) {
+						o.Probe = probe
+						if name == api.CommandForcePrepare {
+							return c.ForcePrepare(ctx, id, o.Reason, o)
+						}
+						return c.Prepare(ctx, id, o)
+					}})
 			case !filtered:
 				return usageErrorf("%s needs a record id, or filters (--filter key=value, --view, --processor, ...) for a batch", use)
 			case probe:
@@ -104,5 +110,5 @@ func newPrepareLikeCmd(a *app, use string, name api.Command, reasonRequired bool
 	ff.add(cmd)
 	bf.add(cmd)
 	cmd.Flags().BoolVar(&probe, "probe", false, "make the replay the probe of the function's circuit when it is not closed (without it such a record is refused: its replay would cost a retry)")
-	return cmd
+	return takesRecordID(cmd)
 }

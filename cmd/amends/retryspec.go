@@ -48,18 +48,20 @@ func newRetrySpecCmd(a *app) *cobra.Command {
 			if err := aggregate.ValidateRetrySpec(spec); err != nil {
 				return usageErrorf("--max-retries %d with --min-backoff %d: the last backoff is too long to compute (%v); lower one of them", maxRetries, minBackoff, err)
 			}
-			id := args[0]
-			return f.run(cmd, a, id, api.CommandApplyRetrySpec, func(ctx context.Context, c *client.Client, o client.CommandOptions) (api.CommandResponse, error) {
-				return c.ChangeRetrySpec(ctx, id, spec, o)
-			})
+			return f.run(cmd, a, args[0], one{name: api.CommandApplyRetrySpec, dryRun: f.dryRun,
+				decide: aggregate.ApplyRetrySpec{MaxRetries: spec.MaxRetries, MinBackoff: spec.MinBackoff, ExecutionTimeout: spec.ExecutionTimeout, MaxBackoff: spec.MaxBackoff, Jitter: spec.Jitter},
+				send: func(ctx context.Context, c *client.Client, id string, o client.CommandOptions) (api.CommandResponse, error) {
+					return c.ChangeRetrySpec(ctx, id, spec, o)
+				}})
 		},
 	}
 	f.add(a, cmd, false)
+	f.addConfirm(cmd)
 	fs := cmd.Flags()
 	fs.Int32Var(&maxRetries, "max-retries", 0, "scheduled retries the record gets")
 	fs.Int32Var(&minBackoff, "min-backoff", 0, "first backoff in seconds; it doubles with each retry")
 	fs.Int32Var(&execTimeout, "execution-timeout", 0, "seconds a prepared replay may run before it may be prepared again")
 	fs.Int32Var(&maxBackoff, "max-backoff", 0, "cap of one backoff interval in seconds (0: none, Wow's doubling)")
 	fs.Float64Var(&jitter, "jitter", 0, "largest fraction, 0 to 1, taken off an interval, drawn from the record id and attempt")
-	return cmd
+	return takesRecordID(cmd)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/fingerprint"
 	"github.com/amends-dev/amends/rules"
 )
@@ -91,6 +92,7 @@ func matchText(m api.RuleMatch) string {
 func newRulesAddCmd(a *app) *cobra.Command {
 	var (
 		cf                                     clientFlags
+		confirm                                confirmFlags
 		fp, fnCtx, proc, fn, code, action, why string
 		expires                                time.Duration
 		maxRetries, minBackoff, timeout        int32
@@ -135,9 +137,15 @@ func newRulesAddCmd(a *app) *cobra.Command {
 			if expires > 0 {
 				req.ExpiresAt = a.now().Add(expires).UnixMilli()
 			}
+			if confirm.dryRun && confirm.yes {
+				return usageErrorf("give --dry-run or --yes, not both")
+			}
 			c, err := cf.client(0)
 			if err != nil {
 				return err
+			}
+			if confirm.dryRun {
+				return dryRunRuleAdd(cmd, a, c, &cf, req)
 			}
 			r, err := c.AddRule(cmd.Context(), req)
 			if err != nil {
@@ -166,25 +174,66 @@ func newRulesAddCmd(a *app) *cobra.Command {
 	fs.Int32Var(&maxBackoff, "max-backoff", 0, "APPLY_RETRY_SPEC: cap of one interval in seconds (0: none)")
 	fs.Float64Var(&jitter, "jitter", 0, "APPLY_RETRY_SPEC: largest fraction, 0 to 1, taken off an interval")
 	cf.add(a, cmd)
+	confirm.add(cmd, "", "the rule and how many unfinished records it would match now; what")
 	return cmd
+}
+
+// dryRunRuleAdd prints the rule req would add and how many unfinished
+// records (FAILED or PREPARED) it would match now; it adds nothing.
+func dryRunRuleAdd(cmd *cobra.Command, a *app, c *client.Client, cf *clientFlags, req api.RuleRequest) error {
+	m := req.Match
+	f := api.Filter{Fingerprint: m.Fingerprint, FunctionContext: m.FunctionContext, Processor: m.Processor, Function: m.Function, ErrorCode: m.ErrorCode}
+	n := 0
+	for _, st := range []aggregate.Status{aggregate.StatusFailed, aggregate.StatusPrepared} {
+		f.Status = st
+		k, err := c.Count(cmd.Context(), f)
+		if err != nil {
+			return apiError(cmd, "", err)
+		}
+		n += k
+	}
+	if cf.output == "json" {
+		return printJSON(a.stdout, struct {
+			DryRun   bool            `json:"dryRun"`
+			Rule     api.RuleRequest `json:"rule"`
+			Matching int             `json:"matching"`
+		}{true, req, n})
+	}
+	fmt.Fprintf(a.stdout, "dry run: would add a rule %s on %s; it would match %d unfinished records now; nothing was added\n", req.Action, matchText(m), n)
+	return nil
 }
 
 func newRulesRemoveCmd(a *app) *cobra.Command {
 	var (
-		cf  clientFlags
-		why string
+		cf      clientFlags
+		confirm confirmFlags
+		why     string
 	)
 	cmd := &cobra.Command{
-		Use:   "remove RULE --reason WHY",
+		Use:   "remove RULE --reason WHY (--dry-run | --yes)",
 		Short: "Remove a rule: it no longer matches, and keeps its audit",
 		Args:  exactlyOneRule,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := confirm.check("rules remove"); err != nil {
+				return err
+			}
 			if strings.TrimSpace(why) == "" {
 				return usageErrorf("--reason is required: rules are audited")
 			}
 			c, err := cf.client(0)
 			if err != nil {
 				return err
+			}
+			if confirm.dryRun {
+				r, err := c.Rule(cmd.Context(), args[0])
+				if err != nil {
+					return apiError(cmd, "", err)
+				}
+				if cf.output == "json" {
+					return printJSON(a.stdout, r)
+				}
+				fmt.Fprintf(a.stdout, "dry run: would remove rule %s (%s on %s); it touched %d records; nothing was removed\n", r.ID, r.Action, matchText(r.Match), r.Touched)
+				return nil
 			}
 			r, err := c.RemoveRule(cmd.Context(), args[0], why)
 			if err != nil {
@@ -199,6 +248,7 @@ func newRulesRemoveCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&why, "reason", "", "why, recorded in the rule's audit (required)")
 	cf.add(a, cmd)
+	confirm.add(cmd, "", "the rule that")
 	return cmd
 }
 

@@ -58,7 +58,12 @@ func TestRulesCommands(t *testing.T) {
 	assert.Contains(t, out, "MARK_UNRECOVERABLE")
 
 	op = e.cli(operatorKey)
-	require.Equal(t, 0, op.run(t, "rules", "remove", rule.ID, "--reason", "smtp is back"), op.stderr.String())
+	require.Equal(t, exitUsage, op.run(t, "rules", "remove", rule.ID, "--reason", "smtp is back"), "a removal needs --dry-run or --yes")
+	op = e.cli(operatorKey)
+	require.Equal(t, 0, op.run(t, "rules", "remove", rule.ID, "--reason", "smtp is back", "--dry-run"), op.stderr.String())
+	assert.Contains(t, op.stdout.String(), "dry run: would remove rule "+rule.ID)
+	op = e.cli(operatorKey)
+	require.Equal(t, 0, op.run(t, "rules", "remove", rule.ID, "--reason", "smtp is back", "--yes"), op.stderr.String())
 	assert.Contains(t, op.stdout.String(), "removed rule "+rule.ID)
 	viewer = e.cli(viewerKey)
 	require.Equal(t, 0, viewer.run(t, "rules", "list"), viewer.stderr.String())

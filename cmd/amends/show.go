@@ -25,9 +25,13 @@ func newShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v, err := c.Get(cmd.Context(), args[0])
+			id, err := recordArg(cmd, c, args)
 			if err != nil {
-				return apiError(cmd, args[0], err)
+				return err
+			}
+			v, err := c.Get(cmd.Context(), id)
+			if err != nil {
+				return apiError(cmd, id, err)
 			}
 			if cf.output == "json" {
 				return printJSON(a.stdout, v)
@@ -68,7 +72,7 @@ func newShowCmd(a *app) *cobra.Command {
 		},
 	}
 	cf.add(a, cmd)
-	return cmd
+	return takesRecordID(cmd)
 }
 
 // exactlyOneID accepts one record id.

@@ -145,9 +145,11 @@ func drawFilter(t *rapid.T) Filter {
 		return time.UnixMilli(base + pMinute*int64(rapid.IntRange(-1, 5).Draw(t, label)))
 	}
 	for range rapid.IntRange(0, 3).Draw(t, "fields") {
-		switch rapid.IntRange(0, 19).Draw(t, "field") {
+		switch rapid.IntRange(0, 20).Draw(t, "field") {
 		case 0:
 			f.ID = pick(t, "id", "r0", "r1", "r2", "nope")
+		case 19:
+			f.IDPrefix = pick(t, "idPrefix", "6ba7", "007f08f7", "r0", "nope")
 		case 1:
 			f.EventID = pick(t, "eventId", "ev1", "ev2", "nope")
 		case 2:

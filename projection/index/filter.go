@@ -1,6 +1,7 @@
 package index
 
 import (
+	"strings"
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -101,6 +102,7 @@ func (m *matcher) match(e *entry) bool {
 		m.nextBound && !inBounds(e.nextRetryAt, m.nrFrom, m.nrTo, !m.f.NextRetryAtTo.IsZero()),
 		e.retries < m.f.MinRetries,
 		m.f.ID != "" && e.id != m.id,
+		m.f.IDPrefix != "" && !strings.HasPrefix(unpackID(e.id), m.f.IDPrefix),
 		m.f.EventID != "" && e.eventID != m.eventID,
 		m.f.AggregateID != "" && e.aggregateID != m.f.AggregateID:
 		return false

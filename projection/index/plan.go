@@ -80,6 +80,9 @@ func (m *matcher) plan(q query, atNow bool) (path, shape) {
 		return viaNothing, sh
 	case m.byLookup():
 		return viaLookup, sh
+	case m.f.IDPrefix != "":
+		// No count knows ids: an id prefix is matched record by record.
+		return viaScan, sh
 	case countable(q, &sh, atNow):
 		return viaCounts, sh
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 // index's compiled matcher.
 func matches(f Filter, s *aggregate.State, now time.Time) bool {
 	eq := func(want, have string) bool { return want == "" || want == have }
-	return eq(f.ID, s.ID) && eq(f.EventID, s.EventID.ID) &&
+	return eq(f.ID, s.ID) && strings.HasPrefix(s.ID, f.IDPrefix) && eq(f.EventID, s.EventID.ID) &&
 		eq(f.AggregateContext, s.EventID.AggregateID.ContextName) && eq(f.AggregateType, s.EventID.AggregateID.AggregateName) &&
 		eq(f.AggregateID, s.EventID.AggregateID.AggregateID) && eq(f.FunctionContext, s.Function.ContextName) &&
 		eq(f.Processor, s.Function.ProcessorName) && eq(f.Function, s.Function.Name) &&
@@ -35,9 +36,11 @@ func randomFilter(r *rand.Rand, v *View, now time.Time) Filter {
 	s := &v.State
 	var f Filter
 	for range r.IntN(3) {
-		switch r.IntN(15) {
+		switch r.IntN(16) {
 		case 0:
 			f.ID = s.ID
+		case 15:
+			f.IDPrefix = s.ID[:min(len(s.ID), 4+r.IntN(3))]
 		case 1:
 			f.EventID = s.EventID.ID
 		case 2:

@@ -234,7 +234,7 @@ func byCells(sum *Summary, inCell *[numCells]int) {
 func (ix *Index) openBounds(g *group, m *matcher, mask *cellMask, every, byCell bool) (oldest, newest int64) {
 	if !byCell {
 		matches := func(r openRec) bool {
-			return m.quick(&r) && (every && m.f.MinRetries <= 255 || m.match(ix.slots.at(r.slot)))
+			return m.quick(&r) && (every && m.f.MinRetries <= 255 && m.f.IDPrefix == "" || m.match(ix.slots.at(r.slot)))
 		}
 		g.byExec.Each(func(r openRec) bool {
 			if matches(r) {
