@@ -53,7 +53,9 @@ func TestNewWiresTheChain(t *testing.T) {
 	assert.Equal(t, eventstore.AggregateID{Context: "shop", Type: "order", ID: "o-1"}, st.Aggregate)
 	assert.Equal(t, now.UnixMilli(), st.CreateTime)
 
-	id := aggregate.RecordID(st.Events[0].ID, aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "shop", ProcessorName: "Mailer", Name: "confirm"})
+	id := svc.RecordID(st.Events[0].ID, fn)
+	assert.Equal(t, aggregate.RecordID(st.Events[0].ID, aggregate.FunctionInfo{ContextName: "shop", ProcessorName: "Mailer", Name: "confirm"}), id,
+		"the service's RecordID is the recorder's")
 	var rec aggregate.State
 	require.Eventually(t, func() bool { rec, _, err = svc.Records.Get(ctx, id); return err == nil }, 30*time.Second, 5*time.Millisecond)
 	assert.Equal(t, "Unclassified", rec.Error.ErrorCode, "a plain error has the neutral code")

@@ -52,12 +52,19 @@ const Timeout = 30 * time.Second
 // clock at the current time, and returns once the index is loaded and the
 // scheduler holds its lease. It fails the test if a part cannot start.
 //
+// The service under test must run on the plane's clock (a Plane is an
+// aggregate.Clock): its records are then stamped with the time the test
+// moves, and Advance makes them due. A service on the system clock stamps
+// them with the real time, and Tick may prepare nothing.
+//
 //	js := amendstest.JetStream(t)
-//	svc, _ := amends.New(js, "billing") // the service under test
 //	cp := amendstest.ControlPlane(t, js)
-//	// ... a function fails and is recorded ...
-//	cp.Advance(time.Minute) // its first retry is due
-//	cp.Tick()               // the scheduler prepares it; svc replays it
+//	svc, _ := amends.New(js, "billing", amends.WithClock(cp)) // the service under test
+//	// ... svc.Start(ctx); a function fails and is recorded ...
+//	cp.Advance(3 * time.Minute) // its first retry is due (minBackoff 180 s)
+//	cp.Tick()                   // the scheduler prepares it; svc replays it
+//
+// TestControlPlaneAsDocumented runs exactly this.
 func ControlPlane(tb testing.TB, js jetstream.JetStream) *Plane {
 	tb.Helper()
 	ctx := context.Background()

@@ -312,16 +312,23 @@ func (p *Processor) record(ctx context.Context, x Execution) Outcome {
 		p.o.logger.Error("amends processor: recording failed; the message will be redelivered", append(attrs, "err", rerr.Error())...)
 	case x.Err != nil && (out == OutcomeUnrecorded || out == OutcomeNone):
 		p.o.logger.Warn("amends processor: function failed and was not recorded", append(attrs, "err", x.Err.Error())...)
-	case errors.Is(x.Err, circuit.ErrOpen):
-		// Refused by its circuit: one line per event would drown the log
-		// during an outage; the circuit's transitions are logged.
-		if p.o.logger.Enabled(ctx, slog.LevelDebug) {
-			p.o.logger.Debug("amends processor: circuit open; failure recorded without a call", append(attrs, "err", x.Err.Error())...)
-		}
 	case x.Err != nil:
-		// Recorded (or waived, or stale): amends has it in hand.
-		p.o.logger.Info("amends processor: function failed", append(attrs, "err", x.Err.Error())...)
-	case p.o.logger.Enabled(ctx, slog.LevelDebug):
+		// Recorded (or waived, or stale): amends has it in hand. A line per
+		// failure would drown the log under load (and during an outage);
+		// the summary gives the counts per function at Info (digest.go),
+		// and the circuit's transitions are logged.
+		refused := errors.Is(x.Err, circuit.ErrOpen)
+		if x.Function != nil {
+			p.failures.add(x.Function.ProcessorName, x.Function.Name, x.Err.Error(), refused)
+		}
+		if debugEnabled(ctx, p.o.logger) {
+			msg := "amends processor: function failed"
+			if refused {
+				msg = "amends processor: circuit open; failure recorded without a call"
+			}
+			p.o.logger.Debug(msg, append(attrs, "err", x.Err.Error())...)
+		}
+	case debugEnabled(ctx, p.o.logger):
 		p.o.logger.Debug("amends processor: replay succeeded", attrs...)
 	}
 	return out

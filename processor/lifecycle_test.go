@@ -85,8 +85,9 @@ func TestStartAndWait(t *testing.T) {
 	assert.Equal(t, err, p.Wait(), "Wait returns what Run returned")
 }
 
-// Each in-process retry is logged at Debug, a recorded final failure at
-// Info; without a recorder Run warns at start and the failure is a Warn.
+// Each in-process retry is logged at Debug, and so is a recorded final
+// failure (amends has it in hand; the summary counts it at Info); without
+// a recorder Run warns at start and the failure is a Warn.
 func TestRetryAndFailureLogs(t *testing.T) {
 	e := newEnv(t)
 	logs, logOpt := bufferLogger(slog.LevelDebug)
@@ -97,7 +98,8 @@ func TestRetryAndFailureLogs(t *testing.T) {
 	run(t, p)
 	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
 	require.Eventually(t, func() bool { rec := e.record(st.Events[0].ID, info("Mailer", "onPlaced")); return rec.Exists() }, waitFor, tick)
-	require.Eventually(t, func() bool { return len(logs.lines("level=INFO", "function failed")) == 1 }, waitFor, tick)
+	require.Eventually(t, func() bool { return len(logs.lines("level=DEBUG", "function failed")) == 1 }, waitFor, tick)
+	assert.Empty(t, logs.lines("level=INFO", "function failed"), "a recorded failure is no Info line of its own")
 	retries := logs.lines("level=DEBUG", "retrying in process", "function=onPlaced")
 	require.Len(t, retries, 3, "one line per immediate retry:\n%s", logs)
 	assert.Contains(t, retries[0], "retry=1 of=3")

@@ -45,6 +45,7 @@ type options struct {
 	circuitPolicy   circuit.Policy // WithCircuitPolicy (circuits.go)
 	circuitStore    *circuit.Store // nil: Run opens the default bucket
 	serverSkew      time.Duration  // WithServerSkew (progress.go)
+	failureSummary  time.Duration  // WithFailureSummary (digest.go)
 }
 
 func defaultOptions() options {
@@ -55,6 +56,7 @@ func defaultOptions() options {
 		ackWait:         30 * time.Second,
 		nakDelay:        5 * time.Second,
 		serverSkew:      DefaultServerSkew,
+		failureSummary:  DefaultFailureSummary,
 		shutdownTimeout: 30 * time.Second,
 		retry:           DefaultRetry,
 		clock:           aggregate.ClockFunc(time.Now),

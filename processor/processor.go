@@ -38,10 +38,11 @@ type Processor struct {
 	functions map[key]*function
 	evolvers  map[string]Evolver
 
-	states  *stateCache
-	metrics Metrics
-	holds   *holdRuntime  // nil without Ordered functions
-	ranges  *rangeRuntime // nil without WithRangeReplays
+	states   *stateCache
+	metrics  Metrics
+	failures digest        // recorded failures since the last summary line (digest.go)
+	holds    *holdRuntime  // nil without Ordered functions
+	ranges   *rangeRuntime // nil without WithRangeReplays
 
 	stopOnce sync.Once
 	runErr   error // Run's result, set before closed is closed
@@ -101,6 +102,15 @@ func New(js jetstream.JetStream, store eventstore.Store[jetstream.Msg], context 
 
 // Context returns the bounded context the processor runs.
 func (p *Processor) Context() string { return p.context }
+
+// RecordID returns the id of the ExecutionFailed record of the event
+// eventID failing in fn of this processor's context: the id the recorder
+// gives it (aggregate.RecordID), whatever fn's kind, registered or not.
+// Use it to look a failure up (Records.Load, the control plane's index,
+// amends show ID). It does no I/O and is safe for concurrent use.
+func (p *Processor) RecordID(eventID string, fn Function) string {
+	return aggregate.RecordID(eventID, aggregate.FunctionInfo{ContextName: p.context, ProcessorName: fn.Processor, Name: fn.Name})
+}
 
 // Register adds a function. It fails with ErrDuplicateFunction if a
 // function with the same (Processor, Name) exists; ErrInvalidFunction if fn

@@ -131,6 +131,7 @@ func (p *Processor) run(ctx context.Context, groups []*group) error {
 		watch.Wait()
 	}()
 	watch.Go(func() { p.heartbeat(stopping) })
+	watch.Go(func() { p.summarize(stopping) })
 	watch.Go(func() {
 		select {
 		case <-p.stopCh:

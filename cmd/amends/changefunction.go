@@ -39,7 +39,7 @@ func newChangeFunctionCmd(a *app) *cobra.Command {
 			k, _ := aggregate.ParseFunctionKind(kind)
 			fn := aggregate.FunctionInfo{FunctionKind: k, ContextName: strings.TrimSpace(context), ProcessorName: strings.TrimSpace(processor), Name: strings.TrimSpace(name)}
 			return f.run(cmd, a, args[0], one{name: api.CommandChangeFunction, dryRun: f.dryRun,
-				decide: aggregate.ChangeFunction{FunctionKind: fn.FunctionKind, ContextName: fn.ContextName, ProcessorName: fn.ProcessorName, Name: fn.Name},
+				decide: aggregate.ChangeFunction(fn),
 				send: func(ctx stdcontext.Context, c *client.Client, id string, o client.CommandOptions) (api.CommandResponse, error) {
 					return c.ChangeFunction(ctx, id, fn, o.Reason, o)
 				}})

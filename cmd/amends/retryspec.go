@@ -49,7 +49,7 @@ func newRetrySpecCmd(a *app) *cobra.Command {
 				return usageErrorf("--max-retries %d with --min-backoff %d: the last backoff is too long to compute (%v); lower one of them", maxRetries, minBackoff, err)
 			}
 			return f.run(cmd, a, args[0], one{name: api.CommandApplyRetrySpec, dryRun: f.dryRun,
-				decide: aggregate.ApplyRetrySpec{MaxRetries: spec.MaxRetries, MinBackoff: spec.MinBackoff, ExecutionTimeout: spec.ExecutionTimeout, MaxBackoff: spec.MaxBackoff, Jitter: spec.Jitter},
+				decide: aggregate.ApplyRetrySpec(spec),
 				send: func(ctx context.Context, c *client.Client, id string, o client.CommandOptions) (api.CommandResponse, error) {
 					return c.ChangeRetrySpec(ctx, id, spec, o)
 				}})

@@ -89,7 +89,7 @@ func TestScheduledRetry(t *testing.T) {
 
 	st, err := billing.Issue(t.Context(), svc, "inv-1", billing.Invoice{Email: "ada@example.com", Cents: 1200})
 	require.NoError(t, err)
-	id := aggregate.RecordID(st.Events[0].ID, aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "billing", ProcessorName: "Emailer", Name: "sendInvoice"})
+	id := svc.RecordID(st.Events[0].ID, processor.Function{Processor: "Emailer", Name: "sendInvoice"})
 	cp.WaitStatus(id, aggregate.StatusFailed)
 	assert.Equal(t, 0, cp.Tick(), "the retry is due in a minute")
 	cp.Advance(time.Minute)
