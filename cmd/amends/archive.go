@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
@@ -144,7 +145,7 @@ func newArchiveListCmd(a *app) *cobra.Command {
 				out = append(out, s)
 			}
 			if f.output == "json" {
-				return printJSON(a.stdout, out)
+				return printList(a.stdout, listJSON[sweepSummary]{Items: out})
 			}
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "SWEEP\tCREATED\tOBJECTS\tRECORDS\tSTREAMS\tBYTES\tERROR")
@@ -155,7 +156,7 @@ func newArchiveListCmd(a *app) *cobra.Command {
 		},
 	}
 	f.add(cmd)
-	return cmd
+	return outputs(outputList, cmd)
 }
 
 // archivedRecord is one record of archive show.
@@ -166,6 +167,38 @@ type archivedRecord struct {
 	Status    aggregate.Status       `json:"status,omitempty"`
 	ExecuteAt int64                  `json:"executeAt,omitempty"`
 	Object    string                 `json:"object"`
+}
+
+// archivedIDs resolves the --record values args, each a record id or a
+// unique prefix of one, among sweep's records: it reads the sweep once more
+// only when a value is not a whole UUID. It returns nil for no args.
+func archivedIDs(ctx context.Context, sink archive.Sink, sweep uint64, args []string) (map[string]bool, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	ids := map[string]bool{}
+	var all []string
+	for _, arg := range args {
+		if len(arg) == 36 && uuid.Validate(arg) == nil {
+			ids[arg] = true
+			continue
+		}
+		if all == nil {
+			all = []string{}
+			if _, err := eachArchived(ctx, sink, sweep, nil, func(_ archive.Object, r archive.Record) error {
+				all = append(all, r.ID)
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+		}
+		id, err := uniquePrefix("archived record", arg, all)
+		if err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, nil
 }
 
 // eachArchived calls fn with every record of sweep's objects (only those
@@ -206,12 +239,12 @@ func newArchiveShowCmd(a *app) *cobra.Command {
 			if sweep == 0 {
 				return usageErrorf("--sweep is required: a sweep number from amends archive list")
 			}
-			var ids map[string]bool
+			var args []string
 			if record != "" {
 				if err := eventstore.ValidateID("--record", record); err != nil {
 					return usageErrorf("%v", err)
 				}
-				ids = map[string]bool{record: true}
+				args = []string{record}
 			}
 			sink, nc, _, err := f.open(cmd.Context())
 			if err != nil {
@@ -219,6 +252,10 @@ func newArchiveShowCmd(a *app) *cobra.Command {
 			}
 			if nc != nil {
 				defer nc.Close()
+			}
+			ids, err := archivedIDs(cmd.Context(), sink, sweep, args)
+			if err != nil {
+				return err
 			}
 			var recs []archivedRecord
 			var history []eventstore.Stream
@@ -243,10 +280,7 @@ func newArchiveShowCmd(a *app) *cobra.Command {
 				return printArchivedHistory(a, f.output, recs[0], history)
 			}
 			if f.output == "json" {
-				if recs == nil {
-					recs = []archivedRecord{}
-				}
-				return printJSON(a.stdout, recs)
+				return printList(a.stdout, listJSON[archivedRecord]{Items: recs})
 			}
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "RECORD\tFUNCTION\tVERSIONS\tSTATUS\tLAST OUTCOME")
@@ -258,8 +292,8 @@ func newArchiveShowCmd(a *app) *cobra.Command {
 	}
 	f.add(cmd)
 	cmd.Flags().Uint64Var(&sweep, "sweep", 0, "the sweep (required)")
-	cmd.Flags().StringVar(&record, "record", "", "show this record's archived history")
-	return cmd
+	cmd.Flags().StringVar(&record, "record", "", "show this record's archived history (its id or a unique prefix)")
+	return takesID(idArchived, outputs(outputList, cmd))
 }
 
 func printArchivedHistory(a *app, output string, r archivedRecord, streams []eventstore.Stream) error {
@@ -288,10 +322,10 @@ func printArchivedHistory(a *app, output string, r archivedRecord, streams []eve
 
 func newArchiveRestoreCmd(a *app) *cobra.Command {
 	var (
-		f        archiveFlags
-		sweep    uint64
-		records  []string
-		dry, yes bool
+		f       archiveFlags
+		sweep   uint64
+		records []string
+		confirm confirmFlags
 	)
 	cmd := &cobra.Command{
 		Use: "restore", Short: "Append archived histories to the event store again (dry run first)", Args: noArgs,
@@ -308,25 +342,27 @@ already is left alone (present); an interrupted restore is completed.`,
 			switch {
 			case sweep == 0:
 				return usageErrorf("--sweep is required: a sweep number from amends archive list")
-			case dry == yes:
-				return usageErrorf("restore needs --dry-run (to see what it would do) or --yes (to do it), not %s", map[bool]string{true: "both", false: "neither"}[dry])
+			case confirm.check("archive restore") != nil:
+				return confirm.check("archive restore")
 			case f.natsURL == "":
 				return usageErrorf("restore needs --nats-url: it appends to the event store on that NATS")
 			case len(records) > maxRestoreRecords:
 				return usageErrorf("--record is given %d times, over the limit of %d: restore the whole sweep instead", len(records), maxRestoreRecords)
 			}
-			ids := map[string]bool{}
 			for _, id := range records {
 				if err := eventstore.ValidateID("--record", id); err != nil {
 					return usageErrorf("%v", err)
 				}
-				ids[id] = true
 			}
 			sink, nc, js, err := f.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
+			ids, err := archivedIDs(cmd.Context(), sink, sweep, records)
+			if err != nil {
+				return err
+			}
 			store, err := restoreStore(cmd.Context(), js)
 			if err != nil {
 				return err
@@ -335,14 +371,14 @@ already is left alone (present); an interrupted restore is completed.`,
 			defer cancel()
 			var results []archive.RestoreResult
 			found, err := eachArchived(ctx, sink, sweep, ids, func(_ archive.Object, r archive.Record) error {
-				res, err := archive.Restore(ctx, store, r, dry)
+				res, err := archive.Restore(ctx, store, r, confirm.dryRun)
 				if err != nil {
 					return err
 				}
 				results = append(results, res)
 				return nil
 			})
-			printRestore(a.stdout, f.output, results, dry)
+			printRestore(a.stdout, f.output, results, confirm.dryRun)
 			if err != nil {
 				return err
 			}
@@ -354,18 +390,14 @@ already is left alone (present); an interrupted restore is completed.`,
 	}
 	f.add(cmd)
 	cmd.Flags().Uint64Var(&sweep, "sweep", 0, "the sweep to restore from (required)")
-	cmd.Flags().StringArrayVar(&records, "record", nil, "restore only this record (repeatable, at most 1000)")
-	cmd.Flags().BoolVar(&dry, "dry-run", false, "show what would be restored, append nothing")
-	cmd.Flags().BoolVar(&yes, "yes", false, "restore")
-	return cmd
+	cmd.Flags().StringArrayVar(&records, "record", nil, "restore only this record, by its id or a unique prefix (repeatable, at most 1000)")
+	confirm.add(cmd, "", "what")
+	return takesID(idArchived, outputs(outputList, cmd))
 }
 
 func printRestore(w io.Writer, output string, results []archive.RestoreResult, dry bool) {
 	if output == "json" {
-		if results == nil {
-			results = []archive.RestoreResult{}
-		}
-		_ = printJSON(w, results)
+		_ = printList(w, listJSON[archive.RestoreResult]{Items: results})
 		return
 	}
 	tw := newTable(w)

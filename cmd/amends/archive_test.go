@@ -62,8 +62,9 @@ func TestArchiveListShowAndRestore(t *testing.T) {
 	// When the archive is listed and shown
 	var c cli
 	require.Equal(t, 0, c.run(t, "archive", "list", "--archive", spec, "-o", "json"), c.stderr.String())
-	var list []sweepSummary
-	require.NoError(t, json.Unmarshal([]byte(c.stdout.String()), &list))
+	var sweeps listJSON[sweepSummary]
+	require.NoError(t, json.Unmarshal([]byte(c.stdout.String()), &sweeps))
+	list := sweeps.Items
 	require.Len(t, list, 1)
 	assert.Equal(t, sweepSummary{Sweep: 1, CreatedAt: t0, Objects: 1, Records: 2, Streams: 6, Bytes: list[0].Bytes}, list[0])
 

@@ -79,6 +79,13 @@ func newAuditCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if q.Record != "" {
+				// A prefix of a live record; an audit entry may name a
+				// record that is gone, whose whole id is taken as it is.
+				if q.Record, err = resolveID(cmd.Context(), c, q.Record); err != nil {
+					return apiError(cmd, "", err)
+				}
+			}
 			entries := []api.AuditEntry{}
 			next, skipped := "", 0
 			for {
@@ -94,7 +101,7 @@ func newAuditCmd(a *app) *cobra.Command {
 				q.Cursor = next
 			}
 			if cf.output == "json" {
-				return printJSON(a.stdout, server.AuditPage{Entries: entries, Next: next, Skipped: skipped})
+				return printList(a.stdout, listJSON[api.AuditEntry]{Items: entries, Next: next, Skipped: skipped})
 			}
 			return printAudit(a, entries, next, skipped)
 		},
@@ -107,13 +114,13 @@ func newAuditCmd(a *app) *cobra.Command {
 	}
 	fs.StringVar(&kind, "kind", "", "only entries of this kind: "+strings.Join(kinds, ", "))
 	fs.StringVar(&actor, "actor", "", "only this principal's entries")
-	fs.StringVar(&record, "record", "", "only the entries about this record")
+	fs.StringVar(&record, "record", "", "only the entries about this record (its id, or a unique prefix of a live record's)")
 	fs.StringVar(&since, "since", "", "only entries at or after this time (RFC 3339 or epoch ms)")
 	fs.StringVar(&until, "until", "", "only entries at or before this time (RFC 3339 or epoch ms)")
 	fs.IntVar(&limit, "limit", audit.DefaultLimit, fmt.Sprintf("entries per page, 1 to %d", audit.MaxLimit))
 	fs.StringVar(&cursor, "cursor", "", "continue after the page that printed it")
 	fs.BoolVar(&all, "all", false, "print every page")
-	return cmd
+	return takesRecordID(outputs(outputList, cmd))
 }
 
 func parseAuditTime(s string) (int64, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -44,9 +45,9 @@ func TestAuditShowsRefusedCredentials(t *testing.T) {
 	var j cli
 	j.env = c.env
 	require.Equal(t, exitOK, j.run(t, "audit", "-o", "json"))
-	var page server.AuditPage
+	var page listJSON[api.AuditEntry]
 	require.NoError(t, json.Unmarshal([]byte(j.stdout.String()), &page))
-	require.NotEmpty(t, page.Entries)
+	require.NotEmpty(t, page.Items)
 
 	v := cli{env: map[string]string{"AMENDS_SERVER": r.info.HTTPURL, "AMENDS_TOKEN": watcher}}
 	assert.Equal(t, exitFailure, v.run(t, "audit"))

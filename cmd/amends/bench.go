@@ -95,7 +95,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	annotateEnv(fs)
 	cmd.AddCommand(newBenchStormCmd(a))
 	cmd.AddCommand(newBenchFootprintCmd(a))
-	return cmd
+	return outputs(outputDocument, cmd)
 }
 
 func listScenarios(w io.Writer) error {

@@ -77,7 +77,7 @@ func newBenchFootprintCmd(a *app) *cobra.Command {
 	fs.StringVarP(&f.bench.output, "output", "o", "table", "output format: table or json")
 	fs.BoolVar(&f.bench.quick, "quick", false, "small fixtures: a smoke test for CI")
 	annotateEnv(fs)
-	return cmd
+	return outputs(outputDocument, cmd)
 }
 
 // The bounds of the footprint flags.

@@ -107,7 +107,7 @@ func newBenchStormCmd(a *app) *cobra.Command {
 	fs.StringVarP(&f.bench.output, "output", "o", "table", "output format: table or json")
 	fs.BoolVar(&f.bench.quick, "quick", false, "a short storm with short immediate retries (a smoke test for CI)")
 	annotateEnv(fs)
-	return cmd
+	return outputs(outputDocument, cmd)
 }
 
 func runStorm(ctx context.Context, a *app, f *stormFlags, changed func(string) bool) error {

@@ -52,5 +52,5 @@ func newChangeFunctionCmd(a *app) *cobra.Command {
 	fs.StringVar(&processor, "processor", "", "processor of the new function")
 	fs.StringVar(&name, "name", "", "name of the new function")
 	fs.StringVar(&kind, "kind", "", "kind of the new function: EVENT or STATE_EVENT (or COMMAND, SOURCING, ERROR)")
-	return takesRecordID(cmd)
+	return outputs(outputDocument, takesRecordID(cmd))
 }

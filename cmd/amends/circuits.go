@@ -53,7 +53,7 @@ func newCircuitsListCmd(a *app) *cobra.Command {
 				return apiError(cmd, "", err)
 			}
 			if cf.output == "json" {
-				return printJSON(a.stdout, l)
+				return printList(a.stdout, listJSON[api.Circuit]{Items: l.Circuits, Invalid: l.Invalid})
 			}
 			for _, bad := range l.Invalid {
 				fmt.Fprintf(a.stderr, "warning: the stored circuit %s does not validate and is ignored: %s\n", bad.Key, bad.Reason)
@@ -73,7 +73,7 @@ func newCircuitsListCmd(a *app) *cobra.Command {
 		},
 	}
 	cf.add(a, cmd)
-	return cmd
+	return outputs(outputList, cmd)
 }
 
 // since is when a circuit that is not closed began its incident, with
@@ -169,7 +169,7 @@ func newCircuitsShowCmd(a *app) *cobra.Command {
 		},
 	}
 	cf.add(a, cmd)
-	return cmd
+	return outputs(outputDocument, cmd)
 }
 
 func newCircuitsSetCmd(a *app, verb string) *cobra.Command {
@@ -223,7 +223,7 @@ func newCircuitsSetCmd(a *app, verb string) *cobra.Command {
 	confirm.add(cmd, "", "what")
 	cmd.Flags().StringVar(&why, "reason", "", "why, recorded in the circuit's transitions (required)")
 	cf.add(a, cmd)
-	return cmd
+	return outputs(outputDocument, cmd)
 }
 
 // exactlyOneFunction accepts one CONTEXT.PROCESSOR.NAME.

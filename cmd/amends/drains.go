@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/amends-dev/amends/api"
 )
 
 const drainsLong = `Drains shows the recovery drains: when a function's circuit opens, its
@@ -42,7 +44,7 @@ func newDrainsListCmd(a *app) *cobra.Command {
 				return apiError(cmd, "", err)
 			}
 			if cf.output == "json" {
-				return printJSON(a.stdout, l)
+				return printList(a.stdout, listJSON[api.Drain]{Items: l.Drains, Invalid: l.Invalid})
 			}
 			for _, bad := range l.Invalid {
 				fmt.Fprintf(a.stderr, "warning: a stored drain does not validate and is started again from its circuit: %s\n", bad.Reason)
@@ -68,5 +70,5 @@ func newDrainsListCmd(a *app) *cobra.Command {
 		},
 	}
 	cf.add(a, cmd)
-	return cmd
+	return outputs(outputList, cmd)
 }

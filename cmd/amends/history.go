@@ -54,10 +54,7 @@ func newHistoryCmd(a *app) *cobra.Command {
 				return apiError(cmd, id, err)
 			}
 			if cf.output == "json" {
-				if h == nil {
-					h = []server.HistoryEntry{}
-				}
-				return printJSON(a.stdout, h)
+				return printList(a.stdout, listJSON[server.HistoryEntry]{Items: h})
 			}
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "VERSION\tWHEN\tACTOR\tCOMMAND\tEVENTS\tREASON")
@@ -73,7 +70,7 @@ func newHistoryCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&attempts, "attempts", false, "show only the attempt timeline")
 	cf.add(a, cmd)
-	return takesRecordID(cmd)
+	return outputs(outputList, takesRecordID(cmd))
 }
 
 // printTimeline writes the attempts, oldest first, one line each.

@@ -51,7 +51,7 @@ func TestHistoryShowsTheAttemptTimeline(t *testing.T) {
 
 	c = e.cli(viewerKey)
 	require.Equal(t, exitOK, c.run(t, "history", id, "-o", "json"), c.stderr.String())
-	var h []api.HistoryEntry
-	require.NoError(t, json.Unmarshal([]byte(c.stdout.String()), &h), "-o json keeps the commands' shape")
-	assert.Len(t, h, 4)
+	var h listJSON[api.HistoryEntry]
+	require.NoError(t, json.Unmarshal([]byte(c.stdout.String()), &h), "-o json is the one list shape")
+	assert.Len(t, h.Items, 4)
 }

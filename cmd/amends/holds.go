@@ -55,12 +55,17 @@ func newHoldsListCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if q.Record != "" {
+				if q.Record, err = resolveID(cmd.Context(), c, q.Record); err != nil {
+					return apiError(cmd, "", err)
+				}
+			}
 			page, err := c.Holds(cmd.Context(), q)
 			if err != nil {
 				return apiError(cmd, "", err)
 			}
 			if cf.output == "json" {
-				return printJSON(a.stdout, page)
+				return printList(a.stdout, listJSON[api.HoldSummary]{Items: page.Holds, More: page.More})
 			}
 			return printHolds(a, page)
 		},
@@ -69,9 +74,9 @@ func newHoldsListCmd(a *app) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&q.Context, "context", "", "only holds of this bounded context")
 	fs.StringVar(&fnArg, "function", "", "only holds of this function, PROCESSOR.NAME (with --context)")
-	fs.StringVar(&q.Record, "record", "", "only the hold whose head is this record id")
+	fs.StringVar(&q.Record, "record", "", "only the hold whose head is this record (its id or a unique prefix)")
 	fs.IntVar(&q.Limit, "limit", 100, fmt.Sprintf("at most this many holds, 1 to %d", processor.MaxHoldList))
-	return cmd
+	return takesRecordID(outputs(outputList, cmd))
 }
 
 func printHolds(a *app, page api.HoldPage) error {
@@ -155,7 +160,7 @@ func newHoldsReleaseCmd(a *app) *cobra.Command {
 	cf.add(a, cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required, kept with the release)")
 	confirm.add(cmd, "", "what")
-	return cmd
+	return outputs(outputDocument, cmd)
 }
 
 func newHoldsSkipCmd(a *app) *cobra.Command {
@@ -183,7 +188,11 @@ holds release it needs --dry-run, which shows what would be done, or --yes.`,
 			if err != nil {
 				return err
 			}
-			h, err := c.SkipHeld(cmd.Context(), args[0], args[1], reason, dry)
+			ev, err := heldEventArg(cmd, c, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			h, err := c.SkipHeld(cmd.Context(), args[0], ev, reason, dry)
 			if err != nil {
 				return apiError(cmd, "", err)
 			}
@@ -194,14 +203,14 @@ holds release it needs --dry-run, which shows what would be done, or --yes.`,
 			if dry {
 				verb = "would skip"
 			}
-			fmt.Fprintf(a.stdout, "%s event %s of %s; %d events stay held\n", verb, args[1], h.Key(), len(h.Held))
+			fmt.Fprintf(a.stdout, "%s event %s of %s; %d events stay held\n", verb, ev, h.Key(), len(h.Held))
 			return nil
 		},
 	}
 	cf.add(a, cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required, kept on the hold)")
 	confirm.add(cmd, "", "what")
-	return cmd
+	return takesID(idHeldEvent, outputs(outputDocument, cmd))
 }
 
 func orNone(s string) string {

@@ -11,19 +11,85 @@ import (
 	"github.com/amends-dev/amends/client"
 )
 
-// annotationID marks a command that takes a record id as its first
-// argument: it takes a unique prefix of one too (resolveID), as git and
-// docker take short ids. A test over the command tree checks that every
-// command whose use names an ID has it.
-const annotationID = "amends/record-id"
+// annotationID marks a command that takes an id (its value says of
+// what: idRecord, idRule, idHeldEvent, idArchived): it takes a unique
+// prefix of one too, as git and docker take short ids. A test over the
+// command tree (TestTheCommandTreeFollowsOneRule) checks that every
+// command whose use names an id has it, and that a prefix works.
+const annotationID = "amends/id"
 
-// takesRecordID marks cmd as taking a record id or a unique prefix of one.
-func takesRecordID(cmd *cobra.Command) *cobra.Command {
+// What an id names (annotationID's values).
+const (
+	idRecord    = "record"          // a record: resolveID, through the API's idPrefix filter
+	idRule      = "rule"            // a rule: ruleArg, among the rules
+	idHeldEvent = "held-event"      // an event a hold holds: among the hold's events
+	idArchived  = "archived-record" // a record of an archive sweep: among the sweep's records
+)
+
+// takesID marks cmd as taking an id of what (or a unique prefix of one).
+func takesID(what string, cmd *cobra.Command) *cobra.Command {
 	if cmd.Annotations == nil {
 		cmd.Annotations = map[string]string{}
 	}
-	cmd.Annotations[annotationID] = "prefix"
+	cmd.Annotations[annotationID] = what
 	return cmd
+}
+
+// takesRecordID marks cmd as taking a record id or a unique prefix of one.
+func takesRecordID(cmd *cobra.Command) *cobra.Command { return takesID(idRecord, cmd) }
+
+// uniquePrefix returns the one of ids that arg names: arg itself when it
+// is one of them; the one id that begins with arg; arg when none does (the
+// caller's lookup then says it is unknown). A prefix of several ids is a
+// usage error that names some of them; what names the kind of id.
+func uniquePrefix(what, arg string, ids []string) (string, error) {
+	var matches []string
+	for _, id := range ids {
+		if id == arg {
+			return arg, nil
+		}
+		if strings.HasPrefix(id, arg) {
+			matches = append(matches, id)
+		}
+	}
+	switch {
+	case len(matches) == 1:
+		return matches[0], nil
+	case len(matches) > 1:
+		more := ""
+		if len(matches) > prefixCandidates {
+			matches, more = matches[:prefixCandidates], ", ..."
+		}
+		return "", usageErrorf("the %s id prefix %s is ambiguous: it begins %s%s; give more of the id", what, quoteShort(arg), strings.Join(matches, ", "), more)
+	}
+	return arg, nil
+}
+
+// ruleArg resolves a rule id or a unique prefix of one among the rules.
+func ruleArg(cmd *cobra.Command, c *client.Client, arg string) (string, error) {
+	rs, err := c.Rules(cmd.Context())
+	if err != nil {
+		return "", apiError(cmd, "", err)
+	}
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	return uniquePrefix("rule", arg, ids)
+}
+
+// heldEventArg resolves an event id, or a unique prefix of one, among the
+// events the hold key holds.
+func heldEventArg(cmd *cobra.Command, c *client.Client, key, arg string) (string, error) {
+	h, err := c.Hold(cmd.Context(), key)
+	if err != nil {
+		return "", apiError(cmd, "", err)
+	}
+	ids := make([]string, len(h.Held))
+	for i, e := range h.Held {
+		ids[i] = e.EventID
+	}
+	return uniquePrefix("held event", arg, ids)
 }
 
 // prefixCandidates bounds the records an ambiguous prefix's error names.
@@ -38,28 +104,16 @@ func resolveID(ctx context.Context, c *client.Client, arg string) (string, error
 	if len(arg) < api.MinIDPrefix || len(arg) == 36 && uuid.Validate(arg) == nil {
 		return arg, nil
 	}
-	p, err := c.List(ctx, api.Query{Filter: api.Filter{IDPrefix: arg}, Limit: prefixCandidates})
+	// One more than the error names, so that it can say there are more.
+	p, err := c.List(ctx, api.Query{Filter: api.Filter{IDPrefix: arg}, Limit: prefixCandidates + 1})
 	if err != nil {
 		return "", err
 	}
-	ids := make([]string, 0, len(p.Items))
-	for _, it := range p.Items {
-		if it.ID == arg {
-			return arg, nil
-		}
-		ids = append(ids, it.ID)
+	ids := make([]string, len(p.Items))
+	for i, it := range p.Items {
+		ids[i] = it.ID
 	}
-	switch {
-	case len(ids) == 1:
-		return ids[0], nil
-	case len(ids) > 1:
-		more := ""
-		if p.Next != "" {
-			more = ", ..."
-		}
-		return "", usageErrorf("the id prefix %s is ambiguous: it begins %s%s; give more of the id", quoteShort(arg), strings.Join(ids, ", "), more)
-	}
-	return arg, nil
+	return uniquePrefix("record", arg, ids)
 }
 
 // recordArg resolves args[0] (resolveID) with cf's client, for a command

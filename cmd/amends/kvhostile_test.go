@@ -219,9 +219,9 @@ func (e *hostileEnv) quarantined() map[string]bool {
 	out := map[string]bool{}
 	c := cli{env: map[string]string{"AMENDS_SERVER": e.serve.info.HTTPURL}}
 	require.Equal(e.t, exitOK, c.run(e.t, "quarantine", "list", "--all", "-o", "json"), c.stderr.String())
-	var page api.QuarantinePage
+	var page listJSON[api.QuarantineEntry]
 	require.NoError(e.t, json.Unmarshal([]byte(c.stdout.String()), &page))
-	for _, x := range page.Entries {
+	for _, x := range page.Items {
 		if x.Kind == api.QuarantineKindKV {
 			out[x.Bucket+" "+x.Key] = true
 		} else {
@@ -469,11 +469,11 @@ func (e *hostileEnv) quarantinedEntry(bucket, key string) api.QuarantineEntry {
 		if c.run(e.t, "quarantine", "list", "--all", "--consumer", bucket, "-o", "json") != exitOK {
 			return false
 		}
-		var page api.QuarantinePage
+		var page listJSON[api.QuarantineEntry]
 		if json.Unmarshal([]byte(c.stdout.String()), &page) != nil {
 			return false
 		}
-		for _, x := range page.Entries {
+		for _, x := range page.Items {
 			if x.Key == key {
 				found = x
 				return true
@@ -517,12 +517,12 @@ func TestValuesWrittenPastAmendsAreRefusedAndAudited(t *testing.T) {
 		if c.run(t, "audit", "--kind", "unaudited_value", "-o", "json") != exitOK {
 			return false
 		}
-		var page api.AuditPage
+		var page listJSON[api.AuditEntry]
 		if json.Unmarshal([]byte(c.stdout.String()), &page) != nil {
 			return false
 		}
 		routes = map[string]string{}
-		for _, x := range page.Entries {
+		for _, x := range page.Items {
 			routes[x.Route] = x.Reason
 		}
 		return len(routes) == 2

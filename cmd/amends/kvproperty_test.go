@@ -296,10 +296,10 @@ func randomValuesRun(t *testing.T, seed uint64) {
 		// The quarantine lists each value once.
 		c := cli{env: map[string]string{"AMENDS_SERVER": e.serve.info.HTTPURL}}
 		require.Equal(t, exitOK, c.run(t, "quarantine", "list", "--all", "-o", "json"), c.stderr.String())
-		var page api.QuarantinePage
+		var page listJSON[api.QuarantineEntry]
 		require.NoError(t, json.Unmarshal([]byte(c.stdout.String()), &page))
 		seen := map[string]int{}
-		for _, x := range page.Entries {
+		for _, x := range page.Items {
 			if x.Kind == api.QuarantineKindKV {
 				seen[x.Bucket+" "+x.Key+" "+strconv.FormatUint(x.Seq, 10)]++
 			}

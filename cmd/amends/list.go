@@ -73,7 +73,7 @@ func newListCmd(a *app) *cobra.Command {
 				q.Cursor = next
 			}
 			if cf.output == "json" {
-				return printJSON(a.stdout, projection.Page{Items: items, Next: next})
+				return printList(a.stdout, listJSON[api.Item]{Items: items, Next: next})
 			}
 			// The count of every matching record, not only this page's; a
 			// server that cannot count now still gets its page printed.
@@ -92,7 +92,7 @@ func newListCmd(a *app) *cobra.Command {
 	fs.IntVar(&limit, "limit", 50, fmt.Sprintf("records per page, 1 to %d", projection.MaxLimit))
 	fs.StringVar(&cursor, "cursor", "", "continue after the page that printed it")
 	fs.BoolVar(&all, "all", false, "print every page")
-	return cmd
+	return outputs(outputList, cmd)
 }
 
 // maxCursor bounds a --cursor: the server's cursors are far shorter.

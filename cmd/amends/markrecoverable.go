@@ -40,5 +40,5 @@ func newMarkRecoverableCmd(a *app) *cobra.Command {
 	}
 	f.add(a, cmd, false)
 	f.addConfirm(cmd)
-	return takesRecordID(cmd)
+	return outputs(outputDocument, takesRecordID(cmd))
 }

@@ -7,9 +7,53 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
 )
+
+// listJSON is the one shape of every list the CLI prints with -o json
+// (docs/cli-json.md; annotated outputList, checked by
+// TestEveryJSONListHasTheOneShape): "items", always an array; "next", the
+// cursor of the following page, absent on the last; "more", true when the
+// list was cut at --limit and has no cursor; "skipped", entries that could
+// not be read; "invalid", stored values that do not validate.
+type listJSON[T any] struct {
+	Items   []T                 `json:"items"`
+	Next    string              `json:"next,omitempty"`
+	More    bool                `json:"more,omitempty"`
+	Skipped int                 `json:"skipped,omitempty"`
+	Invalid []api.InvalidRecord `json:"invalid,omitempty"`
+}
+
+// printList prints l in the one list shape, with [] for no items.
+func printList[T any](w io.Writer, l listJSON[T]) error {
+	if l.Items == nil {
+		l.Items = []T{}
+	}
+	return printJSON(w, l)
+}
+
+// The kinds of -o json output a command has (annotationOutput): a list in
+// the one shape (printList), or one document (the record, a result).
+const (
+	annotationOutput = "amends/output"
+	outputList       = "list"
+	outputDocument   = "document"
+)
+
+// outputs marks cmd's -o json output as kind (outputList or
+// outputDocument); a test over the command tree checks that every command
+// with --output says which, and that every list has the one shape.
+func outputs(kind string, cmd *cobra.Command) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[annotationOutput] = kind
+	return cmd
+}
 
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -110,5 +110,5 @@ func newPrepareLikeCmd(a *app, use string, name api.Command, reasonRequired bool
 	ff.add(cmd)
 	bf.add(cmd)
 	cmd.Flags().BoolVar(&probe, "probe", false, "make the replay the probe of the function's circuit when it is not closed (without it such a record is refused: its replay would cost a retry)")
-	return takesRecordID(cmd)
+	return outputs(outputDocument, takesRecordID(cmd))
 }

@@ -96,7 +96,7 @@ func newQuarantineListCmd(a *app) *cobra.Command {
 				q.Cursor = next
 			}
 			if cf.output == "json" {
-				return printJSON(a.stdout, server.QuarantinePage{Entries: entries, Next: next})
+				return printList(a.stdout, listJSON[api.QuarantineEntry]{Items: entries, Next: next})
 			}
 			return printQuarantine(a, entries, next, consumer)
 		},
@@ -107,7 +107,7 @@ func newQuarantineListCmd(a *app) *cobra.Command {
 	fs.IntVar(&limit, "limit", 100, fmt.Sprintf("entries per page, 1 to %d", quarantine.MaxLimit))
 	fs.StringVar(&cursor, "cursor", "", "continue after the page that printed it")
 	fs.BoolVar(&all, "all", false, "print every page")
-	return cmd
+	return outputs(outputList, cmd)
 }
 
 // maxShownError is how much of an entry's error the table shows.

@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
-	"github.com/amends-dev/amends/server"
 )
 
 // A message the projector cannot project is listed by `amends quarantine
@@ -28,15 +28,15 @@ func TestQuarantineList(t *testing.T) {
 	e.create(t, 2) // behind the poison: projected
 
 	var c *cli
-	var page server.QuarantinePage
+	var page listJSON[api.QuarantineEntry]
 	require.Eventually(t, func() bool {
 		c = e.cli(viewerKey)
-		page = server.QuarantinePage{}
+		page = listJSON[api.QuarantineEntry]{}
 		return c.run(t, "quarantine", "list", "-o", "json", "--limit", "1", "--all") == exitOK &&
-			json.Unmarshal([]byte(c.stdout.String()), &page) == nil && len(page.Entries) == 2
+			json.Unmarshal([]byte(c.stdout.String()), &page) == nil && len(page.Items) == 2
 	}, 30*time.Second, 10*time.Millisecond, "both poison messages listed, one page at a time")
 	assert.Empty(t, page.Next)
-	for _, en := range page.Entries {
+	for _, en := range page.Items {
 		assert.Equal(t, projection.DefaultDurable, en.Consumer)
 		assert.Equal(t, quarantine.ReasonUndecodable, en.Reason)
 		assert.Equal(t, e.store.StreamName(aggregate.Context), en.Stream)

@@ -113,7 +113,7 @@ func newRepairSkipCmd(a *app) *cobra.Command {
 	rf.add(cmd)
 	cmd.Flags().StringVar(&stream, "stream", "", "the message's stream (STREAM in amends quarantine list)")
 	cmd.Flags().Uint64Var(&seq, "seq", 0, "the message's sequence (SEQ in amends quarantine list)")
-	return cmd
+	return outputs(outputDocument, cmd)
 }
 
 func newRepairPurgeCmd(a *app) *cobra.Command {
@@ -164,5 +164,5 @@ func newRepairPurgeCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&bucket, "bucket", "", "the bucket (CONSUMER in amends quarantine list)")
 	cmd.Flags().StringVar(&key, "key", "", "the entry's key")
 	cmd.Flags().Uint64Var(&revision, "revision", 0, "the entry's revision (SEQ in amends quarantine list)")
-	return cmd
+	return outputs(outputDocument, cmd)
 }

@@ -175,7 +175,7 @@ func newReplayCmd(a *app) *cobra.Command {
 	confirm.add(cmd, "", "which events")
 	fs.BoolVar(&noWait, "no-wait", false, "return once the replay is stored")
 	fs.DurationVar(&poll, "poll", 500*time.Millisecond, "how often the progress is read")
-	return cmd
+	return outputs(outputDocument, cmd)
 }
 
 func printPlan(a *app, plan *api.ReplayPlan) error {

@@ -63,5 +63,5 @@ func newRetrySpecCmd(a *app) *cobra.Command {
 	fs.Int32Var(&execTimeout, "execution-timeout", 0, "seconds a prepared replay may run before it may be prepared again")
 	fs.Int32Var(&maxBackoff, "max-backoff", 0, "cap of one backoff interval in seconds (0: none, Wow's doubling)")
 	fs.Float64Var(&jitter, "jitter", 0, "largest fraction, 0 to 1, taken off an interval, drawn from the record id and attempt")
-	return takesRecordID(cmd)
+	return outputs(outputDocument, takesRecordID(cmd))
 }

@@ -51,10 +51,7 @@ func newRulesListCmd(a *app) *cobra.Command {
 				return apiError(cmd, "", err)
 			}
 			if cf.output == "json" {
-				if rs == nil {
-					rs = []api.Rule{}
-				}
-				return printJSON(a.stdout, rs)
+				return printList(a.stdout, listJSON[api.Rule]{Items: rs})
 			}
 			if len(rs) == 0 {
 				fmt.Fprintln(a.stdout, "no rules; add one with `amends rules add` (a fingerprint, or a function and error code, and an action)")
@@ -79,7 +76,7 @@ func newRulesListCmd(a *app) *cobra.Command {
 		},
 	}
 	cf.add(a, cmd)
-	return cmd
+	return outputs(outputList, cmd)
 }
 
 func matchText(m api.RuleMatch) string {
@@ -175,7 +172,7 @@ func newRulesAddCmd(a *app) *cobra.Command {
 	fs.Float64Var(&jitter, "jitter", 0, "APPLY_RETRY_SPEC: largest fraction, 0 to 1, taken off an interval")
 	cf.add(a, cmd)
 	confirm.add(cmd, "", "the rule and how many unfinished records it would match now; what")
-	return cmd
+	return outputs(outputDocument, cmd)
 }
 
 // dryRunRuleAdd prints the rule req would add and how many unfinished
@@ -224,8 +221,12 @@ func newRulesRemoveCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			id, err := ruleArg(cmd, c, args[0])
+			if err != nil {
+				return err
+			}
 			if confirm.dryRun {
-				r, err := c.Rule(cmd.Context(), args[0])
+				r, err := c.Rule(cmd.Context(), id)
 				if err != nil {
 					return apiError(cmd, "", err)
 				}
@@ -235,7 +236,7 @@ func newRulesRemoveCmd(a *app) *cobra.Command {
 				fmt.Fprintf(a.stdout, "dry run: would remove rule %s (%s on %s); it touched %d records; nothing was removed\n", r.ID, r.Action, matchText(r.Match), r.Touched)
 				return nil
 			}
-			r, err := c.RemoveRule(cmd.Context(), args[0], why)
+			r, err := c.RemoveRule(cmd.Context(), id, why)
 			if err != nil {
 				return apiError(cmd, "", err)
 			}
@@ -249,7 +250,7 @@ func newRulesRemoveCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&why, "reason", "", "why, recorded in the rule's audit (required)")
 	cf.add(a, cmd)
 	confirm.add(cmd, "", "the rule that")
-	return cmd
+	return takesID(idRule, outputs(outputDocument, cmd))
 }
 
 func newRulesApplyCmd(a *app) *cobra.Command {
@@ -281,7 +282,11 @@ func newRulesApplyCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := c.ApplyRule(cmd.Context(), args[0], api.RuleApplyRequest{DryRun: dryRun, RequestID: requestID, Limit: limit, RatePerSecond: rate, Reason: why})
+			id, err := ruleArg(cmd, c, args[0])
+			if err != nil {
+				return err
+			}
+			res, err := c.ApplyRule(cmd.Context(), id, api.RuleApplyRequest{DryRun: dryRun, RequestID: requestID, Limit: limit, RatePerSecond: rate, Reason: why})
 			if err != nil {
 				return apiError(cmd, "", err)
 			}
@@ -292,7 +297,7 @@ func newRulesApplyCmd(a *app) *cobra.Command {
 			if dryRun {
 				verb = "dry run of"
 			}
-			fmt.Fprintf(a.stdout, "%s rule %s (%s) on %d of %d matching records:", verb, args[0], res.Command, len(res.Records), res.Matched)
+			fmt.Fprintf(a.stdout, "%s rule %s (%s) on %d of %d matching records:", verb, id, res.Command, len(res.Records), res.Matched)
 			for _, k := range []string{api.OutcomeApplied, api.OutcomeDuplicate, api.OutcomeRejected, api.OutcomeFailed, api.OutcomeWould, api.OutcomeWouldNot, "held"} {
 				if n := res.Counts[k]; n > 0 {
 					fmt.Fprintf(a.stdout, " %s %d", k, n)
@@ -312,7 +317,7 @@ func newRulesApplyCmd(a *app) *cobra.Command {
 	fs.Float64Var(&rate, "rate", 0, "records per second (default 50)")
 	fs.StringVar(&why, "reason", "", "why, recorded on every command (default: the rule's reason)")
 	cf.add(a, cmd)
-	return cmd
+	return takesID(idRule, outputs(outputDocument, cmd))
 }
 
 // exactlyOneRule accepts one rule id.

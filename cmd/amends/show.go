@@ -72,7 +72,7 @@ func newShowCmd(a *app) *cobra.Command {
 		},
 	}
 	cf.add(a, cmd)
-	return takesRecordID(cmd)
+	return outputs(outputDocument, takesRecordID(cmd))
 }
 
 // exactlyOneID accepts one record id.

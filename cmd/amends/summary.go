@@ -54,7 +54,7 @@ func newSummaryCmd(a *app) *cobra.Command {
 	cf.add(a, cmd)
 	ff.add(cmd)
 	cmd.Flags().StringVar(&by, "by", "", "fingerprint: group the records by failure fingerprint, with a sample message, first and last seen and counts by status")
-	return cmd
+	return outputs(outputDocument, cmd)
 }
 
 // withEveryView gives s a count, maybe 0, for every view, and empty lists
