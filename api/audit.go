@@ -31,10 +31,14 @@ const (
 	// amends writes with every such change; it is refused. Route is the
 	// NATS subject it was written to, Reason its revision and why.
 	AuditUnaudited AuditKind = "unaudited_value"
+	// AuditArchiveRestore: an operator restored archived records through
+	// the API (POST /api/v1/archive/{sweep}/restore); Reason gives the
+	// operator's reason, the sweep and the outcomes' counts.
+	AuditArchiveRestore AuditKind = "archive_restore"
 )
 
 // AuditKinds lists every kind.
-var AuditKinds = []AuditKind{AuditAuthFailure, AuditRateLimited, AuditSignIn, AuditSignOut, AuditEventRead, AuditRetention, AuditUnaudited}
+var AuditKinds = []AuditKind{AuditAuthFailure, AuditRateLimited, AuditSignIn, AuditSignOut, AuditEventRead, AuditRetention, AuditUnaudited, AuditArchiveRestore}
 
 // AuditCredential is the kind of credential an audit entry's actor
 // presented. The values are stable.

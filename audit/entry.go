@@ -23,6 +23,7 @@ const (
 	KindEventRead   = api.AuditEventRead
 	KindRetention   = api.AuditRetention
 	KindUnaudited   = api.AuditUnaudited
+	KindRestore     = api.AuditArchiveRestore
 )
 
 // CredentialSystem marks the entries amends records itself (see

@@ -124,6 +124,10 @@ type Sweeper struct {
 	stats sweepStats
 }
 
+// Archive returns the archive the sweeper writes removed histories to;
+// nil when it archives nothing.
+func (sw *Sweeper) Archive() archive.Sink { return sw.cfg.Archive }
+
 type sweepStats struct {
 	passes, batches, succeeded, unrecoverable, messages, views, archived, dropped, failed, halted atomic.Uint64
 	lastAt                                                                                        atomic.Int64

@@ -140,6 +140,7 @@ func TestOpenAPIParametersMatchTheHandlers(t *testing.T) {
 	assert.Equal(t, sorted(filterParams, []string{"by"}), queryParams(doc, ops["GET /api/v1/summary"]))
 	assert.Equal(t, sorted(quarantineParams), queryParams(doc, ops["GET /api/v1/quarantine"]))
 	assert.Equal(t, sorted(auditParams), queryParams(doc, ops["GET /api/v1/audit"]))
+	assert.Equal(t, sorted(archiveRecordParams), queryParams(doc, ops["GET /api/v1/archive/{sweep}"]))
 
 	for _, name := range OperatorCommands {
 		assert.NotNil(t, ops["POST /api/v1/records/{id}/"+name], "%s has its own path", name)
@@ -366,6 +367,15 @@ func TestOpenAPIResponsesMatchTheServer(t *testing.T) {
 		"RecordSchedule":   api.RecordSchedule{},
 		"ScheduledRetry":   aggregate.ScheduledRetry{},
 		"FingerprintGroup": api.FingerprintGroup{},
+		// The archive.
+		"ArchiveSweeps":        api.ArchiveSweeps{},
+		"ArchiveSweep":         api.ArchiveSweep{},
+		"ArchiveRecords":       api.ArchiveRecords{},
+		"ArchivedRecord":       api.ArchivedRecord{},
+		"ArchivedHistory":      api.ArchivedHistory{},
+		"ArchiveRestore":       api.ArchiveRestoreRequest{},
+		"ArchiveRestoreResult": api.ArchiveRestoreResult{},
+		"RestoredRecord":       api.RestoredRecord{},
 	} {
 		schema := deref(doc, obj{"$ref": "#/components/schemas/" + name})
 		require.NotNil(t, schema, name)

@@ -30,6 +30,10 @@ func (s *Server) routeTable() []route {
 		{method: "POST", pattern: "/api/v1/holds/{key}/skip", role: RoleOperator, handler: s.skipHeld},
 		{method: "POST", pattern: "/api/v1/replays", role: RoleOperator, handler: s.startReplay},
 		{method: "GET", pattern: "/api/v1/replays/{id}", role: RoleViewer, handler: s.getReplay},
+		{method: "GET", pattern: "/api/v1/archive", role: RoleViewer, handler: s.listSweeps},
+		{method: "GET", pattern: "/api/v1/archive/{sweep}", role: RoleViewer, handler: s.listArchived},
+		{method: "GET", pattern: "/api/v1/archive/{sweep}/{id}", role: RoleViewer, handler: s.getArchived},
+		{method: "POST", pattern: "/api/v1/archive/{sweep}/restore", role: RoleOperator, handler: s.restoreArchived},
 	}
 	routes = append(routes, s.ruleRoutes()...)
 	routes = append(routes, s.repairRoutes()...)

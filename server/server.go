@@ -92,6 +92,9 @@ type Config struct {
 	// Circuits serves the functions' circuits and the recovery drains;
 	// nil answers their routes 404.
 	Circuits *Circuits
+	// Archive serves the records retention archived, and restores them;
+	// nil answers its routes 404.
+	Archive *Archive
 	// Retired, if set, adds the records retention removed to summaries
 	// filtered by function, error code and fingerprint (retired.go).
 	Retired Retired

@@ -101,16 +101,6 @@ func newArchiveCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// sweepSummary is one line of archive list.
-type sweepSummary struct {
-	Sweep     uint64 `json:"sweep"`
-	CreatedAt int64  `json:"createdAt"`
-	Objects   int    `json:"objects"`
-	Records   int    `json:"records"`
-	Streams   int    `json:"streams"`
-	Bytes     int    `json:"bytes"`
-	Error     string `json:"error,omitempty"`
-}
 
 func newArchiveListCmd(a *app) *cobra.Command {
 	var f archiveFlags
@@ -127,25 +117,12 @@ func newArchiveListCmd(a *app) *cobra.Command {
 			if nc != nil {
 				defer nc.Close()
 			}
-			sweeps, err := archive.Sweeps(cmd.Context(), sink)
+			out, err := archive.ListSweeps(cmd.Context(), sink)
 			if err != nil {
 				return err
 			}
-			out := []sweepSummary{}
-			for _, n := range sweeps {
-				s := sweepSummary{Sweep: n}
-				m, err := archive.ReadManifest(cmd.Context(), sink, n)
-				if err != nil {
-					s.Error = err.Error()
-				}
-				s.CreatedAt, s.Objects = m.CreatedAt, len(m.Objects)
-				for _, o := range m.Objects {
-					s.Records, s.Streams, s.Bytes = s.Records+len(o.Records), s.Streams+o.Streams, s.Bytes+o.Bytes
-				}
-				out = append(out, s)
-			}
 			if f.output == "json" {
-				return printList(a.stdout, listJSON[sweepSummary]{Items: out})
+				return printList(a.stdout, listJSON[archive.SweepSummary]{Items: out})
 			}
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "SWEEP\tCREATED\tOBJECTS\tRECORDS\tSTREAMS\tBYTES\tERROR")
@@ -159,15 +136,6 @@ func newArchiveListCmd(a *app) *cobra.Command {
 	return outputs(outputList, cmd)
 }
 
-// archivedRecord is one record of archive show.
-type archivedRecord struct {
-	ID        string                 `json:"id"`
-	Function  aggregate.FunctionInfo `json:"function"`
-	Versions  int                    `json:"versions"`
-	Status    aggregate.Status       `json:"status,omitempty"`
-	ExecuteAt int64                  `json:"executeAt,omitempty"`
-	Object    string                 `json:"object"`
-}
 
 // archivedIDs resolves the --record values args, each a record id or a
 // unique prefix of one, among sweep's records: it reads the sweep once more
@@ -185,7 +153,7 @@ func archivedIDs(ctx context.Context, sink archive.Sink, sweep uint64, args []st
 		}
 		if all == nil {
 			all = []string{}
-			if _, err := eachArchived(ctx, sink, sweep, nil, func(_ archive.Object, r archive.Record) error {
+			if _, err := archive.Each(ctx, sink, sweep, nil, func(_ archive.Object, r archive.Record) error {
 				all = append(all, r.ID)
 				return nil
 			}); err != nil {
@@ -201,28 +169,6 @@ func archivedIDs(ctx context.Context, sink archive.Sink, sweep uint64, args []st
 	return ids, nil
 }
 
-// eachArchived calls fn with every record of sweep's objects (only those
-// of ids, if any), and returns how many of ids it found.
-func eachArchived(ctx context.Context, sink archive.Sink, sweep uint64, ids map[string]bool, fn func(o archive.Object, r archive.Record) error) (int, error) {
-	m, err := archive.ReadManifest(ctx, sink, sweep)
-	if err != nil {
-		return 0, err
-	}
-	found := 0
-	for _, o := range m.Objects {
-		err := archive.ReadObject(ctx, sink, o, func(r archive.Record) error {
-			if len(ids) > 0 && !ids[r.ID] {
-				return nil
-			}
-			found++
-			return fn(o, r)
-		})
-		if err != nil {
-			return found, err
-		}
-	}
-	return found, nil
-}
 
 func newArchiveShowCmd(a *app) *cobra.Command {
 	var (
@@ -257,14 +203,10 @@ func newArchiveShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var recs []archivedRecord
+			var recs []archive.RecordSummary
 			var history []eventstore.Stream
-			found, err := eachArchived(cmd.Context(), sink, sweep, ids, func(o archive.Object, r archive.Record) error {
-				ar := archivedRecord{ID: r.ID, Function: r.Function, Versions: len(r.Streams), Object: o.Name}
-				if s, ok := aggregate.CarriedState(r.Streams[len(r.Streams)-1]); ok {
-					ar.Status, ar.ExecuteAt = s.Status, s.ExecuteAt
-				}
-				recs = append(recs, ar)
+			found, err := archive.Each(cmd.Context(), sink, sweep, ids, func(o archive.Object, r archive.Record) error {
+				recs = append(recs, archive.Summarize(o, r))
 				if record != "" {
 					history = r.Streams
 				}
@@ -280,7 +222,7 @@ func newArchiveShowCmd(a *app) *cobra.Command {
 				return printArchivedHistory(a, f.output, recs[0], history)
 			}
 			if f.output == "json" {
-				return printList(a.stdout, listJSON[archivedRecord]{Items: recs})
+				return printList(a.stdout, listJSON[archive.RecordSummary]{Items: recs})
 			}
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "RECORD\tFUNCTION\tVERSIONS\tSTATUS\tLAST OUTCOME")
@@ -296,7 +238,7 @@ func newArchiveShowCmd(a *app) *cobra.Command {
 	return takesID(idArchived, outputs(outputList, cmd))
 }
 
-func printArchivedHistory(a *app, output string, r archivedRecord, streams []eventstore.Stream) error {
+func printArchivedHistory(a *app, output string, r archive.RecordSummary, streams []eventstore.Stream) error {
 	if output == "json" {
 		type line struct {
 			Seq    uint64            `json:"seq"`
@@ -370,7 +312,7 @@ already is left alone (present); an interrupted restore is completed.`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Minute)
 			defer cancel()
 			var results []archive.RestoreResult
-			found, err := eachArchived(ctx, sink, sweep, ids, func(_ archive.Object, r archive.Record) error {
+			found, err := archive.Each(ctx, sink, sweep, ids, func(_ archive.Object, r archive.Record) error {
 				res, err := archive.Restore(ctx, store, r, confirm.dryRun)
 				if err != nil {
 					return err

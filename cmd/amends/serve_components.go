@@ -180,6 +180,9 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	if sweeper != nil {
 		apiCfg.Retired = sweeper
 		reg.MustRegister(metrics.Retention(sweeper))
+		if sink := sweeper.Archive(); sink != nil {
+			apiCfg.Archive = &server.Archive{Sink: sink, Store: store}
+		}
 	}
 	if components, err = withDashboard(&apiCfg, components, index, store, views, auditLog, logger); err != nil {
 		return nil, "", err

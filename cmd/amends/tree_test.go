@@ -321,7 +321,7 @@ func TestEveryJSONListHasTheOneShape(t *testing.T) {
 	c = e.cli()
 	require.Equal(t, exitOK, c.run(t, "rules", "remove", e.rule[:5], "--reason", "x", "--dry-run"), c.stderr.String())
 	assert.Contains(t, c.stdout.String(), e.rule)
-	var sweep listJSON[archivedRecord]
+	var sweep listJSON[archive.RecordSummary]
 	c = e.cli()
 	require.Equal(t, exitOK, c.run(t, "archive", "show", "--archive", e.archive, "--sweep", "1", "-o", "json"), c.stderr.String())
 	require.NoError(t, json.Unmarshal([]byte(c.stdout.String()), &sweep))
