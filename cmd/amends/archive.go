@@ -101,7 +101,6 @@ func newArchiveCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-
 func newArchiveListCmd(a *app) *cobra.Command {
 	var f archiveFlags
 	cmd := &cobra.Command{
@@ -136,7 +135,6 @@ func newArchiveListCmd(a *app) *cobra.Command {
 	return outputs(outputList, cmd)
 }
 
-
 // archivedIDs resolves the --record values args, each a record id or a
 // unique prefix of one, among sweep's records: it reads the sweep once more
 // only when a value is not a whole UUID. It returns nil for no args.
@@ -168,7 +166,6 @@ func archivedIDs(ctx context.Context, sink archive.Sink, sweep uint64, args []st
 	}
 	return ids, nil
 }
-
 
 func newArchiveShowCmd(a *app) *cobra.Command {
 	var (
