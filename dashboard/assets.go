@@ -41,6 +41,7 @@ var pages = map[string]string{
 	"/circuits":     "circuits.html",
 	"/holds":        "holds.html",
 	"/audit":        "audit.html",
+	"/archive":      "archive.html",
 	"/signin":       "signin.html",
 }
 

@@ -16,10 +16,12 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/archive"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
 	"github.com/amends-dev/amends/rollout"
@@ -36,6 +38,10 @@ type storm struct {
 	store   *jsstore.Store
 	refused []string
 	js      jetstream.JetStream
+	// archive holds sweep 1 of the archived records (retention removed
+	// them from the event store).
+	archive  *archive.Dir
+	archived []string
 }
 
 // withStorm serves the drains, the holds and the audit log of st.
@@ -63,6 +69,10 @@ func withStorm(st *storm) stackOption {
 		if err != nil {
 			panic(err)
 		}
+		if st.archive, err = archive.OpenDir(s.tb.TempDir()); err != nil {
+			panic(err)
+		}
+		s.cfg.Archive = &server.Archive{Sink: st.archive, Store: st.store}
 		s.cfg.Circuits.Drains = st.drains
 		s.cfg.Audit = log
 		s.dash.Audit = log
@@ -116,6 +126,7 @@ func (st *storm) play(t *testing.T, s *stack) {
 	})
 	require.NoError(t, err)
 	st.drain(t, 12, 11, 1)
+	st.archiveSweep(t)
 
 	// An Ordered function of context shop fails on version 1 of an order:
 	// versions 2 and 3 are held behind it.
@@ -143,6 +154,37 @@ func (st *storm) play(t *testing.T, s *stack) {
 		h, err := st.holds.Get(ctx, api.HoldKey("shop", "Projector", "onStep", "order", "o-7"))
 		return err == nil && len(h.Held) == 2
 	}, 30*time.Second, 10*time.Millisecond, "two events held behind the failure")
+}
+
+// archiveSweep writes sweep 1 of the archive: three mails that failed
+// and then succeeded, made on another JetStream (as if retention had
+// removed them from this one).
+func (st *storm) archiveSweep(t *testing.T) {
+	t.Helper()
+	elsewhere, err := jsstore.New(natstest.New(t).JetStream())
+	require.NoError(t, err)
+	svc := aggregate.NewService(elsewhere)
+	var recs []archive.Record
+	for i := range 3 {
+		eid := uuid.NewString()
+		id := aggregate.RecordID(eid, mailer)
+		for _, c := range []aggregate.Command{
+			aggregate.CreateExecutionFailed{EventID: aggregate.EventID{ID: eid, Version: 1, Seq: uint64(10 + i),
+				AggregateID: aggregate.WireAggregateID{ContextName: mailer.ContextName, AggregateName: "order", AggregateID: fmt.Sprintf("old-%d", i), TenantID: aggregate.DefaultTenantID}},
+				Function: mailer, ExecuteAt: time.Now().Add(-40 * 24 * time.Hour).UnixMilli(), Error: aggregate.ErrorDetails{ErrorCode: "Greylisted", ErrorMsg: "451 try later"}},
+			aggregate.ForcePrepareCompensation{},
+			aggregate.ApplyExecutionSuccess{ExecuteAt: time.Now().Add(-39 * 24 * time.Hour).UnixMilli()},
+		} {
+			_, err := svc.Execute(t.Context(), id, c, aggregate.Meta{Actor: "scheduler"})
+			require.NoError(t, err)
+		}
+		hist, err := elsewhere.Load(t.Context(), aggregate.RecordAggregate(id), 1)
+		require.NoError(t, err)
+		recs = append(recs, archive.Record{ID: id, Function: mailer, Streams: hist})
+		st.archived = append(st.archived, id)
+	}
+	_, err = archive.WriteSweep(t.Context(), st.archive, 1, time.Now().Add(-9*24*time.Hour), recs)
+	require.NoError(t, err)
 }
 
 // drain stores Ledger.post's drain with its counts.
@@ -256,8 +298,35 @@ func TestBrowserIncidentConsole(t *testing.T) {
 	assert.Contains(t, row, "Refused by the circuit")
 	assert.NotContains(t, row, "Unclassified")
 
-	do(t, ctx, "open the audit log", chromedp.Navigate(s.http.URL+"/audit"))
-	until(t, ctx, "the entries", `document.querySelector('#audit-table, #no-entries') !== null`)
+	// The archive: a sweep, its records, a history, and a restore of one
+	// record after a dry run, which makes it queryable again.
+	do(t, ctx, "open the archive", chromedp.Navigate(s.http.URL+"/archive"))
+	until(t, ctx, "the sweeps", `document.querySelectorAll('#sweeps-table tbody tr').length === 1`)
+	assert.Contains(t, text(t, ctx, "#sweeps-table tbody tr"), "9d ago")
+	do(t, ctx, "open sweep 1", chromedp.Click("#sweeps-table a.open-sweep"))
+	until(t, ctx, "its records", `document.querySelectorAll('#records-table tbody tr').length === 3`)
+	assert.Equal(t, "?sweep=1", eval[string](t, ctx, `location.search`), "the sweep is in the address")
+	assert.Contains(t, text(t, ctx, "#restore-what"), "every record of sweep 1")
+	arow := fmt.Sprintf(`#records-table tr[data-record="%s"]`, st.archived[0])
+	assert.Contains(t, text(t, ctx, arow), "SUCCEEDED")
+	do(t, ctx, "show a history", chromedp.Click(arow+" a.show-history"))
+	until(t, ctx, "the history", `document.querySelectorAll('#history-table tbody tr').length === 3`)
+	assert.Contains(t, text(t, ctx, "#history-table"), "execution_success_applied")
+	do(t, ctx, "select the record", chromedp.Click(arow+" input.pick"))
+	until(t, ctx, "the restore names it", `document.querySelector('#restore-what').textContent.includes("1 selected record")`)
+	do(t, ctx, "dry-run the restore", chromedp.SendKeys("#restore-action-reason", "the customer asks for the receipt"), chromedp.Click("#restore-action-dry"))
+	until(t, ctx, "the plan", `document.querySelector('#restore-action-plan') !== null`)
+	assert.Contains(t, text(t, ctx, "#restore-action-plan"), "would restore: 1 restored")
+	_, err = s.index.Get(t.Context(), st.archived[0])
+	assert.Error(t, err, "a dry run restores nothing")
+	do(t, ctx, "restore", chromedp.Click("#restore-action-run"))
+	until(t, ctx, "restored", `document.querySelector('#restore-action-done') !== null`)
+	assert.Contains(t, text(t, ctx, "#restore-action-done"), "restored: 1 restored")
+	require.Eventually(t, func() bool { _, err := s.index.Get(t.Context(), st.archived[0]); return err == nil }, 30*time.Second, 10*time.Millisecond,
+		"the restored record is queryable again")
+
+	do(t, ctx, "open the audit log", chromedp.Navigate(s.http.URL+"/audit?kind=archive_restore"))
+	until(t, ctx, "the restore's entry", `document.querySelector('#audit-table')?.textContent.includes("the customer asks for the receipt")`)
 }
 
 // A viewer sees the incident view's actions disabled, with why.

@@ -73,6 +73,7 @@ var mailer = aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextNa
 type stackOption func(*stackSetup)
 
 type stackSetup struct {
+	tb   testing.TB
 	cfg  *server.Config
 	dash *dashboard.Config
 	js   jetstream.JetStream
@@ -127,7 +128,7 @@ func newStack(tb testing.TB, greylisted, full int, tokens bool, opts ...stackOpt
 		cfg.Tokens, err = server.ParseTokens("alice:viewer:" + viewerToken + "\nbob:operator:" + operatorToken)
 		require.NoError(tb, err)
 	}
-	setup := stackSetup{cfg: &cfg, dash: &dcfg, js: js}
+	setup := stackSetup{tb: tb, cfg: &cfg, dash: &dcfg, js: js}
 	for _, o := range opts {
 		o(&setup)
 	}

@@ -100,6 +100,7 @@ func TestBrowserNoLayoutShiftAndNoSidewaysScroll(t *testing.T) {
 		"/", "/search", "/search?processor=Mailer#batch", "/search?executeAtFrom=2000-01-01T00:00:00Z", "/fingerprints",
 		"/record?id=" + withStack, "/record?id=" + s.greylisted[0], "/record?id=" + s.full[0], "/record?id=" + running, "/record?id=" + st.refused[0],
 		"/circuits", "/circuits/" + circuit.Of(mailer).String(), "/circuits/" + ledger.String(), "/holds", "/audit",
+		"/archive", "/archive?sweep=1&record=" + st.archived[0],
 	}
 	for _, size := range [][2]int64{{1280, 900}, {390, 844}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {

@@ -44,6 +44,7 @@ func (s *Server) dashboardRoutes() []route {
 		{method: "GET", pattern: "/circuits/{function}", handler: page},
 		{method: "GET", pattern: "/holds", handler: page},
 		{method: "GET", pattern: "/audit", handler: page},
+		{method: "GET", pattern: "/archive", handler: page},
 		{method: "GET", pattern: "/signin", handler: page},
 		{method: "GET", pattern: "/assets/{file...}", handler: page},
 		{method: "GET", pattern: "/ui/v1/session", handler: s.whoami},
