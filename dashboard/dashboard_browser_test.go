@@ -163,6 +163,7 @@ func TestBrowserBatchDryRunThenApply(t *testing.T) {
 	ctx := tab(t)
 	do(t, ctx, "open the batch of the mailer's records", chromedp.Navigate(s.http.URL+"/search?processor=Mailer#batch"))
 	until(t, ctx, "the batch panel", `document.querySelector('#batch-dry') !== null && document.querySelector('#batch-details').open`)
+	until(t, ctx, "the count before any dry run", `document.querySelector('#batch-matched').textContent === "5 records selected"`)
 	do(t, ctx, "dry run", chromedp.Click("#batch-dry"))
 	until(t, ctx, "the preview", `document.querySelector('#would-apply') !== null`)
 	assert.Equal(t, "4", text(t, ctx, "#would-apply"), "the failed records would be prepared")
@@ -179,6 +180,10 @@ func TestBrowserBatchDryRunThenApply(t *testing.T) {
 	reqID := text(t, ctx, "#batch-request-id")
 	assert.Len(t, reqID, 36, "a request id is shown")
 	assert.Contains(t, text(t, ctx, "#batch-status"), "applied 4")
+	assert.Equal(t, "/search?processor=Mailer", eval[string](t, ctx, `new URL(document.querySelector('#batch-back').href).pathname + new URL(document.querySelector('#batch-back').href).search`),
+		"a way back to the selection")
+	do(t, ctx, "a new dry run", chromedp.Click("#batch-again"))
+	until(t, ctx, "the form is ready again", `document.querySelector('#batch-out').textContent === "" && document.activeElement.id === "batch-dry"`)
 	require.Eventually(t, func() bool {
 		for _, id := range append(s.greylisted[1:], s.full...) {
 			if s.status(t, id) != aggregate.StatusSucceeded {

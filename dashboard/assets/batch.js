@@ -30,6 +30,15 @@ const Batch = (() => {
 
   function mount(panel, params, open) {
     const out = el("div", { id: "batch-out", "aria-live": "polite" });
+    // How many records the filter selects, before any dry run.
+    const matched = el("span", { id: "batch-matched" }, "counting the records…");
+    api("GET", "/api/v1/count?" + new URLSearchParams(params)).then(
+      c => { matched.textContent = c.count + (c.count === 1 ? " record selected" : " records selected"); },
+      () => { matched.textContent = "the count is not available"; });
+    // The way back to the records the batch ran on, once it has run.
+    const back = () => el("p", { id: "batch-after" },
+      el("a", { href: "/search?" + new URLSearchParams(params), id: "batch-back" }, "Back to the selected records"), " · ",
+      el("button", { type: "button", id: "batch-again", onclick: () => { A.fill(out); dry.focus(); } }, "New dry run"));
     const cmd = el("select", { id: "batch-command" },
       el("option", { value: "prepare_compensation" }, "prepare (within retry limits)"),
       el("option", { value: "force_prepare_compensation" }, "force-prepare (beyond retry limits)"));
@@ -38,7 +47,7 @@ const Batch = (() => {
     const dry = el("button", { type: "button", class: "primary", id: "batch-dry" }, "Preview (dry run)");
     const details = el("details", { id: "batch-details", open: open || undefined },
       el("summary", {}, "Batch action on these ", el("strong", {}, "search results")),
-      el("p", { class: "muted" }, "Filter: ", el("code", {}, describe(params))),
+      el("p", { class: "muted" }, "Filter: ", el("code", {}, describe(params)), " · ", matched),
       el("div", { class: "row" },
         el("label", {}, "Command", cmd),
         el("label", {}, "Records per second", rate)),
@@ -118,6 +127,7 @@ const Batch = (() => {
             Object.entries(result.counts).map(([k, n]) => k + " " + n).join(", "), result.replayed ? " (the stored result of an earlier run)" : "");
           if (list.length) status.after(el("ul", {}, list.map(([k, n]) => el("li", {}, n + " × " + k))));
           if (!result.complete) out.append(resume(expected, requestId));
+          out.append(back());
         } else {
           out.append(el("p", {}, "The stream ended before the result."), resume(expected, requestId));
         }
