@@ -21,7 +21,7 @@ import (
 // assets (their data needs a session), and the ways to sign in.
 var publicRoutes = []string{
 	"GET /healthz", "GET /readyz", "GET /api/v1/openapi.json",
-	"GET /{$}", "GET /search", "GET /record", "GET /fingerprints", "GET /circuits", "GET /circuits/{function}", "GET /holds", "GET /audit", "GET /signin", "GET /assets/{file...}",
+	"GET /{$}", "GET /search", "GET /record", "GET /fingerprints", "GET /circuits", "GET /circuits/{function}", "GET /holds", "GET /audit", "GET /archive", "GET /signin", "GET /assets/{file...}",
 	"GET /ui/v1/session", "POST /ui/v1/session", "DELETE /ui/v1/session",
 	"GET /ui/v1/oidc/start", "GET " + server.OIDCCallbackPath,
 }
