@@ -254,6 +254,8 @@ func TestBrowserIncidentConsole(t *testing.T) {
 	assert.Equal(t, circuit.Open, c.Phase, "a dry run changes nothing")
 	do(t, ctx, "close", chromedp.Click("#circuit-close-run"))
 	until(t, ctx, "closed", `document.querySelector('#state')?.textContent === "closed"`)
+	assert.Contains(t, text(t, ctx, "#since"), "none now: the last ended", "a closed circuit has no incident now")
+	assert.Regexp(t, `it lasted 1[01]m`, text(t, ctx, "#since"), "and says how long the last one lasted (from its first opening, 10m and some seconds ago)")
 	c, _, err = s.circuits.Get(t.Context(), circuit.Of(mailer))
 	require.NoError(t, err)
 	assert.Equal(t, circuit.Closed, c.Phase)

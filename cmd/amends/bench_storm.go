@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -70,6 +71,7 @@ type stormFlags struct {
 	coolDown        time.Duration
 	noCircuit       bool
 	badEvents       int
+	dashboard       string
 }
 
 func newBenchStormCmd(a *app) *cobra.Command {
@@ -101,6 +103,7 @@ func newBenchStormCmd(a *app) *cobra.Command {
 	fs.BoolVar(&f.noCircuit, "no-circuit", false, "turn the circuits off (the storm of the isolation issue)")
 	fs.IntVar(&f.badEvents, "bad-events", 0, "percentage (0 to 99) of events Mailer.send always fails on for their own reason, by a hash of the event id; --outage 0 plays bad events alone")
 	fs.DurationVar(&f.drain, "drain", 10*time.Minute, "how long to wait after the outage for every event to succeed")
+	fs.StringVar(&f.dashboard, "dashboard", "", "serve the storm's API and dashboard on this loopback address (e.g. 127.0.0.1:8088) while it runs, without tokens")
 	fs.StringVar(&f.bench.natsURL, "nats-url", "", "play it on this NATS server or cluster instead of an embedded one")
 	fs.StringVar(&f.bench.creds, "nats-creds", "", "NATS credentials file for --nats-url")
 	fs.StringVar(&f.bench.storage, "storage", "file", "storage of the storm's streams: file or memory")
@@ -117,6 +120,15 @@ func runStorm(ctx context.Context, a *app, f *stormFlags, changed func(string) b
 	c := stormConfig(a, f, changed)
 	if err := checkStormConfig(c); err != nil {
 		return err
+	}
+	if f.dashboard != "" {
+		l, err := listenLoopback("--dashboard", f.dashboard)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		c.Dashboard = l
+		a.logger.Info("bench storm: the dashboard of the storm's control plane", "url", "http://"+l.Addr().String()+"/")
 	}
 	env := &bench.Env{Prefix: strings.ReplaceAll(uuid.NewString()[:8], "-", ""), Quick: f.bench.quick, Concurrency: 1, Replicas: 1}
 	var err error
@@ -303,4 +315,21 @@ func ms(v float64) string {
 		return fmt.Sprintf("%.0fms", v)
 	}
 	return fmt.Sprintf("%.1fms", v)
+}
+
+// listenLoopback listens on addr, which must be a loopback address: what
+// it serves has no tokens. flag names the flag in errors.
+func listenLoopback(flag, addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageErrorf("%s %s: want HOST:PORT, e.g. 127.0.0.1:8088", flag, quoteShort(addr))
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, usageErrorf("%s %s: serve it on a loopback address (127.0.0.1, ::1 or localhost): it has no tokens", flag, quoteShort(addr))
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
+	}
+	return l, nil
 }

@@ -138,3 +138,15 @@ func TestBenchRatesBelowAHundredKeepTheirDigits(t *testing.T) {
 	assert.Equal(t, "45.3", rate(45.31))
 	assert.Equal(t, "2500", rate(2500.4))
 }
+
+// The storm's dashboard has no tokens: it is served on loopback only.
+func TestBenchStormDashboardIsLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"10.0.0.1:8088", "0.0.0.0:8088", ":8088", "example.com:80", "8088"} {
+		var c cli
+		assert.Equal(t, exitUsage, c.run(t, "bench", "storm", "--dashboard", addr), addr)
+		assert.Contains(t, c.stderr.String(), "--dashboard", addr)
+	}
+	l, err := listenLoopback("--dashboard", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+}

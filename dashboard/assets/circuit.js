@@ -35,12 +35,19 @@
     renderTransitions(c);
   }
 
+  // numbers says what a transition counted: the failures of the calls
+  // weighed, or the probes that succeeded.
+  function numbers(t) {
+    if (!t.calls) return "–";
+    return t.failures ? t.failures + " failed of " + t.calls : t.calls + (t.calls === 1 ? " succeeded" : " succeeded, none failed");
+  }
+
   function renderTransitions(c) {
     if (!c.transitions.length) { A.fill($("#transitions"), el("p", { class: "muted" }, "No transition yet.")); return; }
     const cols = [{ h: "#", cls: "num" }, { h: "At" }, { h: "Change" }, { h: "Cause" }, { h: "Numbers" }, { h: "Cool-down" }, { h: "By" }, { h: "Reason" }];
     const rows = c.transitions.slice().reverse().map(t => ({ cells: [String(t.seq), time(t.at),
       [el("span", { class: "badge c-" + t.from }, PHASE[t.from] || t.from), " → ", el("span", { class: "badge c-" + t.to }, PHASE[t.to] || t.to)],
-      el("code", {}, t.cause), t.calls ? t.failures + " failed of " + t.calls : "–", t.coolDownMs ? dur(t.coolDownMs) : "–",
+      el("code", {}, t.cause), numbers(t), t.coolDownMs ? dur(t.coolDownMs) : "–",
       t.actor ? ident(t.actor) : (t.instance ? el("span", { class: "muted" }, "instance ", ident(t.instance)) : "–"), t.reason || ""] }));
     A.fill($("#transitions"), A.table({ id: "transitions-table" }, cols, rows));
   }

@@ -248,7 +248,13 @@ const A = (() => {
   // opening, not its latest re-open) with its re-opens; for a closed
   // circuit, when it closed.
   function incidentSince(c) {
-    if (c.phase === "CLOSED" || !c.incidentFrom) return time(c.since);
+    if (c.phase === "CLOSED") {
+      // No incident now: when the last one ended, and how long it lasted.
+      if (!c.incidentFrom) return el("span", {}, "none: closed ", time(c.since));
+      const to = c.incidentTo || c.since;
+      return el("span", {}, "none now: the last ended ", time(to), el("span", { class: "muted" }, " · it lasted " + dur(Math.max(0, to - c.incidentFrom))));
+    }
+    if (!c.incidentFrom) return time(c.since);
     const re = (c.incidentOpens || 1) - 1;
     return el("span", {}, time(c.incidentFrom), re > 0 ? el("span", { class: "muted" }, " · " + re + (re === 1 ? " re-open" : " re-opens") + ", the latest ", time(c.since)) : null);
   }

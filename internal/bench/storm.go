@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -69,6 +70,10 @@ type StormConfig struct {
 	DrainRate float64        `json:"drainRate,omitempty"`
 	// Processor are more options of the service's processor (tests).
 	Processor []processor.Option `json:"-"`
+	// Dashboard, if set, serves the storm's control plane on it while the
+	// storm runs: the HTTP API and the dashboard, without tokens (give it
+	// a loopback listener), to watch the incident as an operator would.
+	Dashboard net.Listener `json:"-"`
 	// Logger receives the service's and control plane's logs (nil: none).
 	Logger *slog.Logger `json:"-"`
 }

@@ -1,12 +1,17 @@
 package bench_test
 
 import (
+	"io"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/internal/bench"
 )
 
@@ -59,4 +64,38 @@ func TestStormOfBadEventsNeverTrips(t *testing.T) {
 	assert.Positive(t, res.ReplayCalls["Mailer.send"], "the bad records were replayed meanwhile")
 	live := res.Calls["Mailer.send"] - res.ReplayCalls["Mailer.send"]
 	assert.Equal(t, uint64(res.Events), live, "each event called once live")
+}
+
+// With a dashboard listener, the storm's control plane is served while
+// it runs: the API lists the circuit of the failing function, and the
+// incident view's page is there.
+func TestStormServesItsDashboard(t *testing.T) {
+	env := newEnv(t, 1)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	c := bench.StormConfig{Rate: 100, Before: 300 * time.Millisecond, Outage: 3 * time.Second, ImmediateRetries: 0,
+		SchedulerPeriod: 50 * time.Millisecond, Drain: time.Minute, Dashboard: l,
+		Circuit: circuit.Policy{CoolDown: 500 * time.Millisecond}}
+	done := make(chan error, 1)
+	go func() { _, err := bench.RunStorm(t.Context(), env, c); done <- err }()
+	base := "http://" + l.Addr().String()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	require.Eventually(t, func() bool {
+		code, body := get("/api/v1/circuits")
+		return code == http.StatusOK && strings.Contains(body, `"function":"orders.Mailer.send"`)
+	}, 30*time.Second, 20*time.Millisecond, "the API lists the failing function's circuit during the storm")
+	code, body := get("/circuits/orders.Mailer.send")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "circuit.js", "the incident view")
+	require.NoError(t, <-done)
+	_, err = http.Get(base + "/healthz")
+	assert.Error(t, err, "the dashboard stops with the storm")
 }

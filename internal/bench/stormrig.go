@@ -3,19 +3,24 @@ package bench
 import (
 	"context"
 	"log/slog"
+	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
+	"github.com/amends-dev/amends/dashboard"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/recorder"
 	"github.com/amends-dev/amends/scheduler"
+	"github.com/amends-dev/amends/server"
 )
 
 // stormRig is what a storm runs on: the control plane's parts (projector,
@@ -60,6 +65,11 @@ func (sr *stormRig) open(ctx context.Context, env *Env, c StormConfig, log *slog
 	watcher, err := sr.openScheduler(ctx, env, c, names, log)
 	if err != nil {
 		return err
+	}
+	if c.Dashboard != nil {
+		if err := sr.serveDashboard(c.Dashboard, views, watcher, log); err != nil {
+			return err
+		}
 	}
 	if err := sr.openProcessor(env, c, log); err != nil {
 		return err
@@ -256,4 +266,23 @@ func (sr *stormRig) watchLateness(ctx context.Context, late *atomic.Int64) {
 			late.Store(ms)
 		}
 	}
+}
+
+// serveDashboard serves the storm's control plane (the HTTP API and the
+// dashboard, without tokens) on l until close.
+func (sr *stormRig) serveDashboard(l net.Listener, views jetstream.KeyValue, watcher *circuit.Watcher, log *slog.Logger) error {
+	d, err := dashboard.New(dashboard.Config{Index: sr.index, Events: sr.store, Changes: views, Logger: log})
+	if err != nil {
+		return err
+	}
+	api := server.New(server.Config{Queries: sr.index, Commands: sr.records, Logger: log, Dashboard: d,
+		Circuits: &server.Circuits{Watcher: watcher, Store: sr.circuits, Drains: sr.drains}})
+	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	bg, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = d.Run(bg) })
+	wg.Go(func() { _ = api.Run(bg) })
+	wg.Go(func() { _ = hs.Serve(l) })
+	sr.cleanups = append(sr.cleanups, func() { _ = hs.Close(); cancel(); wg.Wait() })
+	return nil
 }
