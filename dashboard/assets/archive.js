@@ -17,7 +17,7 @@
   function renderSweeps(s, current) {
     A.fill($("#s-count"), s.sweeps.length + (s.sweeps.length === 1 ? " sweep" : " sweeps") + " in ", ident(s.archive));
     if (!s.sweeps.length) { A.fill($("#sweeps"), el("p", { class: "muted", id: "no-sweeps" }, "Nothing archived yet: retention archives a batch of finished records before it removes them.")); return; }
-    const cols = [{ h: "Sweep", cls: "num" }, { h: "Written" }, { h: "Records", cls: "num" }, { h: "Streams", cls: "num" }, { h: "Size", cls: "num" }, { h: "" }];
+    const cols = [{ h: "Sweep", cls: "num" }, { h: "Written" }, { h: "Records", cls: "num" }, { h: "Streams", cls: "num" }, { h: "Size", cls: "num" }, { h: "Open" }];
     const rows = s.sweeps.slice().reverse().map(w => ({ attrs: { "data-sweep": String(w.sweep), class: w.sweep === current ? "target" : "" }, cells: [
       String(w.sweep), time(w.createdAt), String(w.records), String(w.streams), kb(w.bytes),
       w.error ? el("span", { class: "error" }, w.error) : el("a", { href: "?sweep=" + w.sweep, class: "open-sweep", onclick: ev => { ev.preventDefault(); open(w.sweep); } }, "Records…")] }));
@@ -51,7 +51,7 @@
   function drawRecords(sweep, cursor, p) {
     current = cursor || "";
     $("#r-count").textContent = "sweep " + sweep + " · " + p.records.length + (p.records.length === 1 ? " record" : " records") + (cursors.length ? " · page " + (cursors.length + 1) : "");
-    const cols = [{ h: "Select" }, { h: "Record" }, { h: "Function" }, { h: "Versions", cls: "num" }, { h: "Status" }, { h: "Last outcome" }, { h: "" }];
+    const cols = [{ h: "Select" }, { h: "Record" }, { h: "Function" }, { h: "Versions", cls: "num" }, { h: "Status" }, { h: "Last outcome" }, { h: "History" }];
     const rows = p.records.map(r => {
       const box = el("input", { type: "checkbox", class: "pick", "aria-label": "select record " + r.id, checked: selected.has(r.id) || undefined });
       box.addEventListener("change", () => { box.checked ? selected.add(r.id) : selected.delete(r.id); renderRestore(sweep); });

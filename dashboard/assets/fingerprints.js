@@ -20,7 +20,7 @@
       return;
     }
     const cols = [{ h: "Fingerprint" }, { h: "Failure" }, { h: "Oldest outcome", title: "the earliest last outcome (latest failure, or success) of the group's records" },
-      { h: "Latest outcome", title: "the latest last outcome (latest failure, or success) of the group's records" }, { h: "Records" }, { h: "" }];
+      { h: "Latest outcome", title: "the latest last outcome (latest failure, or success) of the group's records" }, { h: "Records" }, { h: "Links" }];
     const rows = groups.map(g => {
       const q = new URLSearchParams({ fingerprint: g.fingerprint });
       const open = new URLSearchParams(q);

@@ -17,7 +17,7 @@
   function renderHolds(p, q) {
     $("#h-count").textContent = p.holds.length + (p.more ? "+ (more than shown: narrow the filters or show more)" : "") + (p.holds.length === 1 ? " hold" : " holds");
     if (!p.holds.length) { A.fill($("#holds"), el("p", { class: "muted", id: "no-holds" }, "No aggregate is held" + (q.toString() ? " that the filters select." : "."))); return; }
-    const cols = [{ h: "Aggregate" }, { h: "Function" }, { h: "Held", cls: "num", title: "events waiting, and their versions" }, { h: "Since" }, { h: "Head record" }, { h: "" }];
+    const cols = [{ h: "Aggregate" }, { h: "Function" }, { h: "Held", cls: "num", title: "events waiting, and their versions" }, { h: "Since" }, { h: "Head record" }, { h: "Actions" }];
     const rows = p.holds.map(h => {
       const fn = fnKey(h.context, h.processor, h.function);
       return { attrs: { "data-key": h.key }, cells: [ident(h.aggregateType + "/" + h.aggregateId),
