@@ -213,7 +213,7 @@ func newArchiveShowCmd(a *app) *cobra.Command {
 				return err
 			}
 			if record != "" && found == 0 {
-				return fmt.Errorf("sweep %d of %s has no record %s", sweep, sink, record)
+				return notFound{fmt.Errorf("sweep %d of %s has no record %s; list its records with amends archive show --sweep %d", sweep, sink, record, sweep)}
 			}
 			if record != "" {
 				return printArchivedHistory(a, f.output, recs[0], history)
@@ -322,7 +322,7 @@ already is left alone (present); an interrupted restore is completed.`,
 				return err
 			}
 			if len(ids) > 0 && found < len(ids) {
-				return fmt.Errorf("sweep %d holds %d of the %d records given", sweep, found, len(ids))
+				return notFound{fmt.Errorf("sweep %d holds %d of the %d records given; the others were not restored", sweep, found, len(ids))}
 			}
 			return nil
 		},

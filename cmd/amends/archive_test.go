@@ -128,6 +128,6 @@ func TestArchiveRefusesBadFlags(t *testing.T) {
 		assert.Contains(t, c.stderr.String(), tc.want, "%v", tc.args)
 	}
 	var c cli
-	assert.Equal(t, 1, c.run(t, "archive", "show", "--archive", "dir:"+t.TempDir(), "--sweep", "3"))
+	assert.Equal(t, exitNotFound, c.run(t, "archive", "show", "--archive", "dir:"+t.TempDir(), "--sweep", "3")) // a sweep the archive lacks is not found (4)
 	assert.Contains(t, c.stderr.String(), "has no sweep-000000000003.manifest.json")
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amends-dev/amends/archive"
 	"github.com/amends-dev/amends/client"
 )
 
@@ -89,7 +90,8 @@ func execute(ctx context.Context, a *app, args []string) int {
 		code = exitUsage
 	} else if ua := (unauthenticated{}); errors.As(err, &ua) || errors.As(err, &ce) && ce.Status == http.StatusUnauthorized {
 		code = exitUnauthenticated
-	} else if nf := (notFound{}); errors.As(err, &nf) || errors.As(err, &ce) && ce.Status == http.StatusNotFound && ce.Body.Code == "NotFound" {
+	} else if nf := (notFound{}); errors.As(err, &nf) || errors.As(err, &ce) && ce.Status == http.StatusNotFound && ce.Body.Code == "NotFound" ||
+		errors.Is(err, archive.ErrNotFound) {
 		code = exitNotFound
 	}
 	if a.jsonLogs {
