@@ -166,8 +166,15 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 		eventually("record "+id, func() bool { return view(id).State.Error.Fingerprint == fp })
 		assert.Equal(t, aggregate.RecoverabilityUnknown, view(id).State.Recoverable)
 	}
-	groups, err := index.FingerprintSummary(projection.Filter{})
-	require.NoError(t, err)
+	// Get reads the views bucket; the summary reads the in-memory index,
+	// which may be a moment behind it.
+	var groups []projection.FingerprintGroup
+	eventually("the index holds the three records", func() bool {
+		var err error
+		groups, err = index.FingerprintSummary(projection.Filter{})
+		require.NoError(t, err)
+		return len(groups) == 1 && groups[0].Total == 3
+	})
 	require.Len(t, groups, 1, "one failure, one group")
 	assert.Equal(t, 3, groups[0].Total)
 	assert.Contains(t, groups[0].SampleMessage, "card declined for order o-")
