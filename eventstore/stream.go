@@ -66,6 +66,11 @@ type Stream struct {
 	TraceState  string `json:"-"`
 }
 
+// Trace returns the trace the stream carries: the TraceID its appender
+// set, and the W3C traceparent and tracestate of its append (see
+// TraceParent). Package tracing reads a stream's trace through it.
+func (s *Stream) Trace() (id, parent, state string) { return s.TraceID, s.TraceParent, s.TraceState }
+
 // Validate reports whether s can be appended: ids, names, version, at least
 // one event, valid JSON bodies. The error matches ErrInvalid and names the
 // field. Size limits are the store's to check.

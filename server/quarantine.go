@@ -53,13 +53,19 @@ func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ princi
 	if err != nil {
 		return err
 	}
-	out := QuarantinePage{Entries: page.Entries}
-	if out.Entries == nil {
-		out.Entries = []quarantine.Entry{}
+	out := QuarantinePage{Entries: make([]api.QuarantineEntry, len(page.Entries))}
+	for i, e := range page.Entries {
+		out.Entries[i] = quarantineEntry(e)
 	}
 	if page.Next != 0 {
 		out.Next = strconv.FormatUint(page.Next, 10)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// quarantineEntry is e as the API shows it: the same fields and values.
+func quarantineEntry(e quarantine.Entry) api.QuarantineEntry {
+	return api.QuarantineEntry{ID: e.ID, Stream: e.Stream, Seq: e.Seq, Subject: e.Subject, Consumer: e.Consumer,
+		Reason: api.QuarantineReason(e.Reason), Error: e.Error, Deliveries: e.Deliveries, At: e.At, Kind: e.Kind, Bucket: e.Bucket, Key: e.Key}
 }

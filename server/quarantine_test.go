@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/server"
 )
@@ -38,7 +39,7 @@ func TestListQuarantine(t *testing.T) {
 		for _, en := range page.Entries {
 			seqs = append(seqs, en.Seq)
 			assert.Equal(t, base.stream, en.Stream)
-			assert.Equal(t, quarantine.ReasonCorrupt, en.Reason)
+			assert.Equal(t, api.QuarantineCorrupt, en.Reason)
 			assert.Equal(t, "history does not load", en.Error)
 		}
 		if page.Next == "" {

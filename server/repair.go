@@ -154,7 +154,7 @@ func (s *Server) purgeEntry(w http.ResponseWriter, r *http.Request, p principal)
 		return &apiError{status: http.StatusConflict, body: Error{Code: "Changed", Message: fmt.Sprintf(
 			"the key is at revision %d now, not %d: it changed since it was quarantined, so it is not purged", last.Sequence, req.Revision)}}
 	}
-	plan := api.PurgeEntryPlan{Entry: entry, DryRun: req.DryRun}
+	plan := api.PurgeEntryPlan{Entry: quarantineEntry(entry), DryRun: req.DryRun}
 	if !req.DryRun {
 		if err := kvstore.Bind(o.JS, kv, kvstore.Spec{}).PurgeRaw(r.Context(), req.Key); err != nil {
 			return err

@@ -7,8 +7,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/amends-dev/amends/eventstore"
 )
 
 // Header names of the W3C trace context in a stored message.
@@ -140,10 +138,20 @@ func fromHex(c byte) (byte, bool) {
 	return 0, false
 }
 
+// Traced is a stored command that carries the trace of its append:
+// *eventstore.Stream is one (its Trace method). Tracing reads it through
+// this interface, so that it does not depend on the event store.
+type Traced interface {
+	// Trace returns the trace id the appender set, and the W3C
+	// traceparent and tracestate of the append ("" when it had none).
+	Trace() (id, parent, state string)
+}
+
 // StreamSpanContext is the span context of the append that stored st (see
 // eventstore.Stream.TraceParent); invalid when it had none.
-func StreamSpanContext(st *eventstore.Stream) trace.SpanContext {
-	return SpanContext(st.TraceParent, st.TraceState)
+func StreamSpanContext(st Traced) trace.SpanContext {
+	_, parent, state := st.Trace()
+	return SpanContext(parent, state)
 }
 
 // StreamTraceID returns the trace id of the command stored as st: its
@@ -151,9 +159,9 @@ func StreamSpanContext(st *eventstore.Stream) trace.SpanContext {
 // context its message carries (traceparent), in 32 hexadecimal digits; ""
 // when it has neither. The history API and the notifications name a
 // command's trace with it.
-func StreamTraceID(st *eventstore.Stream) string {
-	if st.TraceID != "" {
-		return st.TraceID
+func StreamTraceID(st Traced) string {
+	if id, _, _ := st.Trace(); id != "" {
+		return id
 	}
 	if sc := StreamSpanContext(st); sc.IsValid() {
 		return sc.TraceID().String()
@@ -163,7 +171,7 @@ func StreamTraceID(st *eventstore.Stream) string {
 
 // StreamContext returns ctx with the span context of the append that
 // stored st as its remote parent, or ctx itself when st carries none.
-func StreamContext(ctx context.Context, st *eventstore.Stream) context.Context {
+func StreamContext(ctx context.Context, st Traced) context.Context {
 	sc := StreamSpanContext(st)
 	if !sc.IsValid() {
 		return ctx

@@ -81,7 +81,7 @@ func newQuarantineListCmd(a *app) *cobra.Command {
 				return err
 			}
 			q := api.QuarantineQuery{Limit: limit, Consumer: consumer, Cursor: cursor}
-			entries := []quarantine.Entry{}
+			entries := []api.QuarantineEntry{}
 			next := ""
 			for {
 				page, err := c.Quarantine(cmd.Context(), q)
@@ -113,7 +113,7 @@ func newQuarantineListCmd(a *app) *cobra.Command {
 // maxShownError is how much of an entry's error the table shows.
 const maxShownError = 160
 
-func printQuarantine(a *app, entries []quarantine.Entry, next, consumer string) error {
+func printQuarantine(a *app, entries []api.QuarantineEntry, next, consumer string) error {
 	now := a.now()
 	tw := newTable(a.stdout)
 	fmt.Fprintln(tw, "QUARANTINED\tCONSUMER\tREASON\tSTREAM\tSEQ\tSUBJECT\tDELIVERIES\tERROR")

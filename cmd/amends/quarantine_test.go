@@ -12,7 +12,6 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
-	"github.com/amends-dev/amends/quarantine"
 )
 
 // A message the projector cannot project is listed by `amends quarantine
@@ -38,7 +37,7 @@ func TestQuarantineList(t *testing.T) {
 	assert.Empty(t, page.Next)
 	for _, en := range page.Items {
 		assert.Equal(t, projection.DefaultDurable, en.Consumer)
-		assert.Equal(t, quarantine.ReasonUndecodable, en.Reason)
+		assert.Equal(t, api.QuarantineUndecodable, en.Reason)
 		assert.Equal(t, e.store.StreamName(aggregate.Context), en.Stream)
 		assert.NotZero(t, en.Seq)
 	}
