@@ -16,7 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/amends-dev/amends/internal/bench"
+	"github.com/amends-dev/amends/cmd/amends/internal/bench"
 )
 
 // maxPlotPath bounds --plot.

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/amends-dev/amends/internal/bench"
+	"github.com/amends-dev/amends/cmd/amends/internal/bench"
 )
 
 func TestBenchQuickPrintsARatioPerScenario(t *testing.T) {

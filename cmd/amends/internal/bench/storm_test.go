@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/circuit"
-	"github.com/amends-dev/amends/internal/bench"
+	"github.com/amends-dev/amends/cmd/amends/internal/bench"
 )
 
 // A short storm loses nothing and re-runs nothing: every event reached

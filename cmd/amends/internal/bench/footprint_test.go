@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/amends-dev/amends/internal/bench"
+	"github.com/amends-dev/amends/cmd/amends/internal/bench"
 )
 
 // The footprint measures every stream of the records, runs serve's

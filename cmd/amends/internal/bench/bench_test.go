@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/amends-dev/amends/internal/bench"
+	"github.com/amends-dev/amends/cmd/amends/internal/bench"
 	"github.com/amends-dev/amends/internal/natstest"
 )
 
