@@ -129,3 +129,22 @@ func TestLoopsFindsAFolderLoop(t *testing.T) {
 	delete(g["c"], "a")
 	require.Empty(t, loops(g))
 }
+
+// internal/ sits below everything: its packages import no public package
+// of the module (what would import back up, such as the benchmarks,
+// lives beside its one user, in cmd/amends/internal).
+func TestInternalIsOnlyBelow(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/internal/...").CombinedOutput()
+	require.NoError(t, err, "go list: %s", out)
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		checked++
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, module+"/") && !strings.HasPrefix(imp, module+"/internal/") {
+				t.Errorf("%s imports %s, above it", strings.TrimPrefix(f[0], module+"/"), strings.TrimPrefix(imp, module+"/"))
+			}
+		}
+	}
+	require.Greater(t, checked, 10, "the internal packages were listed")
+}

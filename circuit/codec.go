@@ -13,8 +13,8 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/fingerprint"
-	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/internal/text"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // Bounds of a stored circuit, checked by DecodeState.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/rollout"
 )
 
@@ -29,7 +29,7 @@ const (
 var ErrInvalidDrain = errors.New("circuit: invalid stored drain")
 
 // Drains keeps the progress of the recovery drains in a KV bucket through
-// the engine's typed KV layer (internal/kvstore: every read validated by
+// the engine's typed KV layer (kvstore: every read validated by
 // DecodeDrain, an invalid entry quarantined), so that it survives a
 // restart of the scheduler, or another instance taking its lease over.
 // Safe for concurrent use.

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // DefaultBucket is the KV bucket of the circuits, one key per function
@@ -19,7 +19,7 @@ import (
 const DefaultBucket = "amends_circuits"
 
 // Store keeps the circuits in a KV bucket through the engine's typed KV
-// layer (internal/kvstore): every read validates the stored value
+// layer (kvstore): every read validates the stored value
 // (DecodeState; one that does not is quarantined), every change is a
 // compare-and-set on the key's revision (kvstore's Change). Safe for
 // concurrent use.

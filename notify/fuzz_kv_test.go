@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 var fuzzNow = time.UnixMilli(1_800_000_000_000)

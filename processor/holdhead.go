@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/internal/wait"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // A hold waits on its head record: the replay of the head's event, once

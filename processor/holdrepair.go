@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // repairTimeout bounds one repair of a damaged hold.

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // WithHoldReplicas sets the replica count of the holds bucket when the

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // ProgressBucket is the KV bucket of Ordered functions' progress: per

@@ -9,8 +9,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/internal/token"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // DefaultBucket is the name of the KV bucket that holds the views.

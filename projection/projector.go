@@ -13,8 +13,8 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/internal/inflight"
-	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/internal/wait"
+	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
 

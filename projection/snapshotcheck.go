@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/internal/kvwatch"
+	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/projection/index"
 )
 

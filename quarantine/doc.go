@@ -15,7 +15,7 @@
 // refuses (RecordKV): an Entry of Kind "kv" with the bucket and key, the
 // bucket's stream (KV_<bucket>) and the entry's revision as stream and
 // sequence, the bucket as consumer and ReasonInvalidEntry. Those entries
-// are skipped by the buckets' users (see internal/kvstore), never acted
+// are skipped by the buckets' users (see kvstore), never acted
 // on; FindKV reads one back, for a repair.
 //
 // Transient errors are retried with a bounded backoff: Retry.Delay grows

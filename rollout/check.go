@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // Bounds are what an owner allows of a stored Progress beside the rules

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/rollout"
 )
 

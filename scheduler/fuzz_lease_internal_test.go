@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // FuzzDecodeLease: any value decodes to a lease or an error, never a

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/rollout"

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // FuzzDecodeBatchEntry: any key and value decode to a batch or an

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // storedKey is the bucket entry of a single command's Idempotency-Key: a

@@ -13,8 +13,8 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/internal/wait"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // DefaultSessionBucket is the KV bucket of the dashboard's sessions.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
-	"github.com/amends-dev/amends/internal/kvstore"
+	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/notify"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"

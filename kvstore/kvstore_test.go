@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/amends-dev/amends/internal/kvstore"
 	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/kvstore"
 )
 
 // counter is the value of the test bucket: a count, validated to be
