@@ -14,7 +14,6 @@ import (
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/internal/silent"
-	"github.com/amends-dev/amends/server"
 )
 
 // within runs f and fails the test if it does not return within 30 s
@@ -64,7 +63,7 @@ func TestBatchIdleTimeout(t *testing.T) {
 		c, err := client.New(silent.Server(t), "", nil, client.WithIdleTimeout(200*time.Millisecond))
 		require.NoError(t, err)
 		err = within(t, func() error {
-			_, err := c.Batch(t.Context(), "prepare_compensation", server.BatchRequest{DryRun: true}, client.BatchProgress{})
+			_, err := c.Batch(t.Context(), "prepare_compensation", api.BatchRequest{DryRun: true}, client.BatchProgress{})
 			return err
 		})
 		assert.ErrorIs(t, err, client.ErrTimeout)
@@ -81,15 +80,15 @@ func TestBatchIdleTimeout(t *testing.T) {
 		defer srv.Close()
 		c, err := client.New(srv.URL, "", nil, client.WithIdleTimeout(2*time.Second), client.WithTimeout(time.Millisecond))
 		require.NoError(t, err)
-		var started []server.BatchStart
+		var started []api.BatchStart
 		err = within(t, func() error {
-			_, err := c.Batch(t.Context(), "prepare_compensation", server.BatchRequest{DryRun: true},
-				client.BatchProgress{Start: func(s server.BatchStart) { started = append(started, s) }})
+			_, err := c.Batch(t.Context(), "prepare_compensation", api.BatchRequest{DryRun: true},
+				client.BatchProgress{Start: func(s api.BatchStart) { started = append(started, s) }})
 			return err
 		})
 		assert.ErrorIs(t, err, client.ErrTimeout)
 		assert.EqualError(t, err, "POST "+srv.URL+"/api/v1/batch/prepare_compensation: no line of the stream within 2s (after 1 lines)")
-		assert.Equal(t, []server.BatchStart{{Matched: 3, Total: 3}}, started, "the line before the stall was delivered; WithTimeout does not cut a stream")
+		assert.Equal(t, []api.BatchStart{{Matched: 3, Total: 3}}, started, "the line before the stall was delivered; WithTimeout does not cut a stream")
 	})
 }
 

@@ -13,9 +13,6 @@ import (
 // auditParams are the query parameters of GET /api/v1/audit.
 var auditParams = []string{"kind", "actor", "record", "from", "to", "cursor", "limit"}
 
-// AuditPage is the body of GET /api/v1/audit.
-type AuditPage = api.AuditPage
-
 // listAudit answers a page of the audit log (operators only: it names who
 // read which payload, and from where).
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ principal) error {
@@ -62,7 +59,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ principal) 
 	if err != nil {
 		return err
 	}
-	out := AuditPage{Entries: page.Entries, Skipped: page.Skipped}
+	out := api.AuditPage{Entries: page.Entries, Skipped: page.Skipped}
 	if out.Entries == nil {
 		out.Entries = []api.AuditEntry{}
 	}

@@ -25,39 +25,6 @@ import (
 // BatchCommands are the commands a batch can run.
 var BatchCommands = commandNames(api.BatchCommands)
 
-// Batch defaults and limits.
-const (
-	DefaultBatchRate = api.DefaultBatchRate
-	MaxBatchRate     = api.MaxBatchRate
-)
-
-// BatchRequest is the body of POST /api/v1/batch/{command}.
-type BatchRequest = api.BatchRequest
-
-// Batch outcomes of one record.
-const (
-	OutcomeApplied   = api.OutcomeApplied
-	OutcomeDuplicate = api.OutcomeDuplicate
-	OutcomeRejected  = api.OutcomeRejected
-	OutcomeFailed    = api.OutcomeFailed
-	OutcomeWould     = api.OutcomeWould
-	OutcomeWouldNot  = api.OutcomeWouldNot
-)
-
-// BatchOutcome is what happened (or would) to one record.
-type BatchOutcome = api.BatchOutcome
-
-// BatchResult is the result of a batch.
-type BatchResult = api.BatchResult
-
-// BatchLine is one line of a streamed batch (Accept: application/x-ndjson):
-// first the start, then an outcome per record, then the result.
-type BatchLine = api.BatchLine
-
-// BatchStart opens a streamed batch: how many records match and how many
-// outcome lines follow.
-type BatchStart = api.BatchStart
-
 var batchNamespace = uuid.MustParse("9d3f3b0e-3c1a-4f57-8d43-2d8a1b6e0c55")
 
 func (s *Server) batch(w http.ResponseWriter, r *http.Request, p principal) error {
@@ -79,7 +46,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, p principal) erro
 	if err != nil {
 		return err
 	}
-	res := &BatchResult{Command: name, RequestID: req.RequestID, DryRun: req.DryRun, Matched: matched, Counts: map[string]int{}, Records: []BatchOutcome{}}
+	res := &api.BatchResult{Command: name, RequestID: req.RequestID, DryRun: req.DryRun, Matched: matched, Counts: map[string]int{}, Records: []api.BatchOutcome{}}
 	stream := strings.Contains(r.Header.Get("Accept"), "application/x-ndjson")
 	if req.DryRun {
 		emit := s.emitter(w, res, stream, len(ids))
@@ -115,7 +82,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, p principal) erro
 	return s.finish(w, res, stream)
 }
 
-// batchBody is BatchRequest as the server reads it: strictly, with the
+// batchBody is api.BatchRequest as the server reads it: strictly, with the
 // filter's values as the list's query parameters take them.
 type batchBody struct {
 	Filter        map[string]json.RawMessage `json:"filter"`
@@ -126,25 +93,25 @@ type batchBody struct {
 	Reason        string                     `json:"reason"`
 }
 
-func (s *Server) parseBatch(name string, body []byte) (BatchRequest, error) {
+func (s *Server) parseBatch(name string, body []byte) (api.BatchRequest, error) {
 	var b batchBody
 	if err := decodeStrict(body, &b, "the body of batch "+name); err != nil {
-		return BatchRequest{}, err
+		return api.BatchRequest{}, err
 	}
 	f, err := batchFilter(b.Filter)
 	if err != nil {
-		return BatchRequest{}, err
+		return api.BatchRequest{}, err
 	}
 	limit := s.cfg.MaxBatch // absent: the most a batch takes
 	if b.Limit != nil {
 		limit = *b.Limit
 	}
-	req := BatchRequest{Filter: f, Limit: limit, DryRun: b.DryRun, RatePerSecond: b.RatePerSecond, RequestID: b.RequestID, Reason: strings.TrimSpace(b.Reason)}
+	req := api.BatchRequest{Filter: f, Limit: limit, DryRun: b.DryRun, RatePerSecond: b.RatePerSecond, RequestID: b.RequestID, Reason: strings.TrimSpace(b.Reason)}
 	switch {
 	case req.Limit < 1 || req.Limit > s.cfg.MaxBatch:
 		return req, badRequest("limit", "limit must be between 1 and %d (absent: %d), got %d", s.cfg.MaxBatch, s.cfg.MaxBatch, req.Limit)
-	case req.RatePerSecond < 0 || req.RatePerSecond > MaxBatchRate:
-		return req, badRequest("ratePerSecond", "ratePerSecond must be between 0 (the default %g) and %g, got %g", DefaultBatchRate, MaxBatchRate, req.RatePerSecond)
+	case req.RatePerSecond < 0 || req.RatePerSecond > api.MaxBatchRate:
+		return req, badRequest("ratePerSecond", "ratePerSecond must be between 0 (the default %g) and %g, got %g", api.DefaultBatchRate, api.MaxBatchRate, req.RatePerSecond)
 	case !req.DryRun && strings.TrimSpace(req.RequestID) == "":
 		return req, badRequest("requestId", "a real batch needs a requestId, so that sending it again does not run it twice")
 	}
@@ -157,7 +124,7 @@ func (s *Server) parseBatch(name string, body []byte) (BatchRequest, error) {
 		}
 	}
 	if req.RatePerSecond == 0 {
-		req.RatePerSecond = DefaultBatchRate
+		req.RatePerSecond = api.DefaultBatchRate
 	}
 	return req, nil
 }
@@ -225,7 +192,7 @@ func prefixField(prefix string, err error) error {
 
 // batchIDs lists the ids of up to req.Limit matching records, oldest
 // failure first, and counts all matching ones.
-func (s *Server) batchIDs(req BatchRequest) ([]string, int, error) {
+func (s *Server) batchIDs(req api.BatchRequest) ([]string, int, error) {
 	matched, err := s.cfg.Queries.Count(req.Filter)
 	if err != nil {
 		if ae := queryError("", err); ae != nil {
@@ -256,27 +223,27 @@ func (s *Server) batchIDs(req BatchRequest) ([]string, int, error) {
 	return ids, matched, nil
 }
 
-func (s *Server) dryRun(ctx context.Context, id string, cmd aggregate.Command) BatchOutcome {
+func (s *Server) dryRun(ctx context.Context, id string, cmd aggregate.Command) api.BatchOutcome {
 	v, err := s.cfg.Queries.Get(ctx, id)
 	if err != nil {
 		return s.failed(id, cmd, err)
 	}
-	if o, refused := s.batchCircuit(ctx, id, cmd, OutcomeWouldNot); refused {
+	if o, refused := s.batchCircuit(ctx, id, cmd, api.OutcomeWouldNot); refused {
 		o.Version = v.Version
 		return o
 	}
 	if _, err := aggregate.Decide(v.State, cmd, s.cfg.Clock.Now()); err != nil {
 		var ae *aggregate.Error
 		if errors.As(err, &ae) {
-			return BatchOutcome{ID: id, Outcome: OutcomeWouldNot, Code: ae.Code(), Message: ae.Message, Version: v.Version}
+			return api.BatchOutcome{ID: id, Outcome: api.OutcomeWouldNot, Code: ae.Code(), Message: ae.Message, Version: v.Version}
 		}
 		return s.failed(id, cmd, err)
 	}
-	return BatchOutcome{ID: id, Outcome: OutcomeWould, Version: v.Version}
+	return api.BatchOutcome{ID: id, Outcome: api.OutcomeWould, Version: v.Version}
 }
 
-func (s *Server) runOne(ctx context.Context, id string, cmd aggregate.Command, p principal, req BatchRequest) BatchOutcome {
-	if o, refused := s.batchCircuit(ctx, id, cmd, OutcomeRejected); refused {
+func (s *Server) runOne(ctx context.Context, id string, cmd aggregate.Command, p principal, req api.BatchRequest) api.BatchOutcome {
+	if o, refused := s.batchCircuit(ctx, id, cmd, api.OutcomeRejected); refused {
 		return o
 	}
 	meta := aggregate.Meta{
@@ -287,11 +254,11 @@ func (s *Server) runOne(ctx context.Context, id string, cmd aggregate.Command, p
 	var ae *aggregate.Error
 	switch {
 	case err == nil && res.Duplicate:
-		return BatchOutcome{ID: id, Outcome: OutcomeDuplicate, Version: res.Version}
+		return api.BatchOutcome{ID: id, Outcome: api.OutcomeDuplicate, Version: res.Version}
 	case err == nil:
-		return BatchOutcome{ID: id, Outcome: OutcomeApplied, Version: res.Version}
+		return api.BatchOutcome{ID: id, Outcome: api.OutcomeApplied, Version: res.Version}
 	case errors.As(err, &ae):
-		return BatchOutcome{ID: id, Outcome: OutcomeRejected, Code: ae.Code(), Message: ae.Message}
+		return api.BatchOutcome{ID: id, Outcome: api.OutcomeRejected, Code: ae.Code(), Message: ae.Message}
 	default:
 		return s.failed(id, cmd, err)
 	}
@@ -300,19 +267,19 @@ func (s *Server) runOne(ctx context.Context, id string, cmd aggregate.Command, p
 // batchCircuit is the outcome of a batch's prepare of record id while its
 // function's circuit is not closed (see guardPrepare; a batch never
 // probes), and whether there is one.
-func (s *Server) batchCircuit(ctx context.Context, id string, cmd aggregate.Command, outcome string) (BatchOutcome, bool) {
+func (s *Server) batchCircuit(ctx context.Context, id string, cmd aggregate.Command, outcome string) (api.BatchOutcome, bool) {
 	switch cmd.(type) {
 	case aggregate.PrepareCompensation, aggregate.ForcePrepareCompensation:
 	default:
-		return BatchOutcome{}, false
+		return api.BatchOutcome{}, false
 	}
 	err := s.guardPrepare(ctx, id, false, "")
 	var ae *apiError
 	switch {
 	case err == nil:
-		return BatchOutcome{}, false
+		return api.BatchOutcome{}, false
 	case errors.As(err, &ae):
-		return BatchOutcome{ID: id, Outcome: outcome, Code: ae.body.Code, Message: ae.body.Message}, true
+		return api.BatchOutcome{ID: id, Outcome: outcome, Code: ae.body.Code, Message: ae.body.Message}, true
 	}
 	return s.failed(id, cmd, err), true
 }
@@ -320,34 +287,34 @@ func (s *Server) batchCircuit(ctx context.Context, id string, cmd aggregate.Comm
 // failed is the outcome of a record whose command failed for a reason
 // other than a refusal. Its message says what to do, without the error's
 // internals, which go to the log.
-func (s *Server) failed(id string, cmd aggregate.Command, err error) BatchOutcome {
+func (s *Server) failed(id string, cmd aggregate.Command, err error) api.BatchOutcome {
 	switch {
 	case errors.Is(err, projection.ErrNotFound):
-		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Code: "NotFound", Message: "the record has no view any more"}
+		return api.BatchOutcome{ID: id, Outcome: api.OutcomeFailed, Code: "NotFound", Message: "the record has no view any more"}
 	case errors.Is(err, eventstore.ErrConflict):
-		return BatchOutcome{ID: id, Outcome: OutcomeFailed, Code: "Conflict", Message: "the record changed while the command ran; run the batch again with the same requestId"}
+		return api.BatchOutcome{ID: id, Outcome: api.OutcomeFailed, Code: "Conflict", Message: "the record changed while the command ran; run the batch again with the same requestId"}
 	}
 	s.log.Warn("batch command failed", "id", id, "command", cmd.CommandName(), "err", err)
 	code, msg := "Internal", "internal error; the server log has the details"
 	if unavailable(err) {
 		code, msg = "Unavailable", "the server could not reach NATS; run the batch again with the same requestId"
 	}
-	return BatchOutcome{ID: id, Outcome: OutcomeFailed, Code: code, Message: msg}
+	return api.BatchOutcome{ID: id, Outcome: api.OutcomeFailed, Code: code, Message: msg}
 }
 
 // emitter records an outcome in res and, when streaming, writes it.
-func (s *Server) emitter(w http.ResponseWriter, res *BatchResult, stream bool, total int) func(BatchOutcome) {
+func (s *Server) emitter(w http.ResponseWriter, res *api.BatchResult, stream bool, total int) func(api.BatchOutcome) {
 	enc := json.NewEncoder(w)
 	if stream {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(http.StatusOK)
-		_ = enc.Encode(BatchLine{Start: &BatchStart{Matched: res.Matched, Total: total}})
+		_ = enc.Encode(api.BatchLine{Start: &api.BatchStart{Matched: res.Matched, Total: total}})
 	}
-	return func(o BatchOutcome) {
+	return func(o api.BatchOutcome) {
 		res.Records = append(res.Records, o)
 		res.Counts[o.Outcome]++
 		if stream {
-			_ = enc.Encode(BatchLine{Outcome: &o})
+			_ = enc.Encode(api.BatchLine{Outcome: &o})
 			if f, ok := w.(http.Flusher); ok {
 				f.Flush()
 			}
@@ -355,9 +322,9 @@ func (s *Server) emitter(w http.ResponseWriter, res *BatchResult, stream bool, t
 	}
 }
 
-func (s *Server) finish(w http.ResponseWriter, res *BatchResult, stream bool) error {
+func (s *Server) finish(w http.ResponseWriter, res *api.BatchResult, stream bool) error {
 	if stream {
-		return json.NewEncoder(w).Encode(BatchLine{Result: res})
+		return json.NewEncoder(w).Encode(api.BatchLine{Result: res})
 	}
 	writeJSON(w, http.StatusOK, res)
 	return nil

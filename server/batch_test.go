@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/server"
 )
@@ -44,28 +45,28 @@ func TestBatchDryRunThenRealRunOnAThousandRecords(t *testing.T) {
 	}
 
 	filter := map[string]any{"processor": "Mailer"}
-	var dry server.BatchResult
+	var dry api.BatchResult
 	r := e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, map[string]any{"filter": filter, "dryRun": true})
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	r.json(t, &dry)
 	assert.Equal(t, n, dry.Matched)
-	assert.Equal(t, map[string]int{server.OutcomeWould: n - 10, server.OutcomeWouldNot: 10}, dry.Counts)
+	assert.Equal(t, map[string]int{api.OutcomeWould: n - 10, api.OutcomeWouldNot: 10}, dry.Counts)
 	require.Len(t, dry.Records, n)
-	var c server.CountResponse
+	var c api.CountResponse
 	e.do(t, "GET", "/api/v1/count?status=PREPARED", viewerKey, nil).json(t, &c)
 	assert.Equal(t, 10, c.Count, "a dry run touches nothing")
 
 	body := map[string]any{"filter": filter, "requestId": "incident-42", "ratePerSecond": 1000, "reason": "smtp back"}
-	var real server.BatchResult
+	var real api.BatchResult
 	r = e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, body)
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	r.json(t, &real)
 	assert.True(t, real.Complete)
-	assert.Equal(t, map[string]int{server.OutcomeApplied: n - 10, server.OutcomeRejected: 10}, real.Counts)
+	assert.Equal(t, map[string]int{api.OutcomeApplied: n - 10, api.OutcomeRejected: 10}, real.Counts)
 	for i, o := range real.Records {
-		want := server.OutcomeApplied
-		if dry.Records[i].Outcome == server.OutcomeWouldNot {
-			want = server.OutcomeRejected
+		want := api.OutcomeApplied
+		if dry.Records[i].Outcome == api.OutcomeWouldNot {
+			want = api.OutcomeRejected
 			assert.Equal(t, "ExecutionFailed can not retry.", o.Message)
 		}
 		assert.Equal(t, dry.Records[i].ID, o.ID)
@@ -73,13 +74,13 @@ func TestBatchDryRunThenRealRunOnAThousandRecords(t *testing.T) {
 	}
 
 	// The same request again returns the stored result and prepares nothing.
-	var again server.BatchResult
+	var again api.BatchResult
 	r = e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, body)
 	require.Equal(t, http.StatusOK, r.status)
 	r.json(t, &again)
 	assert.True(t, again.Replayed)
 	assert.Equal(t, real.Counts, again.Counts)
-	var h []server.HistoryEntry
+	var h []api.HistoryEntry
 	e.do(t, "GET", "/api/v1/records/"+real.Records[n-1].ID+"/history", viewerKey, nil).json(t, &h)
 	assert.Len(t, h, 2, "created and prepared once")
 	assert.Equal(t, "bob", h[0].Actor)
@@ -102,20 +103,20 @@ func TestBatchStreamsOutcomes(t *testing.T) {
 		map[string]any{"requestId": "r-1", "reason": "test", "ratePerSecond": 1000}, "Accept", "application/x-ndjson")
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	assert.Equal(t, "application/x-ndjson", r.header.Get("Content-Type"))
-	var lines []server.BatchLine
+	var lines []api.BatchLine
 	sc := bufio.NewScanner(bytes.NewReader(r.body))
 	for sc.Scan() {
-		var l server.BatchLine
+		var l api.BatchLine
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
 		lines = append(lines, l)
 	}
 	require.Len(t, lines, 5, "the start, one line per record and the result")
-	assert.Equal(t, &server.BatchStart{Matched: 3, Total: 3}, lines[0].Start)
+	assert.Equal(t, &api.BatchStart{Matched: 3, Total: 3}, lines[0].Start)
 	for _, l := range lines[1:4] {
-		assert.Equal(t, server.OutcomeApplied, l.Outcome.Outcome)
+		assert.Equal(t, api.OutcomeApplied, l.Outcome.Outcome)
 	}
 	require.NotNil(t, lines[4].Result)
-	assert.Equal(t, 3, lines[4].Result.Counts[server.OutcomeApplied])
+	assert.Equal(t, 3, lines[4].Result.Counts[api.OutcomeApplied])
 }
 
 func TestBatchRequestErrors(t *testing.T) {
@@ -149,12 +150,12 @@ func TestBatchFilterAsTheClientSendsIt(t *testing.T) {
 	for i := range 3 {
 		e.create(t, i, nil)
 	}
-	req := server.BatchRequest{DryRun: true, Filter: projection.Filter{
+	req := api.BatchRequest{DryRun: true, Filter: projection.Filter{
 		Processor: "Mailer", Status: aggregate.StatusFailed, Recoverable: aggregate.RecoverabilityUnknown, FunctionKind: aggregate.KindEvent,
 		ExecuteAtFrom: time.UnixMilli(t0 + 1).UTC(), ExecuteAtTo: time.UnixMilli(t0 + 10).UTC(), MinRetries: 0,
 		View: aggregate.ViewToRetry, Now: time.UnixMilli(t0 + 100_000_000).UTC(),
 	}}
-	var res server.BatchResult
+	var res api.BatchResult
 	r := e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, req)
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	r.json(t, &res)
@@ -180,13 +181,13 @@ func (b brokenGets) Get(context.Context, string) (projection.View, error) {
 func TestBatchOutcomeOfAFailedRecordShowsNoInternals(t *testing.T) {
 	e := newEnv(t)
 	e.create(t, 1, nil)
-	for err, want := range map[error]server.BatchOutcome{
-		fmt.Errorf("record x has no view: %w", projection.ErrNotFound):        {Outcome: server.OutcomeFailed, Code: "NotFound", Message: "the record has no view any more"},
-		fmt.Errorf("read the view of record x: %w", nats.ErrConnectionClosed): {Outcome: server.OutcomeFailed, Code: "Unavailable", Message: "the server could not reach NATS; run the batch again with the same requestId"},
-		errors.New("jsstore: decode: projection: corrupt view"):               {Outcome: server.OutcomeFailed, Code: "Internal", Message: "internal error; the server log has the details"},
+	for err, want := range map[error]api.BatchOutcome{
+		fmt.Errorf("record x has no view: %w", projection.ErrNotFound):        {Outcome: api.OutcomeFailed, Code: "NotFound", Message: "the record has no view any more"},
+		fmt.Errorf("read the view of record x: %w", nats.ErrConnectionClosed): {Outcome: api.OutcomeFailed, Code: "Unavailable", Message: "the server could not reach NATS; run the batch again with the same requestId"},
+		errors.New("jsstore: decode: projection: corrupt view"):               {Outcome: api.OutcomeFailed, Code: "Internal", Message: "internal error; the server log has the details"},
 	} {
 		b := e.with(t, func(c *server.Config) { c.Queries = brokenGets{Queries: e.index, err: err} })
-		var res server.BatchResult
+		var res api.BatchResult
 		r := b.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, map[string]any{"dryRun": true})
 		require.Equal(t, http.StatusOK, r.status, string(r.body))
 		r.json(t, &res)

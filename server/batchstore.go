@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -57,10 +58,10 @@ func OpenBatches(ctx context.Context, js jetstream.JetStream, replicas int) (jet
 
 // storedBatch is a bucket entry.
 type storedBatch struct {
-	Running   bool         `json:"running"`
-	BodyHash  string       `json:"bodyHash"`
-	StartedAt int64        `json:"startedAt"`
-	Result    *BatchResult `json:"result,omitempty"`
+	Running   bool             `json:"running"`
+	BodyHash  string           `json:"bodyHash"`
+	StartedAt int64            `json:"startedAt"`
+	Result    *api.BatchResult `json:"result,omitempty"`
 }
 
 // batchEntry is a value of the batch bucket: a batch (keys b_...) or an
@@ -156,7 +157,7 @@ func batchKey(requestID string) string { return kvstore.Hash("b_", requestID) }
 // that stores the result when the run ends. A stored entry that does not
 // validate is taken over: running the batch again is safe, as each
 // record's command id answers a repeat as a duplicate.
-func (s *Server) claimBatch(ctx context.Context, requestID, hash string) (*BatchResult, func(*BatchResult), error) {
+func (s *Server) claimBatch(ctx context.Context, requestID, hash string) (*api.BatchResult, func(*api.BatchResult), error) {
 	kv := s.batches()
 	if kv == nil {
 		return nil, nil, errors.New("the server has no batch bucket (server.Config.Batches)")
@@ -164,14 +165,14 @@ func (s *Server) claimBatch(ctx context.Context, requestID, hash string) (*Batch
 	key := batchKey(requestID)
 	now := s.cfg.Clock.Now()
 	running := batchEntry{batch: &storedBatch{Running: true, BodyHash: hash, StartedAt: now.UnixMilli()}}
-	release := func(res *BatchResult) {
+	release := func(res *api.BatchResult) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if _, err := kv.Put(ctx, key, batchEntry{batch: &storedBatch{BodyHash: hash, StartedAt: now.UnixMilli(), Result: res}}); err != nil {
 			s.log.Error("store batch result", "requestId", requestID, "err", err)
 		}
 	}
-	var done *BatchResult
+	var done *api.BatchResult
 	_, _, err := kv.Change(ctx, key, func(cur kvstore.Current[batchEntry]) (batchEntry, kvstore.Action, error) {
 		if !cur.Exists() || cur.Value.batch == nil {
 			return running, kvstore.Write, nil // new, or stored invalid: taken over

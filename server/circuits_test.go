@@ -152,11 +152,11 @@ func TestPrepareWhileTheCircuitIsOpen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, aggregate.StatusFailed, st0.Status, "nothing prepared")
 
-	var res server.BatchResult
+	var res api.BatchResult
 	r = e.do(t, "POST", "/api/v1/batch/prepare_compensation", operatorKey, map[string]any{"filter": map[string]any{"processor": "Mailer"}, "reason": "x", "requestId": "during-the-outage"})
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	r.json(t, &res)
-	assert.Equal(t, map[string]int{server.OutcomeRejected: 3}, res.Counts, "a batch never prepares a record its circuit would refuse")
+	assert.Equal(t, map[string]int{api.OutcomeRejected: 3}, res.Counts, "a batch never prepares a record its circuit would refuse")
 	assert.Equal(t, circuit.ErrorCode, res.Records[0].Code)
 
 	r = e.do(t, "POST", path(ids[1], "prepare_compensation"), operatorKey, api.PrepareRequest{Reason: "probe it", Probe: true})

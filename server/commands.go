@@ -23,9 +23,6 @@ func commandNames(commands []api.Command) []string {
 	return names
 }
 
-// CommandResponse is the body of a successful command.
-type CommandResponse = api.CommandResponse
-
 func (s *Server) command(w http.ResponseWriter, r *http.Request, p principal) error {
 	return s.runCommand(w, r, p, r.PathValue("command"))
 }
@@ -83,13 +80,13 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, p principal,
 		return err
 	}
 	s.awaitIndex(r.Context(), id, res.Version)
-	out := CommandResponse{ID: id, State: res.State, Version: res.Version, Duplicate: res.Duplicate, Events: []HistoryEvent{}}
+	out := api.CommandResponse{ID: id, State: res.State, Version: res.Version, Duplicate: res.Duplicate, Events: []api.HistoryEvent{}}
 	for i, e := range res.Events {
 		n, b, err := aggregate.EncodeEvent(e)
 		if err != nil {
 			return err
 		}
-		out.Events = append(out.Events, HistoryEvent{ID: res.Stream.Events[i].ID, Name: n, Body: b})
+		out.Events = append(out.Events, api.HistoryEvent{ID: res.Stream.Events[i].ID, Name: n, Body: b})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -17,7 +18,7 @@ func TestCommandsOnOneRecord(t *testing.T) {
 	id := e.create(t, 1, &aggregate.RetrySpec{MaxRetries: 1, MinBackoff: 1, ExecutionTimeout: 1})
 	path := func(cmd string) string { return "/api/v1/records/" + id + "/" + cmd }
 
-	var res server.CommandResponse
+	var res api.CommandResponse
 	r := e.do(t, "POST", path("prepare_compensation"), operatorKey, nil, "Idempotency-Key", "prep-1")
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	r.json(t, &res)
@@ -155,7 +156,7 @@ func TestIdempotencyKeyReusedForAnotherRequest(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	r = e.do(t, "POST", prepare, operatorKey, `{ }`, "Idempotency-Key", "k-1")
 	require.Equal(t, http.StatusOK, r.status, "the same request again (an empty body is {}): %s", r.body)
-	var res server.CommandResponse
+	var res api.CommandResponse
 	r.json(t, &res)
 	assert.True(t, res.Duplicate)
 

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/server"
+	"github.com/amends-dev/amends/api"
 )
 
 // A command appended in a trace carries it in its traceparent: the
@@ -26,7 +26,7 @@ func TestHistoryNamesTheTraceOfEachCommand(t *testing.T) {
 	}, aggregate.Meta{Actor: "recorder"})
 	require.NoError(t, err)
 	e.wait(t, id, res.Version)
-	var h []server.HistoryEntry
+	var h []api.HistoryEntry
 	r := e.do(t, "GET", "/api/v1/records/"+id+"/history", viewerKey, nil)
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	r.json(t, &h)

@@ -251,7 +251,7 @@ func TestOpenAPICommandBodiesMatchTheAggregate(t *testing.T) {
 
 	batch := requestSchema(doc, ops["POST /api/v1/batch/"+BatchCommands[0]])
 	require.NotNil(t, batch, "a typed batch body")
-	all, _ := tagFields(BatchRequest{})
+	all, _ := tagFields(api.BatchRequest{})
 	assert.Equal(t, all, keys(batch["properties"].(obj)), "the batch body's fields")
 	assert.Equal(t, false, batch["additionalProperties"])
 	filter := deref(doc, get(batch, "properties", "filter"))
@@ -347,18 +347,18 @@ func TestOpenAPINamesCannotCollide(t *testing.T) {
 func TestOpenAPIResponsesMatchTheServer(t *testing.T) {
 	doc := loadDoc(t)
 	for name, v := range map[string]any{
-		"CommandResult":   CommandResponse{},
+		"CommandResult":   api.CommandResponse{},
 		"RecordView":      projection.View{},
-		"Count":           CountResponse{},
-		"BatchResult":     BatchResult{},
-		"BatchOutcome":    BatchOutcome{},
-		"BatchStart":      BatchStart{},
-		"BatchLine":       BatchLine{},
-		"HistoryEntry":    HistoryEntry{},
-		"HistoryEvent":    HistoryEvent{},
-		"QuarantinePage":  QuarantinePage{},
+		"Count":           api.CountResponse{},
+		"BatchResult":     api.BatchResult{},
+		"BatchOutcome":    api.BatchOutcome{},
+		"BatchStart":      api.BatchStart{},
+		"BatchLine":       api.BatchLine{},
+		"HistoryEntry":    api.HistoryEntry{},
+		"HistoryEvent":    api.HistoryEvent{},
+		"QuarantinePage":  api.QuarantinePage{},
 		"QuarantineEntry": quarantine.Entry{},
-		"AuditPage":       AuditPage{},
+		"AuditPage":       api.AuditPage{},
 		"AuditEntry":      api.AuditEntry{},
 		// Failure intelligence.
 		"Rule":             api.Rule{},

@@ -24,10 +24,6 @@ var quarantineParams = []string{"consumer", "cursor", "limit"}
 // without a limit.
 const defaultQuarantineLimit = 100
 
-// QuarantinePage is the body of GET /api/v1/quarantine: entries oldest
-// first, and the cursor of the next page.
-type QuarantinePage = api.QuarantinePage
-
 func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ principal) error {
 	q, err := queryValues(r)
 	if err != nil {
@@ -53,7 +49,7 @@ func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ princi
 	if err != nil {
 		return err
 	}
-	out := QuarantinePage{Entries: make([]api.QuarantineEntry, len(page.Entries))}
+	out := api.QuarantinePage{Entries: make([]api.QuarantineEntry, len(page.Entries))}
 	for i, e := range page.Entries {
 		out.Entries[i] = quarantineEntry(e)
 	}

@@ -33,7 +33,7 @@ func TestListQuarantine(t *testing.T) {
 		require.Less(t, pages, 5)
 		r := e.do(t, "GET", path, viewerKey, nil)
 		require.Equal(t, http.StatusOK, r.status, "a viewer lists the quarantine: %s", r.body)
-		var page server.QuarantinePage
+		var page api.QuarantinePage
 		r.json(t, &page)
 		require.LessOrEqual(t, len(page.Entries), 2)
 		for _, en := range page.Entries {
@@ -51,7 +51,7 @@ func TestListQuarantine(t *testing.T) {
 
 	r := e.do(t, "GET", "/api/v1/quarantine?consumer=amends_replay_shop", viewerKey, nil)
 	require.Equal(t, http.StatusOK, r.status)
-	var page server.QuarantinePage
+	var page api.QuarantinePage
 	r.json(t, &page)
 	require.Len(t, page.Entries, 1)
 	assert.Equal(t, uint64(14), page.Entries[0].Seq)

@@ -49,9 +49,6 @@ func (s *Server) writePage(w http.ResponseWriter, q projection.Query) error {
 	return nil
 }
 
-// CountResponse is the body of GET /api/v1/count.
-type CountResponse = api.CountResponse
-
 func (s *Server) count(w http.ResponseWriter, r *http.Request, _ principal) error {
 	f, err := requestFilter(r)
 	if err != nil {
@@ -64,7 +61,7 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, _ principal) erro
 		}
 		return err
 	}
-	writeJSON(w, http.StatusOK, CountResponse{Count: n})
+	writeJSON(w, http.StatusOK, api.CountResponse{Count: n})
 	return nil
 }
 
@@ -101,21 +98,15 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, _ principal) error 
 	return nil
 }
 
-// HistoryEntry is one command in GET /api/v1/records/{id}/history.
-type HistoryEntry = api.HistoryEntry
-
-// HistoryEvent is one event of a HistoryEntry, in its wire shape.
-type HistoryEvent = api.HistoryEvent
-
 func (s *Server) history(w http.ResponseWriter, r *http.Request, _ principal) error {
 	_, changes, err := s.pathHistory(r)
 	if err != nil {
 		return err
 	}
-	out := make([]HistoryEntry, 0, len(changes))
+	out := make([]api.HistoryEntry, 0, len(changes))
 	for _, c := range changes {
 		st := c.Stream
-		e := HistoryEntry{
+		e := api.HistoryEntry{
 			Version: st.Version, Seq: st.Seq, CommandID: st.CommandID, RequestID: st.RequestID, TraceID: tracing.StreamTraceID(&st),
 			CreateTime: st.CreateTime, Command: st.Headers[aggregate.HeaderCommand],
 			Actor: st.Headers[aggregate.HeaderActor], Reason: st.Headers[aggregate.HeaderReason],
@@ -129,7 +120,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, _ principal) er
 			}
 		}
 		for _, ev := range st.Events {
-			e.Events = append(e.Events, HistoryEvent{ID: ev.ID, Name: ev.Name, Body: ev.Body})
+			e.Events = append(e.Events, api.HistoryEvent{ID: ev.ID, Name: ev.Name, Body: ev.Body})
 		}
 		out = append(out, e)
 	}

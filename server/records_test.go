@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
-	"github.com/amends-dev/amends/server"
 )
 
 func TestHealthAndReadiness(t *testing.T) {
@@ -95,7 +95,7 @@ func TestListFiltersSortsAndPages(t *testing.T) {
 	require.Len(t, p.Items, 1, string(r.body))
 	assert.Equal(t, ids[3], p.Items[0].ID)
 
-	var c server.CountResponse
+	var c api.CountResponse
 	e.do(t, "GET", "/api/v1/count?processor=Mailer", viewerKey, nil).json(t, &c)
 	assert.Equal(t, 25, c.Count)
 	e.do(t, "GET", "/api/v1/count?processor=Nobody", viewerKey, nil).json(t, &c)
@@ -161,7 +161,7 @@ func TestViewsSummaryGetAndHistory(t *testing.T) {
 	assert.Equal(t, uint64(2), v.Version)
 	assert.Contains(t, string(r.body), `"isRetryable":true`, "the record has Wow's derived fields")
 
-	var h []server.HistoryEntry
+	var h []api.HistoryEntry
 	r = e.do(t, "GET", "/api/v1/records/"+unrec+"/history", viewerKey, nil)
 	require.Equal(t, http.StatusOK, r.status)
 	r.json(t, &h)

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/server"
 )
@@ -405,7 +406,7 @@ func TestAuditLogIsQueryable(t *testing.T) {
 	_, _, _ = signIn(t, e, "not-a-token-at-all-0123")
 	r := e.do(t, "GET", "/api/v1/audit?kind=sign_in", operatorKey, nil)
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
-	var page server.AuditPage
+	var page api.AuditPage
 	r.json(t, &page)
 	require.Len(t, page.Entries, 1)
 	assert.Equal(t, "alice", page.Entries[0].Actor)

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
-	"github.com/amends-dev/amends/server"
 )
 
 func TestListShowHistorySummary(t *testing.T) {
@@ -93,7 +93,7 @@ func TestOperatorCommandsAndExitCodes(t *testing.T) {
 
 	c = e.cli(operatorKey)
 	require.Equal(t, exitOK, c.run(t, "retry-spec", id, "--max-retries", "3", "--min-backoff", "1", "--execution-timeout", "5", "-o", "json"))
-	var res server.CommandResponse
+	var res api.CommandResponse
 	require.NoError(t, json.Unmarshal([]byte(c.stdout.String()), &res))
 	assert.Equal(t, int32(3), res.State.RetrySpec.MaxRetries)
 

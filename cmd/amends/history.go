@@ -10,7 +10,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/server"
 )
 
 func newHistoryCmd(a *app) *cobra.Command {
@@ -54,7 +53,7 @@ func newHistoryCmd(a *app) *cobra.Command {
 				return apiError(cmd, id, err)
 			}
 			if cf.output == "json" {
-				return printList(a.stdout, listJSON[server.HistoryEntry]{Items: h})
+				return printList(a.stdout, listJSON[api.HistoryEntry]{Items: h})
 			}
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "VERSION\tWHEN\tACTOR\tCOMMAND\tEVENTS\tREASON")

@@ -16,7 +16,6 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
-	"github.com/amends-dev/amends/server"
 )
 
 // succeed makes record id SUCCEEDED.
@@ -101,9 +100,9 @@ func TestNoNextRetryForRecordsThatWillNotBeRetried(t *testing.T) {
 func TestProgressRedrawsOnlyOnATerminal(t *testing.T) {
 	var tty, plain bytes.Buffer
 	for _, p := range []*progress{{w: &tty, tty: true, on: true, name: "prepare_compensation"}, {w: &plain, on: true, name: "prepare_compensation"}} {
-		p.start(server.BatchStart{Total: 2})
-		p.outcome(server.BatchOutcome{Outcome: server.OutcomeApplied})
-		p.outcome(server.BatchOutcome{Outcome: server.OutcomeRejected})
+		p.start(api.BatchStart{Total: 2})
+		p.outcome(api.BatchOutcome{Outcome: api.OutcomeApplied})
+		p.outcome(api.BatchOutcome{Outcome: api.OutcomeRejected})
 		p.end()
 	}
 	assert.Equal(t, "\r[##########----------] 1/2: applied 1\r[####################] 2/2: applied 1, rejected 1\n", tty.String())
@@ -130,7 +129,7 @@ func TestBatchWithRejectedRecordsExitsOne(t *testing.T) {
 
 	c = e.cli(operatorKey)
 	assert.Equal(t, exitFailure, c.run(t, "prepare", "--processor", "Mailer", "--yes", "--request-id", "r-1", "-o", "json"), "the stored result fails alike")
-	var res server.BatchResult
+	var res api.BatchResult
 	require.NoError(t, json.Unmarshal([]byte(c.stdout.String()), &res))
 	assert.True(t, res.Replayed)
 	assert.Contains(t, c.stderr.String(), "1 of 2 records were not changed")
