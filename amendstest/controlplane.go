@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/scheduler"
@@ -190,9 +191,9 @@ func (p *Plane) Tick() int {
 
 // WaitStatus waits until record id is in status and returns its view; it
 // fails the test after Timeout, naming the status the record had.
-func (p *Plane) WaitStatus(id string, status aggregate.Status) projection.View {
+func (p *Plane) WaitStatus(id string, status aggregate.Status) api.View {
 	p.tb.Helper()
-	var last projection.View
+	var last api.View
 	deadline := time.Now().Add(Timeout)
 	for time.Now().Before(deadline) {
 		v, err := p.Index.Get(context.Background(), id)

@@ -13,7 +13,6 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
-	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/server"
 )
@@ -23,29 +22,29 @@ import (
 type recording struct {
 	server.Queries
 	mu      sync.Mutex
-	query   projection.Query
-	filters []projection.Filter
+	query   api.Query
+	filters []api.Filter
 }
 
-func (r *recording) List(q projection.Query) (projection.Page, error) {
+func (r *recording) List(q api.Query) (api.Page, error) {
 	r.mu.Lock()
 	r.query = q
 	r.mu.Unlock()
-	return projection.Page{Items: []projection.Item{}}, nil
+	return api.Page{Items: []api.Item{}}, nil
 }
 
-func (r *recording) Count(f projection.Filter) (int, error) {
+func (r *recording) Count(f api.Filter) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.filters = append(r.filters, f)
 	return 0, nil
 }
 
-func (r *recording) Summary(f projection.Filter) (projection.Summary, error) {
+func (r *recording) Summary(f api.Filter) (api.Summary, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.filters = append(r.filters, f)
-	return projection.Summary{}, nil
+	return api.Summary{}, nil
 }
 
 // recordingQuarantine remembers the quarantine query the server parsed.
@@ -129,7 +128,7 @@ func TestQueryEncodingRoundTripsThroughTheServersParser(t *testing.T) {
 		got := rec.filters
 		rec.filters = nil
 		rec.mu.Unlock()
-		assert.Equal(t, []projection.Filter{filter, filter}, got, "count and summary parse the filter the client encoded")
+		assert.Equal(t, []api.Filter{filter, filter}, got, "count and summary parse the filter the client encoded")
 	}
 
 	// Times the RFC 3339 layout cannot hold go as epoch milliseconds.

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/dashboard"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
@@ -31,11 +32,11 @@ const benchBase = int64(1_796_000_000_000)
 
 // benchView is a generated record, spread over 20 processors, 5 functions
 // and 10 error codes, every status and classification.
-func benchView(r *rand.Rand, i int) projection.View {
+func benchView(r *rand.Rand, i int) api.View {
 	retries := int32(r.IntN(6))
 	spec := aggregate.RetrySpec{MaxRetries: int32(r.IntN(6)), MinBackoff: int32(r.IntN(300)), ExecutionTimeout: int32(1 + r.IntN(300))}
 	retryAt := benchBase + r.Int64N(3_600_000)
-	return projection.View{
+	return api.View{
 		State: aggregate.State{
 			ID: uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "rec-%d", i)).String(),
 			EventID: aggregate.EventID{ID: uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "evt-%d", i)).String(),

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
@@ -23,8 +24,8 @@ var ErrInvalidConfig = errors.New("dashboard: invalid config")
 // Index is what the dashboard reads of the read model. *projection.Index
 // satisfies it.
 type Index interface {
-	Get(ctx context.Context, id string) (projection.View, error)
-	Summary(f projection.Filter) (projection.Summary, error)
+	Get(ctx context.Context, id string) (api.View, error)
+	Summary(f api.Filter) (api.Summary, error)
 	Due(now time.Time, limit int) []projection.Due
 	WaitFor(ctx context.Context, id string, version uint64) error
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
@@ -40,10 +41,10 @@ func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 }
 
 // record loads record id from the index, answering 404 or 503 itself.
-func (d *Dashboard) record(w http.ResponseWriter, r *http.Request) (projection.View, bool) {
+func (d *Dashboard) record(w http.ResponseWriter, r *http.Request) (api.View, bool) {
 	id, ok := pathID(w, r)
 	if !ok {
-		return projection.View{}, false
+		return api.View{}, false
 	}
 	v, err := d.cfg.Index.Get(r.Context(), id)
 	switch {

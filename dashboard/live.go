@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/server"
@@ -34,8 +35,8 @@ type Counts struct {
 	OldestDueAge int64 `json:"oldestDueAge"`
 	// Groups are the largest failure groups (function × error code) of
 	// the summary, at most MaxGroups; GroupCount counts them all.
-	Groups     []projection.FailureGroup `json:"groups"`
-	GroupCount int                       `json:"groupCount"`
+	Groups     []api.FailureGroup `json:"groups"`
+	GroupCount int                `json:"groupCount"`
 }
 
 // MaxGroups bounds the failure groups a counts event carries.
@@ -160,14 +161,14 @@ func sse(name string, v any) []byte {
 // counts computes the live counts from the index.
 func (d *Dashboard) counts() (Counts, error) {
 	now := d.cfg.Clock.Now()
-	sum, err := d.cfg.Index.Summary(projection.Filter{Now: now})
+	sum, err := d.cfg.Index.Summary(api.Filter{Now: now})
 	if err != nil {
 		return Counts{}, err
 	}
 	c := Counts{At: now.UnixMilli(), Total: sum.Total, Views: sum.Views, Due: sum.Views[aggregate.ViewNextRetry],
 		Groups: sum.Groups[:min(len(sum.Groups), MaxGroups)], GroupCount: len(sum.Groups)}
 	if c.Groups == nil {
-		c.Groups = []projection.FailureGroup{}
+		c.Groups = []api.FailureGroup{}
 	}
 	if due := d.cfg.Index.Due(now, 1); len(due) == 1 {
 		c.OldestDueAge = max(0, now.UnixMilli()-due[0].NextRetryAt)

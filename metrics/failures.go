@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/recorder"
 )
 
@@ -36,15 +36,15 @@ func Failures(s Summarizer, now func() time.Time) prometheus.Collector {
 	age := desc("oldest_open_failure_age_seconds", "Seconds since the oldest unfinished record of each function last failed.", "function")
 	final := desc("open_final_failures", "FAILED records of each function with no automatic retry left (retries exhausted or UNRECOVERABLE).", "function")
 	return &collector{descs: []*prometheus.Desc{age, final}, read: func() []sample {
-		all, err := s.Summary(projection.Filter{})
+		all, err := s.Summary(api.Filter{})
 		if err != nil {
 			return nil
 		}
-		failed, err := s.Summary(projection.Filter{Status: aggregate.StatusFailed})
+		failed, err := s.Summary(api.Filter{Status: aggregate.StatusFailed})
 		if err != nil {
 			return nil
 		}
-		unrec, err := s.Summary(projection.Filter{Status: aggregate.StatusFailed, Recoverable: aggregate.Unrecoverable})
+		unrec, err := s.Summary(api.Filter{Status: aggregate.StatusFailed, Recoverable: aggregate.Unrecoverable})
 		if err != nil {
 			return nil
 		}
@@ -81,7 +81,7 @@ func Failures(s Summarizer, now func() time.Time) prometheus.Collector {
 	}}
 }
 
-func functionLabel(g projection.FailureGroup) string { return g.Processor + "." + g.Function }
+func functionLabel(g api.FailureGroup) string { return g.Processor + "." + g.Function }
 
 func maxOf(a, b float64) float64 { return max(a, b) }
 func sumOf(a, b float64) float64 { return a + b }

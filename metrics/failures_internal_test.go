@@ -15,16 +15,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/processor"
-	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/recorder"
 )
 
 // summaries answers Summary by the filter's status and recoverability.
-type summaries map[[2]string][]projection.FailureGroup
+type summaries map[[2]string][]api.FailureGroup
 
-func (s summaries) Summary(f projection.Filter) (projection.Summary, error) {
-	return projection.Summary{Groups: s[[2]string{string(f.Status), string(f.Recoverable)}]}, nil
+func (s summaries) Summary(f api.Filter) (api.Summary, error) {
+	return api.Summary{Groups: s[[2]string{string(f.Status), string(f.Recoverable)}]}, nil
 }
 
 const nowMs = int64(1_735_000_000_000)
@@ -60,9 +60,9 @@ amends_open_final_failures{function="Mailer.onPlaced"} 2
 }
 
 func TestFailuresCapsTheFunctionLabel(t *testing.T) {
-	var groups []projection.FailureGroup
+	var groups []api.FailureGroup
 	for i := range MaxFunctions + 10 {
-		groups = append(groups, projection.FailureGroup{Processor: "P", Function: fmt.Sprintf("fn%03d", i), OldestFailureAt: nowMs - int64(i+1)*1000})
+		groups = append(groups, api.FailureGroup{Processor: "P", Function: fmt.Sprintf("fn%03d", i), OldestFailureAt: nowMs - int64(i+1)*1000})
 	}
 	c := Failures(summaries{{"", ""}: groups}, func() time.Time { return time.UnixMilli(nowMs) })
 	require.Equal(t, MaxFunctions+1, testutil.CollectAndCount(c, "amends_oldest_open_failure_age_seconds"), "the cap plus the overflow series")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/scheduler"
@@ -17,14 +18,14 @@ import (
 
 type fakeIndex struct{}
 
-func (fakeIndex) Summary(projection.Filter) (projection.Summary, error) {
-	return projection.Summary{
-		ByStatus: []projection.StatusCount{{Status: aggregate.StatusFailed, Recoverable: aggregate.Recoverable, Count: 3}},
+func (fakeIndex) Summary(api.Filter) (api.Summary, error) {
+	return api.Summary{
+		ByStatus: []api.StatusCount{{Status: aggregate.StatusFailed, Recoverable: aggregate.Recoverable, Count: 3}},
 		Views:    map[aggregate.View]int{aggregate.ViewToRetry: 3, aggregate.ViewNextRetry: 2},
 	}, nil
 }
 
-func (fakeIndex) Count(f projection.Filter) (int, error) {
+func (fakeIndex) Count(f api.Filter) (int, error) {
 	if f.View == aggregate.ViewNextRetry {
 		return 2, nil
 	}

@@ -4,12 +4,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
 )
 
 // Summarizer is what Records reads. *projection.Index satisfies it.
 type Summarizer interface {
-	Summary(f projection.Filter) (projection.Summary, error)
+	Summary(f api.Filter) (api.Summary, error)
 }
 
 // Records reports amends_records{status,recoverable} and
@@ -19,7 +20,7 @@ func Records(s Summarizer) prometheus.Collector {
 	byStatus := desc("records", "ExecutionFailed records by status and recoverability.", "status", "recoverable")
 	byView := desc("records_in_view", "ExecutionFailed records in each operator view.", "view")
 	return &collector{descs: []*prometheus.Desc{byStatus, byView}, read: func() []sample {
-		sum, err := s.Summary(projection.Filter{})
+		sum, err := s.Summary(api.Filter{})
 		if err != nil {
 			return nil
 		}

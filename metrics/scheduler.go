@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/scheduler"
 )
@@ -14,7 +15,7 @@ import (
 // satisfies it.
 type DueIndex interface {
 	Due(now time.Time, limit int) []projection.Due
-	Count(f projection.Filter) (int, error)
+	Count(f api.Filter) (int, error)
 }
 
 // Scheduler reports the scheduler's counters (amends_scheduler_*) and the
@@ -54,7 +55,7 @@ func schedulerCollector(stats func() scheduler.Stats, due DueIndex, now func() t
 		}
 		out = append(out, gauge(active, a))
 		t := now()
-		if n, err := due.Count(projection.Filter{View: aggregate.ViewNextRetry, Now: t}); err == nil {
+		if n, err := due.Count(api.Filter{View: aggregate.ViewNextRetry, Now: t}); err == nil {
 			out = append(out, gauge(backlog, float64(n)))
 		}
 		age := 0.0

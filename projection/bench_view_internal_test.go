@@ -6,12 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/stretchr/testify/require"
 )
 
 // withStack gives v a failure as Go services record it: a quoted message
 // and a multi-line stack trace, which encoding/json writes with escapes.
-func withStack(v View) View {
+func withStack(v api.View) api.View {
 	var st strings.Builder
 	for i := range 12 {
 		fmt.Fprintf(&st, "github.com/acme/shop/billing.(*Invoicer).step%d(...)\n\t/src/shop/billing/invoicer.go:%d +0x1f4\n", i, 100+i)
@@ -34,7 +35,7 @@ func BenchmarkDecodeViewFields(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 1024 {
 		v := randomView(r, i)
-		for j, v := range []View{v, withStack(v)} {
+		for j, v := range []api.View{v, withStack(v)} {
 			data, err := appendView(&v)
 			require.NoError(b, err)
 			sets[j].encoded = append(sets[j].encoded, data)

@@ -1,6 +1,10 @@
 package projection
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/amends-dev/amends/api"
+)
 
 // viewCache remembers the views this projector wrote last, with their KV
 // revisions, so the next stream of a record is written with one
@@ -15,7 +19,7 @@ type viewCache struct {
 
 type cachedView struct {
 	rev  uint64
-	view View
+	view api.View
 }
 
 func newViewCache(max int) *viewCache {
@@ -32,7 +36,7 @@ func (c *viewCache) get(key string) (cachedView, bool) {
 	return v, ok
 }
 
-func (c *viewCache) put(key string, rev uint64, v View) {
+func (c *viewCache) put(key string, rev uint64, v api.View) {
 	if c.max == 0 {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/projection"
 )
@@ -25,9 +26,9 @@ func Example() {
 	go index.Run(ctx)
 	<-index.Ready()
 
-	page, _ := index.List(projection.Query{
-		Filter: projection.Filter{View: aggregate.ViewToRetry, Processor: "OrderProjector"},
-		Sort:   projection.Sort{Field: projection.SortNextRetryAt},
+	page, _ := index.List(api.Query{
+		Filter: api.Filter{View: aggregate.ViewToRetry, Processor: "OrderProjector"},
+		Sort:   api.Sort{Field: api.SortNextRetryAt},
 		Limit:  20,
 	})
 	for _, it := range page.Items {

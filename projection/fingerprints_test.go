@@ -9,11 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
 )
 
-func fpView(id, fp, msg string, status aggregate.Status, at int64) projection.View {
-	return projection.View{Version: 1, State: aggregate.State{
+func fpView(id, fp, msg string, status aggregate.Status, at int64) api.View {
+	return api.View{Version: 1, State: aggregate.State{
 		ID: id, EventID: aggregate.EventID{ID: "e-" + id, Version: 1},
 		Function:  aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "shop", ProcessorName: "billing", Name: "charge"},
 		Error:     aggregate.ErrorDetails{ErrorCode: "Declined", ErrorMsg: msg, Fingerprint: fp},
@@ -32,7 +33,7 @@ func TestFingerprintIndexSummaryAndDue(t *testing.T) {
 	ix.Put(fpView("r4", b, strings.Repeat("é", 600), aggregate.StatusFailed, 50))
 	ix.Put(fpView("r5", "", "no fingerprint", aggregate.StatusFailed, 10))
 
-	groups, err := ix.FingerprintSummary(projection.Filter{})
+	groups, err := ix.FingerprintSummary(api.Filter{})
 	require.NoError(t, err)
 	require.Len(t, groups, 2, "records without a fingerprint are left out")
 	g := groups[0]
@@ -45,17 +46,17 @@ func TestFingerprintIndexSummaryAndDue(t *testing.T) {
 	assert.Equal(t, "billing", g.Processor)
 	assert.LessOrEqual(t, len(groups[1].SampleMessage), 512, "the sample is bounded")
 
-	groups, err = ix.FingerprintSummary(projection.Filter{Status: aggregate.StatusSucceeded})
+	groups, err = ix.FingerprintSummary(api.Filter{Status: aggregate.StatusSucceeded})
 	require.NoError(t, err)
 	require.Len(t, groups, 1, "the filter applies")
 
-	n, err := ix.Count(projection.Filter{Fingerprint: a})
+	n, err := ix.Count(api.Filter{Fingerprint: a})
 	require.NoError(t, err)
 	assert.Equal(t, 3, n, "the fingerprint filters")
-	n, err = ix.Count(projection.Filter{Fingerprint: "fp1-ffffffffffffffff"})
+	n, err = ix.Count(api.Filter{Fingerprint: "fp1-ffffffffffffffff"})
 	require.NoError(t, err)
 	assert.Zero(t, n)
-	page, err := ix.List(projection.Query{Filter: projection.Filter{ID: "r1"}})
+	page, err := ix.List(api.Query{Filter: api.Filter{ID: "r1"}})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 1)
 	assert.Equal(t, a, page.Items[0].Fingerprint, "items carry the fingerprint")

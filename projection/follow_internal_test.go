@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/fakeclock"
 	"github.com/amends-dev/amends/internal/natstest"
 )
@@ -21,7 +22,7 @@ func TestIndexNowFollowsTheClock(t *testing.T) {
 	require.NoError(t, err)
 	const t0 = base
 	clock := fakeclock.At(t0)
-	v := View{State: aggregate.State{
+	v := api.View{State: aggregate.State{
 		ID:         "6ba7b810-9dad-11d1-80b4-00c04fd430c8",
 		EventID:    aggregate.EventID{ID: "e1", AggregateID: aggregate.WireAggregateID{ContextName: "c", AggregateName: "a", AggregateID: "1", TenantID: aggregate.DefaultTenantID}, Version: 1},
 		Function:   aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "svc", ProcessorName: "P", Name: "f"},
@@ -49,14 +50,14 @@ func TestIndexNowFollowsTheClock(t *testing.T) {
 		t.Fatal("the index did not load the bucket within 30 s")
 	}
 	require.Equal(t, time.UnixMilli(t0), ix.Now())
-	n, err := ix.Count(Filter{View: aggregate.ViewExecuting, Now: time.UnixMilli(t0)})
+	n, err := ix.Count(api.Filter{View: aggregate.ViewExecuting, Now: time.UnixMilli(t0)})
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "executing at t0")
 
 	clock.SetMillis(t0 + 2000) // past the timeout, before the next retry
 	require.Eventually(t, func() bool { return ix.Now().Equal(time.UnixMilli(t0 + 2000)) }, 30*time.Second, 20*time.Millisecond,
 		"the index's now follows the clock without a query")
-	n, err = ix.Count(Filter{View: aggregate.ViewExecuting})
+	n, err = ix.Count(api.Filter{View: aggregate.ViewExecuting})
 	require.NoError(t, err)
 	require.Zero(t, n, "a timed-out attempt is not executing")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // base is the epoch-ms time generated records cluster around.
@@ -14,11 +15,11 @@ const base = int64(1_735_000_000_000)
 
 // randomView returns a plausible view of record i: names from small sets,
 // times within an hour of base, every status and classification.
-func randomView(r *rand.Rand, i int) View {
+func randomView(r *rand.Rand, i int) api.View {
 	retries := int32(r.IntN(6))
 	spec := aggregate.RetrySpec{MaxRetries: int32(r.IntN(6)), MinBackoff: int32(r.IntN(300)), ExecutionTimeout: int32(r.IntN(300))}
 	retryAt := base + r.Int64N(3_600_000)
-	return View{
+	return api.View{
 		State: aggregate.State{
 			ID: uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "rec-%d", i)).String(),
 			EventID: aggregate.EventID{

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 )
 
@@ -16,17 +17,17 @@ import (
 // A record without a view is an error matching ErrNotFound; a stored value
 // that is not a valid view (decodeView, checkView), ErrCorruptView; an id that cannot be a record id
 // (CheckID), ErrInvalidQuery, and nothing is sent.
-func GetView(ctx context.Context, views jetstream.KeyValue, id string) (View, error) {
+func GetView(ctx context.Context, views jetstream.KeyValue, id string) (api.View, error) {
 	key, err := EncodeKey(id)
 	if err != nil {
-		return View{}, err
+		return api.View{}, err
 	}
 	e, err := views.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return View{}, fmt.Errorf("record %s has no view: %w", id, ErrNotFound)
+		return api.View{}, fmt.Errorf("record %s has no view: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return View{}, fmt.Errorf("read the view of record %s: %w", id, err)
+		return api.View{}, fmt.Errorf("read the view of record %s: %w", id, err)
 	}
 	v, err := readView(e.Value())
 	if err == nil {
@@ -35,7 +36,7 @@ func GetView(ctx context.Context, views jetstream.KeyValue, id string) (View, er
 		}
 	}
 	if err != nil {
-		return View{}, fmt.Errorf("record %s: %w", id, err)
+		return api.View{}, fmt.Errorf("record %s: %w", id, err)
 	}
 	return v, nil
 }
@@ -45,7 +46,7 @@ func GetView(ctx context.Context, views jetstream.KeyValue, id string) (View, er
 // validate is made again from the record's history (and projected again,
 // WithReprojector), so the record can still be shown. Errors as GetView.
 // Safe for concurrent use.
-func (ix *Index) Get(ctx context.Context, id string) (View, error) {
+func (ix *Index) Get(ctx context.Context, id string) (api.View, error) {
 	v, err := GetView(ctx, ix.views, id)
 	if errors.Is(err, ErrCorruptView) {
 		return ix.rebuildFromHistory(ctx, id, err)

@@ -21,31 +21,9 @@ import (
 // the API's); projection re-exports them so that its users need one
 // import.
 type (
-	Filter           = index.Filter
-	Query            = index.Query
-	Page             = index.Page
-	Item             = index.Item
-	Sort             = index.Sort
-	SortField        = index.SortField
-	Summary          = index.Summary
-	FailureGroup     = index.FailureGroup
-	StatusCount      = index.StatusCount
-	FingerprintGroup = index.FingerprintGroup
-	Due              = index.Due
-	QueryError       = index.QueryError
+	Due        = index.Due
+	QueryError = index.QueryError
 )
-
-// The sort fields and page limits (see package index).
-const (
-	SortExecuteAt   = index.SortExecuteAt
-	SortNextRetryAt = index.SortNextRetryAt
-	SortRetries     = index.SortRetries
-	DefaultLimit    = index.DefaultLimit
-	MaxLimit        = index.MaxLimit
-)
-
-// SortFields lists the sort fields.
-var SortFields = index.SortFields
 
 // HistoryStore is what the Index needs of the event store for History.
 // *jsstore.Store satisfies it.

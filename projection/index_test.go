@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -20,9 +21,9 @@ import (
 func answers(t *testing.T, ix *projection.Index) map[string]any {
 	t.Helper()
 	out := map[string]any{}
-	list := func(name string, q projection.Query) {
+	list := func(name string, q api.Query) {
 		q.Limit = 7
-		var items []projection.Item
+		var items []api.Item
 		for {
 			p, err := ix.List(q)
 			require.NoError(t, err, name)
@@ -37,21 +38,21 @@ func answers(t *testing.T, ix *projection.Index) map[string]any {
 		require.NoError(t, err)
 		out["count "+name] = n
 	}
-	for _, f := range projection.SortFields {
+	for _, f := range api.SortFields {
 		for _, desc := range []bool{false, true} {
-			list(fmt.Sprintf("all by %s desc=%v", f, desc), projection.Query{Sort: projection.Sort{Field: f, Desc: desc}})
+			list(fmt.Sprintf("all by %s desc=%v", f, desc), api.Query{Sort: api.Sort{Field: f, Desc: desc}})
 		}
 	}
 	for _, now := range []time.Time{t0, t0.Add(2 * time.Second), t0.Add(time.Hour)} {
 		for _, v := range aggregate.Views {
-			list(fmt.Sprintf("%s at %d", v, now.UnixMilli()), projection.Query{Filter: projection.Filter{View: v, Now: now}})
+			list(fmt.Sprintf("%s at %d", v, now.UnixMilli()), api.Query{Filter: api.Filter{View: v, Now: now}})
 		}
 		out[fmt.Sprintf("due at %d", now.UnixMilli())] = ix.Due(now, 1000)
-		s, err := ix.Summary(projection.Filter{Now: now})
+		s, err := ix.Summary(api.Filter{Now: now})
 		require.NoError(t, err)
 		out[fmt.Sprintf("summary at %d", now.UnixMilli())] = s
 	}
-	for name, f := range map[string]projection.Filter{
+	for name, f := range map[string]api.Filter{
 		"processor":  {Processor: fnA.ProcessorName},
 		"changed fn": {FunctionContext: "c2", Processor: "p2", Function: "n2", FunctionKind: aggregate.KindStateEvent},
 		"status":     {Status: aggregate.StatusFailed, Recoverable: aggregate.Recoverable},
@@ -61,7 +62,7 @@ func answers(t *testing.T, ix *projection.Index) map[string]any {
 		"event":      {EventID: evt(5)},
 		"executeAt":  {ExecuteAtFrom: t0, ExecuteAtTo: t0.Add(time.Millisecond)},
 	} {
-		list(name, projection.Query{Filter: f, Sort: projection.Sort{Field: projection.SortRetries, Desc: true}})
+		list(name, api.Query{Filter: f, Sort: api.Sort{Field: api.SortRetries, Desc: true}})
 	}
 	return out
 }
@@ -146,7 +147,7 @@ func TestWaitForReadsYourOwnWrite(t *testing.T) {
 	id := e.create(t, evt(1), fnA, "E", nil)
 	r := e.exec(t, id, aggregate.ForcePrepareCompensation{})
 	require.NoError(t, ix.WaitFor(t.Context(), id, r.Version))
-	p, err := ix.List(projection.Query{Filter: projection.Filter{ID: id}})
+	p, err := ix.List(api.Query{Filter: api.Filter{ID: id}})
 	require.NoError(t, err)
 	require.Len(t, p.Items, 1)
 	assert.Equal(t, aggregate.StatusPrepared, p.Items[0].Status, "the write is visible")
@@ -207,17 +208,17 @@ func TestSummaryGroupsFailures(t *testing.T) {
 		require.NoError(t, ix.WaitFor(t.Context(), id, v))
 	}
 
-	s, err := ix.Summary(projection.Filter{})
+	s, err := ix.Summary(api.Filter{})
 	require.NoError(t, err)
 	assert.Equal(t, 5, s.Total)
 	require.Len(t, s.Groups, 2)
-	assert.Equal(t, projection.FailureGroup{
+	assert.Equal(t, api.FailureGroup{
 		FunctionContext: "order", Processor: "OrderProjector", Function: "onEvent", ErrorCode: "Timeout",
 		Total: 4, Retryable: 3, Exhausted: 1, Prepared: 1,
 		OldestFailureAt: t0.UnixMilli(), NewestFailureAt: t0.Add(time.Minute).UnixMilli(),
 	}, s.Groups[0])
-	assert.Equal(t, projection.FailureGroup{FunctionContext: "pay", Processor: "PaySaga", Function: "onPaid", ErrorCode: "Closed", Total: 1}, s.Groups[1])
-	assert.Equal(t, []projection.StatusCount{
+	assert.Equal(t, api.FailureGroup{FunctionContext: "pay", Processor: "PaySaga", Function: "onPaid", ErrorCode: "Closed", Total: 1}, s.Groups[1])
+	assert.Equal(t, []api.StatusCount{
 		{Status: aggregate.StatusFailed, Recoverable: aggregate.RecoverabilityUnknown, Count: 3},
 		{Status: aggregate.StatusPrepared, Recoverable: aggregate.RecoverabilityUnknown, Count: 1},
 		{Status: aggregate.StatusSucceeded, Recoverable: aggregate.RecoverabilityUnknown, Count: 1},

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
@@ -77,7 +78,7 @@ func TestInvalidViewsAreQuarantinedShownAndProjectedAgain(t *testing.T) {
 	got := viewsQuarantined(t, q)
 	assert.Contains(t, got[ids[1]].Error, "state.function.name: must not be empty")
 	assert.Contains(t, got[ids[2]].Error, "version: 18446744073709551615 is above the view's sequence")
-	page, err := ix.List(projection.Query{Limit: 10})
+	page, err := ix.List(api.Query{Limit: 10})
 	require.NoError(t, err)
 	assert.Len(t, page.Items, 3, "every record is listed")
 	require.Eventually(t, func() bool { return ix.Corrupt() == 0 }, 30*time.Second, 5*time.Millisecond, "no corrupt view left")
@@ -202,7 +203,7 @@ func TestAHistoryThatMakesNoValidViewIsNeverWritten(t *testing.T) {
 // lists none).
 func listedStatus(t *testing.T, ix *projection.Index, id string) aggregate.Status {
 	t.Helper()
-	p, err := ix.List(projection.Query{Limit: projection.MaxLimit})
+	p, err := ix.List(api.Query{Limit: api.MaxLimit})
 	require.NoError(t, err)
 	for _, it := range p.Items {
 		if it.ID == id {

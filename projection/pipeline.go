@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -44,8 +45,8 @@ type batchGroup struct {
 	streams []eventstore.Stream
 	done    []action
 	errs    []error
-	next    View // the view after the group's last stream that changed it
-	write   bool // next is to be written
+	next    api.View // the view after the group's last stream that changed it
+	write   bool     // next is to be written
 	fut     jetstream.PubAckFuture
 	sync    bool // handle the messages one by one instead
 }

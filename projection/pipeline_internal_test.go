@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natstest"
@@ -34,7 +35,7 @@ type ackCheckedMsg struct {
 
 func (m *ackCheckedMsg) Ack() error {
 	e, err := m.views.Get(context.Background(), m.key)
-	var v View
+	var v api.View
 	if err == nil {
 		v, err = decodeView(e.Value())
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/projection"
 )
@@ -37,7 +38,7 @@ func watchVersions(t *testing.T, views jetstream.KeyValue) *versionWatch {
 			if e == nil || e.Operation() != jetstream.KeyValuePut {
 				continue
 			}
-			var v projection.View
+			var v api.View
 			err := json.Unmarshal(e.Value(), &v)
 			vw.mu.Lock()
 			switch {

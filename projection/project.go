@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/quarantine"
@@ -206,27 +207,27 @@ func (p *Projector) project(ctx context.Context, st *eventstore.Stream, reread b
 // advance returns the view after st given the stored view (nil if there
 // is none), and which action made it; skip (and no view) if the stored
 // view is already at or past st. It writes nothing.
-func (p *Projector) advance(ctx context.Context, stored *View, st *eventstore.Stream) (View, action, error) {
-	var next View
+func (p *Projector) advance(ctx context.Context, stored *api.View, st *eventstore.Stream) (api.View, action, error) {
+	var next api.View
 	var err error
 	todo := plan(stored, st)
 	switch todo {
 	case skip:
-		return View{}, skip, nil
+		return api.View{}, skip, nil
 	case evolve:
 		if next, err = evolveView(stored, st); err != nil {
 			v, ok := carriedView(st)
 			if !ok {
-				return View{}, 0, err
+				return api.View{}, 0, err
 			}
 			next = v
 		}
 	case rebuild:
 		if next, err = p.rebuild(ctx, st); err != nil {
-			return View{}, 0, err
+			return api.View{}, 0, err
 		}
 		if stored != nil && next.Version <= stored.Version {
-			return View{}, skip, nil
+			return api.View{}, skip, nil
 		}
 	}
 	return next, todo, nil
@@ -236,7 +237,7 @@ func (p *Projector) advance(ctx context.Context, stored *View, st *eventstore.St
 // is none), from the cache when allowed. bad reports a stored value that
 // does not validate (decodeView and checkView; reported to the
 // quarantine): it is rebuilt.
-func (p *Projector) read(ctx context.Context, key string, version uint64, reread bool) (v *View, rev uint64, bad bool, err error) {
+func (p *Projector) read(ctx context.Context, key string, version uint64, reread bool) (v *api.View, rev uint64, bad bool, err error) {
 	if reread {
 		p.cache.drop(key)
 	} else if c, ok := p.cache.get(key); ok {
@@ -263,7 +264,7 @@ func (p *Projector) read(ctx context.Context, key string, version uint64, reread
 // carries none, from the record's history in the event store as of st:
 // neither a replica that has not applied st yet nor later streams change
 // what st's view is.
-func (p *Projector) rebuild(ctx context.Context, st *eventstore.Stream) (View, error) {
+func (p *Projector) rebuild(ctx context.Context, st *eventstore.Stream) (api.View, error) {
 	if v, ok := carriedView(st); ok {
 		return v, nil
 	}
@@ -275,13 +276,13 @@ func (p *Projector) rebuild(ctx context.Context, st *eventstore.Stream) (View, e
 		streams, err = p.store.Load(ctx, st.Aggregate, 1)
 	}
 	if err != nil {
-		return View{}, fmt.Errorf("load the history of record %s: %w", st.Aggregate.ID, err)
+		return api.View{}, fmt.Errorf("load the history of record %s: %w", st.Aggregate.ID, err)
 	}
 	return replayView(st.Aggregate.ID, streams)
 }
 
 // write stores v at key if the key is still at revision rev (0: absent).
-func (p *Projector) write(ctx context.Context, key string, rev uint64, v *View) error {
+func (p *Projector) write(ctx context.Context, key string, rev uint64, v *api.View) error {
 	data, err := encodeView(v)
 	if err != nil {
 		return fmt.Errorf("encode view %s: %w", key, err)
@@ -342,6 +343,6 @@ func (p *Projector) restart(ctx context.Context, key string, rev uint64, st *eve
 // (a higher sequence) but is not a later version: the record's history was
 // removed (retention, jsstore.Store.Remove) and it was created again. A
 // redelivery has a lower sequence.
-func restarted(stored *View, st *eventstore.Stream) bool {
+func restarted(stored *api.View, st *eventstore.Stream) bool {
 	return stored != nil && st.Seq != 0 && stored.Seq != 0 && st.Seq > stored.Seq && st.Version <= stored.Version
 }

@@ -8,11 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // fullyReadsBack is what every reader does with a view written: decode
 // it and check it (checkView).
-func fullyReadsBack(v *View) (bool, error) {
+func fullyReadsBack(v *api.View) (bool, error) {
 	data, err := appendView(v)
 	if err != nil {
 		return false, err
@@ -26,7 +27,7 @@ func fullyReadsBack(v *View) (bool, error) {
 
 // requireSameVerdict fails unless encodeView accepts v exactly when the
 // full decode of what it writes succeeds.
-func requireSameVerdict(t testing.TB, v *View) {
+func requireSameVerdict(t testing.TB, v *api.View) {
 	t.Helper()
 	want, encErr := fullyReadsBack(v)
 	data, err := encodeView(v)
@@ -46,31 +47,31 @@ func requireSameVerdict(t testing.TB, v *View) {
 func TestReadsBackIsWhatDecodeViewAccepts(t *testing.T) {
 	enums := []string{"", "FAILED", "failed", "Prepared", "SUCCEEDED", "ſucceeded", "RECOVERABLE", "unrecoverable", "UNKNOWN",
 		"EVENT", "event", "STATE_EVENT", "COMMAND", "SOURCING", "ERROR", "\u212aind", "bogus", "FAILED ", "\xff", "FAIL\xffED", "null"}
-	cases := map[string]func(v *View){
-		"as projected":             func(*View) {},
-		"no record id":             func(v *View) { v.State.ID = "" },
-		"version 0":                func(v *View) { v.Version = 0 },
-		"no status":                func(v *View) { v.State.Status = "" },
-		"unknown status":           func(v *View) { v.State.Status = "DONE" },
-		"lower-case status":        func(v *View) { v.State.Status = "failed" },
-		"no function kind":         func(v *View) { v.State.Function.FunctionKind = "" },
-		"unknown function kind":    func(v *View) { v.State.Function.FunctionKind = "LAMBDA" },
-		"no recoverable":           func(v *View) { v.State.Recoverable = "" },
-		"unknown recoverable":      func(v *View) { v.State.Recoverable = "MAYBE" },
-		"invalid UTF-8 in a text":  func(v *View) { v.State.Error.ErrorMsg = "a\xffb"; v.State.Function.Name = "\xc3" },
-		"invalid UTF-8 in an enum": func(v *View) { v.State.Status = "FAILED\xff" },
-		"extreme numbers": func(v *View) {
+	cases := map[string]func(v *api.View){
+		"as projected":             func(*api.View) {},
+		"no record id":             func(v *api.View) { v.State.ID = "" },
+		"version 0":                func(v *api.View) { v.Version = 0 },
+		"no status":                func(v *api.View) { v.State.Status = "" },
+		"unknown status":           func(v *api.View) { v.State.Status = "DONE" },
+		"lower-case status":        func(v *api.View) { v.State.Status = "failed" },
+		"no function kind":         func(v *api.View) { v.State.Function.FunctionKind = "" },
+		"unknown function kind":    func(v *api.View) { v.State.Function.FunctionKind = "LAMBDA" },
+		"no recoverable":           func(v *api.View) { v.State.Recoverable = "" },
+		"unknown recoverable":      func(v *api.View) { v.State.Recoverable = "MAYBE" },
+		"invalid UTF-8 in a text":  func(v *api.View) { v.State.Error.ErrorMsg = "a\xffb"; v.State.Function.Name = "\xc3" },
+		"invalid UTF-8 in an enum": func(v *api.View) { v.State.Status = "FAILED\xff" },
+		"extreme numbers": func(v *api.View) {
 			v.Version, v.Seq, v.UpdatedAt = math.MaxUint64, math.MaxUint64, math.MinInt64
 			v.State.RetrySpec = aggregate.RetrySpec{MaxRetries: math.MinInt32, MinBackoff: math.MaxInt32, MaxBackoff: -1, Jitter: math.SmallestNonzeroFloat64}
 			v.State.PreparedVersion = math.MaxUint64
 		},
-		"huge jitter":            func(v *View) { v.State.RetrySpec.Jitter = math.MaxFloat64 },
-		"next retry before 1970": func(v *View) { v.State.RetryState.NextRetryAt = math.MinInt64 },
-		"negative retries":       func(v *View) { v.State.RetryState.Retries = -1 },
-		"version above sequence": func(v *View) { v.Seq = 1; v.Version = 2 },
-		"no function name":       func(v *View) { v.State.Function.Name = "" },
-		"NaN jitter":             func(v *View) { v.State.RetrySpec.Jitter = math.NaN() },
-		"binding error": func(v *View) {
+		"huge jitter":            func(v *api.View) { v.State.RetrySpec.Jitter = math.MaxFloat64 },
+		"next retry before 1970": func(v *api.View) { v.State.RetryState.NextRetryAt = math.MinInt64 },
+		"negative retries":       func(v *api.View) { v.State.RetryState.Retries = -1 },
+		"version above sequence": func(v *api.View) { v.Seq = 1; v.Version = 2 },
+		"no function name":       func(v *api.View) { v.State.Function.Name = "" },
+		"NaN jitter":             func(v *api.View) { v.State.RetrySpec.Jitter = math.NaN() },
+		"binding error": func(v *api.View) {
 			v.State.Error.BindingErrors = []aggregate.BindingError{{Name: "\"x\"", Msg: "<>&\u2028"}}
 		},
 	}

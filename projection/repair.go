@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -111,14 +112,14 @@ func (ix *Index) repairLoop(ctx context.Context) {
 // rebuildFromHistory returns record id's view made from its history, for
 // a stored view that does not validate (Get), and asks for it to be
 // projected again.
-func (ix *Index) rebuildFromHistory(ctx context.Context, id string, cause error) (View, error) {
+func (ix *Index) rebuildFromHistory(ctx context.Context, id string, cause error) (api.View, error) {
 	ix.signalRepair()
 	if ix.history == nil {
-		return View{}, cause
+		return api.View{}, cause
 	}
 	streams, err := ix.history.Load(ctx, aggregate.RecordAggregate(id), 1)
 	if err != nil {
-		return View{}, errors.Join(cause, fmt.Errorf("and its history does not load: %w", err))
+		return api.View{}, errors.Join(cause, fmt.Errorf("and its history does not load: %w", err))
 	}
 	return replayView(id, streams)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/kvstore"
 )
@@ -43,7 +44,7 @@ func (p *Projector) Reproject(ctx context.Context, id string) error {
 		return err
 	}
 	var rev uint64
-	var stored *View
+	var stored *api.View
 	var why error // the stored view's refusal
 	e, err := p.views.Get(ctx, key)
 	switch {
@@ -97,10 +98,10 @@ func (p *Projector) Reproject(ctx context.Context, id string) error {
 // rebuildLatest returns the view of st's record after its whole history:
 // the view that replaces a stored one that does not validate or is ahead
 // of the record, whatever st's own version.
-func (p *Projector) rebuildLatest(ctx context.Context, st *eventstore.Stream) (View, error) {
+func (p *Projector) rebuildLatest(ctx context.Context, st *eventstore.Stream) (api.View, error) {
 	streams, err := p.store.Load(ctx, st.Aggregate, 1)
 	if err != nil {
-		return View{}, fmt.Errorf("load the history of record %s: %w", st.Aggregate.ID, err)
+		return api.View{}, fmt.Errorf("load the history of record %s: %w", st.Aggregate.ID, err)
 	}
 	return replayView(st.Aggregate.ID, streams)
 }
@@ -111,7 +112,7 @@ func (p *Projector) rebuildLatest(ctx context.Context, st *eventstore.Stream) (V
 // "" if they agree on all of them. Fields only shown (the error's text,
 // when the view was written) are not compared: a view that differs there
 // only is shown as it is.
-func viewDiff(stored, v *View) (field, how string) {
+func viewDiff(stored, v *api.View) (field, how string) {
 	s, h := &stored.State, &v.State
 	differ := func(field string, stored, history any) (string, string) {
 		return field, fmt.Sprintf("the stored view's %s is %v, its history's %v", field, stored, history)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/api"
 )
 
 // row is one combination of the selection table: the record's status,
@@ -99,7 +99,7 @@ func TestSelectionAgreesWithTheAggregate(t *testing.T) {
 		selected += len(due)
 		views := map[aggregate.View][]string{}
 		for _, v := range aggregate.Views {
-			p, err := ix.List(projection.Query{Filter: projection.Filter{View: v, Now: now}, Limit: projection.MaxLimit})
+			p, err := ix.List(api.Query{Filter: api.Filter{View: v, Now: now}, Limit: api.MaxLimit})
 			require.NoError(t, err)
 			for _, it := range p.Items {
 				views[v] = append(views[v], it.ID)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/projection/index"
@@ -36,8 +37,8 @@ func newSnapEnv(t *testing.T) *snapEnv {
 }
 
 // view is a valid view of record id at version v.
-func snapView(id string, v uint64) projection.View {
-	return projection.View{
+func snapView(id string, v uint64) api.View {
+	return api.View{
 		State: aggregate.State{ID: id, EventID: aggregate.EventID{ID: "evt-" + id, AggregateID: aggregate.WireAggregateID{ContextName: "order",
 			AggregateName: "order", AggregateID: "o-" + id, TenantID: aggregate.DefaultTenantID}, Version: 1},
 			Function: fnA, Error: aggregate.ErrorDetails{ErrorCode: "E", ErrorMsg: "boom", Fingerprint: "fp"},
@@ -57,7 +58,7 @@ func (e *snapEnv) put(t *testing.T, id string, v uint64) uint64 {
 	return rev
 }
 
-func (e *snapEnv) putView(t *testing.T, v projection.View) {
+func (e *snapEnv) putView(t *testing.T, v api.View) {
 	t.Helper()
 	raw, err := json.Marshal(v)
 	require.NoError(t, err)
@@ -82,7 +83,7 @@ func (e *snapEnv) index(t *testing.T, every time.Duration) *projection.Index {
 // versions returns the version of every record the index holds.
 func versions(t *testing.T, ix *projection.Index) map[string]uint64 {
 	t.Helper()
-	p, err := ix.List(projection.Query{Limit: projection.MaxLimit})
+	p, err := ix.List(api.Query{Limit: api.MaxLimit})
 	require.NoError(t, err)
 	out := map[string]uint64{}
 	for _, it := range p.Items {
@@ -156,7 +157,7 @@ func TestIndexStartsFromItsSnapshot(t *testing.T) {
 	e.del(t, "r4")
 	e.put(t, "r1", 7)
 	eventuallyHolds(t, second, map[string]uint64{"r1": 7, "r3": 1, "r5": 1, "r6": 2})
-	n, err := second.Count(projection.Filter{})
+	n, err := second.Count(api.Filter{})
 	require.NoError(t, err)
 	assert.Equal(t, 4, n)
 	qe, err := e.quar.All(t.Context(), quarantine.Query{})
@@ -291,7 +292,7 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 			for k := range keys.Keys() {
 				entry, err := e.views.Get(t.Context(), k)
 				require.NoError(t, err)
-				var v projection.View
+				var v api.View
 				require.NoError(t, json.Unmarshal(entry.Value(), &v))
 				want[v.State.ID] = v.Version
 			}

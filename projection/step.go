@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 )
 
@@ -23,7 +24,7 @@ const (
 
 // plan decides what to do with stream st given the stored view (nil if
 // there is none).
-func plan(stored *View, st *eventstore.Stream) action {
+func plan(stored *api.View, st *eventstore.Stream) action {
 	switch {
 	case stored != nil && st.Version <= stored.Version:
 		return skip
@@ -37,7 +38,7 @@ func plan(stored *View, st *eventstore.Stream) action {
 // evolveView applies st's events to the stored view (nil: the record before
 // its first stream) with the aggregate's own Evolve. An event that does not
 // decode is an error matching aggregate.ErrIllegalArgument.
-func evolveView(stored *View, st *eventstore.Stream) (View, error) {
+func evolveView(stored *api.View, st *eventstore.Stream) (api.View, error) {
 	s := aggregate.State{ID: st.Aggregate.ID}
 	if stored != nil {
 		s = stored.State
@@ -45,26 +46,26 @@ func evolveView(stored *View, st *eventstore.Stream) (View, error) {
 	for i, e := range st.Events {
 		ev, err := aggregate.DecodeEvent(e.Name, e.Body)
 		if err != nil {
-			return View{}, fmt.Errorf("record %s version %d event %d: %w", st.Aggregate.ID, st.Version, i, err)
+			return api.View{}, fmt.Errorf("record %s version %d event %d: %w", st.Aggregate.ID, st.Version, i, err)
 		}
 		s = aggregate.EvolveAt(s, st.Version, ev)
 	}
-	return View{State: s, Version: st.Version, UpdatedAt: st.CreateTime, Seq: st.Seq}, nil
+	return api.View{State: s, Version: st.Version, UpdatedAt: st.CreateTime, Seq: st.Seq}, nil
 }
 
 // replayView builds the view of the last of streams, a record's whole
 // history in version order, with Evolve.
-func replayView(id string, streams []eventstore.Stream) (View, error) {
-	var v *View
+func replayView(id string, streams []eventstore.Stream) (api.View, error) {
+	var v *api.View
 	for i := range streams {
 		next, err := evolveView(v, &streams[i])
 		if err != nil {
-			return View{}, err
+			return api.View{}, err
 		}
 		v = &next
 	}
 	if v == nil {
-		return View{}, fmt.Errorf("record %s has no history: %w", id, ErrNotFound)
+		return api.View{}, fmt.Errorf("record %s has no history: %w", id, ErrNotFound)
 	}
 	return *v, nil
 }

@@ -11,11 +11,6 @@ import (
 	"github.com/amends-dev/amends/kvstore"
 )
 
-// View is the persisted read model of one record: its state after the
-// stream of version Version, which the store holds at sequence Seq. It is
-// the API's type, the body of GET /api/v1/records/{id}.
-type View = api.View
-
 // encodeView returns the stored JSON of v, after checking that every
 // reader (the index, Get, the API) accepts it, whatever state Evolve made
 // of the events: decodeView reads it back (readsBack) and it passes the
@@ -26,7 +21,7 @@ type View = api.View
 //
 // The bytes are those of json.Marshal(v), written by the view's codec
 // (viewcodec.go).
-func encodeView(v *View) ([]byte, error) {
+func encodeView(v *api.View) ([]byte, error) {
 	if err := readsBack(v); err != nil {
 		return nil, fmt.Errorf("record %s version %d would not read back: %w", v.State.ID, v.Version, err)
 	}
@@ -46,7 +41,7 @@ func encodeView(v *View) ([]byte, error) {
 // its parser rejects. TestReadsBackIsWhatDecodeViewAccepts and
 // FuzzReadsBack hold this against decodeView. The error matches
 // ErrCorruptView and names the field, as the reader's would.
-func readsBack(v *View) error {
+func readsBack(v *api.View) error {
 	if v.State.ID == "" || v.Version == 0 {
 		return fmt.Errorf("decode view: no record id or version 0: %w", ErrCorruptView)
 	}
@@ -67,7 +62,7 @@ func readsBack(v *View) error {
 // readView parses a stored view: by the view's codec if it is in the
 // codec's layout (decodeViewFields), else with decodeView. An error
 // matches ErrCorruptView.
-func readView(data []byte) (View, error) {
+func readView(data []byte) (api.View, error) {
 	var f viewFields
 	if decodeViewFields(data, &f) {
 		return f.view(), nil
@@ -78,7 +73,7 @@ func readView(data []byte) (View, error) {
 // storedView reads the view stored under key as every reader does:
 // readView, then checkView. An error matches ErrCorruptView or is a
 // *kvstore.FieldError naming the field.
-func storedView(key string, data []byte) (View, error) {
+func storedView(key string, data []byte) (api.View, error) {
 	v, err := readView(data)
 	if err == nil {
 		err = checkView(key, &v)
@@ -89,25 +84,25 @@ func storedView(key string, data []byte) (View, error) {
 // decodeView parses a stored view in any shape with the json/v2
 // prototype, as the event store does for documents out of its layout. An
 // error matches ErrCorruptView.
-func decodeView(data []byte) (View, error) {
-	var v View
+func decodeView(data []byte) (api.View, error) {
+	var v api.View
 	if err := jsonv2.Unmarshal(data, &v); err != nil {
-		return View{}, fmt.Errorf("decode view: %v: %w", err, ErrCorruptView)
+		return api.View{}, fmt.Errorf("decode view: %v: %w", err, ErrCorruptView)
 	}
 	if v.State.ID == "" || v.Version == 0 {
-		return View{}, fmt.Errorf("decode view: no record id or version 0: %w", ErrCorruptView)
+		return api.View{}, fmt.Errorf("decode view: no record id or version 0: %w", ErrCorruptView)
 	}
 	return v, nil
 }
 
 // carriedView returns the view a stream carries: the record's state after
 // the stream. ok is false if the stream carries no state for its record.
-func carriedView(st *eventstore.Stream) (View, bool) {
+func carriedView(st *eventstore.Stream) (api.View, bool) {
 	state, ok := aggregate.CarriedState(*st)
 	if !ok {
-		return View{}, false
+		return api.View{}, false
 	}
-	return View{State: state, Version: st.Version, UpdatedAt: st.CreateTime, Seq: st.Seq}, true
+	return api.View{State: state, Version: st.Version, UpdatedAt: st.CreateTime, Seq: st.Seq}, true
 }
 
 // What a view must hold beyond what decodeView reads, so that no reader
@@ -123,7 +118,7 @@ func carriedView(st *eventstore.Stream) (View, bool) {
 // An error is a *kvstore.FieldError naming the field.
 
 // checkView checks v, stored under key.
-func checkView(key string, v *View) error {
+func checkView(key string, v *api.View) error {
 	s := &v.State
 	return checkRule(key, s.ID, s.Function.ContextName != "", s.Function.ProcessorName != "", s.Function.Name != "",
 		s.RetryState.Retries, s.RetrySpec.MaxRetries, s.ExecuteAt, s.RetryState.TimeoutAt, s.RetryState.NextRetryAt, v.Version, v.Seq)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/jsonlex"
 )
 
@@ -122,7 +123,7 @@ func (c *codec) float(v float64, dst *[]byte) {
 // The layout: the members of each object in the order encoding/json
 // writes them (State's fields, then its derived ones).
 
-func (c *codec) view(v *View) {
+func (c *codec) view(v *api.View) {
 	c.lit(`{"state":`)
 	c.state(&v.State)
 	c.lit(`,"version":`)

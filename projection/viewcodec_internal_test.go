@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection/index"
 )
 
@@ -15,7 +16,7 @@ import (
 // this fails until the codec's walks know it: the fast reader must take
 // the view, and give back every field.
 func TestDecodeViewFieldsReadsEveryField(t *testing.T) {
-	var v View
+	var v api.View
 	fillEvery(reflect.ValueOf(&v).Elem())
 	// Enums the reader refuses would keep the view from being written.
 	v.State.Status, v.State.Function.FunctionKind, v.State.Recoverable = aggregate.StatusFailed, aggregate.KindEvent, aggregate.Recoverable

@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // diffFields returns the name of the first field of f that differs from
 // v's, "" if none does.
-func diffFields(v *View, f *viewFields) string {
+func diffFields(v *api.View, f *viewFields) string {
 	s := &v.State
 	strs := []struct {
 		name      string
@@ -72,8 +73,8 @@ func requireFastEqual(t testing.TB, data []byte, out *viewFields) {
 
 // fixedView is a view with distinct, known values, so that tests can
 // replace them in its encoding.
-func fixedView() View {
-	return View{
+func fixedView() api.View {
+	return api.View{
 		State: aggregate.State{
 			ID: "rec-1",
 			EventID: aggregate.EventID{
@@ -96,23 +97,23 @@ func fixedView() View {
 // tableViews are views of every enum value, with escapes, unicode,
 // extreme numbers, empty and present optional parts. (State has no
 // attempt history: runs live in the events, not in the view.)
-func tableViews() map[string]View {
-	views := map[string]View{"plain": fixedView()}
-	with := func(name string, change func(*View)) {
+func tableViews() map[string]api.View {
+	views := map[string]api.View{"plain": fixedView()}
+	with := func(name string, change func(*api.View)) {
 		v := fixedView()
 		change(&v)
 		views[name] = v
 	}
 	for _, k := range aggregate.FunctionKinds {
-		with("kind "+string(k), func(v *View) { v.State.Function.FunctionKind = k })
+		with("kind "+string(k), func(v *api.View) { v.State.Function.FunctionKind = k })
 	}
 	for _, st := range aggregate.Statuses {
-		with("status "+string(st), func(v *View) { v.State.Status = st })
+		with("status "+string(st), func(v *api.View) { v.State.Status = st })
 	}
 	for _, r := range aggregate.Recoverabilities {
-		with("recoverable "+string(r), func(v *View) { v.State.Recoverable = r })
+		with("recoverable "+string(r), func(v *api.View) { v.State.Recoverable = r })
 	}
-	with("escapes in names", func(v *View) {
+	with("escapes in names", func(v *api.View) {
 		s := &v.State
 		s.ID = `rec "1" \ <2> & 3`
 		s.EventID.ID = "evt\t1\n"
@@ -120,7 +121,7 @@ func tableViews() map[string]View {
 		s.Function = aggregate.FunctionInfo{FunctionKind: aggregate.KindCommand, ContextName: "\x01ctl\x1f", ProcessorName: "p\u2028q\u2029", Name: `\u0041`}
 		s.Error = aggregate.ErrorDetails{ErrorCode: "E\"1", ErrorMsg: "open \"x.txt\": no such file\n\tat <main>", StackTrace: "a\nb\\c", Fingerprint: "f<p>"}
 	})
-	with("unicode", func(v *View) {
+	with("unicode", func(v *api.View) {
 		s := &v.State
 		s.ID = "récord-1"
 		s.EventID.AggregateID.AggregateName = "注文"
@@ -128,11 +129,11 @@ func tableViews() map[string]View {
 		s.Error.ErrorMsg = "échec: ошибка 失败 🙈"
 		s.Error.StackTrace = "ü"
 	})
-	with("invalid UTF-8 written as U+FFFD", func(v *View) {
+	with("invalid UTF-8 written as U+FFFD", func(v *api.View) {
 		v.State.Error.ErrorMsg = "bad \xff\xfe byte"
 		v.State.Function.Name = "n\xc3"
 	})
-	with("extreme numbers", func(v *View) {
+	with("extreme numbers", func(v *api.View) {
 		s := &v.State
 		s.ExecuteAt = math.MinInt64
 		s.RetryState = aggregate.RetryState{Retries: math.MinInt32, RetryAt: math.MaxInt64, TimeoutAt: math.MaxInt64, NextRetryAt: math.MinInt64}
@@ -141,24 +142,24 @@ func tableViews() map[string]View {
 		s.PreparedVersion = math.MaxUint64
 		v.Version, v.UpdatedAt, v.Seq = math.MaxUint64, math.MinInt64, math.MaxUint64
 	})
-	with("negative numbers", func(v *View) {
+	with("negative numbers", func(v *api.View) {
 		s := &v.State
 		s.ExecuteAt, s.RetryState.TimeoutAt, s.RetryState.NextRetryAt, s.RetryState.Retries = -1, -2, -3, -4
 		s.RetrySpec.MaxRetries, s.RetrySpec.Jitter = -5, -0.5
 		v.UpdatedAt = -6
 	})
-	with("zero numbers", func(v *View) {
+	with("zero numbers", func(v *api.View) {
 		v.State.ExecuteAt, v.State.RetryState, v.State.RetrySpec = 0, aggregate.RetryState{}, aggregate.RetrySpec{}
 		v.Version, v.UpdatedAt, v.Seq = 1, 0, 0
 	})
-	with("empty optional parts", func(v *View) {
+	with("empty optional parts", func(v *api.View) {
 		s := &v.State
 		s.EventID.AggregateID = aggregate.WireAggregateID{}
 		s.Function = aggregate.FunctionInfo{FunctionKind: aggregate.KindError}
 		s.Error = aggregate.ErrorDetails{}
 		s.EventID.ID = ""
 	})
-	with("every optional member present", func(v *View) {
+	with("every optional member present", func(v *api.View) {
 		s := &v.State
 		s.EventID.Seq = 5
 		s.Error.BindingErrors = []aggregate.BindingError{{Name: "a", Msg: "must be \"set\""}, {Name: "<b>", Msg: ""}}
@@ -166,11 +167,11 @@ func tableViews() map[string]View {
 		s.RetrySpec.MaxBackoff, s.RetrySpec.Jitter = 3600, 0.25
 		s.PreparedVersion = 9
 	})
-	with("one binding error and a large jitter", func(v *View) {
+	with("one binding error and a large jitter", func(v *api.View) {
 		v.State.Error.BindingErrors = []aggregate.BindingError{{Name: "x", Msg: "y"}}
 		v.State.RetrySpec.Jitter = 1e21
 	})
-	with("error code Ok", func(v *View) { v.State.Error.ErrorCode = "Ok" })
+	with("error code Ok", func(v *api.View) { v.State.Error.ErrorCode = "Ok" })
 	return views
 }
 
@@ -193,7 +194,7 @@ func TestDecodeViewFieldsReusesOut(t *testing.T) {
 	first := views["every optional member present"]
 	second := views["empty optional parts"]
 	var out viewFields
-	for _, v := range []View{first, views["escapes in names"], second, views["unicode"], first} {
+	for _, v := range []api.View{first, views["escapes in names"], second, views["unicode"], first} {
 		data, err := appendView(&v)
 		require.NoError(t, err)
 		requireFastEqual(t, data, &out)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/jsonlex"
 )
 
@@ -21,7 +22,7 @@ func appendState(b []byte, s *aggregate.State) ([]byte, error) {
 
 // appendView returns the stored JSON of v, unchecked: the bytes of
 // json.Marshal(v).
-func appendView(v *View) ([]byte, error) {
+func appendView(v *api.View) ([]byte, error) {
 	e := &v.State.Error
 	// A view with short ids and names is about 700 bytes.
 	b := make([]byte, 0, 768+len(e.ErrorMsg)+len(e.StackTrace)+len(e.Fingerprint)+64*len(e.BindingErrors))
@@ -110,7 +111,7 @@ func decodeViewFields(data []byte, out *viewFields) (ok bool) {
 	// Every field but the optional ones is set on success.
 	*out = viewFields{buf: out.buf[:0], bindingErrors: out.bindingErrors[:0]}
 	c := codec{in: jsonlex.NewScanner(data), f: out, ok: true}
-	c.view(&View{})
+	c.view(&api.View{})
 	return c.ok && c.in.Done() && len(out.id) > 0 && out.version != 0 &&
 		isFunctionKind(out.fnKind) && isStatus(out.status) && isRecoverability(out.recoverable)
 }
@@ -142,7 +143,7 @@ func isRecoverability(b []byte) bool {
 }
 
 // view returns the View f was read from (decodeViewFields returned true).
-func (f *viewFields) view() View {
+func (f *viewFields) view() api.View {
 	s := aggregate.State{
 		ID: string(f.id),
 		EventID: aggregate.EventID{ID: string(f.eventID), Version: f.eventVersion, Seq: f.eventSeq,
@@ -169,5 +170,5 @@ func (f *viewFields) view() View {
 			s.Error.BindingErrors[i] = aggregate.BindingError{Name: be.name.String(), Msg: be.msg.String()}
 		}
 	}
-	return View{State: s, Version: f.version, UpdatedAt: f.updatedAt, Seq: f.seq}
+	return api.View{State: s, Version: f.version, UpdatedAt: f.updatedAt, Seq: f.seq}
 }

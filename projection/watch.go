@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/kvwatch"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/projection/index"
@@ -255,7 +256,7 @@ const bucketCheckTimeout = 10 * time.Second
 
 // change is one decoded bucket update.
 type change struct {
-	view    View
+	view    api.View
 	fields  viewFields // with fast, the view as decodeViewFields read it
 	fast    bool
 	key     string // the bucket key

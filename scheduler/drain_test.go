@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
@@ -92,7 +93,7 @@ func (e *drainEnv) replay(ctx context.Context) {
 			}
 			continue
 		}
-		page, err := e.index.List(projection.Query{Filter: projection.Filter{Status: aggregate.StatusPrepared}, Limit: projection.MaxLimit})
+		page, err := e.index.List(api.Query{Filter: api.Filter{Status: aggregate.StatusPrepared}, Limit: api.MaxLimit})
 		if err == nil {
 			for _, it := range page.Items {
 				var c aggregate.Command = aggregate.ApplyExecutionSuccess{ExecuteAt: e.clock.Now().UnixMilli(), Attempt: it.Retries}

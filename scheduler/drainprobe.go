@@ -12,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/processor"
-	"github.com/amends-dev/amends/projection"
 )
 
 // drainRecords lists up to n records d drains, in the order they are
@@ -24,31 +24,31 @@ import (
 // event); then those retried automatically (RECOVERABLE or UNKNOWN) whose
 // last failure is within [From, To], oldest first, including those whose
 // retries ran out during the incident (force-prepared).
-func (s *Scheduler) drainRecords(d circuit.Drain, n int) ([]projection.Item, error) {
-	out, err := s.functionRecords(d.Function, circuit.ErrorCode, n, func(it projection.Item) bool { return refused(it) })
+func (s *Scheduler) drainRecords(d circuit.Drain, n int) ([]api.Item, error) {
+	out, err := s.functionRecords(d.Function, circuit.ErrorCode, n, func(it api.Item) bool { return refused(it) })
 	if err != nil || len(out) >= n {
 		return out, err
 	}
-	more, err := s.functionRecords(d.Function, "", n-len(out), func(it projection.Item) bool { return inIncident(d, it) })
+	more, err := s.functionRecords(d.Function, "", n-len(out), func(it api.Item) bool { return inIncident(d, it) })
 	return append(out, more...), err
 }
 
 // inIncident reports whether it failed within d's incident for a real
 // reason and is retried automatically (its retries may have run out
 // during the incident).
-func inIncident(d circuit.Drain, it projection.Item) bool {
+func inIncident(d circuit.Drain, it api.Item) bool {
 	return !refused(it) && it.Recoverable.AutoRetried() && it.ExecuteAt >= d.From && it.ExecuteAt <= d.To
 }
 
 // functionRecords lists up to n FAILED records of f (with errorCode code
 // when not empty) that keep says to keep, oldest failure first.
-func (s *Scheduler) functionRecords(f circuit.Function, code string, n int, keep func(projection.Item) bool) ([]projection.Item, error) {
-	q := projection.Query{
-		Filter: projection.Filter{FunctionContext: f.Context, Processor: f.Processor, Function: f.Name, Status: aggregate.StatusFailed, ErrorCode: code},
-		Sort:   projection.Sort{Field: projection.SortExecuteAt},
-		Limit:  projection.MaxLimit,
+func (s *Scheduler) functionRecords(f circuit.Function, code string, n int, keep func(api.Item) bool) ([]api.Item, error) {
+	q := api.Query{
+		Filter: api.Filter{FunctionContext: f.Context, Processor: f.Processor, Function: f.Name, Status: aggregate.StatusFailed, ErrorCode: code},
+		Sort:   api.Sort{Field: api.SortExecuteAt},
+		Limit:  api.MaxLimit,
 	}
-	var out []projection.Item
+	var out []api.Item
 	for len(out) < n {
 		page, err := s.opts.drain.Records.List(q)
 		if err != nil {
@@ -74,12 +74,12 @@ func (s *Scheduler) functionRecords(f circuit.Function, code string, n int, keep
 // for a retry that failed last (the closest to the trip, an outage's
 // victim more likely than not, since the circuit opens only when most
 // distinct events fail). Never the last probe's record.
-func (s *Scheduler) probeRecord(c circuit.State, d circuit.Drain, now time.Time) (projection.Item, bool, error) {
+func (s *Scheduler) probeRecord(c circuit.State, d circuit.Drain, now time.Time) (api.Item, bool, error) {
 	last := ""
 	if d.Probe != nil {
 		last = d.Probe.ID
 	}
-	items, err := s.functionRecords(c.Function, circuit.ErrorCode, 1, func(it projection.Item) bool { return refused(it) && it.ID != last })
+	items, err := s.functionRecords(c.Function, circuit.ErrorCode, 1, func(it api.Item) bool { return refused(it) && it.ID != last })
 	if err != nil || len(items) > 0 {
 		return first(items), len(items) > 0, err
 	}
@@ -87,8 +87,8 @@ func (s *Scheduler) probeRecord(c circuit.State, d circuit.Drain, now time.Time)
 	if window.From == 0 {
 		window.From = window.To
 	}
-	var best projection.Item
-	_, err = s.functionRecords(c.Function, "", math.MaxInt, func(it projection.Item) bool {
+	var best api.Item
+	_, err = s.functionRecords(c.Function, "", math.MaxInt, func(it api.Item) bool {
 		if inIncident(window, it) && retriesLeft(it) && it.ID != last && it.NextRetryAt <= now.UnixMilli() && it.ExecuteAt >= best.ExecuteAt {
 			best = it
 		}
@@ -97,9 +97,9 @@ func (s *Scheduler) probeRecord(c circuit.State, d circuit.Drain, now time.Time)
 	return best, best.ID != "", err
 }
 
-func first(items []projection.Item) projection.Item {
+func first(items []api.Item) api.Item {
 	if len(items) == 0 {
-		return projection.Item{}
+		return api.Item{}
 	}
 	return items[0]
 }
@@ -156,7 +156,7 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d circuit.Drain,
 			return err // a call claimed it meanwhile
 		}
 	}
-	batch, err := s.prepareAll(ctx, []projection.Item{it}, prepareOrForce, func(projection.Item) aggregate.Meta {
+	batch, err := s.prepareAll(ctx, []api.Item{it}, prepareOrForce, func(api.Item) aggregate.Meta {
 		return aggregate.Meta{Actor: Actor, Reason: fmt.Sprintf("probe of the circuit of %s, open since %s", c.Function, stamp(c.Since)),
 			CommandID: fmt.Sprintf("circuit-probe:%s:%d", it.ID, it.Retries)}
 	})

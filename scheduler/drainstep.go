@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
-	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/rollout"
 )
 
@@ -109,7 +109,7 @@ func (s *Scheduler) advanceDrain(ctx context.Context, d circuit.Drain, now time.
 		return s.putDrain(ctx, d, now)
 	}
 	label := d.Label()
-	batch, perr := s.prepareAll(ctx, items, prepareOrForce, func(it projection.Item) aggregate.Meta {
+	batch, perr := s.prepareAll(ctx, items, prepareOrForce, func(it api.Item) aggregate.Meta {
 		return aggregate.Meta{Actor: Actor, Reason: fmt.Sprintf("recovery drain of %s after the outage of %s to %s: %s", d.Function, stamp(d.From), stamp(d.To), label),
 			CommandID: fmt.Sprintf("drain:%s:%d:%d", it.ID, it.Retries, d.StartedAt)}
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natstest"
@@ -93,7 +94,7 @@ func TestDrainKillLoop(t *testing.T) {
 	var replays atomic.Int64
 	bg.Go(func() {
 		for ctx.Err() == nil {
-			page, err := e.index.List(projection.Query{Filter: projection.Filter{Status: aggregate.StatusPrepared}, Limit: projection.MaxLimit})
+			page, err := e.index.List(api.Query{Filter: api.Filter{Status: aggregate.StatusPrepared}, Limit: api.MaxLimit})
 			if err == nil {
 				for _, it := range page.Items {
 					time.Sleep(time.Millisecond) // the pace of the dependency, not a wait for a result

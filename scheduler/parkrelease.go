@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
@@ -92,7 +93,7 @@ type BuildSource interface {
 
 // RecordLister lists records. *projection.Index satisfies it.
 type RecordLister interface {
-	List(q projection.Query) (projection.Page, error)
+	List(q api.Query) (api.Page, error)
 }
 
 var (
@@ -296,7 +297,7 @@ func (s *Scheduler) launch(ctx context.Context, rc *parkReleaseConfig, rel ParkR
 		return s.done(ctx, rc, rel, now)
 	}
 	label := rel.Label()
-	batch, err := s.prepareAll(ctx, parked, forcePrepare, func(it projection.Item) aggregate.Meta {
+	batch, err := s.prepareAll(ctx, parked, forcePrepare, func(it api.Item) aggregate.Meta {
 		return aggregate.Meta{Actor: Actor, Reason: fmt.Sprintf("deploy release of build %s: %s", rel.Build, label),
 			CommandID: fmt.Sprintf("release:%s:%s:%d", it.ID, rel.Build, rel.StartedAt)}
 	})
@@ -322,15 +323,15 @@ func (s *Scheduler) done(ctx context.Context, rc *parkReleaseConfig, rel ParkRel
 // parkedRecords lists up to n records of rel's processor parked until a
 // deploy whose last failure is older than the release: FAILED, retried
 // automatically, and parked by the current rules. Oldest failure first.
-func (s *Scheduler) parkedRecords(rc *parkReleaseConfig, rel ParkRelease, now time.Time, n int) ([]projection.Item, error) {
+func (s *Scheduler) parkedRecords(rc *parkReleaseConfig, rel ParkRelease, now time.Time, n int) ([]api.Item, error) {
 	set := s.opts.parkRules.Set()
-	q := projection.Query{
-		Filter: projection.Filter{FunctionContext: rel.Context, Processor: rel.Processor, Status: aggregate.StatusFailed,
+	q := api.Query{
+		Filter: api.Filter{FunctionContext: rel.Context, Processor: rel.Processor, Status: aggregate.StatusFailed,
 			ExecuteAtTo: time.UnixMilli(rel.StartedAt)},
-		Sort:  projection.Sort{Field: projection.SortExecuteAt},
-		Limit: projection.MaxLimit,
+		Sort:  api.Sort{Field: api.SortExecuteAt},
+		Limit: api.MaxLimit,
 	}
-	var out []projection.Item
+	var out []api.Item
 	for len(out) < n {
 		page, err := rc.records.List(q)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/archive"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
@@ -490,7 +491,7 @@ func TestARecordReopenedAfterItsRemovalWorks(t *testing.T) {
 			}
 			assert.Equal(t, want, v, "re-opened on its history, or started again without it")
 			eventually(t, "the index has the re-opened record", func() bool {
-				page, err := e.index.List(projection.Query{Filter: projection.Filter{ID: id}})
+				page, err := e.index.List(api.Query{Filter: api.Filter{ID: id}})
 				require.NoError(t, err)
 				return len(page.Items) == 1 && page.Items[0].Version == v && page.Items[0].Status == aggregate.StatusFailed
 			})
@@ -538,7 +539,7 @@ func TestARecordReopenedBetweenPurgeAndViewDeleteKeepsItsNewView(t *testing.T) {
 		return err == nil && got.Version == 1
 	})
 	eventually(t, "the index has the new failure, not the removed success", func() bool {
-		page, err := e.index.List(projection.Query{Filter: projection.Filter{ID: id}})
+		page, err := e.index.List(api.Query{Filter: api.Filter{ID: id}})
 		require.NoError(t, err)
 		return len(page.Items) == 1 && page.Items[0].Status == aggregate.StatusFailed && page.Items[0].Version == 1
 	})

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
-	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/rollout"
 )
 
@@ -24,7 +24,7 @@ import (
 // their attempt, in items' order. A
 // record that moved on (a rejection) is left out; the first other error is
 // returned with the records prepared before or beside it.
-func (s *Scheduler) prepareAll(ctx context.Context, items []projection.Item, cmdOf func(projection.Item) aggregate.Command, metaOf func(projection.Item) aggregate.Meta) ([]rollout.Record, error) {
+func (s *Scheduler) prepareAll(ctx context.Context, items []api.Item, cmdOf func(api.Item) aggregate.Command, metaOf func(api.Item) aggregate.Meta) ([]rollout.Record, error) {
 	out := make([]rollout.Record, len(items))
 	sem := make(chan struct{}, s.opts.concurrency)
 	var (
@@ -91,12 +91,12 @@ func outcomes(records RecordLister, batch []rollout.Record, now time.Time, stopA
 
 // forcePrepare prepares every record beyond its retry limit (a deploy
 // release of parked records).
-func forcePrepare(projection.Item) aggregate.Command { return aggregate.ForcePrepareCompensation{} }
+func forcePrepare(api.Item) aggregate.Command { return aggregate.ForcePrepareCompensation{} }
 
 // prepareOrForce prepares a record with a retry left and forces the others
 // (refused records whose retries ran out while their circuit refused
 // them: a refusal is not an attempt).
-func prepareOrForce(it projection.Item) aggregate.Command {
+func prepareOrForce(it api.Item) aggregate.Command {
 	if !retriesLeft(it) {
 		return aggregate.ForcePrepareCompensation{}
 	}
@@ -105,11 +105,11 @@ func prepareOrForce(it projection.Item) aggregate.Command {
 
 // retriesLeft reports whether it has an automatic retry left, as
 // aggregate.State.IsBelowRetryThreshold does for the record itself.
-func retriesLeft(it projection.Item) bool { return it.Retries < it.MaxRetries }
+func retriesLeft(it api.Item) bool { return it.Retries < it.MaxRetries }
 
 // refused reports whether it's last failure was a refusal by its
 // function's circuit: the function was never called for its event.
-func refused(it projection.Item) bool { return it.ErrorCode == circuit.ErrorCode }
+func refused(it api.Item) bool { return it.ErrorCode == circuit.ErrorCode }
 
 type releaseOutcome int
 
@@ -123,7 +123,7 @@ const (
 // index has not seen its prepare or its replay runs, succeeded, or failed
 // (failed again, timed out, moved on without succeeding, or gone).
 func outcome(records RecordLister, r rollout.Record, now time.Time) releaseOutcome {
-	page, err := records.List(projection.Query{Filter: projection.Filter{ID: r.ID}, Limit: 1})
+	page, err := records.List(api.Query{Filter: api.Filter{ID: r.ID}, Limit: 1})
 	if err != nil {
 		return outcomePending
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/archive"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
@@ -22,7 +23,7 @@ type removable interface {
 
 // class is one kind of finished record and its retention.
 type class struct {
-	filter        projection.Filter
+	filter        api.Filter
 	unrecoverable bool
 	cutoff        int64 // epoch ms: executeAt strictly before it
 }
@@ -54,11 +55,11 @@ func (sw *Sweeper) classes() []class {
 	var out []class
 	if d := sw.cfg.Succeeded; d > 0 {
 		at := now.Add(-d)
-		out = append(out, class{filter: projection.Filter{Status: aggregate.StatusSucceeded, ExecuteAtTo: at}, cutoff: at.UnixMilli()})
+		out = append(out, class{filter: api.Filter{Status: aggregate.StatusSucceeded, ExecuteAtTo: at}, cutoff: at.UnixMilli()})
 	}
 	if d := sw.cfg.Unrecoverable; d > 0 {
 		at := now.Add(-d)
-		out = append(out, class{filter: projection.Filter{Status: aggregate.StatusFailed, Recoverable: aggregate.Unrecoverable, ExecuteAtTo: at},
+		out = append(out, class{filter: api.Filter{Status: aggregate.StatusFailed, Recoverable: aggregate.Unrecoverable, ExecuteAtTo: at},
 			unrecoverable: true, cutoff: at.UnixMilli()})
 	}
 	return out
@@ -80,9 +81,9 @@ func (sw *Sweeper) select_(ctx context.Context, n uint64) (*SweepBatch, error) {
 	}
 	b := &SweepBatch{N: n, StartedAt: sw.cfg.Clock.Now().UnixMilli()}
 	for _, c := range sw.classes() {
-		q := projection.Query{Filter: c.filter, Sort: projection.Sort{Field: projection.SortExecuteAt}}
+		q := api.Query{Filter: c.filter, Sort: api.Sort{Field: api.SortExecuteAt}}
 		for scanned := 0; len(b.Records) < sw.cfg.Batch && scanned < 4*sw.cfg.Batch; {
-			q.Limit = min(sw.cfg.Batch-len(b.Records), projection.MaxLimit)
+			q.Limit = min(sw.cfg.Batch-len(b.Records), api.MaxLimit)
 			page, err := sw.cfg.Records.List(q)
 			if err != nil {
 				return nil, fmt.Errorf("list finished records: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/archive"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
@@ -42,7 +43,7 @@ const (
 // RetentionRecords lists the records the sweeper may remove;
 // *projection.Index satisfies it.
 type RetentionRecords interface {
-	List(q projection.Query) (projection.Page, error)
+	List(q api.Query) (api.Page, error)
 }
 
 // RecordStore reads and removes record histories; *jsstore.Store

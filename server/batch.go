@@ -132,13 +132,13 @@ func (s *Server) parseBatch(name string, body []byte) (api.BatchRequest, error) 
 // batchFilter reads a batch's filter: the list's filter parameters, each a
 // JSON string (or a number for minRetries and the times), with the list's
 // rules. Errors name the field as "filter.<name>".
-func batchFilter(raw map[string]json.RawMessage) (projection.Filter, error) {
+func batchFilter(raw map[string]json.RawMessage) (api.Filter, error) {
 	q := url.Values{}
 	var now time.Time
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		v := raw[k]
 		if k != "now" && !slices.Contains(filterParams, k) {
-			return projection.Filter{}, badRequest(filterField(k), "unknown field %s in the filter; the filters are %s, now", quote("filter."+k), strings.Join(filterParams, ", "))
+			return api.Filter{}, badRequest(filterField(k), "unknown field %s in the filter; the filters are %s, now", quote("filter."+k), strings.Join(filterParams, ", "))
 		}
 		if string(v) == "null" {
 			continue
@@ -148,7 +148,7 @@ func batchFilter(raw map[string]json.RawMessage) (projection.Filter, error) {
 			var n json.Number
 			numeric := k == "minRetries" || k == "executeAtFrom" || k == "executeAtTo" || k == "nextRetryAtFrom" || k == "nextRetryAtTo" || k == "now"
 			if !numeric || json.Unmarshal(v, &n) != nil {
-				return projection.Filter{}, badRequest(filterField(k), "field %s: must be a string", quote("filter."+k))
+				return api.Filter{}, badRequest(filterField(k), "field %s: must be a string", quote("filter."+k))
 			}
 			str = n.String()
 		}
@@ -156,7 +156,7 @@ func batchFilter(raw map[string]json.RawMessage) (projection.Filter, error) {
 			// The time views are evaluated at (projection.Filter.Now).
 			t, err := parseTime(url.Values{"now": {str}}, "now")
 			if err != nil {
-				return projection.Filter{}, prefixField("filter.", err)
+				return api.Filter{}, prefixField("filter.", err)
 			}
 			now = t
 			continue
@@ -201,7 +201,7 @@ func (s *Server) batchIDs(req api.BatchRequest) ([]string, int, error) {
 		return nil, 0, err
 	}
 	var ids []string
-	q := projection.Query{Filter: req.Filter, Limit: min(projection.MaxLimit, req.Limit)}
+	q := api.Query{Filter: req.Filter, Limit: min(api.MaxLimit, req.Limit)}
 	for len(ids) < req.Limit {
 		page, err := s.cfg.Queries.List(q)
 		if err != nil {

@@ -36,7 +36,7 @@ func TestBatchDryRunThenRealRunOnAThousandRecords(t *testing.T) {
 		e.create(t, i, nil)
 	}
 	// 10 of them are already prepared: prepare would be refused there.
-	var p projection.Page
+	var p api.Page
 	e.do(t, "GET", "/api/v1/records?limit=10", viewerKey, nil).json(t, &p)
 	for _, it := range p.Items {
 		res, err := e.svc.Execute(t.Context(), it.ID, aggregate.PrepareCompensation{}, aggregate.Meta{})
@@ -150,7 +150,7 @@ func TestBatchFilterAsTheClientSendsIt(t *testing.T) {
 	for i := range 3 {
 		e.create(t, i, nil)
 	}
-	req := api.BatchRequest{DryRun: true, Filter: projection.Filter{
+	req := api.BatchRequest{DryRun: true, Filter: api.Filter{
 		Processor: "Mailer", Status: aggregate.StatusFailed, Recoverable: aggregate.RecoverabilityUnknown, FunctionKind: aggregate.KindEvent,
 		ExecuteAtFrom: time.UnixMilli(t0 + 1).UTC(), ExecuteAtTo: time.UnixMilli(t0 + 10).UTC(), MinRetries: 0,
 		View: aggregate.ViewToRetry, Now: time.UnixMilli(t0 + 100_000_000).UTC(),
@@ -172,8 +172,8 @@ type brokenGets struct {
 	err error
 }
 
-func (b brokenGets) Get(context.Context, string) (projection.View, error) {
-	return projection.View{}, b.err
+func (b brokenGets) Get(context.Context, string) (api.View, error) {
+	return api.View{}, b.err
 }
 
 // A record that fails in a batch for a reason other than a refusal gets an

@@ -12,7 +12,6 @@ import (
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
-	"github.com/amends-dev/amends/projection"
 )
 
 // Circuits serves the functions' circuits (/api/v1/circuits) and the
@@ -255,7 +254,7 @@ func (s *Server) guardPrepare(ctx context.Context, id string, probe bool, actor 
 	if c == nil || c.Watcher == nil || c.Store == nil {
 		return nil
 	}
-	page, err := s.cfg.Queries.List(projection.Query{Filter: projection.Filter{ID: id}, Limit: 1})
+	page, err := s.cfg.Queries.List(api.Query{Filter: api.Filter{ID: id}, Limit: 1})
 	if err != nil || len(page.Items) == 0 {
 		return nil
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/projection"
 )
 
 // filterParams are the query parameters of a projection.Filter.
@@ -29,11 +28,11 @@ var pageParams = []string{"sort", "order", "limit", "cursor"}
 // ParseFilter reads a filter from the list's query parameters (the API's
 // filter names, e.g. processor=Mailer&status=FAILED&view=to-retry), with
 // the API's rules; the error names the parameter.
-func ParseFilter(q url.Values) (projection.Filter, error) { return parseFilter(q) }
+func ParseFilter(q url.Values) (api.Filter, error) { return parseFilter(q) }
 
 // parseFilter reads a filter from query parameters. Parameters outside
 // allowed are an error naming them, so a typo is not silently ignored.
-func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {
+func parseFilter(q url.Values, allowed ...[]string) (api.Filter, error) {
 	ok := map[string]bool{}
 	for _, list := range append(allowed, filterParams) {
 		for _, p := range list {
@@ -42,20 +41,20 @@ func parseFilter(q url.Values, allowed ...[]string) (projection.Filter, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if !ok[k] {
-			return projection.Filter{}, badRequest(fieldName(k, "query"), "unknown query parameter %s; the filters are %s", quote(k), strings.Join(filterParams, ", "))
+			return api.Filter{}, badRequest(fieldName(k, "query"), "unknown query parameter %s; the filters are %s", quote(k), strings.Join(filterParams, ", "))
 		}
 		if n := len(q[k]); n > 1 {
-			return projection.Filter{}, badRequest(k, "query parameter %s is given %d times; give it once", k, n)
+			return api.Filter{}, badRequest(k, "query parameter %s is given %d times; give it once", k, n)
 		}
 		limit := MaxParamBytes
 		if k == "id" || k == "idPrefix" {
 			limit = MaxIDBytes
 		}
 		if ae := checkText(k, q.Get(k), limit); ae != nil {
-			return projection.Filter{}, ae
+			return api.Filter{}, ae
 		}
 	}
-	f := projection.Filter{
+	f := api.Filter{
 		ID: q.Get("id"), IDPrefix: q.Get("idPrefix"), EventID: q.Get("eventId"),
 		AggregateContext: q.Get("aggregateContext"), AggregateType: q.Get("aggregateType"), AggregateID: q.Get("aggregateId"),
 		FunctionContext: q.Get("functionContext"), Processor: q.Get("processor"), Function: q.Get("function"),
@@ -134,26 +133,26 @@ func queryValues(r *http.Request) (url.Values, error) {
 }
 
 // requestFilter reads the filter of a count or summary request.
-func requestFilter(r *http.Request) (projection.Filter, error) {
+func requestFilter(r *http.Request) (api.Filter, error) {
 	q, err := queryValues(r)
 	if err != nil {
-		return projection.Filter{}, err
+		return api.Filter{}, err
 	}
 	return parseFilter(q)
 }
 
 // parseQuery reads a list request.
-func parseQuery(r *http.Request) (projection.Query, error) {
+func parseQuery(r *http.Request) (api.Query, error) {
 	q, err := queryValues(r)
 	if err != nil {
-		return projection.Query{}, err
+		return api.Query{}, err
 	}
 	f, err := parseFilter(q, pageParams)
 	if err != nil {
-		return projection.Query{}, err
+		return api.Query{}, err
 	}
-	pq := projection.Query{Filter: f, Cursor: q.Get("cursor"), Sort: projection.Sort{Field: projection.SortField(q.Get("sort"))}}
-	if pq.Sort.Field != "" && !slices.Contains(projection.SortFields, pq.Sort.Field) {
+	pq := api.Query{Filter: f, Cursor: q.Get("cursor"), Sort: api.Sort{Field: api.SortField(q.Get("sort"))}}
+	if pq.Sort.Field != "" && !slices.Contains(api.SortFields, pq.Sort.Field) {
 		return pq, badRequest("sort", "sort must be one of %s, got %s", joinSortFields(), quote(string(pq.Sort.Field)))
 	}
 	switch q.Get("order") {
@@ -165,8 +164,8 @@ func parseQuery(r *http.Request) (projection.Query, error) {
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > projection.MaxLimit {
-			return pq, badRequest("limit", "limit must be a whole number from 1 to %d, got %s", projection.MaxLimit, quote(v))
+		if err != nil || n < 1 || n > api.MaxLimit {
+			return pq, badRequest("limit", "limit must be a whole number from 1 to %d, got %s", api.MaxLimit, quote(v))
 		}
 		pq.Limit = n
 	}
@@ -174,8 +173,8 @@ func parseQuery(r *http.Request) (projection.Query, error) {
 }
 
 func joinSortFields() string {
-	names := make([]string, len(projection.SortFields))
-	for i, f := range projection.SortFields {
+	names := make([]string, len(api.SortFields))
+	for i, f := range api.SortFields {
 		names[i] = string(f)
 	}
 	return strings.Join(names, ", ")

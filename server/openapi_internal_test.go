@@ -16,7 +16,6 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -255,7 +254,7 @@ func TestOpenAPICommandBodiesMatchTheAggregate(t *testing.T) {
 	assert.Equal(t, all, keys(batch["properties"].(obj)), "the batch body's fields")
 	assert.Equal(t, false, batch["additionalProperties"])
 	filter := deref(doc, get(batch, "properties", "filter"))
-	all, _ = tagFields(projection.Filter{})
+	all, _ = tagFields(api.Filter{})
 	assert.Equal(t, all, keys(filter["properties"].(obj)), "the batch filter's fields")
 	assert.Equal(t, false, filter["additionalProperties"], "the batch decoder refuses unknown filter fields too")
 }
@@ -348,7 +347,7 @@ func TestOpenAPIResponsesMatchTheServer(t *testing.T) {
 	doc := loadDoc(t)
 	for name, v := range map[string]any{
 		"CommandResult":   api.CommandResponse{},
-		"RecordView":      projection.View{},
+		"RecordView":      api.View{},
 		"Count":           api.CountResponse{},
 		"BatchResult":     api.BatchResult{},
 		"BatchOutcome":    api.BatchOutcome{},

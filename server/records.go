@@ -34,7 +34,7 @@ func (s *Server) listView(w http.ResponseWriter, r *http.Request, _ principal) e
 	return s.writePage(w, q)
 }
 
-func (s *Server) writePage(w http.ResponseWriter, q projection.Query) error {
+func (s *Server) writePage(w http.ResponseWriter, q api.Query) error {
 	page, err := s.cfg.Queries.List(q)
 	if err != nil {
 		if ae := queryError("", err); ae != nil {
@@ -43,7 +43,7 @@ func (s *Server) writePage(w http.ResponseWriter, q projection.Query) error {
 		return err
 	}
 	if page.Items == nil {
-		page.Items = []projection.Item{}
+		page.Items = []api.Item{}
 	}
 	writeJSON(w, http.StatusOK, page)
 	return nil
@@ -130,14 +130,14 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, _ principal) er
 
 // pathRecord reads the record the path names, for a request that takes no
 // query: its id and view, or the API's error.
-func (s *Server) pathRecord(r *http.Request) (string, projection.View, error) {
+func (s *Server) pathRecord(r *http.Request) (string, api.View, error) {
 	id, err := s.pathTarget(r)
 	if err != nil {
-		return "", projection.View{}, err
+		return "", api.View{}, err
 	}
 	v, err := s.cfg.Queries.Get(r.Context(), id)
 	if err != nil {
-		return "", projection.View{}, recordError(id, err)
+		return "", api.View{}, recordError(id, err)
 	}
 	return id, v, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/projection"
 )
 
 func TestHealthAndReadiness(t *testing.T) {
@@ -73,7 +72,7 @@ func TestListFiltersSortsAndPages(t *testing.T) {
 		}
 		r := e.do(t, "GET", path, viewerKey, nil)
 		require.Equal(t, http.StatusOK, r.status, string(r.body))
-		var p projection.Page
+		var p api.Page
 		r.json(t, &p)
 		for _, it := range p.Items {
 			seen = append(seen, it.ID)
@@ -86,7 +85,7 @@ func TestListFiltersSortsAndPages(t *testing.T) {
 	assert.Equal(t, ids, seen, "the pages list every record once, oldest first")
 
 	r := e.do(t, "GET", "/api/v1/records?order=desc&limit=1", viewerKey, nil)
-	var p projection.Page
+	var p api.Page
 	r.json(t, &p)
 	assert.Equal(t, ids[24], p.Items[0].ID, "desc starts with the newest")
 
@@ -135,7 +134,7 @@ func TestViewsSummaryGetAndHistory(t *testing.T) {
 		aggregate.ViewExecuting: nil, aggregate.ViewSucceeded: nil, aggregate.ViewNonRetryable: nil,
 	}
 	for view, ids := range want {
-		var p projection.Page
+		var p api.Page
 		r := e.do(t, "GET", "/api/v1/views/"+string(view), viewerKey, nil)
 		require.Equal(t, http.StatusOK, r.status, string(r.body))
 		r.json(t, &p)
@@ -146,14 +145,14 @@ func TestViewsSummaryGetAndHistory(t *testing.T) {
 		assert.Equal(t, ids, got, "view %s", view)
 	}
 
-	var sum projection.Summary
+	var sum api.Summary
 	e.do(t, "GET", "/api/v1/summary", viewerKey, nil).json(t, &sum)
 	assert.Equal(t, 2, sum.Total)
 	require.Len(t, sum.Groups, 1)
 	assert.Equal(t, "Mailer", sum.Groups[0].Processor)
 	assert.Equal(t, 2, sum.Groups[0].Total)
 
-	var v projection.View
+	var v api.View
 	r = e.do(t, "GET", "/api/v1/records/"+unrec, viewerKey, nil)
 	require.Equal(t, http.StatusOK, r.status)
 	r.json(t, &v)

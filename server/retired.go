@@ -5,7 +5,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/scheduler"
 )
 
@@ -19,8 +18,8 @@ var _ Retired = (*scheduler.Sweeper)(nil)
 
 // byGroupOnly reports whether f selects by function, error code and
 // fingerprint fields only: the fields a tally of removed records has.
-func byGroupOnly(f projection.Filter) bool {
-	g := projection.Filter{FunctionContext: f.FunctionContext, Processor: f.Processor, Function: f.Function, ErrorCode: f.ErrorCode, Fingerprint: f.Fingerprint}
+func byGroupOnly(f api.Filter) bool {
+	g := api.Filter{FunctionContext: f.FunctionContext, Processor: f.Processor, Function: f.Function, ErrorCode: f.ErrorCode, Fingerprint: f.Fingerprint}
 	return f == g
 }
 
@@ -28,7 +27,7 @@ func byGroupOnly(f projection.Filter) bool {
 // Summary.Removed, each group's Removed, and groups whose records were
 // all removed (Total 0). Tallies that cannot be read leave the summary as
 // the index gives it (logged): a summary never fails for them.
-func (s *Server) addRetired(ctx context.Context, f projection.Filter, sum *projection.Summary) {
+func (s *Server) addRetired(ctx context.Context, f api.Filter, sum *api.Summary) {
 	if s.cfg.Retired == nil || !byGroupOnly(f) {
 		return
 	}
@@ -56,7 +55,7 @@ func (s *Server) addRetired(ctx context.Context, f projection.Filter, sum *proje
 
 func match(want, have string) bool { return want == "" || want == have }
 
-func findGroup(sum *projection.Summary, ctx, proc, fn, code string) *api.FailureGroup {
+func findGroup(sum *api.Summary, ctx, proc, fn, code string) *api.FailureGroup {
 	for i := range sum.Groups {
 		g := &sum.Groups[i]
 		if g.FunctionContext == ctx && g.Processor == proc && g.Function == fn && g.ErrorCode == code {
@@ -67,7 +66,7 @@ func findGroup(sum *projection.Summary, ctx, proc, fn, code string) *api.Failure
 	return &sum.Groups[len(sum.Groups)-1]
 }
 
-func findFingerprint(sum *projection.Summary, t scheduler.Tally) *api.FingerprintGroup {
+func findFingerprint(sum *api.Summary, t scheduler.Tally) *api.FingerprintGroup {
 	for i := range sum.Fingerprints {
 		g := &sum.Fingerprints[i]
 		if g.Fingerprint == t.Fingerprint && g.Processor == t.Function.ProcessorName && g.Function == t.Function.Name && g.FunctionContext == t.Function.ContextName {

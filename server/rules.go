@@ -241,7 +241,7 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request, _ principal) e
 // fingerprintSummarizer is the optional part of Queries that groups a
 // summary by fingerprint. *projection.Index satisfies it.
 type fingerprintSummarizer interface {
-	FingerprintSummary(f projection.Filter) ([]projection.FingerprintGroup, error)
+	FingerprintSummary(f api.Filter) ([]api.FingerprintGroup, error)
 }
 
 var _ fingerprintSummarizer = (*projection.Index)(nil)
@@ -263,7 +263,7 @@ func summaryBy(r *http.Request) (string, error) {
 }
 
 // byFingerprint adds the fingerprint groups to sum when by asks for them.
-func (s *Server) byFingerprint(by string, f projection.Filter, sum *projection.Summary) error {
+func (s *Server) byFingerprint(by string, f api.Filter, sum *api.Summary) error {
 	if by == "" {
 		return nil
 	}
@@ -280,7 +280,7 @@ func (s *Server) byFingerprint(by string, f projection.Filter, sum *projection.S
 	}
 	sum.Fingerprints = groups
 	if sum.Fingerprints == nil {
-		sum.Fingerprints = []projection.FingerprintGroup{}
+		sum.Fingerprints = []api.FingerprintGroup{}
 	}
 	return nil
 }

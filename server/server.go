@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/projection"
@@ -26,10 +27,10 @@ import (
 
 // Queries is what the server reads. *projection.Index satisfies it.
 type Queries interface {
-	Get(ctx context.Context, id string) (projection.View, error)
-	List(q projection.Query) (projection.Page, error)
-	Count(f projection.Filter) (int, error)
-	Summary(f projection.Filter) (projection.Summary, error)
+	Get(ctx context.Context, id string) (api.View, error)
+	List(q api.Query) (api.Page, error)
+	Count(f api.Filter) (int, error)
+	Summary(f api.Filter) (api.Summary, error)
 	History(ctx context.Context, id string) ([]projection.Change, error)
 	WaitFor(ctx context.Context, id string, version uint64) error
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/projection"
 )
 
 func TestListShowHistorySummary(t *testing.T) {
@@ -33,7 +32,7 @@ func TestListShowHistorySummary(t *testing.T) {
 
 	c = e.cli(viewerKey)
 	require.Equal(t, exitOK, c.run(t, "list", "-o", "json", "--status", "FAILED", "--limit", "1"))
-	var page projection.Page
+	var page api.Page
 	require.NoError(t, json.Unmarshal([]byte(c.stdout.String()), &page))
 	assert.Len(t, page.Items, 1)
 	assert.NotEmpty(t, page.Next, "a next cursor for the second record")

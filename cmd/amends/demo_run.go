@@ -20,7 +20,6 @@ import (
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/examples/orders"
 	"github.com/amends-dev/amends/processor"
-	"github.com/amends-dev/amends/projection"
 )
 
 // demo is the example service and the watcher that tells its story.
@@ -144,7 +143,7 @@ func (d *demo) watch(ctx context.Context, c *client.Client, run string) ([]strin
 		switch {
 		case err == nil:
 			lastErr = ""
-			var done []projection.Item
+			var done []api.Item
 			for _, it := range items {
 				if !d.mine(it, run) {
 					continue
@@ -158,7 +157,7 @@ func (d *demo) watch(ctx context.Context, c *client.Client, run string) ([]strin
 				}
 			}
 			if len(done) == d.f.orders {
-				slices.SortFunc(done, func(a, b projection.Item) int {
+				slices.SortFunc(done, func(a, b api.Item) int {
 					return strings.Compare(a.Aggregate.AggregateID, b.Aggregate.AggregateID)
 				})
 				ids := make([]string, len(done))
@@ -188,9 +187,9 @@ func (d *demo) watch(ctx context.Context, c *client.Client, run string) ([]strin
 }
 
 // list reads every record of the example's mailer, page by page.
-func (d *demo) list(ctx context.Context, c *client.Client) ([]projection.Item, error) {
+func (d *demo) list(ctx context.Context, c *client.Client) ([]api.Item, error) {
 	q := api.Query{Filter: api.Filter{Processor: "Mailer"}, Limit: max(d.pageLimit, 0)}
-	var items []projection.Item
+	var items []api.Item
 	for {
 		page, err := c.List(ctx, q)
 		if err != nil {
@@ -204,11 +203,11 @@ func (d *demo) list(ctx context.Context, c *client.Client) ([]projection.Item, e
 	}
 }
 
-func (d *demo) mine(it projection.Item, run string) bool {
+func (d *demo) mine(it api.Item, run string) bool {
 	return strings.HasPrefix(it.Aggregate.AggregateID, "demo-"+run+"-")
 }
 
-func (d *demo) printStep(it projection.Item) {
+func (d *demo) printStep(it api.Item) {
 	now := d.a.now()
 	step := map[aggregate.Status]string{
 		aggregate.StatusFailed:    fmt.Sprintf("FAILED     %s, retry %d of %d due %s", it.ErrorCode, it.Retries, it.MaxRetries, relative(time.UnixMilli(it.NextRetryAt), now)),

@@ -9,7 +9,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/projection"
 )
 
 const listLong = `List shows ExecutionFailed records, newest failure last, one page at a time.
@@ -43,10 +42,10 @@ func newListCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if limit < 1 || limit > projection.MaxLimit {
-				return usageErrorf("--limit must be from 1 to %d, got %d", projection.MaxLimit, limit)
+			if limit < 1 || limit > api.MaxLimit {
+				return usageErrorf("--limit must be from 1 to %d, got %d", api.MaxLimit, limit)
 			}
-			if sort != "" && !slices.Contains(projection.SortFields, projection.SortField(sort)) {
+			if sort != "" && !slices.Contains(api.SortFields, api.SortField(sort)) {
 				return usageErrorf("--sort must be one of %s, got %s", sortNames(), quoteShort(sort))
 			}
 			if len(cursor) > maxCursor {
@@ -89,7 +88,7 @@ func newListCmd(a *app) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&sort, "sort", "", "order by executeAt (default), nextRetryAt or retries")
 	fs.BoolVar(&desc, "desc", false, "largest first")
-	fs.IntVar(&limit, "limit", 50, fmt.Sprintf("records per page, 1 to %d", projection.MaxLimit))
+	fs.IntVar(&limit, "limit", 50, fmt.Sprintf("records per page, 1 to %d", api.MaxLimit))
 	fs.StringVar(&cursor, "cursor", "", "continue after the page that printed it")
 	fs.BoolVar(&all, "all", false, "print every page")
 	return outputs(outputList, cmd)
@@ -99,15 +98,15 @@ func newListCmd(a *app) *cobra.Command {
 const maxCursor = 1024
 
 func sortNames() string {
-	names := make([]string, len(projection.SortFields))
-	for i, f := range projection.SortFields {
+	names := make([]string, len(api.SortFields))
+	for i, f := range api.SortFields {
 		names[i] = string(f)
 	}
 	return strings.Join(names, ", ")
 }
 
 // printItems prints a page; filters names the active filters ("" if none).
-func printItems(a *app, items []projection.Item, next, filters string, total int) error {
+func printItems(a *app, items []api.Item, next, filters string, total int) error {
 	now := a.now()
 	tw := newTable(a.stdout)
 	fmt.Fprintln(tw, "ID\tSTATUS\tRECOVERABLE\tFUNCTION\tAGGREGATE\tRETRIES\tERROR\tLAST OUTCOME\tNEXT RETRY")

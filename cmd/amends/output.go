@@ -11,7 +11,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/projection"
 )
 
 // listJSON is the one shape of every list the CLI prints with -o json
@@ -109,7 +108,7 @@ func nextRetry(s *aggregate.State, now time.Time) string {
 }
 
 // itemState is the part of a record's state that a list item carries.
-func itemState(it projection.Item) *aggregate.State {
+func itemState(it api.Item) *aggregate.State {
 	return &aggregate.State{
 		ID: it.ID, Status: it.Status, Recoverable: it.Recoverable, ExecuteAt: it.ExecuteAt,
 		RetrySpec:  aggregate.RetrySpec{MaxRetries: it.MaxRetries},

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/api"
 )
 
 func newSummaryCmd(a *app) *cobra.Command {
@@ -59,22 +59,22 @@ func newSummaryCmd(a *app) *cobra.Command {
 
 // withEveryView gives s a count, maybe 0, for every view, and empty lists
 // rather than null.
-func withEveryView(s projection.Summary) projection.Summary {
+func withEveryView(s api.Summary) api.Summary {
 	views := make(map[aggregate.View]int, len(aggregate.Views))
 	for _, v := range aggregate.Views {
 		views[v] = s.Views[v]
 	}
 	s.Views = views
 	if s.Groups == nil {
-		s.Groups = []projection.FailureGroup{}
+		s.Groups = []api.FailureGroup{}
 	}
 	if s.ByStatus == nil {
-		s.ByStatus = []projection.StatusCount{}
+		s.ByStatus = []api.StatusCount{}
 	}
 	return s
 }
 
-func printSummary(a *app, s projection.Summary, filters string) error {
+func printSummary(a *app, s api.Summary, filters string) error {
 	now := a.now()
 	tw := newTable(a.stdout)
 	// UNDER LIMIT is the API's retryable (Wow's isRetryable): open records

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/fakeclock"
 
 	"github.com/google/uuid"
@@ -88,7 +89,7 @@ func TestFailTwiceThenSucceedThroughTheScheduler(t *testing.T) {
 	require.NoError(t, err)
 	id := aggregate.RecordID("evt-1", aggregate.FunctionInfo{ContextName: "shop", ProcessorName: "Billing", Name: "charge"})
 
-	view := func(version uint64) projection.View {
+	view := func(version uint64) api.View {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()

@@ -126,9 +126,9 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		return aggregate.RecordID("evt-"+order, charge)
 	}
-	view := func(id string) projection.View {
+	view := func(id string) api.View {
 		t.Helper()
-		var v projection.View
+		var v api.View
 		require.Eventually(t, func() bool {
 			var err error
 			v, err = index.Get(ctx, id)
@@ -168,10 +168,10 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 	}
 	// Get reads the views bucket; the summary reads the in-memory index,
 	// which may be a moment behind it.
-	var groups []projection.FingerprintGroup
+	var groups []api.FingerprintGroup
 	eventually("the index holds the three records", func() bool {
 		var err error
-		groups, err = index.FingerprintSummary(projection.Filter{})
+		groups, err = index.FingerprintSummary(api.Filter{})
 		require.NoError(t, err)
 		return len(groups) == 1 && groups[0].Total == 3
 	})

@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // withFingerprint gives v the fingerprint of its function and error code,
 // as the recorder computes one per failure site.
-func withFingerprint(v *View) {
+func withFingerprint(v *api.View) {
 	v.State.Error.Fingerprint = "fp-" + v.State.Function.Name + "-" + v.State.Error.ErrorCode
 }
 
@@ -27,7 +28,7 @@ var benchNow = time.UnixMilli(base + 1_800_000)
 // generated records hold.
 func filterKinds(ix *Index) []struct {
 	name string
-	f    Filter
+	f    api.Filter
 } {
 	ix.mu.RLock()
 	e := ix.slots.at(7)
@@ -36,32 +37,32 @@ func filterKinds(ix *Index) []struct {
 	at := func(min int64) time.Time { return time.UnixMilli(base + min*60_000) }
 	out := []struct {
 		name string
-		f    Filter
+		f    api.Filter
 	}{
-		{"id", Filter{ID: id}},
-		{"eventId", Filter{EventID: event}},
-		{"aggregateId", Filter{AggregateID: agg}},
-		{"aggregateContext", Filter{AggregateContext: "ctx-1"}},
-		{"aggregateType", Filter{AggregateType: "agg-3"}},
-		{"functionContext", Filter{FunctionContext: "svc-2"}},
-		{"processor", Filter{Processor: "Processor3"}},
-		{"function", Filter{Function: "on1"}},
-		{"functionKind", Filter{FunctionKind: aggregate.KindEvent}},
-		{"status", Filter{Status: aggregate.StatusFailed}},
-		{"recoverable", Filter{Recoverable: aggregate.Recoverable}},
-		{"errorCode", Filter{ErrorCode: "E7"}},
-		{"fingerprint", Filter{Fingerprint: "fp-on1-E7"}},
-		{"executeAt", Filter{ExecuteAtFrom: at(10), ExecuteAtTo: at(20)}},
-		{"nextRetryAt", Filter{NextRetryAtFrom: at(10), NextRetryAtTo: at(40)}},
-		{"minRetries", Filter{MinRetries: 3}},
-		{"processor+status+errorCode", Filter{Processor: "Processor3", Status: aggregate.StatusFailed, ErrorCode: "E7"}},
-		{"processor+executeAt", Filter{Processor: "Processor3", ExecuteAtFrom: at(10), ExecuteAtTo: at(20)}},
+		{"id", api.Filter{ID: id}},
+		{"eventId", api.Filter{EventID: event}},
+		{"aggregateId", api.Filter{AggregateID: agg}},
+		{"aggregateContext", api.Filter{AggregateContext: "ctx-1"}},
+		{"aggregateType", api.Filter{AggregateType: "agg-3"}},
+		{"functionContext", api.Filter{FunctionContext: "svc-2"}},
+		{"processor", api.Filter{Processor: "Processor3"}},
+		{"function", api.Filter{Function: "on1"}},
+		{"functionKind", api.Filter{FunctionKind: aggregate.KindEvent}},
+		{"status", api.Filter{Status: aggregate.StatusFailed}},
+		{"recoverable", api.Filter{Recoverable: aggregate.Recoverable}},
+		{"errorCode", api.Filter{ErrorCode: "E7"}},
+		{"fingerprint", api.Filter{Fingerprint: "fp-on1-E7"}},
+		{"executeAt", api.Filter{ExecuteAtFrom: at(10), ExecuteAtTo: at(20)}},
+		{"nextRetryAt", api.Filter{NextRetryAtFrom: at(10), NextRetryAtTo: at(40)}},
+		{"minRetries", api.Filter{MinRetries: 3}},
+		{"processor+status+errorCode", api.Filter{Processor: "Processor3", Status: aggregate.StatusFailed, ErrorCode: "E7"}},
+		{"processor+executeAt", api.Filter{Processor: "Processor3", ExecuteAtFrom: at(10), ExecuteAtTo: at(20)}},
 	}
 	for _, v := range aggregate.Views {
 		out = append(out, struct {
 			name string
-			f    Filter
-		}{"view " + string(v), Filter{View: v, Now: benchNow}})
+			f    api.Filter
+		}{"view " + string(v), api.Filter{View: v, Now: benchNow}})
 	}
 	return out
 }
@@ -73,7 +74,7 @@ func BenchmarkIndexCount(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/records=%d", q.name, n), func(b *testing.B) {
 				ix := benchIndex(n)
 				f := filterKinds(ix)
-				var filter Filter
+				var filter api.Filter
 				for _, k := range f {
 					if k.name == q.name {
 						filter = k.f
@@ -99,7 +100,7 @@ func BenchmarkIndexSummaryBy(b *testing.B) {
 		for _, n := range benchSizes() {
 			b.Run(fmt.Sprintf("%s/records=%d", q.name, n), func(b *testing.B) {
 				ix := benchIndex(n)
-				var filter Filter
+				var filter api.Filter
 				for _, k := range filterKinds(ix) {
 					if k.name == q.name {
 						filter = k.f
@@ -123,7 +124,7 @@ func BenchmarkIndexLookupList(b *testing.B) {
 		for _, n := range benchSizes() {
 			b.Run(fmt.Sprintf("%s/records=%d", name, n), func(b *testing.B) {
 				ix := benchIndex(n)
-				var q Query
+				var q api.Query
 				for _, k := range filterKinds(ix) {
 					if k.name == name {
 						q.Filter = k.f
@@ -151,7 +152,7 @@ func BenchmarkIndexLookupList(b *testing.B) {
 func BenchmarkIndexBuild(b *testing.B) {
 	const n = 1_000_000
 	r := rand.New(rand.NewPCG(3, 3))
-	views := make([]View, n)
+	views := make([]api.View, n)
 	for i := range views {
 		views[i] = randomView(r, i)
 		withFingerprint(&views[i])

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 var (
@@ -108,10 +109,10 @@ func BenchmarkIndexDue(b *testing.B) {
 // BenchmarkIndexList reads the first page of 50 and a later page of
 // filtered lists; compare the two sizes.
 func BenchmarkIndexList(b *testing.B) {
-	queries := map[string]Query{
-		"processor+status": {Filter: Filter{Processor: "Processor3", Status: aggregate.StatusFailed}, Sort: Sort{Field: SortNextRetryAt}},
-		"view to-retry":    {Filter: Filter{View: aggregate.ViewToRetry}, Sort: Sort{Field: SortExecuteAt, Desc: true}},
-		"error code":       {Filter: Filter{ErrorCode: "E7", MinRetries: 2}, Sort: Sort{Field: SortRetries, Desc: true}},
+	queries := map[string]api.Query{
+		"processor+status": {Filter: api.Filter{Processor: "Processor3", Status: aggregate.StatusFailed}, Sort: api.Sort{Field: api.SortNextRetryAt}},
+		"view to-retry":    {Filter: api.Filter{View: aggregate.ViewToRetry}, Sort: api.Sort{Field: api.SortExecuteAt, Desc: true}},
+		"error code":       {Filter: api.Filter{ErrorCode: "E7", MinRetries: 2}, Sort: api.Sort{Field: api.SortRetries, Desc: true}},
 	}
 	for _, name := range []string{"processor+status", "view to-retry", "error code"} {
 		for _, n := range benchSizes() {
@@ -147,7 +148,7 @@ func BenchmarkIndexSummary(b *testing.B) {
 			ix := benchIndex(n)
 			b.ResetTimer()
 			for range b.N {
-				if _, err := ix.Summary(Filter{}); err != nil {
+				if _, err := ix.Summary(api.Filter{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // The property tests of the counts: after random upserts, state changes
@@ -20,22 +21,22 @@ import (
 
 // scanMatches is Filter written against the full state, independently of
 // the index: every field, fingerprint included.
-func scanMatches(f Filter, s *aggregate.State, now time.Time) bool {
+func scanMatches(f api.Filter, s *aggregate.State, now time.Time) bool {
 	return matches(f, s, now) && (f.Fingerprint == "" || f.Fingerprint == s.Error.Fingerprint)
 }
 
 // scanSummary is Summary written as a scan of the full states.
-func scanSummary(views map[string]View, f Filter, now time.Time) Summary {
-	sum := Summary{Views: map[aggregate.View]int{}}
-	groups := map[[4]string]*FailureGroup{}
-	statuses := map[StatusCount]int{}
+func scanSummary(views map[string]api.View, f api.Filter, now time.Time) api.Summary {
+	sum := api.Summary{Views: map[aggregate.View]int{}}
+	groups := map[[4]string]*api.FailureGroup{}
+	statuses := map[api.StatusCount]int{}
 	for _, v := range views {
 		s := v.State
 		if !scanMatches(f, &s, now) {
 			continue
 		}
 		sum.Total++
-		statuses[StatusCount{Status: s.Status, Recoverable: s.Recoverable}]++
+		statuses[api.StatusCount{Status: s.Status, Recoverable: s.Recoverable}]++
 		for _, w := range aggregate.Views {
 			if w.Contains(&s, now) {
 				sum.Views[w]++
@@ -44,7 +45,7 @@ func scanSummary(views map[string]View, f Filter, now time.Time) Summary {
 		k := [4]string{s.Function.ContextName, s.Function.ProcessorName, s.Function.Name, s.Error.ErrorCode}
 		g := groups[k]
 		if g == nil {
-			g = &FailureGroup{FunctionContext: k[0], Processor: k[1], Function: k[2], ErrorCode: k[3]}
+			g = &api.FailureGroup{FunctionContext: k[0], Processor: k[1], Function: k[2], ErrorCode: k[3]}
 			groups[k] = g
 		}
 		addTo(g, &s)
@@ -61,7 +62,7 @@ func scanSummary(views map[string]View, f Filter, now time.Time) Summary {
 }
 
 // scanList is the ids of the records that match q.Filter in q.Sort order.
-func scanList(views map[string]View, q Query, now time.Time) []string {
+func scanList(views map[string]api.View, q api.Query, now time.Time) []string {
 	field, _ := fieldOf(q.Sort)
 	type keyed struct {
 		key int64
@@ -111,10 +112,10 @@ func drawTime(t *rapid.T, label string) int64 {
 	}
 }
 
-func drawView(t *rapid.T, id string, version uint64) View {
+func drawView(t *rapid.T, id string, version uint64) api.View {
 	fn := pick(t, "function", "f1", "f2")
 	code := pick(t, "code", "E1", "E2", "")
-	return View{
+	return api.View{
 		State: aggregate.State{
 			ID: id,
 			EventID: aggregate.EventID{
@@ -139,8 +140,8 @@ func drawView(t *rapid.T, id string, version uint64) View {
 }
 
 // drawFilter sets a few fields, mostly to values records hold.
-func drawFilter(t *rapid.T) Filter {
-	var f Filter
+func drawFilter(t *rapid.T) api.Filter {
+	var f api.Filter
 	tm := func(label string) time.Time {
 		return time.UnixMilli(base + pMinute*int64(rapid.IntRange(-1, 5).Draw(t, label)))
 	}
@@ -196,7 +197,7 @@ func TestCountsAnswerAsAScan(t *testing.T) {
 		var now atomicTime
 		ix := memIndex(time.Time{}, nil)
 		ix.clock = aggregate.ClockFunc(now.get)
-		model := map[string]View{}
+		model := map[string]api.View{}
 		version := uint64(1)
 		ids := []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9",
 			"6ba7b810-9dad-11d1-80b4-00c04fd430c8", "007f08f7-90af-587f-b415-759a797ed8d6"}
@@ -252,7 +253,7 @@ func TestCountsAnswerAsAScan(t *testing.T) {
 // does, see rlockAt; now and then back), draws a filter and a sort, and
 // requires Count, Summary and every page of List to answer as a scan of
 // model would.
-func requireAnswersAsScan(t *rapid.T, ix *Index, model map[string]View, now *atomicTime) {
+func requireAnswersAsScan(t *rapid.T, ix *Index, model map[string]api.View, now *atomicTime) {
 	ms := drawTime(t, "now")
 	if rapid.IntRange(0, 3).Draw(t, "forward") > 0 && !now.get().IsZero() {
 		ms = max(ms, now.get().UnixMilli())
@@ -268,7 +269,7 @@ func requireAnswersAsScan(t *rapid.T, ix *Index, model map[string]View, now *ato
 	require.NoError(t, err)
 	require.Equal(t, want, got, "Summary(%+v) at %d", f, at.UnixMilli())
 
-	q := Query{Filter: f, Sort: Sort{Field: pick(t, "sort", SortFields...), Desc: rapid.Bool().Draw(t, "desc")},
+	q := api.Query{Filter: f, Sort: api.Sort{Field: pick(t, "sort", api.SortFields...), Desc: rapid.Bool().Draw(t, "desc")},
 		Limit: rapid.IntRange(1, 4).Draw(t, "limit")}
 	wantIDs := scanList(model, q, at)
 	gotIDs := []string{}
@@ -301,7 +302,7 @@ func TestFingerprintCountsAnswerAsAScan(t *testing.T) {
 		for i := range rapid.IntRange(0, 40).Draw(t, "records") {
 			ix.Put(drawView(t, fmt.Sprintf("r%d", i), 1))
 		}
-		var f Filter
+		var f api.Filter
 		switch rapid.IntRange(0, 3).Draw(t, "filter") {
 		case 1:
 			f.Processor = pick(t, "processor", "P1", "P2", "nope")
@@ -317,7 +318,7 @@ func TestFingerprintCountsAnswerAsAScan(t *testing.T) {
 		groups := ix.fingerprintScan(&m)
 		ix.mu.RUnlock()
 		want := sortFingerprints(groups)
-		for _, list := range [][]FingerprintGroup{want, got} {
+		for _, list := range [][]api.FingerprintGroup{want, got} {
 			for i := range list {
 				g := &list[i]
 				require.NotEmpty(t, g.Function, "the names of one of its groups")

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+
+	"github.com/amends-dev/amends/api"
 )
 
 // cursor is where a page ended: the point (key, tie) of its last record in
@@ -20,10 +22,10 @@ type cursor struct {
 }
 
 // queryHash identifies the filter and sort a cursor was taken with.
-func queryHash(f Filter, s Sort) uint64 {
+func queryHash(f api.Filter, s api.Sort) uint64 {
 	b, _ := json.Marshal(struct {
-		F Filter
-		S Sort
+		F api.Filter
+		S api.Sort
 	}{f, s})
 	h := fnv.New64a()
 	h.Write(b)

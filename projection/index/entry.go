@@ -68,7 +68,7 @@ type Fields[S text] struct {
 }
 
 // fieldsOf returns the fields of v, sharing its strings.
-func fieldsOf(v *View) Fields[string] {
+func fieldsOf(v *api.View) Fields[string] {
 	s := &v.State
 	return Fields[string]{
 		ID: s.ID, EventID: s.EventID.ID, AggregateID: s.EventID.AggregateID.AggregateID,
@@ -136,16 +136,9 @@ func (e *entry) dueCandidate() bool {
 	return s.Schedulable(endOfTime)
 }
 
-// View is a record as the views bucket holds it (the API's type).
-type View = api.View
-
-// Item is a record as List returns it: what the index holds (the API's
-// type). Get returns the full record.
-type Item = api.Item
-
 // item expands e.
-func (e *entry) item(in *interner) Item {
-	return Item{
+func (e *entry) item(in *interner) api.Item {
+	return api.Item{
 		ID:      unpackID(e.id),
 		Version: e.version,
 		EventID: unpackID(e.eventID),

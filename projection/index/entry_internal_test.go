@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // The index calls the predicates on predicateState, which keeps only some
@@ -48,7 +49,7 @@ func TestPredicateStateAnswersLikeTheFullState(t *testing.T) {
 // updates and removals.
 func TestDueIsTheSchedulableRecordsInOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	views := make([]View, 4000)
+	views := make([]api.View, 4000)
 	for i := range views {
 		views[i] = randomView(r, i)
 	}
@@ -59,7 +60,7 @@ func TestDueIsTheSchedulableRecordsInOrder(t *testing.T) {
 		k := r.IntN(len(views))
 		if i%4 == 0 {
 			ix.remove(views[k].State.ID)
-			views[k] = View{}
+			views[k] = api.View{}
 			continue
 		}
 		next := randomView(r, k)
@@ -73,7 +74,7 @@ func TestDueIsTheSchedulableRecordsInOrder(t *testing.T) {
 		limit := 1 + r.IntN(200)
 		var want []string
 		sorted := slices.Clone(views)
-		slices.SortFunc(sorted, func(a, b View) int {
+		slices.SortFunc(sorted, func(a, b api.View) int {
 			return cmp.Or(cmp.Compare(a.State.RetryState.NextRetryAt, b.State.RetryState.NextRetryAt), cmp.Compare(idTie(a.State.ID), idTie(b.State.ID)))
 		})
 		for _, v := range sorted {

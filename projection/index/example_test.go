@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection/index"
 )
 
@@ -14,7 +15,7 @@ func Example() {
 	now := time.UnixMilli(1_735_000_000_000)
 	ix, _ := index.New(index.WithClock(aggregate.ClockFunc(func() time.Time { return now })))
 	for i, retries := range []int32{1, 3} {
-		ix.Put(index.View{Version: 1, State: aggregate.State{
+		ix.Put(api.View{Version: 1, State: aggregate.State{
 			ID:          fmt.Sprintf("rec-%d", i),
 			EventID:     aggregate.EventID{ID: fmt.Sprintf("evt-%d", i), AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-1"}},
 			Function:    aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: "order", ProcessorName: "Invoicer", Name: "onOrder"},
@@ -26,9 +27,9 @@ func Example() {
 			Recoverable: aggregate.Recoverable,
 		}})
 	}
-	toRetry, _ := ix.Count(index.Filter{View: aggregate.ViewToRetry})
+	toRetry, _ := ix.Count(api.Filter{View: aggregate.ViewToRetry})
 	fmt.Println("to retry:", toRetry)
-	page, _ := ix.List(index.Query{Filter: index.Filter{Processor: "Invoicer"}, Sort: index.Sort{Field: index.SortNextRetryAt}})
+	page, _ := ix.List(api.Query{Filter: api.Filter{Processor: "Invoicer"}, Sort: api.Sort{Field: api.SortNextRetryAt}})
 	for _, it := range page.Items {
 		fmt.Println(it.ID, it.Retries, "of", it.MaxRetries)
 	}

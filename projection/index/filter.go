@@ -8,13 +8,9 @@ import (
 	"github.com/amends-dev/amends/api"
 )
 
-// Filter selects records (the API's type). Every field that is set must
-// match (AND); the zero Filter selects every record.
-type Filter = api.Filter
-
 // matcher is a Filter compiled against an index's names.
 type matcher struct {
-	f Filter
+	f api.Filter
 	// group holds the group names the filter asks for (function context,
 	// processor, function, error code, fingerprint), side the side names
 	// (by sideAggContext, sideAggType, sideKind); 0 = any.
@@ -35,7 +31,7 @@ type matcher struct {
 }
 
 // compile resolves f's names. The caller holds the read lock.
-func (ix *Index) compile(f Filter) matcher {
+func (ix *Index) compile(f api.Filter) matcher {
 	m := matcher{f: f, from: -1 << 63, to: 1<<63 - 1, nrFrom: -1 << 63, nrTo: 1<<63 - 1, now: f.Now,
 		id: packID(f.ID), eventID: packID(f.EventID)}
 	name := func(s string) uint32 {

@@ -9,10 +9,6 @@ import (
 	"github.com/amends-dev/amends/api"
 )
 
-// FingerprintGroup is the records of one failure fingerprint (the API's
-// type).
-type FingerprintGroup = api.FingerprintGroup
-
 // keepSample remembers a message of e's fingerprint, the first the index
 // sees; msg returns the message. The caller holds the write lock.
 func (ix *Index) keepSample(e *entry, msg func() string) {
@@ -49,7 +45,7 @@ func sample(msg string) string {
 // it reads the index's counts, at a cost that grows with the number of
 // groups, not of records; any other filter reads every entry. An invalid
 // view is an error matching ErrInvalidQuery. Safe for concurrent use.
-func (ix *Index) FingerprintSummary(f Filter) ([]FingerprintGroup, error) {
+func (ix *Index) FingerprintSummary(f api.Filter) ([]api.FingerprintGroup, error) {
 	if err := validate(f); err != nil {
 		return nil, err
 	}
@@ -68,21 +64,21 @@ func (ix *Index) FingerprintSummary(f Filter) ([]FingerprintGroup, error) {
 
 // fingerprintScan is FingerprintSummary by reading every entry. The caller
 // holds the read lock.
-func (ix *Index) fingerprintScan(m *matcher) map[uint32]*FingerprintGroup {
+func (ix *Index) fingerprintScan(m *matcher) map[uint32]*api.FingerprintGroup {
 	return ix.fingerprints(m, viaScan)
 }
 
 // fingerprints groups the records of m that p finds (viaLookup or
 // viaScan) by fingerprint. The caller holds the read lock.
-func (ix *Index) fingerprints(m *matcher, p path) map[uint32]*FingerprintGroup {
-	groups := map[uint32]*FingerprintGroup{}
+func (ix *Index) fingerprints(m *matcher, p path) map[uint32]*api.FingerprintGroup {
+	groups := map[uint32]*api.FingerprintGroup{}
 	ix.each(m, p, func(e *entry) {
 		if e.fingerprint == 0 {
 			return
 		}
 		g := groups[e.fingerprint]
 		if g == nil {
-			g = &FingerprintGroup{Fingerprint: ix.names.name(e.fingerprint), FunctionContext: ix.names.name(e.fnContext),
+			g = &api.FingerprintGroup{Fingerprint: ix.names.name(e.fingerprint), FunctionContext: ix.names.name(e.fnContext),
 				Processor: ix.names.name(e.fnProcessor), Function: ix.names.name(e.fnName), ErrorCode: ix.names.name(e.errorCode),
 				SampleMessage: ix.samples[e.fingerprint], FirstSeen: e.executeAt, LastSeen: e.executeAt, ByStatus: map[aggregate.Status]int{}}
 			groups[e.fingerprint] = g
@@ -97,8 +93,8 @@ func (ix *Index) fingerprints(m *matcher, p path) map[uint32]*FingerprintGroup {
 // fingerprintCounts is FingerprintSummary from the groups' counts, for a
 // filter of group names only. A fingerprint's names are those of its first
 // group. The caller holds the read lock.
-func (ix *Index) fingerprintCounts(m *matcher) []FingerprintGroup {
-	groups := map[uint32]*FingerprintGroup{}
+func (ix *Index) fingerprintCounts(m *matcher) []api.FingerprintGroup {
+	groups := map[uint32]*api.FingerprintGroup{}
 	for _, g := range ix.counts.list {
 		if g.key.fp == 0 || g.total == 0 || !m.group.covers(g.key) {
 			continue
@@ -118,7 +114,7 @@ func (ix *Index) fingerprintCounts(m *matcher) []FingerprintGroup {
 			}
 		}
 		if fg == nil {
-			fg = &FingerprintGroup{Fingerprint: ix.names.name(g.key.fp), FunctionContext: ix.names.name(g.key.ctx),
+			fg = &api.FingerprintGroup{Fingerprint: ix.names.name(g.key.fp), FunctionContext: ix.names.name(g.key.ctx),
 				Processor: ix.names.name(g.key.proc), Function: ix.names.name(g.key.fn), ErrorCode: ix.names.name(g.key.code),
 				SampleMessage: ix.samples[g.key.fp], FirstSeen: first, LastSeen: last, ByStatus: map[aggregate.Status]int{}}
 			groups[g.key.fp] = fg
@@ -135,12 +131,12 @@ func (ix *Index) fingerprintCounts(m *matcher) []FingerprintGroup {
 }
 
 // sortFingerprints lists groups, the largest first.
-func sortFingerprints(groups map[uint32]*FingerprintGroup) []FingerprintGroup {
-	out := make([]FingerprintGroup, 0, len(groups))
+func sortFingerprints(groups map[uint32]*api.FingerprintGroup) []api.FingerprintGroup {
+	out := make([]api.FingerprintGroup, 0, len(groups))
 	for _, g := range groups {
 		out = append(out, *g)
 	}
-	slices.SortFunc(out, func(a, b FingerprintGroup) int {
+	slices.SortFunc(out, func(a, b api.FingerprintGroup) int {
 		if a.Total != b.Total {
 			return cmp.Compare(b.Total, a.Total)
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,9 +47,9 @@ func FuzzLoadSnapshot(f *testing.F) {
 	})
 }
 
-func mustList(t *testing.T, ix *Index) []Item {
+func mustList(t *testing.T, ix *Index) []api.Item {
 	t.Helper()
-	p, err := ix.List(Query{Limit: MaxLimit})
+	p, err := ix.List(api.Query{Limit: api.MaxLimit})
 	require.NoError(t, err)
 	return p.Items
 }

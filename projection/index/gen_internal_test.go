@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // base is the epoch-ms time generated records cluster around.
@@ -15,11 +16,11 @@ const base = int64(1_735_000_000_000)
 
 // randomView returns a plausible view of record i: names from small sets,
 // times within an hour of base, every status and classification.
-func randomView(r *rand.Rand, i int) View {
+func randomView(r *rand.Rand, i int) api.View {
 	retries := int32(r.IntN(6))
 	spec := aggregate.RetrySpec{MaxRetries: int32(r.IntN(6)), MinBackoff: int32(r.IntN(300)), ExecutionTimeout: int32(r.IntN(300))}
 	retryAt := base + r.Int64N(3_600_000)
-	return View{
+	return api.View{
 		State: aggregate.State{
 			ID: uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "rec-%d", i)).String(),
 			EventID: aggregate.EventID{
@@ -47,7 +48,7 @@ func randomView(r *rand.Rand, i int) View {
 }
 
 // memIndex returns an index filled with views, without a bucket.
-func memIndex(now time.Time, views []View) *Index {
+func memIndex(now time.Time, views []api.View) *Index {
 	ix, err := New(WithClock(aggregate.ClockFunc(func() time.Time { return now })))
 	if err != nil {
 		panic(err)
@@ -61,7 +62,7 @@ func memIndex(now time.Time, views []View) *Index {
 }
 
 // entryOf is the entry of v.
-func entryOf(v *View, in *interner) entry {
+func entryOf(v *api.View, in *interner) entry {
 	f := fieldsOf(v)
 	return newEntry(&f, in)
 }
@@ -71,7 +72,7 @@ func (ix *Index) beginLoad() { (&Batch{ix}).BeginLoad(false) }
 
 // randomTime returns a time around the generated records' times, with
 // extra weight on exact boundaries of v.
-func randomTime(r *rand.Rand, v *View) time.Time {
+func randomTime(r *rand.Rand, v *api.View) time.Time {
 	rs := v.State.RetryState
 	switch r.IntN(4) {
 	case 0:

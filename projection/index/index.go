@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection/index/internal/chunked"
 )
 
@@ -138,7 +139,7 @@ func (ix *Index) slotOf(p string) (slot uint32, ok bool) {
 
 // Put adds or replaces the record of v, as Update's Batch.Put does. It
 // lets tools and benchmarks fill an index without a source.
-func (ix *Index) Put(v View) {
+func (ix *Index) Put(v api.View) {
 	ix.Update(func(b *Batch) { b.Put(&v) })
 }
 
@@ -161,7 +162,7 @@ type Batch struct{ ix *Index }
 
 // Put adds or replaces the record of v. A view older than the one held is
 // ignored, except during a replacing load (BeginLoad).
-func (b *Batch) Put(v *View) { b.ix.put(v) }
+func (b *Batch) Put(v *api.View) { b.ix.put(v) }
 
 // PutFields is Put for the fields of a view, as a decoder reads them
 // without allocating: the index copies what it keeps and keeps none of
@@ -172,7 +173,7 @@ func (b *Batch) PutFields(f *Fields[[]byte]) { putFields(b.ix, f) }
 func (b *Batch) Remove(id string) { b.ix.remove(id) }
 
 // put is Batch.Put. The caller holds the write lock.
-func (ix *Index) put(v *View) {
+func (ix *Index) put(v *api.View) {
 	f := fieldsOf(v)
 	putFields(ix, &f)
 }

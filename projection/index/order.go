@@ -120,35 +120,18 @@ func cmpPair(a, b pair) int {
 	return 0
 }
 
-// SortField is what List orders by (the API's type).
-type SortField = api.SortField
-
-// The sort fields.
-const (
-	SortExecuteAt   = api.SortExecuteAt
-	SortNextRetryAt = api.SortNextRetryAt
-	SortRetries     = api.SortRetries
-)
-
-// SortFields lists the sort fields.
-var SortFields = api.SortFields
-
-// Sort is List's order (the API's type). The zero Sort is executeAt
-// ascending.
-type Sort = api.Sort
-
 // sortField is a SortField's position in SortFields and in Index.orders.
 type sortField int
 
 const numSortFields = 3
 
-func fieldOf(s Sort) (sortField, error) {
+func fieldOf(s api.Sort) (sortField, error) {
 	if s.Field == "" {
 		return 0, nil
 	}
-	i := slices.Index(SortFields, s.Field)
+	i := slices.Index(api.SortFields, s.Field)
 	if i < 0 {
-		return 0, fmt.Errorf("sort field must be one of %v, got %q: %w", SortFields, s.Field, ErrInvalidQuery)
+		return 0, fmt.Errorf("sort field must be one of %v, got %q: %w", api.SortFields, s.Field, ErrInvalidQuery)
 	}
 	return sortField(i), nil
 }

@@ -1,6 +1,10 @@
 package index
 
-import "time"
+import (
+	"time"
+
+	"github.com/amends-dev/amends/api"
+)
 
 // How a query finds its records, cheapest first (plan decides, for every
 // query but List, which walks its sort order):
@@ -247,7 +251,7 @@ func (ix *Index) countByCounts(m *matcher, sh *shape) (n int) {
 // reading the records. A query with a Now is answered at the index's now
 // if that is the filter's, moved to first if it is not after the clock's
 // now; else by reading the records. The caller unlocks ix.mu.RUnlock.
-func (ix *Index) rlockAt(f Filter) (Filter, bool) {
+func (ix *Index) rlockAt(f api.Filter) (api.Filter, bool) {
 	start := ix.clock.Now()
 	want := f.Now
 	if want.IsZero() {

@@ -7,19 +7,7 @@ import (
 	"github.com/amends-dev/amends/api"
 )
 
-// Page limits.
-const (
-	DefaultLimit = api.DefaultLimit
-	MaxLimit     = api.MaxLimit
-)
-
-// Query is a List request (the API's type).
-type Query = api.Query
-
-// Page is one page of List (the API's type).
-type Page = api.Page
-
-func validate(f Filter) error {
+func validate(f api.Filter) error {
 	if f.View != "" {
 		if _, err := aggregate.ParseView(string(f.View)); err != nil {
 			return invalidQuery("view", "%v", err)
@@ -35,27 +23,27 @@ func validate(f Filter) error {
 // have it. An
 // invalid sort, limit, view or cursor is an error matching ErrInvalidQuery.
 // Safe for concurrent use.
-func (ix *Index) List(q Query) (Page, error) {
+func (ix *Index) List(q api.Query) (api.Page, error) {
 	field, err := fieldOf(q.Sort)
 	if err != nil {
-		return Page{}, err
+		return api.Page{}, err
 	}
 	if err := validate(q.Filter); err != nil {
-		return Page{}, err
+		return api.Page{}, err
 	}
 	limit := q.Limit
 	if limit == 0 {
-		limit = DefaultLimit
+		limit = api.DefaultLimit
 	}
-	if limit < 0 || limit > MaxLimit {
-		return Page{}, invalidQuery("limit", "limit must be between 1 and %d, got %d", MaxLimit, limit)
+	if limit < 0 || limit > api.MaxLimit {
+		return api.Page{}, invalidQuery("limit", "limit must be between 1 and %d, got %d", api.MaxLimit, limit)
 	}
 	hash := queryHash(q.Filter, q.Sort)
 	var after *cursor
 	if q.Cursor != "" {
 		c, err := parseCursor(q.Cursor, hash)
 		if err != nil {
-			return Page{}, err
+			return api.Page{}, err
 		}
 		after = &c
 	}
@@ -63,7 +51,7 @@ func (ix *Index) List(q Query) (Page, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	m := ix.compile(q.Filter)
-	page := Page{Items: []Item{}}
+	page := api.Page{Items: []api.Item{}}
 	var last pos
 	visit := func(p pos) bool {
 		if after != nil && p.same(after.key, after.tie) {
@@ -136,11 +124,11 @@ func (c *cursor) beforePos(p pos) bool {
 // aggregate id it reads the records that have it; any other filter reads
 // every record. An invalid view is an error matching ErrInvalidQuery. Safe
 // for concurrent use.
-func (ix *Index) Count(f Filter) (int, error) {
+func (ix *Index) Count(f api.Filter) (int, error) {
 	if err := validate(f); err != nil {
 		return 0, err
 	}
-	if f == (Filter{}) {
+	if f == (api.Filter{}) {
 		return ix.Len(), nil
 	}
 	f, atNow := ix.rlockAt(f)

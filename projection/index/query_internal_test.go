@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // matches is Filter written against the full state, independently of the
 // index's compiled matcher.
-func matches(f Filter, s *aggregate.State, now time.Time) bool {
+func matches(f api.Filter, s *aggregate.State, now time.Time) bool {
 	eq := func(want, have string) bool { return want == "" || want == have }
 	return eq(f.ID, s.ID) && strings.HasPrefix(s.ID, f.IDPrefix) && eq(f.EventID, s.EventID.ID) &&
 		eq(f.AggregateContext, s.EventID.AggregateID.ContextName) && eq(f.AggregateType, s.EventID.AggregateID.AggregateName) &&
@@ -32,9 +33,9 @@ func matches(f Filter, s *aggregate.State, now time.Time) bool {
 }
 
 // randomFilter sets a few fields from the values of record v.
-func randomFilter(r *rand.Rand, v *View, now time.Time) Filter {
+func randomFilter(r *rand.Rand, v *api.View, now time.Time) api.Filter {
 	s := &v.State
-	var f Filter
+	var f api.Filter
 	for range r.IntN(3) {
 		switch r.IntN(16) {
 		case 0:
@@ -82,7 +83,7 @@ func randomFilter(r *rand.Rand, v *View, now time.Time) Filter {
 // in sort order, for random filters, sorts and page sizes; Count agrees.
 func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	views := make([]View, 3000)
+	views := make([]api.View, 3000)
 	for i := range views {
 		views[i] = randomView(r, i)
 	}
@@ -91,7 +92,7 @@ func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
 	type keyed struct {
 		keys [numSortFields]int64
 		tie  uint64
-		v    *View
+		v    *api.View
 	}
 	all := make([]keyed, len(views))
 	for i := range views {
@@ -103,7 +104,7 @@ func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
 	}
 	for range 400 {
 		f := randomFilter(r, &views[r.IntN(len(views))], now)
-		sort := Sort{Field: SortFields[r.IntN(len(SortFields))], Desc: r.IntN(2) == 0}
+		sort := api.Sort{Field: api.SortFields[r.IntN(len(api.SortFields))], Desc: r.IntN(2) == 0}
 		field, err := fieldOf(sort)
 		require.NoError(t, err)
 		var want []string
@@ -120,7 +121,7 @@ func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
 				want = append(want, k.v.State.ID)
 			}
 		}
-		q := Query{Filter: f, Sort: sort, Limit: 1 + r.IntN(100)}
+		q := api.Query{Filter: f, Sort: sort, Limit: 1 + r.IntN(100)}
 		var got []string
 		for pages := 0; ; pages++ {
 			require.Less(t, pages, len(views)+2, "paging ends")
@@ -146,7 +147,7 @@ func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
 // pages are listed exactly once while others come, go and move.
 func TestListCursorIsStableUnderChanges(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	views := make([]View, 2000)
+	views := make([]api.View, 2000)
 	for i := range views {
 		views[i] = randomView(r, i)
 	}
@@ -159,7 +160,7 @@ func TestListCursorIsStableUnderChanges(t *testing.T) {
 		}
 	}
 	seen := map[string]int{}
-	q := Query{Sort: Sort{Field: SortNextRetryAt}, Limit: 37}
+	q := api.Query{Sort: api.Sort{Field: api.SortNextRetryAt}, Limit: 37}
 	for {
 		p, err := ix.List(q)
 		require.NoError(t, err)
@@ -192,11 +193,11 @@ func TestListCursorIsStableUnderChanges(t *testing.T) {
 
 func TestListRejectsBadQueries(t *testing.T) {
 	ix := memIndex(time.UnixMilli(base), nil)
-	for name, q := range map[string]Query{
-		"sort field":      {Sort: Sort{Field: "id"}},
-		"limit too large": {Limit: MaxLimit + 1},
+	for name, q := range map[string]api.Query{
+		"sort field":      {Sort: api.Sort{Field: "id"}},
+		"limit too large": {Limit: api.MaxLimit + 1},
 		"negative limit":  {Limit: -1},
-		"view":            {Filter: Filter{View: "later"}},
+		"view":            {Filter: api.Filter{View: "later"}},
 		"cursor":          {Cursor: "nope"},
 		"foreign cursor":  {Cursor: cursor{query: 1}.String()},
 	} {

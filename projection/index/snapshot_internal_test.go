@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 // restore returns a new index loaded from snapshot data, as a source
@@ -32,9 +33,9 @@ func restore(tb testing.TB, now func() time.Time, data []byte) (*Index, Snapshot
 
 // snapshotViews is a mix of records: UUID ids and others (one that could
 // pass for packed, one of 16 bytes), fingerprints with samples.
-func snapshotViews(n int) []View {
+func snapshotViews(n int) []api.View {
 	r := rand.New(rand.NewPCG(7, 7))
-	views := make([]View, n)
+	views := make([]api.View, n)
 	for i := range views {
 		views[i] = randomView(r, i)
 		views[i].State.Error.Fingerprint = fmt.Sprintf("fp-%d", i%7)
@@ -72,7 +73,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		assert.Equal(t, v.Version, got.Version(v.State.ID), "record %q", v.State.ID)
 	}
 	assert.Zero(t, got.Version(views[10].State.ID), "the removed record stays removed")
-	for _, f := range []Filter{{}, {View: aggregate.ViewToRetry}, {Processor: "Processor3"}, {Fingerprint: "fp-2"}} {
+	for _, f := range []api.Filter{{}, {View: aggregate.ViewToRetry}, {Processor: "Processor3"}, {Fingerprint: "fp-2"}} {
 		want, err := ix.Summary(f)
 		require.NoError(t, err)
 		have, err := got.Summary(f)
@@ -83,7 +84,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		haveFP, err := got.FingerprintSummary(f)
 		require.NoError(t, err)
 		assert.Equal(t, wantFP, haveFP, "FingerprintSummary(%+v), samples included", f)
-		q := Query{Filter: f, Limit: MaxLimit, Sort: Sort{Field: SortNextRetryAt}}
+		q := api.Query{Filter: f, Limit: api.MaxLimit, Sort: api.Sort{Field: api.SortNextRetryAt}}
 		wantPage, err := ix.List(q)
 		require.NoError(t, err)
 		havePage, err := got.List(q)
@@ -132,7 +133,7 @@ func TestSnapshotRefusesWhatItDidNotWrite(t *testing.T) {
 			got, _, err := restore(t, now, c.data)
 			require.ErrorIs(t, err, c.want)
 			assert.Zero(t, got.Len(), "a snapshot that does not read leaves the index empty")
-			n, err := got.Count(Filter{})
+			n, err := got.Count(api.Filter{})
 			require.NoError(t, err)
 			assert.Zero(t, n)
 		})
@@ -239,14 +240,14 @@ func TestSnapshotRestartAnswersAsAScan(t *testing.T) {
 		var now atomicTime
 		ix := memIndex(time.Time{}, nil)
 		ix.clock = aggregate.ClockFunc(now.get)
-		model := map[string]View{}
+		model := map[string]api.View{}
 		version := uint64(1)
 		ids := []string{"r0", "r1", "r2", "r3", "r4", "r5", "sixteen-bytes-id",
 			"6ba7b810-9dad-11d1-80b4-00c04fd430c8", "007f08f7-90af-587f-b415-759a797ed8d6"}
 		// The changes since the snapshot, which the restart replays.
 		type change struct {
 			id string
-			v  *View
+			v  *api.View
 		}
 		var since []change
 		var snap []byte

@@ -8,17 +8,6 @@ import (
 	"github.com/amends-dev/amends/api"
 )
 
-// Summary is the failure overview of the records a filter selects (the
-// API's type).
-type Summary = api.Summary
-
-// FailureGroup is the records of one (function context, processor,
-// function, error code).
-type FailureGroup = api.FailureGroup
-
-// StatusCount is the number of records of one status and recoverability.
-type StatusCount = api.StatusCount
-
 // summaryKey is a FailureGroup's names.
 type summaryKey struct{ ctx, proc, fn, code uint32 }
 
@@ -36,16 +25,16 @@ type summaryKey struct{ ctx, proc, fn, code uint32 }
 // or aggregate id it reads the records that have it; any other filter
 // reads every record. An invalid view is an error matching
 // ErrInvalidQuery. Safe for concurrent use.
-func (ix *Index) Summary(f Filter) (Summary, error) {
+func (ix *Index) Summary(f api.Filter) (api.Summary, error) {
 	if err := validate(f); err != nil {
-		return Summary{}, err
+		return api.Summary{}, err
 	}
 	f, atNow := ix.rlockAt(f)
 	defer ix.mu.RUnlock()
 	m := ix.compile(f)
 	switch p, sh := m.plan(summaryQuery, atNow); p {
 	case viaNothing:
-		return Summary{Views: map[aggregate.View]int{}}, nil
+		return api.Summary{Views: map[aggregate.View]int{}}, nil
 	case viaCounts:
 		return ix.summaryByCounts(&m, &sh), nil
 	default:
@@ -55,11 +44,11 @@ func (ix *Index) Summary(f Filter) (Summary, error) {
 
 // summarize summarises the entries each yields, which match m. The caller
 // holds the read lock.
-func (ix *Index) summarize(m *matcher, each func(yield func(*entry))) Summary {
-	groups := map[summaryKey]*FailureGroup{}
+func (ix *Index) summarize(m *matcher, each func(yield func(*entry))) api.Summary {
+	groups := map[summaryKey]*api.FailureGroup{}
 	type sr struct{ s, r uint8 }
 	statuses := map[sr]int{}
-	sum := Summary{Views: map[aggregate.View]int{}}
+	sum := api.Summary{Views: map[aggregate.View]int{}}
 	each(func(e *entry) {
 		sum.Total++
 		statuses[sr{e.status, e.recover}]++
@@ -81,15 +70,15 @@ func (ix *Index) summarize(m *matcher, each func(yield func(*entry))) Summary {
 		sum.Groups = append(sum.Groups, *g)
 	}
 	for k, n := range statuses {
-		sum.ByStatus = append(sum.ByStatus, StatusCount{Status: enumValue(aggregate.Statuses, k.s), Recoverable: enumValue(aggregate.Recoverabilities, k.r), Count: n})
+		sum.ByStatus = append(sum.ByStatus, api.StatusCount{Status: enumValue(aggregate.Statuses, k.s), Recoverable: enumValue(aggregate.Recoverabilities, k.r), Count: n})
 	}
 	sortSummary(&sum)
 	return sum
 }
 
 // failureGroup returns an empty FailureGroup of names k.
-func (ix *Index) failureGroup(k summaryKey) *FailureGroup {
-	return &FailureGroup{FunctionContext: ix.names.name(k.ctx), Processor: ix.names.name(k.proc),
+func (ix *Index) failureGroup(k summaryKey) *api.FailureGroup {
+	return &api.FailureGroup{FunctionContext: ix.names.name(k.ctx), Processor: ix.names.name(k.proc),
 		Function: ix.names.name(k.fn), ErrorCode: ix.names.name(k.code)}
 }
 
@@ -98,8 +87,8 @@ func (ix *Index) failureGroup(k summaryKey) *FailureGroup {
 // cells, side counts or, for a bound, its classes) and its oldest and
 // newest unfinished failure; over all, the counts per status and view
 // from the selected records per cell. The caller holds the read lock.
-func (ix *Index) summaryByCounts(m *matcher, sh *shape) Summary {
-	sum := Summary{Views: map[aggregate.View]int{}}
+func (ix *Index) summaryByCounts(m *matcher, sh *shape) api.Summary {
+	sum := api.Summary{Views: map[aggregate.View]int{}}
 	cs := &ix.counts
 	var inCell [numCells]int // the selected records per cell
 	if sh.bound != boundNone {
@@ -109,7 +98,7 @@ func (ix *Index) summaryByCounts(m *matcher, sh *shape) Summary {
 			}
 		}
 	}
-	groups := map[summaryKey]*FailureGroup{}
+	groups := map[summaryKey]*api.FailureGroup{}
 	for _, g := range cs.list {
 		if !m.group.covers(g.key) {
 			continue
@@ -148,7 +137,7 @@ func (ix *Index) summaryByCounts(m *matcher, sh *shape) Summary {
 // part returns g's part of the selection of m (shape sh) and how many of
 // it are unfinished, adding to inCell the selected records of each cell
 // (but for a bound, which summaryByCounts counts per cell itself).
-func (g *group) part(m *matcher, sh *shape, inCell *[numCells]int) (part FailureGroup, open int) {
+func (g *group) part(m *matcher, sh *shape, inCell *[numCells]int) (part api.FailureGroup, open int) {
 	if sh.bound != boundNone {
 		var in [numClasses]int
 		for c := range in {
@@ -194,7 +183,7 @@ func b2i(b bool) int {
 
 // byCells fills sum's counts per status and per view from the selected
 // records per cell.
-func byCells(sum *Summary, inCell *[numCells]int) {
+func byCells(sum *api.Summary, inCell *[numCells]int) {
 	var statuses [4][4]int
 	for ci, n := range inCell {
 		if n == 0 {
@@ -211,7 +200,7 @@ func byCells(sum *Summary, inCell *[numCells]int) {
 	for st := range statuses {
 		for rc, n := range statuses[st] {
 			if n > 0 {
-				sum.ByStatus = append(sum.ByStatus, StatusCount{Status: enumValue(aggregate.Statuses, uint8(st)),
+				sum.ByStatus = append(sum.ByStatus, api.StatusCount{Status: enumValue(aggregate.Statuses, uint8(st)),
 					Recoverable: enumValue(aggregate.Recoverabilities, uint8(rc)), Count: n})
 			}
 		}
@@ -301,7 +290,7 @@ func (m *matcher) quick(r *openRec) bool {
 }
 
 // widen extends g's failure times to oldest and newest as addTo does.
-func widen(g *FailureGroup, oldest, newest int64) {
+func widen(g *api.FailureGroup, oldest, newest int64) {
 	if g.OldestFailureAt == 0 || oldest < g.OldestFailureAt {
 		g.OldestFailureAt = oldest
 	}
@@ -310,10 +299,10 @@ func widen(g *FailureGroup, oldest, newest int64) {
 
 // sortSummary puts the groups and status counts in their order: the
 // largest group first, statuses by name.
-func sortSummary(sum *Summary) {
+func sortSummary(sum *api.Summary) {
 	// Each comparison is made only when the ones before tie (cmp.Or's
 	// arguments would all be computed).
-	slices.SortFunc(sum.Groups, func(a, b FailureGroup) int {
+	slices.SortFunc(sum.Groups, func(a, b api.FailureGroup) int {
 		switch {
 		case a.Total != b.Total:
 			return cmp.Compare(b.Total, a.Total)
@@ -326,13 +315,13 @@ func sortSummary(sum *Summary) {
 		}
 		return cmp.Compare(a.ErrorCode, b.ErrorCode)
 	})
-	slices.SortFunc(sum.ByStatus, func(a, b StatusCount) int {
+	slices.SortFunc(sum.ByStatus, func(a, b api.StatusCount) int {
 		return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.Recoverable, b.Recoverable))
 	})
 }
 
 // addTo counts record s in g.
-func addTo(g *FailureGroup, s *aggregate.State) {
+func addTo(g *api.FailureGroup, s *aggregate.State) {
 	g.Total++
 	if s.IsRetryable() {
 		g.Retryable++

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -62,11 +63,11 @@ func queryIndex(n int) (*projection.Index, float64, error) {
 // generatedView is a plausible record: names from small sets (20
 // processors, 10 error codes), failures within an hour, every status and
 // classification.
-func generatedView(r *rand.Rand, i int) projection.View {
+func generatedView(r *rand.Rand, i int) api.View {
 	spec := aggregate.RetrySpec{MaxRetries: int32(r.IntN(6) + 1), MinBackoff: int32(r.IntN(300)), ExecutionTimeout: int32(r.IntN(300))}
 	retries := int32(r.IntN(int(spec.MaxRetries) + 1))
 	retryAt := queryBase + r.Int64N(3_600_000)
-	return projection.View{
+	return api.View{
 		State: aggregate.State{
 			ID: uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "rec-%d", i)).String(),
 			EventID: aggregate.EventID{
@@ -153,15 +154,15 @@ func dueQuery(ix *projection.Index) error {
 }
 
 func listQuery(ix *projection.Index) error {
-	_, err := ix.List(projection.Query{
-		Filter: projection.Filter{Processor: "Processor7", Status: aggregate.StatusFailed},
+	_, err := ix.List(api.Query{
+		Filter: api.Filter{Processor: "Processor7", Status: aggregate.StatusFailed},
 		Limit:  50,
 	})
 	return err
 }
 
 func summaryQuery(ix *projection.Index) error {
-	sum, err := ix.Summary(projection.Filter{})
+	sum, err := ix.Summary(api.Filter{})
 	if err == nil && len(sum.Groups) == 0 {
 		return fmt.Errorf("index.Summary found no failure group; the generated records should give some")
 	}
@@ -169,7 +170,7 @@ func summaryQuery(ix *projection.Index) error {
 }
 
 func countQuery(ix *projection.Index) error {
-	n, err := ix.Count(projection.Filter{Status: aggregate.StatusFailed})
+	n, err := ix.Count(api.Filter{Status: aggregate.StatusFailed})
 	if err == nil && n == 0 {
 		return fmt.Errorf("index.Count found no FAILED record; the generated records should include some")
 	}

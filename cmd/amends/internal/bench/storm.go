@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/processor"
@@ -298,7 +299,7 @@ func settledRecords(ctx context.Context, index *projection.Index) (map[string]in
 		by := map[string]int{}
 		open := 0
 		for _, st := range aggregate.Statuses {
-			n, err := index.Count(projection.Filter{Status: st})
+			n, err := index.Count(api.Filter{Status: st})
 			if err != nil {
 				continue
 			}
