@@ -31,20 +31,6 @@ const MaxHoldAudit = 64
 // not replay it.
 const HeaderResolve = "amends-resolve"
 
-// Hold is the durable state of one (function, aggregate): see api.Hold.
-type Hold = api.Hold
-
-// HoldHead, HeldEvent, HoldAudit, HeldSkip and HoldClaim are the parts of
-// a Hold.
-type (
-	HoldRecovery = api.HoldRecovery
-	HoldHead     = api.HoldHead
-	HeldEvent    = api.HeldEvent
-	HoldAudit    = api.HoldAudit
-	HeldSkip     = api.HeldSkip
-	HoldClaim    = api.HoldClaim
-)
-
 // HoldKey returns the KV key of the hold of function (processor, name) of
 // context on aggregate (aggregateType, id): see api.HoldKey.
 func HoldKey(context, processor, name, aggregateType, id string) string {
@@ -52,16 +38,16 @@ func HoldKey(context, processor, name, aggregateType, id string) string {
 }
 
 // contains reports whether the hold has event id as head or held.
-func holdContains(h *Hold, eventID string) bool {
+func holdContains(h *api.Hold, eventID string) bool {
 	if h.Head.EventID == eventID {
 		return true
 	}
-	return slices.ContainsFunc(h.Held, func(r HeldEvent) bool { return r.EventID == eventID })
+	return slices.ContainsFunc(h.Held, func(r api.HeldEvent) bool { return r.EventID == eventID })
 }
 
 // hold inserts r in version order (then index), keeping Held sorted.
-func holdInsert(h *Hold, r HeldEvent) {
-	i, _ := slices.BinarySearchFunc(h.Held, r, func(a, b HeldEvent) int {
+func holdInsert(h *api.Hold, r api.HeldEvent) {
+	i, _ := slices.BinarySearchFunc(h.Held, r, func(a, b api.HeldEvent) int {
 		if a.Version != b.Version {
 			return cmpU(a.Version, b.Version)
 		}
@@ -81,8 +67,8 @@ func cmpU(a, b uint64) int {
 }
 
 // remove drops the held event id; false if it is not held.
-func holdRemove(h *Hold, eventID string) bool {
-	i := slices.IndexFunc(h.Held, func(r HeldEvent) bool { return r.EventID == eventID })
+func holdRemove(h *api.Hold, eventID string) bool {
+	i := slices.IndexFunc(h.Held, func(r api.HeldEvent) bool { return r.EventID == eventID })
 	if i < 0 {
 		return false
 	}
@@ -98,7 +84,7 @@ var errNoHold = errors.New("no hold")
 var errUnchanged = errors.New("hold unchanged")
 
 // holds is the holds bucket, typed.
-type holds = kvstore.Store[Hold]
+type holds = kvstore.Store[api.Hold]
 
 // updateHold reads key, applies change and writes the result with CAS on
 // the revision read, retrying on a concurrent write (the bucket's Change
@@ -107,7 +93,7 @@ type holds = kvstore.Store[Hold]
 // left unchanged), errNoHold if the key does not exist, and an
 // *invalidHoldError if its stored value does not validate (change is not
 // called with it).
-func updateHold(ctx context.Context, kv *holds, key string, change func(h *Hold) (del bool, err error)) (Hold, error) {
+func updateHold(ctx context.Context, kv *holds, key string, change func(h *api.Hold) (del bool, err error)) (api.Hold, error) {
 	h, _, err := updateHoldRev(ctx, kv, key, change)
 	return h, err
 }
@@ -124,15 +110,15 @@ func (e *invalidHoldError) Unwrap() error { return e.Cause }
 
 // updateHoldRev is updateHold that also returns the revision written (the
 // deletion's for a deleted key; 0 when nothing was written).
-func updateHoldRev(ctx context.Context, kv *holds, key string, change func(h *Hold) (del bool, err error)) (Hold, uint64, error) {
+func updateHoldRev(ctx context.Context, kv *holds, key string, change func(h *api.Hold) (del bool, err error)) (api.Hold, uint64, error) {
 	deleted, read := false, uint64(0)
-	h, rev, err := kv.Change(ctx, key, func(cur kvstore.Current[Hold]) (Hold, kvstore.Action, error) {
+	h, rev, err := kv.Change(ctx, key, func(cur kvstore.Current[api.Hold]) (api.Hold, kvstore.Action, error) {
 		read = cur.Revision
 		switch {
 		case cur.Invalid != nil:
-			return Hold{}, kvstore.Keep, &invalidHoldError{Rev: cur.Revision, Cause: cur.Invalid}
+			return api.Hold{}, kvstore.Keep, &invalidHoldError{Rev: cur.Revision, Cause: cur.Invalid}
 		case !cur.Exists():
-			return Hold{}, kvstore.Keep, errNoHold
+			return api.Hold{}, kvstore.Keep, errNoHold
 		}
 		h := cur.Value
 		del, err := change(&h)
@@ -158,7 +144,7 @@ func updateHoldRev(ctx context.Context, kv *holds, key string, change func(h *Ho
 
 // createHoldRev writes a new hold and returns its revision; 0 if one
 // exists already.
-func createHoldRev(ctx context.Context, kv *holds, h Hold) (uint64, error) {
+func createHoldRev(ctx context.Context, kv *holds, h api.Hold) (uint64, error) {
 	rev, err := kv.Create(ctx, h.Key(), h)
 	if errors.Is(err, kvstore.ErrConflict) {
 		return 0, nil
@@ -180,6 +166,6 @@ func holdsBucket(ctx context.Context, js jetstream.JetStream, replicas int, opts
 }
 
 // headOf builds the head of a new hold on record's failure of f.
-func headOf(f *function, eid aggregate.EventID, now int64) HoldHead {
-	return HoldHead{Record: aggregate.RecordID(eid.ID, f.info), EventID: eid.ID, Version: eid.Version, Seq: eid.Seq, Since: now}
+func headOf(f *function, eid aggregate.EventID, now int64) api.HoldHead {
+	return api.HoldHead{Record: aggregate.RecordID(eid.ID, f.info), EventID: eid.ID, Version: eid.Version, Seq: eid.Seq, Since: now}
 }

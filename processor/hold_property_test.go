@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/processor"
@@ -97,7 +98,7 @@ func TestOrderedProperty(t *testing.T) {
 			}
 			m[id][v] = true
 		}
-		holds := func() []processor.Hold {
+		holds := func() []api.Hold {
 			list, _, err := hs.List(context.Background(), processor.HoldFilter{Context: bc}, processor.MaxHoldList)
 			if err != nil {
 				rt.Fatal(err)

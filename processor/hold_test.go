@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/processor"
@@ -149,7 +150,7 @@ func TestOrderedHoldsLaterEventsAfterAFailure(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, aggregate.RecordID(v1.Events[0].ID, projector), h.Head.Record)
 	assert.Equal(t, uint64(1), h.Head.Version)
-	assert.Equal(t, []processor.HeldEvent{
+	assert.Equal(t, []api.HeldEvent{
 		{EventID: v2.Events[0].ID, Version: 2, Seq: v2.Seq, HeldAt: t0},
 		{EventID: v3.Events[0].ID, Version: 3, Seq: v3.Seq, HeldAt: t0},
 	}, h.Held, "references, in version order")

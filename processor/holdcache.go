@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/kvwatch"
 )
 
@@ -15,14 +16,14 @@ import (
 // Safe for concurrent use.
 type holdCache struct {
 	mu     sync.RWMutex
-	byKey  map[string]Hold
+	byKey  map[string]api.Hold
 	byHead map[string]string // head record id → key
 	revs   map[string]uint64 // last revision applied per key, deletions included
 	bad    map[string]uint64 // keys whose stored value does not validate → its revision
 	notify chan struct{}     // capacity 1: "a hold changed"
 
 	// decode validates a put the watch delivered (the bucket's decoder).
-	decode func(e jetstream.KeyValueEntry) (Hold, error)
+	decode func(e jetstream.KeyValueEntry) (api.Hold, error)
 	// damaged is told, outside the lock, of a hold whose stored value does
 	// not validate or that was deleted while it still held events, with
 	// the last valid value the cache had (nil if none).
@@ -35,7 +36,7 @@ type holdCache struct {
 type damage struct {
 	key     string
 	rev     uint64
-	prev    *Hold
+	prev    *api.Hold
 	deleted bool
 	cause   error
 }
@@ -45,8 +46,8 @@ type damage struct {
 const maxHoldRevs = 1 << 16
 
 func newHoldCache() *holdCache {
-	return &holdCache{byKey: make(map[string]Hold), byHead: make(map[string]string), revs: make(map[string]uint64), bad: make(map[string]uint64),
-		notify: make(chan struct{}, 1), decode: func(jetstream.KeyValueEntry) (Hold, error) { return Hold{}, errNoHold }, damaged: func(damage) {}}
+	return &holdCache{byKey: make(map[string]api.Hold), byHead: make(map[string]string), revs: make(map[string]uint64), bad: make(map[string]uint64),
+		notify: make(chan struct{}, 1), decode: func(jetstream.KeyValueEntry) (api.Hold, error) { return api.Hold{}, errNoHold }, damaged: func(damage) {}}
 }
 
 // held reports whether key is held: a hold, or a stored value that does
@@ -59,12 +60,12 @@ func (c *holdCache) held(key string) bool {
 	return ok || bad
 }
 
-func (c *holdCache) byRecord(id string) (Hold, bool) {
+func (c *holdCache) byRecord(id string) (api.Hold, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	k, ok := c.byHead[id]
 	if !ok {
-		return Hold{}, false
+		return api.Hold{}, false
 	}
 	h, ok := c.byKey[k]
 	return h, ok
@@ -74,7 +75,7 @@ func (c *holdCache) byRecord(id string) (Hold, bool) {
 type waitingHold struct {
 	key  string
 	rev  uint64
-	hold Hold
+	hold api.Hold
 }
 
 // waiting returns the holds that wait on a head record (not released, not
@@ -92,10 +93,10 @@ func (c *holdCache) waiting(before int64) []waitingHold {
 }
 
 // releasing returns the holds being released.
-func (c *holdCache) releasing() []Hold {
+func (c *holdCache) releasing() []api.Hold {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	var out []Hold
+	var out []api.Hold
 	for _, h := range c.byKey {
 		if h.Releasing {
 			out = append(out, h)
@@ -150,11 +151,11 @@ func (c *holdCache) apply(e jetstream.KeyValueEntry) {
 }
 
 // put records a hold this instance wrote at revision rev.
-func (c *holdCache) put(key string, h Hold, rev uint64) { c.set(key, &h, rev) }
+func (c *holdCache) put(key string, h api.Hold, rev uint64) { c.set(key, &h, rev) }
 
 // set applies revision rev of key (h nil: deleted) unless a later one was
 // applied.
-func (c *holdCache) set(key string, h *Hold, rev uint64) {
+func (c *holdCache) set(key string, h *api.Hold, rev uint64) {
 	c.mu.Lock()
 	if rev < c.revs[key] {
 		c.mu.Unlock()
@@ -229,7 +230,7 @@ func (c *holdCache) gone(key string) {
 	c.mu.Unlock()
 }
 
-func (c *holdCache) get(key string) (Hold, bool) {
+func (c *holdCache) get(key string) (api.Hold, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	h, ok := c.byKey[key]

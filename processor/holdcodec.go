@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/kvstore"
 )
@@ -35,7 +36,7 @@ func holdSpec(replicas int) kvstore.Spec {
 		History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage}, MaxValue: maxHoldValue}
 }
 
-var holdCodec = kvstore.Codec[Hold]{Decode: func(e kvstore.Entry) (Hold, error) { return DecodeHold(e.Key, e.Value, e.Now) }}
+var holdCodec = kvstore.Codec[api.Hold]{Decode: func(e kvstore.Entry) (api.Hold, error) { return DecodeHold(e.Key, e.Value, e.Now) }}
 
 // holdKeyParts is what a hold's key says: its function and aggregate.
 type holdKeyParts struct{ context, processor, function, aggregateType, aggregateID string }
@@ -72,40 +73,40 @@ func parseHoldKey(key string) (holdKeyParts, error) {
 // AckWait) is dropped as absent and the entry reported: it could freeze
 // the release for ever. An error names the field; the processor replaces
 // such a hold (see holdRuntime.repair) and never acts on it.
-func DecodeHold(key string, value []byte, now time.Time) (Hold, error) {
+func DecodeHold(key string, value []byte, now time.Time) (api.Hold, error) {
 	k, err := parseHoldKey(key)
 	if err != nil {
-		return Hold{}, err
+		return api.Hold{}, err
 	}
-	var h Hold
+	var h api.Hold
 	if err := json.Unmarshal(value, &h); err != nil {
-		return Hold{}, kvstore.Invalid("", "not a hold in JSON: %v", err)
+		return api.Hold{}, kvstore.Invalid("", "not a hold in JSON: %v", err)
 	}
 	if h.Context != k.context || h.Processor != k.processor || h.Function != k.function || h.AggregateType != k.aggregateType || h.AggregateID != k.aggregateID {
-		return Hold{}, kvstore.Invalid("key", "is not the hold's own key %s", kvstore.QuoteKey(h.Key()))
+		return api.Hold{}, kvstore.Invalid("key", "is not the hold's own key %s", kvstore.QuoteKey(h.Key()))
 	}
 	if err := checkHead(&h, now); err != nil {
-		return Hold{}, kvstore.In("head", err)
+		return api.Hold{}, kvstore.In("head", err)
 	}
 	if err := checkHelds(&h, now); err != nil {
-		return Hold{}, err
+		return api.Hold{}, err
 	}
 	if h.Released != nil {
 		if err := checkAudit(*h.Released, now); err != nil {
-			return Hold{}, kvstore.In("released", err)
+			return api.Hold{}, kvstore.In("released", err)
 		}
 	}
 	if h.Recovered != nil {
 		if err := kvstore.Text("recovered.reason", h.Recovered.Reason, 2048, true); err != nil {
-			return Hold{}, err
+			return api.Hold{}, err
 		}
 		if err := kvstore.Past("recovered.at", h.Recovered.At, now, false); err != nil {
-			return Hold{}, err
+			return api.Hold{}, err
 		}
 	}
 	if c := h.Claim; c != nil {
 		if err := kvstore.Name("claim.owner", c.Owner, 256); err != nil {
-			return Hold{}, err
+			return api.Hold{}, err
 		}
 		if err := kvstore.Within("claim.until", c.Until, now, maxClaimAhead); err != nil {
 			h.Claim = nil
@@ -118,7 +119,7 @@ func DecodeHold(key string, value []byte, now time.Time) (Hold, error) {
 // checkHelds checks the held events (after the head, in version and index
 // order, none twice, at most maxHeldRead) and the skips (at most
 // MaxHoldAudit).
-func checkHelds(h *Hold, now time.Time) error {
+func checkHelds(h *api.Hold, now time.Time) error {
 	if len(h.Held) > maxHeldRead {
 		return kvstore.Invalid("held", "has %d events, over the limit of %d", len(h.Held), maxHeldRead)
 	}
@@ -153,7 +154,7 @@ func checkHelds(h *Hold, now time.Time) error {
 	return nil
 }
 
-func checkHead(h *Hold, now time.Time) error {
+func checkHead(h *api.Hold, now time.Time) error {
 	hd := h.Head
 	if h.Recovered != nil && hd.Record == "" {
 		return kvstore.Past("since", hd.Since, now, false) // a recovered hold's head is unknown
@@ -170,7 +171,7 @@ func checkHead(h *Hold, now time.Time) error {
 	return kvstore.Past("since", hd.Since, now, false)
 }
 
-func checkHeld(r HeldEvent, now time.Time) error {
+func checkHeld(r api.HeldEvent, now time.Time) error {
 	if err := eventstore.ValidateID("eventId", r.EventID); err != nil {
 		return kvstore.Invalid("eventId", "%s", reason(err))
 	}
@@ -183,7 +184,7 @@ func checkHeld(r HeldEvent, now time.Time) error {
 	return kvstore.Past("heldAt", r.HeldAt, now, true)
 }
 
-func checkAudit(a HoldAudit, now time.Time) error {
+func checkAudit(a api.HoldAudit, now time.Time) error {
 	if err := kvstore.Line("actor", a.Actor, 256, true); err != nil {
 		return err
 	}
@@ -197,11 +198,11 @@ func checkAudit(a HoldAudit, now time.Time) error {
 // (at revision rev) that did not validate (why): the function and
 // aggregate its key names, no head record, and nothing held yet, so the
 // aggregate's next events are held until an operator releases it.
-func recoveredHold(k holdKeyParts, rev uint64, why string, now time.Time) Hold {
+func recoveredHold(k holdKeyParts, rev uint64, why string, now time.Time) api.Hold {
 	ms := max(now.UnixMilli(), 1)
-	return Hold{Context: k.context, Processor: k.processor, Function: k.function, AggregateType: k.aggregateType, AggregateID: k.aggregateID,
-		Head:      HoldHead{Since: ms},
-		Recovered: &HoldRecovery{Revision: rev, Reason: clipText(why, 2000), At: ms}}
+	return api.Hold{Context: k.context, Processor: k.processor, Function: k.function, AggregateType: k.aggregateType, AggregateID: k.aggregateID,
+		Head:      api.HoldHead{Since: ms},
+		Recovered: &api.HoldRecovery{Revision: rev, Reason: clipText(why, 2000), At: ms}}
 }
 
 func clipText(s string, n int) string {

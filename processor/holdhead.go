@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/kvstore"
 )
@@ -93,19 +94,19 @@ func (p *Processor) consumerFloor(ctx context.Context, processor string) uint64 
 
 // recoverHeadless makes the hold under key, at revision rev with head,
 // a recovered hold that holds head's event first.
-func (p *Processor) recoverHeadless(ctx context.Context, key string, rev uint64, head HoldHead) {
+func (p *Processor) recoverHeadless(ctx context.Context, key string, rev uint64, head api.HoldHead) {
 	why := fmt.Sprintf("its head record %s does not exist in the event store (the hold began %s)",
 		kvstore.Quote(head.Record), time.UnixMilli(head.Since).UTC().Format(time.RFC3339))
 	now := p.o.clock.Now()
 	changed := false
-	_, err := p.holds.update(ctx, key, func(h *Hold) (bool, error) {
+	_, err := p.holds.update(ctx, key, func(h *api.Hold) (bool, error) {
 		if changed = h.Head == head && !h.Releasing && h.Recovered == nil; !changed {
 			return false, errUnchanged // changed since: checked again at its new revision
 		}
 		ms := max(now.UnixMilli(), 1)
-		holdInsert(h, HeldEvent{EventID: head.EventID, Version: head.Version, Seq: head.Seq, HeldAt: ms})
-		h.Head = HoldHead{Since: head.Since}
-		h.Recovered = &HoldRecovery{Revision: rev, Reason: clipText(why, 2000), At: ms}
+		holdInsert(h, api.HeldEvent{EventID: head.EventID, Version: head.Version, Seq: head.Seq, HeldAt: ms})
+		h.Head = api.HoldHead{Since: head.Since}
+		h.Recovered = &api.HoldRecovery{Revision: rev, Reason: clipText(why, 2000), At: ms}
 		return false, nil
 	})
 	log := p.o.logger.With("context", p.context, "key", kvstore.QuoteKey(key), "revision", rev)

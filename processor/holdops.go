@@ -73,7 +73,7 @@ const MaxHoldList = 1000
 // ordered by key, and whether more matched. A stored hold that does not
 // validate is listed as the recovered hold its processor writes in its
 // place (Recovered set, no head), so that it can be seen and released.
-func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]Hold, bool, error) {
+func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]api.Hold, bool, error) {
 	if limit < 1 || limit > MaxHoldList {
 		return nil, false, fmt.Errorf("limit must be between 1 and %d, got %d: %w", MaxHoldList, limit, ErrInvalidOption)
 	}
@@ -87,8 +87,8 @@ func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]Hold, boo
 	// The whole history (one revision per key) read up to the leader's
 	// last revision: a watch's own end signal comes early while holds
 	// change, and then misses the holds being released (see kvwatch).
-	live := make(map[string]Hold)
-	err := hs.kv.Scan(ctx, pattern, func(key string, h Hold, rev uint64, err error) {
+	live := make(map[string]api.Hold)
+	err := hs.kv.Scan(ctx, pattern, func(key string, h api.Hold, rev uint64, err error) {
 		if err != nil {
 			k, kerr := parseHoldKey(key)
 			if kerr != nil {
@@ -104,11 +104,11 @@ func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]Hold, boo
 	if err != nil {
 		return nil, false, fmt.Errorf("list holds: %w", err)
 	}
-	out := make([]Hold, 0, len(live))
+	out := make([]api.Hold, 0, len(live))
 	for _, h := range live {
 		out = append(out, h)
 	}
-	slices.SortFunc(out, func(a, b Hold) int { return strings.Compare(a.Key(), b.Key()) })
+	slices.SortFunc(out, func(a, b api.Hold) int { return strings.Compare(a.Key(), b.Key()) })
 	more := len(out) > limit
 	if more {
 		out = out[:limit]
@@ -119,26 +119,26 @@ func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]Hold, boo
 // Get returns the hold of key, or an error matching ErrHoldNotFound. A
 // stored hold that does not validate is returned as the recovered hold
 // its processor writes in its place (see List).
-func (hs *Holds) Get(ctx context.Context, key string) (Hold, error) {
+func (hs *Holds) Get(ctx context.Context, key string) (api.Hold, error) {
 	h, _, err := hs.get(ctx, key)
 	return h, err
 }
 
 // get is Get that also returns the revision of a stored hold that does
 // not validate (0 for a valid one).
-func (hs *Holds) get(ctx context.Context, key string) (Hold, uint64, error) {
+func (hs *Holds) get(ctx context.Context, key string) (api.Hold, uint64, error) {
 	h, rev, err := hs.kv.Get(ctx, key)
 	switch {
 	case errors.Is(err, kvstore.ErrNotFound), errors.Is(err, kvstore.ErrInvalidKey):
-		return Hold{}, 0, fmt.Errorf("hold %s: %w", key, ErrHoldNotFound)
+		return api.Hold{}, 0, fmt.Errorf("hold %s: %w", key, ErrHoldNotFound)
 	case errors.Is(err, kvstore.ErrInvalid):
 		k, kerr := parseHoldKey(key)
 		if kerr != nil {
-			return Hold{}, 0, fmt.Errorf("hold %s: the key is no hold's (%v): %w", kvstore.QuoteKey(key), kerr, ErrHoldNotFound)
+			return api.Hold{}, 0, fmt.Errorf("hold %s: the key is no hold's (%v): %w", kvstore.QuoteKey(key), kerr, ErrHoldNotFound)
 		}
 		return recoveredHold(k, rev, err.Error(), hs.now()), rev, nil
 	case err != nil:
-		return Hold{}, 0, fmt.Errorf("read hold %s: %w", key, err)
+		return api.Hold{}, 0, fmt.Errorf("read hold %s: %w", key, err)
 	}
 	return h, 0, nil
 }
@@ -176,9 +176,6 @@ type RecordCommands interface {
 	Execute(ctx context.Context, id string, c aggregate.Command, meta aggregate.Meta) (aggregate.Result, error)
 }
 
-// ReleasePlan is what a release does or did: see api.ReleasePlan.
-type ReleasePlan = api.ReleasePlan
-
 // Release releases the hold key without replaying its head: the head
 // record is marked resolved in its own history (a ForcePrepareCompensation
 // if it is FAILED, then ApplyExecutionSuccess, both carrying the actor and
@@ -187,15 +184,15 @@ type ReleasePlan = api.ReleasePlan
 // to the function in order. A SUCCEEDED or missing head record is left as
 // it is. Errors: ErrHoldNotFound, ErrInvalidOption (no actor or reason),
 // the record's refusal (an *aggregate.Error), or the store's.
-func (hs *Holds) Release(ctx context.Context, key string, records RecordCommands, a HoldAction) (ReleasePlan, error) {
+func (hs *Holds) Release(ctx context.Context, key string, records RecordCommands, a HoldAction) (api.ReleasePlan, error) {
 	if err := a.check(); err != nil {
-		return ReleasePlan{}, err
+		return api.ReleasePlan{}, err
 	}
 	h, invalidRev, err := hs.get(ctx, key)
 	if err != nil {
-		return ReleasePlan{}, err
+		return api.ReleasePlan{}, err
 	}
-	plan := ReleasePlan{Hold: h, DryRun: a.DryRun, Commands: []string{}}
+	plan := api.ReleasePlan{Hold: h, DryRun: a.DryRun, Commands: []string{}}
 	if invalidRev != 0 || h.Head.Record == "" {
 		// A recovered hold (or a stored one that does not validate, which
 		// becomes one): no head record to resolve; release what it holds.
@@ -239,9 +236,9 @@ func (hs *Holds) Release(ctx context.Context, key string, records RecordCommands
 			}
 		}
 	}
-	audit := HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}
+	audit := api.HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}
 	head := h.Head
-	h, err = updateHold(ctx, hs.kv, key, func(h *Hold) (bool, error) {
+	h, err = updateHold(ctx, hs.kv, key, func(h *api.Hold) (bool, error) {
 		if h.Head != head {
 			return false, errUnchanged // waiting on another head now
 		}
@@ -263,11 +260,11 @@ func (hs *Holds) Release(ctx context.Context, key string, records RecordCommands
 // releaseRecovered releases a recovered hold (or writes the recovered hold
 // in place of a stored one that does not validate, at revision rev, and
 // releases it): no head to resolve, the held events given in order.
-func (hs *Holds) releaseRecovered(ctx context.Context, key string, h Hold, rev uint64, plan ReleasePlan, a HoldAction) (ReleasePlan, error) {
+func (hs *Holds) releaseRecovered(ctx context.Context, key string, h api.Hold, rev uint64, plan api.ReleasePlan, a HoldAction) (api.ReleasePlan, error) {
 	if a.DryRun {
 		return plan, nil
 	}
-	audit := HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}
+	audit := api.HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}
 	if rev != 0 {
 		h.Releasing, h.Claim, h.Released = true, nil, &audit
 		if _, err := hs.kv.Update(ctx, key, h, rev); err != nil {
@@ -276,7 +273,7 @@ func (hs *Holds) releaseRecovered(ctx context.Context, key string, h Hold, rev u
 		plan.Hold = h
 		return plan, nil
 	}
-	h, err := updateHold(ctx, hs.kv, key, func(h *Hold) (bool, error) {
+	h, err := updateHold(ctx, hs.kv, key, func(h *api.Hold) (bool, error) {
 		if h.Head.Record != "" || h.Releasing && h.Claim == nil {
 			return false, errUnchanged
 		}
@@ -295,16 +292,16 @@ func (hs *Holds) releaseRecovered(ctx context.Context, key string, h Hold, rev u
 // reason (the last MaxHoldAudit skips). It returns the hold after the
 // skip (as it would be, for a dry run). Errors: ErrHoldNotFound,
 // ErrNotHeld, ErrInvalidOption (no actor or reason).
-func (hs *Holds) Skip(ctx context.Context, key, eventID string, a HoldAction) (Hold, error) {
+func (hs *Holds) Skip(ctx context.Context, key, eventID string, a HoldAction) (api.Hold, error) {
 	if err := a.check(); err != nil {
-		return Hold{}, err
+		return api.Hold{}, err
 	}
-	change := func(h *Hold) (bool, error) {
-		i := slices.IndexFunc(h.Held, func(r HeldEvent) bool { return r.EventID == eventID })
+	change := func(h *api.Hold) (bool, error) {
+		i := slices.IndexFunc(h.Held, func(r api.HeldEvent) bool { return r.EventID == eventID })
 		if i < 0 {
 			return false, fmt.Errorf("event %s is not held by hold %s (its head and the released are not): %w", eventID, key, ErrNotHeld)
 		}
-		h.Skipped = append(h.Skipped, HeldSkip{HeldEvent: h.Held[i], HoldAudit: HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}})
+		h.Skipped = append(h.Skipped, api.HeldSkip{HeldEvent: h.Held[i], HoldAudit: api.HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}})
 		if len(h.Skipped) > MaxHoldAudit {
 			h.Skipped = h.Skipped[len(h.Skipped)-MaxHoldAudit:]
 		}
@@ -314,14 +311,14 @@ func (hs *Holds) Skip(ctx context.Context, key, eventID string, a HoldAction) (H
 	if a.DryRun {
 		h, err := hs.Get(ctx, key)
 		if err != nil {
-			return Hold{}, err
+			return api.Hold{}, err
 		}
 		_, err = change(&h)
 		return h, err
 	}
 	h, err := updateHold(ctx, hs.kv, key, change)
 	if errors.Is(err, errNoHold) {
-		return Hold{}, fmt.Errorf("hold %s: %w", key, ErrHoldNotFound)
+		return api.Hold{}, fmt.Errorf("hold %s: %w", key, ErrHoldNotFound)
 	}
 	return h, err
 }

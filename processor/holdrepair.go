@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -32,7 +33,7 @@ func (p *Processor) repairHold(ctx context.Context, rt *holdRuntime, d damage) {
 	defer cancel()
 	log := p.o.logger.With("context", p.context, "key", kvstore.QuoteKey(d.key), "revision", d.rev)
 	var (
-		h   Hold
+		h   api.Hold
 		rev uint64
 		err error
 		how string

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -63,7 +64,7 @@ func (p *Processor) startHolds(ctx context.Context) error {
 		return fmt.Errorf("processor of context %s: %w", p.context, err)
 	}
 	rt := &holdRuntime{kv: kv, cache: newHoldCache(), owner: uuid.NewString(), progress: newProgress(progress)}
-	rt.cache.decode = func(e jetstream.KeyValueEntry) (Hold, error) { return kv.DecodeEntry(ctx, e) }
+	rt.cache.decode = func(e jetstream.KeyValueEntry) (api.Hold, error) { return kv.DecodeEntry(ctx, e) }
 	rt.cache.damaged = func(d damage) { p.repairHold(ctx, rt, d) }
 	rt.repair = func(ctx context.Context, d damage) { p.repairHold(ctx, rt, d) }
 	if rt.watch, err = watchHolds(ctx, p.js, kv.KV(), p.context, rt.cache); err != nil {
@@ -99,8 +100,8 @@ func (p *Processor) gate(ctx context.Context, f *function, d *Delivery, held boo
 		return gateRun
 	}
 	head := false
-	ref := HeldEvent{EventID: eid.ID, Version: eid.Version, Seq: eid.Seq, Index: d.Index, HeldAt: p.o.clock.Now().UnixMilli()}
-	h, err := p.holds.update(ctx, key, func(h *Hold) (bool, error) {
+	ref := api.HeldEvent{EventID: eid.ID, Version: eid.Version, Seq: eid.Seq, Index: d.Index, HeldAt: p.o.clock.Now().UnixMilli()}
+	h, err := p.holds.update(ctx, key, func(h *api.Hold) (bool, error) {
 		switch {
 		case h.Head.EventID == eid.ID:
 			head = true
@@ -149,7 +150,7 @@ func (p *Processor) afterOrdered(ctx context.Context, f *function, d *Delivery, 
 		if g != gateHead {
 			return true
 		}
-		_, uerr := p.holds.update(ctx, key, func(h *Hold) (bool, error) {
+		_, uerr := p.holds.update(ctx, key, func(h *api.Hold) (bool, error) {
 			if h.Head.EventID != eid.ID || h.Releasing {
 				return false, errUnchanged
 			}
@@ -164,7 +165,7 @@ func (p *Processor) afterOrdered(ctx context.Context, f *function, d *Delivery, 
 		return true
 	}
 	a := eid.AggregateID
-	h := Hold{Context: p.context, Processor: f.info.ProcessorName, Function: f.info.Name, AggregateType: a.AggregateName,
+	h := api.Hold{Context: p.context, Processor: f.info.ProcessorName, Function: f.info.Name, AggregateType: a.AggregateName,
 		AggregateID: a.AggregateID, Head: headOf(f, eid, p.o.clock.Now().UnixMilli())}
 	if g == gateHead {
 		return true // the hold exists with this head
@@ -184,10 +185,10 @@ func (p *Processor) afterOrdered(ctx context.Context, f *function, d *Delivery, 
 // update is updateHold writing what it wrote through to the cache, so this
 // instance sees its own changes at once. A stored hold that does not
 // validate is repaired (repairHold) and the change tried once more.
-func (rt *holdRuntime) update(ctx context.Context, key string, change func(h *Hold) (del bool, err error)) (Hold, error) {
+func (rt *holdRuntime) update(ctx context.Context, key string, change func(h *api.Hold) (del bool, err error)) (api.Hold, error) {
 	deleted := false
-	run := func() (Hold, uint64, error) {
-		return updateHoldRev(ctx, rt.kv, key, func(h *Hold) (bool, error) {
+	run := func() (api.Hold, uint64, error) {
+		return updateHoldRev(ctx, rt.kv, key, func(h *api.Hold) (bool, error) {
 			del, err := change(h)
 			deleted = del
 			return del, err

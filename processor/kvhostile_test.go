@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -316,7 +317,7 @@ func TestAGhostClaimDoesNotFreezeARelease(t *testing.T) {
 	e.clock.SetMillis(t0 + 1000)
 	_, err = e.svc.Execute(t.Context(), head, aggregate.ForcePrepareCompensation{}, aggregate.Meta{Actor: "test", Headers: map[string]string{processor.HeaderResolve: "x"}})
 	require.NoError(t, err)
-	h.Releasing, h.Claim = true, &processor.HoldClaim{Owner: "ghost", Until: 9_000_000_000_000_000}
+	h.Releasing, h.Claim = true, &api.HoldClaim{Owner: "ghost", Until: 9_000_000_000_000_000}
 	b, err := json.Marshal(h)
 	require.NoError(t, err)
 	putRaw(t, e, processor.HoldBucket, holdKey("o-1"), b)
@@ -334,12 +335,12 @@ func TestAGhostClaimDoesNotFreezeARelease(t *testing.T) {
 func TestALargeHoldIsReleasedInChunks(t *testing.T) {
 	s := newSeen()
 	e, _, _, hs := orderedEnv(t, s)
-	h := processor.Hold{Context: ctxName, Processor: "Projector", Function: "onStep", AggregateType: "order", AggregateID: "o-9",
-		Head:      processor.HoldHead{Record: "r-gone", EventID: "e-head", Version: 1, Seq: 1, Since: t0},
+	h := api.Hold{Context: ctxName, Processor: "Projector", Function: "onStep", AggregateType: "order", AggregateID: "o-9",
+		Head:      api.HoldHead{Record: "r-gone", EventID: "e-head", Version: 1, Seq: 1, Since: t0},
 		Releasing: true}
 	const over = 640
 	for i := range processor.MaxHeld + over {
-		h.Held = append(h.Held, processor.HeldEvent{EventID: fmt.Sprintf("e-%05d", i), Version: uint64(i + 2), Seq: uint64(i + 2), HeldAt: t0})
+		h.Held = append(h.Held, api.HeldEvent{EventID: fmt.Sprintf("e-%05d", i), Version: uint64(i + 2), Seq: uint64(i + 2), HeldAt: t0})
 	}
 	b, err := json.Marshal(h)
 	require.NoError(t, err)
@@ -374,8 +375,8 @@ func TestAHoldWhoseHeadRecordDoesNotExistIsRecoveredAndReleasable(t *testing.T) 
 	require.NoError(t, err)
 	// A raw NATS client writes a hold on version 1, whose failure was never
 	// recorded.
-	forged := processor.Hold{Context: ctxName, Processor: "Projector", Function: "onStep", AggregateType: "order", AggregateID: "o-4",
-		Head: processor.HoldHead{Record: aggregate.RecordID(v1.Events[0].ID, projector), EventID: v1.Events[0].ID, Version: 1, Seq: v1.Seq,
+	forged := api.Hold{Context: ctxName, Processor: "Projector", Function: "onStep", AggregateType: "order", AggregateID: "o-4",
+		Head: api.HoldHead{Record: aggregate.RecordID(v1.Events[0].ID, projector), EventID: v1.Events[0].ID, Version: 1, Seq: v1.Seq,
 			Since: e.clock.Now().UnixMilli()}}
 	raw, err := json.Marshal(forged)
 	require.NoError(t, err)

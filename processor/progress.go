@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/kvstore"
 )
@@ -440,8 +441,8 @@ func (p *Processor) recoverProgress(ctx context.Context, f *function, key string
 	why := fmt.Sprintf("the progress (revision %d of bucket %s) cannot be used (%s), and version %d was delivered before, so it may have been given to the function already; it is held here: skip it if it was handled, then release",
 		bad.Revision, ProgressBucket, what, st.Version)
 	now := max(p.o.clock.Now().UnixMilli(), 1)
-	h := Hold{Context: p.context, Processor: f.info.ProcessorName, Function: f.info.Name, AggregateType: a.AggregateName, AggregateID: a.AggregateID,
-		Head: HoldHead{Since: now}, Recovered: &HoldRecovery{Revision: bad.Revision, Reason: clipText(why, 2000), At: now}}
+	h := api.Hold{Context: p.context, Processor: f.info.ProcessorName, Function: f.info.Name, AggregateType: a.AggregateName, AggregateID: a.AggregateID,
+		Head: api.HoldHead{Since: now}, Recovered: &api.HoldRecovery{Revision: bad.Revision, Reason: clipText(why, 2000), At: now}}
 	rev, err := createHoldRev(ctx, p.holds.kv, h)
 	if err != nil {
 		log.Warn("amends processor: cannot hold a version whose progress does not validate; the message will be redelivered", "err", err)

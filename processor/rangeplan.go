@@ -14,23 +14,17 @@ import (
 // MaxPlanScan bounds the stream sequences a dry run reads.
 const MaxPlanScan = 100_000
 
-// PlannedEvent and ReplayPlan are a dry run of a range replay: see api.ReplayPlan.
-type (
-	PlannedEvent = api.PlannedEvent
-	ReplayPlan   = api.ReplayPlan
-)
-
 // Plan is the dry run of r: the committed events its selection picks,
 // read from store, without running anything. The function's own aggregate
 // types and event names narrow it further when it runs.
-func Plan(ctx context.Context, js jetstream.JetStream, store eventstore.Store[jetstream.Msg], r ReplayRequest, limit int) (ReplayPlan, error) {
+func Plan(ctx context.Context, js jetstream.JetStream, store eventstore.Store[jetstream.Msg], r api.Replay, limit int) (api.ReplayPlan, error) {
 	if r.Rate == 0 {
 		r.Rate = DefaultReplayRate
 	}
 	if err := ValidateReplay(&r); err != nil {
-		return ReplayPlan{}, err
+		return api.ReplayPlan{}, err
 	}
-	plan := ReplayPlan{Events: []PlannedEvent{}}
+	plan := api.ReplayPlan{Events: []api.PlannedEvent{}}
 	add := func(st *eventstore.Stream) {
 		for i := range st.Events {
 			e := &st.Events[i]
@@ -39,7 +33,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store eventstore.Store[je
 			}
 			plan.Count++
 			if len(plan.Events) < limit {
-				plan.Events = append(plan.Events, PlannedEvent{EventID: e.ID, Name: e.Name, AggregateType: st.Aggregate.Type,
+				plan.Events = append(plan.Events, api.PlannedEvent{EventID: e.ID, Name: e.Name, AggregateType: st.Aggregate.Type,
 					AggregateID: st.Aggregate.ID, Version: st.Version, Seq: st.Seq, CreateTime: st.CreateTime})
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/kvstore"
 )
@@ -28,7 +29,7 @@ type rangeRuntime struct {
 	kv      *replays
 	owner   string
 	mu      sync.Mutex
-	pending map[string]ReplayRequest // requests of this context not DONE
+	pending map[string]api.Replay // requests of this context not DONE
 	notify  chan struct{}
 	watch   jetstream.KeyWatcher
 }
@@ -49,7 +50,7 @@ func (p *Processor) startRanges(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("processor of context %s: watch range replays: %w", p.context, err)
 	}
-	p.ranges = &rangeRuntime{kv: kv, owner: uuid.NewString(), pending: make(map[string]ReplayRequest), notify: make(chan struct{}, 1), watch: w}
+	p.ranges = &rangeRuntime{kv: kv, owner: uuid.NewString(), pending: make(map[string]api.Replay), notify: make(chan struct{}, 1), watch: w}
 	return nil
 }
 
@@ -82,7 +83,7 @@ func (p *Processor) runRanges(stopping, work context.Context) {
 		}
 		now := p.o.clock.Now().UnixMilli()
 		rt.mu.Lock()
-		var ready []ReplayRequest
+		var ready []api.Replay
 		for _, r := range rt.pending {
 			if r.Claim == nil || r.Claim.Owner == rt.owner || r.Claim.Until <= now {
 				ready = append(ready, r)
@@ -115,7 +116,7 @@ func (p *Processor) runRanges(stopping, work context.Context) {
 // apply takes one change of the bucket; a request that does not validate
 // (DecodeReplay) is quarantined by the store and never run.
 func (rt *rangeRuntime) apply(ctx context.Context, boundedContext string, e jetstream.KeyValueEntry) {
-	var r ReplayRequest
+	var r api.Replay
 	var err error
 	if e.Operation() == jetstream.KeyValuePut {
 		r, err = rt.kv.DecodeEntry(ctx, e)
@@ -139,7 +140,7 @@ func (rt *rangeRuntime) apply(ctx context.Context, boundedContext string, e jets
 func (p *Processor) runRange(stopping, work context.Context, f *function, id string) {
 	rt := p.ranges
 	log := p.o.logger.With("context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "replay", id)
-	claim := func(r *ReplayRequest) error {
+	claim := func(r *api.Replay) error {
 		now := p.o.clock.Now()
 		if r.Status == ReplayDone {
 			return errNotReleasing
@@ -147,7 +148,7 @@ func (p *Processor) runRange(stopping, work context.Context, f *function, id str
 		if r.Claim != nil && r.Claim.Owner != rt.owner && r.Claim.Until > now.UnixMilli() {
 			return errClaimed
 		}
-		r.Claim = &HoldClaim{Owner: rt.owner, Until: now.Add(p.claimTTL()).UnixMilli()}
+		r.Claim = &api.HoldClaim{Owner: rt.owner, Until: now.Add(p.claimTTL()).UnixMilli()}
 		r.Status, r.Updated = ReplayRunning, now.UnixMilli()
 		return nil
 	}
@@ -194,7 +195,7 @@ func (p *Processor) runRange(stopping, work context.Context, f *function, id str
 			}
 		}
 		now := p.o.clock.Now()
-		r, err = updateReplay(work, rt.kv, id, func(q *ReplayRequest) error {
+		r, err = updateReplay(work, rt.kv, id, func(q *api.Replay) error {
 			if q.Claim == nil || q.Claim.Owner != rt.owner {
 				return errClaimed
 			}
@@ -221,7 +222,7 @@ func (p *Processor) runRange(stopping, work context.Context, f *function, id str
 // rangeSource returns an iterator over r's streams from r.Next: each call
 // gives the next stream, the position after it and true, or false at the
 // end (with the position after the range).
-func (p *Processor) rangeSource(ctx context.Context, r *ReplayRequest) (func() (eventstore.Stream, uint64, bool, error), error) {
+func (p *Processor) rangeSource(ctx context.Context, r *api.Replay) (func() (eventstore.Stream, uint64, bool, error), error) {
 	if r.ByAggregate() {
 		a := eventstore.AggregateID{Context: r.Context, Type: r.AggregateType, ID: r.AggregateID}
 		var streams []eventstore.Stream

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/processor"
 )
 
@@ -35,8 +36,8 @@ func rangeEnv(t *testing.T, s *seen, opts ...processor.Option) (*env, *processor
 	return e, p, rs
 }
 
-func byAggregate(id string, from, to uint64) processor.ReplayRequest {
-	return processor.ReplayRequest{ID: id, Context: ctxName, Processor: "Projector", Function: "onStep",
+func byAggregate(id string, from, to uint64) api.Replay {
+	return api.Replay{ID: id, Context: ctxName, Processor: "Projector", Function: "onStep",
 		AggregateType: "order", AggregateID: "o-1", FromVersion: from, ToVersion: to, Rate: 50,
 		Actor: "alice", Reason: "projection bug fixed", Created: t0}
 }
@@ -118,7 +119,7 @@ func TestRangeReplayIdempotentByRequestID(t *testing.T) {
 	e.emit(order("o-1"), 4, ev("step", struct{}{}))
 	require.Eventually(t, func() bool { return len(s.versions("o-1")) == 7 }, waitFor, tick)
 	assert.Equal(t, 3, s.ranged("r-2"), "replayed once")
-	_, _, err = rs.Submit(context.Background(), processor.ReplayRequest{ID: "r-3", Context: ctxName, Processor: "Projector", Function: "onStep", FromSeq: 2, ToSeq: 1, Actor: "a", Reason: "r"})
+	_, _, err = rs.Submit(context.Background(), api.Replay{ID: "r-3", Context: ctxName, Processor: "Projector", Function: "onStep", FromSeq: 2, ToSeq: 1, Actor: "a", Reason: "r"})
 	require.ErrorIs(t, err, processor.ErrInvalidOption)
 	assert.Contains(t, err.Error(), "must not be before the first")
 }
@@ -172,7 +173,7 @@ func TestRangeReplayByEventNameOverSequences(t *testing.T) {
 	e.emit(order("o-2"), 2, ev("step", struct{}{}))
 	last := e.emit(order("o-1"), 2, ev("paid", struct{}{}))
 	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
-	req := processor.ReplayRequest{ID: "r-5", Context: ctxName, Processor: "Projector", Function: "onStep",
+	req := api.Replay{ID: "r-5", Context: ctxName, Processor: "Projector", Function: "onStep",
 		FromSeq: first.Seq, ToSeq: last.Seq, EventNames: []string{"paid"}, Actor: "alice", Reason: "re-project payments"}
 	plan, err := processor.Plan(context.Background(), e.js, e.store, req, 10)
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
 var (
@@ -90,7 +91,7 @@ func (p *Processor) runReleases(stopping, work context.Context) {
 const releaseChunk = 64
 
 // chunkOf is how many held events of h one claim takes.
-func chunkOf(h *Hold) int {
+func chunkOf(h *api.Hold) int {
 	if len(h.Held) > MaxHeld {
 		return releaseChunk
 	}
@@ -113,10 +114,10 @@ func (p *Processor) release(stopping, work context.Context, f *function, key str
 	log := p.o.logger.With("context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "key", key)
 	var (
 		done    map[string]bool // released since the last write
-		newHead *HoldHead       // the head of a recorded failure, since the last write
+		newHead *api.HoldHead   // the head of a recorded failure, since the last write
 	)
 	for {
-		var refs []HeldEvent
+		var refs []api.HeldEvent
 		var head string
 		var a aggregate.WireAggregateID
 		empty := false
@@ -132,12 +133,12 @@ func (p *Processor) release(stopping, work context.Context, f *function, key str
 			ctx, cancel = context.WithTimeout(context.WithoutCancel(work), releaseWriteTimeout)
 			defer cancel()
 		}
-		_, err := rt.update(ctx, key, func(h *Hold) (bool, error) {
+		_, err := rt.update(ctx, key, func(h *api.Hold) (bool, error) {
 			refs, empty = nil, false
 			removed := false
 			if len(done) > 0 {
 				n := len(h.Held)
-				h.Held = slices.DeleteFunc(h.Held, func(r HeldEvent) bool { return done[r.EventID] })
+				h.Held = slices.DeleteFunc(h.Held, func(r api.HeldEvent) bool { return done[r.EventID] })
 				removed = len(h.Held) != n
 			}
 			if newHead != nil {
@@ -163,7 +164,7 @@ func (p *Processor) release(stopping, work context.Context, f *function, key str
 				empty = true
 				return true, nil
 			}
-			h.Claim = &HoldClaim{Owner: rt.owner, Until: now.Add(p.claimTTL()).UnixMilli()}
+			h.Claim = &api.HoldClaim{Owner: rt.owner, Until: now.Add(p.claimTTL()).UnixMilli()}
 			refs, head = slices.Clone(h.Held[:min(len(h.Held), chunkOf(h))]), h.Head.Record
 			a = aggregate.WireAggregateID{ContextName: h.Context, AggregateName: h.AggregateType, AggregateID: h.AggregateID, TenantID: aggregate.DefaultTenantID}
 			return false, nil
@@ -205,7 +206,7 @@ const (
 // releaseRefs gives refs to f in order, renewing the claim meanwhile, and
 // returns those handled and, for a recorded failure, the new head; the
 // caller removes them from the hold in its next write.
-func (p *Processor) releaseRefs(stopping, work context.Context, f *function, key, head string, a aggregate.WireAggregateID, refs []HeldEvent, log *slog.Logger) (map[string]bool, *HoldHead) {
+func (p *Processor) releaseRefs(stopping, work context.Context, f *function, key, head string, a aggregate.WireAggregateID, refs []api.HeldEvent, log *slog.Logger) (map[string]bool, *api.HoldHead) {
 	renewed := make(chan struct{})
 	var renew sync.WaitGroup
 	renew.Go(func() { p.renewClaim(work, key, renewed) })
@@ -231,7 +232,7 @@ func (p *Processor) releaseRefs(stopping, work context.Context, f *function, key
 
 // releaseOne runs f on held event ref and says what became of it; with
 // releaseNewHead, the head of its recorded failure.
-func (p *Processor) releaseOne(stopping, work context.Context, f *function, head string, a aggregate.WireAggregateID, ref HeldEvent, log *slog.Logger) (releaseStep, *HoldHead) {
+func (p *Processor) releaseOne(stopping, work context.Context, f *function, head string, a aggregate.WireAggregateID, ref api.HeldEvent, log *slog.Logger) (releaseStep, *api.HoldHead) {
 	eid := aggregate.EventID{ID: ref.EventID, AggregateID: a, Version: ref.Version, Seq: ref.Seq}
 	st, idx, err := p.original(work, eid)
 	if errors.Is(err, ErrEventNotFound) {
@@ -279,7 +280,7 @@ func (p *Processor) renewClaim(ctx context.Context, key string, done <-chan stru
 		case <-t.C:
 		}
 		until := p.o.clock.Now().Add(p.claimTTL()).UnixMilli()
-		_, _ = p.holds.update(ctx, key, func(h *Hold) (bool, error) {
+		_, _ = p.holds.update(ctx, key, func(h *api.Hold) (bool, error) {
 			if h.Claim == nil || h.Claim.Owner != p.holds.owner {
 				return false, errUnchanged
 			}
@@ -310,7 +311,7 @@ func (p *Processor) headSucceeded(ctx context.Context, id string, version uint64
 		}
 		key = p.holdKey(f, st.EventID.AggregateID)
 	}
-	_, err := p.holds.update(ctx, key, func(h *Hold) (bool, error) {
+	_, err := p.holds.update(ctx, key, func(h *api.Hold) (bool, error) {
 		if h.Head.Record != id || h.Releasing {
 			return false, errUnchanged
 		}

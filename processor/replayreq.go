@@ -41,14 +41,11 @@ const (
 	ReplayDone    = api.ReplayDone
 )
 
-// ReplayRequest is an operator's range replay: see api.Replay.
-type ReplayRequest = api.Replay
-
 // ValidateReplay checks the request as an operator sent it: the id, context and
 // function names, a range with From <= To within MaxReplaySpan, the event
 // names, the time range, the rate, actor and reason. Its errors wrap
 // ErrInvalidOption and name the field and the rule.
-func ValidateReplay(r *ReplayRequest) error {
+func ValidateReplay(r *api.Replay) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalidOption)
 	}
@@ -112,7 +109,7 @@ func ValidateReplay(r *ReplayRequest) error {
 }
 
 // sameReplay reports whether o asks for what r asks for.
-func sameReplay(r, o *ReplayRequest) bool {
+func sameReplay(r, o *api.Replay) bool {
 	return r.Context == o.Context && r.Processor == o.Processor && r.Function == o.Function &&
 		r.AggregateType == o.AggregateType && r.AggregateID == o.AggregateID &&
 		r.FromVersion == o.FromVersion && r.ToVersion == o.ToVersion && r.FromSeq == o.FromSeq && r.ToSeq == o.ToSeq &&
@@ -121,7 +118,7 @@ func sameReplay(r, o *ReplayRequest) bool {
 
 // matches reports whether the stream's event e is selected (the range
 // itself is checked by the caller).
-func replayMatches(r *ReplayRequest, st *eventstore.Stream, e *eventstore.Event) bool {
+func replayMatches(r *api.Replay, st *eventstore.Stream, e *eventstore.Event) bool {
 	if r.AggregateType != "" && st.Aggregate.Type != r.AggregateType {
 		return false
 	}
@@ -148,7 +145,7 @@ type Replays struct {
 }
 
 // replays is the range replay bucket, typed.
-type replays = kvstore.Store[ReplayRequest]
+type replays = kvstore.Store[api.Replay]
 
 // ReplaysOption configures OpenReplays.
 type ReplaysOption func(*[]kvstore.Option)
@@ -181,7 +178,7 @@ func OpenReplays(ctx context.Context, js jetstream.JetStream, replicas int, opts
 // maxReplayValue bounds a stored range replay.
 const maxReplayValue = 64 << 10
 
-var replayCodec = kvstore.Codec[ReplayRequest]{Decode: func(e kvstore.Entry) (ReplayRequest, error) { return DecodeReplay(e.Key, e.Value, e.Now) }}
+var replayCodec = kvstore.Codec[api.Replay]{Decode: func(e kvstore.Entry) (api.Replay, error) { return DecodeReplay(e.Key, e.Value, e.Now) }}
 
 // DecodeReplay reads the range replay stored under key, validating every
 // field at now: what ValidateReplay checks of a request, the key is its
@@ -190,35 +187,35 @@ var replayCodec = kvstore.Codec[ReplayRequest]{Decode: func(e kvstore.Entry) (Re
 // are before now. A claim that ends more than a day after now is dropped
 // as absent (and reported): an instance claims for AckWait. An error
 // names the field; such a request is never run.
-func DecodeReplay(key string, value []byte, now time.Time) (ReplayRequest, error) {
-	var r ReplayRequest
+func DecodeReplay(key string, value []byte, now time.Time) (api.Replay, error) {
+	var r api.Replay
 	if err := json.Unmarshal(value, &r); err != nil {
-		return ReplayRequest{}, kvstore.Invalid("", "not a range replay in JSON: %v", err)
+		return api.Replay{}, kvstore.Invalid("", "not a range replay in JSON: %v", err)
 	}
 	if r.ID != key {
-		return ReplayRequest{}, kvstore.Invalid("id", "%s is not the key %s", kvstore.Quote(r.ID), kvstore.QuoteKey(key))
+		return api.Replay{}, kvstore.Invalid("id", "%s is not the key %s", kvstore.Quote(r.ID), kvstore.QuoteKey(key))
 	}
 	if err := ValidateReplay(&r); err != nil {
-		return ReplayRequest{}, kvstore.Invalid("", "%s", strings.TrimSuffix(err.Error(), ": "+ErrInvalidOption.Error()))
+		return api.Replay{}, kvstore.Invalid("", "%s", strings.TrimSuffix(err.Error(), ": "+ErrInvalidOption.Error()))
 	}
 	if err := kvstore.OneOf("status", r.Status, ReplayPending, ReplayRunning, ReplayDone); err != nil {
-		return ReplayRequest{}, err
+		return api.Replay{}, err
 	}
 	if r.Next < r.First() || r.Next > r.Last()+1 {
-		return ReplayRequest{}, kvstore.Invalid("next", "%d is outside the range %d..%d", r.Next, r.First(), r.Last())
+		return api.Replay{}, kvstore.Invalid("next", "%d is outside the range %d..%d", r.Next, r.First(), r.Last())
 	}
 	if span := r.Last() - r.First() + 1; r.Failed > r.Replayed || r.Replayed > span*maxEventIndex {
-		return ReplayRequest{}, kvstore.Invalid("replayed", "replayed %d and failed %d do not fit the range of %d", r.Replayed, r.Failed, span)
+		return api.Replay{}, kvstore.Invalid("replayed", "replayed %d and failed %d do not fit the range of %d", r.Replayed, r.Failed, span)
 	}
 	if err := kvstore.Past("created", r.Created, now, true); err != nil {
-		return ReplayRequest{}, err
+		return api.Replay{}, err
 	}
 	if err := kvstore.Past("updated", r.Updated, now, true); err != nil {
-		return ReplayRequest{}, err
+		return api.Replay{}, err
 	}
 	if c := r.Claim; c != nil {
 		if err := kvstore.Name("claim.owner", c.Owner, 256); err != nil {
-			return ReplayRequest{}, err
+			return api.Replay{}, err
 		}
 		if err := kvstore.Within("claim.until", c.Until, now, maxClaimAhead); err != nil {
 			r.Claim = nil
@@ -244,12 +241,12 @@ func replaysBucket(ctx context.Context, js jetstream.JetStream, replicas int, op
 // same id with the same selection returns the stored request (with its
 // progress) and created=false; with another selection it fails with
 // ErrReplayConflict. An invalid request fails with ErrInvalidOption.
-func (rs *Replays) Submit(ctx context.Context, r ReplayRequest) (ReplayRequest, bool, error) {
+func (rs *Replays) Submit(ctx context.Context, r api.Replay) (api.Replay, bool, error) {
 	if r.Rate == 0 {
 		r.Rate = DefaultReplayRate
 	}
 	if err := ValidateReplay(&r); err != nil {
-		return ReplayRequest{}, false, err
+		return api.Replay{}, false, err
 	}
 	r.Status, r.Next, r.Replayed, r.Failed, r.Claim, r.Updated = ReplayPending, r.First(), 0, 0, nil, r.Created
 	_, err := rs.kv.Create(ctx, r.ID, r)
@@ -257,11 +254,11 @@ func (rs *Replays) Submit(ctx context.Context, r ReplayRequest) (ReplayRequest, 
 		return r, true, nil
 	}
 	if !errors.Is(err, kvstore.ErrConflict) {
-		return ReplayRequest{}, false, fmt.Errorf("store replay %s: %w", r.ID, err)
+		return api.Replay{}, false, fmt.Errorf("store replay %s: %w", r.ID, err)
 	}
 	have, err := rs.Get(ctx, r.ID)
 	if err != nil {
-		return ReplayRequest{}, false, err
+		return api.Replay{}, false, err
 	}
 	if !sameReplay(&have, &r) {
 		return have, false, fmt.Errorf("replay request id %s was used for another replay; use a new id: %w", r.ID, ErrReplayConflict)
@@ -270,28 +267,28 @@ func (rs *Replays) Submit(ctx context.Context, r ReplayRequest) (ReplayRequest, 
 }
 
 // Get returns the request id, or an error matching ErrReplayNotFound.
-func (rs *Replays) Get(ctx context.Context, id string) (ReplayRequest, error) {
+func (rs *Replays) Get(ctx context.Context, id string) (api.Replay, error) {
 	if err := eventstore.ValidateName("id", id); err != nil {
-		return ReplayRequest{}, fmt.Errorf("%s: %w", reason(err), ErrReplayNotFound)
+		return api.Replay{}, fmt.Errorf("%s: %w", reason(err), ErrReplayNotFound)
 	}
 	r, _, err := rs.kv.Get(ctx, id)
 	if errors.Is(err, kvstore.ErrNotFound) {
-		return ReplayRequest{}, fmt.Errorf("replay %s: %w", id, ErrReplayNotFound)
+		return api.Replay{}, fmt.Errorf("replay %s: %w", id, ErrReplayNotFound)
 	}
 	if err != nil {
-		return ReplayRequest{}, fmt.Errorf("read replay %s: %w", id, err)
+		return api.Replay{}, fmt.Errorf("read replay %s: %w", id, err)
 	}
 	return r, nil
 }
 
 // updateReplay is the bucket's read-change-CAS loop for a request.
-func updateReplay(ctx context.Context, kv *replays, id string, change func(r *ReplayRequest) error) (ReplayRequest, error) {
-	r, _, err := kv.Change(ctx, id, func(cur kvstore.Current[ReplayRequest]) (ReplayRequest, kvstore.Action, error) {
+func updateReplay(ctx context.Context, kv *replays, id string, change func(r *api.Replay) error) (api.Replay, error) {
+	r, _, err := kv.Change(ctx, id, func(cur kvstore.Current[api.Replay]) (api.Replay, kvstore.Action, error) {
 		switch {
 		case cur.Invalid != nil:
-			return ReplayRequest{}, kvstore.Keep, fmt.Errorf("replay %s is stored invalid and is not run: %w", id, cur.Invalid)
+			return api.Replay{}, kvstore.Keep, fmt.Errorf("replay %s is stored invalid and is not run: %w", id, cur.Invalid)
 		case !cur.Exists():
-			return ReplayRequest{}, kvstore.Keep, fmt.Errorf("replay %s: %w", id, ErrReplayNotFound)
+			return api.Replay{}, kvstore.Keep, fmt.Errorf("replay %s: %w", id, ErrReplayNotFound)
 		}
 		r := cur.Value
 		if err := change(&r); err != nil {
