@@ -35,6 +35,10 @@ const (
 
 var archiveRecordParams = []string{"cursor", "limit"}
 
+// errEnough stops archive.Each once a handler has what it needs, so that a
+// page or a record does not read the rest of the sweep.
+var errEnough = errors.New("enough")
+
 func (s *Server) archive() (*Archive, error) {
 	if s.cfg.Archive == nil || s.cfg.Archive.Sink == nil {
 		return nil, notConfigured("this server has no archive: serve archives removed records with --retention and --archive dir:/path or objectstore:BUCKET")
@@ -123,12 +127,13 @@ func (s *Server) listArchived(w http.ResponseWriter, r *http.Request, _ principa
 		case n <= after:
 		case len(out.Records) < limit:
 			out.Records = append(out.Records, archivedRecord(o, rec))
-		case out.Next == "":
+		default: // one past the page: there is a next page
 			out.Next = strconv.FormatUint(n-1, 10)
+			return errEnough
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errEnough) {
 		return archiveError(sweep, err)
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -154,8 +159,8 @@ func (s *Server) getArchived(w http.ResponseWriter, r *http.Request, _ principal
 	var out *api.ArchivedHistory
 	if _, err := archive.Each(r.Context(), a.Sink, sweep, map[string]bool{id: true}, func(o archive.Object, rec archive.Record) error {
 		out = &api.ArchivedHistory{Record: archivedRecord(o, rec), History: rec.Streams}
-		return nil
-	}); err != nil {
+		return errEnough
+	}); err != nil && !errors.Is(err, errEnough) {
 		return archiveError(sweep, err)
 	}
 	if out == nil {
