@@ -2,10 +2,6 @@ package api
 
 import "github.com/amends-dev/amends/aggregate"
 
-// TimelineEntry is one attempt of a record, or the point where it had no
-// automatic retry left (see aggregate.TimelineEntry).
-type TimelineEntry = aggregate.TimelineEntry
-
 // Attempts is GET /api/v1/records/{id}/attempts: the record's attempts,
 // oldest first, derived from its history.
 type Attempts struct {
@@ -14,7 +10,7 @@ type Attempts struct {
 	// start, end, duration, instance, build, error and trace id, and a
 	// final_failure entry wherever the open record had no automatic retry
 	// left.
-	Timeline []TimelineEntry `json:"timeline"`
+	Timeline []aggregate.TimelineEntry `json:"timeline"`
 	// FinalFailure is why the record, as it is now, has no automatic retry
 	// left (RETRIES_EXHAUSTED or UNRECOVERABLE); absent if it has one or is
 	// not FAILED.

@@ -25,7 +25,7 @@ type RuleAudit struct {
 }
 
 // Rule is an operator's rule on failures: the one type that package rules
-// keeps in its bucket (as rules.Rule) and GET /api/v1/rules shows. Action
+// keeps in its bucket (as api.Rule) and GET /api/v1/rules shows. Action
 // is MARK_UNRECOVERABLE, MARK_RECOVERABLE, APPLY_RETRY_SPEC,
 // HOLD_UNTIL_DEPLOY (park until deploy) or WAIVE. Times are epoch ms.
 //

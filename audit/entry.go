@@ -11,25 +11,6 @@ import (
 	"github.com/amends-dev/amends/api"
 )
 
-// Kind is what an entry records (the API's type).
-type Kind = api.AuditKind
-
-// The kinds of entries (see api.AuditKind).
-const (
-	KindAuthFailure = api.AuditAuthFailure
-	KindRateLimited = api.AuditRateLimited
-	KindSignIn      = api.AuditSignIn
-	KindSignOut     = api.AuditSignOut
-	KindEventRead   = api.AuditEventRead
-	KindRetention   = api.AuditRetention
-	KindUnaudited   = api.AuditUnaudited
-	KindRestore     = api.AuditArchiveRestore
-)
-
-// CredentialSystem marks the entries amends records itself (see
-// api.AuditCredential for the others).
-const CredentialSystem = api.CredentialSystem
-
 // checkCredential refuses a credential kind that is not one of
 // api.AuditCredentials ("" is an entry recorded before they were kept).
 func checkCredential(c api.AuditCredential) error {
@@ -43,9 +24,9 @@ func checkCredential(c api.AuditCredential) error {
 var Kinds = api.AuditKinds
 
 // ParseKind reads a kind's name; the error lists the kinds.
-func ParseKind(s string) (Kind, error) {
-	if slices.Contains(Kinds, Kind(s)) {
-		return Kind(s), nil
+func ParseKind(s string) (api.AuditKind, error) {
+	if slices.Contains(Kinds, api.AuditKind(s)) {
+		return api.AuditKind(s), nil
 	}
 	names := make([]string, len(Kinds))
 	for i, k := range Kinds {
@@ -66,12 +47,9 @@ const (
 	maxEntryBytes = 4 << 10
 )
 
-// Entry is one audit record (the API's type).
-type Entry = api.AuditEntry
-
 // clean cuts e's fields to their limits, as valid UTF-8 without control
 // characters, so that Record stores what reading accepts.
-func clean(e *Entry) {
+func clean(e *api.AuditEntry) {
 	for _, f := range []struct {
 		s     *string
 		limit int
@@ -107,8 +85,8 @@ func cut(s string, n int) string {
 // decodeEntry reads a stored entry and checks every field: its kind is
 // one of Kinds, its time positive, and each text within its limit, valid
 // UTF-8, without control or format characters.
-func decodeEntry(data []byte) (Entry, error) {
-	var e Entry
+func decodeEntry(data []byte) (api.AuditEntry, error) {
+	var e api.AuditEntry
 	if len(data) > maxEntryBytes {
 		return e, fmt.Errorf("entry of %d bytes, over %d", len(data), maxEntryBytes)
 	}

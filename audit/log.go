@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/token"
 )
 
@@ -109,7 +110,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 // once JetStream acknowledged it, or JetStream's error. Fields over their
 // limits are cut, and characters a terminal would not show replaced, so
 // that an entry is never refused for what a client sent.
-func (l *Log) Record(ctx context.Context, e Entry) error {
+func (l *Log) Record(ctx context.Context, e api.AuditEntry) error {
 	e.Seq = 0
 	if e.Time <= 0 {
 		e.Time = l.now().UnixMilli()

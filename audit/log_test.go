@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/internal/natstest"
 )
@@ -23,12 +24,12 @@ func open(t *testing.T) (*audit.Log, jetstream.JetStream) {
 
 func TestRecordAndQuery(t *testing.T) {
 	l, _ := open(t)
-	for _, e := range []audit.Entry{
-		{Time: 10, Kind: audit.KindAuthFailure, Client: "203.0.113.7", Reason: "unknown token"},
-		{Time: 20, Kind: audit.KindSignIn, Actor: "alice", Role: "viewer"},
-		{Time: 30, Kind: audit.KindEventRead, Actor: "alice", Record: "r1", Event: "e1"},
-		{Time: 40, Kind: audit.KindEventRead, Actor: "bob.smith@example.com", Record: "r2", Event: "e2"},
-		{Kind: audit.KindSignOut, Actor: "alice"},
+	for _, e := range []api.AuditEntry{
+		{Time: 10, Kind: api.AuditAuthFailure, Client: "203.0.113.7", Reason: "unknown token"},
+		{Time: 20, Kind: api.AuditSignIn, Actor: "alice", Role: "viewer"},
+		{Time: 30, Kind: api.AuditEventRead, Actor: "alice", Record: "r1", Event: "e1"},
+		{Time: 40, Kind: api.AuditEventRead, Actor: "bob.smith@example.com", Record: "r2", Event: "e2"},
+		{Kind: api.AuditSignOut, Actor: "alice"},
 	} {
 		require.NoError(t, l.Record(t.Context(), e))
 	}
@@ -38,7 +39,7 @@ func TestRecordAndQuery(t *testing.T) {
 	assert.Equal(t, int64(1_000), all.Entries[4].Time, "a zero time is now")
 	assert.Positive(t, all.Entries[0].Seq)
 
-	reads, err := l.Query(t.Context(), audit.Query{Kind: audit.KindEventRead})
+	reads, err := l.Query(t.Context(), audit.Query{Kind: api.AuditEventRead})
 	require.NoError(t, err)
 	assert.Len(t, reads.Entries, 2)
 	byActor, err := l.Query(t.Context(), audit.Query{Actor: "bob.smith@example.com"})
@@ -65,7 +66,7 @@ func TestRecordAndQuery(t *testing.T) {
 		_, err := l.Query(t.Context(), q)
 		assert.ErrorIs(t, err, audit.ErrInvalidQuery, "%+v", q)
 	}
-	assert.Error(t, l.Record(t.Context(), audit.Entry{Kind: "nope"}))
+	assert.Error(t, l.Record(t.Context(), api.AuditEntry{Kind: "nope"}))
 }
 
 // What a client sent is cut and made printable before it is stored, and
@@ -73,7 +74,7 @@ func TestRecordAndQuery(t *testing.T) {
 // and counted, never shown.
 func TestEntriesAreBoundedAndValidated(t *testing.T) {
 	l, js := open(t)
-	require.NoError(t, l.Record(t.Context(), audit.Entry{Kind: audit.KindAuthFailure, Reason: strings.Repeat("x", 5000) + "\u202e", Actor: "a\x1bb"}))
+	require.NoError(t, l.Record(t.Context(), api.AuditEntry{Kind: api.AuditAuthFailure, Reason: strings.Repeat("x", 5000) + "\u202e", Actor: "a\x1bb"}))
 	for _, forged := range []string{
 		`not json`,
 		`{"time":5,"kind":"root_login"}`,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -22,7 +23,7 @@ const (
 // Query selects entries; empty fields match every entry.
 type Query struct {
 	// Kind and Actor select by subject (the stream filters them).
-	Kind  Kind
+	Kind  api.AuditKind
 	Actor string
 	// Record keeps the entries about one record.
 	Record string
@@ -36,7 +37,7 @@ type Query struct {
 
 // Page is one page of entries, oldest first.
 type Page struct {
-	Entries []Entry `json:"entries"`
+	Entries []api.AuditEntry `json:"entries"`
 	// Next is the cursor of the next page (Query.After), 0 at the end.
 	Next uint64 `json:"next,omitempty"`
 	// Skipped counts the stored messages of this page's range that did
@@ -74,7 +75,7 @@ func (l *Log) Query(ctx context.Context, q Query) (Page, error) {
 		actor = actorToken(q.Actor)
 	}
 	filter := SubjectPrefix + kind + "." + actor
-	page := Page{Entries: []Entry{}}
+	page := Page{Entries: []api.AuditEntry{}}
 	next := q.After + 1
 	for scanned := 0; scanned < MaxScan; scanned++ {
 		raw, err := l.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(filter))

@@ -13,9 +13,8 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/index"
 )
 
 // ErrInvalidConfig is wrapped by New's errors.
@@ -26,7 +25,7 @@ var ErrInvalidConfig = errors.New("dashboard: invalid config")
 type Index interface {
 	Get(ctx context.Context, id string) (api.View, error)
 	Summary(f api.Filter) (api.Summary, error)
-	Due(now time.Time, limit int) []projection.Due
+	Due(now time.Time, limit int) []index.Due
 	WaitFor(ctx context.Context, id string, version uint64) error
 }
 
@@ -73,7 +72,7 @@ type Config struct {
 
 // Auditor records audit entries.
 type Auditor interface {
-	Record(ctx context.Context, e audit.Entry) error
+	Record(ctx context.Context, e api.AuditEntry) error
 }
 
 // Dashboard serves the pages and the browser-only data. It implements

@@ -8,7 +8,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/server"
@@ -77,7 +76,7 @@ func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if d.cfg.Audit != nil {
-		e := audit.Entry{Kind: audit.KindEventRead, Method: r.Method, Route: r.Pattern, Record: v.State.ID, Event: v.State.EventID.ID}
+		e := api.AuditEntry{Kind: api.AuditEventRead, Method: r.Method, Route: r.Pattern, Record: v.State.ID, Event: v.State.EventID.ID}
 		if who, ok := server.RequesterFrom(r.Context()); ok {
 			e.Actor, e.Role, e.Client, e.Credential = who.Name, string(who.Role), who.Client, who.Credential
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/dashboard"
 	"github.com/amends-dev/amends/server"
@@ -99,7 +100,7 @@ func TestOriginalEventReadsAreAudited(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	page, err := log.Query(t.Context(), audit.Query{Kind: audit.KindEventRead})
+	page, err := log.Query(t.Context(), audit.Query{Kind: api.AuditEventRead})
 	require.NoError(t, err)
 	require.Len(t, page.Entries, 1)
 	e := page.Entries[0]
@@ -124,6 +125,6 @@ func TestOriginalEventReadsAreAudited(t *testing.T) {
 
 type failingAudit struct{}
 
-func (failingAudit) Record(_ context.Context, _ audit.Entry) error {
+func (failingAudit) Record(_ context.Context, _ api.AuditEntry) error {
 	return errors.New("the audit stream is down")
 }

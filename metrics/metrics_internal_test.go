@@ -12,7 +12,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/processor"
-	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/index"
 	"github.com/amends-dev/amends/scheduler"
 )
 
@@ -32,8 +32,8 @@ func (fakeIndex) Count(f api.Filter) (int, error) {
 	return 0, nil
 }
 
-func (fakeIndex) Due(now time.Time, limit int) []projection.Due {
-	return []projection.Due{{ID: "a", NextRetryAt: now.Add(-90 * time.Second).UnixMilli()}}
+func (fakeIndex) Due(now time.Time, limit int) []index.Due {
+	return []index.Due{{ID: "a", NextRetryAt: now.Add(-90 * time.Second).UnixMilli()}}
 }
 
 func TestRecordsCollector(t *testing.T) {

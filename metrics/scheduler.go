@@ -7,14 +7,14 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/index"
 	"github.com/amends-dev/amends/scheduler"
 )
 
 // DueIndex is what Scheduler reads for the backlog. *projection.Index
 // satisfies it.
 type DueIndex interface {
-	Due(now time.Time, limit int) []projection.Due
+	Due(now time.Time, limit int) []index.Due
 	Count(f api.Filter) (int, error)
 }
 

@@ -17,14 +17,6 @@ import (
 	"github.com/amends-dev/amends/quarantine"
 )
 
-// The query types are the index's (package projection/index, most of them
-// the API's); projection re-exports them so that its users need one
-// import.
-type (
-	Due        = index.Due
-	QueryError = index.QueryError
-)
-
 // HistoryStore is what the Index needs of the event store for History.
 // *jsstore.Store satisfies it.
 type HistoryStore interface {

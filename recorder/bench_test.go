@@ -9,6 +9,7 @@ import (
 	crdb "github.com/cockroachdb/errors"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
 	"github.com/amends-dev/amends/rules"
@@ -26,13 +27,13 @@ func (accept) Execute(context.Context, string, aggregate.Command, aggregate.Meta
 // BenchmarkRecordWithRules records a failure with a stack trace with no
 // rules and with 1 000 rules loaded (none matching).
 func BenchmarkRecordWithRules(b *testing.B) {
-	list := make([]rules.Rule, 0, 1000)
+	list := make([]api.Rule, 0, 1000)
 	for i := range 1000 {
-		r := rules.Rule{ID: fmt.Sprintf("r-%012x", i), Action: rules.MarkUnrecoverable, CreatedAt: int64(i)}
+		r := api.Rule{ID: fmt.Sprintf("r-%012x", i), Action: rules.MarkUnrecoverable, CreatedAt: int64(i)}
 		if i%2 == 0 {
 			r.Match.Fingerprint = fmt.Sprintf("fp1-%016x", i)
 		} else {
-			r.Match = rules.Match{FunctionContext: "shop", Processor: fmt.Sprintf("P%d", i), Function: "charge", ErrorCode: "X"}
+			r.Match = api.RuleMatch{FunctionContext: "shop", Processor: fmt.Sprintf("P%d", i), Function: "charge", ErrorCode: "X"}
 		}
 		list = append(list, r)
 	}

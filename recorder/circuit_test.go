@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/fingerprint"
@@ -55,8 +56,8 @@ func TestFingerprintRulesNeverMatchRefusals(t *testing.T) {
 	r0, err := recorder.New(accept{})
 	require.NoError(t, err)
 	real, _ := r0.Describe(fn, errBoom, failure.Rules{})
-	set := rules.NewSet([]rules.Rule{{ID: "r-000000000001", Action: rules.MarkUnrecoverable, CreatedAt: 1, Reason: "bad address",
-		Match: rules.Match{Fingerprint: real.Fingerprint}}})
+	set := rules.NewSet([]api.Rule{{ID: "r-000000000001", Action: rules.MarkUnrecoverable, CreatedAt: 1, Reason: "bad address",
+		Match: api.RuleMatch{Fingerprint: real.Fingerprint}}})
 	var sent []aggregate.Command
 	r, err := recorder.New(commands(func(c aggregate.Command) { sent = append(sent, c) }), recorder.WithRules(set))
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/fingerprint"
 	"github.com/amends-dev/amends/internal/natstest"
@@ -65,8 +66,8 @@ func TestRecorderFingerprintsAndRules(t *testing.T) {
 	other := first(plain, "evt-c", crdb.New("charge of order 9 failed: card declined"))
 	assert.NotEqual(t, a.Error.Fingerprint, other.Error.Fingerprint, "another call site, another fingerprint")
 
-	set := rules.NewSet([]rules.Rule{
-		{ID: "r-000000000001", Match: rules.Match{Fingerprint: a.Error.Fingerprint}, Action: rules.Waive, Reason: "known decline noise", CreatedAt: 1},
+	set := rules.NewSet([]api.Rule{
+		{ID: "r-000000000001", Match: api.RuleMatch{Fingerprint: a.Error.Fingerprint}, Action: rules.Waive, Reason: "known decline noise", CreatedAt: 1},
 	})
 	ruled, err := recorder.New(exec, recorder.WithModule("github.com/amends-dev/amends"), recorder.WithRules(set))
 	require.NoError(t, err)

@@ -1,6 +1,9 @@
 package rules
 
-import "github.com/amends-dev/amends/aggregate"
+import (
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
+)
 
 // ApplyToCreate changes a creation the way r acts on a new failure:
 // MARK_* set its classification, APPLY_RETRY_SPEC its retry spec, WAIVE
@@ -9,7 +12,7 @@ import "github.com/amends-dev/amends/aggregate"
 // Set.Parked). A rule
 // that is not valid (an APPLY_RETRY_SPEC without its spec, which the store
 // never hands out) changes nothing.
-func ApplyToCreate(r *Rule, c *aggregate.CreateExecutionFailed, defaultSpec aggregate.RetrySpec) {
+func ApplyToCreate(r *api.Rule, c *aggregate.CreateExecutionFailed, defaultSpec aggregate.RetrySpec) {
 	switch r.Action {
 	case MarkUnrecoverable:
 		c.Recoverable = aggregate.Unrecoverable
@@ -35,7 +38,7 @@ func ApplyToCreate(r *Rule, c *aggregate.CreateExecutionFailed, defaultSpec aggr
 // CommandOf is the command r applies to an existing record, and false for
 // HOLD_UNTIL_DEPLOY (park until deploy), which needs none, and for a rule that is not valid
 // (an APPLY_RETRY_SPEC without its spec, an unknown action).
-func CommandOf(r *Rule) (aggregate.Command, bool) {
+func CommandOf(r *api.Rule) (aggregate.Command, bool) {
 	switch r.Action {
 	case MarkUnrecoverable, Waive:
 		return aggregate.MarkRecoverable{Recoverable: aggregate.Unrecoverable}, true

@@ -55,7 +55,7 @@ const MaxApply = 10000
 var batchNamespace = uuid.MustParse("4f0b8a57-63f4-4c43-9a0e-3b2b1f7f1c21")
 
 // FilterOf is the record filter of r's match.
-func FilterOf(r *Rule) api.Filter {
+func FilterOf(r *api.Rule) api.Filter {
 	if r.Match.Fingerprint != "" {
 		return api.Filter{Fingerprint: r.Match.Fingerprint}
 	}
@@ -76,7 +76,7 @@ func FilterOf(r *Rule) api.Filter {
 // out of range) or come from the record source; a failure of one record's
 // command is its outcome, not an error. When ctx ends the result is
 // returned with Complete false.
-func Apply(ctx context.Context, r Rule, records Records, exec Executor, o ApplyOptions) (api.BatchResult, error) {
+func Apply(ctx context.Context, r api.Rule, records Records, exec Executor, o ApplyOptions) (api.BatchResult, error) {
 	switch {
 	case !o.DryRun && o.RequestID == "":
 		return api.BatchResult{}, invalid("a real apply needs a requestId, so that sending it again does not run it twice")
@@ -139,7 +139,7 @@ func Apply(ctx context.Context, r Rule, records Records, exec Executor, o ApplyO
 
 // matching lists up to limit ids of the unfinished records r matches,
 // oldest failure first, and counts them all.
-func matching(r Rule, records Records, limit int) ([]string, int, error) {
+func matching(r api.Rule, records Records, limit int) ([]string, int, error) {
 	var ids []string
 	matched := 0
 	q := api.Query{Filter: FilterOf(&r), Limit: api.MaxLimit, Sort: api.Sort{Field: api.SortExecuteAt}}

@@ -49,7 +49,7 @@ func TestApplyDryRunThenRealThenAgain(t *testing.T) {
 		require.NoError(t, ix.WaitFor(wctx, id, res.Version))
 		cancel()
 	}
-	rule, err := st.Add(ctx, rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.MarkUnrecoverable, Reason: "declines never heal", Actor: "alice"})
+	rule, err := st.Add(ctx, api.Rule{Match: api.RuleMatch{Fingerprint: fpA}, Action: rules.MarkUnrecoverable, Reason: "declines never heal", Actor: "alice"})
 	require.NoError(t, err)
 
 	_, err = st.Apply(ctx, rule.ID, ix, svc, rules.ApplyOptions{})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/rules"
 )
 
@@ -11,13 +12,13 @@ import (
 // against the loaded rules (none matches, so both look-ups run).
 func BenchmarkSetMatch(b *testing.B) {
 	for _, n := range []int{0, 1000} {
-		list := make([]rules.Rule, 0, n)
+		list := make([]api.Rule, 0, n)
 		for i := range n {
-			r := rules.Rule{ID: fmt.Sprintf("r-%012x", i), Action: rules.MarkUnrecoverable, CreatedAt: int64(i)}
+			r := api.Rule{ID: fmt.Sprintf("r-%012x", i), Action: rules.MarkUnrecoverable, CreatedAt: int64(i)}
 			if i%2 == 0 {
 				r.Match.Fingerprint = fmt.Sprintf("fp1-%016x", i)
 			} else {
-				r.Match = rules.Match{FunctionContext: "shop", Processor: fmt.Sprintf("P%d", i), Function: "charge", ErrorCode: "X"}
+				r.Match = api.RuleMatch{FunctionContext: "shop", Processor: fmt.Sprintf("P%d", i), Function: "charge", ErrorCode: "X"}
 			}
 			list = append(list, r)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -23,9 +24,9 @@ func bucketSpec(cfg jetstream.KeyValueConfig) kvstore.Spec {
 
 // ruleCodec is the rules bucket's codec: DecodeStored, and the stored
 // shape.
-var ruleCodec = kvstore.Codec[Rule]{
-	Decode: func(e kvstore.Entry) (Rule, error) { return DecodeStored(e.Key, e.Value, e.Now) },
-	Encode: func(r Rule) ([]byte, error) { return json.Marshal(storedRule{Rule: &r, Audit: r.Audit}) },
+var ruleCodec = kvstore.Codec[api.Rule]{
+	Decode: func(e kvstore.Entry) (api.Rule, error) { return DecodeStored(e.Key, e.Value, e.Now) },
+	Encode: func(r api.Rule) ([]byte, error) { return json.Marshal(storedRule{Rule: &r, Audit: r.Audit}) },
 }
 
 // storedRule is a Rule as the bucket keeps it: without what is derived or
@@ -34,11 +35,11 @@ var ruleCodec = kvstore.Codec[Rule]{
 // (encoding/json takes the shallower field): Touched, Live and Matching
 // are always nil so omitted, Audit is the rule's.
 type storedRule struct {
-	*Rule
-	Touched  *struct{} `json:"touched,omitempty"`
-	Live     *struct{} `json:"live,omitempty"`
-	Matching *struct{} `json:"matching,omitempty"`
-	Audit    []Audit   `json:"audit,omitempty"`
+	*api.Rule
+	Touched  *struct{}       `json:"touched,omitempty"`
+	Live     *struct{}       `json:"live,omitempty"`
+	Matching *struct{}       `json:"matching,omitempty"`
+	Audit    []api.RuleAudit `json:"audit,omitempty"`
 }
 
 // DecodeStored reads the rule stored under key as the store and every
@@ -52,18 +53,18 @@ type storedRule struct {
 // naming the field (a *kvstore.FieldError), and is never matched: a rule
 // written by something else (a hand edit, a bad migration) matches
 // nothing rather than acting on half a rule.
-func DecodeStored(key string, value []byte, now time.Time) (Rule, error) {
+func DecodeStored(key string, value []byte, now time.Time) (api.Rule, error) {
 	if !ValidID(key) {
-		return Rule{}, kvstore.Invalid("key", "%s is not a rule id (r- and 12 hexadecimal digits)", kvstore.Quote(key))
+		return api.Rule{}, kvstore.Invalid("key", "%s is not a rule id (r- and 12 hexadecimal digits)", kvstore.Quote(key))
 	}
-	var r Rule
+	var r api.Rule
 	if err := json.Unmarshal(value, &r); err != nil {
-		return Rule{}, kvstore.Invalid("", "not a rule in JSON: %v", err)
+		return api.Rule{}, kvstore.Invalid("", "not a rule in JSON: %v", err)
 	}
 	// Not stored (what another writer put there is not believed).
 	r.Touched, r.Live, r.Matching = 0, false, 0
 	if r.ID != key {
-		return Rule{}, kvstore.Invalid("id", "%s is not the rule's key %s", kvstore.Quote(r.ID), key)
+		return api.Rule{}, kvstore.Invalid("id", "%s is not the rule's key %s", kvstore.Quote(r.ID), key)
 	}
 	// Validate as given by an operator, but at the rule's creation, so that
 	// an expired rule is still a valid one.
@@ -72,36 +73,36 @@ func DecodeStored(key string, value []byte, now time.Time) (Rule, error) {
 		at = time.UnixMilli(r.CreatedAt)
 	}
 	if err := Validate(&r, at); err != nil {
-		return Rule{}, fieldOf(err)
+		return api.Rule{}, fieldOf(err)
 	}
 	if err := kvstore.Past("createdAt", r.CreatedAt, now, false); err != nil {
-		return Rule{}, err
+		return api.Rule{}, err
 	}
 	if err := kvstore.Past("removedAt", r.RemovedAt, now, true); err != nil {
-		return Rule{}, err
+		return api.Rule{}, err
 	}
 	if r.ExpiresAt != 0 && r.ExpiresAt <= r.CreatedAt {
-		return Rule{}, kvstore.Invalid("expiresAt", "%d is not after createdAt %d", r.ExpiresAt, r.CreatedAt)
+		return api.Rule{}, kvstore.Invalid("expiresAt", "%d is not after createdAt %d", r.ExpiresAt, r.CreatedAt)
 	}
 	if r.Recorded < 0 || r.Applied < 0 {
-		return Rule{}, kvstore.Invalid("recorded", "the counts must not be negative, got recorded %d and applied %d", r.Recorded, r.Applied)
+		return api.Rule{}, kvstore.Invalid("recorded", "the counts must not be negative, got recorded %d and applied %d", r.Recorded, r.Applied)
 	}
 	if len(r.Audit) > MaxAudit {
-		return Rule{}, kvstore.Invalid("audit", "has %d entries, over the limit of %d", len(r.Audit), MaxAudit)
+		return api.Rule{}, kvstore.Invalid("audit", "has %d entries, over the limit of %d", len(r.Audit), MaxAudit)
 	}
 	if len(r.Audit) == 0 {
-		return Rule{}, kvstore.Unaudited("audit", "is empty: a rule keeps the entry of its creation, with its actor (Store.Add writes it), so this one was not made by amends and is not applied")
+		return api.Rule{}, kvstore.Unaudited("audit", "is empty: a rule keeps the entry of its creation, with its actor (Store.Add writes it), so this one was not made by amends and is not applied")
 	}
 	for i, a := range r.Audit {
 		if err := checkAudit(a, now); err != nil {
-			return Rule{}, kvstore.In("audit["+strconv.Itoa(i)+"]", err)
+			return api.Rule{}, kvstore.In("audit["+strconv.Itoa(i)+"]", err)
 		}
 	}
 	derive(&r)
 	return r, nil
 }
 
-func checkAudit(a Audit, now time.Time) error {
+func checkAudit(a api.RuleAudit, now time.Time) error {
 	if err := kvstore.OneOf("op", a.Op, "add", "remove", "apply"); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/fakeclock"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/quarantine"
@@ -57,7 +58,7 @@ func TestStoredRulesThatDoNotValidateMatchNothing(t *testing.T) {
 	require.NoError(t, err)
 	st, err := rules.OpenStore(ctx, js, rules.WithClock(clock), rules.WithQuarantine(q))
 	require.NoError(t, err)
-	good, err := st.Add(ctx, rules.Rule{Match: rules.Match{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Other"},
+	good, err := st.Add(ctx, api.Rule{Match: api.RuleMatch{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Other"},
 		Action: rules.MarkUnrecoverable, Reason: "known bad"})
 	require.NoError(t, err)
 
@@ -116,7 +117,7 @@ func TestStoredRulesThatDoNotValidateMatchNothing(t *testing.T) {
 // A rule value in memory without its spec (the store never hands one out)
 // changes nothing instead of panicking.
 func TestApplyToCreateOfARuleWithoutItsSpecChangesNothing(t *testing.T) {
-	r := rules.Rule{Action: rules.ApplyRetrySpec}
+	r := api.Rule{Action: rules.ApplyRetrySpec}
 	c := aggregate.CreateExecutionFailed{}
 	assert.NotPanics(t, func() { rules.ApplyToCreate(&r, &c, aggregate.RetrySpec{MaxRetries: 3}) })
 	assert.Nil(t, c.RetrySpec)
@@ -129,7 +130,7 @@ func TestDecodeStoredAcceptsWhatTheStoreWrites(t *testing.T) {
 	r.ID, r.Actor, r.CreatedAt = "r-0123456789ab", "alice", t0.UnixMilli()
 	r.RetrySpec = &aggregate.RetrySpec{MaxRetries: 3, MinBackoff: 1, ExecutionTimeout: 1}
 	r.ExpiresAt = t0.UnixMilli() + 10
-	r.Audit = []rules.Audit{{Op: "add", Actor: "alice", Reason: "r", At: t0.UnixMilli()}}
+	r.Audit = []api.RuleAudit{{Op: "add", Actor: "alice", Reason: "r", At: t0.UnixMilli()}}
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
 	got, err := rules.DecodeStored(r.ID, b, t0.Add(time.Hour))

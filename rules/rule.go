@@ -46,10 +46,6 @@ const (
 	MaxRules       = 10000
 )
 
-// Match is what a rule matches: a Fingerprint, or a function
-// (FunctionContext, Processor, Function) and an ErrorCode, all four set.
-type Match = api.RuleMatch
-
 // Failure is what a rule is matched against.
 type Failure struct {
 	Function    aggregate.FunctionInfo
@@ -58,7 +54,7 @@ type Failure struct {
 }
 
 // Matches reports whether m matches failure x (expiry aside).
-func Matches(m Match, x Failure) bool {
+func Matches(m api.RuleMatch, x Failure) bool {
 	if m.Fingerprint != "" {
 		return m.Fingerprint == x.Fingerprint
 	}
@@ -66,24 +62,16 @@ func Matches(m Match, x Failure) bool {
 		m.Function == x.Function.Name && m.ErrorCode == x.ErrorCode
 }
 
-// Audit is one change of a rule.
-type Audit = api.RuleAudit
-
-// Rule is an operator's rule on failures, as the store keeps it and the
-// API shows it: see api.Rule. Touched, Live and Matching are not stored;
-// the store derives Touched on every rule it returns.
-type Rule = api.Rule
-
 // Live reports whether r matches at now: not removed and not expired.
-func Live(r *Rule, now time.Time) bool {
+func Live(r *api.Rule, now time.Time) bool {
 	return r.RemovedAt == 0 && (r.ExpiresAt == 0 || now.UnixMilli() < r.ExpiresAt)
 }
 
 // derive sets what a rule's stored fields imply: Touched, the sum of
 // Recorded and Applied.
-func derive(r *Rule) { r.Touched = r.Recorded + r.Applied }
+func derive(r *api.Rule) { r.Touched = r.Recorded + r.Applied }
 
-func audit(r *Rule, a Audit) {
+func audit(r *api.Rule, a api.RuleAudit) {
 	r.Audit = append(r.Audit, a)
 	if n := len(r.Audit); n > MaxAudit {
 		r.Audit = append(r.Audit[:0:0], r.Audit[n-MaxAudit:]...)
@@ -125,7 +113,7 @@ func checkText(field, value string, max int, required, words bool) error {
 // one of Actions; APPLY_RETRY_SPEC needs a retry spec that
 // aggregate.ValidateRetrySpec accepts and no other action takes one; the
 // reason must not be blank; expiresAt, if set, must be after now.
-func Validate(r *Rule, now time.Time) error {
+func Validate(r *api.Rule, now time.Time) error {
 	m := r.Match
 	for _, f := range []struct{ name, value string }{
 		{"match.fingerprint", m.Fingerprint}, {"match.functionContext", m.FunctionContext},

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/amends-dev/amends/api"
 )
 
 type functionKey struct{ ctx, proc, fn, code string }
@@ -11,15 +13,15 @@ type functionKey struct{ ctx, proc, fn, code string }
 // Set is an immutable index of rules. The zero Set and a nil *Set match
 // nothing. Safe for concurrent use.
 type Set struct {
-	rules         []*Rule // every rule given, newest first
-	byFingerprint map[string][]*Rule
-	byFunction    map[functionKey][]*Rule
+	rules         []*api.Rule // every rule given, newest first
+	byFingerprint map[string][]*api.Rule
+	byFunction    map[functionKey][]*api.Rule
 }
 
 // NewSet indexes rules (removed ones are left out; expired ones are kept
 // and skipped when matching, as expiry depends on now).
-func NewSet(rules []Rule) *Set {
-	s := &Set{byFingerprint: map[string][]*Rule{}, byFunction: map[functionKey][]*Rule{}}
+func NewSet(rules []api.Rule) *Set {
+	s := &Set{byFingerprint: map[string][]*api.Rule{}, byFunction: map[functionKey][]*api.Rule{}}
 	for i := range rules {
 		r := rules[i]
 		if r.RemovedAt != 0 {
@@ -27,7 +29,9 @@ func NewSet(rules []Rule) *Set {
 		}
 		s.rules = append(s.rules, &r)
 	}
-	slices.SortStableFunc(s.rules, func(a, b *Rule) int { return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(a.ID, b.ID)) })
+	slices.SortStableFunc(s.rules, func(a, b *api.Rule) int {
+		return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
 	for _, r := range s.rules {
 		m := r.Match
 		if m.Fingerprint != "" {
@@ -52,7 +56,7 @@ func (s *Set) Len() int {
 // fingerprint rule for x's fingerprint, else the newest live rule for its
 // function and error code. The rule is shared: do not modify it. Its cost
 // is two map look-ups, whatever the number of rules.
-func (s *Set) Match(x Failure, now time.Time) (*Rule, bool) {
+func (s *Set) Match(x Failure, now time.Time) (*api.Rule, bool) {
 	if s == nil || len(s.rules) == 0 {
 		return nil, false
 	}
@@ -78,11 +82,11 @@ func (s *Set) Parked(x Failure, now time.Time) bool {
 // Parks lists the live park-until-deploy rules of processor (context,
 // name) at now, newest first; a fingerprint rule is listed for every
 // processor, as a fingerprint does not say its processor.
-func (s *Set) Parks(context, processor string, now time.Time) []*Rule {
+func (s *Set) Parks(context, processor string, now time.Time) []*api.Rule {
 	if s == nil {
 		return nil
 	}
-	var out []*Rule
+	var out []*api.Rule
 	for _, r := range s.rules {
 		if r.Action != ParkUntilDeploy || !Live(r, now) {
 			continue
@@ -95,14 +99,14 @@ func (s *Set) Parks(context, processor string, now time.Time) []*Rule {
 }
 
 // Rules returns the rules of s, newest first (shared: do not modify them).
-func (s *Set) Rules() []*Rule {
+func (s *Set) Rules() []*api.Rule {
 	if s == nil {
 		return nil
 	}
 	return s.rules
 }
 
-func first(rs []*Rule, now time.Time) *Rule {
+func first(rs []*api.Rule, now time.Time) *api.Rule {
 	for _, r := range rs {
 		if Live(r, now) {
 			return r

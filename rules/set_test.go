@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/rules"
 )
 
@@ -21,12 +22,12 @@ var (
 	fpB = "fp1-00000000000000bb"
 )
 
-func byFunction(code string, a rules.Action) rules.Rule {
-	return rules.Rule{Match: rules.Match{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: code}, Action: a, Reason: "r"}
+func byFunction(code string, a rules.Action) api.Rule {
+	return api.Rule{Match: api.RuleMatch{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: code}, Action: a, Reason: "r"}
 }
 
 func TestSetMatchPrecedence(t *testing.T) {
-	fp := rules.Rule{ID: "r-fp", Match: rules.Match{Fingerprint: fpA}, Action: rules.MarkUnrecoverable, CreatedAt: 1}
+	fp := api.Rule{ID: "r-fp", Match: api.RuleMatch{Fingerprint: fpA}, Action: rules.MarkUnrecoverable, CreatedAt: 1}
 	old := byFunction("Timeout", rules.MarkRecoverable)
 	old.ID, old.CreatedAt = "r-old", 1
 	newer := byFunction("Timeout", rules.ParkUntilDeploy)
@@ -35,7 +36,7 @@ func TestSetMatchPrecedence(t *testing.T) {
 	expired.ID, expired.CreatedAt, expired.ExpiresAt = "r-exp", 3, t0.UnixMilli()
 	removed := byFunction("Timeout", rules.Waive)
 	removed.ID, removed.CreatedAt, removed.RemovedAt = "r-rem", 4, 1
-	s := rules.NewSet([]rules.Rule{fp, old, newer, expired, removed})
+	s := rules.NewSet([]api.Rule{fp, old, newer, expired, removed})
 	assert.Equal(t, 4, s.Len(), "removed rules are left out")
 
 	x := rules.Failure{Function: fn, ErrorCode: "Timeout", Fingerprint: fpA}
@@ -67,14 +68,14 @@ func TestPropertySetMatchesLinearScan(t *testing.T) {
 	codes := []string{"X", "Y"}
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(0, 30).Draw(t, "n")
-		var list []rules.Rule
+		var list []api.Rule
 		for i := range n {
-			r := rules.Rule{ID: fmt.Sprintf("r-%03d", i), Action: rapid.SampledFrom(rules.Actions).Draw(t, "action"),
+			r := api.Rule{ID: fmt.Sprintf("r-%03d", i), Action: rapid.SampledFrom(rules.Actions).Draw(t, "action"),
 				CreatedAt: rapid.Int64Range(0, 5).Draw(t, "createdAt")}
 			if rapid.Bool().Draw(t, "byFingerprint") {
 				r.Match.Fingerprint = rapid.SampledFrom(fps).Draw(t, "fp")
 			} else {
-				r.Match = rules.Match{FunctionContext: "c", Processor: rapid.SampledFrom(names).Draw(t, "proc"),
+				r.Match = api.RuleMatch{FunctionContext: "c", Processor: rapid.SampledFrom(names).Draw(t, "proc"),
 					Function: rapid.SampledFrom(names).Draw(t, "fn"), ErrorCode: rapid.SampledFrom(codes).Draw(t, "code")}
 			}
 			if rapid.IntRange(0, 4).Draw(t, "expires") == 0 {
@@ -104,9 +105,9 @@ func TestPropertySetMatchesLinearScan(t *testing.T) {
 
 // scan is the reference matcher: fingerprint rules first, then function
 // rules, each newest first (ties by id), the first live one that matches.
-func scan(list []rules.Rule, x rules.Failure, now time.Time) *rules.Rule {
-	var best *rules.Rule
-	better := func(r, than *rules.Rule) bool {
+func scan(list []api.Rule, x rules.Failure, now time.Time) *api.Rule {
+	var best *api.Rule
+	better := func(r, than *api.Rule) bool {
 		rf, tf := r.Match.Fingerprint != "", than.Match.Fingerprint != ""
 		if rf != tf {
 			return rf
@@ -133,24 +134,24 @@ func TestValidate(t *testing.T) {
 	bad := aggregate.RetrySpec{MaxRetries: -1}
 	cases := []struct {
 		name string
-		r    rules.Rule
+		r    api.Rule
 		msg  string
 	}{
-		{"fingerprint rule", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, Reason: "noise"}, ""},
+		{"fingerprint rule", api.Rule{Match: api.RuleMatch{Fingerprint: fpA}, Action: rules.Waive, Reason: "noise"}, ""},
 		{"function rule", byFunction("Timeout", rules.ParkUntilDeploy), ""},
-		{"retry spec rule", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.ApplyRetrySpec, RetrySpec: &spec, Reason: "r"}, ""},
-		{"no match", rules.Rule{Action: rules.Waive, Reason: "r"}, "match needs a fingerprint, or all of functionContext, processor, function and errorCode"},
-		{"both", rules.Rule{Match: rules.Match{Fingerprint: fpA, ErrorCode: "X"}, Action: rules.Waive, Reason: "r"}, "match takes a fingerprint or a function and error code, not both"},
-		{"bad fingerprint", rules.Rule{Match: rules.Match{Fingerprint: "abc"}, Action: rules.Waive, Reason: "r"}, `match.fingerprint must be fp1- followed by 16 hexadecimal digits, got "abc"`},
-		{"partial function", rules.Rule{Match: rules.Match{Processor: "p", ErrorCode: "X"}, Action: rules.Waive, Reason: "r"}, "match needs a fingerprint, or all of functionContext, processor, function and errorCode"},
-		{"unknown action", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: "NUKE", Reason: "r"}, `action must be one of MARK_UNRECOVERABLE, MARK_RECOVERABLE, APPLY_RETRY_SPEC, HOLD_UNTIL_DEPLOY, WAIVE, got "NUKE"`},
-		{"spec missing", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.ApplyRetrySpec, Reason: "r"}, "retrySpec is required by the action APPLY_RETRY_SPEC"},
-		{"spec invalid", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.ApplyRetrySpec, RetrySpec: &bad, Reason: "r"}, "retrySpec: maxRetries must be greater than or equal to 0"},
-		{"spec on another action", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, RetrySpec: &spec, Reason: "r"}, "retrySpec is only taken by the action APPLY_RETRY_SPEC, not WAIVE"},
-		{"no reason", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, Reason: " "}, "reason must not be blank"},
-		{"long reason", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, Reason: strings.Repeat("x", rules.MaxReasonBytes+1)}, "reason must be at most 1024 bytes, got 1025"},
-		{"control characters", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, Reason: "a\x00b"}, "reason must be UTF-8 text without control characters: it has U+0000 at byte 1"},
-		{"expired", rules.Rule{Match: rules.Match{Fingerprint: fpA}, Action: rules.Waive, Reason: "r", ExpiresAt: t0.UnixMilli()}, "expiresAt must be after now (1735000000000), got 1735000000000"},
+		{"retry spec rule", api.Rule{Match: api.RuleMatch{Fingerprint: fpA}, Action: rules.ApplyRetrySpec, RetrySpec: &spec, Reason: "r"}, ""},
+		{"no match", api.Rule{Action: rules.Waive, Reason: "r"}, "match needs a fingerprint, or all of functionContext, processor, function and errorCode"},
+		{"both", api.Rule{Match: api.RuleMatch{Fingerprint: fpA, ErrorCode: "X"}, Action: rules.Waive, Reason: "r"}, "match takes a fingerprint or a function and error code, not both"},
+		{"bad fingerprint", api.Rule{Match: api.RuleMatch{Fingerprint: "abc"}, Action: rules.Waive, Reason: "r"}, `match.fingerprint must be fp1- followed by 16 hexadecimal digits, got "abc"`},
+		{"partial function", api.Rule{Match: api.RuleMatch{Processor: "p", ErrorCode: "X"}, Action: rules.Waive, Reason: "r"}, "match needs a fingerprint, or all of functionContext, processor, function and errorCode"},
+		{"unknown action", api.Rule{Match: api.RuleMatch{Fingerprint: fpA}, Action: "NUKE", Reason: "r"}, `action must be one of MARK_UNRECOVERABLE, MARK_RECOVERABLE, APPLY_RETRY_SPEC, HOLD_UNTIL_DEPLOY, WAIVE, got "NUKE"`},
+		{"spec missing", api.Rule{Match: api.RuleMatch{Fingerprint: fpA}, Action: rules.ApplyRetrySpec, Reason: "r"}, "retrySpec is required by the action APPLY_RETRY_SPEC"},
+		{"spec invalid", api.Rule{Match: api.RuleMatch{Fingerprint: fpA}, Action: rules.ApplyRetrySpec, RetrySpec: &bad, Reason: "r"}, "retrySpec: maxRetries must be greater than or equal to 0"},
+		{"spec on another action", api.Rule{Match: api.RuleMatch{Fingerprint: fpA}, Action: rules.Waive, RetrySpec: &spec, Reason: "r"}, "retrySpec is only taken by the action APPLY_RETRY_SPEC, not WAIVE"},
+		{"no reason", api.Rule{Match: api.RuleMatch{Fingerprint: fpA}, Action: rules.Waive, Reason: " "}, "reason must not be blank"},
+		{"long reason", api.Rule{Match: api.RuleMatch{Fingerprint: fpA}, Action: rules.Waive, Reason: strings.Repeat("x", rules.MaxReasonBytes+1)}, "reason must be at most 1024 bytes, got 1025"},
+		{"control characters", api.Rule{Match: api.RuleMatch{Fingerprint: fpA}, Action: rules.Waive, Reason: "a\x00b"}, "reason must be UTF-8 text without control characters: it has U+0000 at byte 1"},
+		{"expired", api.Rule{Match: api.RuleMatch{Fingerprint: fpA}, Action: rules.Waive, Reason: "r", ExpiresAt: t0.UnixMilli()}, "expiresAt must be after now (1735000000000), got 1735000000000"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -179,7 +180,7 @@ func TestApplyToCreateAndCommand(t *testing.T) {
 		{rules.Waive, aggregate.Unrecoverable, 0, aggregate.MarkRecoverable{Recoverable: aggregate.Unrecoverable}},
 		{rules.ParkUntilDeploy, "", -1, nil},
 	} {
-		r := rules.Rule{Action: c.a}
+		r := api.Rule{Action: c.a}
 		if c.a == rules.ApplyRetrySpec {
 			r.RetrySpec = &spec
 		}

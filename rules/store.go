@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -30,7 +31,7 @@ func ValidID(id string) bool { return idPattern.MatchString(id) }
 // Store keeps rules in a KV bucket, one key per rule id. Safe for
 // concurrent use.
 type Store struct {
-	rules *kvstore.Store[Rule]
+	rules *kvstore.Store[api.Rule]
 	clock aggregate.Clock
 }
 
@@ -119,24 +120,24 @@ func OpenStore(ctx context.Context, js jetstream.JetStream, opts ...StoreOption)
 // Add validates r (see Validate), gives it an id, its creation time
 // and the first audit entry, and stores it. Errors wrap ErrInvalidRule,
 // ErrTooMany (MaxRules live rules), or come from NATS.
-func (s *Store) Add(ctx context.Context, r Rule) (Rule, error) {
+func (s *Store) Add(ctx context.Context, r api.Rule) (api.Rule, error) {
 	now := s.clock.Now()
 	r.Reason, r.Actor = strings.TrimSpace(r.Reason), strings.TrimSpace(r.Actor)
 	if err := Validate(&r, now); err != nil {
-		return Rule{}, err
+		return api.Rule{}, err
 	}
 	all, err := s.List(ctx, false)
 	if err != nil {
-		return Rule{}, err
+		return api.Rule{}, err
 	}
 	if len(all) >= MaxRules {
-		return Rule{}, fmt.Errorf("the store holds %d rules, the most it keeps; remove some first: %w", len(all), ErrTooMany)
+		return api.Rule{}, fmt.Errorf("the store holds %d rules, the most it keeps; remove some first: %w", len(all), ErrTooMany)
 	}
 	r.ID = "r-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
 	r.CreatedAt, r.RemovedAt, r.Recorded, r.Applied, r.Audit = now.UnixMilli(), 0, 0, 0, nil
-	audit(&r, Audit{Op: "add", Actor: r.Actor, Reason: r.Reason, At: r.CreatedAt})
+	audit(&r, api.RuleAudit{Op: "add", Actor: r.Actor, Reason: r.Reason, At: r.CreatedAt})
 	if _, err := s.rules.Create(ctx, r.ID, r); err != nil {
-		return Rule{}, fmt.Errorf("store rule %s: %w", r.ID, err)
+		return api.Rule{}, fmt.Errorf("store rule %s: %w", r.ID, err)
 	}
 	return r, nil
 }
@@ -144,23 +145,23 @@ func (s *Store) Add(ctx context.Context, r Rule) (Rule, error) {
 // Get returns the rule id, removed or not. Errors wrap ErrNotFound; a
 // stored rule that does not validate (DecodeStored) is an error matching
 // ErrInvalidRule and kvstore's ErrInvalid that names the field.
-func (s *Store) Get(ctx context.Context, id string) (Rule, error) {
+func (s *Store) Get(ctx context.Context, id string) (api.Rule, error) {
 	r, _, err := s.get(ctx, id)
 	return r, err
 }
 
-func (s *Store) get(ctx context.Context, id string) (Rule, uint64, error) {
+func (s *Store) get(ctx context.Context, id string) (api.Rule, uint64, error) {
 	if !ValidID(id) {
-		return Rule{}, 0, fmt.Errorf("rule id must be r- followed by 12 hexadecimal digits, got %q: %w", id, ErrNotFound)
+		return api.Rule{}, 0, fmt.Errorf("rule id must be r- followed by 12 hexadecimal digits, got %q: %w", id, ErrNotFound)
 	}
 	r, rev, err := s.rules.Get(ctx, id)
 	switch {
 	case errors.Is(err, kvstore.ErrNotFound):
-		return Rule{}, 0, fmt.Errorf("rule %s: %w", id, ErrNotFound)
+		return api.Rule{}, 0, fmt.Errorf("rule %s: %w", id, ErrNotFound)
 	case errors.Is(err, kvstore.ErrInvalid):
-		return Rule{}, rev, fmt.Errorf("rule %s is stored invalid, so it matches nothing; write it again or remove it with amends repair purge-entry (%w): %w", id, err, ErrInvalidRule)
+		return api.Rule{}, rev, fmt.Errorf("rule %s is stored invalid, so it matches nothing; write it again or remove it with amends repair purge-entry (%w): %w", id, err, ErrInvalidRule)
 	case err != nil:
-		return Rule{}, 0, fmt.Errorf("read rule %s: %w", id, err)
+		return api.Rule{}, 0, fmt.Errorf("read rule %s: %w", id, err)
 	}
 	return r, rev, nil
 }
@@ -168,9 +169,9 @@ func (s *Store) get(ctx context.Context, id string) (Rule, uint64, error) {
 // List returns the rules, oldest first; removed ones only if withRemoved.
 // Stored rules that do not validate are left out (they match nothing and
 // are in the quarantine).
-func (s *Store) List(ctx context.Context, withRemoved bool) ([]Rule, error) {
-	var out []Rule
-	err := s.rules.Scan(ctx, ">", func(_ string, r Rule, _ uint64, err error) {
+func (s *Store) List(ctx context.Context, withRemoved bool) ([]api.Rule, error) {
+	var out []api.Rule
+	err := s.rules.Scan(ctx, ">", func(_ string, r api.Rule, _ uint64, err error) {
 		if err == nil && (withRemoved || r.RemovedAt == 0) {
 			out = append(out, r)
 		}
@@ -178,63 +179,65 @@ func (s *Store) List(ctx context.Context, withRemoved bool) ([]Rule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list rules: %w", err)
 	}
-	slices.SortFunc(out, func(a, b Rule) int { return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID)) })
+	slices.SortFunc(out, func(a, b api.Rule) int {
+		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
 	return out, nil
 }
 
 // Remove marks rule id removed, with actor and reason (required) in its
 // audit; it no longer matches. Removing a removed rule is an error
 // wrapping ErrNotFound.
-func (s *Store) Remove(ctx context.Context, id, actor, reason string) (Rule, error) {
+func (s *Store) Remove(ctx context.Context, id, actor, reason string) (api.Rule, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkText("reason", reason, MaxReasonBytes, true, operatorText); err != nil {
-		return Rule{}, err
+		return api.Rule{}, err
 	}
 	if err := checkText("actor", actor, MaxNameBytes, false, operatorText); err != nil {
-		return Rule{}, err
+		return api.Rule{}, err
 	}
-	return s.update(ctx, id, func(r *Rule, now int64) error {
+	return s.update(ctx, id, func(r *api.Rule, now int64) error {
 		if r.RemovedAt != 0 {
 			return fmt.Errorf("rule %s was removed already: %w", id, ErrNotFound)
 		}
 		r.RemovedAt = now
-		audit(r, Audit{Op: "remove", Actor: actor, Reason: reason, At: now})
+		audit(r, api.RuleAudit{Op: "remove", Actor: actor, Reason: reason, At: now})
 		return nil
 	})
 }
 
 // RecordApply adds an apply that touched n records to rule id's audit and
 // Applied count.
-func (s *Store) RecordApply(ctx context.Context, id, actor, reason string, n int) (Rule, error) {
-	return s.update(ctx, id, func(r *Rule, now int64) error {
+func (s *Store) RecordApply(ctx context.Context, id, actor, reason string, n int) (api.Rule, error) {
+	return s.update(ctx, id, func(r *api.Rule, now int64) error {
 		r.Applied += int64(n)
-		audit(r, Audit{Op: "apply", Actor: actor, Reason: reason, At: now, Records: n})
+		audit(r, api.RuleAudit{Op: "apply", Actor: actor, Reason: reason, At: now, Records: n})
 		return nil
 	})
 }
 
 // AddRecorded adds n to rule id's Recorded count.
 func (s *Store) AddRecorded(ctx context.Context, id string, n int64) error {
-	_, err := s.update(ctx, id, func(r *Rule, _ int64) error { r.Recorded += n; return nil })
+	_, err := s.update(ctx, id, func(r *api.Rule, _ int64) error { r.Recorded += n; return nil })
 	return err
 }
 
 // update changes rule id with f under optimistic concurrency (the
 // bucket's Change loop), retrying on a concurrent change.
-func (s *Store) update(ctx context.Context, id string, f func(r *Rule, now int64) error) (Rule, error) {
+func (s *Store) update(ctx context.Context, id string, f func(r *api.Rule, now int64) error) (api.Rule, error) {
 	if !ValidID(id) {
-		return Rule{}, fmt.Errorf("rule id must be r- followed by 12 hexadecimal digits, got %q: %w", id, ErrNotFound)
+		return api.Rule{}, fmt.Errorf("rule id must be r- followed by 12 hexadecimal digits, got %q: %w", id, ErrNotFound)
 	}
-	r, _, err := s.rules.Change(ctx, id, func(cur kvstore.Current[Rule]) (Rule, kvstore.Action, error) {
+	r, _, err := s.rules.Change(ctx, id, func(cur kvstore.Current[api.Rule]) (api.Rule, kvstore.Action, error) {
 		switch {
 		case cur.Invalid != nil:
-			return Rule{}, kvstore.Keep, fmt.Errorf("rule %s is stored invalid, so it matches nothing; write it again or remove it with amends repair purge-entry (%w): %w", id, cur.Invalid, ErrInvalidRule)
+			return api.Rule{}, kvstore.Keep, fmt.Errorf("rule %s is stored invalid, so it matches nothing; write it again or remove it with amends repair purge-entry (%w): %w", id, cur.Invalid, ErrInvalidRule)
 		case !cur.Exists():
-			return Rule{}, kvstore.Keep, fmt.Errorf("rule %s: %w", id, ErrNotFound)
+			return api.Rule{}, kvstore.Keep, fmt.Errorf("rule %s: %w", id, ErrNotFound)
 		}
 		r := cur.Value
 		if err := f(&r, s.clock.Now().UnixMilli()); err != nil {
-			return Rule{}, kvstore.Keep, err
+			return api.Rule{}, kvstore.Keep, err
 		}
 		derive(&r)
 		return r, kvstore.Write, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/fakeclock"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/rules"
@@ -19,7 +20,7 @@ func TestStoreAuditRemoveAndWatch(t *testing.T) {
 	st, err := rules.OpenStore(ctx, natstest.New(t).JetStream(), rules.WithClock(clock))
 	require.NoError(t, err)
 
-	_, err = st.Add(ctx, rules.Rule{Action: rules.Waive, Reason: "x"})
+	_, err = st.Add(ctx, api.Rule{Action: rules.Waive, Reason: "x"})
 	require.ErrorIs(t, err, rules.ErrInvalidRule)
 
 	w := st.Watcher(time.Hour, nil)
@@ -35,7 +36,7 @@ func TestStoreAuditRemoveAndWatch(t *testing.T) {
 	assert.True(t, rules.ValidID(added.ID), added.ID)
 	assert.Equal(t, t0.UnixMilli(), added.CreatedAt)
 	require.Len(t, added.Audit, 1)
-	assert.Equal(t, rules.Audit{Op: "add", Actor: "alice", Reason: "payments provider down", At: t0.UnixMilli()}, added.Audit[0])
+	assert.Equal(t, api.RuleAudit{Op: "add", Actor: "alice", Reason: "payments provider down", At: t0.UnixMilli()}, added.Audit[0])
 
 	x := rules.Failure{Function: fn, ErrorCode: "Timeout"}
 	require.Eventually(t, func() bool { _, ok := w.Match(x, t0); return ok }, 30*time.Second, 10*time.Millisecond, "the watcher sees the new rule")
@@ -74,7 +75,7 @@ func TestStoreAuditRemoveAndWatch(t *testing.T) {
 	<-done
 }
 
-func ops(a []rules.Audit) []string {
+func ops(a []api.RuleAudit) []string {
 	var out []string
 	for _, e := range a {
 		out = append(out, e.Op)

@@ -13,7 +13,7 @@ import (
 )
 
 // The bucket keeps a rule without what is derived or filled when it is
-// shown (touched, live, matching), though rules.Rule is api.Rule; a read
+// shown (touched, live, matching), though api.Rule is api.Rule; a read
 // derives Touched and believes none of them from the bucket.
 func TestStoredRuleKeepsOnlyItsOwnFields(t *testing.T) {
 	ctx := t.Context()

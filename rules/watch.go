@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/kvwatch"
 )
 
@@ -20,7 +21,7 @@ const DefaultFlushEvery = 10 * time.Second
 // Matcher finds the rule that acts on a failure. *Set and *Watcher
 // satisfy it.
 type Matcher interface {
-	Match(x Failure, now time.Time) (*Rule, bool)
+	Match(x Failure, now time.Time) (*api.Rule, bool)
 }
 
 var (
@@ -66,7 +67,7 @@ func (w *Watcher) Set() *Set { return w.set.Load() }
 
 // Match is Set().Match, and counts the match for the rule's Recorded
 // count. It does no I/O.
-func (w *Watcher) Match(x Failure, now time.Time) (*Rule, bool) {
+func (w *Watcher) Match(x Failure, now time.Time) (*api.Rule, bool) {
 	r, ok := w.set.Load().Match(x, now)
 	if ok {
 		c, _ := w.counts.Load(r.ID)
@@ -108,9 +109,9 @@ func (w *Watcher) watch(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = kw.Stop() }()
-	rules := map[string]Rule{}
+	rules := map[string]api.Rule{}
 	publish := func() {
-		list := make([]Rule, 0, len(rules))
+		list := make([]api.Rule, 0, len(rules))
 		for _, r := range rules {
 			list = append(list, r)
 		}
@@ -146,7 +147,7 @@ func (w *Watcher) watch(ctx context.Context) error {
 // apply takes one change of the bucket. A stored rule that does not
 // validate (DecodeStored) is dropped, so it matches nothing, and reported
 // to the quarantine by the store (once per revision).
-func (w *Watcher) apply(ctx context.Context, rules map[string]Rule, e jetstream.KeyValueEntry) {
+func (w *Watcher) apply(ctx context.Context, rules map[string]api.Rule, e jetstream.KeyValueEntry) {
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(rules, e.Key())
 		return

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/index"
 )
 
 // Defaults of the backoff of a record the scheduler cannot prepare.
@@ -57,7 +57,7 @@ func (b *backoffs) extra() int {
 // filter returns up to batch records of due that are not backing off at
 // now, and forgets the records that moved on: a new version, or no longer
 // due (only known when due holds every due record, complete).
-func (b *backoffs) filter(due []projection.Due, now time.Time, batch int, complete bool) (out []projection.Due, skipped int) {
+func (b *backoffs) filter(due []index.Due, now time.Time, batch int, complete bool) (out []index.Due, skipped int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seen := make(map[string]struct{}, len(b.records))
@@ -91,7 +91,7 @@ func (b *backoffs) filter(due []projection.Due, now time.Time, batch int, comple
 // failed counts a failed prepare of d at now: the record is skipped for
 // min·2^(failures−1), capped at max. It logs the failure at WARN unless the
 // window's burst is spent.
-func (b *backoffs) failed(d projection.Due, now time.Time, err error) {
+func (b *backoffs) failed(d index.Due, now time.Time, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	f := b.records[d.ID]

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
@@ -53,7 +54,7 @@ func TestAStoredReleaseThatDoesNotValidateIsHalted(t *testing.T) {
 			require.NoError(t, err)
 
 			ticks := make(chan time.Time)
-			s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithParkRules(scheduler.StaticRules{Rules: rules.NewSet([]rules.Rule{hold})}),
+			s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithParkRules(scheduler.StaticRules{Rules: rules.NewSet([]api.Rule{hold})}),
 				scheduler.WithParkRelease(builds, e.index, rel, scheduler.ParkReleasePolicy{}, nil))
 			run(t, s)
 			waitActive(t, s)
@@ -86,8 +87,8 @@ func TestAStoredReleaseThatDoesNotValidateIsHalted(t *testing.T) {
 	}
 }
 
-func byFunctionRule() rules.Rule {
-	return rules.Rule{ID: "r-000000000001", Match: rules.Match{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Timeout"},
+func byFunctionRule() api.Rule {
+	return api.Rule{ID: "r-000000000001", Match: api.RuleMatch{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Timeout"},
 		Action: rules.ParkUntilDeploy, Reason: "wait for the fix", CreatedAt: 1}
 }
 

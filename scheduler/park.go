@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/circuit"
-	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/index"
 	"github.com/amends-dev/amends/rules"
 )
 
@@ -41,7 +41,7 @@ func WithParkRules(src RuleSource) Option {
 }
 
 // failureOf is the rules' view of a due record.
-func failureOf(d projection.Due) rules.Failure {
+func failureOf(d index.Due) rules.Failure {
 	return rules.Failure{Function: d.Function, ErrorCode: d.ErrorCode, Fingerprint: d.Fingerprint}
 }
 
@@ -50,7 +50,7 @@ func failureOf(d projection.Due) rules.Failure {
 // backing-off records not left alone, unless the due list ends first
 // (complete). It starts from the number left alone in the last pass and doubles
 // the list until it has enough.
-func (s *Scheduler) listDue(now time.Time) (due []projection.Due, complete bool) {
+func (s *Scheduler) listDue(now time.Time) (due []index.Due, complete bool) {
 	want := s.opts.batch + s.backoff.extra()
 	skip := s.skipper(now)
 	if skip == nil {
@@ -82,7 +82,7 @@ func (s *Scheduler) listDue(now time.Time) (due []projection.Due, complete bool)
 // park-until-deploy rule parks (WithParkRules), and those of a function whose
 // circuit is not closed or whose recovery drain waits or drains
 // (WithDrains): the drain prepares them, not the passes.
-func (s *Scheduler) skipper(now time.Time) func(projection.Due) bool {
+func (s *Scheduler) skipper(now time.Time) func(index.Due) bool {
 	var set *rules.Set
 	if s.opts.parkRules != nil {
 		set = s.opts.parkRules.Set()
@@ -91,7 +91,7 @@ func (s *Scheduler) skipper(now time.Time) func(projection.Due) bool {
 	if set == nil && !drains {
 		return nil
 	}
-	return func(d projection.Due) bool {
+	return func(d index.Due) bool {
 		return (set != nil && set.Parked(failureOf(d), now)) || (drains && s.drainHolds(circuit.Of(d.Function)))
 	}
 }

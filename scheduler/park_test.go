@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/rules"
@@ -52,8 +53,8 @@ func TestHeldRecordsAreLeftAloneAndDoNotBlockOthers(t *testing.T) {
 	e.indexed(t, versions)
 	e.clock.Set(t0.Add(10 * time.Second))
 
-	hold := rules.NewSet([]rules.Rule{{ID: "r-000000000001", Action: rules.ParkUntilDeploy,
-		Match: rules.Match{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Held"}}})
+	hold := rules.NewSet([]api.Rule{{ID: "r-000000000001", Action: rules.ParkUntilDeploy,
+		Match: api.RuleMatch{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Held"}}})
 	ticks := make(chan time.Time)
 	s := e.scheduler(t, e.svc, scheduler.WithTicks(ticks), scheduler.WithBatch(2), scheduler.WithParkRules(scheduler.StaticRules{Rules: hold}))
 	run(t, s)

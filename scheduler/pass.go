@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/index"
 )
 
 // Actor is the actor the scheduler's commands carry.
@@ -100,7 +100,7 @@ func (s *Scheduler) round(active context.Context, now time.Time) (int, bool) {
 
 // prepare sends PrepareCompensation for d and counts the outcome. A record
 // that fails for another reason than a rejection backs off from now.
-func (s *Scheduler) prepare(ctx context.Context, now time.Time, d projection.Due) {
+func (s *Scheduler) prepare(ctx context.Context, now time.Time, d index.Due) {
 	meta := aggregate.Meta{
 		Actor:     Actor,
 		Reason:    fmt.Sprintf("retry %d due at %s", d.Retries+1, time.UnixMilli(d.NextRetryAt).UTC().Format(time.RFC3339Nano)),
@@ -144,6 +144,6 @@ func (s *Scheduler) prepare(ctx context.Context, now time.Time, d projection.Due
 // DueCommandID is the command id of the prepare for due record d: one per
 // record and due time (retry count and nextRetryAt), so preparing the
 // same due time twice appends once.
-func DueCommandID(d projection.Due) string {
+func DueCommandID(d index.Due) string {
 	return fmt.Sprintf("scheduler:%s:%d:%d", d.ID, d.Retries, d.NextRetryAt)
 }

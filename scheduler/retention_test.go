@@ -194,7 +194,7 @@ func TestSweeperRemovesSucceededRecordsPastTheirRetention(t *testing.T) {
 	assert.Equal(t, uint64(1), st.Batch)
 	assert.Nil(t, st.Pending)
 	assert.Equal(t, int64(6), st.Removed)
-	page, err := e.audit.Query(t.Context(), audit.Query{Kind: audit.KindRetention})
+	page, err := e.audit.Query(t.Context(), audit.Query{Kind: api.AuditRetention})
 	require.NoError(t, err)
 	require.Len(t, page.Entries, 1, "one audit entry per batch")
 	assert.Contains(t, page.Entries[0].Reason, "removed 6 records (6 succeeded, 0 unrecoverable)")

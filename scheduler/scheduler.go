@@ -12,11 +12,12 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/index"
 )
 
 // DueSource lists the records due at now. *projection.Index satisfies it.
 type DueSource interface {
-	Due(now time.Time, limit int) []projection.Due
+	Due(now time.Time, limit int) []index.Due
 }
 
 // Executor runs a command on a record. *aggregate.Service satisfies it.

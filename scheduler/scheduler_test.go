@@ -10,7 +10,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/internal/natstest"
-	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/index"
 	"github.com/amends-dev/amends/scheduler"
 )
 
@@ -86,9 +86,9 @@ func TestSchedulerPreparesWhatIsDue(t *testing.T) {
 
 // staticDue lists fixed records, as an index that has not seen their
 // latest commands would.
-type staticDue []projection.Due
+type staticDue []index.Due
 
-func (s staticDue) Due(time.Time, int) []projection.Due { return s }
+func (s staticDue) Due(time.Time, int) []index.Due { return s }
 
 func TestSchedulerCountsRecordsThatMovedOn(t *testing.T) {
 	e := newEnv(t, natstest.New(t).JetStream(), 1, steadyTTL)
@@ -202,7 +202,7 @@ func TestAPassStopsWhenABatchPreparesNothing(t *testing.T) {
 		id, _ := e.create(t, i, aggregate.Recoverable)
 		_, err := e.svc.Execute(t.Context(), id, aggregate.ForcePrepareCompensation{}, aggregate.Meta{})
 		require.NoError(t, err)
-		stale = append(stale, projection.Due{ID: id, Version: 1, NextRetryAt: t0.UnixMilli() + 1000})
+		stale = append(stale, index.Due{ID: id, Version: 1, NextRetryAt: t0.UnixMilli() + 1000})
 	}
 	ticks := make(chan time.Time)
 	s, err := scheduler.New(stale, e.svc, e.leases, scheduler.WithTicks(ticks), scheduler.WithClock(e.clock), scheduler.WithBatch(3))

@@ -9,7 +9,6 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/archive"
-	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/projection"
@@ -394,7 +393,7 @@ func (sw *Sweeper) done(ctx context.Context, rep SweepReport) {
 	}
 	sw.cfg.Logger.Info("retention: "+why.String(), "batch", rep.Batch, "removed", rep.Removed(), "messages", rep.Messages)
 	if sw.cfg.Audit != nil {
-		e := audit.Entry{Time: rep.At, Kind: audit.KindRetention, Actor: "scheduler", Credential: audit.CredentialSystem, Reason: why.String()}
+		e := api.AuditEntry{Time: rep.At, Kind: api.AuditRetention, Actor: "scheduler", Credential: api.CredentialSystem, Reason: why.String()}
 		if err := sw.cfg.Audit.Record(ctx, e); err != nil {
 			sw.cfg.Logger.Warn("retention: the audit entry of a sweep was not written", "batch", rep.Batch, "err", err)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/archive"
-	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
 )
@@ -56,7 +55,7 @@ type RecordStore interface {
 
 // Auditor records an audit entry; *audit.Log satisfies it.
 type Auditor interface {
-	Record(ctx context.Context, e audit.Entry) error
+	Record(ctx context.Context, e api.AuditEntry) error
 }
 
 var _ RetentionRecords = (*projection.Index)(nil)

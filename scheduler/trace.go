@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/index"
 	"github.com/amends-dev/amends/tracing"
 )
 
@@ -44,7 +44,7 @@ func (s *Scheduler) startPass(ctx context.Context, due int) (context.Context, tr
 }
 
 // startPrepare starts the span of preparing record d.
-func (s *Scheduler) startPrepare(ctx context.Context, d projection.Due) (context.Context, trace.Span) {
+func (s *Scheduler) startPrepare(ctx context.Context, d index.Due) (context.Context, trace.Span) {
 	ctx, span := s.tracer().Start(ctx, tracing.SpanSchedulerPrepare)
 	span.SetAttributes(tracing.AttrRecordID.String(d.ID), tracing.AttrAttempt.Int(int(d.Retries)+1))
 	return ctx, span

@@ -12,7 +12,6 @@ import (
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/archive"
-	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/eventstore"
 )
 
@@ -51,11 +50,11 @@ func (s *Server) archive() (*Archive, error) {
 func archiveError(sweep uint64, err error) error {
 	switch {
 	case errors.Is(err, archive.ErrNotFound):
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
+		return &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound",
 			Message: fmt.Sprintf("the archive holds no sweep %d (or a part of it is missing); list the sweeps with GET /api/v1/archive", sweep),
 			Details: map[string]any{"sweep": sweep}}}
 	case errors.Is(err, archive.ErrInvalid), errors.Is(err, archive.ErrTooLarge):
-		return &apiError{status: http.StatusBadGateway, body: Error{Code: "ArchiveInvalid",
+		return &apiError{status: http.StatusBadGateway, body: api.Error{Code: "ArchiveInvalid",
 			Message: fmt.Sprintf("sweep %d of the archive does not verify: %v", sweep, err), Details: map[string]any{"sweep": sweep}}}
 	}
 	return err
@@ -164,7 +163,7 @@ func (s *Server) getArchived(w http.ResponseWriter, r *http.Request, _ principal
 		return archiveError(sweep, err)
 	}
 	if out == nil {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
+		return &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound",
 			Message: fmt.Sprintf("sweep %d holds no record %s; list its records with GET /api/v1/archive/%d", sweep, id, sweep),
 			Details: map[string]any{"sweep": sweep, "id": id}}}
 	}
@@ -228,7 +227,7 @@ func (s *Server) restoreArchived(w http.ResponseWriter, r *http.Request, p princ
 				counts = append(counts, fmt.Sprintf("%s %d", o, out.Counts[o]))
 			}
 		}
-		s.audit(r, audit.Entry{Kind: audit.KindRestore, Actor: p.name, Role: string(p.role), Credential: p.credential(false),
+		s.audit(r, api.AuditEntry{Kind: api.AuditArchiveRestore, Actor: p.name, Role: string(p.role), Credential: p.credential(false),
 			Reason: fmt.Sprintf("sweep %d of %s: %s; %s", sweep, a.Sink, strings.Join(counts, ", "), reason)})
 	}
 	if err != nil {

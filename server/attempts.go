@@ -38,7 +38,7 @@ func AttemptsOf(id string, changes []projection.Change) api.Attempts {
 	}
 	out := api.Attempts{ID: id, Timeline: aggregate.Timeline(steps), FinalFailure: aggregate.FinalFailure(&s)}
 	if out.Timeline == nil {
-		out.Timeline = []api.TimelineEntry{}
+		out.Timeline = []aggregate.TimelineEntry{}
 	}
 	return out
 }

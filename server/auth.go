@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/audit"
 )
 
 // CheckBind returns an error wrapping ErrInsecureBind if addr is not a
@@ -149,7 +148,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Role) (*
 	}
 	unsafe := !safeMethod(r.Method)
 	if unsafe && !sameOrigin(r) {
-		writeJSON(w, http.StatusForbidden, Error{Code: "CrossOrigin",
+		writeJSON(w, http.StatusForbidden, api.Error{Code: "CrossOrigin",
 			Message: "this request came from another site (its Origin is not this server's); state-changing requests are taken only from the dashboard's own pages"})
 		return r, principal{}, nil, false
 	}
@@ -157,7 +156,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Role) (*
 		id, sess, present, ok := s.sessionOf(r)
 		if ok {
 			if unsafe && (r.Header.Get("Origin") == "" || !checkCSRF(id, r.Header.Get(CSRFHeader))) {
-				writeJSON(w, http.StatusForbidden, Error{Code: "CSRF",
+				writeJSON(w, http.StatusForbidden, api.Error{Code: "CSRF",
 					Message: "the request has no valid " + CSRFHeader + " header for this session; reload the dashboard and try again"})
 				return r, principal{}, nil, false
 			}
@@ -171,7 +170,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Role) (*
 			s.authFailed(r, api.CredentialSession, "unknown or expired session")
 		}
 		if unsafe && s.tokenless() && fromBrowser(r) {
-			writeJSON(w, http.StatusForbidden, Error{Code: "CSRF",
+			writeJSON(w, http.StatusForbidden, api.Error{Code: "CSRF",
 				Message: "a browser's state-changing request needs a dashboard session and its " + CSRFHeader + " header; reload the dashboard and try again"})
 			return r, principal{}, nil, false
 		}
@@ -243,7 +242,7 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 const maxBearerBytes = 8 << 10
 
 func unauthorized(msg string) *apiError {
-	return &apiError{status: http.StatusUnauthorized, body: Error{Code: "Unauthorized", Message: msg}}
+	return &apiError{status: http.StatusUnauthorized, body: api.Error{Code: "Unauthorized", Message: msg}}
 }
 
 // bearerKind is the kind of credential a bearer value looks like.
@@ -265,7 +264,7 @@ func (s *Server) tokenless() bool { return s.open && len(s.keys.Load().tokens) =
 // allow checks that p may act as role need, answering 403 if not.
 func (s *Server) allow(w http.ResponseWriter, p principal, need Role) bool {
 	if !p.allows(need) {
-		writeJSON(w, http.StatusForbidden, Error{Code: "Forbidden", Message: "token " + p.name + " has role " + string(p.role) + "; this request needs the " + string(need) + " role"})
+		writeJSON(w, http.StatusForbidden, api.Error{Code: "Forbidden", Message: "token " + p.name + " has role " + string(p.role) + "; this request needs the " + string(need) + " role"})
 		return false
 	}
 	return true
@@ -307,15 +306,15 @@ func (s *Server) authFailed(r *http.Request, cred api.AuditCredential, reason st
 	if s.limits.fail(ri.client, now) {
 		s.log.Warn("authentication: too many failures from a client; refusing its requests for a while",
 			"client", ri.clientString(), "retry_after", s.limits.cfg.FailureEvery.String(), "last_reason", reason)
-		s.audit(r, audit.Entry{Kind: audit.KindRateLimited, Credential: cred, Reason: reason})
+		s.audit(r, api.AuditEntry{Kind: api.AuditRateLimited, Credential: cred, Reason: reason})
 	}
-	s.audit(r, audit.Entry{Kind: audit.KindAuthFailure, Credential: cred, Reason: reason})
+	s.audit(r, api.AuditEntry{Kind: api.AuditAuthFailure, Credential: cred, Reason: reason})
 }
 
 // tooMany answers 429 with Retry-After (whole seconds, at least 1).
 func tooMany(w http.ResponseWriter, wait time.Duration, what string) {
 	secs := max(1, int((wait+time.Second-1)/time.Second))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeJSON(w, http.StatusTooManyRequests, Error{Code: "TooManyRequests",
+	writeJSON(w, http.StatusTooManyRequests, api.Error{Code: "TooManyRequests",
 		Message: fmt.Sprintf("%s; try again in %d s", what, secs), Details: map[string]any{"retryAfter": secs}})
 }

@@ -30,7 +30,7 @@ var batchNamespace = uuid.MustParse("9d3f3b0e-3c1a-4f57-8d43-2d8a1b6e0c55")
 func (s *Server) batch(w http.ResponseWriter, r *http.Request, p principal) error {
 	name := r.PathValue("command")
 	if !slices.Contains(BatchCommands, name) {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
+		return &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound",
 			Message: "batches run " + strings.Join(BatchCommands, " or ") + ", not " + quote(name), Details: map[string]any{"field": "command"}}}
 	}
 	body, err := s.readBody(w, r)

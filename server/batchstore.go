@@ -179,7 +179,7 @@ func (s *Server) claimBatch(ctx context.Context, requestID, hash string) (*api.B
 		}
 		st := cur.Value.batch
 		if st.BodyHash != hash {
-			return batchEntry{}, kvstore.Keep, &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: "RequestIDReused",
+			return batchEntry{}, kvstore.Keep, &apiError{status: http.StatusUnprocessableEntity, body: api.Error{Code: "RequestIDReused",
 				Message: fmt.Sprintf("requestId %q was used for a different batch (another command, filter or option); use a new requestId", requestID)}}
 		}
 		if !st.Running && st.Result != nil && st.Result.Complete {
@@ -187,7 +187,7 @@ func (s *Server) claimBatch(ctx context.Context, requestID, hash string) (*api.B
 			return batchEntry{}, kvstore.Keep, nil
 		}
 		if st.Running && now.Sub(time.UnixMilli(st.StartedAt)) < staleBatch {
-			return batchEntry{}, kvstore.Keep, &apiError{status: http.StatusConflict, body: Error{Code: "BatchRunning",
+			return batchEntry{}, kvstore.Keep, &apiError{status: http.StatusConflict, body: api.Error{Code: "BatchRunning",
 				Message: fmt.Sprintf("batch %q is running since %s; wait for it, then send it again to read its result", requestID, time.UnixMilli(st.StartedAt).UTC().Format(time.RFC3339))}}
 		}
 		// Interrupted, or its runner died: run it again. Records it already
@@ -199,7 +199,7 @@ func (s *Server) claimBatch(ctx context.Context, requestID, hash string) (*api.B
 	case errors.As(err, &ae):
 		return nil, nil, err
 	case errors.Is(err, kvstore.ErrConflict):
-		return nil, nil, &apiError{status: http.StatusConflict, body: Error{Code: "BatchRunning", Message: fmt.Sprintf("batch %q is being claimed by another request; send it again", requestID)}}
+		return nil, nil, &apiError{status: http.StatusConflict, body: api.Error{Code: "BatchRunning", Message: fmt.Sprintf("batch %q is being claimed by another request; send it again", requestID)}}
 	case err != nil:
 		return nil, nil, fmt.Errorf("claim batch %s: %w", requestID, err)
 	case done != nil:

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/jsontype"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -44,11 +45,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, &apiError{status: http.StatusRequestEntityTooLarge, body: Error{Code: "PayloadTooLarge",
+		return nil, &apiError{status: http.StatusRequestEntityTooLarge, body: api.Error{Code: "PayloadTooLarge",
 			Message: "the request body is over the limit of 64 KiB", Details: map[string]any{"field": "body"}}}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		w.Header().Set("Connection", "close")
-		return nil, &apiError{status: http.StatusRequestTimeout, body: Error{Code: "RequestTimeout",
+		return nil, &apiError{status: http.StatusRequestTimeout, body: api.Error{Code: "RequestTimeout",
 			Message: fmt.Sprintf("the request body did not arrive within %s; send it at once, not byte by byte", s.cfg.BodyTimeout),
 			Details: map[string]any{"field": "body"}}}
 	case err != nil:
@@ -67,7 +68,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 // charset=utf-8 (RFC 8259 §8.1: JSON is UTF-8).
 func checkContentType(ct string) error {
 	unsupported := func(msg string) error {
-		return &apiError{status: http.StatusUnsupportedMediaType, body: Error{Code: "UnsupportedMediaType",
+		return &apiError{status: http.StatusUnsupportedMediaType, body: api.Error{Code: "UnsupportedMediaType",
 			Message: msg, Details: map[string]any{"field": "Content-Type"}}}
 	}
 	mt, params, err := mime.ParseMediaType(ct)

@@ -108,7 +108,7 @@ func readCircuit(r *http.Request, c *Circuits, f circuit.Function) (circuit.Stat
 	case errors.Is(err, circuit.ErrNotFound):
 		return circuit.New(f), false, nil
 	case errors.Is(err, circuit.ErrInvalid):
-		return circuit.State{}, false, &apiError{status: http.StatusConflict, body: Error{Code: "InvalidCircuit",
+		return circuit.State{}, false, &apiError{status: http.StatusConflict, body: api.Error{Code: "InvalidCircuit",
 			Message: strings.TrimSuffix(err.Error(), ": "+circuit.ErrInvalid.Error()) + "; it is ignored (the function is called as if its circuit were closed); opening or closing it writes it anew",
 			Details: map[string]any{"function": f.String()}}}
 	case err != nil:
@@ -270,11 +270,11 @@ func (s *Server) guardPrepare(ctx context.Context, id string, probe bool, actor 
 	details := map[string]any{"id": id, "function": fn.String(), "phase": string(st.Phase), "since": st.Since, "forced": st.Forced}
 	since := time.UnixMilli(st.Since).UTC().Format(time.RFC3339)
 	if st.Forced {
-		return &apiError{status: http.StatusConflict, body: Error{Code: circuit.ErrorCode, Details: details,
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: circuit.ErrorCode, Details: details,
 			Message: fmt.Sprintf("the circuit of %s was opened by an operator at %s: nothing calls the function, not even a probe; close it first (amends circuits close %s)", fn, since, fn)}}
 	}
 	if !probe {
-		return &apiError{status: http.StatusConflict, body: Error{Code: circuit.ErrorCode, Details: details,
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: circuit.ErrorCode, Details: details,
 			Message: fmt.Sprintf("the circuit of %s is %s since %s: the replay would be refused and cost the record a retry; the recovery drain prepares it once the circuit closes, or ask for this replay to be the circuit's probe (\"probe\": true, amends prepare --probe)", fn, st.Phase, since)}}
 	}
 	claim := circuit.Claim{Instance: "operator " + actor, ID: uuid.NewString(), Event: it.EventID, Record: id, Early: true}
@@ -287,7 +287,7 @@ func (s *Server) guardPrepare(ctx context.Context, id string, probe bool, actor 
 		return err
 	}
 	if !changed || n.Probe == nil || n.Probe.ID != claim.ID {
-		return &apiError{status: http.StatusConflict, body: Error{Code: circuit.ErrorCode, Details: details,
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: circuit.ErrorCode, Details: details,
 			Message: fmt.Sprintf("the circuit of %s has a probe under way (or this record's event already succeeded as one); try again once it has an outcome", fn)}}
 	}
 	return nil

@@ -40,7 +40,7 @@ func (s *Server) commandFor(name string) func(http.ResponseWriter, *http.Request
 // answers duplicate:true, another request with the key 422.
 func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, p principal, name string) error {
 	if !slices.Contains(OperatorCommands, name) {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
+		return &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound",
 			Message: "unknown command " + quote(name) + "; the commands are " + strings.Join(OperatorCommands, ", "), Details: map[string]any{"field": "command"}}}
 	}
 	if err := noQuery(r); err != nil {

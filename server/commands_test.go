@@ -10,7 +10,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/server"
 )
 
 func TestCommandsOnOneRecord(t *testing.T) {
@@ -36,7 +35,7 @@ func TestCommandsOnOneRecord(t *testing.T) {
 
 	r = e.do(t, "POST", path("prepare_compensation"), operatorKey, nil)
 	assert.Equal(t, http.StatusConflict, r.status, "prepared and not timed out")
-	assert.Equal(t, server.Error{Code: "IllegalState", Message: "ExecutionFailed can not retry.", Details: map[string]any{
+	assert.Equal(t, api.Error{Code: "IllegalState", Message: "ExecutionFailed can not retry.", Details: map[string]any{
 		"id": id, "status": "PREPARED", "retries": 1.0, "maxRetries": 1.0, "timeoutAt": float64(t0 + 1000), "nextRetryAt": float64(t0 + 2000),
 		"recoverable": "UNKNOWN", "accepted": []any{},
 	}}, r.apiError(t), "Wow's message, and details that say why: the attempt runs until timeoutAt")

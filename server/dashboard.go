@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/audit"
 )
 
 // Dashboard is the browser UI a Server mounts next to the API (package
@@ -107,7 +106,7 @@ func (s *Server) whoami(w http.ResponseWriter, r *http.Request, _ principal) err
 		details["oidcStart"] = "/ui/v1/oidc/start"
 	}
 	details["signIn"] = ways
-	writeJSON(w, http.StatusUnauthorized, Error{Code: "Unauthorized", Message: "not signed in; sign in at /signin", Details: details})
+	writeJSON(w, http.StatusUnauthorized, api.Error{Code: "Unauthorized", Message: "not signed in; sign in at /signin", Details: details})
 	return nil
 }
 
@@ -137,7 +136,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request, _ principal) err
 		return err
 	}
 	if !sameOrigin(r) {
-		writeJSON(w, http.StatusForbidden, Error{Code: "CrossOrigin", Message: "sign-in is taken only from the dashboard's own sign-in page"})
+		writeJSON(w, http.StatusForbidden, api.Error{Code: "CrossOrigin", Message: "sign-in is taken only from the dashboard's own sign-in page"})
 		return nil
 	}
 	if wait, blocked := s.limits.blocked(info(r).client, s.now()); blocked {
@@ -176,7 +175,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request, _ principal) err
 			reason, msg = "sign-in with an expired token", "this token has expired; ask for a new one"
 		}
 		s.authFailed(r, bearerKind(strings.TrimSpace(b.Token)), reason)
-		writeJSON(w, http.StatusUnauthorized, Error{Code: "Unauthorized", Message: msg, Details: map[string]any{"field": "token"}})
+		writeJSON(w, http.StatusUnauthorized, api.Error{Code: "Unauthorized", Message: msg, Details: map[string]any{"field": "token"}})
 		return nil
 	}
 	if wait, ok := s.limits.signIn(p.key(), s.now()); !ok {
@@ -187,7 +186,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request, _ principal) err
 	if err := s.startSession(w, r, p); err != nil {
 		return err
 	}
-	s.audit(r, audit.Entry{Kind: audit.KindSignIn, Actor: p.name, Role: string(p.role), Credential: p.credential(false), Reason: p.via})
+	s.audit(r, api.AuditEntry{Kind: api.AuditSignIn, Actor: p.name, Role: string(p.role), Credential: p.credential(false), Reason: p.via})
 	return nil
 }
 
@@ -202,11 +201,11 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request, _ principal) er
 	id, sess, _, ok := s.sessionOf(r)
 	if ok {
 		if !sameOrigin(r) || r.Header.Get("Origin") == "" || !checkCSRF(id, r.Header.Get(CSRFHeader)) {
-			writeJSON(w, http.StatusForbidden, Error{Code: "CSRF", Message: "the request has no valid " + CSRFHeader + " header for this session; reload the dashboard and try again"})
+			writeJSON(w, http.StatusForbidden, api.Error{Code: "CSRF", Message: "the request has no valid " + CSRFHeader + " header for this session; reload the dashboard and try again"})
 			return nil
 		}
 		s.sessions.drop(r.Context(), sessionKey(id))
-		s.audit(r, audit.Entry{Kind: audit.KindSignOut, Actor: sess.name, Role: string(sess.role), Credential: sess.credential(true)})
+		s.audit(r, api.AuditEntry{Kind: api.AuditSignOut, Actor: sess.name, Role: string(sess.role), Credential: sess.credential(true)})
 	}
 	http.SetCookie(w, sessionCookie(r, "", -1))
 	w.WriteHeader(http.StatusNoContent)

@@ -16,6 +16,7 @@ import (
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/index"
 )
 
 // ErrInsecureBind: the server would listen beyond loopback without tokens.
@@ -26,19 +27,16 @@ var ErrInsecureBind = errors.New("server: refusing to serve without tokens beyon
 // tokens are kept.
 var ErrNoCredentials = errors.New("server: the tokens would leave the server no way to authenticate; the last good tokens are kept")
 
-// Error is the body of every error response (the API's type).
-type Error = api.Error
-
 // apiError is an error with its HTTP status.
 type apiError struct {
 	status int
-	body   Error
+	body   api.Error
 }
 
 func (e *apiError) Error() string { return e.body.Message }
 
 func badRequest(field, format string, args ...any) *apiError {
-	e := &apiError{status: http.StatusBadRequest, body: Error{Code: "BadRequest", Message: fmt.Sprintf(format, args...)}}
+	e := &apiError{status: http.StatusBadRequest, body: api.Error{Code: "BadRequest", Message: fmt.Sprintf(format, args...)}}
 	if field != "" {
 		e.body.Details = map[string]any{"field": field}
 	}
@@ -49,12 +47,12 @@ func badRequest(field, format string, args ...any) *apiError {
 // (no circuits, no holds, no audit log, ...): code NotConfigured, so that
 // a client can tell it from an unknown record, hold or circuit (NotFound).
 func notConfigured(message string) *apiError {
-	return &apiError{status: http.StatusNotFound, body: Error{Code: "NotConfigured", Message: message}}
+	return &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotConfigured", Message: message}}
 }
 
 // notFound is the 404 of an unknown record.
 func notFound(id string) *apiError {
-	return &apiError{status: http.StatusNotFound, body: Error{
+	return &apiError{status: http.StatusNotFound, body: api.Error{
 		Code:    "NotFound",
 		Message: fmt.Sprintf("no ExecutionFailed record with id %s; list records with GET /api/v1/records (amends list)", id),
 		Details: map[string]any{"id": id},
@@ -75,7 +73,7 @@ func commandError(id string, err error) *apiError {
 	case errors.Is(err, aggregate.ErrNotFound):
 		return notFound(id)
 	case errors.As(err, &ae) && (errors.Is(err, aggregate.ErrIllegalState) || errors.Is(err, aggregate.ErrStaleAttempt) || errors.Is(err, aggregate.ErrAlreadyRecorded)):
-		return &apiError{status: http.StatusConflict, body: Error{Code: ae.Code(), Message: ae.Message, Details: refusalDetails(id, ae)}}
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: ae.Code(), Message: ae.Message, Details: refusalDetails(id, ae)}}
 	case errors.As(err, &ae):
 		code := ae.Code()
 		if errors.Is(err, aggregate.ErrArithmetic) {
@@ -87,9 +85,9 @@ func commandError(id string, err error) *apiError {
 		if ae.Field != "" {
 			d["field"] = ae.Field
 		}
-		return &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: code, Message: ae.Message, Details: d}}
+		return &apiError{status: http.StatusUnprocessableEntity, body: api.Error{Code: code, Message: ae.Message, Details: d}}
 	case errors.Is(err, eventstore.ErrConflict):
-		return &apiError{status: http.StatusConflict, body: Error{Code: "Conflict", Message: "the record changed while the command ran, more often than the server retries; send the command again", Details: map[string]any{"id": id}}}
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: "Conflict", Message: "the record changed while the command ran, more often than the server retries; send the command again", Details: map[string]any{"id": id}}}
 	}
 	return nil
 }
@@ -106,7 +104,7 @@ func refusalDetails(id string, ae *aggregate.Error) map[string]any {
 
 // queryError maps an error of the projection.
 func queryError(id string, err error) *apiError {
-	var qe *projection.QueryError
+	var qe *index.QueryError
 	switch {
 	case errors.Is(err, projection.ErrNotFound):
 		return notFound(id)
@@ -139,11 +137,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	if !errors.As(err, &ae) && unavailable(err) && r.Context().Err() == nil {
 		s.log.Warn("request failed: NATS unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
-		ae = &apiError{status: http.StatusServiceUnavailable, body: Error{Code: "Unavailable", Message: "the server cannot reach NATS now; send the request again later"}}
+		ae = &apiError{status: http.StatusServiceUnavailable, body: api.Error{Code: "Unavailable", Message: "the server cannot reach NATS now; send the request again later"}}
 	}
 	if ae == nil {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		ae = &apiError{status: http.StatusInternalServerError, body: Error{Code: "Internal", Message: "internal error; the server log has the details"}}
+		ae = &apiError{status: http.StatusInternalServerError, body: api.Error{Code: "Internal", Message: "internal error; the server log has the details"}}
 	}
 	writeJSON(w, ae.status, ae.body)
 }

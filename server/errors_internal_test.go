@@ -10,6 +10,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/index"
 )
 
 func TestCommandErrorStatusesAndCodes(t *testing.T) {
@@ -36,7 +37,7 @@ func TestCommandErrorStatusesAndCodes(t *testing.T) {
 }
 
 func TestQueryErrorNamesTheField(t *testing.T) {
-	ae := queryError("", &projection.QueryError{Field: "cursor", Reason: "cursor \"x\" is not a cursor a list returned (its next)"})
+	ae := queryError("", &index.QueryError{Field: "cursor", Reason: "cursor \"x\" is not a cursor a list returned (its next)"})
 	assert.Equal(t, "cursor", ae.body.Details["field"])
 	assert.Equal(t, `cursor "x" is not a cursor a list returned (its next)`, ae.body.Message)
 	ae = queryError("", fmt.Errorf("sort field must be one of [a], got \"b\": %w", projection.ErrInvalidQuery))

@@ -96,13 +96,13 @@ func (s *Server) front(w http.ResponseWriter, r *http.Request) {
 		h.Set("Strict-Transport-Security", "max-age="+strconv.Itoa(HSTSMaxAge))
 	}
 	if !s.hosts.allows(r.Host) {
-		writeJSON(w, http.StatusMisdirectedRequest, Error{Code: "MisdirectedRequest",
+		writeJSON(w, http.StatusMisdirectedRequest, api.Error{Code: "MisdirectedRequest",
 			Message: "this server does not answer to the host name " + quote(r.Host) + " (the Host header); reach it by an address or a name it was started with (serve --http-allowed-host NAME)",
 			Details: map[string]any{"field": "Host"}})
 		return
 	}
 	if p := r.URL.Path; p != "" && p != canonicalPath(p) {
-		writeJSON(w, http.StatusBadRequest, Error{Code: "BadRequest",
+		writeJSON(w, http.StatusBadRequest, api.Error{Code: "BadRequest",
 			Message: "the path " + quote(p) + " is not canonical (it has \"..\", \".\" or empty segments); send " + quote(canonicalPath(p)),
 			Details: map[string]any{"field": "path"}})
 		return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/testissuer"
 	"github.com/amends-dev/amends/server"
 )
@@ -150,7 +151,7 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("%s %q: HSTS %q over TLS %v", method, path, res.Header.Get("Strict-Transport-Security"), req.TLS != nil)
 		}
 		if res.StatusCode >= 500 {
-			var eb server.Error
+			var eb api.Error
 			_ = json.Unmarshal(out, &eb)
 			if res.StatusCode != http.StatusServiceUnavailable || (eb.Code != "Unavailable" && eb.Code != "NotReady") {
 				t.Fatalf("%s %q?%q: %d %s", method, path, query, res.StatusCode, out)
@@ -169,7 +170,7 @@ func FuzzHandler(f *testing.F) {
 				t.Fatalf("%s %q: %d body has %q; want only code, message, details: %s", method, path, res.StatusCode, k, out)
 			}
 		}
-		var eb server.Error
+		var eb api.Error
 		if err := json.Unmarshal(out, &eb); err != nil || eb.Code == "" || eb.Message == "" {
 			t.Fatalf("%s %q: %d body without code or message: %s", method, path, res.StatusCode, out)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/fakeclock"
 	"github.com/amends-dev/amends/internal/natstest"
@@ -175,9 +176,9 @@ func (r response) json(tb testing.TB, v any) {
 	require.NoError(tb, json.Unmarshal(r.body, v), "body: %s", r.body)
 }
 
-func (r response) apiError(tb testing.TB) server.Error {
+func (r response) apiError(tb testing.TB) api.Error {
 	tb.Helper()
-	var e server.Error
+	var e api.Error
 	r.json(tb, &e)
 	return e
 }

@@ -89,7 +89,7 @@ func holdKey(r *http.Request) (string, error) {
 }
 
 func holdNotFound(key string) *apiError {
-	return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
+	return &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound",
 		Message: "no hold " + key + "; it was released, or never held; list holds with GET /api/v1/holds (amends holds list)",
 		Details: map[string]any{"key": key}}}
 }
@@ -190,7 +190,7 @@ func (s *Server) skipHeld(w http.ResponseWriter, r *http.Request, p principal) e
 	case errors.Is(err, processor.ErrHoldNotFound):
 		return holdNotFound(key)
 	case errors.Is(err, processor.ErrNotHeld):
-		return &apiError{status: http.StatusConflict, body: Error{Code: "NotHeld",
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: "NotHeld",
 			Message: "event " + req.EventID + " is not held by hold " + key + "; the held events are listed by GET /api/v1/holds/{key}",
 			Details: map[string]any{"field": "eventId"}}}
 	case err != nil:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -50,7 +51,7 @@ func (s *Server) claimKey(ctx context.Context, key, hash string) (release func(e
 			return mine, kvstore.Write, nil // new, freed, or stored invalid: taken over
 		}
 		if cur.Value.key.Hash != hash {
-			return batchEntry{}, kvstore.Keep, &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: "IdempotencyKeyReused",
+			return batchEntry{}, kvstore.Keep, &apiError{status: http.StatusUnprocessableEntity, body: api.Error{Code: "IdempotencyKeyReused",
 				Message: fmt.Sprintf("Idempotency-Key %s was used for another request (another command, record or body); send a new key for a new request", quote(key)),
 				Details: map[string]any{"field": "Idempotency-Key"}}}
 		}
@@ -62,7 +63,7 @@ func (s *Server) claimKey(ctx context.Context, key, hash string) (release func(e
 	case errors.As(err, &ae):
 		return none, err
 	case errors.Is(err, kvstore.ErrConflict):
-		return none, &apiError{status: http.StatusConflict, body: Error{Code: "Conflict",
+		return none, &apiError{status: http.StatusConflict, body: api.Error{Code: "Conflict",
 			Message: fmt.Sprintf("Idempotency-Key %s is being claimed by concurrent requests; send the request again", quote(key)),
 			Details: map[string]any{"field": "Idempotency-Key"}}}
 	case err != nil:

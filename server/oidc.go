@@ -14,6 +14,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/time/rate"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 )
 
@@ -197,7 +198,7 @@ func (o *oidcAuth) verify(ctx context.Context, raw string, pick func(verifiers) 
 	return tok, err
 }
 
-var errIssuerUnreachable = &apiError{status: http.StatusServiceUnavailable, body: Error{Code: "Unavailable",
+var errIssuerUnreachable = &apiError{status: http.StatusServiceUnavailable, body: api.Error{Code: "Unavailable",
 	Message: "the OIDC issuer cannot be reached now, so its tokens cannot be checked; try again later, or use an amends token"}}
 
 // verifyBearer checks a bearer JWT: signature by a key of the issuer's
@@ -234,7 +235,7 @@ func (o *oidcAuth) principal(tok *oidc.IDToken) (principal, error) {
 	}
 	role, ok := o.role(claims)
 	if !ok {
-		return principal{}, &apiError{status: http.StatusForbidden, body: Error{Code: "NoRole",
+		return principal{}, &apiError{status: http.StatusForbidden, body: api.Error{Code: "NoRole",
 			Message: fmt.Sprintf("the identity has no amends role: its claim %q holds none of %s (operator) or %s (viewer); ask the issuer's administrator for one",
 				o.cfg.RoleClaim, strings.Join(o.cfg.OperatorRoles, ", "), strings.Join(o.cfg.ViewerRoles, ", "))}}
 	}

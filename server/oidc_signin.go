@@ -13,7 +13,6 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/audit"
 )
 
 // oidcCookie holds a sign-in through the issuer while the browser is at
@@ -106,11 +105,11 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, _ principa
 	// its visitor's address refused.
 	refused := func(reason, msg string) error {
 		s.log.Info("OIDC sign-in: a callback that carries no credential was refused", "reason", reason, "client", info(r).clientString())
-		return &apiError{status: http.StatusUnauthorized, body: Error{Code: "Unauthorized", Message: msg + "; start again at /signin"}}
+		return &apiError{status: http.StatusUnauthorized, body: api.Error{Code: "Unauthorized", Message: msg + "; start again at /signin"}}
 	}
 	failed := func(reason, msg string) error {
 		s.authFailed(r, api.CredentialOIDC, "OIDC sign-in: "+reason)
-		return &apiError{status: http.StatusUnauthorized, body: Error{Code: "Unauthorized", Message: msg + "; start again at /signin"}}
+		return &apiError{status: http.StatusUnauthorized, body: api.Error{Code: "Unauthorized", Message: msg + "; start again at /signin"}}
 	}
 	if e := q.Get("error"); e != "" {
 		return refused("the issuer refused", "the issuer refused the sign-in ("+cut(e)+")")
@@ -174,7 +173,7 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, _ principa
 		return err
 	}
 	http.SetCookie(w, sessionCookie(r, id, max(1, int(sess.expires.Sub(s.now()).Seconds()))))
-	s.audit(r, audit.Entry{Kind: audit.KindSignIn, Actor: pr.name, Role: string(pr.role), Credential: api.CredentialOIDC, Reason: "oidc " + o.cfg.Issuer})
+	s.audit(r, api.AuditEntry{Kind: api.AuditSignIn, Actor: pr.name, Role: string(pr.role), Credential: api.CredentialOIDC, Reason: "oidc " + o.cfg.Issuer})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
 }

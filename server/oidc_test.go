@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/internal/testissuer"
 	"github.com/amends-dev/amends/server"
@@ -76,7 +77,7 @@ func TestOIDCBearerTokens(t *testing.T) {
 	iss.Rotate(false)
 	assert.Equal(t, http.StatusOK, e.do(t, "GET", "/api/v1/count", iss.Token(apiAudience, map[string]any{"sub": "u-1", "roles": []string{"amends-operator"}}, time.Hour), nil).status)
 
-	failures, err := al.Query(t.Context(), audit.Query{Kind: audit.KindAuthFailure})
+	failures, err := al.Query(t.Context(), audit.Query{Kind: api.AuditAuthFailure})
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, len(failures.Entries), 5, "refused JWTs are audited")
 	reasons := ""
@@ -186,7 +187,7 @@ func TestOIDCSignInThroughTheIssuer(t *testing.T) {
 	assert.Equal(t, iss.URL+"#u-1", info.Name, "the issuer-qualified subject")
 	assert.Equal(t, server.RoleOperator, info.Role)
 	assert.Equal(t, t0+server.SessionTTL.Milliseconds(), info.Expires, "the test's clock is years before the ID token's exp: the session lasts SessionTTL (TestASessionNeverOutlivesItsCredential ends one with its ID token)")
-	signIns, err := al.Query(t.Context(), audit.Query{Kind: audit.KindSignIn})
+	signIns, err := al.Query(t.Context(), audit.Query{Kind: api.AuditSignIn})
 	require.NoError(t, err)
 	require.Len(t, signIns.Entries, 1)
 	assert.Contains(t, signIns.Entries[0].Reason, "oidc")
@@ -274,7 +275,7 @@ func TestOIDCCallbacksWithoutACredentialDoNotLockTheClientOut(t *testing.T) {
 		}
 	}
 	assert.Equal(t, http.StatusOK, e.do(t, "GET", "/api/v1/count", viewerKey, nil).status, "the address is not refused")
-	page, err := al.Query(t.Context(), audit.Query{Kind: audit.KindAuthFailure})
+	page, err := al.Query(t.Context(), audit.Query{Kind: api.AuditAuthFailure})
 	require.NoError(t, err)
 	assert.Empty(t, page.Entries, "nothing was authenticated, so nothing failed")
 	// A real credential that fails still counts.
@@ -282,7 +283,7 @@ func TestOIDCCallbacksWithoutACredentialDoNotLockTheClientOut(t *testing.T) {
 		e.do(t, "GET", "/api/v1/count", "amends_not-a-token", nil)
 	}
 	assert.Equal(t, http.StatusTooManyRequests, e.do(t, "GET", "/api/v1/count", viewerKey, nil).status)
-	page, err = al.Query(t.Context(), audit.Query{Kind: audit.KindAuthFailure})
+	page, err = al.Query(t.Context(), audit.Query{Kind: api.AuditAuthFailure})
 	require.NoError(t, err)
 	assert.NotEmpty(t, page.Entries, "and is audited")
 }

@@ -75,9 +75,9 @@ func (s *Server) skipMessage(w http.ResponseWriter, r *http.Request, p principal
 	}
 	switch {
 	case errors.Is(err, jsstore.ErrNotCorrupt):
-		return &apiError{status: http.StatusConflict, body: Error{Code: "NotCorrupt", Message: err.Error()}}
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: "NotCorrupt", Message: err.Error()}}
 	case errors.Is(err, eventstore.ErrNotFound):
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: err.Error()}}
+		return &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound", Message: err.Error()}}
 	case errors.Is(err, eventstore.ErrInvalid):
 		return badRequest("stream", "%s", strings.TrimSuffix(err.Error(), ": "+eventstore.ErrInvalid.Error()))
 	case err != nil:
@@ -133,12 +133,12 @@ func (s *Server) purgeEntry(w http.ResponseWriter, r *http.Request, p principal)
 		return err
 	}
 	if !ok {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: fmt.Sprintf(
+		return &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound", Message: fmt.Sprintf(
 			"the quarantine lists no invalid entry %s of bucket %s at revision %d; only an entry it lists can be purged (amends quarantine list)", kvstore.QuoteKey(req.Key), req.Bucket, req.Revision)}}
 	}
 	kv, err := o.JS.KeyValue(r.Context(), req.Bucket)
 	if err != nil {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: fmt.Sprintf("bucket %s: %v", req.Bucket, err)}}
+		return &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound", Message: fmt.Sprintf("bucket %s: %v", req.Bucket, err)}}
 	}
 	stream, err := o.JS.Stream(r.Context(), "KV_"+req.Bucket)
 	if err != nil {
@@ -147,11 +147,11 @@ func (s *Server) purgeEntry(w http.ResponseWriter, r *http.Request, p principal)
 	last, err := stream.GetLastMsgForSubject(r.Context(), "$KV."+req.Bucket+"."+req.Key)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return &apiError{status: http.StatusConflict, body: Error{Code: "Changed", Message: "the entry is gone already"}}
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: "Changed", Message: "the entry is gone already"}}
 	case err != nil:
 		return err
 	case last.Sequence != req.Revision || last.Header.Get("KV-Operation") != "":
-		return &apiError{status: http.StatusConflict, body: Error{Code: "Changed", Message: fmt.Sprintf(
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: "Changed", Message: fmt.Sprintf(
 			"the key is at revision %d now, not %d: it changed since it was quarantined, so it is not purged", last.Sequence, req.Revision)}}
 	}
 	plan := api.PurgeEntryPlan{Entry: quarantineEntry(entry), DryRun: req.DryRun}

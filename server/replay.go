@@ -54,7 +54,7 @@ func (s *Server) startReplay(w http.ResponseWriter, r *http.Request, p principal
 	case errors.Is(err, processor.ErrInvalidOption):
 		return replayInvalid(err)
 	case errors.Is(err, processor.ErrReplayConflict):
-		return &apiError{status: http.StatusConflict, body: Error{Code: "Conflict", Message: trimSentinel(err, processor.ErrReplayConflict),
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: "Conflict", Message: trimSentinel(err, processor.ErrReplayConflict),
 			Details: map[string]any{"field": "id"}}}
 	case err != nil:
 		return err
@@ -89,7 +89,7 @@ func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, _ principal) 
 	}
 	rr, err := o.Replays.Get(r.Context(), id)
 	if errors.Is(err, processor.ErrReplayNotFound) {
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound", Message: "no range replay " + id + "; start one with POST /api/v1/replays (amends replay)",
+		return &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound", Message: "no range replay " + id + "; start one with POST /api/v1/replays (amends replay)",
 			Details: map[string]any{"id": id}}}
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/text"
 )
 
@@ -122,7 +123,7 @@ func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, 
 		}
 		reason, cmd = req.Reason, c
 	default:
-		return nil, "", false, &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
+		return nil, "", false, &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound",
 			Message: "unknown command " + quote(name) + "; the commands are " + strings.Join(OperatorCommands, ", "), Details: map[string]any{"field": "command"}}}
 	}
 	r, err := checkCommandReason(name, reason)
@@ -156,7 +157,7 @@ func required(command string, fields ...given) error {
 // field, with Wow's message where Wow refuses.
 func checkRetrySpec(c aggregate.ApplyRetrySpec) error {
 	unprocessable := func(field, msg string) error {
-		return &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: aggregate.ErrIllegalArgument.Error(), Message: msg, Details: map[string]any{"field": field}}}
+		return &apiError{status: http.StatusUnprocessableEntity, body: api.Error{Code: aggregate.ErrIllegalArgument.Error(), Message: msg, Details: map[string]any{"field": field}}}
 	}
 	if err := aggregate.ValidateRetrySpec(aggregate.RetrySpec(c)); err != nil {
 		if field := aggregate.ErrorField(err); field != "" {

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -73,7 +74,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ principal) er
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request, _ principal) error {
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, Error{Code: "NotReady", Message: err.Error()})
+			writeJSON(w, http.StatusServiceUnavailable, api.Error{Code: "NotReady", Message: err.Error()})
 			return nil
 		}
 	}

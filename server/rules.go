@@ -36,19 +36,19 @@ func ruleError(id string, err error) error {
 	msg := func(sentinel error) string { return strings.TrimSuffix(err.Error(), ": "+sentinel.Error()) }
 	switch {
 	case errors.Is(err, rules.ErrNotFound):
-		return &apiError{status: http.StatusNotFound, body: Error{Code: "NotFound",
+		return &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound",
 			Message: "no rule " + quote(id) + "; list the rules with GET /api/v1/rules (amends rules list)", Details: map[string]any{"id": id}}}
 	case errors.Is(err, rules.ErrInvalidRule):
-		return &apiError{status: http.StatusUnprocessableEntity, body: Error{Code: aggregate.ErrIllegalArgument.Error(), Message: msg(rules.ErrInvalidRule)}}
+		return &apiError{status: http.StatusUnprocessableEntity, body: api.Error{Code: aggregate.ErrIllegalArgument.Error(), Message: msg(rules.ErrInvalidRule)}}
 	case errors.Is(err, rules.ErrTooMany):
-		return &apiError{status: http.StatusConflict, body: Error{Code: "TooManyRules", Message: msg(rules.ErrTooMany)}}
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: "TooManyRules", Message: msg(rules.ErrTooMany)}}
 	}
 	return err
 }
 
 // ruleView is r as the API shows it: live at the server's now, with the
 // records it matches now.
-func (s *Server) ruleView(r rules.Rule) api.Rule {
+func (s *Server) ruleView(r api.Rule) api.Rule {
 	r.Live = rules.Live(&r, s.cfg.Clock.Now())
 	if r.Audit == nil {
 		r.Audit = []api.RuleAudit{}
@@ -109,7 +109,7 @@ func (s *Server) addRule(w http.ResponseWriter, r *http.Request, p principal) er
 			return prefixField("retrySpec.", err)
 		}
 	}
-	added, err := st.Add(r.Context(), rules.Rule{Match: req.Match, Action: action, RetrySpec: req.RetrySpec,
+	added, err := st.Add(r.Context(), api.Rule{Match: req.Match, Action: action, RetrySpec: req.RetrySpec,
 		Reason: req.Reason, Actor: p.name, ExpiresAt: req.ExpiresAt})
 	if err != nil {
 		return ruleError("", err)

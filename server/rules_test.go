@@ -99,7 +99,7 @@ func TestScheduleAndSummaryByFingerprint(t *testing.T) {
 		"10 s, then capped at 15 s")
 	st, err := rules.OpenStore(t.Context(), e.js, rules.WithClock(e.clock))
 	require.NoError(t, err)
-	_, err = st.Add(t.Context(), rules.Rule{Match: rules.Match{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Timeout"},
+	_, err = st.Add(t.Context(), api.Rule{Match: api.RuleMatch{FunctionContext: fn.ContextName, Processor: fn.ProcessorName, Function: fn.Name, ErrorCode: "Timeout"},
 		Action: rules.ParkUntilDeploy, Reason: "fix in review"})
 	require.NoError(t, err)
 	held := e.with(t, func(c *server.Config) { c.Rules = st })

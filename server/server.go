@@ -129,7 +129,7 @@ type Config struct {
 // AuditLog keeps the audit trail of security events; *audit.Log satisfies
 // it.
 type AuditLog interface {
-	Record(ctx context.Context, e audit.Entry) error
+	Record(ctx context.Context, e api.AuditEntry) error
 	Query(ctx context.Context, q audit.Query) (audit.Page, error)
 }
 
@@ -278,13 +278,13 @@ func (s *Server) RefusedTokenChanges() uint64 { return s.refusedTokens.Load() }
 // and requester filled in where e has none. A failure is logged: the
 // request goes on (event reads, which must not go unaudited, use
 // recordAudit's error).
-func (s *Server) audit(r *http.Request, e audit.Entry) {
+func (s *Server) audit(r *http.Request, e api.AuditEntry) {
 	if err := s.recordAudit(r, e); err != nil {
 		s.log.Warn("audit: an entry could not be recorded", "kind", e.Kind, "err", err)
 	}
 }
 
-func (s *Server) recordAudit(r *http.Request, e audit.Entry) error {
+func (s *Server) recordAudit(r *http.Request, e api.AuditEntry) error {
 	if s.cfg.Audit == nil {
 		return nil
 	}
@@ -379,19 +379,19 @@ func (w *statusWriter) Flush() {
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	if allow := s.allowed(r); len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeJSON(w, http.StatusMethodNotAllowed, Error{Code: "MethodNotAllowed",
+		writeJSON(w, http.StatusMethodNotAllowed, api.Error{Code: "MethodNotAllowed",
 			Message: fmt.Sprintf("%s is not allowed on %s; use %s", cut(r.Method), cut(r.URL.Path), strings.Join(allow, " or ")),
 			Details: map[string]any{"allow": allow}})
 		return
 	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/records/"); ok && r.Method == http.MethodPost {
 		if _, name, ok := strings.Cut(rest, "/"); ok && !strings.Contains(name, "/") {
-			writeJSON(w, http.StatusNotFound, Error{Code: "NotFound",
+			writeJSON(w, http.StatusNotFound, api.Error{Code: "NotFound",
 				Message: "unknown command " + quote(name) + "; the commands are " + strings.Join(OperatorCommands, ", "), Details: map[string]any{"field": "command"}})
 			return
 		}
 	}
-	writeJSON(w, http.StatusNotFound, Error{Code: "NotFound", Message: "no route " + cut(r.Method) + " " + cut(r.URL.Path) + "; the API is described at /api/v1/openapi.json"})
+	writeJSON(w, http.StatusNotFound, api.Error{Code: "NotFound", Message: "no route " + cut(r.Method) + " " + cut(r.URL.Path) + "; the API is described at /api/v1/openapi.json"})
 }
 
 // allowed lists the methods that have a route for r's path.

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/amends-dev/amends/api"
 )
 
 // Dashboard sessions: a browser signs in once with a token (or through
@@ -36,7 +38,7 @@ const (
 )
 
 // errSessionsFull: MaxSessions are live.
-var errSessionsFull = &apiError{status: http.StatusServiceUnavailable, body: Error{Code: "SessionsFull",
+var errSessionsFull = &apiError{status: http.StatusServiceUnavailable, body: api.Error{Code: "SessionsFull",
 	Message: "the server holds as many dashboard sessions as it keeps; try again later, or use a bearer token"}}
 
 // session is one signed-in browser.

@@ -368,13 +368,13 @@ func TestFailedAuthenticationsAreRateLimited(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusTooManyRequests, e.do(t, "GET", "/api/v1/count", viewerKey, nil, from("2001:db8:1:2:ffff::9")...).status)
 
-	page, err := al.Query(t.Context(), audit.Query{Kind: audit.KindAuthFailure})
+	page, err := al.Query(t.Context(), audit.Query{Kind: api.AuditAuthFailure})
 	require.NoError(t, err)
 	assert.Len(t, page.Entries, 10, "every failure is audited")
 	assert.Equal(t, "203.0.113.7", page.Entries[0].Client, "with the forwarded client address")
 	assert.Equal(t, "unknown token", page.Entries[0].Reason)
 	assert.Equal(t, "GET /api/v1/count", page.Entries[0].Route)
-	blocked, err := al.Query(t.Context(), audit.Query{Kind: audit.KindRateLimited})
+	blocked, err := al.Query(t.Context(), audit.Query{Kind: api.AuditRateLimited})
 	require.NoError(t, err)
 	assert.Len(t, blocked.Entries, 2, "each block is audited once")
 }

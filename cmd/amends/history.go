@@ -96,7 +96,7 @@ func printTimeline(w io.Writer, at api.Attempts, now time.Time) error {
 	return tw.Flush()
 }
 
-func duration(e api.TimelineEntry) string {
+func duration(e aggregate.TimelineEntry) string {
 	if e.StartedAt == 0 || e.EndedAt == 0 {
 		return "-"
 	}

@@ -270,7 +270,7 @@ func TestHostileBucketsAgainstServeAndProcessor(t *testing.T) {
 	// What is valid: a rule, records of failures, a hold.
 	st, err := rules.OpenStore(ctx, e.js)
 	require.NoError(t, err)
-	good, err := st.Add(ctx, rules.Rule{Match: rules.Match{FunctionContext: "shop", Processor: "Projector", Function: "onStep", ErrorCode: "Other"},
+	good, err := st.Add(ctx, api.Rule{Match: api.RuleMatch{FunctionContext: "shop", Processor: "Projector", Function: "onStep", ErrorCode: "Other"},
 		Action: rules.MarkUnrecoverable, Reason: "a valid rule"})
 	require.NoError(t, err)
 	head, holdKey, _ := e.heldFailure("o-1")

@@ -126,7 +126,7 @@ func randomValuesRun(t *testing.T, seed uint64) {
 	// Live state: a failure with a held event, a rule, good aggregates.
 	st, err := rules.OpenStore(ctx, e.js)
 	require.NoError(t, err)
-	rule, err := st.Add(ctx, rules.Rule{Match: rules.Match{FunctionContext: "shop", Processor: "Projector", Function: "onStep", ErrorCode: "Other"},
+	rule, err := st.Add(ctx, api.Rule{Match: api.RuleMatch{FunctionContext: "shop", Processor: "Projector", Function: "onStep", ErrorCode: "Other"},
 		Action: rules.MarkUnrecoverable, Reason: "a valid rule", Actor: "ops"})
 	require.NoError(t, err)
 	head, holdKey, holds := e.heldFailure("o-f")

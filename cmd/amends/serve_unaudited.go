@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -26,7 +27,7 @@ func (u *unauditedSightings) record(ctx context.Context, e quarantine.Entry) {
 		u.logger.Warn("a value written past amends was refused before the audit log opened; it is in the quarantine", "subject", e.Subject, "revision", e.Seq)
 		return
 	}
-	err := l.Record(ctx, audit.Entry{Kind: audit.KindUnaudited, Credential: audit.CredentialSystem, Route: e.Subject, Reason: fmt.Sprintf("revision %d: %s", e.Seq, e.Error)})
+	err := l.Record(ctx, api.AuditEntry{Kind: api.AuditUnaudited, Credential: api.CredentialSystem, Route: e.Subject, Reason: fmt.Sprintf("revision %d: %s", e.Seq, e.Error)})
 	if err != nil {
 		u.logger.Warn("cannot write the sighting of a value written past amends to the audit log; it is in the quarantine", "subject", e.Subject, "err", err)
 	}

@@ -181,7 +181,7 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 
 	// 2. A rule added after the fact marks the existing records by batch
 	// and a new failure at record time.
-	mark, err := ruleStore.Add(ctx, rules.Rule{Match: rules.Match{Fingerprint: fp}, Action: rules.MarkRecoverable, Reason: "declines clear up", Actor: "alice"})
+	mark, err := ruleStore.Add(ctx, api.Rule{Match: api.RuleMatch{Fingerprint: fp}, Action: rules.MarkRecoverable, Reason: "declines clear up", Actor: "alice"})
 	require.NoError(t, err)
 	eventually("the recorder's watcher sees the rule", func() bool { return watcher.Set().Len() == 1 })
 	dry, err := ruleStore.Apply(ctx, mark.ID, index, records, rules.ApplyOptions{DryRun: true})
@@ -199,7 +199,7 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 	assert.Equal(t, fp, view(ids[3]).State.Error.Fingerprint)
 
 	// 3. A hold-until-deploy rule keeps them, and a later failure too.
-	_, err = ruleStore.Add(ctx, rules.Rule{Match: rules.Match{Fingerprint: fp}, Action: rules.ParkUntilDeploy, Reason: "fix in review", Actor: "alice"})
+	_, err = ruleStore.Add(ctx, api.Rule{Match: api.RuleMatch{Fingerprint: fp}, Action: rules.ParkUntilDeploy, Reason: "fix in review", Actor: "alice"})
 	require.NoError(t, err)
 	eventually("the hold is watched", func() bool { return watcher.Set().Len() == 2 })
 	clk.SetMillis(t0 + 60_000)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
@@ -26,13 +27,13 @@ func init() {
 // loadedRules returns benchRules rules that match none of the bench's
 // failures, so every failure pays both look-ups and acts on nothing.
 func loadedRules() *rules.Set {
-	list := make([]rules.Rule, 0, benchRules)
+	list := make([]api.Rule, 0, benchRules)
 	for i := range benchRules {
-		r := rules.Rule{ID: fmt.Sprintf("r-%012x", i), Action: rules.MarkUnrecoverable, Reason: "bench", CreatedAt: int64(i)}
+		r := api.Rule{ID: fmt.Sprintf("r-%012x", i), Action: rules.MarkUnrecoverable, Reason: "bench", CreatedAt: int64(i)}
 		if i%2 == 0 {
 			r.Match.Fingerprint = fmt.Sprintf("fp1-%016x", i)
 		} else {
-			r.Match = rules.Match{FunctionContext: benchContext, Processor: fmt.Sprintf("P%d", i), Function: "charge", ErrorCode: "Unclassified"}
+			r.Match = api.RuleMatch{FunctionContext: benchContext, Processor: fmt.Sprintf("P%d", i), Function: "charge", ErrorCode: "Unclassified"}
 		}
 		list = append(list, r)
 	}
