@@ -63,26 +63,16 @@
 // passed conflicts on the leader), but a caller that decides on it can be
 // wrong: a command rejected because the record "is not prepared" or "not
 // found" although the leader holds a state that accepts it. So the store
-// never lets a read go back behind what it has seen committed:
-//
-//   - it remembers the position of each recently used aggregate (from its
-//     own appends, reads and the leader's answer to a conflict); a direct
-//     get that answers with an older last message, or with none, is asked
-//     again of the stream leader (a JetStream API request);
-//   - LoadLastIfChanged never takes an answer older than the known sequence
-//     for a change;
-//   - a message by sequence that a direct get does not find is looked up on
-//     the leader before it counts as missing; a batch read that stops short
-//     of a message known to exist resumes a few times before the history
-//     counts as corrupt;
-//   - LoadLastFromLeader reads from the leader for a caller whose decision
-//     rests on a read (aggregate.Service asks it before any rejection or
-//     "not found").
-//
-// What the store has not seen (a write by another process since its last
-// read) it cannot know about: such a read may still be older, which only
-// makes an append conflict. LaggingReads counts the reads that found a
-// replica behind.
+// never lets a read go back behind what it has seen committed: it
+// remembers the position of each recently used aggregate (from its own
+// appends, reads and the leader's answer to a conflict) and asks the
+// stream leader again when a direct get answers older, or misses a
+// message known to exist; LoadLastIfChanged never takes an older answer;
+// LoadLastFromLeader reads from the leader for a caller whose decision
+// rests on a read (aggregate.Service asks it before any rejection or "not
+// found"). A write by another process the store has not seen may still
+// read older, which only makes an append conflict. LaggingReads counts
+// the reads that found a replica behind.
 //
 // # Durability
 //
