@@ -1,5 +1,5 @@
 // Package archive keeps the full histories of the records the retention
-// sweeper removes (scheduler.Sweeper), so that they can be read back and
+// sweeper removes (retention.Sweeper), so that they can be read back and
 // restored.
 //
 // An archive is a Sink: a directory (Dir) or a JetStream Object Store

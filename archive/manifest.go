@@ -27,7 +27,7 @@ const (
 // Manifest says what one sweep batch archived: Objects, one per function.
 type Manifest struct {
 	Format string `json:"format"`
-	// Sweep is the batch's number (scheduler.SweepState's).
+	// Sweep is the batch's number (retention.SweepState's).
 	Sweep uint64 `json:"sweep"`
 	// CreatedAt is when it was written, epoch ms.
 	CreatedAt int64    `json:"createdAt"`

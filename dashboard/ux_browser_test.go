@@ -14,7 +14,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
-	"github.com/amends-dev/amends/scheduler"
+	"github.com/amends-dev/amends/retention"
 )
 
 // maxLayoutShift is the cumulative layout shift a page may have: Google's
@@ -333,6 +333,6 @@ func TestBrowserFingerprintsEndToEnd(t *testing.T) {
 }
 
 // retiredTallies is a server.Retired of fixed tallies.
-type retiredTallies []scheduler.Tally
+type retiredTallies []retention.Tally
 
-func (r retiredTallies) Tallies(context.Context) ([]scheduler.Tally, error) { return r, nil }
+func (r retiredTallies) Tallies(context.Context) ([]retention.Tally, error) { return r, nil }

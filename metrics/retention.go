@@ -1,19 +1,18 @@
 package metrics
 
 import (
+	"github.com/amends-dev/amends/retention"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/amends-dev/amends/scheduler"
 )
 
 // Retention reports the retention sweeper's counters (amends_retention_*):
 // records removed by kind, stream messages purged, views deleted, records
 // archived, and passes by outcome.
-func Retention(sw *scheduler.Sweeper) prometheus.Collector {
+func Retention(sw *retention.Sweeper) prometheus.Collector {
 	return retentionCollector(sw.Stats)
 }
 
-func retentionCollector(stats func() scheduler.RetentionStats) prometheus.Collector {
+func retentionCollector(stats func() retention.Stats) prometheus.Collector {
 	removed := desc("retention_removed_total", "Finished records retention removed, by kind (succeeded, unrecoverable).", "kind")
 	messages := desc("retention_messages_total", "Compensation stream messages retention purged.")
 	views := desc("retention_views_total", "Views retention deleted.")

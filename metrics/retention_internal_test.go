@@ -5,15 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amends-dev/amends/retention"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
-
-	"github.com/amends-dev/amends/scheduler"
 )
 
 func TestRetentionCollector(t *testing.T) {
-	c := retentionCollector(func() scheduler.RetentionStats {
-		return scheduler.RetentionStats{Passes: 10, Batches: 4, Succeeded: 1900, Unrecoverable: 100, Messages: 6100, Views: 1999, Archived: 2000,
+	c := retentionCollector(func() retention.Stats {
+		return retention.Stats{Passes: 10, Batches: 4, Succeeded: 1900, Unrecoverable: 100, Messages: 6100, Views: 1999, Archived: 2000,
 			Failed: 2, Halted: 1, LastAt: time.UnixMilli(1_735_000_000_000)}
 	})
 	want := `

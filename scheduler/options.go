@@ -11,6 +11,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/retention"
 )
 
 // Defaults of the options; period, initial delay and batch are Wow's.
@@ -46,7 +47,7 @@ type options struct {
 	drain                *DrainConfig       // drain.go
 	tracer               trace.Tracer       // trace.go; nil: the global provider's
 	reprojector          projection.Reprojector
-	retention            *Sweeper // retention.go
+	retention            *retention.Sweeper // retention.go
 }
 
 // WithReprojector hands the due records the index lists but that do not

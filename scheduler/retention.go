@@ -3,32 +3,28 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/retention"
 )
 
 // WithRetention runs sw's passes while this instance holds the lease,
-// every RetentionConfig.Every (or on its Ticks), once the record source
+// every retention.Config.Every (or on its Ticks), once the record source
 // has loaded (a source with a Ready channel, as *projection.Index). A
 // pass runs with the tenure's context, so losing the lease stops it at
 // its next step; what it leaves, the next holder finishes.
-func WithRetention(sw *Sweeper) Option {
+func WithRetention(sw *retention.Sweeper) Option {
 	return func(o *options) error { o.retention = sw; return notNil("sweeper", sw) }
 }
 
 // Retention returns the sweeper of WithRetention, nil without one.
-func (s *Scheduler) Retention() *Sweeper { return s.opts.retention }
+func (s *Scheduler) Retention() *retention.Sweeper { return s.opts.retention }
 
 // retentionLoop runs the sweeper's passes until ctx ends.
 func (s *Scheduler) retentionLoop(ctx context.Context) {
 	sw := s.opts.retention
-	ticks := sw.cfg.Ticks
-	if ticks == nil {
-		t := time.NewTicker(sw.cfg.Every)
-		defer t.Stop()
-		ticks = t.C
-	}
+	ticks, stop := sw.Pace()
+	defer stop()
 	last := "" // the last error logged: the same one is logged once
 	for {
 		select {
@@ -37,7 +33,7 @@ func (s *Scheduler) retentionLoop(ctx context.Context) {
 		case <-ticks:
 		}
 		active := s.holding()
-		if active == nil || !loaded(sw.cfg.Records) {
+		if active == nil || !loaded(sw.Records()) {
 			continue
 		}
 		rep, err := sw.Sweep(active)
@@ -49,7 +45,7 @@ func (s *Scheduler) retentionLoop(ctx context.Context) {
 			last = err.Error()
 			msg := "retention: a sweep failed; the next one takes it up"
 			switch {
-			case errors.Is(err, ErrInvalidRetention):
+			case errors.Is(err, retention.ErrInvalid):
 				msg = "retention: halted: the stored sweep state is invalid; repair it (amends quarantine list, amends repair purge-entry)"
 			case errors.Is(err, jsstore.ErrRemovalDenied):
 				msg = "retention: nothing is removed until the compensation stream is migrated (docs/retention.md)"

@@ -5,16 +5,16 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/scheduler"
+	"github.com/amends-dev/amends/retention"
 )
 
 // Retired gives the tallies of the records retention removed;
-// *scheduler.Sweeper satisfies it.
+// *retention.Sweeper satisfies it.
 type Retired interface {
-	Tallies(ctx context.Context) ([]scheduler.Tally, error)
+	Tallies(ctx context.Context) ([]retention.Tally, error)
 }
 
-var _ Retired = (*scheduler.Sweeper)(nil)
+var _ Retired = (*retention.Sweeper)(nil)
 
 // byGroupOnly reports whether f selects by function, error code and
 // fingerprint fields only: the fields a tally of removed records has.
@@ -66,7 +66,7 @@ func findGroup(sum *api.Summary, ctx, proc, fn, code string) *api.FailureGroup {
 	return &sum.Groups[len(sum.Groups)-1]
 }
 
-func findFingerprint(sum *api.Summary, t scheduler.Tally) *api.FingerprintGroup {
+func findFingerprint(sum *api.Summary, t retention.Tally) *api.FingerprintGroup {
 	for i := range sum.Fingerprints {
 		g := &sum.Fingerprints[i]
 		if g.Fingerprint == t.Fingerprint && g.Processor == t.Function.ProcessorName && g.Function == t.Function.Name && g.FunctionContext == t.Function.ContextName {

@@ -10,14 +10,14 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/scheduler"
+	"github.com/amends-dev/amends/retention"
 	"github.com/amends-dev/amends/server"
 )
 
 // tallies is a server.Retired with fixed tallies.
-type tallies []scheduler.Tally
+type tallies []retention.Tally
 
-func (t tallies) Tallies(context.Context) ([]scheduler.Tally, error) { return t, nil }
+func (t tallies) Tallies(context.Context) ([]retention.Tally, error) { return t, nil }
 
 func TestSummariesAddTheRecordsRetentionRemoved(t *testing.T) {
 	// Given one live record of fingerprint A, and tallies of removed records of A and of B

@@ -21,6 +21,7 @@ import (
 	"github.com/amends-dev/amends/notify"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/retention"
 	"github.com/amends-dev/amends/rules"
 	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
@@ -164,7 +165,7 @@ func randomValuesRun(t *testing.T, seed uint64) {
 		{circuit.DefaultBucket, other.String(), string(circuitJSON)},
 		{circuit.DefaultDrainBucket, other.String(), `{"function":{"context":"shop","processor":"Mailer","name":"onStep"},"phase":"waiting"}`},
 		{scheduler.DefaultParkReleaseBucket, b64("shop") + "." + b64("Projector"), `{"context":"shop","processor":"Projector","build":{"version":"v1.0.0"},"phase":"steps","step":1,"startedAt":1}`},
-		{scheduler.DefaultRetentionBucket, "sweep", `{"last":1}`},
+		{retention.DefaultBucket, "sweep", `{"last":1}`},
 		{notify.DefaultDedupBucket, kvstore.Hash("d_", "x"), `{"event":"e","at":1}`},
 		{processor.DefaultBuildBucket, "b-" + b64("v9"), `{}`},
 		{server.DefaultBatchBucket, kvstore.Hash("b_", "req"), `{}`},

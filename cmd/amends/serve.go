@@ -14,6 +14,7 @@ import (
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natsconn"
 	"github.com/amends-dev/amends/notify"
+	"github.com/amends-dev/amends/retention"
 	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
 )
@@ -177,7 +178,7 @@ func newServeCmd(a *app) *cobra.Command {
 	fs.DurationVar(&f.startupTimeout, "startup-timeout", defaultStartupTimeout, "how long start-up rides out elections and lost servers while it provisions the stream and opens the buckets, 5s to 1h; past it serve exits with an error")
 	fs.BoolVar(&f.repairBuckets, "repair-buckets", false, "at start, bring buckets with other settings to the ones serve needs (in place, or deleted and created again when their content is rebuilt or transient); see Buckets")
 	fs.Float64Var(&f.drainRate, "drain-rate", scheduler.DefaultDrainRate, "most records per second a recovery drain prepares for one function after its circuit closes, 1 to 100000")
-	f.retention.add(fs, scheduler.DefaultRetention)
+	f.retention.add(fs, retention.DefaultRetention)
 	f.notify.add(fs)
 	f.snap.add(fs)
 	f.sec.add(fs)

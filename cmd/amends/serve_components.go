@@ -21,6 +21,7 @@ import (
 	"github.com/amends-dev/amends/metrics"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
+	"github.com/amends-dev/amends/retention"
 	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
 )
@@ -104,7 +105,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	components = append(components, circ.component())
 	reg.MustRegister(metrics.Circuits(circ.watcher))
 
-	var sweeper *scheduler.Sweeper
+	var sweeper *retention.Sweeper
 	if sc := cfg.scheduler; sc != nil {
 		leases, err := retryOpen(ctx, startup, "the lease bucket "+scheduler.DefaultLeaseBucket, func(ctx context.Context) (*scheduler.Leases, error) {
 			leases, err := scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))

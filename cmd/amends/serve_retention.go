@@ -18,7 +18,7 @@ import (
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
-	"github.com/amends-dev/amends/scheduler"
+	"github.com/amends-dev/amends/retention"
 )
 
 // retentionHelp explains the retention flags in serve's help.
@@ -46,8 +46,8 @@ func (f *retentionFlags) add(fs *pflag.FlagSet, def time.Duration) {
 	f.succeeded = days(def)
 	fs.Var(&f.succeeded, "retention", "remove SUCCEEDED records this long after their success (30d, 720h; 0 keeps them), 1h to 3650d")
 	fs.Var(&f.unrecoverable, "retention-unrecoverable", "remove FAILED records classified UNRECOVERABLE this long after their last failure (0, the default, keeps them), 1h to 3650d")
-	fs.IntVar(&f.batch, "retention-batch", scheduler.DefaultSweepBatch, "most records one retention pass removes, 1 to 10000")
-	fs.DurationVar(&f.every, "retention-every", scheduler.DefaultSweepEvery, "time between retention passes, 1s to 24h")
+	fs.IntVar(&f.batch, "retention-batch", retention.DefaultBatch, "most records one retention pass removes, 1 to 10000")
+	fs.DurationVar(&f.every, "retention-every", retention.DefaultEvery, "time between retention passes, 1s to 24h")
 	fs.StringVar(&f.archive, "archive", "", "archive each removed record's history first: dir:/path or objectstore:BUCKET")
 	fs.StringVar(&f.migrate, "migrate-stream", "", "at start, migrate a compensation stream that denies purges (created before retention) by snapshot and restore, keeping the snapshot in this directory; stop every other serve and processor first (see docs/retention.md)")
 }
@@ -69,11 +69,11 @@ func (f *retentionFlags) config() (*retentionConfig, error) {
 		flag string
 		v    time.Duration
 	}{{"retention", time.Duration(f.succeeded)}, {"retention-unrecoverable", time.Duration(f.unrecoverable)}} {
-		if d.v != 0 && (d.v < scheduler.MinRetention || d.v > scheduler.MaxRetention) {
+		if d.v != 0 && (d.v < retention.MinRetention || d.v > retention.MaxRetention) {
 			return nil, usageErrorf("--%s must be 0 (keep) or between 1h and 3650d, got %s", d.flag, days(d.v))
 		}
 	}
-	if err := checkRange("retention-batch", f.batch, 1, scheduler.MaxSweepBatch, ""); err != nil {
+	if err := checkRange("retention-batch", f.batch, 1, retention.MaxBatch, ""); err != nil {
 		return nil, err
 	}
 	if err := checkRange("retention-every", f.every, time.Second, 24*time.Hour, ""); err != nil {
@@ -117,13 +117,13 @@ func clipText(s string, n int) string {
 // openRetention opens the sweeper's bucket, its archive and the audit log,
 // and returns the scheduler option that runs it; nil without retention.
 func openRetention(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, views jetstream.KeyValue, index *projection.Index,
-	proj *projection.Projector, quar *quarantine.Quarantine, startup, logger *slog.Logger) (*scheduler.Sweeper, error) {
+	proj *projection.Projector, quar *quarantine.Quarantine, startup, logger *slog.Logger) (*retention.Sweeper, error) {
 	rc := cfg.retention
 	if !rc.on() {
 		return nil, nil
 	}
-	progress, err := retryOpen(ctx, startup, "the retention bucket "+scheduler.DefaultRetentionBucket, func(ctx context.Context) (*scheduler.Retention, error) {
-		return scheduler.OpenRetention(ctx, js, "", cfg.replicas, scheduler.WithRetentionQuarantine(quar))
+	progress, err := retryOpen(ctx, startup, "the retention bucket "+retention.DefaultBucket, func(ctx context.Context) (*retention.Store, error) {
+		return retention.Open(ctx, js, "", cfg.replicas, retention.WithQuarantine(quar))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("retention: %w", err)
@@ -155,7 +155,7 @@ func openRetention(ctx context.Context, cfg serveConfig, js jetstream.JetStream,
 		logger.Warn("retention is on but the compensation stream denies purges (created before retention existed): nothing is removed until it is migrated; see docs/retention.md",
 			"stream", store.StreamName(aggregate.Context))
 	}
-	return scheduler.NewSweeper(scheduler.RetentionConfig{
+	return retention.New(retention.Config{
 		Succeeded: rc.succeeded, Unrecoverable: rc.unrecoverable, Batch: rc.batch, Every: rc.every,
 		Records: index, Store: store, Views: views, Progress: progress, Archive: sink, Audit: auditLog, Reprojector: proj,
 		Logger: logger.With("component", "retention"),

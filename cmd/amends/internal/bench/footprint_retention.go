@@ -9,7 +9,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/projection"
-	"github.com/amends-dev/amends/scheduler"
+	"github.com/amends-dev/amends/retention"
 )
 
 // footprintRetention is the retention period the footprint's sweep
@@ -28,7 +28,7 @@ func footprintClock() aggregate.Clock {
 }
 
 // SweepRetention is the RetentionFunc of amends bench footprint: the
-// sweep serve runs (scheduler.Sweeper with a retention of 30 days for
+// sweep serve runs (retention.Sweeper with a retention of 30 days for
 // SUCCEEDED records and no archive), over an index of the target's views
 // and a progress bucket of its own (named after env.Prefix, deleted
 // afterwards), run until it has nothing left to remove. It returns an
@@ -54,13 +54,13 @@ func SweepRetention(env *Env) RetentionFunc {
 			return ctx.Err()
 		}
 		bucket := "bench_" + env.Prefix + "_retention"
-		progress, err := scheduler.OpenRetention(ctx, t.JS, bucket, 1)
+		progress, err := retention.Open(ctx, t.JS, bucket, 1)
 		if err != nil {
 			return err
 		}
 		defer func() { _ = t.JS.DeleteKeyValue(context.Background(), bucket) }()
-		sw, err := scheduler.NewSweeper(scheduler.RetentionConfig{
-			Succeeded: footprintRetention, Batch: scheduler.MaxSweepBatch, Every: time.Minute,
+		sw, err := retention.New(retention.Config{
+			Succeeded: footprintRetention, Batch: retention.MaxBatch, Every: time.Minute,
 			Records: ix, Store: t.Store, Views: t.Views, Progress: progress, Logger: discard,
 		})
 		if err != nil {

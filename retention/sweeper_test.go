@@ -1,4 +1,4 @@
-package scheduler_test
+package retention_test
 
 import (
 	"encoding/json"
@@ -20,6 +20,7 @@ import (
 	"github.com/amends-dev/amends/internal/fakeclock"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/retention"
 	"github.com/amends-dev/amends/scheduler"
 )
 
@@ -30,7 +31,7 @@ const day = 24 * time.Hour
 type retentionEnv struct {
 	*env
 	views     jetstream.KeyValue
-	progress  *scheduler.Retention
+	progress  *retention.Store
 	audit     *audit.Log
 	projector *projection.Projector
 }
@@ -55,20 +56,20 @@ func newRetentionEnv(tb testing.TB, js jetstream.JetStream, opts ...jsstore.Opti
 	e.svc = aggregate.NewService(e.store, aggregate.WithClock(e.clock))
 	e.leases, err = scheduler.OpenLeases(tb.Context(), js, scheduler.WithLeaseTTL(time.Second))
 	require.NoError(tb, err)
-	progress, err := scheduler.OpenRetention(tb.Context(), js, "", 1)
+	progress, err := retention.Open(tb.Context(), js, "", 1)
 	require.NoError(tb, err)
 	log, err := audit.Open(tb.Context(), js, audit.Config{})
 	require.NoError(tb, err)
 	return &retentionEnv{env: e, views: views, progress: progress, audit: log, projector: p}
 }
 
-func (e *retentionEnv) sweeper(tb testing.TB, cfg scheduler.RetentionConfig) *scheduler.Sweeper {
+func (e *retentionEnv) sweeper(tb testing.TB, cfg retention.Config) *retention.Sweeper {
 	tb.Helper()
 	cfg.Records, cfg.Store, cfg.Views, cfg.Progress, cfg.Clock, cfg.Audit = e.index, e.store, e.views, e.progress, e.clock, e.audit
 	if cfg.Succeeded == 0 {
 		cfg.Succeeded = 30 * day
 	}
-	sw, err := scheduler.NewSweeper(cfg)
+	sw, err := retention.New(cfg)
 	require.NoError(tb, err)
 	return sw
 }
@@ -161,7 +162,7 @@ func TestSweeperRemovesSucceededRecordsPastTheirRetention(t *testing.T) {
 	// Given records that succeeded 31 and 11 days ago, and failed ones
 	e := newRetentionEnv(t, nil)
 	p := e.populate(t)
-	sw := e.sweeper(t, scheduler.RetentionConfig{Succeeded: 30 * day})
+	sw := e.sweeper(t, retention.Config{Succeeded: 30 * day})
 
 	// When the sweeper runs
 	rep, err := sw.Sweep(t.Context())
@@ -219,7 +220,7 @@ func TestSweeperRemovesUnrecoverableRecordsOnlyWithTheirOwnRetention(t *testing.
 	p := e.populate(t)
 
 	// Given retention of succeeded records only: the unrecoverable ones stay
-	sw := e.sweeper(t, scheduler.RetentionConfig{Succeeded: 30 * day})
+	sw := e.sweeper(t, retention.Config{Succeeded: 30 * day})
 	_, err := sw.SweepAll(t.Context())
 	require.NoError(t, err)
 	for _, id := range p.unrecoverable {
@@ -227,7 +228,7 @@ func TestSweeperRemovesUnrecoverableRecordsOnlyWithTheirOwnRetention(t *testing.
 	}
 
 	// When they have a retention of their own
-	sw = e.sweeper(t, scheduler.RetentionConfig{Succeeded: 30 * day, Unrecoverable: 7 * day})
+	sw = e.sweeper(t, retention.Config{Succeeded: 30 * day, Unrecoverable: 7 * day})
 	reps, err := sw.SweepAll(t.Context())
 	require.NoError(t, err)
 
@@ -248,7 +249,7 @@ func TestSweeperRemovesUnrecoverableRecordsOnlyWithTheirOwnRetention(t *testing.
 func TestSweeperIsPacedByItsBatch(t *testing.T) {
 	e := newRetentionEnv(t, nil)
 	p := e.populate(t)
-	sw := e.sweeper(t, scheduler.RetentionConfig{Batch: 4})
+	sw := e.sweeper(t, retention.Config{Batch: 4})
 
 	rep, err := sw.Sweep(t.Context())
 	require.NoError(t, err)
@@ -275,7 +276,7 @@ func TestSweeperArchivesEachHistoryBeforeRemovingIt(t *testing.T) {
 	p := e.populate(t)
 	sink, err := archive.OpenDir(t.TempDir())
 	require.NoError(t, err)
-	sw := e.sweeper(t, scheduler.RetentionConfig{Archive: sink})
+	sw := e.sweeper(t, retention.Config{Archive: sink})
 
 	// When the sweeper runs
 	rep, err := sw.Sweep(t.Context())
@@ -346,9 +347,9 @@ func TestSweeperFinishesABatchInterruptedAtAnyStep(t *testing.T) {
 					require.NoError(t, err)
 					sink = d
 				}
-				sw := e.sweeper(t, scheduler.RetentionConfig{Archive: sink})
+				sw := e.sweeper(t, retention.Config{Archive: sink})
 				seen := 0
-				scheduler.SetSweepHook(sw, func(step string) error {
+				retention.SetHook(sw, func(step string) error {
 					if step == at.step {
 						if seen++; seen == at.n {
 							return errCrash
@@ -369,7 +370,7 @@ func TestSweeperFinishesABatchInterruptedAtAnyStep(t *testing.T) {
 				}
 
 				// When a new sweeper (a restart) runs
-				again := e.sweeper(t, scheduler.RetentionConfig{Archive: sink})
+				again := e.sweeper(t, retention.Config{Archive: sink})
 				reps, err := again.SweepAll(t.Context())
 				require.NoError(t, err)
 
@@ -399,8 +400,8 @@ func TestABatchPendingWhenTheArchiveIsTurnedOnIsArchivedBeforeItsRemoval(t *test
 	// Given a batch recorded and tallied without an archive, its sweeper stopped
 	e := newRetentionEnv(t, nil)
 	p := e.populate(t)
-	sw := e.sweeper(t, scheduler.RetentionConfig{})
-	scheduler.SetSweepHook(sw, func(step string) error {
+	sw := e.sweeper(t, retention.Config{})
+	retention.SetHook(sw, func(step string) error {
 		if step == "tallied" {
 			return errCrash
 		}
@@ -412,7 +413,7 @@ func TestABatchPendingWhenTheArchiveIsTurnedOnIsArchivedBeforeItsRemoval(t *test
 	// When a sweeper with an archive finishes it
 	sink, err := archive.OpenDir(t.TempDir())
 	require.NoError(t, err)
-	rep, err := e.sweeper(t, scheduler.RetentionConfig{Archive: sink}).Sweep(t.Context())
+	rep, err := e.sweeper(t, retention.Config{Archive: sink}).Sweep(t.Context())
 	require.NoError(t, err)
 
 	// Then its records were archived before they were removed
@@ -429,18 +430,18 @@ func TestSweeperHaltsOnAnInvalidStoredState(t *testing.T) {
 	// Given a sweep state that does not validate
 	e := newRetentionEnv(t, nil)
 	p := e.populate(t)
-	kv, err := e.js.KeyValue(t.Context(), scheduler.DefaultRetentionBucket)
+	kv, err := e.js.KeyValue(t.Context(), retention.DefaultBucket)
 	require.NoError(t, err)
 	for _, bad := range []string{`{"batch":1,"pending":{"n":7,"startedAt":1,"records":[]}}`, `not json`, `{"removed":-1}`} {
 		_, err = kv.Put(t.Context(), "sweep", []byte(bad))
 		require.NoError(t, err)
 
 		// When the sweeper runs
-		sw := e.sweeper(t, scheduler.RetentionConfig{})
+		sw := e.sweeper(t, retention.Config{})
 		_, err = sw.Sweep(t.Context())
 
 		// Then it halts and removes nothing
-		require.ErrorIs(t, err, scheduler.ErrInvalidRetention, "state %s", bad)
+		require.ErrorIs(t, err, retention.ErrInvalid, "state %s", bad)
 		assert.Equal(t, uint64(1), sw.Stats().Halted)
 		for _, id := range p.old {
 			assert.False(t, e.gone(t, id), "nothing is removed on an invalid state")
@@ -451,15 +452,15 @@ func TestSweeperHaltsOnAnInvalidStoredState(t *testing.T) {
 func TestSweeperReplacesAnInvalidTally(t *testing.T) {
 	e := newRetentionEnv(t, nil)
 	e.populate(t)
-	kv, err := e.js.KeyValue(t.Context(), scheduler.DefaultRetentionBucket)
+	kv, err := e.js.KeyValue(t.Context(), retention.DefaultBucket)
 	require.NoError(t, err)
-	key := scheduler.TallyKey(fn, "Timeout", "")
+	key := retention.TallyKey(fn, "Timeout", "")
 	_, err = kv.Put(t.Context(), key, []byte(`{"succeeded":-5}`))
 	require.NoError(t, err)
 	_, bad, err := e.progress.Tallies(t.Context())
 	require.NoError(t, err)
 	require.Len(t, bad, 1, "an invalid tally is reported, not counted")
-	sw := e.sweeper(t, scheduler.RetentionConfig{})
+	sw := e.sweeper(t, retention.Config{})
 	_, err = sw.Sweep(t.Context())
 	require.NoError(t, err, "an invalid tally does not halt removals")
 	s, _ := e.tallied(t)
@@ -474,7 +475,7 @@ func TestARecordReopenedAfterItsRemovalWorks(t *testing.T) {
 			p := e.populate(t)
 			id := p.old[0]
 			if removed {
-				_, err := e.sweeper(t, scheduler.RetentionConfig{}).Sweep(t.Context())
+				_, err := e.sweeper(t, retention.Config{}).Sweep(t.Context())
 				require.NoError(t, err)
 				require.True(t, e.gone(t, id))
 				eventually(t, "the index drops the record", func() bool { return e.index.Version(id) == 0 })
@@ -513,8 +514,8 @@ func TestARecordReopenedBetweenPurgeAndViewDeleteKeepsItsNewView(t *testing.T) {
 	// Given a sweep that stopped after purging a record, its view not yet deleted
 	e := newRetentionEnv(t, nil)
 	e.populate(t)
-	sw := e.sweeper(t, scheduler.RetentionConfig{Batch: 1})
-	scheduler.SetSweepHook(sw, func(step string) error {
+	sw := e.sweeper(t, retention.Config{Batch: 1})
+	retention.SetHook(sw, func(step string) error {
 		if step == "purged" {
 			return errCrash
 		}
@@ -543,7 +544,7 @@ func TestARecordReopenedBetweenPurgeAndViewDeleteKeepsItsNewView(t *testing.T) {
 		require.NoError(t, err)
 		return len(page.Items) == 1 && page.Items[0].Status == aggregate.StatusFailed && page.Items[0].Version == 1
 	})
-	rep, err := e.sweeper(t, scheduler.RetentionConfig{Batch: 1}).Sweep(t.Context())
+	rep, err := e.sweeper(t, retention.Config{Batch: 1}).Sweep(t.Context())
 	require.NoError(t, err)
 
 	// Then the new failure keeps its history and its view
@@ -559,8 +560,8 @@ func TestSchedulerSweepsOnlyWhileItHoldsTheLease(t *testing.T) {
 	e := newRetentionEnv(t, nil)
 	p := e.populate(t)
 	holderTicks, otherTicks := make(chan time.Time), make(chan time.Time)
-	holderSw := e.sweeper(t, scheduler.RetentionConfig{Ticks: holderTicks})
-	otherSw := e.sweeper(t, scheduler.RetentionConfig{Ticks: otherTicks})
+	holderSw := e.sweeper(t, retention.Config{Ticks: holderTicks})
+	otherSw := e.sweeper(t, retention.Config{Ticks: otherTicks})
 	never := make(chan time.Time)
 	holder := e.scheduler(t, e.svc, scheduler.WithTicks(never), scheduler.WithRetention(holderSw), scheduler.WithInstance("holder"),
 		scheduler.WithRenewal(200*time.Millisecond, 100*time.Millisecond))
@@ -590,14 +591,14 @@ func TestNewSweeperValidatesItsSettings(t *testing.T) {
 	e := newRetentionEnv(t, nil)
 	for _, c := range []struct {
 		name string
-		cfg  scheduler.RetentionConfig
+		cfg  retention.Config
 		want string
 	}{
-		{"too short", scheduler.RetentionConfig{Succeeded: time.Minute}, "retention of succeeded records must be 0 (keep) or from 1h0m0s"},
-		{"too long", scheduler.RetentionConfig{Succeeded: 11 * 365 * day}, "retention of succeeded records"},
-		{"negative unrecoverable", scheduler.RetentionConfig{Unrecoverable: -time.Hour}, "retention of unrecoverable records"},
-		{"batch", scheduler.RetentionConfig{Batch: scheduler.MaxSweepBatch + 1}, "batch must be from 1 to 10000"},
-		{"every", scheduler.RetentionConfig{Every: time.Millisecond}, "time between sweeps must be from 1s to 24h"},
+		{"too short", retention.Config{Succeeded: time.Minute}, "retention of succeeded records must be 0 (keep) or from 1h0m0s"},
+		{"too long", retention.Config{Succeeded: 11 * 365 * day}, "retention of succeeded records"},
+		{"negative unrecoverable", retention.Config{Unrecoverable: -time.Hour}, "retention of unrecoverable records"},
+		{"batch", retention.Config{Batch: retention.MaxBatch + 1}, "batch must be from 1 to 10000"},
+		{"every", retention.Config{Every: time.Millisecond}, "time between sweeps must be from 1s to 24h"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
@@ -605,13 +606,13 @@ func TestNewSweeperValidatesItsSettings(t *testing.T) {
 			if cfg.Succeeded == 0 && c.name != "negative unrecoverable" {
 				cfg.Succeeded = 30 * day
 			}
-			_, err := scheduler.NewSweeper(cfg)
-			require.ErrorIs(t, err, scheduler.ErrInvalidOption)
+			_, err := retention.New(cfg)
+			require.ErrorIs(t, err, retention.ErrInvalidOption)
 			assert.Contains(t, err.Error(), c.want)
 		})
 	}
-	_, err := scheduler.NewSweeper(scheduler.RetentionConfig{Succeeded: day})
-	require.ErrorIs(t, err, scheduler.ErrInvalidOption, "a sweeper needs its record source, store, views and progress")
+	_, err := retention.New(retention.Config{Succeeded: day})
+	require.ErrorIs(t, err, retention.ErrInvalidOption, "a sweeper needs its record source, store, views and progress")
 }
 
 func TestSweeperRefusesAStreamThatDeniesPurges(t *testing.T) {
@@ -624,7 +625,7 @@ func TestSweeperRefusesAStreamThatDeniesPurges(t *testing.T) {
 	p := e.populate(t)
 
 	// When the sweeper runs
-	_, err = e.sweeper(t, scheduler.RetentionConfig{}).Sweep(t.Context())
+	_, err = e.sweeper(t, retention.Config{}).Sweep(t.Context())
 
 	// Then it says so and removes (and counts) nothing
 	require.ErrorIs(t, err, jsstore.ErrRemovalDenied)
@@ -647,28 +648,28 @@ func TestAForgedPendingBatchRemovesNoLiveRecord(t *testing.T) {
 			e := newRetentionEnv(t, nil)
 			p := e.populate(t)
 			live := append(append(append([]string(nil), p.failed...), p.recent...), p.unrecoverable...)
-			var recs []scheduler.Removal
+			var recs []retention.Removal
 			for _, id := range live {
 				last, err := e.store.LoadLast(t.Context(), aggregate.RecordAggregate(id))
 				require.NoError(t, err)
-				recs = append(recs, scheduler.Removal{ID: id, Through: last.Seq, Version: last.Version, Function: fn,
+				recs = append(recs, retention.Removal{ID: id, Through: last.Seq, Version: last.Version, Function: fn,
 					Status: aggregate.StatusSucceeded, ExecuteAt: t0.UnixMilli()})
 			}
 			old := p.old[0]
 			last, err := e.store.LoadLast(t.Context(), aggregate.RecordAggregate(old))
 			require.NoError(t, err)
-			recs = append(recs, scheduler.Removal{ID: old, Through: last.Seq, Version: last.Version, Function: fn, Status: aggregate.StatusSucceeded, ExecuteAt: t0.UnixMilli()})
-			forged, err := json.Marshal(scheduler.SweepState{Pending: &scheduler.SweepBatch{N: 1, StartedAt: t0.UnixMilli(), Tallied: tallied, Records: recs},
+			recs = append(recs, retention.Removal{ID: old, Through: last.Seq, Version: last.Version, Function: fn, Status: aggregate.StatusSucceeded, ExecuteAt: t0.UnixMilli()})
+			forged, err := json.Marshal(retention.SweepState{Pending: &retention.SweepBatch{N: 1, StartedAt: t0.UnixMilli(), Tallied: tallied, Records: recs},
 				UpdatedAt: e.clock.Now().UnixMilli()})
 			require.NoError(t, err)
-			kv, err := e.js.KeyValue(t.Context(), scheduler.DefaultRetentionBucket)
+			kv, err := e.js.KeyValue(t.Context(), retention.DefaultBucket)
 			require.NoError(t, err)
 			_, err = kv.Put(t.Context(), "sweep", forged)
 			require.NoError(t, err)
 
 			// Unrecoverable records are not removed in this configuration
 			// (no unrecoverable retention), even listed as unrecoverable.
-			sw := e.sweeper(t, scheduler.RetentionConfig{})
+			sw := e.sweeper(t, retention.Config{})
 			rep, err := sw.Sweep(t.Context())
 			require.NoError(t, err)
 
@@ -691,19 +692,19 @@ func TestAResetSweepCounterNeverRepeatsABatchNumber(t *testing.T) {
 	p := e.populate(t)
 	sink, err := archive.OpenDir(t.TempDir())
 	require.NoError(t, err)
-	sw := e.sweeper(t, scheduler.RetentionConfig{Archive: sink, Batch: 3})
+	sw := e.sweeper(t, retention.Config{Archive: sink, Batch: 3})
 	rep, err := sw.Sweep(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), rep.Batch)
 	first, err := archive.ReadManifest(t.Context(), sink, 1)
 	require.NoError(t, err)
 
-	kv, err := e.js.KeyValue(t.Context(), scheduler.DefaultRetentionBucket)
+	kv, err := e.js.KeyValue(t.Context(), retention.DefaultBucket)
 	require.NoError(t, err)
 	_, err = kv.Put(t.Context(), "sweep", []byte(`{}`))
 	require.NoError(t, err)
 
-	again := e.sweeper(t, scheduler.RetentionConfig{Archive: sink, Batch: 3})
+	again := e.sweeper(t, retention.Config{Archive: sink, Batch: 3})
 	rep, err = again.Sweep(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), rep.Batch, "numbering goes on after the batch already done")

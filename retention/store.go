@@ -1,4 +1,4 @@
-package scheduler
+package retention
 
 import (
 	"context"
@@ -16,24 +16,24 @@ import (
 	"github.com/amends-dev/amends/kvstore"
 )
 
-// DefaultRetentionBucket is the KV bucket of the retention sweeper: its
+// DefaultBucket is the KV bucket of the retention sweeper: its
 // progress under key "sweep" and the tallies of removed records, one key
 // per (function, error code, fingerprint).
-const DefaultRetentionBucket = "amends_retention"
+const DefaultBucket = "amends_retention"
 
 const (
 	sweepKey          = "sweep"
 	tallyPrefix       = "tally."
 	maxRetentionValue = 16 << 20
-	// MaxSweepBatch bounds the records of one sweep pass.
-	MaxSweepBatch = 10000
+	// MaxBatch bounds the records of one sweep pass.
+	MaxBatch      = 10000
 	retentionSkew = 5 * time.Minute
 )
 
-// ErrInvalidRetention reports a stored sweep state or tally that does not
+// ErrInvalid reports a stored sweep state or tally that does not
 // validate; the message names the field. An invalid sweep state halts the
 // sweeper (nothing is removed) until it is repaired.
-var ErrInvalidRetention = errors.New("scheduler: invalid stored retention entry")
+var ErrInvalid = errors.New("retention: invalid stored entry")
 
 // SweepState is the sweeper's progress, stored under "sweep": the batches
 // done and the one under way. A batch is written (with its archive's
@@ -50,7 +50,7 @@ type SweepState struct {
 	Messages int64 `json:"messages"`
 	Archived int64 `json:"archived"`
 	// Last is the last batch done.
-	Last *SweepReport `json:"last,omitempty"`
+	Last *Report `json:"last,omitempty"`
 	// UpdatedAt is when it was written, epoch ms.
 	UpdatedAt int64 `json:"updatedAt"`
 }
@@ -82,8 +82,8 @@ type Removal struct {
 	ExecuteAt     int64                  `json:"executeAt"`
 }
 
-// SweepReport is what one batch did.
-type SweepReport struct {
+// Report is what one batch did.
+type Report struct {
 	Batch uint64 `json:"batch"`
 	// At is when it ended, epoch ms.
 	At int64 `json:"at"`
@@ -102,7 +102,7 @@ type SweepReport struct {
 }
 
 // Removed is the number of records the batch removed.
-func (r SweepReport) Removed() int { return r.Succeeded + r.Unrecoverable }
+func (r Report) Removed() int { return r.Succeeded + r.Unrecoverable }
 
 // Tally counts the records of one (function, error code, fingerprint)
 // that retention removed: what the summaries add to the records the index
@@ -128,21 +128,21 @@ func tallyKey(f aggregate.FunctionInfo, code, fingerprint string) string {
 	return kvstore.Hash(tallyPrefix, f.ContextName, f.ProcessorName, f.Name, code, fingerprint)
 }
 
-// Retention is the sweeper's bucket through the typed KV layer: every read
+// Store is the sweeper's bucket through the typed KV layer: every read
 // validated (DecodeSweepState, DecodeTally), an invalid entry quarantined.
 // Safe for concurrent use.
-type Retention struct {
+type Store struct {
 	sweep  *kvstore.Store[SweepState]
 	tally  *kvstore.Store[Tally]
 	bucket *kvstore.Bucket
 }
 
-// RetentionOption configures OpenRetention.
-type RetentionOption func(*[]kvstore.Option)
+// Option configures Open.
+type Option func(*[]kvstore.Option)
 
-// WithRetentionQuarantine records the entries that do not validate in r,
+// WithQuarantine records the entries that do not validate in r,
 // the process's quarantine (default: a quarantine on js).
-func WithRetentionQuarantine(r kvstore.Recorder) RetentionOption {
+func WithQuarantine(r kvstore.Recorder) Option {
 	return func(o *[]kvstore.Option) { *o = append(*o, kvstore.WithRecorder(r)) }
 }
 
@@ -151,11 +151,11 @@ func retentionSpec(bucket string, replicas int) kvstore.Spec {
 		History: 5, Replicas: replicas, MaxValueSize: maxRetentionValue}, MaxValue: maxRetentionValue}
 }
 
-// OpenRetention returns the retention bucket (DefaultRetentionBucket if
+// Open returns the retention bucket (DefaultBucket if
 // bucket is ""), creating it with replicas (1 if 0) if it does not exist.
-func OpenRetention(ctx context.Context, js jetstream.JetStream, bucket string, replicas int, opts ...RetentionOption) (*Retention, error) {
+func Open(ctx context.Context, js jetstream.JetStream, bucket string, replicas int, opts ...Option) (*Store, error) {
 	if bucket == "" {
-		bucket = DefaultRetentionBucket
+		bucket = DefaultBucket
 	}
 	if replicas == 0 {
 		replicas = 1
@@ -171,7 +171,7 @@ func OpenRetention(ctx context.Context, js jetstream.JetStream, bucket string, r
 	if err != nil {
 		return nil, fmt.Errorf("retention bucket: %w", err)
 	}
-	return &Retention{bucket: b,
+	return &Store{bucket: b,
 		sweep: kvstore.For(b, kvstore.Codec[SweepState]{Decode: func(e kvstore.Entry) (SweepState, error) { return DecodeSweepState(e.Key, e.Value, e.Now) }}),
 		tally: kvstore.For(b, kvstore.Codec[Tally]{Decode: func(e kvstore.Entry) (Tally, error) { return DecodeTally(e.Key, e.Value, e.Now) }}),
 	}, nil
@@ -179,14 +179,14 @@ func OpenRetention(ctx context.Context, js jetstream.JetStream, bucket string, r
 
 // State returns the sweeper's progress (the zero state before the first
 // batch) and its revision. A stored state that does not validate is an
-// error matching ErrInvalidRetention (and kvstore's ErrInvalid).
-func (r *Retention) State(ctx context.Context) (SweepState, uint64, error) {
+// error matching ErrInvalid (and kvstore's ErrInvalid).
+func (r *Store) State(ctx context.Context) (SweepState, uint64, error) {
 	st, rev, err := r.sweep.Get(ctx, sweepKey)
 	switch {
 	case errors.Is(err, kvstore.ErrNotFound):
 		return SweepState{}, 0, nil
 	case errors.Is(err, kvstore.ErrInvalid):
-		return SweepState{}, rev, fmt.Errorf("the sweep state at revision %d: %w: %w", rev, err, ErrInvalidRetention)
+		return SweepState{}, rev, fmt.Errorf("the sweep state at revision %d: %w: %w", rev, err, ErrInvalid)
 	case err != nil:
 		return SweepState{}, 0, fmt.Errorf("read the sweep state: %w", err)
 	}
@@ -195,7 +195,7 @@ func (r *Retention) State(ctx context.Context) (SweepState, uint64, error) {
 
 // putState writes st if the key is still at rev (0: absent); a lost race
 // (another sweeper wrote) is an error matching kvstore's ErrConflict.
-func (r *Retention) putState(ctx context.Context, st SweepState, rev uint64, now time.Time) (uint64, error) {
+func (r *Store) putState(ctx context.Context, st SweepState, rev uint64, now time.Time) (uint64, error) {
 	st.UpdatedAt = now.UnixMilli()
 	if err := st.check(now); err != nil {
 		return 0, fmt.Errorf("the sweep state would not validate: %w", err)
@@ -208,12 +208,12 @@ func (r *Retention) putState(ctx context.Context, st SweepState, rev uint64, now
 
 // Tallies returns every stored tally that validates, and the errors of
 // those that do not (quarantined, left out).
-func (r *Retention) Tallies(ctx context.Context) ([]Tally, []error, error) {
+func (r *Store) Tallies(ctx context.Context) ([]Tally, []error, error) {
 	var out []Tally
 	var bad []error
 	err := r.tally.Scan(ctx, tallyPrefix+">", func(key string, t Tally, _ uint64, err error) {
 		if err != nil {
-			bad = append(bad, fmt.Errorf("tally %s: %w: %w", kvstore.QuoteKey(key), err, ErrInvalidRetention))
+			bad = append(bad, fmt.Errorf("tally %s: %w: %w", kvstore.QuoteKey(key), err, ErrInvalid))
 			return
 		}
 		out = append(out, t)
@@ -245,7 +245,7 @@ func compareStrings(a, b string) int {
 // tally that does not validate is replaced (it is quarantined; the
 // removed records' count starts again from this batch) rather than halt
 // the removals.
-func (r *Retention) count(ctx context.Context, n uint64, recs []Removal, now time.Time) error {
+func (r *Store) count(ctx context.Context, n uint64, recs []Removal, now time.Time) error {
 	first := recs[0]
 	_, _, err := r.tally.Change(ctx, tallyKey(first.Function, first.ErrorCode, first.Fingerprint), func(cur kvstore.Current[Tally]) (Tally, kvstore.Action, error) {
 		t := cur.Value
@@ -278,9 +278,9 @@ func (r *Retention) count(ctx context.Context, n uint64, recs []Removal, now tim
 // DecodeSweepState reads the sweep state stored under key "sweep",
 // validating every field at now: counts not negative, times not ahead of
 // now by more than a few minutes, a pending batch numbered Batch+1 with 1
-// to MaxSweepBatch records, each a record id with a sequence and version
+// to MaxBatch records, each a record id with a sequence and version
 // from 1, a valid function and status SUCCEEDED or FAILED (unrecoverable),
-// at most one removal per record. The error matches ErrInvalidRetention
+// at most one removal per record. The error matches ErrInvalid
 // and names the field.
 func DecodeSweepState(key string, value []byte, now time.Time) (SweepState, error) {
 	if key != sweepKey {
@@ -313,8 +313,8 @@ func (st *SweepState) check(now time.Time) error {
 		return badRetention("pending.n", "must be the next batch %d, got %d", st.Batch+1, b.N)
 	case b.StartedAt <= 0 || b.StartedAt > latest:
 		return badRetention("pending.startedAt", "must be an epoch-ms time from 1 to %d, got %d", latest, b.StartedAt)
-	case len(b.Records) > MaxSweepBatch:
-		return badRetention("pending.records", "has %d records, over the limit of %d", len(b.Records), MaxSweepBatch)
+	case len(b.Records) > MaxBatch:
+		return badRetention("pending.records", "has %d records, over the limit of %d", len(b.Records), MaxBatch)
 	case len(b.Archive) > 4096 || len(b.Manifest) > 256 || (b.Manifest == "") != (b.Archive == ""):
 		return badRetention("pending.manifest", "archive and manifest are both set or both empty, short text")
 	}
@@ -356,14 +356,14 @@ func checkGroup(f string, fn aggregate.FunctionInfo, code, fingerprint string) e
 	}
 	for _, p := range []struct{ name, v string }{{"function.contextName", fn.ContextName}, {"function.processorName", fn.ProcessorName}, {"function.name", fn.Name}} {
 		if err := kvstore.Name(field(p.name), p.v, 256); err != nil {
-			return fmt.Errorf("%v: %w", err, ErrInvalidRetention)
+			return fmt.Errorf("%v: %w", err, ErrInvalid)
 		}
 	}
 	if err := kvstore.Text(field("errorCode"), code, 256, false); err != nil {
-		return fmt.Errorf("%v: %w", err, ErrInvalidRetention)
+		return fmt.Errorf("%v: %w", err, ErrInvalid)
 	}
 	if err := kvstore.Text(field("fingerprint"), fingerprint, 256, false); err != nil {
-		return fmt.Errorf("%v: %w", err, ErrInvalidRetention)
+		return fmt.Errorf("%v: %w", err, ErrInvalid)
 	}
 	return nil
 }
@@ -371,7 +371,7 @@ func checkGroup(f string, fn aggregate.FunctionInfo, code, fingerprint string) e
 // DecodeTally reads a tally stored under key, validating every field at
 // now: the key is the hash of its function, error code and fingerprint;
 // counts are not negative; times are not ahead of now. The error matches
-// ErrInvalidRetention and names the field.
+// ErrInvalid and names the field.
 func DecodeTally(key string, value []byte, now time.Time) (Tally, error) {
 	var t Tally
 	if err := json.Unmarshal(value, &t); err != nil {
@@ -399,7 +399,7 @@ func (t *Tally) check(now time.Time) error {
 
 func badRetention(field, format string, args ...any) error {
 	if field == "" {
-		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalidRetention)
+		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalid)
 	}
-	return fmt.Errorf("field %s: %s: %w", field, fmt.Sprintf(format, args...), ErrInvalidRetention)
+	return fmt.Errorf("field %s: %s: %w", field, fmt.Sprintf(format, args...), ErrInvalid)
 }

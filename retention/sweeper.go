@@ -1,4 +1,4 @@
-package scheduler
+package retention
 
 import (
 	"context"
@@ -32,16 +32,16 @@ const (
 	MinRetention = time.Hour
 	// MaxRetention bounds it from above (ten years).
 	MaxRetention = 10 * 365 * 24 * time.Hour
-	// DefaultSweepBatch and DefaultSweepEvery pace the sweeper: at most
+	// DefaultBatch and DefaultEvery pace the sweeper: at most
 	// 500 records a minute, about 720 k a day, a small share of what
 	// one JetStream server purges (docs/retention.md has the figures).
-	DefaultSweepBatch = 500
-	DefaultSweepEvery = time.Minute
+	DefaultBatch = 500
+	DefaultEvery = time.Minute
 )
 
-// RetentionRecords lists the records the sweeper may remove;
+// Records lists the records the sweeper may remove;
 // *projection.Index satisfies it.
-type RetentionRecords interface {
+type Records interface {
 	List(q api.Query) (api.Page, error)
 }
 
@@ -58,11 +58,11 @@ type Auditor interface {
 	Record(ctx context.Context, e api.AuditEntry) error
 }
 
-var _ RetentionRecords = (*projection.Index)(nil)
+var _ Records = (*projection.Index)(nil)
 
-// RetentionConfig configures a Sweeper. Zero durations and counts take the
+// Config configures a Sweeper. Zero durations and counts take the
 // defaults, except Succeeded and Unrecoverable, where 0 means "keep".
-type RetentionConfig struct {
+type Config struct {
 	// Succeeded is how long a SUCCEEDED record is kept after its success
 	// (its executeAt); 0 keeps them.
 	Succeeded time.Duration
@@ -71,20 +71,20 @@ type RetentionConfig struct {
 	// "resolved" or "acknowledged" state: an unrecoverable record is the
 	// one the scheduler never retries, the closest to finished.
 	Unrecoverable time.Duration
-	// Batch is the most records one pass removes (DefaultSweepBatch), at
-	// most MaxSweepBatch; Every the time between passes
-	// (DefaultSweepEvery), or Ticks drives them.
+	// Batch is the most records one pass removes (DefaultBatch), at
+	// most MaxBatch; Every the time between passes
+	// (DefaultEvery), or Ticks drives them.
 	Batch int
 	Every time.Duration
 	Ticks <-chan time.Time
 	// Records lists the records (required), Store reads and removes
 	// their histories (required), Views is the views bucket (required).
-	Records RetentionRecords
+	Records Records
 	Store   RecordStore
 	Views   jetstream.KeyValue
 	// Progress keeps the progress and the tallies (required;
-	// OpenRetention).
-	Progress *Retention
+	// Open).
+	Progress *Store
 	// Archive, if set, gets every removed record's history first.
 	Archive archive.Sink
 	// Audit, if set, gets an entry per batch.
@@ -110,7 +110,7 @@ type RetentionConfig struct {
 // directly. A Sweeper is safe for concurrent use, but Sweeps run one at a
 // time.
 type Sweeper struct {
-	cfg RetentionConfig
+	cfg Config
 	mu  sync.Mutex // one Sweep at a time
 
 	hook func(step string) error // tests: fail or stop at a step
@@ -124,6 +124,19 @@ type Sweeper struct {
 	stats sweepStats
 }
 
+// Pace returns the ticks that pace the sweeper's passes: Config.Ticks, or
+// a ticker of Config.Every that stop stops.
+func (sw *Sweeper) Pace() (ticks <-chan time.Time, stop func()) {
+	if sw.cfg.Ticks != nil {
+		return sw.cfg.Ticks, func() {}
+	}
+	t := time.NewTicker(sw.cfg.Every)
+	return t.C, t.Stop
+}
+
+// Records returns the record source the sweeper lists from.
+func (sw *Sweeper) Records() Records { return sw.cfg.Records }
+
 // Archive returns the archive the sweeper writes removed histories to;
 // nil when it archives nothing.
 func (sw *Sweeper) Archive() archive.Sink { return sw.cfg.Archive }
@@ -133,8 +146,8 @@ type sweepStats struct {
 	lastAt                                                                                        atomic.Int64
 }
 
-// RetentionStats counts what a Sweeper did since it was created.
-type RetentionStats struct {
+// Stats counts what a Sweeper did since it was created.
+type Stats struct {
 	Passes, Batches          uint64
 	Succeeded, Unrecoverable uint64
 	Messages, Views          uint64
@@ -146,12 +159,12 @@ type RetentionStats struct {
 	LastAt time.Time
 }
 
-// NewSweeper returns a sweeper of cfg. A missing required field, or a
+// New returns a sweeper of cfg. A missing required field, or a
 // value out of bounds, is an error wrapping ErrInvalidOption that names
 // it.
-func NewSweeper(cfg RetentionConfig) (*Sweeper, error) {
+func New(cfg Config) (*Sweeper, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("retention: %s: %w", fmt.Sprintf(format, args...), ErrInvalidOption)
+		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalidOption)
 	}
 	for _, d := range []struct {
 		name string
@@ -162,14 +175,14 @@ func NewSweeper(cfg RetentionConfig) (*Sweeper, error) {
 		}
 	}
 	if cfg.Batch == 0 {
-		cfg.Batch = DefaultSweepBatch
+		cfg.Batch = DefaultBatch
 	}
 	if cfg.Every == 0 {
-		cfg.Every = DefaultSweepEvery
+		cfg.Every = DefaultEvery
 	}
 	switch {
-	case cfg.Batch < 1 || cfg.Batch > MaxSweepBatch:
-		return nil, bad("batch must be from 1 to %d records, got %d", MaxSweepBatch, cfg.Batch)
+	case cfg.Batch < 1 || cfg.Batch > MaxBatch:
+		return nil, bad("batch must be from 1 to %d records, got %d", MaxBatch, cfg.Batch)
 	case cfg.Every < time.Second || cfg.Every > 24*time.Hour:
 		return nil, bad("the time between sweeps must be from 1s to 24h, got %s", cfg.Every)
 	case cfg.Records == nil:
@@ -191,9 +204,9 @@ func NewSweeper(cfg RetentionConfig) (*Sweeper, error) {
 }
 
 // Stats returns the sweeper's counters.
-func (sw *Sweeper) Stats() RetentionStats {
+func (sw *Sweeper) Stats() Stats {
 	s := &sw.stats
-	st := RetentionStats{Passes: s.passes.Load(), Batches: s.batches.Load(), Succeeded: s.succeeded.Load(), Unrecoverable: s.unrecoverable.Load(),
+	st := Stats{Passes: s.passes.Load(), Batches: s.batches.Load(), Succeeded: s.succeeded.Load(), Unrecoverable: s.unrecoverable.Load(),
 		Messages: s.messages.Load(), Views: s.views.Load(), Archived: s.archived.Load(), Dropped: s.dropped.Load(), Failed: s.failed.Load(), Halted: s.halted.Load()}
 	if ms := s.lastAt.Load(); ms != 0 {
 		st.LastAt = time.UnixMilli(ms)
@@ -212,16 +225,16 @@ func (sw *Sweeper) Tallies(ctx context.Context) ([]Tally, error) {
 // or else selects, archives and removes a new batch of at most Batch
 // records. It returns what the batch did (Batch 0: nothing to do). A
 // stored progress that does not validate halts it: the error matches
-// ErrInvalidRetention and nothing is removed until the entry is repaired
+// ErrInvalid and nothing is removed until the entry is repaired
 // (amends repair purge-entry). Other errors are the store's, the
 // archive's or the buckets'; the pass can simply be run again.
-func (sw *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
+func (sw *Sweeper) Sweep(ctx context.Context) (Report, error) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	sw.stats.passes.Add(1)
 	rep, err := sw.sweep(ctx)
 	switch {
-	case errors.Is(err, ErrInvalidRetention):
+	case errors.Is(err, ErrInvalid):
 		sw.stats.halted.Add(1)
 	case err != nil:
 		sw.stats.failed.Add(1)
@@ -232,8 +245,8 @@ func (sw *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 // SweepAll runs passes until one has nothing to remove, or ctx ends: the
 // whole backlog at once, for a benchmark or a one-off clean-up. It
 // returns the batches' reports.
-func (sw *Sweeper) SweepAll(ctx context.Context) ([]SweepReport, error) {
-	var out []SweepReport
+func (sw *Sweeper) SweepAll(ctx context.Context) ([]Report, error) {
+	var out []Report
 	for ctx.Err() == nil {
 		rep, err := sw.Sweep(ctx)
 		if err != nil {
@@ -254,36 +267,36 @@ func (sw *Sweeper) step(name string) error {
 	return nil
 }
 
-func (sw *Sweeper) sweep(ctx context.Context) (SweepReport, error) {
+func (sw *Sweeper) sweep(ctx context.Context) (Report, error) {
 	st, rev, err := sw.cfg.Progress.State(ctx)
 	if err != nil {
-		return SweepReport{}, err
+		return Report{}, err
 	}
 	if st.Pending == nil && sw.cfg.Succeeded == 0 && sw.cfg.Unrecoverable == 0 {
-		return SweepReport{}, nil // off; a batch under way is still finished
+		return Report{}, nil // off; a batch under way is still finished
 	}
 	if st.Pending == nil {
 		n, err := sw.nextBatch(ctx, st)
 		if err != nil {
-			return SweepReport{}, err
+			return Report{}, err
 		}
 		b, err := sw.select_(ctx, n)
 		if err != nil || b == nil {
-			return SweepReport{}, err
+			return Report{}, err
 		}
 		st.Batch = n - 1
 		if err := sw.archive(ctx, b); err != nil {
-			return SweepReport{}, err
+			return Report{}, err
 		}
 		if err := sw.step("archived"); err != nil {
-			return SweepReport{}, err
+			return Report{}, err
 		}
 		st.Pending = b
 		if rev, err = sw.cfg.Progress.putState(ctx, st, rev, sw.cfg.Clock.Now()); err != nil {
-			return SweepReport{}, fmt.Errorf("record sweep batch %d: %w", b.N, err)
+			return Report{}, fmt.Errorf("record sweep batch %d: %w", b.N, err)
 		}
 		if err := sw.step("pending"); err != nil {
-			return SweepReport{}, err
+			return Report{}, err
 		}
 	}
 	return sw.finish(ctx, st, rev)

@@ -1,7 +1,8 @@
-package scheduler_test
+package retention_test
 
 import (
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 
 	"github.com/amends-dev/amends/archive"
 	"github.com/amends-dev/amends/internal/natstest"
-	"github.com/amends-dev/amends/scheduler"
+	"github.com/amends-dev/amends/retention"
 )
 
 // benchRecords is the number of finished records each run removes.
@@ -71,7 +72,7 @@ func BenchmarkSweep(b *testing.B) {
 					require.NoError(b, err)
 					sink = d
 				}
-				sw := e.sweeper(b, scheduler.RetentionConfig{Archive: sink, Batch: scheduler.DefaultSweepBatch, Logger: quietLog()})
+				sw := e.sweeper(b, retention.Config{Archive: sink, Batch: retention.DefaultBatch, Logger: slog.New(slog.DiscardHandler)})
 				b.StartTimer()
 				start := time.Now()
 				reps, err := sw.SweepAll(b.Context())

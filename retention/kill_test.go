@@ -1,9 +1,10 @@
-package scheduler_test
+package retention_test
 
 import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -24,7 +25,7 @@ import (
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
-	"github.com/amends-dev/amends/scheduler"
+	"github.com/amends-dev/amends/retention"
 )
 
 // The kill -9 loop of retention: a child process sweeps with an archive
@@ -155,7 +156,7 @@ func TestSweepKillLoop(t *testing.T) {
 	require.NotZero(t, stalls)
 
 	// A last sweeper, here, finishes the work.
-	sw := e.sweeper(t, scheduler.RetentionConfig{Archive: sink, Batch: 20})
+	sw := e.sweeper(t, retention.Config{Archive: sink, Batch: 20})
 	e.clock.Set(time.Now())
 	_, err = sw.SweepAll(t.Context())
 	require.NoError(t, err)
@@ -204,7 +205,7 @@ func sweepChild(url, dir string, stall bool) {
 	}
 	go func() { _ = index.Run(ctx) }()
 	<-index.Ready()
-	progress, err := scheduler.OpenRetention(ctx, js, "", 1)
+	progress, err := retention.Open(ctx, js, "", 1)
 	if err != nil {
 		fail(err)
 	}
@@ -212,13 +213,13 @@ func sweepChild(url, dir string, stall bool) {
 	if err != nil {
 		fail(err)
 	}
-	sw, err := scheduler.NewSweeper(scheduler.RetentionConfig{Succeeded: 30 * day, Batch: 10, Records: index, Store: store, Views: views,
-		Progress: progress, Archive: sink, Logger: quietLog()})
+	sw, err := retention.New(retention.Config{Succeeded: 30 * day, Batch: 10, Records: index, Store: store, Views: views,
+		Progress: progress, Archive: sink, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fail(err)
 	}
 	if stall {
-		scheduler.SetSweepHook(sw, func(step string) error {
+		retention.SetHook(sw, func(step string) error {
 			if step == "pending" {
 				fmt.Println("STALLED")
 				select {} // killed here

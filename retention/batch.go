@@ -1,4 +1,4 @@
-package scheduler
+package retention
 
 import (
 	"context"
@@ -202,9 +202,9 @@ func (sw *Sweeper) archiveBatch(ctx context.Context, b *SweepBatch, drop bool) e
 // finish does what is left of the pending batch of st (at revision rev):
 // count its records in the tallies, purge their histories, delete their
 // views, and record the batch as done.
-func (sw *Sweeper) finish(ctx context.Context, st SweepState, rev uint64) (SweepReport, error) {
+func (sw *Sweeper) finish(ctx context.Context, st SweepState, rev uint64) (Report, error) {
 	b := st.Pending
-	rep := SweepReport{Batch: b.N, Archive: b.Archive, Manifest: b.Manifest}
+	rep := Report{Batch: b.N, Archive: b.Archive, Manifest: b.Manifest}
 	if sw.cfg.Archive != nil && b.Manifest != "" && b.Archive == sw.cfg.Archive.String() {
 		// The archive must still hold what the batch removes (one
 		// elsewhere was read back when it was written).
@@ -302,7 +302,7 @@ func (sw *Sweeper) finish(ctx context.Context, st SweepState, rev uint64) (Sweep
 // state (it may be stale, or forged) and never decides alone what is
 // removed. The others are left alone (they failed again, or the batch
 // lists what is not removable).
-func (sw *Sweeper) recheck(ctx context.Context, b *SweepBatch, rep *SweepReport) error {
+func (sw *Sweeper) recheck(ctx context.Context, b *SweepBatch, rep *Report) error {
 	keep := b.Records[:0]
 	for _, rec := range b.Records {
 		st, err := sw.cfg.Store.LoadLast(ctx, aggregate.RecordAggregate(rec.ID))
@@ -371,7 +371,7 @@ func (sw *Sweeper) tally(ctx context.Context, b *SweepBatch) error {
 }
 
 // done counts, logs and audits a finished batch.
-func (sw *Sweeper) done(ctx context.Context, rep SweepReport) {
+func (sw *Sweeper) done(ctx context.Context, rep Report) {
 	s := &sw.stats
 	s.batches.Add(1)
 	s.succeeded.Add(uint64(rep.Succeeded))
