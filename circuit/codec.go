@@ -113,6 +113,18 @@ func (s *State) checkPhase(past, ahead int64) error {
 	if !slices.Contains(Phases, s.Phase) {
 		return bad("phase", "must be one of %v, got %.40q", Phases, s.Phase)
 	}
+	if err := s.checkTimes(past, ahead); err != nil {
+		return err
+	}
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	return s.checkHalfOpen()
+}
+
+// checkTimes checks the state's times: up to past, or ahead for the probe
+// time, and a cool-down of at most a day.
+func (s *State) checkTimes(past, ahead int64) error {
 	for _, t := range []struct {
 		field string
 		v     int64
@@ -127,6 +139,12 @@ func (s *State) checkPhase(past, ahead int64) error {
 	if s.CoolDownMs < 0 || s.CoolDownMs > (24*time.Hour).Milliseconds() {
 		return bad("coolDownMs", "must be from 0 to a day, got %d", s.CoolDownMs)
 	}
+	return nil
+}
+
+// checkOpen checks what only an OPEN circuit has: a probe time, or an
+// operator who opened it.
+func (s *State) checkOpen() error {
 	switch {
 	case s.Phase != Open && (s.Until != 0 || s.Forced):
 		return bad("until", "only an OPEN circuit has a probe time or is forced, this one is %s", s.Phase)
@@ -136,6 +154,14 @@ func (s *State) checkPhase(past, ahead int64) error {
 		return bad("until", "an OPEN circuit an operator opened has no probe time, got %d", s.Until)
 	case s.Phase == Open && s.Forced && !s.openedByOperator():
 		return unaudited("forced", "an OPEN circuit an operator opened keeps that operator's transition last, with the actor (amends circuits open writes it); this one does not, so no operator of amends opened it")
+	}
+	return nil
+}
+
+// checkHalfOpen checks what only a HALF_OPEN circuit has: a probe, its
+// successes, the events probed and the probe failures.
+func (s *State) checkHalfOpen() error {
+	switch {
 	case s.Phase != HalfOpen && (s.Probe != nil || s.Successes != 0 || len(s.Probed) != 0 || s.ProbeFailures != 0):
 		return bad("probe", "only a HALF_OPEN circuit has a probe, successes or probe failures, this one is %s", s.Phase)
 	case s.Successes < 0 || s.Successes > 100:

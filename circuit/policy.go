@@ -1,8 +1,11 @@
 package circuit
 
 import (
+	"cmp"
 	"fmt"
 	"time"
+
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // Policy says when a function's circuit opens and how it closes again.
@@ -100,63 +103,57 @@ var DefaultPolicy = Policy{
 // Resolve returns p with its zero fields set to their defaults, or an
 // error matching ErrInvalidOption that names the field out of range.
 func (p Policy) Resolve() (Policy, error) {
+	p = p.withDefaults()
+	return p, p.check()
+}
+
+// withDefaults fills p's zero fields from DefaultPolicy; a negative
+// Jitter becomes -1 (none).
+func (p Policy) withDefaults() Policy {
 	d := DefaultPolicy
-	if p.ConsecutiveFailures == 0 {
-		p.ConsecutiveFailures = d.ConsecutiveFailures
-	}
-	if p.FailureRatio == 0 {
-		p.FailureRatio = d.FailureRatio
-	}
-	if p.MinCalls == 0 {
-		p.MinCalls = d.MinCalls
-	}
-	if p.Window == 0 {
-		p.Window = d.Window
-	}
-	if p.CoolDown == 0 {
-		p.CoolDown = d.CoolDown
-	}
-	if p.MaxCoolDown == 0 {
-		p.MaxCoolDown = max(d.MaxCoolDown, p.CoolDown)
-	}
-	if p.Successes == 0 {
-		p.Successes = d.Successes
-	}
-	if p.ProbeFailures == 0 {
-		p.ProbeFailures = d.ProbeFailures
-	}
-	if p.ProbeTimeout == 0 {
-		p.ProbeTimeout = d.ProbeTimeout
-	}
+	p.ConsecutiveFailures = cmp.Or(p.ConsecutiveFailures, d.ConsecutiveFailures)
+	p.FailureRatio = cmp.Or(p.FailureRatio, d.FailureRatio)
+	p.MinCalls = cmp.Or(p.MinCalls, d.MinCalls)
+	p.Window = cmp.Or(p.Window, d.Window)
+	p.CoolDown = cmp.Or(p.CoolDown, d.CoolDown)
+	p.MaxCoolDown = cmp.Or(p.MaxCoolDown, max(d.MaxCoolDown, p.CoolDown))
+	p.Successes = cmp.Or(p.Successes, d.Successes)
+	p.ProbeFailures = cmp.Or(p.ProbeFailures, d.ProbeFailures)
+	p.ProbeTimeout = cmp.Or(p.ProbeTimeout, d.ProbeTimeout)
 	switch {
 	case p.Jitter == 0:
 		p.Jitter = d.Jitter
 	case p.Jitter < 0:
 		p.Jitter = -1
 	}
+	return p
+}
+
+// check reports the first field of a resolved policy out of its bounds.
+func (p Policy) check() error {
 	switch {
-	case p.ConsecutiveFailures < 1 || p.ConsecutiveFailures > 100000:
-		return p, invalid("consecutiveFailures must be from 1 to 100000, got %d", p.ConsecutiveFailures)
-	case !(p.FailureRatio > 0 && p.FailureRatio <= 1):
-		return p, invalid("failureRatio must be above 0 and at most 1, got %v", p.FailureRatio)
-	case p.MinCalls < 1 || p.MinCalls > 1000000:
-		return p, invalid("minCalls must be from 1 to 1000000, got %d", p.MinCalls)
-	case p.Window < time.Second || p.Window > time.Hour:
-		return p, invalid("window must be from 1s to 1h, got %s", p.Window)
-	case p.CoolDown < 100*time.Millisecond || p.CoolDown > time.Hour:
-		return p, invalid("coolDown must be from 100ms to 1h, got %s", p.CoolDown)
-	case p.MaxCoolDown < p.CoolDown || p.MaxCoolDown > 24*time.Hour:
-		return p, invalid("maxCoolDown must be from coolDown (%s) to 24h, got %s", p.CoolDown, p.MaxCoolDown)
-	case p.Successes < 1 || p.Successes > 100:
-		return p, invalid("successes must be from 1 to 100, got %d", p.Successes)
-	case p.ProbeFailures < 1 || p.ProbeFailures > 100:
-		return p, invalid("probeFailures must be from 1 to 100, got %d", p.ProbeFailures)
-	case p.ProbeTimeout < 100*time.Millisecond || p.ProbeTimeout > time.Hour:
-		return p, invalid("probeTimeout must be from 100ms to 1h, got %s", p.ProbeTimeout)
+	case !bounds.Within(p.ConsecutiveFailures, 1, 100000):
+		return invalid("consecutiveFailures must be from 1 to 100000, got %d", p.ConsecutiveFailures)
+	case !(p.FailureRatio > 0) || p.FailureRatio > 1:
+		return invalid("failureRatio must be above 0 and at most 1, got %v", p.FailureRatio)
+	case !bounds.Within(p.MinCalls, 1, 1000000):
+		return invalid("minCalls must be from 1 to 1000000, got %d", p.MinCalls)
+	case !bounds.Within(p.Window, time.Second, time.Hour):
+		return invalid("window must be from 1s to 1h, got %s", p.Window)
+	case !bounds.Within(p.CoolDown, 100*time.Millisecond, time.Hour):
+		return invalid("coolDown must be from 100ms to 1h, got %s", p.CoolDown)
+	case !bounds.Within(p.MaxCoolDown, p.CoolDown, 24*time.Hour):
+		return invalid("maxCoolDown must be from coolDown (%s) to 24h, got %s", p.CoolDown, p.MaxCoolDown)
+	case !bounds.Within(p.Successes, 1, 100):
+		return invalid("successes must be from 1 to 100, got %d", p.Successes)
+	case !bounds.Within(p.ProbeFailures, 1, 100):
+		return invalid("probeFailures must be from 1 to 100, got %d", p.ProbeFailures)
+	case !bounds.Within(p.ProbeTimeout, 100*time.Millisecond, time.Hour):
+		return invalid("probeTimeout must be from 100ms to 1h, got %s", p.ProbeTimeout)
 	case p.Jitter > 0.9:
-		return p, invalid("jitter must be at most 0.9 (negative: none), got %v", p.Jitter)
+		return invalid("jitter must be at most 0.9 (negative: none), got %v", p.Jitter)
 	}
-	return p, nil
+	return nil
 }
 
 // wait is a cool-down of ms cut by the policy's jitter times r, a random

@@ -42,38 +42,11 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 			return nil, "", err
 		}
 	}
-	views, err := retryOpen(ctx, startup, "the views bucket "+projection.DefaultBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
-		views, err := projection.OpenViews(ctx, js, projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))
-		if errors.Is(err, projection.ErrIncompatibleBucket) {
-			// Used as it is (projected views work on any settings),
-			// reported by /readyz until repaired.
-			mismatch.add(startup, "views", err)
-			return js.KeyValue(ctx, projection.DefaultBucket)
-		}
-		return views, err
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("projection: %w", err)
-	}
-	sightings := &unauditedSightings{logger: logger.With("component", "audit")}
-	quar, err := quarantine.New(js, quarantine.WithReplicas(cfg.replicas), quarantine.WithStorage(cfg.storage), quarantine.WithLogger(logger.With("component", "quarantine"), 0),
-		quarantine.WithUnaudited(sightings.record))
-	if err != nil {
-		return nil, "", fmt.Errorf("quarantine: %w", err)
-	}
-	proj, err := projection.NewProjector(js, store, views, projection.WithLogger(logger.With("component", "projector")), projection.WithQuarantine(quar))
+	rm, err := openReadModel(ctx, cfg, js, store, mismatch, startup, logger)
 	if err != nil {
 		return nil, "", err
 	}
-	snap, err := snapshotOption(ctx, cfg, js, startup)
-	if err != nil {
-		return nil, "", fmt.Errorf("index snapshots: %w", err)
-	}
-	index, err := projection.NewIndex(views, store, append([]projection.IndexOption{projection.WithReprojector(proj), projection.WithIndexQuarantine(quar),
-		projection.WithAudit(cfg.indexAuditRate), projection.WithIndexLogger(logger.With("component", "index"))}, snap...)...)
-	if err != nil {
-		return nil, "", err
-	}
+	views, quar, proj, index, sightings := rm.views, rm.quar, rm.proj, rm.index, rm.sightings
 	svc := aggregate.NewService(store)
 	batches, err := retryOpen(ctx, startup, "the batch bucket "+server.DefaultBatchBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
 		return server.OpenBatches(ctx, js, cfg.replicas)
@@ -106,34 +79,11 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	reg.MustRegister(metrics.Circuits(circ.watcher))
 
 	var sweeper *retention.Sweeper
-	if sc := cfg.scheduler; sc != nil {
-		leases, err := retryOpen(ctx, startup, "the lease bucket "+scheduler.DefaultLeaseBucket, func(ctx context.Context) (*scheduler.Leases, error) {
-			leases, err := scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
-			if errors.Is(err, scheduler.ErrIncompatibleBucket) {
-				// Every serve shares the lease: go on with the bucket's own
-				// TTL, so that they agree, and report it until repaired.
-				mismatch.add(startup, "lease", fmt.Errorf("--lease-ttl %s (or --replicas %d): %w", show(sc.leaseTTL), cfg.replicas, err))
-				return scheduler.BindLeases(ctx, js, scheduler.DefaultLeaseBucket)
-			}
-			return leases, err
-		})
-		if err != nil {
-			return nil, "", fmt.Errorf("scheduler: %w", err)
-		}
-		sopts := append(in.schedulerOptions(index), circ.schedulerOption(js, store, index, sc.drainRate))
-		sweeper, err = openRetention(ctx, cfg, js, store, views, index, proj, quar, startup, logger)
+	if cfg.scheduler != nil {
+		var sched *scheduler.Scheduler
+		sched, sweeper, err = openScheduler(ctx, cfg, js, store, svc, rm, in, circ, mismatch, startup, logger)
 		if err != nil {
 			return nil, "", err
-		}
-		if sweeper != nil {
-			sopts = append(sopts, scheduler.WithRetention(sweeper))
-		}
-		sched, err := scheduler.New(index, svc, leases, append([]scheduler.Option{
-			scheduler.WithPeriod(sc.period), scheduler.WithInitialDelay(sc.delay), scheduler.WithBatch(sc.batch),
-			scheduler.WithRate(sc.rate), scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler")), scheduler.WithReprojector(proj)},
-			sopts...)...)
-		if err != nil {
-			return nil, "", fmt.Errorf("scheduler: %w", err)
 		}
 		reg.MustRegister(metrics.Scheduler(sched, index))
 		components = append(components, component{"scheduler", sched.Run})
@@ -145,21 +95,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	}
 	components = append(components, notifier...)
 
-	ordering, err := retryOpen(ctx, startup, "the holds and replays buckets", func(ctx context.Context) (*server.Ordering, error) {
-		return openOrdering(ctx, js, store, svc, quar, cfg.replicas)
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	sessions, err := retryOpen(ctx, startup, "the session bucket "+server.DefaultSessionBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return server.OpenSessions(ctx, js, cfg.replicas)
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	auditLog, err := retryOpen(ctx, startup, "the audit stream "+audit.DefaultStream, func(ctx context.Context) (*audit.Log, error) {
-		return audit.Open(ctx, js, audit.Config{Replicas: cfg.replicas, Storage: cfg.storage})
-	})
+	ordering, sessions, auditLog, err := openOperatorStores(ctx, cfg, js, store, svc, quar, startup)
 	if err != nil {
 		return nil, "", err
 	}
@@ -178,13 +114,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		checks = append(checks, tokens.ready)
 	}
 	apiCfg.Ready = readiness(checks...)
-	if sweeper != nil {
-		apiCfg.Retired = sweeper
-		reg.MustRegister(metrics.Retention(sweeper))
-		if sink := sweeper.Archive(); sink != nil {
-			apiCfg.Archive = &server.Archive{Sink: sink, Store: store}
-		}
-	}
+	serveRetired(&apiCfg, reg, sweeper, store)
 	if components, err = withDashboard(&apiCfg, components, index, store, views, auditLog, logger); err != nil {
 		return nil, "", err
 	}
@@ -199,20 +129,11 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		warnTokens(httpLog, cfg.tokensFile, fileTokens)
 		components = append(components, component{"tokens", tokens.run})
 	}
-	l, err := net.Listen("tcp", cfg.http)
+	url, run, err := listenHTTP(cfg, api, httpLog, logger)
 	if err != nil {
-		return nil, "", fmt.Errorf("--http %s: %w", cfg.http, err)
+		return nil, "", err
 	}
-	hs := newHTTPServer(l, api.Handler(), httpOptions{maxConns: cfg.httpMaxConns, writeTimeout: httpWriteTimeout, tls: cfg.tls}, httpLog)
-	url := hs.url
-	if len(cfg.tokens) == 0 && cfg.oidc == nil {
-		logger.Warn("the HTTP API has no tokens: anyone on this machine can read and steer records", "http", url)
-	}
-	components = append(components, component{"http", func(ctx context.Context) error {
-		logger.Info("HTTP API serving", "url", url, "tokens", len(cfg.tokens), "oidc", cfg.oidc != nil, "tls", cfg.tls != nil,
-			"max_connections", cfg.httpMaxConns, "allowed_hosts", strings.Join(append([]string{"IP addresses", "localhost"}, cfg.allowedHosts...), ","))
-		return hs.run(ctx)
-	}})
+	components = append(components, component{"http", run})
 	return components, url, nil
 }
 
@@ -226,4 +147,146 @@ func retryOpen[T any](ctx context.Context, logger *slog.Logger, what string, ope
 		return err
 	})
 	return v, err
+}
+
+// readModel is what serve reads records through: the views bucket, the
+// quarantine, the projector and the index over them.
+type readModel struct {
+	views     jetstream.KeyValue
+	quar      *quarantine.Quarantine
+	proj      *projection.Projector
+	index     *projection.Index
+	sightings *unauditedSightings
+}
+
+// openReadModel opens the views bucket (an incompatible one is used as it
+// is and reported), the quarantine, the projector and the index.
+func openReadModel(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, mismatch *mismatches, startup, logger *slog.Logger) (*readModel, error) {
+	views, err := retryOpen(ctx, startup, "the views bucket "+projection.DefaultBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		views, err := projection.OpenViews(ctx, js, projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))
+		if errors.Is(err, projection.ErrIncompatibleBucket) {
+			// Used as it is (projected views work on any settings),
+			// reported by /readyz until repaired.
+			mismatch.add(startup, "views", err)
+			return js.KeyValue(ctx, projection.DefaultBucket)
+		}
+		return views, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projection: %w", err)
+	}
+	sightings := &unauditedSightings{logger: logger.With("component", "audit")}
+	quar, err := quarantine.New(js, quarantine.WithReplicas(cfg.replicas), quarantine.WithStorage(cfg.storage), quarantine.WithLogger(logger.With("component", "quarantine"), 0),
+		quarantine.WithUnaudited(sightings.record))
+	if err != nil {
+		return nil, fmt.Errorf("quarantine: %w", err)
+	}
+	proj, err := projection.NewProjector(js, store, views, projection.WithLogger(logger.With("component", "projector")), projection.WithQuarantine(quar))
+	if err != nil {
+		return nil, err
+	}
+	snap, err := snapshotOption(ctx, cfg, js, startup)
+	if err != nil {
+		return nil, fmt.Errorf("index snapshots: %w", err)
+	}
+	index, err := projection.NewIndex(views, store, append([]projection.IndexOption{projection.WithReprojector(proj), projection.WithIndexQuarantine(quar),
+		projection.WithAudit(cfg.indexAuditRate), projection.WithIndexLogger(logger.With("component", "index"))}, snap...)...)
+	if err != nil {
+		return nil, err
+	}
+	return &readModel{views: views, quar: quar, proj: proj, index: index, sightings: sightings}, nil
+}
+
+// openScheduler opens the lease bucket (an incompatible one is bound with
+// its own TTL and reported) and returns the scheduler of cfg.scheduler,
+// with the retention sweeper it runs, nil when retention is off.
+func openScheduler(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, svc *aggregate.Service, rm *readModel, in *intel, circ *circuits,
+	mismatch *mismatches, startup, logger *slog.Logger) (*scheduler.Scheduler, *retention.Sweeper, error) {
+	sc := cfg.scheduler
+	leases, err := retryOpen(ctx, startup, "the lease bucket "+scheduler.DefaultLeaseBucket, func(ctx context.Context) (*scheduler.Leases, error) {
+		leases, err := scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
+		if errors.Is(err, scheduler.ErrIncompatibleBucket) {
+			// Every serve shares the lease: go on with the bucket's own
+			// TTL, so that they agree, and report it until repaired.
+			mismatch.add(startup, "lease", fmt.Errorf("--lease-ttl %s (or --replicas %d): %w", show(sc.leaseTTL), cfg.replicas, err))
+			return scheduler.BindLeases(ctx, js, scheduler.DefaultLeaseBucket)
+		}
+		return leases, err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("scheduler: %w", err)
+	}
+	sopts := append(in.schedulerOptions(rm.index), circ.schedulerOption(js, store, rm.index, sc.drainRate))
+	sweeper, err := openRetention(ctx, cfg, js, store, rm.views, rm.index, rm.proj, rm.quar, startup, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sweeper != nil {
+		sopts = append(sopts, scheduler.WithRetention(sweeper))
+	}
+	sched, err := scheduler.New(rm.index, svc, leases, append([]scheduler.Option{
+		scheduler.WithPeriod(sc.period), scheduler.WithInitialDelay(sc.delay), scheduler.WithBatch(sc.batch),
+		scheduler.WithRate(sc.rate), scheduler.WithConcurrency(sc.workers), scheduler.WithLogger(logger.With("component", "scheduler")), scheduler.WithReprojector(rm.proj)},
+		sopts...)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scheduler: %w", err)
+	}
+	return sched, sweeper, nil
+}
+
+// listenHTTP listens on cfg.http and returns the API's URL and the
+// component that serves it.
+func listenHTTP(cfg serveConfig, api *server.Server, httpLog, logger *slog.Logger) (string, func(context.Context) error, error) {
+	l, err := net.Listen("tcp", cfg.http)
+	if err != nil {
+		return "", nil, fmt.Errorf("--http %s: %w", cfg.http, err)
+	}
+	hs := newHTTPServer(l, api.Handler(), httpOptions{maxConns: cfg.httpMaxConns, writeTimeout: httpWriteTimeout, tls: cfg.tls}, httpLog)
+	url := hs.url
+	if len(cfg.tokens) == 0 && cfg.oidc == nil {
+		logger.Warn("the HTTP API has no tokens: anyone on this machine can read and steer records", "http", url)
+	}
+	return url, func(ctx context.Context) error {
+		logger.Info("HTTP API serving", "url", url, "tokens", len(cfg.tokens), "oidc", cfg.oidc != nil, "tls", cfg.tls != nil,
+			"max_connections", cfg.httpMaxConns, "allowed_hosts", strings.Join(append([]string{"IP addresses", "localhost"}, cfg.allowedHosts...), ","))
+		return hs.run(ctx)
+	}, nil
+}
+
+// openOperatorStores opens what the operator's API keeps besides records:
+// the holds and replays buckets, the sessions and the audit log.
+func openOperatorStores(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, svc *aggregate.Service, quar *quarantine.Quarantine,
+	startup *slog.Logger) (*server.Ordering, jetstream.KeyValue, *audit.Log, error) {
+	ordering, err := retryOpen(ctx, startup, "the holds and replays buckets", func(ctx context.Context) (*server.Ordering, error) {
+		return openOrdering(ctx, js, store, svc, quar, cfg.replicas)
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sessions, err := retryOpen(ctx, startup, "the session bucket "+server.DefaultSessionBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return server.OpenSessions(ctx, js, cfg.replicas)
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	auditLog, err := retryOpen(ctx, startup, "the audit stream "+audit.DefaultStream, func(ctx context.Context) (*audit.Log, error) {
+		return audit.Open(ctx, js, audit.Config{Replicas: cfg.replicas, Storage: cfg.storage})
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ordering, sessions, auditLog, nil
+}
+
+// serveRetired gives the API the sweeper's tallies and archive, and
+// registers its metrics; a nil sweeper (retention off) adds nothing.
+func serveRetired(apiCfg *server.Config, reg *prometheus.Registry, sweeper *retention.Sweeper, store *jsstore.Store) {
+	if sweeper == nil {
+		return
+	}
+	apiCfg.Retired = sweeper
+	reg.MustRegister(metrics.Retention(sweeper))
+	if sink := sweeper.Archive(); sink != nil {
+		apiCfg.Archive = &server.Archive{Sink: sink, Store: store}
+	}
 }
