@@ -199,106 +199,161 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 	if meta.CommandID == "" {
 		meta.CommandID = uuid.NewString()
 	}
+	r := &race{id: id, c: c, meta: meta}
 	// guess: decide on the record as this Service saw it a moment ago,
 	// without reading; the append's expected version catches a record that
 	// moved.
-	cached, guess := s.cache.get(id)
-	guess = guess && s.clock.Now().UnixMilli()-cached.at < guessWindow.Milliseconds()
+	r.cached, r.guess = s.cache.get(id)
+	r.guess = r.guess && s.clock.Now().UnixMilli()-r.cached.at < guessWindow.Milliseconds()
 	// A creation usually targets a new record: append at version 0 without
 	// reading first, and load only if the record turns out to exist.
-	_, assumeNew := c.(CreateExecutionFailed)
-	assumeNew = assumeNew && !guess
-	var lastErr error
-	// fromLeader: the next load asks the stream leader, because a decision
-	// made on what the last load returned would be a rejection that a
-	// replica lagging behind may have caused.
-	fromLeader, leaderRead := false, false
+	_, r.assumeNew = c.(CreateExecutionFailed)
+	r.assumeNew = r.assumeNew && !r.guess
 	for attempt := 0; attempt < s.maxAttempts; attempt++ {
-		if attempt > 0 && lastErr != nil {
+		if attempt > 0 && r.lastErr != nil {
 			if err := backoff(ctx, attempt); err != nil {
 				return Result{}, err
 			}
 		}
-		snap, version := snapshot{State: State{ID: id}}, uint64(0)
-		switch {
-		case guess:
-			snap, version = cached.snap, cached.version
-		case !assumeNew:
-			var err error
-			if snap, version, err = s.load(ctx, id, fromLeader); err != nil {
-				return Result{}, err
-			}
+		res, next, err := s.try(ctx, r)
+		switch next {
+		case finished:
+			return res, err
+		case againAtOnce:
+			attempt-- // not a lost race
 		}
-		if slices.Contains(snap.CommandIDs, meta.CommandID) {
-			if guess {
-				// Committed, but the record may have moved on since:
-				// return it as it is now.
-				guess, attempt = false, attempt-1
-				continue
-			}
-			return Result{ID: id, State: snap.State, Version: version, Duplicate: true}, nil
-		}
-		events, err := s.decider.Decide(snap.State, c, s.clock.Now())
-		if err != nil && guess {
-			// Maybe a rejection by an old state: decide on a loaded one.
-			guess, attempt = false, attempt-1
-			continue
-		}
-		if err != nil {
-			// A rejection is final only once the stream leader's state
-			// says so: decide once more on what it holds.
-			if !assumeNew && !leaderRead && s.readsReplicas() && !errors.Is(err, ErrIllegalArgument) {
-				fromLeader, leaderRead, lastErr = true, true, nil
-				attempt-- // not a lost race: at most once per state read
-				continue
-			}
-			return Result{}, err
-		}
-		fromLeader = false
-		next := snapshot{State: EvolveAt(snap.State, version+1, events...)}
-		next.CommandIDs = append([]string{meta.CommandID}, snap.CommandIDs[:min(len(snap.CommandIDs), recentCommands-1)]...)
-		streamID := uuid.NewSHA1(streamNamespace, []byte(meta.CommandID+"@"+strconv.FormatUint(version+1, 10))).String()
-		if assumeNew {
-			// Not derived from the command id: a retried creation must
-			// conflict, be loaded and be recognised by its command id, not
-			// be taken for the stream its first attempt committed.
-			streamID = uuid.NewString()
-		}
-		stream, err := s.stream(id, streamID, version+1, c, meta, events, next)
-		if err != nil {
-			return Result{}, err
-		}
-		committed, err := s.store.Append(ctx, stream, version)
-		if errors.Is(err, eventstore.ErrConflict) {
-			if guess {
-				// The record moved on since this Service saw it: that is
-				// no lost race, load it and decide again at once.
-				guess, attempt = false, attempt-1
-				continue
-			}
-			if assumeNew {
-				assumeNew = false // it exists: read it and decide again, at once
-				continue
-			}
-			lastErr, leaderRead = err, false // the record moved: a new rejection is checked again
-			continue
-		}
-		if err != nil {
-			return Result{}, fmt.Errorf("%s on ExecutionFailed %s: %w", c.CommandName(), id, err)
-		}
-		if len(committed.State) > 0 && !bytes.Equal(committed.State, stream.State) {
-			// The store found this stream committed by an earlier attempt
-			// of the command (its acknowledgement was lost), decided at
-			// another time: that one is the record now.
-			if done, ok := carried(committed); ok {
-				s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: done, at: s.clock.Now().UnixMilli()})
-				return Result{ID: id, State: done.State, Version: committed.Version, Duplicate: true}, nil
-			}
-		}
-		s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: next, at: s.clock.Now().UnixMilli()})
-		return Result{ID: id, State: next.State, Version: committed.Version, Events: events, Stream: committed}, nil
 	}
-	return Result{}, fmt.Errorf("%s on ExecutionFailed %s lost %d races in a row; try again: %w", c.CommandName(), id, s.maxAttempts, lastErr)
+	return Result{}, fmt.Errorf("%s on ExecutionFailed %s lost %d races in a row; try again: %w", c.CommandName(), id, s.maxAttempts, r.lastErr)
+}
+
+// race is one Execute across its attempts: what the next attempt reads
+// and why the last one did not commit.
+type race struct {
+	id   string
+	c    Command
+	meta Meta
+	// guess: decide on cached, without reading. assumeNew: append at
+	// version 0 without reading.
+	guess, assumeNew bool
+	cached           cachedRecord
+	// fromLeader: the next load asks the stream leader, because a
+	// decision made on what the last load returned would be a rejection
+	// that a replica lagging behind may have caused. leaderRead: the
+	// current rejection was already checked on the leader.
+	fromLeader, leaderRead bool
+	lastErr                error // the last lost race
+}
+
+// step is what Execute does after an attempt.
+type step int
+
+const (
+	finished    step = iota // return the attempt's result or error
+	again                   // a lost race: try again, as one more attempt
+	againAtOnce             // not a lost race: try again at once
+)
+
+// try makes one attempt of r: read (or guess), decide, append.
+func (s *Service) try(ctx context.Context, r *race) (Result, step, error) {
+	snap, version, err := s.read(ctx, r)
+	if err != nil {
+		return Result{}, finished, err
+	}
+	if slices.Contains(snap.CommandIDs, r.meta.CommandID) {
+		if r.guess {
+			// Committed, but the record may have moved on since:
+			// return it as it is now.
+			r.guess = false
+			return Result{}, againAtOnce, nil
+		}
+		return Result{ID: r.id, State: snap.State, Version: version, Duplicate: true}, finished, nil
+	}
+	events, err := s.decider.Decide(snap.State, r.c, s.clock.Now())
+	if err != nil {
+		return Result{}, s.rejected(r, err), err
+	}
+	r.fromLeader = false
+	next := snapshot{State: EvolveAt(snap.State, version+1, events...)}
+	next.CommandIDs = append([]string{r.meta.CommandID}, snap.CommandIDs[:min(len(snap.CommandIDs), recentCommands-1)]...)
+	streamID := uuid.NewSHA1(streamNamespace, []byte(r.meta.CommandID+"@"+strconv.FormatUint(version+1, 10))).String()
+	if r.assumeNew {
+		// Not derived from the command id: a retried creation must
+		// conflict, be loaded and be recognised by its command id, not
+		// be taken for the stream its first attempt committed.
+		streamID = uuid.NewString()
+	}
+	stream, err := s.stream(r.id, streamID, version+1, r.c, r.meta, events, next)
+	if err != nil {
+		return Result{}, finished, err
+	}
+	committed, err := s.store.Append(ctx, stream, version)
+	if errors.Is(err, eventstore.ErrConflict) {
+		return Result{}, r.conflicted(err), nil
+	}
+	if err != nil {
+		return Result{}, finished, fmt.Errorf("%s on ExecutionFailed %s: %w", r.c.CommandName(), r.id, err)
+	}
+	return s.committed(r.id, stream, committed, next, events), finished, nil
+}
+
+// read returns the state an attempt decides on: the guess, a new record,
+// or what the store (or its leader) holds.
+func (s *Service) read(ctx context.Context, r *race) (snapshot, uint64, error) {
+	switch {
+	case r.guess:
+		return r.cached.snap, r.cached.version, nil
+	case r.assumeNew:
+		return snapshot{State: State{ID: r.id}}, 0, nil
+	}
+	return s.load(ctx, r.id, r.fromLeader)
+}
+
+// rejected says what follows a rejection: final (finished), or checked
+// again on a loaded state, or on the stream leader's.
+func (s *Service) rejected(r *race, err error) step {
+	if r.guess {
+		// Maybe a rejection by an old state: decide on a loaded one.
+		r.guess = false
+		return againAtOnce
+	}
+	// A rejection is final only once the stream leader's state says so:
+	// decide once more on what it holds.
+	if !r.assumeNew && !r.leaderRead && s.readsReplicas() && !errors.Is(err, ErrIllegalArgument) {
+		r.fromLeader, r.leaderRead, r.lastErr = true, true, nil
+		return againAtOnce // at most once per state read
+	}
+	return finished
+}
+
+// conflicted says what follows an append that found the record moved.
+func (r *race) conflicted(err error) step {
+	switch {
+	case r.guess:
+		// The record moved on since this Service saw it: that is no lost
+		// race, load it and decide again at once.
+		r.guess = false
+		return againAtOnce
+	case r.assumeNew:
+		r.assumeNew = false // it exists: read it and decide again, at once
+		return again
+	}
+	r.lastErr, r.leaderRead = err, false // the record moved: a new rejection is checked again
+	return again
+}
+
+// committed caches and returns what an append committed: next, or, when
+// the store found the stream committed by an earlier attempt of the
+// command (its acknowledgement was lost), decided at another time, that
+// one, as a duplicate.
+func (s *Service) committed(id string, stream, committed eventstore.Stream, next snapshot, events []Event) Result {
+	if len(committed.State) > 0 && !bytes.Equal(committed.State, stream.State) {
+		if done, ok := carried(committed); ok {
+			s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: done, at: s.clock.Now().UnixMilli()})
+			return Result{ID: id, State: done.State, Version: committed.Version, Duplicate: true}
+		}
+	}
+	s.cache.put(id, cachedRecord{seq: committed.Seq, version: committed.Version, snap: next, at: s.clock.Now().UnixMilli()})
+	return Result{ID: id, State: next.State, Version: committed.Version, Events: events, Stream: committed}
 }
 
 var streamNamespace = uuid.MustParse("5b0c8a53-6f3e-4d0e-9a57-3a0f7f2b9d41")
