@@ -13,6 +13,7 @@ import (
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -46,64 +47,77 @@ const (
 // names, the time range, the rate, actor and reason. Its errors wrap
 // ErrInvalidOption and name the field and the rule.
 func ValidateReplay(r *api.Replay) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalidOption)
-	}
-	for _, c := range []struct{ field, v string }{{"id", r.ID}, {"context", r.Context}, {"processor", r.Processor}, {"function", r.Function}} {
-		if err := eventstore.ValidateName(c.field, c.v); err != nil {
-			return bad("%s", reason(err))
+	for _, check := range []func(*api.Replay) error{checkReplayNames, checkReplayRange, checkReplayPace} {
+		if err := check(r); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrInvalidOption)
 		}
 	}
+	return nil
+}
+
+// checkReplayNames checks the names a range replay gives: its id, the
+// function, the aggregate type and the event names.
+func checkReplayNames(r *api.Replay) error {
+	names := []struct{ field, v string }{{"id", r.ID}, {"context", r.Context}, {"processor", r.Processor}, {"function", r.Function}}
 	if r.AggregateType != "" {
-		if err := eventstore.ValidateName("aggregateType", r.AggregateType); err != nil {
-			return bad("%s", reason(err))
+		names = append(names, struct{ field, v string }{"aggregateType", r.AggregateType})
+	}
+	if len(r.EventNames) > MaxReplayEventNames {
+		return fmt.Errorf("eventNames has %d names, over the limit of %d", len(r.EventNames), MaxReplayEventNames)
+	}
+	for _, n := range r.EventNames {
+		names = append(names, struct{ field, v string }{"event name", n})
+	}
+	for _, c := range names {
+		if err := eventstore.ValidateName(c.field, c.v); err != nil {
+			return errors.New(reason(err))
 		}
 	}
-	if r.ByAggregate() {
-		if r.AggregateType == "" {
-			return bad("aggregateType must be set with aggregateId")
-		}
-		if err := eventstore.ValidateID("aggregateId", r.AggregateID); err != nil {
-			return bad("%s", reason(err))
-		}
-		if r.FromSeq != 0 || r.ToSeq != 0 {
-			return bad("fromSeq and toSeq select the stream; an aggregate range takes fromVersion and toVersion")
-		}
-	} else if r.FromVersion != 0 || r.ToVersion != 0 {
-		return bad("fromVersion and toVersion need aggregateType and aggregateId")
-	}
-	first, last := r.First(), r.Last()
+	return nil
+}
+
+// checkReplayRange checks what a range replay selects: an aggregate's
+// versions, or the stream's sequences, within MaxReplaySpan.
+func checkReplayRange(r *api.Replay) error {
 	unit := "sequence"
 	if r.ByAggregate() {
 		unit = "version"
+		if r.AggregateType == "" {
+			return errors.New("aggregateType must be set with aggregateId")
+		}
+		if err := eventstore.ValidateID("aggregateId", r.AggregateID); err != nil {
+			return errors.New(reason(err))
+		}
+		if r.FromSeq != 0 || r.ToSeq != 0 {
+			return errors.New("fromSeq and toSeq select the stream; an aggregate range takes fromVersion and toVersion")
+		}
+	} else if r.FromVersion != 0 || r.ToVersion != 0 {
+		return errors.New("fromVersion and toVersion need aggregateType and aggregateId")
 	}
+	first, last := r.First(), r.Last()
 	switch {
 	case first < 1:
-		return bad("the first %s must be at least 1, got %d", unit, first)
+		return fmt.Errorf("the first %s must be at least 1, got %d", unit, first)
 	case last < first:
-		return bad("the last %s (%d) must not be before the first (%d)", unit, last, first)
+		return fmt.Errorf("the last %s (%d) must not be before the first (%d)", unit, last, first)
 	case last-first >= MaxReplaySpan:
-		return bad("the range spans %d %ss, over the limit of %d", last-first+1, unit, MaxReplaySpan)
+		return fmt.Errorf("the range spans %d %ss, over the limit of %d", last-first+1, unit, MaxReplaySpan)
 	}
-	if len(r.EventNames) > MaxReplayEventNames {
-		return bad("eventNames has %d names, over the limit of %d", len(r.EventNames), MaxReplayEventNames)
-	}
-	for _, n := range r.EventNames {
-		if err := eventstore.ValidateName("event name", n); err != nil {
-			return bad("%s", reason(err))
-		}
-	}
-	if r.FromTime < 0 || r.ToTime < 0 || (r.ToTime != 0 && r.ToTime < r.FromTime) {
-		return bad("the time range %d..%d must be epoch milliseconds with from <= to", r.FromTime, r.ToTime)
-	}
-	if r.Rate < 0 || r.Rate > MaxReplayRate {
-		return bad("rate must be between 0 (default %d) and %d events per second, got %g", DefaultReplayRate, MaxReplayRate, r.Rate)
-	}
-	if strings.TrimSpace(r.Actor) == "" || strings.TrimSpace(r.Reason) == "" {
-		return bad("a range replay needs an actor and a reason: it is audited")
-	}
-	if len(r.Reason) > 1024 || len(r.Actor) > 256 {
-		return bad("actor (at most 256 bytes) or reason (at most 1024 bytes) is too long")
+	return nil
+}
+
+// checkReplayPace checks a range replay's time range, rate and audit
+// fields.
+func checkReplayPace(r *api.Replay) error {
+	switch {
+	case r.FromTime < 0 || r.ToTime < 0 || (r.ToTime != 0 && r.ToTime < r.FromTime):
+		return fmt.Errorf("the time range %d..%d must be epoch milliseconds with from <= to", r.FromTime, r.ToTime)
+	case !bounds.Within(r.Rate, 0, MaxReplayRate):
+		return fmt.Errorf("rate must be between 0 (default %d) and %d events per second, got %g", DefaultReplayRate, MaxReplayRate, r.Rate)
+	case strings.TrimSpace(r.Actor) == "" || strings.TrimSpace(r.Reason) == "":
+		return errors.New("a range replay needs an actor and a reason: it is audited")
+	case len(r.Reason) > 1024 || len(r.Actor) > 256:
+		return errors.New("actor (at most 256 bytes) or reason (at most 1024 bytes) is too long")
 	}
 	return nil
 }
