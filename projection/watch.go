@@ -8,8 +8,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/kvwatch"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/projection/index"
@@ -98,25 +96,9 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	created := infoCreated(info)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ix.mu.Lock()
-	ix.gen++
-	gen := ix.gen
-	ix.synced, ix.rev, ix.origin = false, 0, created.UnixNano()
-	ix.mu.Unlock()
-	// A restarted watch replays the bucket's current values: they replace
-	// what the index kept from before. So do the changes after a snapshot
-	// (snapshot.go).
-	ix.Index.Update(func(b *index.Batch) { b.BeginLoad(gen > 1 || ix.snapshots != nil) })
-	var after uint64 // the revision the watch resumes after
-	if gen == 1 && ix.snapshots != nil {
-		after = ix.restore(ctx, info)
-	}
-	ix.mu.Lock()
-	ix.rev = after
-	ix.mu.Unlock()
+	gen, after := ix.beginWatch(ctx, info)
 	// The whole history (one revision per key) read up to the stream's last
 	// sequence before the index counts as loaded: the watch's own end
 	// signal comes early while views are written, and a restarted watch's
@@ -140,8 +122,41 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 			}
 		}()
 	}()
+	if err := ix.loadInitial(ctx, wctx, w, gen, after); err != nil {
+		return false, err
+	}
+	ix.setHealth(nil)
+	return true, ix.followUpdates(ctx, updates, gen, infoCreated(info))
+}
+
+// beginWatch starts watch number gen: the index is told a load begins
+// (its values replace what it kept), and restored from the newest
+// snapshot on the first watch; after is the revision the watch resumes
+// after (0: from the start).
+func (ix *Index) beginWatch(ctx context.Context, info *jetstream.StreamInfo) (gen uint32, after uint64) {
+	ix.mu.Lock()
+	ix.gen++
+	gen = ix.gen
+	ix.synced, ix.rev, ix.origin = false, 0, infoCreated(info).UnixNano()
+	ix.mu.Unlock()
+	// A restarted watch replays the bucket's current values: they replace
+	// what the index kept from before. So do the changes after a snapshot
+	// (snapshot.go).
+	ix.Index.Update(func(b *index.Batch) { b.BeginLoad(gen > 1 || ix.snapshots != nil) })
+	if gen == 1 && ix.snapshots != nil {
+		after = ix.restore(ctx, info)
+	}
+	ix.mu.Lock()
+	ix.rev = after
+	ix.mu.Unlock()
+	return gen, after
+}
+
+// loadInitial applies the watch's initial values (after revision after)
+// and ends the load; a load cut short drops nothing.
+func (ix *Index) loadInitial(ctx, wctx context.Context, w jetstream.KeyWatcher, gen uint32, after uint64) error {
 	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
-	err = kvwatch.InitialAllAfter(wctx, ix.views, w, after, func(e jetstream.KeyValueEntry) {
+	err := kvwatch.InitialAllAfter(wctx, ix.views, w, after, func(e jetstream.KeyValueEntry) {
 		if batch = append(batch, e); len(batch) == batchSize {
 			ix.applyBatch(batch, gen)
 			batch = batch[:0]
@@ -149,72 +164,91 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	})
 	if err != nil {
 		ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // cut short: nothing is dropped
-		return false, fmt.Errorf("load the views: %w", err)
+		return fmt.Errorf("load the views: %w", err)
 	}
 	if after > 0 {
 		ix.applyBatch(batch, gen)
 		batch = batch[:0]
 		if err := ix.checkRestored(ctx); err != nil {
 			ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // the restarted watch replaces it all
-			return false, err
+			return err
 		}
 	}
 	ix.applyBatch(append(batch, nil), gen) // nil: every view is in
-	synced = true
-	ix.setHealth(nil)
+	return nil
+}
+
+// followUpdates applies the watch's updates in batches until ctx ends,
+// the watch ends or the bucket is gone or recreated. The index's now
+// follows the clock while nobody asks, so that a query after a quiet
+// spell does not move every record at once.
+func (ix *Index) followUpdates(ctx context.Context, updates <-chan jetstream.KeyValueEntry, gen uint32, created time.Time) error {
 	check := time.NewTicker(ix.checkEvery)
 	defer check.Stop()
-	// The index's now follows the clock while nobody asks, so that a query
-	// after a quiet spell does not move every record at once.
 	follow := time.NewTicker(followEvery)
 	defer follow.Stop()
+	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
 	for {
 		batch = batch[:0]
 		select {
 		case <-ctx.Done():
-			return synced, ctx.Err()
+			return ctx.Err()
 		case <-follow.C:
 			ix.Index.Advance(ix.clock.Now())
 			continue
 		case <-check.C:
-			now, err := ix.bucketCreated(ctx)
-			switch {
-			case errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
-				return synced, err
-			case err != nil:
-				ix.logger.Debug("index: cannot check the views bucket", "err", err) // the watch goes on
-			case !now.Equal(created):
-				return synced, errRecreated
+			if err := ix.checkBucket(ctx, created); err != nil {
+				return err
 			}
 			continue
 		case e, ok := <-updates:
 			if !ok {
-				return synced, errWatchEnd
+				return errWatchEnd
 			}
 			if e == nil {
 				continue // the watch's own end-of-initial-values signal
 			}
 			batch = append(batch, e)
 		}
-	more:
-		for len(batch) < batchSize {
-			select {
-			case e, ok := <-updates:
-				if !ok {
-					break more
-				}
-				if e != nil {
-					batch = append(batch, e)
-				}
-			default:
-				break more
-			}
-		}
-		if ix.applyBatch(batch, gen) {
-			synced = true
+		if ix.applyBatch(takeWaiting(updates, batch), gen) {
 			ix.setHealth(nil)
 		}
 	}
+}
+
+// takeWaiting appends to batch the updates already waiting, up to
+// batchSize.
+func takeWaiting(updates <-chan jetstream.KeyValueEntry, batch []jetstream.KeyValueEntry) []jetstream.KeyValueEntry {
+	for len(batch) < batchSize {
+		select {
+		case e, ok := <-updates:
+			if !ok {
+				return batch
+			}
+			if e != nil {
+				batch = append(batch, e)
+			}
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// checkBucket returns an error when the views bucket is gone or was
+// recreated since created; a check that cannot be made is logged and the
+// watch goes on.
+func (ix *Index) checkBucket(ctx context.Context, created time.Time) error {
+	now, err := ix.bucketCreated(ctx)
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
+		return err
+	case err != nil:
+		ix.logger.Debug("index: cannot check the views bucket", "err", err) // the watch goes on
+	case !now.Equal(created):
+		return errRecreated
+	}
+	return nil
 }
 
 // bucketCreated returns when the bucket's stream was created, or the zero
@@ -253,155 +287,3 @@ const followEvery = time.Second
 
 // bucketCheckTimeout bounds one status request of the bucket check.
 const bucketCheckTimeout = 10 * time.Second
-
-// change is one decoded bucket update.
-type change struct {
-	view    api.View
-	fields  viewFields // with fast, the view as decodeViewFields read it
-	fast    bool
-	key     string // the bucket key
-	deleted string // the id of a deleted record
-	corrupt bool   // the value is not a view
-	why     error  // why not
-	rev     uint64 // the revision of the update
-	ready   bool   // the watch has delivered every initial value
-}
-
-// applyBatch decodes updates outside the lock and applies them under it.
-// gen is the watch that delivered them; applyBatch reports whether its
-// initial values end in this batch.
-func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32) (ready bool) {
-	changes := make([]change, 0, len(batch))
-	for _, e := range batch {
-		switch {
-		case e == nil:
-			changes = append(changes, change{ready: true})
-		case e.Operation() == jetstream.KeyValuePut:
-			c := change{key: e.Key(), rev: e.Revision()}
-			var err error
-			if c.fast = decodeViewFields(e.Value(), &c.fields); c.fast {
-				err = checkFields(c.key, &c.fields)
-			} else if c.view, err = decodeView(e.Value()); err == nil {
-				err = checkView(c.key, &c.view)
-			}
-			if err != nil {
-				c.corrupt, c.fast, c.why = true, false, err
-			}
-			changes = append(changes, c)
-		default: // deleted or purged
-			id, err := DecodeKey(e.Key())
-			if err != nil {
-				changes = append(changes, change{key: e.Key(), rev: e.Revision()}) // not a record: only forget the key
-				continue
-			}
-			changes = append(changes, change{key: e.Key(), deleted: id, rev: e.Revision()})
-		}
-	}
-	repair, dropped := false, 0
-	var suspects []string
-	ix.mu.Lock()
-	ix.Index.Update(func(b *index.Batch) {
-		for i := range changes {
-			c := &changes[i]
-			ix.rev = max(ix.rev, c.rev)
-			switch {
-			case c.ready:
-				ix.synced = true
-				if ix.start.Took == 0 {
-					ix.start.Took = time.Since(ix.began)
-				}
-				dropped = b.EndLoad(true)
-				if gen > 1 {
-					ix.sweepCorrupt(gen)
-				}
-				ready = true
-			case c.corrupt:
-				// What the index held of the record stays until the view is
-				// projected again.
-				ix.corrupt[c.key] = corruptKey{gen: gen, rev: c.rev, why: c.why}
-				repair = true
-			case c.deleted != "":
-				delete(ix.corrupt, c.key)
-				b.Remove(c.deleted)
-			case c.fast:
-				delete(ix.corrupt, c.key)
-				r := c.fields.record()
-				if ix.auditRate > 0 && !b.Loading() && odd(b, string(r.ID), r.Version, aggregate.Status(r.Status)) {
-					suspects = append(suspects, string(r.ID))
-				}
-				b.PutFields(&r)
-			case c.view.State.ID != "":
-				delete(ix.corrupt, c.key)
-				if ix.auditRate > 0 && !b.Loading() && odd(b, c.view.State.ID, c.view.Version, c.view.State.Status) {
-					suspects = append(suspects, c.view.State.ID)
-				}
-				b.Put(&c.view)
-			default:
-				delete(ix.corrupt, c.key)
-			}
-		}
-	})
-	ix.mu.Unlock()
-	if ready {
-		ix.readyOnce.Do(func() { close(ix.ready) })
-	}
-	if dropped > 0 {
-		ix.logger.Info("index: dropped records the views bucket no longer holds", "records", dropped)
-	}
-	if repair {
-		ix.signalRepair()
-	}
-	for _, id := range suspects {
-		ix.suspect(id)
-	}
-	return ready
-}
-
-// odd reports whether a view of record id at version with status, which
-// the watch delivers, is one no projector writes over what b holds: the
-// same version with another status, or a lower version (the audit checks
-// it at once).
-func odd(b *index.Batch, id string, version uint64, status aggregate.Status) bool {
-	h, ok := b.Held(id)
-	return ok && (version < h.Version || version == h.Version && status != h.Status)
-}
-
-// sweepCorrupt forgets the corrupt keys the watch gen did not deliver
-// among its initial values. The caller holds ix.mu.
-func (ix *Index) sweepCorrupt(gen uint32) {
-	for k, c := range ix.corrupt {
-		if c.gen != gen {
-			delete(ix.corrupt, k)
-		}
-	}
-}
-
-// Corrupt returns how many keys of the bucket hold a value that is not a
-// view, as far as the index has seen: each is skipped, and counted once
-// however often a watch delivers it. Safe for concurrent use.
-func (ix *Index) Corrupt() uint64 {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	return uint64(len(ix.corrupt))
-}
-
-// Healthy returns nil while the index is current: Run has loaded the
-// bucket and its watch is running. Otherwise it returns an error matching
-// ErrNotCurrent that says why: the bucket is not loaded yet, or the watch
-// stopped (with its cause) and is being restarted; the index then still
-// answers from the records it holds, which may be stale. A /readyz check
-// can use it. Safe for concurrent use.
-func (ix *Index) Healthy() error {
-	if p := ix.health.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-func (ix *Index) setHealth(err error) {
-	if err == nil {
-		ix.health.Store(nil)
-		return
-	}
-	ix.health.Store(&err)
-}

@@ -1,0 +1,186 @@
+package projection
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/projection/index"
+)
+
+// change is one decoded bucket update.
+type change struct {
+	view    api.View
+	fields  viewFields // with fast, the view as decodeViewFields read it
+	fast    bool
+	key     string // the bucket key
+	deleted string // the id of a deleted record
+	corrupt bool   // the value is not a view
+	why     error  // why not
+	rev     uint64 // the revision of the update
+	ready   bool   // the watch has delivered every initial value
+}
+
+// applyBatch decodes updates outside the lock and applies them under it.
+// gen is the watch that delivered them; applyBatch reports whether its
+// initial values end in this batch.
+func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32) (ready bool) {
+	changes := decodeChanges(batch)
+	var out applied
+	ix.mu.Lock()
+	ix.Index.Update(func(b *index.Batch) { out = ix.applyChanges(b, changes, gen) })
+	ready, repair, dropped, suspects := out.ready, out.repair, out.dropped, out.suspects
+	ix.mu.Unlock()
+	if ready {
+		ix.readyOnce.Do(func() { close(ix.ready) })
+	}
+	if dropped > 0 {
+		ix.logger.Info("index: dropped records the views bucket no longer holds", "records", dropped)
+	}
+	if repair {
+		ix.signalRepair()
+	}
+	for _, id := range suspects {
+		ix.suspect(id)
+	}
+	return ready
+}
+
+// odd reports whether a view of record id at version with status, which
+// the watch delivers, is one no projector writes over what b holds: the
+// same version with another status, or a lower version (the audit checks
+// it at once).
+func odd(b *index.Batch, id string, version uint64, status aggregate.Status) bool {
+	h, ok := b.Held(id)
+	return ok && (version < h.Version || version == h.Version && status != h.Status)
+}
+
+// sweepCorrupt forgets the corrupt keys the watch gen did not deliver
+// among its initial values. The caller holds ix.mu.
+func (ix *Index) sweepCorrupt(gen uint32) {
+	for k, c := range ix.corrupt {
+		if c.gen != gen {
+			delete(ix.corrupt, k)
+		}
+	}
+}
+
+// Corrupt returns how many keys of the bucket hold a value that is not a
+// view, as far as the index has seen: each is skipped, and counted once
+// however often a watch delivers it. Safe for concurrent use.
+func (ix *Index) Corrupt() uint64 {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return uint64(len(ix.corrupt))
+}
+
+// Healthy returns nil while the index is current: Run has loaded the
+// bucket and its watch is running. Otherwise it returns an error matching
+// ErrNotCurrent that says why: the bucket is not loaded yet, or the watch
+// stopped (with its cause) and is being restarted; the index then still
+// answers from the records it holds, which may be stale. A /readyz check
+// can use it. Safe for concurrent use.
+func (ix *Index) Healthy() error {
+	if p := ix.health.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (ix *Index) setHealth(err error) {
+	if err == nil {
+		ix.health.Store(nil)
+		return
+	}
+	ix.health.Store(&err)
+}
+
+// decodeChanges decodes a batch of updates (nil: the initial values end),
+// outside the index's lock.
+func decodeChanges(batch []jetstream.KeyValueEntry) []change {
+	changes := make([]change, 0, len(batch))
+	for _, e := range batch {
+		switch {
+		case e == nil:
+			changes = append(changes, change{ready: true})
+		case e.Operation() == jetstream.KeyValuePut:
+			changes = append(changes, decodePut(e))
+		default: // deleted or purged
+			c := change{key: e.Key(), rev: e.Revision()}
+			if id, err := DecodeKey(e.Key()); err == nil {
+				c.deleted = id
+			} // else not a record: only forget the key
+			changes = append(changes, c)
+		}
+	}
+	return changes
+}
+
+// decodePut decodes a view written to the bucket: its fields by the fast
+// path, or the whole view; a value that is no valid view is corrupt.
+func decodePut(e jetstream.KeyValueEntry) change {
+	c := change{key: e.Key(), rev: e.Revision()}
+	var err error
+	if c.fast = decodeViewFields(e.Value(), &c.fields); c.fast {
+		err = checkFields(c.key, &c.fields)
+	} else if c.view, err = decodeView(e.Value()); err == nil {
+		err = checkView(c.key, &c.view)
+	}
+	if err != nil {
+		c.corrupt, c.fast, c.why = true, false, err
+	}
+	return c
+}
+
+// applied is what a batch of changes did to the index.
+type applied struct {
+	ready, repair bool // the initial values ended; a corrupt view wants repair
+	dropped       int  // records the end of a load dropped
+	suspects      []string
+}
+
+// applyChanges applies changes to the index in b, under ix.mu.
+func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out applied) {
+	for i := range changes {
+		c := &changes[i]
+		ix.rev = max(ix.rev, c.rev)
+		switch {
+		case c.ready:
+			ix.synced = true
+			if ix.start.Took == 0 {
+				ix.start.Took = time.Since(ix.began)
+			}
+			out.dropped = b.EndLoad(true)
+			if gen > 1 {
+				ix.sweepCorrupt(gen)
+			}
+			out.ready = true
+		case c.corrupt:
+			// What the index held of the record stays until the view is
+			// projected again.
+			ix.corrupt[c.key] = corruptKey{gen: gen, rev: c.rev, why: c.why}
+			out.repair = true
+		case c.deleted != "":
+			delete(ix.corrupt, c.key)
+			b.Remove(c.deleted)
+		case c.fast:
+			delete(ix.corrupt, c.key)
+			r := c.fields.record()
+			if ix.auditRate > 0 && !b.Loading() && odd(b, string(r.ID), r.Version, aggregate.Status(r.Status)) {
+				out.suspects = append(out.suspects, string(r.ID))
+			}
+			b.PutFields(&r)
+		case c.view.State.ID != "":
+			delete(ix.corrupt, c.key)
+			if ix.auditRate > 0 && !b.Loading() && odd(b, c.view.State.ID, c.view.Version, c.view.State.Status) {
+				out.suspects = append(out.suspects, c.view.State.ID)
+			}
+			b.Put(&c.view)
+		default:
+			delete(ix.corrupt, c.key)
+		}
+	}
+	return out
+}
