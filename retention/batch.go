@@ -205,78 +205,20 @@ func (sw *Sweeper) archiveBatch(ctx context.Context, b *SweepBatch, drop bool) e
 func (sw *Sweeper) finish(ctx context.Context, st SweepState, rev uint64) (Report, error) {
 	b := st.Pending
 	rep := Report{Batch: b.N, Archive: b.Archive, Manifest: b.Manifest}
-	if sw.cfg.Archive != nil && b.Manifest != "" && b.Archive == sw.cfg.Archive.String() {
-		// The archive must still hold what the batch removes (one
-		// elsewhere was read back when it was written).
-		if _, err := archive.ReadManifest(ctx, sw.cfg.Archive, b.N); err != nil {
-			return rep, fmt.Errorf("sweep batch %d: its archive %s %s cannot be read, so nothing more of it is removed: %w", b.N, b.Archive, b.Manifest, err)
-		}
-	}
-	if sw.cfg.Archive != nil && b.Manifest == "" && len(b.Records) > 0 {
-		// Archiving was turned on while this batch was pending: what is
-		// still there is archived before it is removed.
-		if err := sw.archiveBatch(ctx, b, false); err != nil {
-			return rep, err
-		}
-		if b.Manifest != "" {
-			var err error
-			if rev, err = sw.cfg.Progress.putState(ctx, st, rev, sw.cfg.Clock.Now()); err != nil {
-				return rep, fmt.Errorf("record the archive of sweep batch %d: %w", b.N, err)
-			}
-		}
+	rev, err := sw.ensureArchived(ctx, st, rev)
+	if err != nil {
+		return rep, err
 	}
 	checked := false
 	if !b.Tallied {
-		if err := sw.recheck(ctx, b, &rep); err != nil {
+		if rev, err = sw.recheckAndTally(ctx, st, rev, &rep); err != nil {
 			return rep, err
 		}
 		checked = true
-		if err := sw.tally(ctx, b); err != nil {
-			return rep, err
-		}
-		b.Tallied = true
-		var err error
-		if rev, err = sw.cfg.Progress.putState(ctx, st, rev, sw.cfg.Clock.Now()); err != nil {
-			return rep, fmt.Errorf("record the tallies of sweep batch %d: %w", b.N, err)
-		}
-		if err := sw.step("tallied"); err != nil {
-			return rep, err
-		}
 	}
 	for _, rec := range b.Records {
-		if !checked {
-			// A batch tallied in an earlier pass (or stored so): each
-			// record is checked against the event store before its
-			// history goes; one purged already has its view retired.
-			ok, err := sw.purgeable(ctx, rec)
-			if err != nil {
-				return rep, err
-			}
-			if !ok {
-				rep.Dropped++
-				sw.stats.dropped.Add(1)
-				continue
-			}
-		}
-		n, err := sw.cfg.Store.Remove(ctx, aggregate.RecordAggregate(rec.ID), rec.Through)
-		if err != nil {
-			return rep, fmt.Errorf("sweep batch %d: %w", b.N, err)
-		}
-		rep.Messages += int(n)
-		if err := sw.step("purged"); err != nil {
+		if err := sw.remove(ctx, b.N, rec, checked, &rep); err != nil {
 			return rep, err
-		}
-		deleted, err := projection.RetireView(ctx, sw.cfg.Views, rec.ID, rec.Through)
-		if err != nil {
-			return rep, fmt.Errorf("sweep batch %d: %w", b.N, err)
-		}
-		if deleted {
-			rep.Views++
-		}
-		if rec.Unrecoverable {
-			rep.Unrecoverable++
-		} else {
-			rep.Succeeded++
 		}
 	}
 	now := sw.cfg.Clock.Now()
@@ -294,6 +236,99 @@ func (sw *Sweeper) finish(ctx context.Context, st SweepState, rev uint64) (Repor
 	}
 	sw.done(ctx, rep)
 	return rep, nil
+}
+
+// ensureArchived checks that the archive of st's pending batch can still
+// be read, or archives the batch when archiving was turned on while it
+// was pending; it returns the revision of the stored state.
+func (sw *Sweeper) ensureArchived(ctx context.Context, st SweepState, rev uint64) (uint64, error) {
+	b := st.Pending
+	if sw.cfg.Archive == nil {
+		return rev, nil
+	}
+	if b.Manifest != "" && b.Archive == sw.cfg.Archive.String() {
+		// The archive must still hold what the batch removes (one
+		// elsewhere was read back when it was written).
+		if _, err := archive.ReadManifest(ctx, sw.cfg.Archive, b.N); err != nil {
+			return rev, fmt.Errorf("sweep batch %d: its archive %s %s cannot be read, so nothing more of it is removed: %w", b.N, b.Archive, b.Manifest, err)
+		}
+	}
+	if b.Manifest != "" || len(b.Records) == 0 {
+		return rev, nil
+	}
+	// Archiving was turned on while this batch was pending: what is still
+	// there is archived before it is removed.
+	if err := sw.archiveBatch(ctx, b, false); err != nil {
+		return rev, err
+	}
+	if b.Manifest == "" {
+		return rev, nil
+	}
+	rev, err := sw.cfg.Progress.putState(ctx, st, rev, sw.cfg.Clock.Now())
+	if err != nil {
+		return rev, fmt.Errorf("record the archive of sweep batch %d: %w", b.N, err)
+	}
+	return rev, nil
+}
+
+// recheckAndTally keeps of st's pending batch what the event store says
+// is still removable, counts it in the tallies and records the batch as
+// tallied; it returns the revision of the stored state.
+func (sw *Sweeper) recheckAndTally(ctx context.Context, st SweepState, rev uint64, rep *Report) (uint64, error) {
+	b := st.Pending
+	if err := sw.recheck(ctx, b, rep); err != nil {
+		return rev, err
+	}
+	if err := sw.tally(ctx, b); err != nil {
+		return rev, err
+	}
+	b.Tallied = true
+	rev, err := sw.cfg.Progress.putState(ctx, st, rev, sw.cfg.Clock.Now())
+	if err != nil {
+		return rev, fmt.Errorf("record the tallies of sweep batch %d: %w", b.N, err)
+	}
+	return rev, sw.step("tallied")
+}
+
+// remove purges rec's history and retires its view, counting it in rep.
+// A record of a batch tallied in an earlier pass (not checked) is checked
+// against the event store first.
+func (sw *Sweeper) remove(ctx context.Context, batch uint64, rec Removal, checked bool, rep *Report) error {
+	if !checked {
+		// A batch tallied in an earlier pass (or stored so): each
+		// record is checked against the event store before its
+		// history goes; one purged already has its view retired.
+		ok, err := sw.purgeable(ctx, rec)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			rep.Dropped++
+			sw.stats.dropped.Add(1)
+			return nil
+		}
+	}
+	n, err := sw.cfg.Store.Remove(ctx, aggregate.RecordAggregate(rec.ID), rec.Through)
+	if err != nil {
+		return fmt.Errorf("sweep batch %d: %w", batch, err)
+	}
+	rep.Messages += int(n)
+	if err := sw.step("purged"); err != nil {
+		return err
+	}
+	deleted, err := projection.RetireView(ctx, sw.cfg.Views, rec.ID, rec.Through)
+	if err != nil {
+		return fmt.Errorf("sweep batch %d: %w", batch, err)
+	}
+	if deleted {
+		rep.Views++
+	}
+	if rec.Unrecoverable {
+		rep.Unrecoverable++
+	} else {
+		rep.Succeeded++
+	}
+	return nil
 }
 
 // recheck keeps of b the records that the event store still says are
