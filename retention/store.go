@@ -13,6 +13,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -295,23 +296,28 @@ func DecodeSweepState(key string, value []byte, now time.Time) (SweepState, erro
 
 func (st *SweepState) check(now time.Time) error {
 	latest := now.Add(retentionSkew).UnixMilli()
-	if st.Removed < 0 || st.Messages < 0 || st.Archived < 0 || st.Archived > st.Removed {
+	if min(st.Removed, st.Messages, st.Archived) < 0 || st.Archived > st.Removed {
 		return badRetention("removed", "counts must not be negative and archived at most removed, got removed %d, messages %d, archived %d", st.Removed, st.Messages, st.Archived)
 	}
-	if st.UpdatedAt < 0 || st.UpdatedAt > latest {
+	if !bounds.Within(st.UpdatedAt, 0, latest) {
 		return badRetention("updatedAt", "must be an epoch-ms time from 0 to %d, got %d", latest, st.UpdatedAt)
 	}
 	if st.Last != nil && (st.Last.Batch > st.Batch || st.Last.At < 0 || st.Last.At > latest) {
 		return badRetention("last", "batch %d at %d is not a batch done by %d", st.Last.Batch, st.Last.At, latest)
 	}
-	b := st.Pending
-	if b == nil {
+	if st.Pending == nil {
 		return nil
 	}
+	return st.Pending.check(st.Batch, latest)
+}
+
+// check checks a pending batch: the one after batch done, started by
+// latest, its records distinct and each valid.
+func (b *SweepBatch) check(done uint64, latest int64) error {
 	switch {
-	case b.N != st.Batch+1:
-		return badRetention("pending.n", "must be the next batch %d, got %d", st.Batch+1, b.N)
-	case b.StartedAt <= 0 || b.StartedAt > latest:
+	case b.N != done+1:
+		return badRetention("pending.n", "must be the next batch %d, got %d", done+1, b.N)
+	case !bounds.Within(b.StartedAt, 1, latest):
 		return badRetention("pending.startedAt", "must be an epoch-ms time from 1 to %d, got %d", latest, b.StartedAt)
 	case len(b.Records) > MaxBatch:
 		return badRetention("pending.records", "has %d records, over the limit of %d", len(b.Records), MaxBatch)

@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/archive"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -170,20 +172,16 @@ func New(cfg Config) (*Sweeper, error) {
 		name string
 		v    time.Duration
 	}{{"retention of succeeded records", cfg.Succeeded}, {"retention of unrecoverable records", cfg.Unrecoverable}} {
-		if d.v != 0 && (d.v < MinRetention || d.v > MaxRetention) {
+		if d.v != 0 && !bounds.Within(d.v, MinRetention, MaxRetention) {
 			return nil, bad("%s must be 0 (keep) or from %s to %s, got %s", d.name, MinRetention, MaxRetention, d.v)
 		}
 	}
-	if cfg.Batch == 0 {
-		cfg.Batch = DefaultBatch
-	}
-	if cfg.Every == 0 {
-		cfg.Every = DefaultEvery
-	}
+	cfg.Batch = cmp.Or(cfg.Batch, DefaultBatch)
+	cfg.Every = cmp.Or(cfg.Every, DefaultEvery)
 	switch {
-	case cfg.Batch < 1 || cfg.Batch > MaxBatch:
+	case !bounds.Within(cfg.Batch, 1, MaxBatch):
 		return nil, bad("batch must be from 1 to %d records, got %d", MaxBatch, cfg.Batch)
-	case cfg.Every < time.Second || cfg.Every > 24*time.Hour:
+	case !bounds.Within(cfg.Every, time.Second, 24*time.Hour):
 		return nil, bad("the time between sweeps must be from 1s to 24h, got %s", cfg.Every)
 	case cfg.Records == nil:
 		return nil, bad("no record source")
@@ -194,12 +192,8 @@ func New(cfg Config) (*Sweeper, error) {
 	case cfg.Progress == nil:
 		return nil, bad("no progress bucket")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = aggregate.ClockFunc(time.Now)
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Clock = cmp.Or[aggregate.Clock](cfg.Clock, aggregate.ClockFunc(time.Now))
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Sweeper{cfg: cfg}, nil
 }
 
