@@ -26,8 +26,7 @@ func ValidKey(key string) error {
 		return fmt.Errorf("the key %s has an empty token: %w", Quote(key), ErrInvalidKey)
 	}
 	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '/' || c == '_' || c == '=' || c == '.') {
+		if !keyByte[key[i]] {
 			return fmt.Errorf("the key %s has %s at byte %d; keys are made of [-/_=.a-zA-Z0-9]: %w", Quote(key), text.At(key, i), i, ErrInvalidKey)
 		}
 	}
@@ -109,3 +108,11 @@ func IsHash(prefix, key string) bool {
 	}
 	return true
 }
+
+// keyByte tells the bytes a key may hold: [-/_=.a-zA-Z0-9].
+var keyByte = func() (t [256]bool) {
+	for _, c := range []byte("-/_=.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") {
+		t[c] = true
+	}
+	return t
+}()

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -133,22 +134,9 @@ func (f *function) reacts(name string) bool { return f.events == nil || f.events
 
 // newFunction checks fn and builds the registered function.
 func newFunction(context string, fn Function, h Handler, def Retry, opts []FunctionOption) (*function, error) {
-	if fn.Kind == "" {
-		fn.Kind = aggregate.KindEvent
-	}
-	if fn.Kind != aggregate.KindEvent && fn.Kind != aggregate.KindStateEvent {
-		return nil, invalidFunction(fn, "kind must be EVENT or STATE_EVENT, got %q", fn.Kind)
-	}
-	for _, c := range []struct{ field, v string }{{"processor name", fn.Processor}, {"function name", fn.Name}} {
-		if err := eventstore.ValidateName(c.field, c.v); err != nil {
-			return nil, invalidFunction(fn, "%s", reason(err))
-		}
-	}
-	if h == nil {
-		return nil, invalidFunction(fn, "the handler is nil")
-	}
-	if len(fn.AggregateTypes) == 0 {
-		return nil, invalidFunction(fn, "name at least one aggregate type it reacts to")
+	fn.Kind = cmp.Or(fn.Kind, aggregate.KindEvent)
+	if err := checkFunction(fn, h); err != nil {
+		return nil, err
 	}
 	f := &function{
 		info:    aggregate.FunctionInfo{FunctionKind: fn.Kind, ContextName: context, ProcessorName: fn.Processor, Name: fn.Name},
@@ -158,17 +146,11 @@ func newFunction(context string, fn Function, h Handler, def Retry, opts []Funct
 		stats:   &FunctionMetrics{},
 	}
 	for _, t := range fn.AggregateTypes {
-		if err := eventstore.ValidateName("aggregate type", t); err != nil {
-			return nil, invalidFunction(fn, "%s", reason(err))
-		}
 		f.types[t] = true
 	}
 	if len(fn.Events) > 0 {
 		f.events = make(map[string]bool)
 		for _, e := range fn.Events {
-			if err := eventstore.ValidateName("event name", e); err != nil {
-				return nil, invalidFunction(fn, "%s", reason(err))
-			}
 			f.events[e] = true
 		}
 	}
@@ -202,4 +184,31 @@ func invalidFunction(fn Function, format string, args ...any) error {
 func reason(err error) string {
 	msg := strings.TrimSuffix(err.Error(), ": "+eventstore.ErrInvalid.Error())
 	return strings.TrimSuffix(msg, ".")
+}
+
+// checkFunction checks fn's kind, names, aggregate types and events, and
+// that it has a handler.
+func checkFunction(fn Function, h Handler) error {
+	if fn.Kind != aggregate.KindEvent && fn.Kind != aggregate.KindStateEvent {
+		return invalidFunction(fn, "kind must be EVENT or STATE_EVENT, got %q", fn.Kind)
+	}
+	if h == nil {
+		return invalidFunction(fn, "the handler is nil")
+	}
+	if len(fn.AggregateTypes) == 0 {
+		return invalidFunction(fn, "name at least one aggregate type it reacts to")
+	}
+	names := []struct{ field, v string }{{"processor name", fn.Processor}, {"function name", fn.Name}}
+	for _, t := range fn.AggregateTypes {
+		names = append(names, struct{ field, v string }{"aggregate type", t})
+	}
+	for _, e := range fn.Events {
+		names = append(names, struct{ field, v string }{"event name", e})
+	}
+	for _, c := range names {
+		if err := eventstore.ValidateName(c.field, c.v); err != nil {
+			return invalidFunction(fn, "%s", reason(err))
+		}
+	}
+	return nil
 }

@@ -62,14 +62,17 @@ func CheckAllowedHost(s string) error {
 		if label == "" || len(label) > 63 {
 			return fmt.Errorf("allowed host %q has an empty or over-long label; give a host name such as amends.example.com", s)
 		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return fmt.Errorf("allowed host %q has the character %q; host names are letters, digits, '-' and '.' (IP addresses are always allowed)", s, c)
-			}
+		if i := strings.IndexFunc(label, notHostRune); i >= 0 {
+			return fmt.Errorf("allowed host %q has the character %q; host names are letters, digits, '-' and '.' (IP addresses are always allowed)", s, label[i])
 		}
 	}
 	return nil
+}
+
+// notHostRune reports whether r is not allowed in a normalised host
+// name's label: [a-z0-9_-].
+func notHostRune(r rune) bool {
+	return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-_", r)
 }
 
 // normalHost lowers a host name and drops a trailing dot.

@@ -1,6 +1,7 @@
 package natsconn
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -82,39 +83,12 @@ func clientOptions(cfg ClientConfig) ([]nats.Option, error) {
 	if err := CheckURLs(cfg.URL); err != nil {
 		return nil, err
 	}
-	name := cfg.Name
-	if name == "" {
-		name = DefaultClientName
-	}
 	wait := cfg.ReconnectWait
 	if wait <= 0 {
 		wait = DefaultReconnectWait
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	opts := []nats.Option{
-		nats.Name(name),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(wait),
-		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
-			if nc.IsClosed() {
-				return // closed on purpose, not lost
-			}
-			log.Warn("NATS connection lost; reconnecting", "url", nc.ConnectedUrlRedacted(), "err", err)
-		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info("NATS connection restored", "url", nc.ConnectedUrlRedacted())
-		}),
-		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			if sub != nil {
-				log.Warn("NATS asynchronous error", "subject", sub.Subject, "err", err)
-				return
-			}
-			log.Warn("NATS asynchronous error", "err", err)
-		}),
-	}
+	opts := append([]nats.Option{nats.Name(cmp.Or(cfg.Name, DefaultClientName)), nats.MaxReconnects(-1), nats.ReconnectWait(wait)},
+		connHandlers(cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)))...)
 
 	if cfg.CredsFile != "" && cfg.NKeySeedFile != "" {
 		return nil, invalidConfig("both a credentials file (%s) and an NKey seed file (%s) are set: a credentials file carries its own seed, set only one",
@@ -241,4 +215,27 @@ func CheckURLs(urls string) error {
 		}
 	}
 	return nil
+}
+
+// connHandlers log the connection's losses, restorations and asynchronous
+// errors to log.
+func connHandlers(log *slog.Logger) []nats.Option {
+	return []nats.Option{
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if nc.IsClosed() {
+				return // closed on purpose, not lost
+			}
+			log.Warn("NATS connection lost; reconnecting", "url", nc.ConnectedUrlRedacted(), "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("NATS connection restored", "url", nc.ConnectedUrlRedacted())
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil {
+				log.Warn("NATS asynchronous error", "subject", sub.Subject, "err", err)
+				return
+			}
+			log.Warn("NATS asynchronous error", "err", err)
+		}),
+	}
 }
