@@ -12,6 +12,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // Format is the manifest's format name; a manifest of another is refused.
@@ -156,23 +157,11 @@ func (m *Manifest) check(sweep uint64) error {
 		return bad("objects", "a manifest lists at least one object")
 	}
 	total := 0
-	for i, o := range m.Objects {
-		f := fmt.Sprintf("objects[%d]", i)
-		if o.Name != ObjectName(sweep, o.Function) {
-			return bad(f+".name", "%q is not the name of sweep %d's object of %s", clip(o.Name), sweep, o.Function.ProcessorName+"."+o.Function.Name)
+	for i := range m.Objects {
+		if err := m.Objects[i].check(sweep, fmt.Sprintf("objects[%d]", i)); err != nil {
+			return err
 		}
-		if len(o.SHA256) != 64 || strings.Trim(o.SHA256, "0123456789abcdef") != "" {
-			return bad(f+".sha256", "must be 64 lower-case hex digits")
-		}
-		if len(o.Records) == 0 || o.Streams < len(o.Records) || o.Bytes <= 0 || o.Bytes > MaxObjectBytes {
-			return bad(f, "holds %d records in %d streams of %d bytes: each record has a stream, an object 1 to %d bytes", len(o.Records), o.Streams, o.Bytes, MaxObjectBytes)
-		}
-		for j, id := range o.Records {
-			if err := eventstore.ValidateID(fmt.Sprintf("%s.records[%d]", f, j), id); err != nil {
-				return fmt.Errorf("%v: %w", err, ErrInvalid)
-			}
-		}
-		total += len(o.Records)
+		total += len(m.Objects[i].Records)
 	}
 	if total > MaxSweepRecords {
 		return bad("objects", "hold %d records, over the limit of %d", total, MaxSweepRecords)
@@ -226,4 +215,27 @@ func Sweeps(ctx context.Context, sink Sink) ([]uint64, error) {
 		}
 	}
 	return out, nil
+}
+
+// check checks the manifest's object f of sweep: its name, digest, size
+// and record ids.
+func (o *Object) check(sweep uint64, f string) error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("field %s: %s: %w", field, fmt.Sprintf(format, args...), ErrInvalid)
+	}
+	if o.Name != ObjectName(sweep, o.Function) {
+		return bad(f+".name", "%q is not the name of sweep %d's object of %s", clip(o.Name), sweep, o.Function.ProcessorName+"."+o.Function.Name)
+	}
+	if len(o.SHA256) != 64 || strings.Trim(o.SHA256, "0123456789abcdef") != "" {
+		return bad(f+".sha256", "must be 64 lower-case hex digits")
+	}
+	if len(o.Records) == 0 || o.Streams < len(o.Records) || !bounds.Within(o.Bytes, 1, MaxObjectBytes) {
+		return bad(f, "holds %d records in %d streams of %d bytes: each record has a stream, an object 1 to %d bytes", len(o.Records), o.Streams, o.Bytes, MaxObjectBytes)
+	}
+	for j, id := range o.Records {
+		if err := eventstore.ValidateID(fmt.Sprintf("%s.records[%d]", f, j), id); err != nil {
+			return fmt.Errorf("%v: %w", err, ErrInvalid)
+		}
+	}
+	return nil
 }

@@ -143,14 +143,9 @@ func batchFilter(raw map[string]json.RawMessage) (api.Filter, error) {
 		if string(v) == "null" {
 			continue
 		}
-		var str string
-		if err := json.Unmarshal(v, &str); err != nil {
-			var n json.Number
-			numeric := k == "minRetries" || k == "executeAtFrom" || k == "executeAtTo" || k == "nextRetryAtFrom" || k == "nextRetryAtTo" || k == "now"
-			if !numeric || json.Unmarshal(v, &n) != nil {
-				return api.Filter{}, badRequest(filterField(k), "field %s: must be a string", quote("filter."+k))
-			}
-			str = n.String()
+		str, err := filterValue(k, v)
+		if err != nil {
+			return api.Filter{}, err
 		}
 		if k == "now" {
 			// The time views are evaluated at (projection.Filter.Now).
@@ -339,4 +334,22 @@ func bodyHash(command string, body []byte) string {
 	}
 	sum := sha256.Sum256([]byte(command + "\x00" + compact.String()))
 	return hex.EncodeToString(sum[:16])
+}
+
+// numericFilters are the filter fields that may also be given as JSON
+// numbers.
+var numericFilters = []string{"minRetries", "executeAtFrom", "executeAtTo", "nextRetryAtFrom", "nextRetryAtTo", "now"}
+
+// filterValue is filter field k's value v as the query parameter's text:
+// a JSON string, or a number for the numeric fields.
+func filterValue(k string, v json.RawMessage) (string, error) {
+	var str string
+	if err := json.Unmarshal(v, &str); err == nil {
+		return str, nil
+	}
+	var n json.Number
+	if !slices.Contains(numericFilters, k) || json.Unmarshal(v, &n) != nil {
+		return "", badRequest(filterField(k), "field %s: must be a string", quote("filter."+k))
+	}
+	return n.String(), nil
 }
