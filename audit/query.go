@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,32 +50,11 @@ type Page struct {
 // most MaxScan messages. It returns an error wrapping ErrInvalidQuery for
 // a query it cannot run, or JetStream's error. Safe for concurrent use.
 func (l *Log) Query(ctx context.Context, q Query) (Page, error) {
-	limit := q.Limit
-	switch {
-	case limit == 0:
-		limit = DefaultLimit
-	case limit < 0 || limit > MaxLimit:
-		return Page{}, fmt.Errorf("limit must be between 1 and %d, got %d: %w", MaxLimit, limit, ErrInvalidQuery)
+	if err := q.check(); err != nil {
+		return Page{}, err
 	}
-	if q.Kind != "" {
-		if _, err := ParseKind(string(q.Kind)); err != nil {
-			return Page{}, fmt.Errorf("%v: %w", err, ErrInvalidQuery)
-		}
-	}
-	if len(q.Actor) > MaxActorBytes || len(q.Record) > MaxIDBytes {
-		return Page{}, fmt.Errorf("actor and record must be at most %d bytes: %w", MaxIDBytes, ErrInvalidQuery)
-	}
-	if q.From > 0 && q.To > 0 && q.To < q.From {
-		return Page{}, fmt.Errorf("to (%d) is before from (%d): %w", q.To, q.From, ErrInvalidQuery)
-	}
-	kind, actor := "*", "*"
-	if q.Kind != "" {
-		kind = string(q.Kind)
-	}
-	if q.Actor != "" {
-		actor = actorToken(q.Actor)
-	}
-	filter := SubjectPrefix + kind + "." + actor
+	limit := cmp.Or(q.Limit, DefaultLimit)
+	filter := q.subject()
 	page := Page{Entries: []api.AuditEntry{}}
 	next := q.After + 1
 	for scanned := 0; scanned < MaxScan; scanned++ {
@@ -92,7 +72,7 @@ func (l *Log) Query(ctx context.Context, q Query) (Page, error) {
 			continue
 		}
 		e.Seq = raw.Sequence
-		if (q.From > 0 && e.Time < q.From) || (q.To > 0 && e.Time > q.To) || (q.Record != "" && e.Record != q.Record) || (q.Actor != "" && e.Actor != q.Actor) {
+		if !q.selects(&e) {
 			continue
 		}
 		if len(page.Entries) == limit {
@@ -103,4 +83,41 @@ func (l *Log) Query(ctx context.Context, q Query) (Page, error) {
 	}
 	page.Next = next - 1
 	return page, nil
+}
+
+// check checks q's limit, kind, sizes and time range.
+func (q *Query) check() error {
+	switch {
+	case q.Limit < 0 || q.Limit > MaxLimit:
+		return fmt.Errorf("limit must be between 1 and %d, got %d: %w", MaxLimit, q.Limit, ErrInvalidQuery)
+	case len(q.Actor) > MaxActorBytes || len(q.Record) > MaxIDBytes:
+		return fmt.Errorf("actor and record must be at most %d bytes: %w", MaxIDBytes, ErrInvalidQuery)
+	case q.From > 0 && q.To > 0 && q.To < q.From:
+		return fmt.Errorf("to (%d) is before from (%d): %w", q.To, q.From, ErrInvalidQuery)
+	}
+	if q.Kind != "" {
+		if _, err := ParseKind(string(q.Kind)); err != nil {
+			return fmt.Errorf("%v: %w", err, ErrInvalidQuery)
+		}
+	}
+	return nil
+}
+
+// subject is the stream subject q reads: its kind and actor, or all.
+func (q *Query) subject() string {
+	kind, actor := "*", "*"
+	if q.Kind != "" {
+		kind = string(q.Kind)
+	}
+	if q.Actor != "" {
+		actor = actorToken(q.Actor)
+	}
+	return SubjectPrefix + kind + "." + actor
+}
+
+// selects reports whether e is within q's time range, record and actor
+// (the subject selected the kind).
+func (q *Query) selects(e *api.AuditEntry) bool {
+	return (q.From <= 0 || e.Time >= q.From) && (q.To <= 0 || e.Time <= q.To) &&
+		(q.Record == "" || e.Record == q.Record) && (q.Actor == "" || e.Actor == q.Actor)
 }
