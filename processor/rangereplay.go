@@ -140,19 +140,7 @@ func (rt *rangeRuntime) apply(ctx context.Context, boundedContext string, e jets
 func (p *Processor) runRange(stopping, work context.Context, f *function, id string) {
 	rt := p.ranges
 	log := p.o.logger.With("context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "replay", id)
-	claim := func(r *api.Replay) error {
-		now := p.o.clock.Now()
-		if r.Status == ReplayDone {
-			return errNotReleasing
-		}
-		if r.Claim != nil && r.Claim.Owner != rt.owner && r.Claim.Until > now.UnixMilli() {
-			return errClaimed
-		}
-		r.Claim = &api.HoldClaim{Owner: rt.owner, Until: now.Add(p.claimTTL()).UnixMilli()}
-		r.Status, r.Updated = ReplayRunning, now.UnixMilli()
-		return nil
-	}
-	r, err := updateReplay(work, rt.kv, id, claim)
+	r, err := updateReplay(work, rt.kv, id, p.claimRange)
 	if err != nil {
 		if !errors.Is(err, errClaimed) && !errors.Is(err, errNotReleasing) {
 			log.Warn("amends processor: cannot claim the range replay", "err", err)
@@ -173,42 +161,13 @@ func (p *Processor) runRange(stopping, work context.Context, f *function, id str
 			return
 		}
 		var replayed, failed uint64
-		for i := range st.Events {
-			e := &st.Events[i]
-			if !more || !replayMatches(&r, &st, e) || !f.types[st.Aggregate.Type] || !f.reacts(e.Name) {
-				continue
-			}
-			if p.o.sleep(stopping, interval) != nil {
+		if more {
+			var ok bool
+			if replayed, failed, ok = p.replayRangeStream(stopping, work, f, id, &r, &st, interval); !ok {
 				return
-			}
-			d := &Delivery{Stream: &st, Event: e, Index: i, Function: f.info}
-			err := p.execute(WithCompensation(work, Compensation{Request: id}), f, d, false)
-			if err != nil && work.Err() != nil {
-				return
-			}
-			replayed++
-			if err != nil {
-				if p.record(work, p.execution(f, d, nil, err)) == OutcomeRecordingFailed {
-					return // not advanced: runs again from this stream
-				}
-				failed++
 			}
 		}
-		now := p.o.clock.Now()
-		r, err = updateReplay(work, rt.kv, id, func(q *api.Replay) error {
-			if q.Claim == nil || q.Claim.Owner != rt.owner {
-				return errClaimed
-			}
-			q.Replayed += replayed
-			q.Failed += failed
-			q.Next, q.Updated = pos, now.UnixMilli()
-			q.Claim.Until = now.Add(p.claimTTL()).UnixMilli()
-			if !more {
-				q.Status, q.Claim = ReplayDone, nil
-			}
-			return nil
-		})
-		if err != nil {
+		if r, err = p.advanceRange(work, id, pos, replayed, failed, more); err != nil {
 			log.Warn("amends processor: range replay progress not recorded; stopping it here", "err", err)
 			return
 		}
@@ -217,6 +176,69 @@ func (p *Processor) runRange(stopping, work context.Context, f *function, id str
 			return
 		}
 	}
+}
+
+// claimRange claims range replay r for this instance, unless it is done
+// or another instance's claim runs.
+func (p *Processor) claimRange(r *api.Replay) error {
+	now := p.o.clock.Now()
+	if r.Status == ReplayDone {
+		return errNotReleasing
+	}
+	if r.Claim != nil && r.Claim.Owner != p.ranges.owner && r.Claim.Until > now.UnixMilli() {
+		return errClaimed
+	}
+	r.Claim = &api.HoldClaim{Owner: p.ranges.owner, Until: now.Add(p.claimTTL()).UnixMilli()}
+	r.Status, r.Updated = ReplayRunning, now.UnixMilli()
+	return nil
+}
+
+// replayRangeStream gives f the events of st that r selects, one every
+// interval, and records their failures. It returns false when the replay
+// must stop here (stopping, or a failure that could not be recorded: the
+// stream runs again).
+func (p *Processor) replayRangeStream(stopping, work context.Context, f *function, id string, r *api.Replay, st *eventstore.Stream, interval time.Duration) (replayed, failed uint64, ok bool) {
+	for i := range st.Events {
+		e := &st.Events[i]
+		if !replayMatches(r, st, e) || !f.types[st.Aggregate.Type] || !f.reacts(e.Name) {
+			continue
+		}
+		if p.o.sleep(stopping, interval) != nil {
+			return replayed, failed, false
+		}
+		d := &Delivery{Stream: st, Event: e, Index: i, Function: f.info}
+		err := p.execute(WithCompensation(work, Compensation{Request: id}), f, d, false)
+		if err != nil && work.Err() != nil {
+			return replayed, failed, false
+		}
+		replayed++
+		if err != nil {
+			if p.record(work, p.execution(f, d, nil, err)) == OutcomeRecordingFailed {
+				return replayed, failed, false // not advanced: runs again from this stream
+			}
+			failed++
+		}
+	}
+	return replayed, failed, true
+}
+
+// advanceRange records the range replay's progress to pos, and its end
+// when there is no more, under this instance's claim.
+func (p *Processor) advanceRange(work context.Context, id string, pos, replayed, failed uint64, more bool) (api.Replay, error) {
+	now := p.o.clock.Now()
+	return updateReplay(work, p.ranges.kv, id, func(q *api.Replay) error {
+		if q.Claim == nil || q.Claim.Owner != p.ranges.owner {
+			return errClaimed
+		}
+		q.Replayed += replayed
+		q.Failed += failed
+		q.Next, q.Updated = pos, now.UnixMilli()
+		q.Claim.Until = now.Add(p.claimTTL()).UnixMilli()
+		if !more {
+			q.Status, q.Claim = ReplayDone, nil
+		}
+		return nil
+	})
 }
 
 // rangeSource returns an iterator over r's streams from r.Next: each call
