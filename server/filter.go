@@ -33,26 +33,8 @@ func ParseFilter(q url.Values) (api.Filter, error) { return parseFilter(q) }
 // parseFilter reads a filter from query parameters. Parameters outside
 // allowed are an error naming them, so a typo is not silently ignored.
 func parseFilter(q url.Values, allowed ...[]string) (api.Filter, error) {
-	ok := map[string]bool{}
-	for _, list := range append(allowed, filterParams) {
-		for _, p := range list {
-			ok[p] = true
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(q)) {
-		if !ok[k] {
-			return api.Filter{}, badRequest(fieldName(k, "query"), "unknown query parameter %s; the filters are %s", quote(k), strings.Join(filterParams, ", "))
-		}
-		if n := len(q[k]); n > 1 {
-			return api.Filter{}, badRequest(k, "query parameter %s is given %d times; give it once", k, n)
-		}
-		limit := MaxParamBytes
-		if k == "id" || k == "idPrefix" {
-			limit = MaxIDBytes
-		}
-		if ae := checkText(k, q.Get(k), limit); ae != nil {
-			return api.Filter{}, ae
-		}
+	if err := checkFilterParams(q, allowed...); err != nil {
+		return api.Filter{}, err
 	}
 	f := api.Filter{
 		ID: q.Get("id"), IDPrefix: q.Get("idPrefix"), EventID: q.Get("eventId"),
@@ -63,47 +45,89 @@ func parseFilter(q url.Values, allowed ...[]string) (api.Filter, error) {
 	if v := f.IDPrefix; v != "" && len(v) < api.MinIDPrefix {
 		return f, badRequest("idPrefix", "idPrefix must have at least %d characters, got %s", api.MinIDPrefix, quote(v))
 	}
+	if err := parseFilterEnums(q, &f); err != nil {
+		return f, err
+	}
+	return f, parseFilterNumbers(q, &f)
+}
+
+// checkFilterParams refuses a query parameter that is neither a filter
+// nor allowed, given twice, or not text within its limit.
+func checkFilterParams(q url.Values, allowed ...[]string) error {
+	ok := map[string]bool{}
+	for _, list := range append(allowed, filterParams) {
+		for _, p := range list {
+			ok[p] = true
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !ok[k] {
+			return badRequest(fieldName(k, "query"), "unknown query parameter %s; the filters are %s", quote(k), strings.Join(filterParams, ", "))
+		}
+		if n := len(q[k]); n > 1 {
+			return badRequest(k, "query parameter %s is given %d times; give it once", k, n)
+		}
+		limit := MaxParamBytes
+		if k == "id" || k == "idPrefix" {
+			limit = MaxIDBytes
+		}
+		if ae := checkText(k, q.Get(k), limit); ae != nil {
+			return ae
+		}
+	}
+	return nil
+}
+
+// parseFilterEnums reads the filter's function kind, status,
+// recoverability and view.
+func parseFilterEnums(q url.Values, f *api.Filter) error {
 	var err error
 	if v := q.Get("functionKind"); v != "" {
 		if f.FunctionKind, err = aggregate.ParseFunctionKind(v); err != nil {
-			return f, badRequest("functionKind", "%v", err)
+			return badRequest("functionKind", "%v", err)
 		}
 	}
 	if v := q.Get("status"); v != "" {
 		if f.Status, err = aggregate.ParseStatus(v); err != nil {
-			return f, badRequest("status", "%v", err)
+			return badRequest("status", "%v", err)
 		}
 	}
 	if v := q.Get("recoverable"); v != "" {
 		if f.Recoverable, err = aggregate.ParseRecoverability(v); err != nil {
-			return f, badRequest("recoverable", "%v", err)
+			return badRequest("recoverable", "%v", err)
 		}
 	}
 	if v := q.Get("view"); v != "" {
 		if f.View, err = parseView(v); err != nil {
-			return f, err
+			return err
 		}
 	}
+	return nil
+}
+
+// parseFilterNumbers reads the filter's time ranges and minimum retries.
+func parseFilterNumbers(q url.Values, f *api.Filter) error {
+	var err error
 	if f.ExecuteAtFrom, err = parseTime(q, "executeAtFrom"); err != nil {
-		return f, err
+		return err
 	}
 	if f.ExecuteAtTo, err = parseTime(q, "executeAtTo"); err != nil {
-		return f, err
+		return err
 	}
 	if f.NextRetryAtFrom, err = parseTime(q, "nextRetryAtFrom"); err != nil {
-		return f, err
+		return err
 	}
 	if f.NextRetryAtTo, err = parseTime(q, "nextRetryAtTo"); err != nil {
-		return f, err
+		return err
 	}
 	if v := q.Get("minRetries"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 0 {
-			return f, badRequest("minRetries", "minRetries must be a whole number from 0 to %d, got %s", math.MaxInt32, quote(v))
+			return badRequest("minRetries", "minRetries must be a whole number from 0 to %d, got %s", math.MaxInt32, quote(v))
 		}
 		f.MinRetries = int32(n)
 	}
-	return f, nil
+	return nil
 }
 
 // parseTime reads an RFC 3339 time or epoch milliseconds.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,23 +146,8 @@ func decodeSession(key string, data []byte) (*session, error) {
 	if err := jsonv2.Unmarshal(bytes.TrimSpace(data), &v, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return nil, kvstore.Invalid("", "not a session in JSON: %v", err)
 	}
-	switch {
-	case v.V != 1:
-		return nil, kvstore.Invalid("v", "version %d, want 1", v.V)
-	case v.Name == "" || checkText("name", v.Name, MaxParamBytes) != nil || strings.ContainsFunc(v.Name, refusedInText):
-		return nil, kvstore.Invalid("name", "is not 1 to %d bytes of printable text", MaxParamBytes)
-	case v.Role != RoleViewer && v.Role != RoleOperator:
-		return nil, kvstore.Invalid("role", "%q is neither viewer nor operator", cutText(string(v.Role), 20))
-	case v.Via != viaToken && v.Via != viaOIDC && v.Via != viaLocal:
-		return nil, kvstore.Invalid("via", "%q is not token, oidc or local", cutText(v.Via, 20))
-	case v.Via == viaOIDC && v.Subject == "", v.Via != viaOIDC && v.Subject != "":
-		return nil, kvstore.Invalid("subject", "is given where it is not, or missing where it is, due")
-	case len(v.Subject) > maxSubjectBytes || checkText("subject", v.Subject, maxSubjectBytes) != nil:
-		return nil, kvstore.Invalid("subject", "is not up to %d bytes of printable text", maxSubjectBytes)
-	case v.Via == viaLocal && (v.Name != LocalActor || v.Role != RoleOperator):
-		return nil, kvstore.Invalid("via", "a local session is not the local operator")
-	case v.Created <= 0 || v.Expires <= v.Created || v.Expires-v.Created > SessionTTL.Milliseconds():
-		return nil, kvstore.Invalid("expires", "times created %d and expires %d are not a span of at most %s", v.Created, v.Expires, SessionTTL)
+	if err := v.check(); err != nil {
+		return nil, err
 	}
 	return &session{principal: principal{name: v.Name, role: v.Role, via: v.Via, subject: v.Subject},
 		created: time.UnixMilli(v.Created), expires: time.UnixMilli(v.Expires)}, nil
@@ -215,4 +201,39 @@ func (st *sessionStore) watchOnce(ctx context.Context, ss *sessions) error {
 			ss.apply(e.Key(), s)
 		}
 	}
+}
+
+// check checks a stored session: its version, who it signs in and how,
+// and its span.
+func (v *storedSession) check() error {
+	if v.V != 1 {
+		return kvstore.Invalid("v", "version %d, want 1", v.V)
+	}
+	if err := v.checkPrincipal(); err != nil {
+		return err
+	}
+	if v.Created <= 0 || v.Expires <= v.Created || v.Expires-v.Created > SessionTTL.Milliseconds() {
+		return kvstore.Invalid("expires", "times created %d and expires %d are not a span of at most %s", v.Created, v.Expires, SessionTTL)
+	}
+	return nil
+}
+
+// checkPrincipal checks who a stored session signs in: name, role, how
+// (via) and, for OIDC, the subject.
+func (v *storedSession) checkPrincipal() error {
+	switch {
+	case v.Name == "" || checkText("name", v.Name, MaxParamBytes) != nil || strings.ContainsFunc(v.Name, refusedInText):
+		return kvstore.Invalid("name", "is not 1 to %d bytes of printable text", MaxParamBytes)
+	case v.Role != RoleViewer && v.Role != RoleOperator:
+		return kvstore.Invalid("role", "%q is neither viewer nor operator", cutText(string(v.Role), 20))
+	case !slices.Contains([]string{viaToken, viaOIDC, viaLocal}, v.Via):
+		return kvstore.Invalid("via", "%q is not token, oidc or local", cutText(v.Via, 20))
+	case (v.Via == viaOIDC) == (v.Subject == ""):
+		return kvstore.Invalid("subject", "is given where it is not, or missing where it is, due")
+	case len(v.Subject) > maxSubjectBytes || checkText("subject", v.Subject, maxSubjectBytes) != nil:
+		return kvstore.Invalid("subject", "is not up to %d bytes of printable text", maxSubjectBytes)
+	case v.Via == viaLocal && (v.Name != LocalActor || v.Role != RoleOperator):
+		return kvstore.Invalid("via", "a local session is not the local operator")
+	}
+	return nil
 }
