@@ -222,61 +222,79 @@ func byCells(sum *api.Summary, inCell *[numCells]int) {
 // the read lock.
 func (ix *Index) openBounds(g *group, m *matcher, mask *cellMask, every, byCell bool) (oldest, newest int64) {
 	if !byCell {
-		matches := func(r openRec) bool {
-			return m.quick(&r) && (every && m.f.MinRetries <= 255 && m.f.IDPrefix == "" || m.match(ix.slots.at(r.slot)))
-		}
-		g.byExec.Each(func(r openRec) bool {
-			if matches(r) {
-				oldest = r.at
-				return false
-			}
-			return true
-		})
-		g.byExec.EachDesc(func(r openRec) bool {
-			if matches(r) {
-				newest = r.at
-				return false
-			}
-			return true
-		})
-		return oldest, newest
+		return ix.openBoundsByScan(g, m, every)
 	}
-	found := false
-	take := func(lo, hi int64) {
-		if !found || lo < oldest {
-			oldest = lo
-		}
-		if !found || hi > newest {
-			newest = hi
-		}
-		found = true
-	}
+	var sp span
 	if m.execBound {
-		// The filter selects by executeAt alone: the ends of the range in
-		// the unfinished summary classes.
-		hasTo := !m.f.ExecuteAtTo.IsZero()
-		for _, c := range []int{classRetryable, classExhausted} {
-			set := &g.classes[c].exec
-			if set.Len() == 0 {
-				continue
-			}
-			lo, okLo := set.Ceil(m.from)
-			hi, okHi := set.Last(), true
-			if hasTo {
-				hi, okHi = set.Lower(m.to)
-			}
-			if okLo && okHi && lo <= hi && (!hasTo || lo < m.to) && hi >= m.from {
-				take(lo, hi)
-			}
-		}
-		return oldest, newest
+		execSpan(g, m, &sp)
+		return sp.oldest, sp.newest
 	}
 	for ci, n := range g.n {
 		if n != 0 && mask[ci] && !kinds[ci].finished {
-			take(g.lo[ci], g.hi[ci])
+			sp.take(g.lo[ci], g.hi[ci])
 		}
 	}
+	return sp.oldest, sp.newest
+}
+
+// openBoundsByScan finds the oldest and newest unfinished records of g
+// that m selects by walking g's records in executeAt order from each end.
+func (ix *Index) openBoundsByScan(g *group, m *matcher, every bool) (oldest, newest int64) {
+	matches := func(r openRec) bool {
+		return m.quick(&r) && (every && m.f.MinRetries <= 255 && m.f.IDPrefix == "" || m.match(ix.slots.at(r.slot)))
+	}
+	g.byExec.Each(func(r openRec) bool {
+		if matches(r) {
+			oldest = r.at
+			return false
+		}
+		return true
+	})
+	g.byExec.EachDesc(func(r openRec) bool {
+		if matches(r) {
+			newest = r.at
+			return false
+		}
+		return true
+	})
 	return oldest, newest
+}
+
+// span is the oldest and newest of the times taken.
+type span struct {
+	oldest, newest int64
+	found          bool
+}
+
+// take widens s to lo and hi.
+func (s *span) take(lo, hi int64) {
+	if !s.found || lo < s.oldest {
+		s.oldest = lo
+	}
+	if !s.found || hi > s.newest {
+		s.newest = hi
+	}
+	s.found = true
+}
+
+// execSpan takes into sp, for a filter that selects by executeAt alone,
+// the ends of its range in g's unfinished summary classes.
+func execSpan(g *group, m *matcher, sp *span) {
+	hasTo := !m.f.ExecuteAtTo.IsZero()
+	for _, c := range []int{classRetryable, classExhausted} {
+		set := &g.classes[c].exec
+		if set.Len() == 0 {
+			continue
+		}
+		lo, okLo := set.Ceil(m.from)
+		hi, okHi := set.Last(), true
+		if hasTo {
+			hi, okHi = set.Lower(m.to)
+		}
+		if okLo && okHi && lo <= hi && (!hasTo || lo < m.to) && hi >= m.from {
+			sp.take(lo, hi)
+		}
+	}
 }
 
 // quick reports whether what r holds of a record passes the filter's
