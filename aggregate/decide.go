@@ -57,52 +57,18 @@ func (d Decider) decide(s State, c Command, now time.Time) ([]Event, error) {
 		}
 		return prepare(s, now)
 	case ApplyExecutionFailed:
-		if err := checkResult(s, c.Attempt, c.PreparedVersion); err != nil {
-			return nil, err
-		}
-		if err := checkError("error", c.Error); err != nil {
-			return nil, err
-		}
-		if err := checkExecuteAt(c.ExecuteAt); err != nil {
-			return nil, err
-		}
-		if err := checkRun(c.Run, c.ExecuteAt); err != nil {
-			return nil, err
-		}
-		return []Event{ExecutionFailedApplied{Error: c.Error, ExecuteAt: c.ExecuteAt, Recoverable: orUnknown(c.Recoverable), Attempt: c.Attempt, Run: runOf(c.Run)}}, nil
+		return applyFailed(s, c)
 	case ApplyExecutionSuccess:
-		if err := checkResult(s, c.Attempt, c.PreparedVersion); err != nil {
-			return nil, err
-		}
-		if err := checkExecuteAt(c.ExecuteAt); err != nil {
-			return nil, err
-		}
-		if err := checkRun(c.Run, c.ExecuteAt); err != nil {
-			return nil, err
-		}
-		return []Event{ExecutionSuccessApplied{ExecuteAt: c.ExecuteAt, Attempt: c.Attempt, Run: runOf(c.Run)}}, nil
+		return applySuccess(s, c)
 	case ApplyRetrySpec:
 		if err := ValidateRetrySpec(RetrySpec(c)); err != nil {
 			return nil, err
 		}
 		return []Event{RetrySpecApplied(c)}, nil
 	case ChangeFunction:
-		f := FunctionInfo(c)
-		if err := checkFunction("", f); err != nil {
-			return nil, err
-		}
-		if s.Function.SameFunction(f) {
-			return nil, illegalArgument(fmt.Sprintf("ExecutionFailed function is already changed to %s.", s.Function))
-		}
-		return []Event{FunctionChanged{Name: c.Name, ProcessorName: c.ProcessorName, ContextName: c.ContextName, FunctionKind: c.FunctionKind}}, nil
+		return changeFunction(s, c)
 	case MarkRecoverable:
-		if _, err := ParseRecoverability(string(c.Recoverable)); err != nil {
-			return nil, err
-		}
-		if s.Recoverable == c.Recoverable {
-			return nil, illegalArgument(fmt.Sprintf("ExecutionFailed recoverable is already marked to %s.", s.Recoverable))
-		}
-		return []Event{RecoverableMarked(c)}, nil
+		return markRecoverable(s, c)
 	default:
 		return nil, illegalArgument(fmt.Sprintf("unknown command %s; pass commands by value.", c.CommandName()))
 	}
@@ -246,4 +212,60 @@ func checkError(field string, e ErrorDetails) error {
 		return invalidField(field+".errorCode", field+".errorCode must not be blank.")
 	}
 	return nil
+}
+
+// applyFailed decides a replay's failure on s: the attempt must be the
+// prepared one and the error, time and run valid.
+func applyFailed(s State, c ApplyExecutionFailed) ([]Event, error) {
+	if err := checkResult(s, c.Attempt, c.PreparedVersion); err != nil {
+		return nil, err
+	}
+	if err := checkError("error", c.Error); err != nil {
+		return nil, err
+	}
+	if err := checkExecuteAt(c.ExecuteAt); err != nil {
+		return nil, err
+	}
+	if err := checkRun(c.Run, c.ExecuteAt); err != nil {
+		return nil, err
+	}
+	return []Event{ExecutionFailedApplied{Error: c.Error, ExecuteAt: c.ExecuteAt, Recoverable: orUnknown(c.Recoverable), Attempt: c.Attempt, Run: runOf(c.Run)}}, nil
+}
+
+// applySuccess decides a replay's success on s: the attempt must be the
+// prepared one and the time and run valid.
+func applySuccess(s State, c ApplyExecutionSuccess) ([]Event, error) {
+	if err := checkResult(s, c.Attempt, c.PreparedVersion); err != nil {
+		return nil, err
+	}
+	if err := checkExecuteAt(c.ExecuteAt); err != nil {
+		return nil, err
+	}
+	if err := checkRun(c.Run, c.ExecuteAt); err != nil {
+		return nil, err
+	}
+	return []Event{ExecutionSuccessApplied{ExecuteAt: c.ExecuteAt, Attempt: c.Attempt, Run: runOf(c.Run)}}, nil
+}
+
+// changeFunction decides a change of s's function to a valid, other one.
+func changeFunction(s State, c ChangeFunction) ([]Event, error) {
+	f := FunctionInfo(c)
+	if err := checkFunction("", f); err != nil {
+		return nil, err
+	}
+	if s.Function.SameFunction(f) {
+		return nil, illegalArgument(fmt.Sprintf("ExecutionFailed function is already changed to %s.", s.Function))
+	}
+	return []Event{FunctionChanged{Name: c.Name, ProcessorName: c.ProcessorName, ContextName: c.ContextName, FunctionKind: c.FunctionKind}}, nil
+}
+
+// markRecoverable decides a new recoverability of s.
+func markRecoverable(s State, c MarkRecoverable) ([]Event, error) {
+	if _, err := ParseRecoverability(string(c.Recoverable)); err != nil {
+		return nil, err
+	}
+	if s.Recoverable == c.Recoverable {
+		return nil, illegalArgument(fmt.Sprintf("ExecutionFailed recoverable is already marked to %s.", s.Recoverable))
+	}
+	return []Event{RecoverableMarked(c)}, nil
 }
