@@ -114,9 +114,9 @@ func (s *Service) load(ctx context.Context, id string, fromLeader bool) (snapsho
 		return snapshot{}, 0, fmt.Errorf("load ExecutionFailed %s: %w", id, err)
 	}
 	if hit && !fromLeader && last.Version < cached.version {
-		return cached.snap, cached.version, nil
+		return cached.snap, cached.version, nil // a replica behind what this Service saw
 	}
-	if hit && last.Version == cached.version && last.Seq == cached.seq && last.Seq != 0 {
+	if hit && cached.is(last) {
 		s.refresh(id, cached)
 		return cached.snap, cached.version, nil
 	}
@@ -130,10 +130,19 @@ func (s *Service) load(ctx context.Context, id string, fromLeader bool) (snapsho
 	if err != nil {
 		return snapshot{}, 0, fmt.Errorf("load ExecutionFailed %s history: %w", id, err)
 	}
+	snap, err := replay(id, streams)
+	if err != nil {
+		return snapshot{}, 0, err
+	}
+	return snap, last.Version, nil
+}
+
+// replay is record id's snapshot from its whole history: the state and
+// the newest command ids.
+func replay(id string, streams []eventstore.Stream) (snapshot, error) {
 	snap := snapshot{State: State{ID: id}}
-	for i := len(streams) - 1; i >= 0; i-- {
-		st := streams[i]
-		if st.CommandID != "" && len(snap.CommandIDs) < recentCommands {
+	for i := len(streams) - 1; i >= 0 && len(snap.CommandIDs) < recentCommands; i-- {
+		if st := streams[i]; st.CommandID != "" {
 			snap.CommandIDs = append(snap.CommandIDs, st.CommandID)
 		}
 	}
@@ -142,13 +151,13 @@ func (s *Service) load(ctx context.Context, id string, fromLeader bool) (snapsho
 		for _, e := range st.Events {
 			ev, err := DecodeEvent(e.Name, e.Body)
 			if err != nil {
-				return snapshot{}, 0, fmt.Errorf("ExecutionFailed %s version %d: %w", id, st.Version, err)
+				return snapshot{}, fmt.Errorf("ExecutionFailed %s version %d: %w", id, st.Version, err)
 			}
 			events = append(events, ev)
 		}
 		snap.State = EvolveAt(snap.State, st.Version, events...)
 	}
-	return snap, last.Version, nil
+	return snap, nil
 }
 
 // refresh notes that a read found record id still as the cache holds it.
@@ -210,4 +219,9 @@ func (s *Service) loadLast(ctx context.Context, a eventstore.AggregateID, c cach
 		return eventstore.Stream{}, errUnchanged
 	}
 	return st, err
+}
+
+// is reports whether last, the last stream read, is the cached one.
+func (c cachedRecord) is(last eventstore.Stream) bool {
+	return last.Version == c.version && last.Seq == c.seq && last.Seq != 0
 }
