@@ -123,27 +123,11 @@ func Validate(r *api.Rule, now time.Time) error {
 			return err
 		}
 	}
-	byFunction := m.FunctionContext != "" || m.Processor != "" || m.Function != "" || m.ErrorCode != ""
-	switch {
-	case m.Fingerprint != "" && byFunction:
-		return invalid("match takes a fingerprint or a function and error code, not both")
-	case m.Fingerprint != "" && !fingerprint.Valid(m.Fingerprint):
-		return invalid("match.fingerprint must be %s followed by 16 hexadecimal digits, got %q", fingerprint.Prefix, m.Fingerprint)
-	case m.Fingerprint == "" && (m.FunctionContext == "" || m.Processor == "" || m.Function == "" || m.ErrorCode == ""):
-		return invalid("match needs a fingerprint, or all of functionContext, processor, function and errorCode")
+	if err := checkMatch(m); err != nil {
+		return err
 	}
-	if !validAction(r.Action) {
-		return invalid("action must be one of %s, got %q", actionList(), r.Action)
-	}
-	if r.Action == ApplyRetrySpec {
-		if r.RetrySpec == nil {
-			return invalid("retrySpec is required by the action %s", ApplyRetrySpec)
-		}
-		if err := aggregate.ValidateRetrySpec(*r.RetrySpec); err != nil {
-			return invalid("retrySpec: %s", strings.TrimSuffix(err.Error(), "."))
-		}
-	} else if r.RetrySpec != nil {
-		return invalid("retrySpec is only taken by the action %s, not %s", ApplyRetrySpec, r.Action)
+	if err := checkAction(r); err != nil {
+		return err
 	}
 	if err := checkText("reason", r.Reason, MaxReasonBytes, true, operatorText); err != nil {
 		return err
@@ -187,4 +171,37 @@ func ParseAction(s string) (Action, error) {
 		}
 	}
 	return "", invalid("action must be one of %s, got %q", actionList(), s)
+}
+
+// checkMatch checks that m takes a valid fingerprint, or a whole function
+// and error code.
+func checkMatch(m api.RuleMatch) error {
+	byFunction := m.FunctionContext != "" || m.Processor != "" || m.Function != "" || m.ErrorCode != ""
+	switch {
+	case m.Fingerprint != "" && byFunction:
+		return invalid("match takes a fingerprint or a function and error code, not both")
+	case m.Fingerprint != "" && !fingerprint.Valid(m.Fingerprint):
+		return invalid("match.fingerprint must be %s followed by 16 hexadecimal digits, got %q", fingerprint.Prefix, m.Fingerprint)
+	case m.Fingerprint == "" && (m.FunctionContext == "" || m.Processor == "" || m.Function == "" || m.ErrorCode == ""):
+		return invalid("match needs a fingerprint, or all of functionContext, processor, function and errorCode")
+	}
+	return nil
+}
+
+// checkAction checks r's action, and the retry spec it takes or not.
+func checkAction(r *api.Rule) error {
+	if !validAction(r.Action) {
+		return invalid("action must be one of %s, got %q", actionList(), r.Action)
+	}
+	if r.Action == ApplyRetrySpec {
+		if r.RetrySpec == nil {
+			return invalid("retrySpec is required by the action %s", ApplyRetrySpec)
+		}
+		if err := aggregate.ValidateRetrySpec(*r.RetrySpec); err != nil {
+			return invalid("retrySpec: %s", strings.TrimSuffix(err.Error(), "."))
+		}
+	} else if r.RetrySpec != nil {
+		return invalid("retrySpec is only taken by the action %s, not %s", ApplyRetrySpec, r.Action)
+	}
+	return nil
 }

@@ -112,13 +112,8 @@ func (s *Server) purgeEntry(w http.ResponseWriter, r *http.Request, p principal)
 	if err != nil {
 		return err
 	}
-	switch {
-	case req.Bucket == "" || len(req.Bucket) > 256 || strings.ContainsAny(req.Bucket, ". *>\t\r\n"):
-		return badRequest("bucket", "bucket must be a bucket name of 1 to 256 characters without dots, spaces or wildcards")
-	case req.Key == "" || len(req.Key) > kvstore.MaxKeyBytes || strings.ContainsAny(req.Key, " *>\t\r\n"):
-		return badRequest("key", "key must be 1 to %d bytes without spaces or wildcards, as amends quarantine list prints it", kvstore.MaxKeyBytes)
-	case req.Revision == 0:
-		return badRequest("revision", "revision must be the entry's revision (from 1), as amends quarantine list prints it (SEQ)")
+	if err := checkPurgeRequest(&req); err != nil {
+		return err
 	}
 	o, err := s.repairStore()
 	if err != nil {
@@ -144,15 +139,8 @@ func (s *Server) purgeEntry(w http.ResponseWriter, r *http.Request, p principal)
 	if err != nil {
 		return err
 	}
-	last, err := stream.GetLastMsgForSubject(r.Context(), "$KV."+req.Bucket+"."+req.Key)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return &apiError{status: http.StatusConflict, body: api.Error{Code: "Changed", Message: "the entry is gone already"}}
-	case err != nil:
+	if err := unchangedSince(r.Context(), stream, req); err != nil {
 		return err
-	case last.Sequence != req.Revision || last.Header.Get("KV-Operation") != "":
-		return &apiError{status: http.StatusConflict, body: api.Error{Code: "Changed", Message: fmt.Sprintf(
-			"the key is at revision %d now, not %d: it changed since it was quarantined, so it is not purged", last.Sequence, req.Revision)}}
 	}
 	plan := api.PurgeEntryPlan{Entry: quarantineEntry(entry), DryRun: req.DryRun}
 	if !req.DryRun {
@@ -163,5 +151,34 @@ func (s *Server) purgeEntry(w http.ResponseWriter, r *http.Request, p principal)
 		s.log.Warn("repair: invalid KV entry purged", "actor", p.name, "reason", reason, "bucket", req.Bucket, "key", kvstore.QuoteKey(req.Key), "revision", req.Revision)
 	}
 	writeJSON(w, http.StatusOK, plan)
+	return nil
+}
+
+// checkPurgeRequest checks a purge's bucket, key and revision.
+func checkPurgeRequest(req *api.PurgeEntryRequest) error {
+	switch {
+	case req.Bucket == "" || len(req.Bucket) > 256 || strings.ContainsAny(req.Bucket, ". *>\t\r\n"):
+		return badRequest("bucket", "bucket must be a bucket name of 1 to 256 characters without dots, spaces or wildcards")
+	case req.Key == "" || len(req.Key) > kvstore.MaxKeyBytes || strings.ContainsAny(req.Key, " *>\t\r\n"):
+		return badRequest("key", "key must be 1 to %d bytes without spaces or wildcards, as amends quarantine list prints it", kvstore.MaxKeyBytes)
+	case req.Revision == 0:
+		return badRequest("revision", "revision must be the entry's revision (from 1), as amends quarantine list prints it (SEQ)")
+	}
+	return nil
+}
+
+// unchangedSince refuses a purge of a key that is gone or changed since
+// the quarantined revision.
+func unchangedSince(ctx context.Context, stream jetstream.Stream, req api.PurgeEntryRequest) error {
+	last, err := stream.GetLastMsgForSubject(ctx, "$KV."+req.Bucket+"."+req.Key)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: "Changed", Message: "the entry is gone already"}}
+	case err != nil:
+		return err
+	case last.Sequence != req.Revision || last.Header.Get("KV-Operation") != "":
+		return &apiError{status: http.StatusConflict, body: api.Error{Code: "Changed", Message: fmt.Sprintf(
+			"the key is at revision %d now, not %d: it changed since it was quarantined, so it is not purged", last.Sequence, req.Revision)}}
+	}
 	return nil
 }
