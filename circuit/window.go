@@ -1,6 +1,7 @@
 package circuit
 
 import (
+	"cmp"
 	"hash/maphash"
 	"math"
 	"sync"
@@ -134,18 +135,9 @@ func (w *window) failure(now time.Time, c Call, pending bool) (counted bool, con
 			w.failed[ev] |= inRatio
 		}
 	}
-	if g := w.gen.Load(); g != w.streakGen {
-		w.streakGen = g
-		clear(w.streak)
-	}
 	cons := w.consecutive.Load()
-	if streak && (c.Aggregate == "" || w.streak[agg] < w.perAgg) {
-		if c.Aggregate != "" {
-			w.streak[agg]++
-		}
-		if cons = w.consecutive.Add(1); cons == 1 {
-			w.firstFail = ms
-		}
+	if streak {
+		cons = w.addToStreak(ms, c.Aggregate, agg)
 	}
 	if inWindow {
 		s := w.at(ms)
@@ -154,10 +146,36 @@ func (w *window) failure(now time.Time, c Call, pending bool) (counted bool, con
 			s.first.Store(ms)
 		}
 	}
-	since = w.firstFail
-	if since == 0 {
-		since = ms
+	calls, failures, since = w.totals(ms)
+	return true, int(cons), calls, failures, since
+}
+
+// addToStreak adds a failed event of aggregate (agg its hash) at ms to
+// the streak, unless its aggregate has added its share, and returns the
+// streak's length. Called with w.mu held.
+func (w *window) addToStreak(ms int64, aggregate string, agg uint64) int64 {
+	if g := w.gen.Load(); g != w.streakGen {
+		w.streakGen = g
+		clear(w.streak)
 	}
+	if aggregate != "" && w.streak[agg] >= w.perAgg {
+		return w.consecutive.Load()
+	}
+	if aggregate != "" {
+		w.streak[agg]++
+	}
+	cons := w.consecutive.Add(1)
+	if cons == 1 {
+		w.firstFail = ms
+	}
+	return cons
+}
+
+// totals adds up the window's calls and failures at ms, and the time of
+// its first failure (of the streak's, or the window's, whichever is
+// older; ms when there is none). Called with w.mu held.
+func (w *window) totals(ms int64) (calls, failures, since int64) {
+	since = cmp.Or(w.firstFail, ms)
 	for i := range w.slot {
 		x := &w.slot[i]
 		if x.at.Load() > ms-w.width*slots {
@@ -168,7 +186,7 @@ func (w *window) failure(now time.Time, c Call, pending bool) (counted bool, con
 			}
 		}
 	}
-	return true, int(cons), calls, failures, since
+	return calls, failures, since
 }
 
 func (w *window) hash(s string) uint64 {
