@@ -43,54 +43,19 @@ func appendStream(b []byte, s *Stream) ([]byte, error) {
 			}
 		}
 	}
-	if len(s.Headers) > 0 {
-		keys := make([]string, 0, len(s.Headers))
-		for k := range s.Headers {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, `,"headers":{`...)
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = jsontext.AppendQuote(b, k); err != nil {
-				return nil, err
-			}
-			b = append(b, ':')
-			if b, err = jsontext.AppendQuote(b, s.Headers[k]); err != nil {
-				return nil, err
-			}
-		}
-		b = append(b, '}')
+	if b, err = appendHeaders(b, s.Headers); err != nil {
+		return nil, err
 	}
 	b = append(b, `,"createTime":`...)
 	b = strconv.AppendInt(b, s.CreateTime, 10)
 	b = append(b, `,"events":[`...)
 	for i := range s.Events {
-		e := &s.Events[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"id":`...)
-		if b, err = jsontext.AppendQuote(b, e.ID); err != nil {
+		if b, err = appendEvent(b, &s.Events[i]); err != nil {
 			return nil, err
 		}
-		b = append(b, `,"name":`...)
-		if b, err = jsontext.AppendQuote(b, e.Name); err != nil {
-			return nil, err
-		}
-		if e.Revision != "" {
-			b = append(b, `,"revision":`...)
-			if b, err = jsontext.AppendQuote(b, e.Revision); err != nil {
-				return nil, err
-			}
-		}
-		b = append(b, `,"body":`...)
-		if b, _, err = appendValue(b, e.Body); err != nil {
-			return nil, err
-		}
-		b = append(b, '}')
 	}
 	b = append(b, ']')
 	if len(s.State) > 0 {
@@ -121,4 +86,58 @@ func appendValue(b, v []byte) ([]byte, jsontext.Value, error) {
 		return nil, nil, err
 	}
 	return append(b[:start], val...), val, nil
+}
+
+// appendHeaders appends a stream's headers, sorted by key, as Marshal
+// writes a map; none appends nothing.
+func appendHeaders(b []byte, headers map[string]string) ([]byte, error) {
+	if len(headers) == 0 {
+		return b, nil
+	}
+	var err error
+	keys := make([]string, 0, len(headers))
+	for k := range headers {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, `,"headers":{`...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = jsontext.AppendQuote(b, k); err != nil {
+			return nil, err
+		}
+		b = append(b, ':')
+		if b, err = jsontext.AppendQuote(b, headers[k]); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, '}')
+	return b, nil
+}
+
+// appendEvent appends one event of a stream.
+func appendEvent(b []byte, e *Event) ([]byte, error) {
+	var err error
+	b = append(b, `{"id":`...)
+	if b, err = jsontext.AppendQuote(b, e.ID); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"name":`...)
+	if b, err = jsontext.AppendQuote(b, e.Name); err != nil {
+		return nil, err
+	}
+	if e.Revision != "" {
+		b = append(b, `,"revision":`...)
+		if b, err = jsontext.AppendQuote(b, e.Revision); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `,"body":`...)
+	if b, _, err = appendValue(b, e.Body); err != nil {
+		return nil, err
+	}
+	b = append(b, '}')
+	return b, nil
 }
