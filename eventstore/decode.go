@@ -25,12 +25,7 @@ func decodeCanonical(data []byte) (s Stream, ok bool) {
 	// each json.RawMessage; each is capped so that an append to one cannot
 	// write into the next.
 	d := canonical{Scanner: jsonlex.NewScanner(data), b: data}
-	ok = d.Lit(`{"id":`) && d.str(&s.ID) &&
-		d.Lit(`,"aggregate":{"context":`) && d.str(&s.Aggregate.Context) &&
-		d.Lit(`,"type":`) && d.str(&s.Aggregate.Type) &&
-		d.Lit(`,"id":`) && d.str(&s.Aggregate.ID) &&
-		d.Lit(`},"version":`) && d.uint(&s.Version) &&
-		d.optStr(`,"commandId":`, &s.CommandID) && d.optStr(`,"requestId":`, &s.RequestID) && d.optStr(`,"traceId":`, &s.TraceID) &&
+	ok = d.identity(&s) && d.optStr(`,"commandId":`, &s.CommandID) && d.optStr(`,"requestId":`, &s.RequestID) && d.optStr(`,"traceId":`, &s.TraceID) &&
 		d.headers(&s.Headers) &&
 		d.Lit(`,"createTime":`) && d.int(&s.CreateTime) &&
 		d.Lit(`,"events":[`) && d.events(&s.Events)
@@ -52,6 +47,15 @@ type canonical struct {
 	jsonlex.Scanner
 	b   []byte // the document
 	own []byte // a copy of b for the raw values, made for the first
+}
+
+// identity consumes the stream's id, aggregate and version.
+func (d *canonical) identity(s *Stream) bool {
+	return d.Lit(`{"id":`) && d.str(&s.ID) &&
+		d.Lit(`,"aggregate":{"context":`) && d.str(&s.Aggregate.Context) &&
+		d.Lit(`,"type":`) && d.str(&s.Aggregate.Type) &&
+		d.Lit(`,"id":`) && d.str(&s.Aggregate.ID) &&
+		d.Lit(`},"version":`) && d.uint(&s.Version)
 }
 
 // str consumes a string without escapes.

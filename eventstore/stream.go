@@ -91,7 +91,45 @@ func (s *Stream) validate(checkJSON bool) error {
 	if len(s.Events) == 0 {
 		return invalid("stream %s has no events; a stream holds at least one", describe(s.ID))
 	}
-	for k, v := range s.Headers {
+	if err := validateHeaders(s.Headers); err != nil {
+		return err
+	}
+	for i := range s.Events {
+		if err := s.Events[i].validate(s.ID, i, checkJSON); err != nil {
+			return err
+		}
+	}
+	if checkJSON && len(s.State) > 0 && !json.Valid(s.State) {
+		return invalid("stream %s state is not valid JSON", describe(s.ID))
+	}
+	return nil
+}
+
+// validate checks event i of stream id: its id, name, revision and body
+// (valid JSON when checkJSON).
+func (e *Event) validate(id string, i int, checkJSON bool) error {
+	if err := ValidateID("event id", e.ID); err != nil {
+		return fmt.Errorf("stream %s event %d: %w", describe(id), i, err)
+	}
+	if err := ValidateName("event name", e.Name); err != nil {
+		return fmt.Errorf("stream %s event %d: %w", describe(id), i, err)
+	}
+	if len(e.Revision) > MaxNameLength {
+		return invalid("stream %s event %d revision is %d characters, over the limit of %d", describe(id), i, len(e.Revision), MaxNameLength)
+	}
+	if len(e.Body) == 0 {
+		return invalid("stream %s event %d (%s) has an empty body; use {} for an event without fields", describe(id), i, e.Name)
+	}
+	if checkJSON && !json.Valid(e.Body) {
+		return invalid("stream %s event %d (%s) body is not valid JSON", describe(id), i, e.Name)
+	}
+	return nil
+}
+
+// validateHeaders checks a stream's header names and values (no control
+// characters but tabs).
+func validateHeaders(headers map[string]string) error {
+	for k, v := range headers {
 		if err := ValidateID("header name", k); err != nil {
 			return err
 		}
@@ -100,27 +138,6 @@ func (s *Stream) validate(checkJSON bool) error {
 				return invalid("header %q has a control character at byte %d", k, i)
 			}
 		}
-	}
-	for i := range s.Events {
-		e := &s.Events[i]
-		if err := ValidateID("event id", e.ID); err != nil {
-			return fmt.Errorf("stream %s event %d: %w", describe(s.ID), i, err)
-		}
-		if err := ValidateName("event name", e.Name); err != nil {
-			return fmt.Errorf("stream %s event %d: %w", describe(s.ID), i, err)
-		}
-		if len(e.Revision) > MaxNameLength {
-			return invalid("stream %s event %d revision is %d characters, over the limit of %d", describe(s.ID), i, len(e.Revision), MaxNameLength)
-		}
-		if len(e.Body) == 0 {
-			return invalid("stream %s event %d (%s) has an empty body; use {} for an event without fields", describe(s.ID), i, e.Name)
-		}
-		if checkJSON && !json.Valid(e.Body) {
-			return invalid("stream %s event %d (%s) body is not valid JSON", describe(s.ID), i, e.Name)
-		}
-	}
-	if checkJSON && len(s.State) > 0 && !json.Valid(s.State) {
-		return invalid("stream %s state is not valid JSON", describe(s.ID))
 	}
 	return nil
 }
