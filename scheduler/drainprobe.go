@@ -113,19 +113,9 @@ func first(items []api.Item) api.Item {
 func (s *Scheduler) probe(ctx context.Context, c circuit.State, d circuit.Drain, now time.Time) error {
 	dc := s.opts.drain
 	pol := dc.Policy
-	if c.Phase == circuit.HalfOpen && c.Probe != nil && d.Probe != nil && c.Probe.Record == d.Probe.ID && dc.Store != nil &&
-		outcome(dc.Records, *d.Probe, now) != outcomePending {
-		// The record chosen as the probe has an outcome, and the claim is
-		// still there: its replay did not run as the probe (refused, or
-		// its result said nothing of the dependency). Free the probe.
-		id := c.Probe.ID
-		st, _, _, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) {
-			return circuit.Evolve(cur, now, dc.CircuitPolicy, circuit.ProbeSilence{ID: id})
-		})
-		if err != nil {
-			return err
-		}
-		c = st
+	c, err := s.freeSilentProbe(ctx, c, d, now)
+	if err != nil {
+		return err
 	}
 	if !d.ProbeDue(c, now, pol.ProbeGrace, d.Probe != nil && outcome(dc.Records, *d.Probe, now) == outcomePending) {
 		return nil
@@ -135,17 +125,7 @@ func (s *Scheduler) probe(ctx context.Context, c circuit.State, d circuit.Drain,
 		return err
 	}
 	if !ok || (dc.Store == nil && !refused(it)) {
-		if dc.Store == nil || c.Phase != circuit.Open {
-			return nil
-		}
-		_, _, changed, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) {
-			return circuit.Evolve(cur, now, dc.CircuitPolicy, circuit.IdleTick{Instance: Actor})
-		})
-		if err == nil && changed {
-			s.opts.logger.Info("scheduler: no call probed the circuit after its cool-down and no record can probe it; half-opened it, so that the next call probes",
-				"function", c.Function.String())
-		}
-		return err
+		return s.halfOpenIdle(ctx, c, now)
 	}
 	if dc.Store != nil {
 		claim := circuit.Claim{Instance: Actor, ID: uuid.NewString(), Event: it.EventID, Record: it.ID}
@@ -204,4 +184,44 @@ func ReplayRoom(js jetstream.JetStream, stream string) ReplayCapacity {
 		}
 		return info.Config.MaxAckPending - info.NumAckPending - int(min(info.NumPending, 1<<30)), nil
 	}
+}
+
+// freeSilentProbe frees the probe of c claimed for the drain's record
+// when that record has an outcome and the claim is still there: its
+// replay did not run as the probe (refused, or its result said nothing of
+// the dependency). It returns the circuit as it is then.
+func (s *Scheduler) freeSilentProbe(ctx context.Context, c circuit.State, d circuit.Drain, now time.Time) (circuit.State, error) {
+	dc := s.opts.drain
+	if c.Phase != circuit.HalfOpen || c.Probe == nil || d.Probe == nil || c.Probe.Record != d.Probe.ID || dc.Store == nil ||
+		outcome(dc.Records, *d.Probe, now) == outcomePending {
+		return c, nil
+	}
+	// The record chosen as the probe has an outcome, and the claim is
+	// still there: its replay did not run as the probe (refused, or
+	// its result said nothing of the dependency). Free the probe.
+	id := c.Probe.ID
+	st, _, _, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) {
+		return circuit.Evolve(cur, now, dc.CircuitPolicy, circuit.ProbeSilence{ID: id})
+	})
+	if err != nil {
+		return c, err
+	}
+	return st, nil
+}
+
+// halfOpenIdle half-opens c, open past its cool-down with no record that
+// can probe it, so that the next call probes.
+func (s *Scheduler) halfOpenIdle(ctx context.Context, c circuit.State, now time.Time) error {
+	dc := s.opts.drain
+	if dc.Store == nil || c.Phase != circuit.Open {
+		return nil
+	}
+	_, _, changed, err := dc.Store.Update(ctx, c.Function, func(cur circuit.State) (circuit.State, bool) {
+		return circuit.Evolve(cur, now, dc.CircuitPolicy, circuit.IdleTick{Instance: Actor})
+	})
+	if err == nil && changed {
+		s.opts.logger.Info("scheduler: no call probed the circuit after its cool-down and no record can probe it; half-opened it, so that the next call probes",
+			"function", c.Function.String())
+	}
+	return err
 }
