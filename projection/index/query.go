@@ -1,10 +1,12 @@
 package index
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 func validate(f api.Filter) error {
@@ -31,21 +33,9 @@ func (ix *Index) List(q api.Query) (api.Page, error) {
 	if err := validate(q.Filter); err != nil {
 		return api.Page{}, err
 	}
-	limit := q.Limit
-	if limit == 0 {
-		limit = api.DefaultLimit
-	}
-	if limit < 0 || limit > api.MaxLimit {
-		return api.Page{}, invalidQuery("limit", "limit must be between 1 and %d, got %d", api.MaxLimit, limit)
-	}
-	hash := queryHash(q.Filter, q.Sort)
-	var after *cursor
-	if q.Cursor != "" {
-		c, err := parseCursor(q.Cursor, hash)
-		if err != nil {
-			return api.Page{}, err
-		}
-		after = &c
+	limit, hash, after, err := pageOf(q)
+	if err != nil {
+		return api.Page{}, err
 	}
 
 	ix.mu.RLock()
@@ -71,22 +61,7 @@ func (ix *Index) List(q api.Query) (api.Page, error) {
 	}
 	if m.byLookup() {
 		// A few records at most: look them up instead of scanning.
-		var ps []pos
-		ix.lookup(&m, func(slot uint32, e *entry) {
-			ps = append(ps, pos{field.key(e), tieOf(e.id), slot})
-		})
-		slices.SortFunc(ps, func(a, b pos) int { return cmpPos(a, b) })
-		if q.Sort.Desc {
-			slices.Reverse(ps)
-		}
-		for _, p := range ps {
-			if after != nil && (!q.Sort.Desc && !after.beforePos(p) || q.Sort.Desc && !p.before(after.key, after.tie)) {
-				continue
-			}
-			if !visit(p) {
-				break
-			}
-		}
+		ix.visitLookedUp(&m, field, q.Sort.Desc, after, visit)
 		return page, nil
 	}
 	t := &ix.orders[field]
@@ -143,5 +118,44 @@ func (ix *Index) Count(f api.Filter) (int, error) {
 		n := 0
 		ix.each(&m, p, func(*entry) { n++ })
 		return n, nil
+	}
+}
+
+// pageOf reads a list query's page: its limit (the default for 0), the
+// hash of its filter and sort, and the cursor to continue after.
+func pageOf(q api.Query) (limit int, hash uint64, after *cursor, err error) {
+	limit = cmp.Or(q.Limit, api.DefaultLimit)
+	if !bounds.Within(limit, 1, api.MaxLimit) {
+		return 0, 0, nil, invalidQuery("limit", "limit must be between 1 and %d, got %d", api.MaxLimit, limit)
+	}
+	hash = queryHash(q.Filter, q.Sort)
+	if q.Cursor != "" {
+		c, err := parseCursor(q.Cursor, hash)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		after = &c
+	}
+	return limit, hash, after, nil
+}
+
+// visitLookedUp visits the records m looks up, in the sort's order, from
+// after the cursor, until visit returns false.
+func (ix *Index) visitLookedUp(m *matcher, field sortField, desc bool, after *cursor, visit func(pos) bool) {
+	var ps []pos
+	ix.lookup(m, func(slot uint32, e *entry) {
+		ps = append(ps, pos{field.key(e), tieOf(e.id), slot})
+	})
+	slices.SortFunc(ps, func(a, b pos) int { return cmpPos(a, b) })
+	if desc {
+		slices.Reverse(ps)
+	}
+	for _, p := range ps {
+		if after != nil && (!desc && !after.beforePos(p) || desc && !p.before(after.key, after.tie)) {
+			continue
+		}
+		if !visit(p) {
+			break
+		}
 	}
 }
