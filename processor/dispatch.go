@@ -85,18 +85,8 @@ func (t *liveTask) outcome() (disposition, bool) { return t.result, t.done }
 
 func (t *liveTask) step(ctx context.Context, ls *laneState) (time.Duration, bool) {
 	p, f, st := ls.r.p, t.f, &t.w.st
-	if f.ordered && !t.begun {
-		t.begun = true
-		var s step
-		t.hkey, t.entry, s = p.orderedBegin(ctx, f, st, t.w.ordered)
-		switch s {
-		case stepDone:
-			t.done = true // dispatched by an earlier delivery
-			return 0, false
-		case stepEarly:
-			t.result = nak
-			return 0, false
-		}
+	if f.ordered && !t.begun && !t.begin(ctx, p, st) {
+		return 0, false
 	}
 	for ; t.ev < len(st.Events); t.ev++ {
 		e := &st.Events[t.ev]
@@ -104,55 +94,104 @@ func (t *liveTask) step(ctx context.Context, ls *laneState) (time.Duration, bool
 			continue
 		}
 		if t.d == nil {
-			t.d, t.n = &Delivery{Stream: st, Event: e, Index: t.ev, Function: f.info}, 0
-			if f.ordered {
-				switch t.g = p.gate(ctx, f, t.d, t.entry.held); t.g {
-				case gateHeld:
-					t.d = nil
-					continue
-				case gateRetry:
-					return t.fail(ctx, nak)
-				}
+			switch t.open(ctx, p, st, e) {
+			case gateHeld:
+				continue
+			case gateRetry:
+				return t.fail(ctx, nak)
 			}
 		}
 		if !t.called {
-			wait, again, err := p.try(ctx, f, t.d, true, t.n)
-			if again && !ls.r.shed() {
-				p.retrying(ctx, f, t.d, t.n, wait, err)
-				t.n++
-				return wait, true
-			}
-			if again {
-				f.stats.RetriesShed.Add(1)
-				f.stats.Failed.Add(1)
-			}
-			if err != nil && ctx.Err() != nil {
-				return t.fail(ctx, interrupted) // stopped midway: neither record nor ack
-			}
-			t.called, t.err, t.out = true, err, OutcomeNone
-			if err != nil {
-				// Recorded off the lane: its siblings and the lane's other
-				// aggregates need not wait for the record's round trips.
-				// The function's later events of the aggregate do.
-				x := p.execution(f, t.d, nil, err)
-				ls.background(ctx, t.k, func(ctx context.Context) { t.out = p.record(ctx, x) })
-				return resumeLater, true
+			if wait, more, end := t.call(ctx, ls); end {
+				return wait, more
 			}
 		}
-		err, out := t.err, t.out
-		if f.ordered && (!p.afterOrdered(ctx, f, t.d, t.g, err, out) || out == OutcomeRecordingFailed) {
+		if !t.settle(ctx, p) {
 			return t.fail(ctx, nak) // its later events of the message wait for the redelivery
 		}
-		if out == OutcomeRecordingFailed {
-			t.result = nak
-		}
-		t.d, t.called, t.err = nil, false, nil
 	}
 	if f.ordered && !p.orderedEnd(ctx, f, t.hkey, t.entry, st.Version) {
 		return t.fail(ctx, nak)
 	}
 	t.done = t.result == ack
 	return 0, false
+}
+
+// begin checks an Ordered function's progress on the aggregate before
+// its first event; false ends the task here (done already, or early).
+func (t *liveTask) begin(ctx context.Context, p *Processor, st *eventstore.Stream) bool {
+	t.begun = true
+	var s step
+	t.hkey, t.entry, s = p.orderedBegin(ctx, t.f, st, t.w.ordered)
+	switch s {
+	case stepDone:
+		t.done = true // dispatched by an earlier delivery
+		return false
+	case stepEarly:
+		t.result = nak
+		return false
+	}
+	return true
+}
+
+// open makes t's delivery of event e of st, and for an Ordered function
+// passes it through the aggregate's hold: gateHeld leaves no delivery
+// (the event is held), gateRetry asks for the message's redelivery.
+func (t *liveTask) open(ctx context.Context, p *Processor, st *eventstore.Stream, e *eventstore.Event) gate {
+	t.d, t.n = &Delivery{Stream: st, Event: e, Index: t.ev, Function: t.f.info}, 0
+	if !t.f.ordered {
+		return gateRun
+	}
+	if t.g = p.gate(ctx, t.f, t.d, t.entry.held); t.g == gateHeld {
+		t.d = nil
+	}
+	return t.g
+}
+
+// call calls the function on t's delivery: end reports that step returns
+// (wait, more) now, to wait for a retry, for the failure's record, or
+// because the processor stopped.
+func (t *liveTask) call(ctx context.Context, ls *laneState) (wait time.Duration, more, end bool) {
+	p, f := ls.r.p, t.f
+	wait, again, err := p.try(ctx, f, t.d, true, t.n)
+	if again && !ls.r.shed() {
+		p.retrying(ctx, f, t.d, t.n, wait, err)
+		t.n++
+		return wait, true, true
+	}
+	if again {
+		f.stats.RetriesShed.Add(1)
+		f.stats.Failed.Add(1)
+	}
+	if err != nil && ctx.Err() != nil {
+		w, m := t.fail(ctx, interrupted) // stopped midway: neither record nor ack
+		return w, m, true
+	}
+	t.called, t.err, t.out = true, err, OutcomeNone
+	if err != nil {
+		// Recorded off the lane: its siblings and the lane's other
+		// aggregates need not wait for the record's round trips.
+		// The function's later events of the aggregate do.
+		x := p.execution(f, t.d, nil, err)
+		ls.background(ctx, t.k, func(ctx context.Context) { t.out = p.record(ctx, x) })
+		return resumeLater, true, true
+	}
+	return 0, false, false
+}
+
+// settle ends the call on t's delivery: an Ordered function's hold and
+// progress follow its outcome. false asks for the message's redelivery
+// (the hold or progress could not be written, or the failure recorded).
+func (t *liveTask) settle(ctx context.Context, p *Processor) bool {
+	err, out := t.err, t.out
+	if t.f.ordered && (!p.afterOrdered(ctx, t.f, t.d, t.g, err, out) || out == OutcomeRecordingFailed) {
+		return false
+	}
+	if out == OutcomeRecordingFailed {
+		t.result = nak
+	}
+	t.d, t.called, t.err = nil, false, nil
+	return true
 }
 
 // fail ends t with d (interrupted if the processor stopped meanwhile).
@@ -181,18 +220,9 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 	}
 	d.class = "" // classified below once the function answers
 	br := f.breaker()
-	var ticket circuit.Ticket
-	if br != nil {
-		var refused *circuit.OpenError
-		c := circuit.Call{Event: d.Event.ID, Aggregate: d.Stream.Aggregate.ID, Record: d.record, Known: d.prior != nil}
-		if ticket, refused = br.Allow(ctx, now, c); refused != nil {
-			f.stats.Refused.Add(1)
-			f.stats.Failed.Add(1)
-			return 0, false, refused
-		}
-		if ticket.Probe() {
-			f.stats.Probes.Add(1)
-		}
+	ticket, refused := admit(ctx, br, f, d, now)
+	if refused != nil {
+		return 0, false, refused
 	}
 	if f.info.FunctionKind == aggregate.KindStateEvent && d.State == nil {
 		state, err := p.stateAfter(ctx, d.Stream, cache)
@@ -209,8 +239,43 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 	}
 	again = err != nil && n < f.retry.Retries && ctx.Err() == nil && failure.Classify(err, failure.Rules{}) == aggregate.Recoverable &&
 		(br == nil || br.Closed())
+	if br != nil {
+		p.observe(ctx, br, ticket, f, d, now, err, again)
+	}
+	if err == nil {
+		f.stats.Succeeded.Add(1)
+		return 0, false, nil
+	}
+	if !again {
+		f.stats.Failed.Add(1)
+		return 0, false, err
+	}
+	return f.retry.Backoff.Delay(n), true, err
+}
+
+// admit asks f's circuit (br, nil: none) to let the call of d through at
+// now; a refusal is counted and returned.
+func admit(ctx context.Context, br *circuit.Breaker, f *function, d *Delivery, now time.Time) (circuit.Ticket, *circuit.OpenError) {
+	if br == nil {
+		return circuit.Ticket{}, nil
+	}
+	c := circuit.Call{Event: d.Event.ID, Aggregate: d.Stream.Aggregate.ID, Record: d.record, Known: d.prior != nil}
+	ticket, refused := br.Allow(ctx, now, c)
+	if refused != nil {
+		f.stats.Refused.Add(1)
+		f.stats.Failed.Add(1)
+		return ticket, refused
+	}
+	if ticket.Probe() {
+		f.stats.Probes.Add(1)
+	}
+	return ticket, nil
+}
+
+// observe tells f's circuit how the call of d admitted at now ended: err,
+// with a retry to come (again) or not.
+func (p *Processor) observe(ctx context.Context, br *circuit.Breaker, ticket circuit.Ticket, f *function, d *Delivery, now time.Time, err error, again bool) {
 	switch {
-	case br == nil:
 	case err == nil && !ticket.Probe() && !br.Failing():
 		br.Done(ctx, now, ticket, circuit.Outcome{}) // the usual call: no allocation
 	case err == nil || ctx.Err() == nil: // a call cancelled by the shutdown says nothing of the dependency
@@ -223,15 +288,6 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 		}
 		br.Done(ctx, p.o.clock.Now(), ticket, o)
 	}
-	if err == nil {
-		f.stats.Succeeded.Add(1)
-		return 0, false, nil
-	}
-	if !again {
-		f.stats.Failed.Add(1)
-		return 0, false, err
-	}
-	return f.retry.Backoff.Delay(n), true, err
 }
 
 // retrying counts and logs immediate retry n+1 of f on d, after wait.
