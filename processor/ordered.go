@@ -71,32 +71,9 @@ func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstor
 		}
 		switch {
 		case e.rev == 0 && (st.Version == 1 || floor() >= prevSeq):
-			if redelivered {
-				// An earlier delivery may have been dispatched: only a
-				// progress never written says it was not.
-				if rev, ok, err := pr.erased(ctx, key); err != nil {
-					return stepEarly, e, err
-				} else if ok {
-					return stepEarly, e, pr.store.Report(ctx, key, rev, "", "the progress was deleted or purged (amends never removes one), so it no longer says which versions were dispatched")
-				}
-			}
-			return stepRun, e, nil
+			return p.firstProgress(ctx, pr, key, e, redelivered)
 		case e.rev != 0 && st.Version <= e.version:
-			// Progress only grows: even a cached one is right, unless it was
-			// written ahead of the aggregate (a hand edit, a bad
-			// migration), or before the version was appended: then it
-			// would skip events never dispatched.
-			early := !e.checked && !e.written.IsZero() && !appended.IsZero() && e.written.Before(appended.Add(-p.o.serverSkew))
-			if err := p.checkAhead(ctx, pr, key, &e, st); err != nil {
-				return stepEarly, e, err
-			}
-			if early {
-				pr.forget(key)
-				return stepEarly, e, pr.store.Report(ctx, key, e.rev, "version", fmt.Sprintf(
-					"%d was written at %s, before version %d was appended at %s: no instance can have given that version to the function",
-					e.version, e.written.UTC().Format(time.RFC3339Nano), st.Version, appended.UTC().Format(time.RFC3339Nano)))
-			}
-			return stepDone, e, nil
+			return p.progressPast(ctx, pr, key, e, st, appended)
 		case e.rev != 0 && st.Version == e.version+1:
 			return stepRun, e, nil
 		}
@@ -104,21 +81,63 @@ func (p *Processor) checkProgress(ctx context.Context, key string, st *eventstor
 			continue
 		}
 		if e.rev != 0 && st.Version > e.version+1 && floor() >= prevSeq {
-			// The previous version is acked, and a version is acked only
-			// once its progress is written. The floor may have been read
-			// after e, while another instance dispatched that version:
-			// read the progress again, after the floor. Still behind, it
-			// is (a hand edit), and would hold the aggregate's events for
-			// ever.
-			again, err := pr.get(ctx, key, true)
-			if err != nil || again.rev != e.rev {
-				return stepEarly, again, err
-			}
-			return stepEarly, e, pr.store.Report(ctx, key, e.rev, "version", fmt.Sprintf(
-				"%d is behind: the consumer acked version %d, which is written to the progress before it is acked", e.version, st.Version-1))
+			return progressBehind(ctx, pr, key, e, st)
 		}
 		return stepEarly, e, nil
 	}
+}
+
+// firstProgress decides on a progress never written (or erased) where
+// the version may run: it runs, unless a redelivered message finds the
+// progress deleted or purged, which is reported.
+func (p *Processor) firstProgress(ctx context.Context, pr *progress, key string, e progressEntry, redelivered bool) (step, progressEntry, error) {
+	if !redelivered {
+		return stepRun, e, nil
+	}
+	// An earlier delivery may have been dispatched: only a progress never
+	// written says it was not.
+	rev, ok, err := pr.erased(ctx, key)
+	if err != nil {
+		return stepEarly, e, err
+	}
+	if ok {
+		return stepEarly, e, pr.store.Report(ctx, key, rev, "", "the progress was deleted or purged (amends never removes one), so it no longer says which versions were dispatched")
+	}
+	return stepRun, e, nil
+}
+
+// progressPast decides on a progress at or past st's version: done, since
+// progress only grows. Even a cached one is right, unless it was written
+// ahead of the aggregate (a hand edit, a bad migration), or before the
+// version was appended: then it would skip events never dispatched, and
+// is reported.
+func (p *Processor) progressPast(ctx context.Context, pr *progress, key string, e progressEntry, st *eventstore.Stream, appended time.Time) (step, progressEntry, error) {
+	early := !e.checked && !e.written.IsZero() && !appended.IsZero() && e.written.Before(appended.Add(-p.o.serverSkew))
+	if err := p.checkAhead(ctx, pr, key, &e, st); err != nil {
+		return stepEarly, e, err
+	}
+	if early {
+		pr.forget(key)
+		return stepEarly, e, pr.store.Report(ctx, key, e.rev, "version", fmt.Sprintf(
+			"%d was written at %s, before version %d was appended at %s: no instance can have given that version to the function",
+			e.version, e.written.UTC().Format(time.RFC3339Nano), st.Version, appended.UTC().Format(time.RFC3339Nano)))
+	}
+	return stepDone, e, nil
+}
+
+// progressBehind decides on a progress behind a previous version the
+// consumer acked, and a version is acked only once its progress is
+// written. The floor may have been read after e, while another instance
+// dispatched that version: read the progress again, after the floor.
+// Still behind, it is (a hand edit), and would hold the aggregate's events
+// for ever: it is reported.
+func progressBehind(ctx context.Context, pr *progress, key string, e progressEntry, st *eventstore.Stream) (step, progressEntry, error) {
+	again, err := pr.get(ctx, key, true)
+	if err != nil || again.rev != e.rev {
+		return stepEarly, again, err
+	}
+	return stepEarly, e, pr.store.Report(ctx, key, e.rev, "version", fmt.Sprintf(
+		"%d is behind: the consumer acked version %d, which is written to the progress before it is acked", e.version, st.Version-1))
 }
 
 // orderedMsg is what the Ordered functions of one message share: where
