@@ -117,11 +117,7 @@ func (p *Processor) release(stopping, work context.Context, f *function, key str
 		newHead *api.HoldHead   // the head of a recorded failure, since the last write
 	)
 	for {
-		var refs []api.HeldEvent
-		var head string
-		var a aggregate.WireAggregateID
-		empty := false
-		now := p.o.clock.Now()
+		round := releaseRound{done: done, newHead: newHead, stopping: stopping, owner: rt.owner, now: p.o.clock.Now(), ttl: p.claimTTL()}
 		ctx := work
 		if stopping.Err() != nil {
 			if len(done) == 0 {
@@ -133,42 +129,7 @@ func (p *Processor) release(stopping, work context.Context, f *function, key str
 			ctx, cancel = context.WithTimeout(context.WithoutCancel(work), releaseWriteTimeout)
 			defer cancel()
 		}
-		_, err := rt.update(ctx, key, func(h *api.Hold) (bool, error) {
-			refs, empty = nil, false
-			removed := false
-			if len(done) > 0 {
-				n := len(h.Held)
-				h.Held = slices.DeleteFunc(h.Held, func(r api.HeldEvent) bool { return done[r.EventID] })
-				removed = len(h.Held) != n
-			}
-			if newHead != nil {
-				h.Head = *newHead
-				h.Releasing, h.Claim, h.Released = false, nil, nil
-				return false, nil
-			}
-			switch {
-			case stopping.Err() != nil:
-				if removed {
-					return false, nil
-				}
-				return false, errUnchanged
-			case !h.Releasing || h.Claim != nil && h.Claim.Owner != rt.owner && h.Claim.Until > now.UnixMilli():
-				if removed {
-					return false, nil // the removals only
-				}
-				if !h.Releasing {
-					return false, errNotReleasing
-				}
-				return false, errClaimed
-			case len(h.Held) == 0:
-				empty = true
-				return true, nil
-			}
-			h.Claim = &api.HoldClaim{Owner: rt.owner, Until: now.Add(p.claimTTL()).UnixMilli()}
-			refs, head = slices.Clone(h.Held[:min(len(h.Held), chunkOf(h))]), h.Head.Record
-			a = aggregate.WireAggregateID{ContextName: h.Context, AggregateName: h.AggregateType, AggregateID: h.AggregateID, TenantID: aggregate.DefaultTenantID}
-			return false, nil
-		})
+		_, err := rt.update(ctx, key, round.apply)
 		switch {
 		case errors.Is(err, errNotReleasing), errors.Is(err, errClaimed), errors.Is(err, errNoHold):
 			return
@@ -183,14 +144,76 @@ func (p *Processor) release(stopping, work context.Context, f *function, key str
 		switch {
 		case newHead != nil || stopping.Err() != nil:
 			return // waits on its new head, or stopped
-		case empty:
+		case round.empty:
 			log.Debug("amends processor: hold released")
 			return
-		case len(refs) == 0:
+		case len(round.refs) == 0:
 			return
 		}
-		done, newHead = p.releaseRefs(stopping, work, f, key, head, a, refs, log)
+		done, newHead = p.releaseRefs(stopping, work, f, key, round.head, round.a, round.refs, log)
 	}
+}
+
+// releaseRound is one write of a release's hold: it removes the events
+// released since the last write (done), sets a new head, or claims the
+// hold and takes the next events to release (refs, of aggregate a, behind
+// head); empty: none is left.
+type releaseRound struct {
+	done     map[string]bool
+	newHead  *api.HoldHead
+	stopping context.Context // the processor stops: removals only
+	owner    string
+	now      time.Time
+	ttl      time.Duration
+
+	refs  []api.HeldEvent
+	head  string
+	a     aggregate.WireAggregateID
+	empty bool
+}
+
+// apply is the round's change of hold h, for the hold store's update.
+func (r *releaseRound) apply(h *api.Hold) (bool, error) {
+	r.refs, r.empty = nil, false
+	removed := false
+	if len(r.done) > 0 {
+		n := len(h.Held)
+		h.Held = slices.DeleteFunc(h.Held, func(e api.HeldEvent) bool { return r.done[e.EventID] })
+		removed = len(h.Held) != n
+	}
+	if r.newHead != nil {
+		h.Head = *r.newHead
+		h.Releasing, h.Claim, h.Released = false, nil, nil
+		return false, nil
+	}
+	stopping := r.stopping.Err() != nil
+	switch {
+	case stopping && removed:
+		return false, nil
+	case stopping:
+		return false, errUnchanged
+	case !h.Releasing || h.Claim != nil && h.Claim.Owner != r.owner && h.Claim.Until > r.now.UnixMilli():
+		return false, r.unclaimable(h, removed)
+	case len(h.Held) == 0:
+		r.empty = true
+		return true, nil
+	}
+	h.Claim = &api.HoldClaim{Owner: r.owner, Until: r.now.Add(r.ttl).UnixMilli()}
+	r.refs, r.head = slices.Clone(h.Held[:min(len(h.Held), chunkOf(h))]), h.Head.Record
+	r.a = aggregate.WireAggregateID{ContextName: h.Context, AggregateName: h.AggregateType, AggregateID: h.AggregateID, TenantID: aggregate.DefaultTenantID}
+	return false, nil
+}
+
+// unclaimable is why a hold not releasing, or claimed by another
+// instance, is not changed: nil when the round's removals are written.
+func (r *releaseRound) unclaimable(h *api.Hold, removed bool) error {
+	switch {
+	case removed:
+		return nil // the removals only
+	case !h.Releasing:
+		return errNotReleasing
+	}
+	return errClaimed
 }
 
 // releaseStep is what became of one held event.
