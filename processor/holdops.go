@@ -206,35 +206,14 @@ func (hs *Holds) Release(ctx context.Context, key string, records RecordCommands
 	default:
 		plan.HeadStatus = st.Status
 	}
-	switch {
-	case h.Releasing:
-	case plan.HeadStatus == aggregate.StatusFailed || (plan.HeadStatus == aggregate.StatusPrepared && st.Timeout(a.Now)):
-		plan.Commands = []string{aggregate.NameForcePrepareCompensation, aggregate.NameApplyExecutionSuccess}
-	case plan.HeadStatus == aggregate.StatusPrepared:
-		plan.Commands = []string{aggregate.NameApplyExecutionSuccess}
+	if !h.Releasing {
+		plan.Commands = resolveCommands(plan.HeadStatus, st, a.Now)
 	}
 	if a.DryRun {
 		return plan, nil
 	}
-	meta := func(cmd string) aggregate.Meta {
-		return aggregate.Meta{CommandID: "release:" + cmd + ":" + h.Head.Record + ":" + fmt.Sprint(h.Head.Since), Actor: a.Actor, Reason: a.Reason,
-			Headers: map[string]string{HeaderResolve: "release"}}
-	}
-	attempt, prepared := st.Attempt(), st.PreparedVersion
-	for _, cmd := range plan.Commands {
-		switch cmd {
-		case aggregate.NameForcePrepareCompensation:
-			res, err := records.Execute(ctx, h.Head.Record, aggregate.ForcePrepareCompensation{}, meta(cmd))
-			if err != nil {
-				return plan, fmt.Errorf("mark head record %s resolved: %w", h.Head.Record, err)
-			}
-			attempt, prepared = res.State.Attempt(), res.Version
-		case aggregate.NameApplyExecutionSuccess:
-			c := aggregate.ApplyExecutionSuccess{ExecuteAt: max(a.Now.UnixMilli(), 1), Attempt: attempt, PreparedVersion: prepared}
-			if _, err := records.Execute(ctx, h.Head.Record, c, meta(cmd)); err != nil {
-				return plan, fmt.Errorf("mark head record %s resolved: %w", h.Head.Record, err)
-			}
-		}
+	if err := resolveHead(ctx, records, h.Head, st, plan.Commands, a); err != nil {
+		return plan, err
 	}
 	audit := api.HoldAudit{Actor: a.Actor, Reason: a.Reason, At: a.Now.UnixMilli()}
 	head := h.Head
@@ -255,6 +234,44 @@ func (hs *Holds) Release(ctx context.Context, key string, records RecordCommands
 	}
 	plan.Hold = h
 	return plan, err
+}
+
+// resolveCommands are the commands that mark a head record in status
+// resolved: none for a record that succeeded or is gone.
+func resolveCommands(status aggregate.Status, st aggregate.State, now time.Time) []string {
+	switch {
+	case status == aggregate.StatusFailed || (status == aggregate.StatusPrepared && st.Timeout(now)):
+		return []string{aggregate.NameForcePrepareCompensation, aggregate.NameApplyExecutionSuccess}
+	case status == aggregate.StatusPrepared:
+		return []string{aggregate.NameApplyExecutionSuccess}
+	}
+	return []string{}
+}
+
+// resolveHead marks the hold's head record (in state st) resolved by
+// commands, as a's actor, with command ids fixed by the head.
+func resolveHead(ctx context.Context, records RecordCommands, head api.HoldHead, st aggregate.State, commands []string, a HoldAction) error {
+	meta := func(cmd string) aggregate.Meta {
+		return aggregate.Meta{CommandID: "release:" + cmd + ":" + head.Record + ":" + fmt.Sprint(head.Since), Actor: a.Actor, Reason: a.Reason,
+			Headers: map[string]string{HeaderResolve: "release"}}
+	}
+	attempt, prepared := st.Attempt(), st.PreparedVersion
+	for _, cmd := range commands {
+		switch cmd {
+		case aggregate.NameForcePrepareCompensation:
+			res, err := records.Execute(ctx, head.Record, aggregate.ForcePrepareCompensation{}, meta(cmd))
+			if err != nil {
+				return fmt.Errorf("mark head record %s resolved: %w", head.Record, err)
+			}
+			attempt, prepared = res.State.Attempt(), res.Version
+		case aggregate.NameApplyExecutionSuccess:
+			c := aggregate.ApplyExecutionSuccess{ExecuteAt: max(a.Now.UnixMilli(), 1), Attempt: attempt, PreparedVersion: prepared}
+			if _, err := records.Execute(ctx, head.Record, c, meta(cmd)); err != nil {
+				return fmt.Errorf("mark head record %s resolved: %w", head.Record, err)
+			}
+		}
+	}
+	return nil
 }
 
 // releaseRecovered releases a recovered hold (or writes the recovered hold
