@@ -3,6 +3,8 @@ package aggregate
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // Run (beyond Wow) says when and where one attempt ran: the first failure
@@ -49,7 +51,7 @@ func checkRun(r *Run, executeAt int64) error {
 	if r == nil {
 		return nil
 	}
-	if r.StartedAt < 0 || r.StartedAt > executeAt {
+	if !bounds.Within(r.StartedAt, 0, executeAt) {
 		return invalidField("run.startedAt", fmt.Sprintf("run.startedAt must be an epoch-millisecond time from 1 to executeAt (%d), got %d.", executeAt, r.StartedAt))
 	}
 	for _, f := range []struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // Page limits of a list.
@@ -165,7 +166,7 @@ func formatTime(t time.Time) string {
 	switch {
 	case t.IsZero():
 		return ""
-	case t.Year() < 0 || t.Year() > 9999:
+	case !bounds.Within(t.Year(), 0, 9999):
 		return strconv.FormatInt(t.UnixMilli(), 10)
 	}
 	return t.UTC().Format(time.RFC3339Nano)

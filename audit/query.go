@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -88,7 +89,7 @@ func (l *Log) Query(ctx context.Context, q Query) (Page, error) {
 // check checks q's limit, kind, sizes and time range.
 func (q *Query) check() error {
 	switch {
-	case q.Limit < 0 || q.Limit > MaxLimit:
+	case !bounds.Within(q.Limit, 0, MaxLimit):
 		return fmt.Errorf("limit must be between 1 and %d, got %d: %w", MaxLimit, q.Limit, ErrInvalidQuery)
 	case len(q.Actor) > MaxActorBytes || len(q.Record) > MaxIDBytes:
 		return fmt.Errorf("actor and record must be at most %d bytes: %w", MaxIDBytes, ErrInvalidQuery)

@@ -13,6 +13,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/fingerprint"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/internal/text"
 	"github.com/amends-dev/amends/kvstore"
 )
@@ -83,9 +84,9 @@ func (s *State) check(now time.Time) error {
 		return err
 	}
 	switch {
-	case s.Refused < 0 || s.Refused > maxCount:
+	case !bounds.Within(s.Refused, 0, maxCount):
 		return bad("refused", "must be from 0 to 2^53, got %d", s.Refused)
-	case s.RefusedTotal < s.Refused || s.RefusedTotal > maxCount:
+	case !bounds.Within(s.RefusedTotal, s.Refused, maxCount):
 		return bad("refusedTotal", "must be from refused (%d) to 2^53, got %d", s.Refused, s.RefusedTotal)
 	case s.Incident.To != 0 && s.Incident.To < s.Incident.From:
 		return bad("incident.to", "%d is before the incident began at %d", s.Incident.To, s.Incident.From)
@@ -100,7 +101,7 @@ func (s *State) check(now time.Time) error {
 		v     int64
 	}{{"counts.opened", s.Counts.Opened}, {"counts.halfOpened", s.Counts.HalfOpened}, {"counts.closed", s.Counts.Closed},
 		{"incident.opens", s.Incident.Opens}} {
-		if c.v < 0 || c.v > maxCount {
+		if !bounds.Within(c.v, 0, maxCount) {
 			return bad(c.field, "must be from 0 to 2^53, got %d", c.v)
 		}
 	}
@@ -136,7 +137,7 @@ func (s *State) checkTimes(past, ahead int64) error {
 	if err := timeAt("until", s.Until, ahead); err != nil {
 		return err
 	}
-	if s.CoolDownMs < 0 || s.CoolDownMs > (24*time.Hour).Milliseconds() {
+	if !bounds.Within(s.CoolDownMs, 0, (24 * time.Hour).Milliseconds()) {
 		return bad("coolDownMs", "must be from 0 to a day, got %d", s.CoolDownMs)
 	}
 	return nil
@@ -164,11 +165,11 @@ func (s *State) checkHalfOpen() error {
 	switch {
 	case s.Phase != HalfOpen && (s.Probe != nil || s.Successes != 0 || len(s.Probed) != 0 || s.ProbeFailures != 0):
 		return bad("probe", "only a HALF_OPEN circuit has a probe, successes or probe failures, this one is %s", s.Phase)
-	case s.Successes < 0 || s.Successes > 100:
+	case !bounds.Within(s.Successes, 0, 100):
 		return bad("successes", "must be from 0 to 100, got %d", s.Successes)
 	case len(s.Probed) > s.Successes:
 		return bad("probed", "lists %d events, more than the %d successes", len(s.Probed), s.Successes)
-	case s.ProbeFailures < 0 || s.ProbeFailures > 100*101:
+	case !bounds.Within(s.ProbeFailures, 0, 100*101):
 		return bad("probeFailures", "must be from 0 to %d, got %d", 100*101, s.ProbeFailures)
 	}
 	for i, e := range s.Probed {
@@ -250,7 +251,7 @@ func (s *State) checkTransitions(past int64) error {
 			return bad(field+".cause", "must be one of %v, got %.40q", Causes, t.Cause)
 		case t.Failures < 0 || t.Calls < 0 || t.Failures > 1<<30 || t.Calls > 1<<30:
 			return bad(field, "failures and calls must be from 0 to 2^30, got %d and %d", t.Failures, t.Calls)
-		case t.CoolDownMs < 0 || t.CoolDownMs > (24*time.Hour).Milliseconds():
+		case !bounds.Within(t.CoolDownMs, 0, (24 * time.Hour).Milliseconds()):
 			return bad(field+".coolDownMs", "must be from 0 to a day, got %d", t.CoolDownMs)
 		case t.Cause == CauseOperator && strings.TrimSpace(t.Actor) == "":
 			return unaudited(field+".actor", "an operator's transition names the operator, this one names none")
@@ -288,7 +289,7 @@ func (s *State) openedByOperator() bool {
 }
 
 func timeAt(field string, v, latest int64) error {
-	if v < 0 || v > latest {
+	if !bounds.Within(v, 0, latest) {
 		return bad(field, "must be an epoch-ms time from 0 to %d (now and the allowed clock skew), got %d", latest, v)
 	}
 	return nil

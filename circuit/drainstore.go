@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/rollout"
 )
@@ -65,7 +66,7 @@ func OpenDrains(ctx context.Context, js jetstream.JetStream, bucket string, repl
 	if replicas == 0 {
 		replicas = 1
 	}
-	if replicas < 1 || replicas > 5 {
+	if !bounds.Within(replicas, 1, 5) {
 		return nil, fmt.Errorf("drain bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
 	}
 	var o drainsOptions

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -56,7 +57,7 @@ func WithBucket(name string) StoreOption {
 // cluster).
 func WithReplicas(n int) StoreOption {
 	return func(o *storeOptions) error {
-		if n < 1 || n > 5 {
+		if !bounds.Within(n, 1, 5) {
 			return fmt.Errorf("circuit bucket replicas must be from 1 to 5, got %d: %w", n, ErrInvalidOption)
 		}
 		o.replicas = n

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // maxScheduleRows bounds the rows of a computed schedule; the rest are
@@ -116,7 +117,7 @@ func (d *Dashboard) schedule(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		n, err := strconv.ParseInt(raw, 10, 32)
-		if err != nil || n < 0 || n > math.MaxInt32 {
+		if err != nil || !bounds.Within(n, 0, math.MaxInt32) {
 			writeError(w, http.StatusBadRequest, "BadRequest", p.name+" must be a whole number from 0 to 2147483647, got "+strconv.Quote(clip(raw)), map[string]any{"field": p.name})
 			return
 		}

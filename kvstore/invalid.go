@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/internal/text"
 )
 
@@ -229,7 +230,7 @@ func Past(field string, ms int64, now time.Time, optional bool) error {
 // Within checks a time (epoch ms) that must lie from 0 to at most ahead
 // after now (a deadline, a claim's end, a lease).
 func Within(field string, ms int64, now time.Time, ahead time.Duration) error {
-	if ms < 0 || ms > now.Add(ahead).UnixMilli() {
+	if !bounds.Within(ms, 0, now.Add(ahead).UnixMilli()) {
 		return Invalid(field, "is %s; it must be a time from 1970 to %s after now (%s)", fmtMs(ms), ahead, now.UTC().Format(time.RFC3339))
 	}
 	return nil
@@ -239,7 +240,7 @@ func Within(field string, ms int64, now time.Time, ahead time.Duration) error {
 // what time.Time formats.
 func fmtMs(ms int64) string {
 	const maxYear9999 = 253402300799999
-	if ms < 0 || ms > maxYear9999 {
+	if !bounds.Within(ms, 0, maxYear9999) {
 		return fmt.Sprintf("%d ms", ms)
 	}
 	return fmt.Sprintf("%d (%s)", ms, time.UnixMilli(ms).UTC().Format(time.RFC3339))
@@ -247,7 +248,7 @@ func fmtMs(ms int64) string {
 
 // Range checks an integer field against [lo, hi].
 func Range[N ~int | ~int32 | ~int64 | ~uint64 | ~uint32](field string, v, lo, hi N) error {
-	if v < lo || v > hi {
+	if !bounds.Within(v, lo, hi) {
 		return Invalid(field, "must be from %d to %d, got %d", lo, hi, v)
 	}
 	return nil

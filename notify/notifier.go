@@ -12,6 +12,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/quarantine"
@@ -76,7 +77,7 @@ func WithDurable(name string) Option {
 // messages of one record go to one worker, in order.
 func WithWorkers(n int) Option {
 	return func(o *options) error {
-		if n < 1 || n > 1024 {
+		if !bounds.Within(n, 1, 1024) {
 			return fmt.Errorf("workers %d is outside 1 to 1024: %w", n, ErrInvalidConfig)
 		}
 		o.workers = n
@@ -133,7 +134,7 @@ func WithQuarantine(q *quarantine.Quarantine) Option {
 // buckets when they are created (default 1, file).
 func WithBuckets(replicas int, storage jetstream.StorageType) Option {
 	return func(o *options) error {
-		if replicas < 1 || replicas > 5 {
+		if !bounds.Within(replicas, 1, 5) {
 			return fmt.Errorf("replicas %d is outside 1 to 5: %w", replicas, ErrInvalidConfig)
 		}
 		o.replicas, o.storage = replicas, storage

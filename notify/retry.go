@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 func (p *RetryPolicy) validate() error {
 	if p.Attempts == 0 {
 		p.Attempts = DefaultAttempts
 	}
-	if p.Attempts < 1 || p.Attempts > MaxAttempts {
+	if !bounds.Within(p.Attempts, 1, MaxAttempts) {
 		return fmt.Errorf("attempts: %d is outside 1 to %d", p.Attempts, MaxAttempts)
 	}
 	if p.First == nil {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // validate applies the defaults and checks every field of c, loading the
@@ -41,7 +43,7 @@ func (c *Config) validate(env Environment) error {
 		if !names[d.Endpoint] {
 			return fmt.Errorf("digest.endpoint: %q is not the name of an endpoint", d.Endpoint)
 		}
-		if d.Interval.Duration < time.Minute || d.Interval.Duration > 24*time.Hour {
+		if !bounds.Within(d.Interval.Duration, time.Minute, 24*time.Hour) {
 			return fmt.Errorf("digest.interval: %s is outside 1m to 24h", d.Interval.Duration)
 		}
 	}

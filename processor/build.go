@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -166,7 +167,7 @@ func OpenBuildRegistry(ctx context.Context, js jetstream.JetStream, bucket strin
 	if replicas == 0 {
 		replicas = 1
 	}
-	if ttl < time.Second || replicas < 1 || replicas > 5 {
+	if ttl < time.Second || !bounds.Within(replicas, 1, 5) {
 		return nil, invalidOption("build registry TTL must be at least 1s and replicas from 1 to 5, got %s and %d", ttl, replicas)
 	}
 	var o buildRegistryOptions

@@ -11,6 +11,7 @@ import (
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -178,7 +179,7 @@ func checkHeld(r api.HeldEvent, now time.Time) error {
 	if r.Version < 1 {
 		return kvstore.Invalid("version", "must be at least 1, got %d", r.Version)
 	}
-	if r.Index < 0 || r.Index > maxEventIndex {
+	if !bounds.Within(r.Index, 0, maxEventIndex) {
 		return kvstore.Invalid("index", "must be from 0 to %d, got %d", maxEventIndex, r.Index)
 	}
 	return kvstore.Past("heldAt", r.HeldAt, now, true)

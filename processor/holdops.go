@@ -12,6 +12,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/internal/text"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/quarantine"
@@ -74,7 +75,7 @@ const MaxHoldList = 1000
 // validate is listed as the recovered hold its processor writes in its
 // place (Recovered set, no head), so that it can be seen and released.
 func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]api.Hold, bool, error) {
-	if limit < 1 || limit > MaxHoldList {
+	if !bounds.Within(limit, 1, MaxHoldList) {
 		return nil, false, fmt.Errorf("limit must be between 1 and %d, got %d: %w", MaxHoldList, limit, ErrInvalidOption)
 	}
 	pattern := ">"

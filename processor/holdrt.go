@@ -10,6 +10,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -17,7 +18,7 @@ import (
 // processor creates it (default 1; use 3 on a cluster).
 func WithHoldReplicas(n int) Option {
 	return func(o *options) error {
-		if n < 1 || n > 5 {
+		if !bounds.Within(n, 1, 5) {
 			return invalidOption("hold replicas must be between 1 and 5, got %d", n)
 		}
 		o.holdReplicas = n

@@ -9,6 +9,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -94,7 +95,7 @@ func WithRecords(r Records) Option {
 // handles its messages one at a time in stream order.
 func WithConcurrency(n int) Option {
 	return func(o *options) error {
-		if n < 1 || n > 4096 {
+		if !bounds.Within(n, 1, 4096) {
 			return invalidOption("concurrency must be between 1 and 4096, got %d", n)
 		}
 		o.concurrency = n
@@ -105,7 +106,7 @@ func WithConcurrency(n int) Option {
 // WithReplayConcurrency sets how many replays run at once (default 4).
 func WithReplayConcurrency(n int) Option {
 	return func(o *options) error {
-		if n < 1 || n > 1024 {
+		if !bounds.Within(n, 1, 1024) {
 			return invalidOption("replay concurrency must be between 1 and 1024, got %d", n)
 		}
 		o.replayLanes = n
@@ -161,7 +162,7 @@ const DefaultServerSkew = 2 * time.Second
 // the servers' (the progress's revision and the event's message).
 func WithServerSkew(d time.Duration) Option {
 	return func(o *options) error {
-		if d < 0 || d > time.Minute {
+		if !bounds.Within(d, 0, time.Minute) {
 			return invalidOption("server skew must be from 0 to 1m, got %s", d)
 		}
 		o.serverSkew = d

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -75,7 +76,7 @@ func decodeProgress(b []byte) (progressValue, error) {
 		return progressValue{}, kvstore.Invalid("version", "%s is not a version: a progress is a version from 1, in decimal, and h when held", kvstore.Quote(string(b)))
 	}
 	for _, c := range val {
-		if c < '0' || c > '9' {
+		if !bounds.Within(c, '0', '9') {
 			return progressValue{}, kvstore.Invalid("version", "%s is not a version: a progress is a version from 1, in decimal, and h when held", kvstore.Quote(string(b)))
 		}
 	}

@@ -215,7 +215,7 @@ func DecodeReplay(key string, value []byte, now time.Time) (api.Replay, error) {
 	if err := kvstore.OneOf("status", r.Status, ReplayPending, ReplayRunning, ReplayDone); err != nil {
 		return api.Replay{}, err
 	}
-	if r.Next < r.First() || r.Next > r.Last()+1 {
+	if !bounds.Within(r.Next, r.First(), r.Last()+1) {
 		return api.Replay{}, kvstore.Invalid("next", "%d is outside the range %d..%d", r.Next, r.First(), r.Last())
 	}
 	if span := r.Last() - r.First() + 1; r.Failed > r.Replayed || r.Replayed > span*maxEventIndex {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/internal/wait"
 )
 
@@ -47,7 +48,7 @@ func (b Backoff) validate() error {
 		return fmt.Errorf("backoff min must be >= 0, got %s", b.Min)
 	case b.Max < 0 || (b.Max > 0 && b.Max < b.Min):
 		return fmt.Errorf("backoff max must be 0 (no cap) or >= min %s, got %s", b.Min, b.Max)
-	case b.Jitter < 0 || b.Jitter > 1:
+	case !bounds.Within(b.Jitter, 0, 1):
 		return fmt.Errorf("backoff jitter must be between 0 and 1, got %g", b.Jitter)
 	}
 	return nil

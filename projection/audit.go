@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // The views bucket is derived from the event store, and whoever can write
@@ -30,7 +32,7 @@ import (
 // turns the audit off; at most MaxAuditRate.
 func WithAudit(perSecond int) IndexOption {
 	return func(ix *Index) error {
-		if perSecond < 0 || perSecond > MaxAuditRate {
+		if !bounds.Within(perSecond, 0, MaxAuditRate) {
 			return fmt.Errorf("the audit rate must be 0 to %d records a second, got %d: %w", MaxAuditRate, perSecond, ErrInvalidOption)
 		}
 		ix.auditRate = perSecond

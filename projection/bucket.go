@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/internal/token"
 	"github.com/amends-dev/amends/kvstore"
 )
@@ -35,7 +36,7 @@ func WithBucket(name string) BucketOption {
 // a single server, 3 in a cluster.
 func WithBucketReplicas(n int) BucketOption {
 	return func(c *jetstream.KeyValueConfig) error {
-		if n < 1 || n > 5 {
+		if !bounds.Within(n, 1, 5) {
 			return fmt.Errorf("bucket replicas must be between 1 and 5, got %d: %w", n, ErrInvalidOption)
 		}
 		c.Replicas = n

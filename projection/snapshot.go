@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/projection/index"
 	"github.com/amends-dev/amends/quarantine"
@@ -52,7 +53,7 @@ func WithSnapshots(s *Snapshots, every time.Duration) IndexOption {
 		if s == nil {
 			return fmt.Errorf("snapshots is nil: %w", ErrInvalidOption)
 		}
-		if every < MinSnapshotEvery || every > MaxSnapshotEvery {
+		if !bounds.Within(every, MinSnapshotEvery, MaxSnapshotEvery) {
 			return fmt.Errorf("snapshot period must be between %s and %s, got %s: %w", MinSnapshotEvery, MaxSnapshotEvery, every, ErrInvalidOption)
 		}
 		ix.snapshots, ix.snapshotEvery = s, every

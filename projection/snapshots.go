@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -68,7 +69,7 @@ func WithSnapshotStorage(st jetstream.StorageType, replicas int) SnapshotsOption
 		if st != jetstream.FileStorage && st != jetstream.MemoryStorage {
 			return fmt.Errorf("snapshot storage %d is neither file nor memory: %w", st, ErrInvalidOption)
 		}
-		if replicas < 1 || replicas > 5 {
+		if !bounds.Within(replicas, 1, 5) {
 			return fmt.Errorf("snapshot bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
 		}
 		c.os.Storage, c.os.Replicas = st, replicas

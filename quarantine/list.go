@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -46,7 +47,7 @@ func (q *Quarantine) List(ctx context.Context, query Query) (Page, error) {
 	switch {
 	case limit == 0:
 		limit = 100
-	case limit < 0 || limit > MaxLimit:
+	case !bounds.Within(limit, 0, MaxLimit):
 		return Page{}, fmt.Errorf("limit must be between 1 and %d, got %d: %w", MaxLimit, limit, ErrInvalidQuery)
 	}
 	filter := q.opts.stream + ".>"

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -105,7 +106,7 @@ func WithStream(name string) Option {
 // (default 1; 3 on a cluster).
 func WithReplicas(n int) Option {
 	return func(o *options) error {
-		if n < 1 || n > 5 {
+		if !bounds.Within(n, 1, 5) {
 			return fmt.Errorf("replicas must be between 1 and 5, got %d: %w", n, ErrInvalidOption)
 		}
 		o.replicas = n

@@ -161,7 +161,7 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, replicas i
 	if replicas == 0 {
 		replicas = 1
 	}
-	if replicas < 1 || replicas > 5 {
+	if !bounds.Within(replicas, 1, 5) {
 		return nil, fmt.Errorf("retention bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
 	}
 	var kvo []kvstore.Option
@@ -397,7 +397,7 @@ func (t *Tally) check(now time.Time) error {
 	switch {
 	case t.Succeeded < 0 || t.Unrecoverable < 0:
 		return badRetention("succeeded", "counts must not be negative, got %d and %d", t.Succeeded, t.Unrecoverable)
-	case t.FirstAt < 0 || t.LastAt < t.FirstAt || t.LastAt > latest:
+	case t.FirstAt < 0 || !bounds.Within(t.LastAt, t.FirstAt, latest):
 		return badRetention("firstAt", "firstAt %d and lastAt %d must be epoch-ms times in order, up to %d", t.FirstAt, t.LastAt, latest)
 	}
 	return checkGroup("", t.Function, t.ErrorCode, t.Fingerprint)

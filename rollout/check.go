@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -94,7 +95,7 @@ func (p Progress) checkPace(b Bounds) error {
 		return kvstore.Invalid("rate", "this rollout is not paced; its rate must be 0, got %v", p.Rate)
 	case b.MaxRate <= 0:
 		return nil
-	case math.IsNaN(p.Rate) || p.Rate < 0 || p.Rate > b.MaxRate:
+	case math.IsNaN(p.Rate) || !bounds.Within(p.Rate, 0, b.MaxRate):
 		return kvstore.Invalid("rate", "must be from 0 to %v records/s, got %v", b.MaxRate, p.Rate)
 	case p.Running() && p.Size < 1:
 		return kvstore.Invalid("size", "must be from 1 to %d while running, got %d", MaxBatch, p.Size)

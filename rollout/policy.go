@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // Policy says how a rollout grows and what a batch below its threshold
@@ -120,7 +122,7 @@ func (a Adaptive) Check(max float64) error {
 		return err
 	}
 	switch {
-	case math.IsNaN(a.Rate) || a.Rate < MinRate || a.Rate > max:
+	case math.IsNaN(a.Rate) || !bounds.Within(a.Rate, MinRate, max):
 		return fmt.Errorf("rate must be from %v to %v records/s, got %v", MinRate, max, a.Rate)
 	case a.Retry <= 0:
 		return fmt.Errorf("retry wait must be above 0, got %s", a.Retry)
@@ -163,7 +165,7 @@ func maxStep(rate float64) int {
 
 func checkCommon(canary int, threshold float64) error {
 	switch {
-	case canary < 1 || canary > MaxBatch:
+	case !bounds.Within(canary, 1, MaxBatch):
 		return fmt.Errorf("canary must be between 1 and %d records, got %d", MaxBatch, canary)
 	case !(threshold > 0 && threshold <= 1):
 		return fmt.Errorf("threshold must be a fraction above 0 and at most 1, got %v", threshold)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // Records is what Apply reads: the records a filter selects and each
@@ -80,9 +81,9 @@ func Apply(ctx context.Context, r api.Rule, records Records, exec Executor, o Ap
 	switch {
 	case !o.DryRun && o.RequestID == "":
 		return api.BatchResult{}, invalid("a real apply needs a requestId, so that sending it again does not run it twice")
-	case o.Limit < 0 || o.Limit > MaxApply:
+	case !bounds.Within(o.Limit, 0, MaxApply):
 		return api.BatchResult{}, invalid("limit must be between 1 and %d, got %d", MaxApply, o.Limit)
-	case o.RatePerSecond < 0 || o.RatePerSecond > api.MaxBatchRate:
+	case !bounds.Within(o.RatePerSecond, 0, api.MaxBatchRate):
 		return api.BatchResult{}, invalid("ratePerSecond must be between 0 (the default %g) and %g, got %g", api.DefaultBatchRate, api.MaxBatchRate, o.RatePerSecond)
 	}
 	if o.Limit == 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -73,7 +74,7 @@ func WithBucket(name string) StoreOption {
 // cluster).
 func WithReplicas(n int) StoreOption {
 	return func(o *storeOptions) error {
-		if n < 1 || n > 5 {
+		if !bounds.Within(n, 1, 5) {
 			return fmt.Errorf("rules bucket replicas must be between 1 and 5, got %d: %w", n, ErrInvalidOption)
 		}
 		o.cfg.Replicas = n

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/circuit"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/rollout"
 )
 
@@ -115,9 +116,9 @@ func WithDrains(c DrainConfig) Option {
 			return fmt.Errorf("drain %w: %w", err, ErrInvalidOption)
 		}
 		switch {
-		case p.Tick < 10*time.Millisecond || p.Tick > time.Minute:
+		case !bounds.Within(p.Tick, 10*time.Millisecond, time.Minute):
 			return fmt.Errorf("drain tick must be from 10ms to 1m, got %s: %w", p.Tick, ErrInvalidOption)
-		case p.ProbeGrace < 0 || p.ProbeGrace > time.Hour:
+		case !bounds.Within(p.ProbeGrace, 0, time.Hour):
 			return fmt.Errorf("drain probe grace must be from 0 to 1h, got %s: %w", p.ProbeGrace, ErrInvalidOption)
 		}
 		if !c.CircuitPolicy.Off {

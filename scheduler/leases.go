@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -57,7 +58,7 @@ func WithLeaseTTL(d time.Duration) LeasesOption {
 // cluster, so the lease survives the loss of a server).
 func WithLeaseReplicas(n int) LeasesOption {
 	return func(c *jetstream.KeyValueConfig) error {
-		if n < 1 || n > 5 {
+		if !bounds.Within(n, 1, 5) {
 			return fmt.Errorf("lease bucket replicas must be between 1 and 5, got %d: %w", n, ErrInvalidOption)
 		}
 		c.Replicas = n

@@ -10,6 +10,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/retention"
 )
@@ -106,7 +107,7 @@ func WithBatch(n int) Option {
 // a period, is WithRate of batch/period.
 func WithRate(perSecond float64) Option {
 	return func(o *options) error {
-		if math.IsNaN(perSecond) || perSecond < 0.1 || perSecond > circuit.MaxDrainRate {
+		if math.IsNaN(perSecond) || !bounds.Within(perSecond, 0.1, circuit.MaxDrainRate) {
 			return fmt.Errorf("rate must be from 0.1 to %d records/s, got %v: %w", circuit.MaxDrainRate, perSecond, ErrInvalidOption)
 		}
 		o.rate = perSecond

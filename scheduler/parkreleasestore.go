@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -36,7 +37,7 @@ func OpenParkReleases(ctx context.Context, js jetstream.JetStream, bucket string
 	if replicas == 0 {
 		replicas = 1
 	}
-	if replicas < 1 || replicas > 5 {
+	if !bounds.Within(replicas, 1, 5) {
 		return nil, fmt.Errorf("release bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
 	}
 	var o releasesOptions

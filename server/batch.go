@@ -19,6 +19,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -108,9 +109,9 @@ func (s *Server) parseBatch(name string, body []byte) (api.BatchRequest, error) 
 	}
 	req := api.BatchRequest{Filter: f, Limit: limit, DryRun: b.DryRun, RatePerSecond: b.RatePerSecond, RequestID: b.RequestID, Reason: strings.TrimSpace(b.Reason)}
 	switch {
-	case req.Limit < 1 || req.Limit > s.cfg.MaxBatch:
+	case !bounds.Within(req.Limit, 1, s.cfg.MaxBatch):
 		return req, badRequest("limit", "limit must be between 1 and %d (absent: %d), got %d", s.cfg.MaxBatch, s.cfg.MaxBatch, req.Limit)
-	case req.RatePerSecond < 0 || req.RatePerSecond > api.MaxBatchRate:
+	case !bounds.Within(req.RatePerSecond, 0, api.MaxBatchRate):
 		return req, badRequest("ratePerSecond", "ratePerSecond must be between 0 (the default %g) and %g, got %g", api.DefaultBatchRate, api.MaxBatchRate, req.RatePerSecond)
 	case !req.DryRun && strings.TrimSpace(req.RequestID) == "":
 		return req, badRequest("requestId", "a real batch needs a requestId, so that sending it again does not run it twice")

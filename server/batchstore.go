@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -107,7 +108,7 @@ func decodeBatchEntry(e kvstore.Entry) (batchEntry, error) {
 				return batchEntry{}, kvstore.Invalid("result.matched", "%d does not count the %d records", r.Matched, len(r.Records))
 			}
 			for k, n := range r.Counts {
-				if n < 0 || n > len(r.Records) {
+				if !bounds.Within(n, 0, len(r.Records)) {
 					return batchEntry{}, kvstore.Invalid("result.counts."+k, "must be from 0 to the %d records, got %d", len(r.Records), n)
 				}
 			}

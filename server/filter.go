@@ -12,6 +12,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // filterParams are the query parameters of a projection.Filter.
@@ -188,7 +189,7 @@ func parseQuery(r *http.Request) (api.Query, error) {
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > api.MaxLimit {
+		if err != nil || !bounds.Within(n, 1, api.MaxLimit) {
 			return pq, badRequest("limit", "limit must be a whole number from 1 to %d, got %s", api.MaxLimit, quote(v))
 		}
 		pq.Limit = n

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // checkParams refuses a query with a parameter not among allowed, one
@@ -47,7 +49,7 @@ func limitParam(q url.Values, def, max int) (int, error) {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > max {
+	if err != nil || !bounds.Within(n, 1, max) {
 		return 0, badRequest("limit", "limit must be a whole number from 1 to %d, got %s", max, quote(v))
 	}
 	return n, nil

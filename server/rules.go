@@ -7,6 +7,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/rules"
 )
@@ -187,7 +188,7 @@ func (s *Server) applyRule(w http.ResponseWriter, r *http.Request, p principal) 
 	if err := decodeStrict(body, &req, "the body of a rule apply"); err != nil {
 		return err
 	}
-	if req.Limit < 0 || req.Limit > s.cfg.MaxBatch {
+	if !bounds.Within(req.Limit, 0, s.cfg.MaxBatch) {
 		return badRequest("limit", "limit must be from 1 to %d (0 or absent: %d), got %d", s.cfg.MaxBatch, s.cfg.MaxBatch, req.Limit)
 	}
 	if ae := checkText("requestId", req.RequestID, MaxParamBytes); ae != nil {

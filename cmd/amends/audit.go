@@ -10,6 +10,7 @@ import (
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -47,7 +48,7 @@ func newAuditCmd(a *app) *cobra.Command {
 				}
 				q.Kind = k
 			}
-			if limit < 1 || limit > audit.MaxLimit {
+			if !bounds.Within(limit, 1, audit.MaxLimit) {
 				return usageErrorf("--limit must be from 1 to %d, got %d", audit.MaxLimit, limit)
 			}
 			if cursor != "" {

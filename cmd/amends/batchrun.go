@@ -15,6 +15,7 @@ import (
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -39,7 +40,7 @@ func (f *batchFlags) check() error {
 		return err
 	}
 	switch {
-	case f.rate < 0 || f.rate > api.MaxBatchRate || f.rate != f.rate:
+	case !bounds.Within(f.rate, 0, api.MaxBatchRate) || f.rate != f.rate:
 		return usageErrorf("--rate must be from 0 (the server's default, %g) to %g records per second, got %g", api.DefaultBatchRate, api.MaxBatchRate, f.rate)
 	case f.limit < 0:
 		return usageErrorf("--limit must be 0 (the server's limit) or more, got %d", f.limit)

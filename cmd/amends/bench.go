@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/cmd/amends/internal/bench"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/internal/natsconn"
 )
 
@@ -179,7 +180,7 @@ func benchEnv(f *benchFlags, levels []int) (*bench.Env, error) {
 		return nil, usageErrorf("--cluster starts its own servers; it cannot be combined with --nats-url")
 	case f.cluster != 0 && f.cluster != 3 && f.cluster != 5:
 		return nil, usageErrorf("--cluster must be 3 or 5 nodes, got %d", f.cluster)
-	case f.replicas < 0 || f.replicas > 5:
+	case !bounds.Within(f.replicas, 0, 5):
 		return nil, usageErrorf("--replicas must be between 1 and 5, got %d", f.replicas)
 	case f.replicas > 1 && f.natsURL == "" && f.replicas > f.cluster:
 		return nil, usageErrorf("--replicas %d needs at least as many servers: add --cluster %d or --nats-url", f.replicas, max(f.replicas, 3))
@@ -235,7 +236,7 @@ func parseConcurrency(s string) ([]int, error) {
 	levels := make([]int, 0, len(parts))
 	for _, p := range parts {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 1 || n > maxWorkers || slices.Contains(levels, n) {
+		if err != nil || !bounds.Within(n, 1, maxWorkers) || slices.Contains(levels, n) {
 			return nil, bad()
 		}
 		levels = append(levels, n)

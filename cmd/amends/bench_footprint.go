@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/cmd/amends/internal/bench"
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 const footprintLong = `Footprint measures what the records cost to keep.
@@ -106,7 +107,7 @@ func footprintConfig(f *footprintFlags) (bench.FootprintConfig, error) {
 		}
 	}
 	if n := f.bench.records; n != 0 {
-		if n < minFootprintStartup || n > maxFootprintStartup {
+		if !bounds.Within(n, minFootprintStartup, maxFootprintStartup) {
 			return c, usageErrorf("--records must be between %d and %d, got %d", minFootprintStartup, maxFootprintStartup, n)
 		}
 		if len(c.Startup) == 0 { // --startup's default, below n
@@ -139,7 +140,7 @@ func intList(flag, s string, lo, hi int) ([]int, error) {
 		if _, err := fmt.Sscan(strings.TrimSpace(p), &n); err != nil || fmt.Sprint(n) != strings.TrimSpace(p) {
 			return nil, usageErrorf("%s: %q is not a whole number", flag, p)
 		}
-		if n < lo || n > hi {
+		if !bounds.Within(n, lo, hi) {
 			return nil, usageErrorf("%s values must be between %d and %d, got %d", flag, lo, hi, n)
 		}
 		out = append(out, n)

@@ -17,6 +17,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/cmd/amends/internal/bench"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/scheduler"
 )
 
@@ -185,17 +186,17 @@ func stormConfig(a *app, f *stormFlags, changed func(string) bool) bench.StormCo
 // flag.
 func checkStormConfig(c bench.StormConfig) error {
 	switch {
-	case c.Rate < 1 || c.Rate > 10000:
+	case !bounds.Within(c.Rate, 1, 10000):
 		return usageErrorf("--rate must be between 1 and 10000, got %d", c.Rate)
-	case c.Events < 0 || c.Events > 1_000_000:
+	case !bounds.Within(c.Events, 0, 1_000_000):
 		return usageErrorf("--events must be between 0 (rate × duration) and 1000000, got %d", c.Events)
-	case c.Before < 0 || c.Before > time.Hour:
+	case !bounds.Within(c.Before, 0, time.Hour):
 		return usageErrorf("--before must be between 0s and 1h, got %s", c.Before)
-	case c.Outage < 0 || c.Outage > time.Hour:
+	case !bounds.Within(c.Outage, 0, time.Hour):
 		return usageErrorf("--outage must be between 0s and 1h, got %s", c.Outage)
-	case c.ImmediateRetries < -1 || c.ImmediateRetries > 10:
+	case !bounds.Within(c.ImmediateRetries, -1, 10):
 		return usageErrorf("--immediate-retries must be between -1 (the default) and 10, got %d", c.ImmediateRetries)
-	case c.BadEvents < 0 || c.BadEvents > 99:
+	case !bounds.Within(c.BadEvents, 0, 99):
 		return usageErrorf("--bad-events must be a percentage from 0 to 99, got %d", c.BadEvents)
 	}
 	return checkStormTimes(c)
@@ -205,21 +206,21 @@ func checkStormConfig(c bench.StormConfig) error {
 // the drain's and the circuit's flags.
 func checkStormTimes(c bench.StormConfig) error {
 	switch {
-	case c.RetryWait < 0 || c.RetryWait > time.Minute:
+	case !bounds.Within(c.RetryWait, 0, time.Minute):
 		return usageErrorf("--retry-wait must be between 0s and 1m, got %s", c.RetryWait)
-	case c.SchedulerPeriod < 10*time.Millisecond || c.SchedulerPeriod > time.Hour:
+	case !bounds.Within(c.SchedulerPeriod, 10*time.Millisecond, time.Hour):
 		return usageErrorf("--scheduler-period must be between 10ms and 1h, got %s", c.SchedulerPeriod)
-	case c.SchedulerBatch < 1 || c.SchedulerBatch > 10000:
+	case !bounds.Within(c.SchedulerBatch, 1, 10000):
 		return usageErrorf("--scheduler-batch must be between 1 and 10000, got %d", c.SchedulerBatch)
-	case c.MinBackoff < 0 || c.MinBackoff > time.Hour || c.MinBackoff%time.Second != 0:
+	case !bounds.Within(c.MinBackoff, 0, time.Hour) || c.MinBackoff%time.Second != 0:
 		return usageErrorf("--min-backoff must be whole seconds between 0s and 1h, got %s", c.MinBackoff)
-	case c.Drain < time.Second || c.Drain > 24*time.Hour:
+	case !bounds.Within(c.Drain, time.Second, 24*time.Hour):
 		return usageErrorf("--drain must be between 1s and 24h, got %s", c.Drain)
-	case c.FlapDown < 0 || c.FlapDown > time.Hour:
+	case !bounds.Within(c.FlapDown, 0, time.Hour):
 		return usageErrorf("--flap must be between 0s (no flapping) and 1h, got %s", c.FlapDown)
-	case c.FlapUp < 0 || c.FlapUp > time.Hour || (c.FlapUp > 0 && c.FlapDown == 0):
+	case !bounds.Within(c.FlapUp, 0, time.Hour) || (c.FlapUp > 0 && c.FlapDown == 0):
 		return usageErrorf("--flap-up must be between 0s and 1h, and needs --flap, got %s", c.FlapUp)
-	case c.Circuit.CoolDown < 100*time.Millisecond || c.Circuit.CoolDown > time.Hour:
+	case !bounds.Within(c.Circuit.CoolDown, 100*time.Millisecond, time.Hour):
 		return usageErrorf("--cool-down must be between 100ms and 1h, got %s", c.Circuit.CoolDown)
 	case !(c.DrainRate >= 1 && c.DrainRate <= circuit.MaxDrainRate):
 		return usageErrorf("--drain-rate must be between 1 and %d records/s, got %v", circuit.MaxDrainRate, c.DrainRate)

@@ -9,6 +9,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/processor"
 )
 
@@ -38,7 +39,7 @@ func newHoldsListCmd(a *app) *cobra.Command {
 		Short: "List holds: per head record, how many events are held, their versions and since when",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if q.Limit < 1 || q.Limit > processor.MaxHoldList {
+			if !bounds.Within(q.Limit, 1, processor.MaxHoldList) {
 				return usageErrorf("--limit must be from 1 to %d, got %d", processor.MaxHoldList, q.Limit)
 			}
 			if fnArg != "" {

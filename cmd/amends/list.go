@@ -9,6 +9,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 const listLong = `List shows ExecutionFailed records, newest failure last, one page at a time.
@@ -42,7 +43,7 @@ func newListCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if limit < 1 || limit > api.MaxLimit {
+			if !bounds.Within(limit, 1, api.MaxLimit) {
 				return usageErrorf("--limit must be from 1 to %d, got %d", api.MaxLimit, limit)
 			}
 			if sort != "" && !slices.Contains(api.SortFields, api.SortField(sort)) {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/server"
 )
@@ -65,7 +66,7 @@ func newQuarantineListCmd(a *app) *cobra.Command {
 		Long:  quarantineListLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 || limit > quarantine.MaxLimit {
+			if !bounds.Within(limit, 1, quarantine.MaxLimit) {
 				return usageErrorf("--limit must be from 1 to %d, got %d", quarantine.MaxLimit, limit)
 			}
 			if cursor != "" {

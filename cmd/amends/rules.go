@@ -12,6 +12,7 @@ import (
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/client"
 	"github.com/amends-dev/amends/fingerprint"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/rules"
 )
 
@@ -272,7 +273,7 @@ func newRulesApplyCmd(a *app) *cobra.Command {
 				return err
 			}
 			dryRun := confirm.dryRun
-			if limit < 0 || rate < 0 || rate > api.MaxBatchRate {
+			if limit < 0 || !bounds.Within(rate, 0, api.MaxBatchRate) {
 				return usageErrorf("--limit must not be negative and --rate must be from 0 to %g", api.MaxBatchRate)
 			}
 			if !dryRun && requestID == "" {

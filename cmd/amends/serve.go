@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/internal/natsconn"
 	"github.com/amends-dev/amends/notify"
 	"github.com/amends-dev/amends/retention"
@@ -291,7 +292,7 @@ func parseListen(s string) (host string, port int, err error) {
 		return bad()
 	}
 	port, err = strconv.Atoi(p)
-	if err != nil || port < -1 || port > 65535 {
+	if err != nil || !bounds.Within(port, -1, 65535) {
 		return bad()
 	}
 	if !isLoopback(host) {

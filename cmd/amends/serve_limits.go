@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // Limits of serve's flags. Each flag's help states its range; a value
@@ -34,7 +36,7 @@ const (
 
 // checkRange returns a usage error naming flag if v is outside [lo, hi].
 func checkRange[T int | int32 | time.Duration](flag string, v, lo, hi T, unit string) error {
-	if v < lo || v > hi {
+	if !bounds.Within(v, lo, hi) {
 		return usageErrorf("--%s must be between %s and %s%s, got %s", flag, show(lo), show(hi), unit, show(v))
 	}
 	return nil
@@ -64,7 +66,7 @@ func parseHostPort(flag, addr, example string) (host string, port int, err error
 	if err == nil {
 		port, err = strconv.Atoi(p)
 	}
-	if err != nil || port < 0 || port > 65535 {
+	if err != nil || !bounds.Within(port, 0, 65535) {
 		return "", 0, usageErrorf("--%s %q: want host:port with a port from 0 (a free port) to 65535, such as %s", flag, addr, example)
 	}
 	return host, port, nil

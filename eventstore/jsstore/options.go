@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // Defaults of the store's options.
@@ -110,7 +111,7 @@ func WithStorage(st jetstream.StorageType) Option {
 // of a machine.
 func WithReplicas(n int) Option {
 	return func(o *options) error {
-		if n < 1 || n > 5 {
+		if !bounds.Within(n, 1, 5) {
 			return invalidOption("replicas must be between 1 and 5, got %d", n)
 		}
 		o.replicas = n

@@ -3,6 +3,8 @@ package jsonlex
 import (
 	"math"
 	"unicode/utf8"
+
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // Scanner reads a JSON document from the start: each method consumes the
@@ -156,12 +158,12 @@ func unescape(d []byte, j int) (r rune, n int) {
 		switch {
 		case !ok || r >= 0xdc00 && r <= 0xdfff:
 			return 0, 0 // a low surrogate alone
-		case r < 0xd800 || r > 0xdbff:
+		case !bounds.Within(r, 0xd800, 0xdbff):
 			return r, 6
 		}
 		// A high surrogate must be followed by an escaped low one.
 		lo, ok := Hex4(d, j+8)
-		if !ok || d[j+6] != '\\' || d[j+7] != 'u' || lo < 0xdc00 || lo > 0xdfff {
+		if !ok || d[j+6] != '\\' || d[j+7] != 'u' || !bounds.Within(lo, 0xdc00, 0xdfff) {
 			return 0, 0
 		}
 		return 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00), 12

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/nats-io/nats.go"
 )
 
@@ -209,7 +210,7 @@ func CheckURLs(urls string) error {
 			return invalidConfig("NATS URL %s has no host: give server URLs such as nats://host:4222", shown)
 		}
 		if p := u.Port(); p != "" {
-			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			if n, err := strconv.Atoi(p); err != nil || !bounds.Within(n, 1, 65535) {
 				return invalidConfig("NATS URL %s has the port %s: use 1 to 65535", shown, p)
 			}
 		}

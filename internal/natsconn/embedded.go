@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
@@ -150,7 +151,7 @@ func serverOptions(cfg EmbeddedConfig) (*server.Options, error) {
 	switch {
 	case port == 0:
 		port = DefaultPort
-	case port < RandomPort || port > 65535:
+	case !bounds.Within(port, RandomPort, 65535):
 		return nil, invalidConfig("port %d is out of range: use 1-65535, or %d for a free port", port, RandomPort)
 	}
 	if cfg.MaxPayload < 0 {

@@ -3,6 +3,8 @@ package index
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/amends-dev/amends/internal/bounds"
 )
 
 // snapReader reads a snapshot's varints and strings, remembering the
@@ -47,7 +49,7 @@ func (r *snapReader) varint(field string) int64 {
 
 func (r *snapReader) int32(field string) int32 {
 	v := r.varint(field)
-	if v < -1<<31 || v > 1<<31-1 {
+	if !bounds.Within(v, -1<<31, 1<<31-1) {
 		r.fail("%s %d is out of the range of a 32-bit integer", field, v)
 		return 0
 	}

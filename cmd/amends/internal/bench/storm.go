@@ -19,6 +19,7 @@ import (
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/scheduler"
@@ -205,17 +206,17 @@ type StormTransition struct {
 // withDefaults fills what c leaves zero.
 func (c StormConfig) withDefaults() (StormConfig, error) {
 	switch {
-	case c.Rate < 1 || c.Rate > 10000:
+	case !bounds.Within(c.Rate, 1, 10000):
 		return c, fmt.Errorf("storm rate must be between 1 and 10000 events/s, got %d", c.Rate)
 	case c.Before < 0 || c.Outage < 0:
 		return c, fmt.Errorf("storm phases must not be negative, got before %s and outage %s", c.Before, c.Outage)
 	case c.FlapDown < 0 || c.FlapUp < 0 || (c.FlapDown == 0 && c.FlapUp != 0):
 		return c, fmt.Errorf("storm flapping must be down and up for positive times, got down %s and up %s", c.FlapDown, c.FlapUp)
-	case c.Events < 0 || c.Events > 1_000_000:
+	case !bounds.Within(c.Events, 0, 1_000_000):
 		return c, fmt.Errorf("storm events must be between 0 (rate × duration) and 1000000, got %d", c.Events)
-	case c.BadEvents < 0 || c.BadEvents > 99:
+	case !bounds.Within(c.BadEvents, 0, 99):
 		return c, fmt.Errorf("storm bad events must be a percentage from 0 to 99, got %d", c.BadEvents)
-	case c.ImmediateRetries < -1 || c.ImmediateRetries > 10:
+	case !bounds.Within(c.ImmediateRetries, -1, 10):
 		return c, fmt.Errorf("storm immediate retries must be between -1 (the default) and 10, got %d", c.ImmediateRetries)
 	}
 	if c.Events == 0 {
