@@ -89,13 +89,9 @@ func matchText(m api.RuleMatch) string {
 
 func newRulesAddCmd(a *app) *cobra.Command {
 	var (
-		cf                                     clientFlags
-		confirm                                confirmFlags
-		fp, fnCtx, proc, fn, code, action, why string
-		expires                                time.Duration
-		maxRetries, minBackoff, timeout        int32
-		maxBackoff                             int32
-		jitter                                 float64
+		cf      clientFlags
+		confirm confirmFlags
+		rf      ruleFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "add --action ACTION (--fingerprint FP | --function-context C --processor P --function F --error-code E) --reason WHY",
@@ -105,35 +101,9 @@ func newRulesAddCmd(a *app) *cobra.Command {
 			"HOLD_UNTIL_DEPLOY, its stored name, is the same) or WAIVE.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := api.RuleRequest{Match: api.RuleMatch{Fingerprint: fp, FunctionContext: fnCtx, Processor: proc, Function: fn, ErrorCode: code},
-				Action: strings.ToUpper(strings.TrimSpace(action)), Reason: strings.TrimSpace(why)}
-			if req.Action == rules.ParkUntilDeploySpelling {
-				// The wire keeps the action's first name, which every server knows.
-				req.Action = rules.ParkUntilDeploy
-			}
-			switch {
-			case req.Action == "":
-				return usageErrorf("--action is required: MARK_UNRECOVERABLE, MARK_RECOVERABLE, APPLY_RETRY_SPEC, PARK_UNTIL_DEPLOY or WAIVE")
-			case req.Reason == "":
-				return usageErrorf("--reason is required: rules are audited")
-			case fp != "" && !fingerprint.Valid(fp):
-				return usageErrorf("--fingerprint must be fp1- followed by 16 hexadecimal digits, got %s", quoteShort(fp))
-			case fp == "" && (fnCtx == "" || proc == "" || fn == "" || code == ""):
-				return usageErrorf("give --fingerprint, or all of --function-context, --processor, --function and --error-code")
-			case expires < 0:
-				return usageErrorf("--expires-in must not be negative, got %s", expires)
-			}
-			if req.Action == "APPLY_RETRY_SPEC" {
-				spec := aggregate.RetrySpec{MaxRetries: maxRetries, MinBackoff: minBackoff, ExecutionTimeout: timeout, MaxBackoff: maxBackoff, Jitter: jitter}
-				if err := aggregate.ValidateRetrySpec(spec); err != nil {
-					return usageErrorf("the retry spec: %v", err)
-				}
-				req.RetrySpec = &spec
-			} else if cmd.Flags().Changed("max-retries") || cmd.Flags().Changed("min-backoff") || cmd.Flags().Changed("max-backoff") || cmd.Flags().Changed("jitter") {
-				return usageErrorf("the retry spec flags go with --action APPLY_RETRY_SPEC only")
-			}
-			if expires > 0 {
-				req.ExpiresAt = a.now().Add(expires).UnixMilli()
+			req, err := rf.request(cmd, a.now())
+			if err != nil {
+				return err
 			}
 			if confirm.dryRun && confirm.yes {
 				return usageErrorf("give --dry-run or --yes, not both")
@@ -158,19 +128,19 @@ func newRulesAddCmd(a *app) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&action, "action", "", "what the rule does (required)")
-	fs.StringVar(&fp, "fingerprint", "", "match failures of this fingerprint")
-	fs.StringVar(&fnCtx, "function-context", "", "match failures of a function of this context (with --processor, --function, --error-code)")
-	fs.StringVar(&proc, "processor", "", "the function's processor")
-	fs.StringVar(&fn, "function", "", "the function's name")
-	fs.StringVar(&code, "error-code", "", "the failure's error code")
-	fs.StringVar(&why, "reason", "", "why, recorded in the rule's audit (required)")
-	fs.DurationVar(&expires, "expires-in", 0, "end the rule after this long (default: never)")
-	fs.Int32Var(&maxRetries, "max-retries", aggregate.DefaultRetrySpec.MaxRetries, "APPLY_RETRY_SPEC: most automatic retries")
-	fs.Int32Var(&minBackoff, "min-backoff", aggregate.DefaultRetrySpec.MinBackoff, "APPLY_RETRY_SPEC: seconds before the first retry, doubling")
-	fs.Int32Var(&timeout, "execution-timeout", aggregate.DefaultRetrySpec.ExecutionTimeout, "APPLY_RETRY_SPEC: seconds a replay may run")
-	fs.Int32Var(&maxBackoff, "max-backoff", 0, "APPLY_RETRY_SPEC: cap of one interval in seconds (0: none)")
-	fs.Float64Var(&jitter, "jitter", 0, "APPLY_RETRY_SPEC: largest fraction, 0 to 1, taken off an interval")
+	fs.StringVar(&rf.action, "action", "", "what the rule does (required)")
+	fs.StringVar(&rf.fp, "fingerprint", "", "match failures of this fingerprint")
+	fs.StringVar(&rf.fnCtx, "function-context", "", "match failures of a function of this context (with --processor, --function, --error-code)")
+	fs.StringVar(&rf.proc, "processor", "", "the function's processor")
+	fs.StringVar(&rf.fn, "function", "", "the function's name")
+	fs.StringVar(&rf.code, "error-code", "", "the failure's error code")
+	fs.StringVar(&rf.why, "reason", "", "why, recorded in the rule's audit (required)")
+	fs.DurationVar(&rf.expires, "expires-in", 0, "end the rule after this long (default: never)")
+	fs.Int32Var(&rf.maxRetries, "max-retries", aggregate.DefaultRetrySpec.MaxRetries, "APPLY_RETRY_SPEC: most automatic retries")
+	fs.Int32Var(&rf.minBackoff, "min-backoff", aggregate.DefaultRetrySpec.MinBackoff, "APPLY_RETRY_SPEC: seconds before the first retry, doubling")
+	fs.Int32Var(&rf.timeout, "execution-timeout", aggregate.DefaultRetrySpec.ExecutionTimeout, "APPLY_RETRY_SPEC: seconds a replay may run")
+	fs.Int32Var(&rf.maxBackoff, "max-backoff", 0, "APPLY_RETRY_SPEC: cap of one interval in seconds (0: none)")
+	fs.Float64Var(&rf.jitter, "jitter", 0, "APPLY_RETRY_SPEC: largest fraction, 0 to 1, taken off an interval")
 	cf.add(a, cmd)
 	confirm.add(cmd, "", "the rule and how many unfinished records it would match now; what")
 	return outputs(outputDocument, cmd)
@@ -330,4 +300,63 @@ func exactlyOneRule(cmd *cobra.Command, args []string) error {
 		return usageErrorf("the rule id %s is not one: ids look like r-0123456789ab", quoteShort(args[0]))
 	}
 	return nil
+}
+
+// ruleFlags are the flags of amends rules add.
+type ruleFlags struct {
+	fp, fnCtx, proc, fn, code, action, why string
+	expires                                time.Duration
+	maxRetries, minBackoff, timeout        int32
+	maxBackoff                             int32
+	jitter                                 float64
+}
+
+// request is the rule the flags ask for at now; a flag missing, out of
+// bounds or given without its action is a usage error that names it.
+func (rf *ruleFlags) request(cmd *cobra.Command, now time.Time) (api.RuleRequest, error) {
+	req := api.RuleRequest{Match: api.RuleMatch{Fingerprint: rf.fp, FunctionContext: rf.fnCtx, Processor: rf.proc, Function: rf.fn, ErrorCode: rf.code},
+		Action: strings.ToUpper(strings.TrimSpace(rf.action)), Reason: strings.TrimSpace(rf.why)}
+	if req.Action == rules.ParkUntilDeploySpelling {
+		// The wire keeps the action's first name, which every server knows.
+		req.Action = rules.ParkUntilDeploy
+	}
+	switch {
+	case req.Action == "":
+		return req, usageErrorf("--action is required: MARK_UNRECOVERABLE, MARK_RECOVERABLE, APPLY_RETRY_SPEC, PARK_UNTIL_DEPLOY or WAIVE")
+	case req.Reason == "":
+		return req, usageErrorf("--reason is required: rules are audited")
+	case rf.fp != "" && !fingerprint.Valid(rf.fp):
+		return req, usageErrorf("--fingerprint must be fp1- followed by 16 hexadecimal digits, got %s", quoteShort(rf.fp))
+	case rf.fp == "" && (rf.fnCtx == "" || rf.proc == "" || rf.fn == "" || rf.code == ""):
+		return req, usageErrorf("give --fingerprint, or all of --function-context, --processor, --function and --error-code")
+	case rf.expires < 0:
+		return req, usageErrorf("--expires-in must not be negative, got %s", rf.expires)
+	}
+	spec, err := rf.retrySpec(cmd, req.Action)
+	if err != nil {
+		return req, err
+	}
+	req.RetrySpec = spec
+	if rf.expires > 0 {
+		req.ExpiresAt = now.Add(rf.expires).UnixMilli()
+	}
+	return req, nil
+}
+
+// retrySpec is the retry spec of an APPLY_RETRY_SPEC rule, nil for
+// another action, which takes none of its flags.
+func (rf *ruleFlags) retrySpec(cmd *cobra.Command, action string) (*aggregate.RetrySpec, error) {
+	if action != "APPLY_RETRY_SPEC" {
+		for _, name := range []string{"max-retries", "min-backoff", "max-backoff", "jitter"} {
+			if cmd.Flags().Changed(name) {
+				return nil, usageErrorf("the retry spec flags go with --action APPLY_RETRY_SPEC only")
+			}
+		}
+		return nil, nil
+	}
+	spec := aggregate.RetrySpec{MaxRetries: rf.maxRetries, MinBackoff: rf.minBackoff, ExecutionTimeout: rf.timeout, MaxBackoff: rf.maxBackoff, Jitter: rf.jitter}
+	if err := aggregate.ValidateRetrySpec(spec); err != nil {
+		return nil, usageErrorf("the retry spec: %v", err)
+	}
+	return &spec, nil
 }
