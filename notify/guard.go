@@ -59,25 +59,9 @@ func refusedBy(a netip.Addr) string {
 	if a.Is4In6() {
 		return mapped(a.Unmap(), "IPv4-mapped")
 	}
-	if a.Is6() {
-		b := a.As16()
-		var v4 netip.Addr
-		switch {
-		case b[0] == 0 && b[1] == 0 && allZero(b[2:12]) && !(b[12] == 0 && b[13] == 0 && b[14] == 0):
-			v4 = netip.AddrFrom4([4]byte(b[12:16]))
-			if r := refusedBy(v4); r != "" {
-				return "IPv4-compatible " + r
-			}
-		case b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && allZero(b[4:12]):
-			v4 = netip.AddrFrom4([4]byte(b[12:16]))
-			if r := refusedBy(v4); r != "" {
-				return "NAT64 " + r
-			}
-		case b[0] == 0x20 && b[1] == 0x02:
-			v4 = netip.AddrFrom4([4]byte(b[2:6]))
-			if r := refusedBy(v4); r != "" {
-				return "6to4 " + r
-			}
+	if v4, kind, ok := embeddedV4(a); ok {
+		if r := refusedBy(v4); r != "" {
+			return kind + " " + r
 		}
 	}
 	for _, r := range refusedRanges {
@@ -241,4 +225,23 @@ func (g *Guard) Client(timeout time.Duration) *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// embeddedV4 returns the IPv4 address an IPv6 address a carries, and how:
+// IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d) or 6to4
+// (2002:a.b.c.d::).
+func embeddedV4(a netip.Addr) (netip.Addr, string, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, "", false
+	}
+	b := a.As16()
+	switch {
+	case b[0] == 0 && b[1] == 0 && allZero(b[2:12]) && !(b[12] == 0 && b[13] == 0 && b[14] == 0):
+		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true
+	case b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && allZero(b[4:12]):
+		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64", true
+	case b[0] == 0x20 && b[1] == 0x02:
+		return netip.AddrFrom4([4]byte(b[2:6])), "6to4", true
+	}
+	return netip.Addr{}, "", false
 }

@@ -140,21 +140,8 @@ func (e *Endpoint) validate(env Environment) error {
 	if !nameRE.MatchString(e.Name) {
 		return fmt.Errorf("name: %q must be 1 to 64 lowercase letters, digits, '-' or '_', starting with a letter or digit", clip(e.Name, 64))
 	}
-	if len(e.URL) > MaxURLLength {
-		return fmt.Errorf("url: longer than the limit of %d characters", MaxURLLength)
-	}
-	u, err := url.Parse(e.URL)
-	if err != nil || u.Host == "" {
-		return errors.New("url: want an absolute http or https URL")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("url: scheme %q; only http and https are allowed", u.Scheme)
-	}
-	if u.User != nil {
-		return errors.New("url: must not contain user info (a secret never goes in a URL: use secrets)")
-	}
-	if u.Fragment != "" {
-		return errors.New("url: must not have a fragment")
+	if err := checkEndpointURL(e.URL); err != nil {
+		return err
 	}
 	switch e.Format {
 	case "":
@@ -163,16 +150,8 @@ func (e *Endpoint) validate(env Environment) error {
 	default:
 		return fmt.Errorf("format: %q is not json or slack", clip(e.Format, 32))
 	}
-	switch len(e.SuccessStatus) {
-	case 0:
-		e.SuccessStatus = []int{200, 299}
-	case 2:
-		lo, hi := e.SuccessStatus[0], e.SuccessStatus[1]
-		if lo < 100 || hi > 599 || lo > hi {
-			return fmt.Errorf("successStatus: [%d, %d] must be a range within 100 to 599, low first", lo, hi)
-		}
-	default:
-		return errors.New("successStatus: want [low, high], two status codes")
+	if err := e.checkSuccessStatus(); err != nil {
+		return err
 	}
 	if e.Timeout == nil {
 		e.Timeout = &Duration{DefaultTimeout}
@@ -228,4 +207,41 @@ func (r SecretRef) load(env Environment) ([]byte, error) {
 		return nil, fmt.Errorf("%s: the secret has %d bytes; want %d to %d", what, len(raw), MinSecretLength, MaxSecretLength)
 	}
 	return raw, nil
+}
+
+// checkEndpointURL checks an endpoint's URL: absolute http or https,
+// within MaxURLLength, without user info or fragment.
+func checkEndpointURL(raw string) error {
+	if len(raw) > MaxURLLength {
+		return fmt.Errorf("url: longer than the limit of %d characters", MaxURLLength)
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "":
+		return errors.New("url: want an absolute http or https URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("url: scheme %q; only http and https are allowed", u.Scheme)
+	case u.User != nil:
+		return errors.New("url: must not contain user info (a secret never goes in a URL: use secrets)")
+	case u.Fragment != "":
+		return errors.New("url: must not have a fragment")
+	}
+	return nil
+}
+
+// checkSuccessStatus checks the endpoint's range of success statuses, by
+// default 200 to 299.
+func (e *Endpoint) checkSuccessStatus() error {
+	switch len(e.SuccessStatus) {
+	case 0:
+		e.SuccessStatus = []int{200, 299}
+	case 2:
+		lo, hi := e.SuccessStatus[0], e.SuccessStatus[1]
+		if lo < 100 || hi > 599 || lo > hi {
+			return fmt.Errorf("successStatus: [%d, %d] must be a range within 100 to 599, low first", lo, hi)
+		}
+	default:
+		return errors.New("successStatus: want [low, high], two status codes")
+	}
+	return nil
 }
