@@ -71,57 +71,23 @@ func decodeCommandRequest(name string, body []byte) (aggregate.Command, string, 
 			cmd = aggregate.ForcePrepareCompensation{}
 		}
 	case aggregate.NameApplyRetrySpec:
-		var req applyRetrySpecRequest
-		if err := decodeStrict(body, &req, what); err != nil {
+		c, r, err := decodeRetrySpec(name, body, what)
+		if err != nil {
 			return nil, "", false, err
 		}
-		if err := required(name, given{"maxRetries", req.MaxRetries != nil}, given{"minBackoff", req.MinBackoff != nil}, given{"executionTimeout", req.ExecutionTimeout != nil}); err != nil {
-			return nil, "", false, err
-		}
-		c := aggregate.ApplyRetrySpec{MaxRetries: *req.MaxRetries, MinBackoff: *req.MinBackoff, ExecutionTimeout: *req.ExecutionTimeout}
-		if req.MaxBackoff != nil {
-			c.MaxBackoff = *req.MaxBackoff
-		}
-		if req.Jitter != nil {
-			c.Jitter = *req.Jitter
-		}
-		if err := checkRetrySpec(c); err != nil {
-			return nil, "", false, err
-		}
-		reason, cmd = req.Reason, c
+		reason, cmd = r, c
 	case aggregate.NameMarkRecoverable:
-		var req markRecoverableRequest
-		if err := decodeStrict(body, &req, what); err != nil {
-			return nil, "", false, err
-		}
-		if err := required(name, given{"recoverable", req.Recoverable != nil}); err != nil {
-			return nil, "", false, err
-		}
-		rec, err := aggregate.ParseRecoverability(*req.Recoverable)
+		c, r, err := decodeMarkRecoverable(name, body, what)
 		if err != nil {
-			return nil, "", false, badRequest("recoverable", "%v", err)
+			return nil, "", false, err
 		}
-		reason, cmd = req.Reason, aggregate.MarkRecoverable{Recoverable: rec}
+		reason, cmd = r, c
 	case aggregate.NameChangeFunction:
-		var req changeFunctionRequest
-		if err := decodeStrict(body, &req, what); err != nil {
-			return nil, "", false, err
-		}
-		if err := required(name, given{"functionKind", req.FunctionKind != nil}, given{"contextName", req.ContextName != nil},
-			given{"processorName", req.ProcessorName != nil}, given{"name", req.Name != nil}); err != nil {
-			return nil, "", false, err
-		}
-		kind, err := aggregate.ParseFunctionKind(*req.FunctionKind)
+		c, r, err := decodeChangeFunction(name, body, what)
 		if err != nil {
-			return nil, "", false, badRequest("functionKind", "%v", err)
+			return nil, "", false, err
 		}
-		c := aggregate.ChangeFunction{FunctionKind: kind, ContextName: *req.ContextName, ProcessorName: *req.ProcessorName, Name: *req.Name}
-		for _, f := range []struct{ name, value string }{{"contextName", c.ContextName}, {"processorName", c.ProcessorName}, {"name", c.Name}} {
-			if ae := checkText(f.name, f.value, MaxParamBytes); ae != nil {
-				return nil, "", false, ae
-			}
-		}
-		reason, cmd = req.Reason, c
+		reason, cmd = r, c
 	default:
 		return nil, "", false, &apiError{status: http.StatusNotFound, body: api.Error{Code: "NotFound",
 			Message: "unknown command " + quote(name) + "; the commands are " + strings.Join(OperatorCommands, ", "), Details: map[string]any{"field": "command"}}}
@@ -211,4 +177,65 @@ func checkReason(what string, required bool, p *string) (string, error) {
 		return "", ae
 	}
 	return reason, nil
+}
+
+// decodeRetrySpec decodes the body of an ApplyRetrySpec command: its retry spec, required fields first.
+func decodeRetrySpec(name string, body []byte, what string) (aggregate.Command, *string, error) {
+	var req applyRetrySpecRequest
+	if err := decodeStrict(body, &req, what); err != nil {
+		return nil, nil, err
+	}
+	if err := required(name, given{"maxRetries", req.MaxRetries != nil}, given{"minBackoff", req.MinBackoff != nil}, given{"executionTimeout", req.ExecutionTimeout != nil}); err != nil {
+		return nil, nil, err
+	}
+	c := aggregate.ApplyRetrySpec{MaxRetries: *req.MaxRetries, MinBackoff: *req.MinBackoff, ExecutionTimeout: *req.ExecutionTimeout}
+	if req.MaxBackoff != nil {
+		c.MaxBackoff = *req.MaxBackoff
+	}
+	if req.Jitter != nil {
+		c.Jitter = *req.Jitter
+	}
+	if err := checkRetrySpec(c); err != nil {
+		return nil, nil, err
+	}
+	return c, req.Reason, nil
+}
+
+// decodeMarkRecoverable decodes the body of a MarkRecoverable command.
+func decodeMarkRecoverable(name string, body []byte, what string) (aggregate.Command, *string, error) {
+	var req markRecoverableRequest
+	if err := decodeStrict(body, &req, what); err != nil {
+		return nil, nil, err
+	}
+	if err := required(name, given{"recoverable", req.Recoverable != nil}); err != nil {
+		return nil, nil, err
+	}
+	rec, err := aggregate.ParseRecoverability(*req.Recoverable)
+	if err != nil {
+		return nil, nil, badRequest("recoverable", "%v", err)
+	}
+	return aggregate.MarkRecoverable{Recoverable: rec}, req.Reason, nil
+}
+
+// decodeChangeFunction decodes the body of a ChangeFunction command: the whole function, as text.
+func decodeChangeFunction(name string, body []byte, what string) (aggregate.Command, *string, error) {
+	var req changeFunctionRequest
+	if err := decodeStrict(body, &req, what); err != nil {
+		return nil, nil, err
+	}
+	if err := required(name, given{"functionKind", req.FunctionKind != nil}, given{"contextName", req.ContextName != nil},
+		given{"processorName", req.ProcessorName != nil}, given{"name", req.Name != nil}); err != nil {
+		return nil, nil, err
+	}
+	kind, err := aggregate.ParseFunctionKind(*req.FunctionKind)
+	if err != nil {
+		return nil, nil, badRequest("functionKind", "%v", err)
+	}
+	c := aggregate.ChangeFunction{FunctionKind: kind, ContextName: *req.ContextName, ProcessorName: *req.ProcessorName, Name: *req.Name}
+	for _, f := range []struct{ name, value string }{{"contextName", c.ContextName}, {"processorName", c.ProcessorName}, {"name", c.Name}} {
+		if ae := checkText(f.name, f.value, MaxParamBytes); ae != nil {
+			return nil, nil, ae
+		}
+	}
+	return c, req.Reason, nil
 }
