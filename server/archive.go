@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -193,15 +192,9 @@ func (s *Server) restoreArchived(w http.ResponseWriter, r *http.Request, p princ
 	if err != nil {
 		return err
 	}
-	if len(req.Records) > api.MaxRestoreRecords {
-		return badRequest("records", "a restore names at most %d records, got %d; restore the whole sweep (no records) instead", api.MaxRestoreRecords, len(req.Records))
-	}
-	ids := map[string]bool{}
-	for i, id := range req.Records {
-		if uuid.Validate(id) != nil {
-			return badRequest("records", "records[%d] is not a record id (a UUID): %s", i, quote(cut(id)))
-		}
-		ids[id] = true
+	ids, err := restoreIDs(req.Records)
+	if err != nil {
+		return err
 	}
 	a, err := s.archive()
 	if err != nil {
@@ -221,29 +214,59 @@ func (s *Server) restoreArchived(w http.ResponseWriter, r *http.Request, p princ
 		return nil
 	})
 	if !req.DryRun && len(out.Results) > 0 {
-		counts := make([]string, 0, len(out.Counts))
-		for _, o := range []string{archive.Restored, archive.Completed, archive.Present, archive.Diverged} {
-			if out.Counts[o] > 0 {
-				counts = append(counts, fmt.Sprintf("%s %d", o, out.Counts[o]))
-			}
-		}
 		s.audit(r, api.AuditEntry{Kind: api.AuditArchiveRestore, Actor: p.name, Role: string(p.role), Credential: p.credential(false),
-			Reason: fmt.Sprintf("sweep %d of %s: %s; %s", sweep, a.Sink, strings.Join(counts, ", "), reason)})
+			Reason: fmt.Sprintf("sweep %d of %s: %s; %s", sweep, a.Sink, restoreCounts(out.Counts), reason)})
 	}
 	if err != nil {
 		return archiveError(sweep, err)
 	}
 	if found < len(ids) {
-		seen := map[string]bool{}
-		for _, res := range out.Results {
-			seen[res.ID] = true
-		}
-		for _, id := range req.Records {
-			if !seen[id] && !slices.Contains(out.Missing, id) {
-				out.Missing = append(out.Missing, id)
-			}
-		}
+		out.Missing = missingRecords(req.Records, out.Results)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// restoreIDs checks a restore's record ids (at most
+// api.MaxRestoreRecords UUIDs) and returns them as a set.
+func restoreIDs(records []string) (map[string]bool, error) {
+	if len(records) > api.MaxRestoreRecords {
+		return nil, badRequest("records", "a restore names at most %d records, got %d; restore the whole sweep (no records) instead", api.MaxRestoreRecords, len(records))
+	}
+	ids := map[string]bool{}
+	for i, id := range records {
+		if uuid.Validate(id) != nil {
+			return nil, badRequest("records", "records[%d] is not a record id (a UUID): %s", i, quote(cut(id)))
+		}
+		ids[id] = true
+	}
+	return ids, nil
+}
+
+// restoreCounts says how many records a restore left in each outcome.
+func restoreCounts(counts map[string]int) string {
+	out := make([]string, 0, len(counts))
+	for _, o := range []string{archive.Restored, archive.Completed, archive.Present, archive.Diverged} {
+		if counts[o] > 0 {
+			out = append(out, fmt.Sprintf("%s %d", o, counts[o]))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// missingRecords are the records asked for that the sweep did not hold,
+// once each.
+func missingRecords(asked []string, results []api.RestoredRecord) []string {
+	seen := map[string]bool{}
+	for _, res := range results {
+		seen[res.ID] = true
+	}
+	var missing []string
+	for _, id := range asked {
+		if !seen[id] {
+			seen[id] = true
+			missing = append(missing, id)
+		}
+	}
+	return missing
 }
