@@ -65,36 +65,12 @@ func (f *filterFlags) params() (url.Values, error) {
 		}
 	}
 	for _, kv := range f.extra {
-		k, val, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageErrorf("--filter %s: want key=value, such as processor=Mailer", quoteShort(kv))
+		if err := f.addExtra(v, kv); err != nil {
+			return nil, err
 		}
-		if !isFilterName(k) {
-			return nil, usageErrorf("--filter %s: unknown filter %s; the filters are %s", quoteShort(kv), quoteShort(k), strings.Join(filterNames(), ", "))
-		}
-		if k == "view" {
-			if f.view != "" && f.view != val {
-				return nil, usageErrorf("--filter view=%s and --view %s disagree; give one", val, f.view)
-			}
-			f.view = val
-			continue
-		}
-		if err := checkFilter(k, val); err != nil {
-			return nil, usageErrorf("--filter %s %s", k, err)
-		}
-		if prev := v.Get(k); prev != "" && prev != val {
-			return nil, usageErrorf("--filter %s=%s and %s disagree; give one", k, quoteShort(val), quoteShort(prev))
-		}
-		v.Set(k, val)
 	}
-	for _, r := range [][4]string{{"executeAtFrom", "executeAtTo", "--since", "--until"}, {"nextRetryAtFrom", "nextRetryAtTo", "--next-retry-since", "--next-retry-until"}} {
-		if from, to := v.Get(r[0]), v.Get(r[1]); from != "" && to != "" {
-			a, _ := parseTimeFlag(from)
-			b, _ := parseTimeFlag(to)
-			if !a.Before(b) {
-				return nil, usageErrorf("%s %s is not before %s %s: no record could match", r[2], from, r[3], to)
-			}
-		}
+	if err := checkTimeRanges(v); err != nil {
+		return nil, err
 	}
 	if alias, ok := viewAliases[f.view]; ok {
 		f.view = string(alias)
@@ -254,4 +230,44 @@ func quoteShort(s string) string {
 		return fmt.Sprintf("%q... (%d bytes)", s[:40], len(s))
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// addExtra adds --filter kv (key=value) to v, or to the view.
+func (f *filterFlags) addExtra(v url.Values, kv string) error {
+	k, val, ok := strings.Cut(kv, "=")
+	if !ok || k == "" {
+		return usageErrorf("--filter %s: want key=value, such as processor=Mailer", quoteShort(kv))
+	}
+	if !isFilterName(k) {
+		return usageErrorf("--filter %s: unknown filter %s; the filters are %s", quoteShort(kv), quoteShort(k), strings.Join(filterNames(), ", "))
+	}
+	if k == "view" {
+		if f.view != "" && f.view != val {
+			return usageErrorf("--filter view=%s and --view %s disagree; give one", val, f.view)
+		}
+		f.view = val
+		return nil
+	}
+	if err := checkFilter(k, val); err != nil {
+		return usageErrorf("--filter %s %s", k, err)
+	}
+	if prev := v.Get(k); prev != "" && prev != val {
+		return usageErrorf("--filter %s=%s and %s disagree; give one", k, quoteShort(val), quoteShort(prev))
+	}
+	v.Set(k, val)
+	return nil
+}
+
+// checkTimeRanges refuses a time range of v that ends before it begins.
+func checkTimeRanges(v url.Values) error {
+	for _, r := range [][4]string{{"executeAtFrom", "executeAtTo", "--since", "--until"}, {"nextRetryAtFrom", "nextRetryAtTo", "--next-retry-since", "--next-retry-until"}} {
+		if from, to := v.Get(r[0]), v.Get(r[1]); from != "" && to != "" {
+			a, _ := parseTimeFlag(from)
+			b, _ := parseTimeFlag(to)
+			if !a.Before(b) {
+				return usageErrorf("%s %s is not before %s %s: no record could match", r[2], from, r[3], to)
+			}
+		}
+	}
+	return nil
 }
