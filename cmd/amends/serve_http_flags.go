@@ -120,32 +120,13 @@ func (f *httpSecFlags) config(cfg *serveConfig, httpHost string, env func(string
 	if httpHost != "" && !isIPLiteral(httpHost) && server.CheckAllowedHost(httpHost) == nil {
 		cfg.allowedHosts = append(cfg.allowedHosts, httpHost)
 	}
-	for _, p := range f.trustedProxies {
-		prefix, err := parsePrefix(p)
-		if err != nil {
-			return usageErrorf("--trusted-proxy %q: want a CIDR such as 10.0.0.0/8 or an address such as 10.0.0.5", p)
-		}
-		cfg.trustedProxies = append(cfg.trustedProxies, prefix)
+	proxies, err := parseTrustedProxies(f.trustedProxies)
+	if err != nil {
+		return err
 	}
-	switch {
-	case f.tlsCert == "" && f.tlsKey != "", f.tlsCert != "" && f.tlsKey == "":
-		return usageErrorf("--tls-cert and --tls-key go together: give both")
-	case f.tlsClientCA != "" && f.tlsCert == "":
-		return usageErrorf("--tls-client-ca requires client certificates over TLS: give --tls-cert and --tls-key too")
-	case f.tlsMin != "1.2" && f.tlsMin != "1.3":
-		return usageErrorf("--tls-min-version must be 1.2 or 1.3, got %q", f.tlsMin)
-	case f.tlsMin != "1.2" && f.tlsCert == "":
-		return usageErrorf("--tls-min-version %s needs TLS: give --tls-cert and --tls-key too", f.tlsMin)
-	case f.tlsCert != "":
-		minVersion := uint16(tls.VersionTLS12)
-		if f.tlsMin == "1.3" {
-			minVersion = tls.VersionTLS13
-		}
-		r, err := newCertReloader(tlsFiles{cert: f.tlsCert, key: f.tlsKey, clientCA: f.tlsClientCA, minVersion: minVersion}, logger.With("component", "http"))
-		if err != nil {
-			return usageErrorf("%v", err)
-		}
-		cfg.tls = r
+	cfg.trustedProxies = append(cfg.trustedProxies, proxies...)
+	if err := f.tlsConfig(cfg, logger); err != nil {
+		return err
 	}
 	return f.oidc(cfg, env)
 }
@@ -276,4 +257,43 @@ func validClaimName(s string) bool {
 		}
 	}
 	return true
+}
+
+// tlsConfig checks the TLS flags and sets cfg's certificate reloader when
+// --tls-cert is given.
+func (f *httpSecFlags) tlsConfig(cfg *serveConfig, logger *slog.Logger) error {
+	switch {
+	case f.tlsCert == "" && f.tlsKey != "", f.tlsCert != "" && f.tlsKey == "":
+		return usageErrorf("--tls-cert and --tls-key go together: give both")
+	case f.tlsClientCA != "" && f.tlsCert == "":
+		return usageErrorf("--tls-client-ca requires client certificates over TLS: give --tls-cert and --tls-key too")
+	case f.tlsMin != "1.2" && f.tlsMin != "1.3":
+		return usageErrorf("--tls-min-version must be 1.2 or 1.3, got %q", f.tlsMin)
+	case f.tlsMin != "1.2" && f.tlsCert == "":
+		return usageErrorf("--tls-min-version %s needs TLS: give --tls-cert and --tls-key too", f.tlsMin)
+	case f.tlsCert != "":
+		minVersion := uint16(tls.VersionTLS12)
+		if f.tlsMin == "1.3" {
+			minVersion = tls.VersionTLS13
+		}
+		r, err := newCertReloader(tlsFiles{cert: f.tlsCert, key: f.tlsKey, clientCA: f.tlsClientCA, minVersion: minVersion}, logger.With("component", "http"))
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		cfg.tls = r
+	}
+	return nil
+}
+
+// parseTrustedProxies reads the --trusted-proxy CIDRs or addresses.
+func parseTrustedProxies(proxies []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range proxies {
+		prefix, err := parsePrefix(p)
+		if err != nil {
+			return nil, usageErrorf("--trusted-proxy %q: want a CIDR such as 10.0.0.0/8 or an address such as 10.0.0.5", p)
+		}
+		out = append(out, prefix)
+	}
+	return out, nil
 }

@@ -58,15 +58,7 @@ func (f *notifyFlags) config(fs *pflag.FlagSet, env notify.Environment) (*notify
 		return nil, usageErrorf("--notify-config and --notify-url both configure notifications: use one of them")
 	}
 	if f.configFile == "" && f.url == "" {
-		for _, name := range []string{"notify-secret-env", "notify-secret-file", "notify-format", "notify-dedup-window"} {
-			if changed(name) {
-				return nil, usageErrorf("--%s configures the --notify-url endpoint: set --notify-url too", name)
-			}
-		}
-		if changed("notify-allow-host") || changed("notify-public-url") {
-			return nil, usageErrorf("--notify-allow-host and --notify-public-url need --notify-config or --notify-url")
-		}
-		return nil, nil
+		return nil, f.checkUnused(changed)
 	}
 	if f.configFile != "" {
 		for _, name := range []string{"notify-secret-env", "notify-secret-file", "notify-format", "notify-dedup-window"} {
@@ -83,34 +75,7 @@ func (f *notifyFlags) config(fs *pflag.FlagSet, env notify.Environment) (*notify
 		}
 		return c, nil
 	}
-	type ref struct {
-		File string `json:"file,omitempty"`
-		Env  string `json:"env,omitempty"`
-	}
-	var secrets []ref
-	for _, e := range f.secretEnv {
-		secrets = append(secrets, ref{Env: e})
-	}
-	for _, p := range f.secretFile {
-		secrets = append(secrets, ref{File: p})
-	}
-	if len(secrets) == 0 {
-		return nil, usageErrorf("--notify-url needs its secret: --notify-secret-env NAME or --notify-secret-file FILE")
-	}
-	doc, _ := json.Marshal(map[string]any{
-		"endpoints":   []any{map[string]any{"name": "default", "url": f.url, "format": f.format, "secrets": secrets}},
-		"dedupWindow": f.dedupWindow.String(),
-	})
-	c, err := notify.ParseConfig(doc, env)
-	if err != nil {
-		return nil, notifyConfigError("", flagFields.ReplaceAllStringFunc(err.Error(), func(m string) string {
-			return flagOf[flagFields.FindStringSubmatch(m)[1]]
-		}), err)
-	}
-	if err := f.overrides(c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return f.urlConfig(env)
 }
 
 // overrides applies --notify-allow-host and --notify-public-url.
@@ -169,4 +134,50 @@ func notifierComponents(cfg serveConfig, js jetstream.JetStream, store *jsstore.
 	reg.MustRegister(n.Metrics())
 	logger.Info("notifications on", "endpoints", len(cfg.notify.Endpoints), "rules", len(cfg.notify.Rules), "dedup_window", cfg.notify.DedupWindow.Duration)
 	return []component{{"notifier", n.Run}}, nil
+}
+
+// urlConfig is the configuration of the one --notify-url endpoint.
+func (f *notifyFlags) urlConfig(env notify.Environment) (*notify.Config, error) {
+	type ref struct {
+		File string `json:"file,omitempty"`
+		Env  string `json:"env,omitempty"`
+	}
+	var secrets []ref
+	for _, e := range f.secretEnv {
+		secrets = append(secrets, ref{Env: e})
+	}
+	for _, p := range f.secretFile {
+		secrets = append(secrets, ref{File: p})
+	}
+	if len(secrets) == 0 {
+		return nil, usageErrorf("--notify-url needs its secret: --notify-secret-env NAME or --notify-secret-file FILE")
+	}
+	doc, _ := json.Marshal(map[string]any{
+		"endpoints":   []any{map[string]any{"name": "default", "url": f.url, "format": f.format, "secrets": secrets}},
+		"dedupWindow": f.dedupWindow.String(),
+	})
+	c, err := notify.ParseConfig(doc, env)
+	if err != nil {
+		return nil, notifyConfigError("", flagFields.ReplaceAllStringFunc(err.Error(), func(m string) string {
+			return flagOf[flagFields.FindStringSubmatch(m)[1]]
+		}), err)
+	}
+	if err := f.overrides(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkUnused refuses the endpoint's flags without an endpoint
+// (--notify-config or --notify-url).
+func (f *notifyFlags) checkUnused(changed func(string) bool) error {
+	for _, name := range []string{"notify-secret-env", "notify-secret-file", "notify-format", "notify-dedup-window"} {
+		if changed(name) {
+			return usageErrorf("--%s configures the --notify-url endpoint: set --notify-url too", name)
+		}
+	}
+	if changed("notify-allow-host") || changed("notify-public-url") {
+		return usageErrorf("--notify-allow-host and --notify-public-url need --notify-config or --notify-url")
+	}
+	return nil
 }
