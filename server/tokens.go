@@ -105,43 +105,11 @@ func ParseTokens(text string) ([]Token, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		entry, attrs := splitAttributes(line)
-		parts := strings.SplitN(entry, ":", 3)
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("token entry %d is not name:role:secret", n)
-		}
-		t := Token{Name: strings.TrimSpace(parts[0]), Role: Role(strings.TrimSpace(parts[1]))}
-		secret := strings.TrimSpace(parts[2])
-		if h, ok := strings.CutPrefix(secret, HashPrefix); ok {
-			b, err := hex.DecodeString(h)
-			if err != nil || len(b) != sha256.Size {
-				return nil, fmt.Errorf("token %q has a hashed secret that is not %s and 64 hex digits; make the line with `amends token new` or `amends token hash`", t.Name, HashPrefix)
-			}
-			copy(t.Hash[:], b)
-		} else {
-			t.Secret = secret
-			t.Hash = sha256.Sum256([]byte(secret))
-		}
-		for _, a := range attrs {
-			k, v, _ := strings.Cut(a, "=")
-			if k != "expires" {
-				return nil, fmt.Errorf("token %q has the unknown attribute %q; the only one is expires=2027-01-31T00:00:00Z (secrets have no spaces)", t.Name, cutText(k, 40))
-			}
-			exp, err := parseExpiry(v)
-			if err != nil {
-				return nil, fmt.Errorf("token %q: %v", t.Name, err)
-			}
-			t.Expires = exp
+		t, err := parseTokenEntry(n, line)
+		if err != nil {
+			return nil, err
 		}
 		switch {
-		case t.Name == "":
-			return nil, fmt.Errorf("token entry %d has an empty name", n)
-		case checkText("name", t.Name, MaxParamBytes) != nil || strings.ContainsFunc(t.Name, refusedInText):
-			return nil, fmt.Errorf("token entry %d has a name that is not up to %d bytes of printable text", n, MaxParamBytes)
-		case t.Role != RoleViewer && t.Role != RoleOperator:
-			return nil, fmt.Errorf("token %q has role %q; the roles are viewer and operator", t.Name, cutText(string(t.Role), 40))
-		case !t.Hashed() && len(t.Secret) < MinSecretLength:
-			return nil, fmt.Errorf("token %q has a secret of %d characters; use at least %d (amends token new makes one)", t.Name, len(t.Secret), MinSecretLength)
 		case seen[t.Name]:
 			return nil, fmt.Errorf("token name %q appears twice; names are the actors of the audit trail and must be unique", t.Name)
 		case hashes[t.Hash] != "":
@@ -271,4 +239,57 @@ func changed(old, next *keyring) []string {
 		}
 	}
 	return out
+}
+
+// parseTokenEntry reads entry n of a tokens text, name:role:secret (or a
+// hashed secret) with its attributes, and checks it alone.
+func parseTokenEntry(n int, line string) (Token, error) {
+	var err error
+	entry, attrs := splitAttributes(line)
+	parts := strings.SplitN(entry, ":", 3)
+	if len(parts) != 3 {
+		return Token{}, fmt.Errorf("token entry %d is not name:role:secret", n)
+	}
+	t := Token{Name: strings.TrimSpace(parts[0]), Role: Role(strings.TrimSpace(parts[1]))}
+	secret := strings.TrimSpace(parts[2])
+	if h, ok := strings.CutPrefix(secret, HashPrefix); ok {
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != sha256.Size {
+			return Token{}, fmt.Errorf("token %q has a hashed secret that is not %s and 64 hex digits; make the line with `amends token new` or `amends token hash`", t.Name, HashPrefix)
+		}
+		copy(t.Hash[:], b)
+	} else {
+		t.Secret = secret
+		t.Hash = sha256.Sum256([]byte(secret))
+	}
+	if t.Expires, err = tokenExpiry(t.Name, attrs); err != nil {
+		return Token{}, err
+	}
+	switch {
+	case t.Name == "":
+		return Token{}, fmt.Errorf("token entry %d has an empty name", n)
+	case checkText("name", t.Name, MaxParamBytes) != nil || strings.ContainsFunc(t.Name, refusedInText):
+		return Token{}, fmt.Errorf("token entry %d has a name that is not up to %d bytes of printable text", n, MaxParamBytes)
+	case t.Role != RoleViewer && t.Role != RoleOperator:
+		return Token{}, fmt.Errorf("token %q has role %q; the roles are viewer and operator", t.Name, cutText(string(t.Role), 40))
+	case !t.Hashed() && len(t.Secret) < MinSecretLength:
+		return Token{}, fmt.Errorf("token %q has a secret of %d characters; use at least %d (amends token new makes one)", t.Name, len(t.Secret), MinSecretLength)
+	}
+	return t, nil
+}
+
+// tokenExpiry reads token name's attributes: expires=TIME is the only one.
+func tokenExpiry(name string, attrs []string) (expires time.Time, err error) {
+	for _, a := range attrs {
+		k, v, _ := strings.Cut(a, "=")
+		if k != "expires" {
+			return time.Time{}, fmt.Errorf("token %q has the unknown attribute %q; the only one is expires=2027-01-31T00:00:00Z (secrets have no spaces)", name, cutText(k, 40))
+		}
+		exp, err := parseExpiry(v)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("token %q: %v", name, err)
+		}
+		expires = exp
+	}
+	return expires, nil
 }
