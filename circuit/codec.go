@@ -240,41 +240,56 @@ func (s *State) checkTransitions(past int64) error {
 		return bad("transitions", "has %d, over the limit of %d", len(s.Transitions), MaxTransitions)
 	}
 	var seq int64
-	for i, t := range s.Transitions {
-		field := "transitions[" + strconv.Itoa(i) + "]"
-		switch {
-		case t.Seq <= seq || t.Seq > s.Counts.Total():
-			return bad(field+".seq", "must be above %d and at most the count of transitions %d, got %d", seq, s.Counts.Total(), t.Seq)
-		case !slices.Contains(Phases, t.From) || !slices.Contains(Phases, t.To):
-			return bad(field, "from and to must be among %v, got %.40q and %.40q", Phases, t.From, t.To)
-		case !slices.Contains(Causes, t.Cause):
-			return bad(field+".cause", "must be one of %v, got %.40q", Causes, t.Cause)
-		case t.Failures < 0 || t.Calls < 0 || t.Failures > 1<<30 || t.Calls > 1<<30:
-			return bad(field, "failures and calls must be from 0 to 2^30, got %d and %d", t.Failures, t.Calls)
-		case !bounds.Within(t.CoolDownMs, 0, (24 * time.Hour).Milliseconds()):
-			return bad(field+".coolDownMs", "must be from 0 to a day, got %d", t.CoolDownMs)
-		case t.Cause == CauseOperator && strings.TrimSpace(t.Actor) == "":
-			return unaudited(field+".actor", "an operator's transition names the operator, this one names none")
-		}
-		seq = t.Seq
-		if err := timeAt(field+".at", t.At, past); err != nil {
+	for i := range s.Transitions {
+		t := &s.Transitions[i]
+		if err := t.check("transitions["+strconv.Itoa(i)+"]", seq, s.Counts.Total(), past); err != nil {
 			return err
 		}
-		for _, x := range []struct {
-			name, v string
-			max     int
-		}{{"instance", t.Instance, maxIDBytes}, {"actor", t.Actor, MaxActorBytes}, {"reason", t.Reason, MaxReasonBytes}} {
-			if err := plainText(field+"."+x.name, x.v, x.max, false); err != nil {
-				return err
-			}
+		seq = t.Seq
+	}
+	return nil
+}
+
+// check checks transition field of a circuit with total transitions,
+// after the one numbered seq: its numbers, cause, time and words.
+func (t *Transition) check(field string, seq, total, past int64) error {
+	switch {
+	case t.Seq <= seq || t.Seq > total:
+		return bad(field+".seq", "must be above %d and at most the count of transitions %d, got %d", seq, total, t.Seq)
+	case !slices.Contains(Phases, t.From) || !slices.Contains(Phases, t.To):
+		return bad(field, "from and to must be among %v, got %.40q and %.40q", Phases, t.From, t.To)
+	case !slices.Contains(Causes, t.Cause):
+		return bad(field+".cause", "must be one of %v, got %.40q", Causes, t.Cause)
+	case !bounds.Within(t.Failures, 0, 1<<30) || !bounds.Within(t.Calls, 0, 1<<30):
+		return bad(field, "failures and calls must be from 0 to 2^30, got %d and %d", t.Failures, t.Calls)
+	case !bounds.Within(t.CoolDownMs, 0, (24 * time.Hour).Milliseconds()):
+		return bad(field+".coolDownMs", "must be from 0 to a day, got %d", t.CoolDownMs)
+	case t.Cause == CauseOperator && strings.TrimSpace(t.Actor) == "":
+		return unaudited(field+".actor", "an operator's transition names the operator, this one names none")
+	}
+	if err := timeAt(field+".at", t.At, past); err != nil {
+		return err
+	}
+	return t.checkWords(field)
+}
+
+// checkWords checks the transition's instance, actor and reason; an
+// operator's words by the one rule of operator text, as the API took them.
+func (t *Transition) checkWords(field string) error {
+	for _, x := range []struct {
+		name, v string
+		max     int
+	}{{"instance", t.Instance, maxIDBytes}, {"actor", t.Actor, MaxActorBytes}, {"reason", t.Reason, MaxReasonBytes}} {
+		if err := plainText(field+"."+x.name, x.v, x.max, false); err != nil {
+			return err
 		}
-		if t.Cause == CauseOperator {
-			// An operator's words: the one rule of operator text, as the
-			// API took them.
-			for _, x := range []struct{ name, v string }{{"actor", t.Actor}, {"reason", t.Reason}} {
-				if err := text.Line(x.v, MaxReasonBytes); err != nil {
-					return bad(field+"."+x.name, "%s", err)
-				}
+	}
+	if t.Cause == CauseOperator {
+		// An operator's words: the one rule of operator text, as the
+		// API took them.
+		for _, x := range []struct{ name, v string }{{"actor", t.Actor}, {"reason", t.Reason}} {
+			if err := text.Line(x.v, MaxReasonBytes); err != nil {
+				return bad(field+"."+x.name, "%s", err)
 			}
 		}
 	}
