@@ -82,23 +82,7 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 	case x.Waived:
 		return processor.OutcomeWaived, nil
 	}
-	var (
-		details     aggregate.ErrorDetails
-		recoverable aggregate.Recoverability
-	)
-	var open *circuit.OpenError
-	switch {
-	case errors.As(x.Err, &open) && x.Prior != nil:
-		// A refused replay of a record that failed for a real reason: the
-		// record keeps that failure; the message tells the refusal.
-		details, recoverable = x.Prior.Error, x.Prior.Recoverable
-		own, _, _ := strings.Cut(x.Prior.Error.ErrorMsg, refusedReplay) // the last refusal's note, once
-		details.ErrorMsg = fmt.Sprintf("%s%sthe circuit of %s is %s since %s]", own, refusedReplay, open.Function, open.Phase, open.Since.UTC().Format(time.RFC3339))
-	case x.Recoverable != "" && open == nil:
-		details, recoverable = r.details(*x.Function, x.Err), x.Recoverable // the processor classified it, once
-	default:
-		details, recoverable = r.Describe(*x.Function, x.Err, x.Rules)
-	}
+	details, recoverable := r.failureOf(x)
 	if x.Compensation != nil {
 		return r.apply(ctx, x, aggregate.ApplyExecutionFailed{
 			Error: details, ExecuteAt: executeAt, Recoverable: recoverable, Attempt: x.Compensation.Attempt,
@@ -110,18 +94,7 @@ func (r *Recorder) record(ctx context.Context, x processor.Execution) (processor
 		RetrySpec: x.RetrySpec, Recoverable: recoverable, Run: run,
 	}
 	meta := r.meta(uuid.NewString(), x)
-	if r.o.rules != nil {
-		match := rules.Failure{Function: *x.Function, ErrorCode: details.ErrorCode, Fingerprint: details.Fingerprint}
-		if details.ErrorCode == circuit.ErrorCode {
-			match.Fingerprint = "" // a refusal is no failure of the fingerprint's kind
-		}
-		if rule, ok := r.o.rules.Match(match, at); ok {
-			rules.ApplyToCreate(rule, &cmd, aggregate.DefaultRetrySpec)
-			meta.Headers["rule"] = rule.ID
-			meta.Reason = fmt.Sprintf("rule %s (%s): %s", rule.ID, rule.Action, rule.Reason)
-			r.metrics.RuleMatches.Add(1)
-		}
-	}
+	r.applyRules(x, details, at, &cmd, &meta)
 	res, err := r.send(ctx, id, cmd, meta)
 	switch {
 	case err == nil:
@@ -218,5 +191,43 @@ func (r *Recorder) send(ctx context.Context, id string, cmd aggregate.Command, m
 		if r.o.sleep(ctx, r.o.backoff.Delay(attempt)) != nil {
 			return res, err
 		}
+	}
+}
+
+// failureOf describes x's failure: a refused replay of a record that
+// failed for a real reason keeps that failure, its message telling the
+// refusal; a failure the processor classified keeps its class.
+func (r *Recorder) failureOf(x processor.Execution) (details aggregate.ErrorDetails, recoverable aggregate.Recoverability) {
+	var open *circuit.OpenError
+	switch {
+	case errors.As(x.Err, &open) && x.Prior != nil:
+		// A refused replay of a record that failed for a real reason: the
+		// record keeps that failure; the message tells the refusal.
+		details, recoverable = x.Prior.Error, x.Prior.Recoverable
+		own, _, _ := strings.Cut(x.Prior.Error.ErrorMsg, refusedReplay) // the last refusal's note, once
+		details.ErrorMsg = fmt.Sprintf("%s%sthe circuit of %s is %s since %s]", own, refusedReplay, open.Function, open.Phase, open.Since.UTC().Format(time.RFC3339))
+	case x.Recoverable != "" && open == nil:
+		details, recoverable = r.details(*x.Function, x.Err), x.Recoverable // the processor classified it, once
+	default:
+		details, recoverable = r.Describe(*x.Function, x.Err, x.Rules)
+	}
+	return details, recoverable
+}
+
+// applyRules applies the first operator rule that matches x's failure at
+// at to the command and its meta.
+func (r *Recorder) applyRules(x processor.Execution, details aggregate.ErrorDetails, at time.Time, cmd *aggregate.CreateExecutionFailed, meta *aggregate.Meta) {
+	if r.o.rules == nil {
+		return
+	}
+	match := rules.Failure{Function: *x.Function, ErrorCode: details.ErrorCode, Fingerprint: details.Fingerprint}
+	if details.ErrorCode == circuit.ErrorCode {
+		match.Fingerprint = "" // a refusal is no failure of the fingerprint's kind
+	}
+	if rule, ok := r.o.rules.Match(match, at); ok {
+		rules.ApplyToCreate(rule, cmd, aggregate.DefaultRetrySpec)
+		meta.Headers["rule"] = rule.ID
+		meta.Reason = fmt.Sprintf("rule %s (%s): %s", rule.ID, rule.Action, rule.Reason)
+		r.metrics.RuleMatches.Add(1)
 	}
 }
