@@ -300,20 +300,7 @@ func Repair(ctx context.Context, js jetstream.JetStream, spec Spec, dryRun bool)
 		return out, nil
 	}
 	if inPlace {
-		c := *have // keep what the operator set; change what the Spec matches
-		for _, s := range spec.Match {
-			switch s {
-			case SettingTTL:
-				c.TTL = spec.Config.TTL
-			case SettingHistory:
-				c.History = spec.Config.History
-			case SettingReplicas:
-				c.Replicas = spec.Config.Replicas
-			case SettingMarkerTTL:
-				c.LimitMarkerTTL = spec.Config.LimitMarkerTTL
-			}
-		}
-		if _, err := js.UpdateKeyValue(ctx, c); err != nil {
+		if _, err := js.UpdateKeyValue(ctx, matched(*have, spec)); err != nil {
 			if !spec.Disposable {
 				return out, fmt.Errorf("bucket %s: change %s in place: %w", name, strings.Join(out.Diffs, ", "), err)
 			}
@@ -322,13 +309,37 @@ func Repair(ctx context.Context, js jetstream.JetStream, spec Spec, dryRun bool)
 			return out, nil
 		}
 	}
+	return out, recreate(ctx, js, spec)
+}
+
+// matched is the bucket's configuration have with the settings spec
+// matches changed to spec's: what the operator set stays.
+func matched(c jetstream.KeyValueConfig, spec Spec) jetstream.KeyValueConfig {
+	for _, s := range spec.Match {
+		switch s {
+		case SettingTTL:
+			c.TTL = spec.Config.TTL
+		case SettingHistory:
+			c.History = spec.Config.History
+		case SettingReplicas:
+			c.Replicas = spec.Config.Replicas
+		case SettingMarkerTTL:
+			c.LimitMarkerTTL = spec.Config.LimitMarkerTTL
+		}
+	}
+	return c
+}
+
+// recreate deletes spec's bucket and creates it again as spec says.
+func recreate(ctx context.Context, js jetstream.JetStream, spec Spec) error {
+	name := spec.Config.Bucket
 	if err := js.DeleteKeyValue(ctx, name); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return out, fmt.Errorf("bucket %s: delete to create it again: %w", name, err)
+		return fmt.Errorf("bucket %s: delete to create it again: %w", name, err)
 	}
 	if _, err := js.CreateKeyValue(ctx, spec.Config); err != nil {
-		return out, fmt.Errorf("bucket %s: create again: %w", name, err)
+		return fmt.Errorf("bucket %s: create again: %w", name, err)
 	}
-	return out, nil
+	return nil
 }
 
 // PurgeRaw removes every value of key, also a key nats.go refuses to
