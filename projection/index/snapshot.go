@@ -227,39 +227,13 @@ func (b *Batch) LoadSnapshot(data []byte) (SnapshotInfo, error) {
 // readRecords reads the names, samples and entries of a snapshot whose
 // header r has read. The caller holds the write lock.
 func (ix *Index) readRecords(r *snapReader, info *SnapshotInfo) error {
-	// The snapshot's name numbers, mapped to the index's.
-	n := r.count("names", 1)
-	names := make([]uint32, 1, n+1)
-	for range n {
-		names = append(names, intern(ix.names, r.bytes("name", maxSnapshotString)))
-	}
-	name := func(field string) uint32 {
-		i := r.uvarint(field)
-		if r.err == nil && i >= uint64(len(names)) {
-			r.fail("%s refers to name %d of %d", field, i, len(names)-1)
-		}
-		if r.err != nil {
-			return 0
-		}
-		return names[i]
-	}
+	names := ix.readNames(r)
 	if r.err != nil {
 		return r.err
 	}
-	var samples map[uint32]string
-	for range r.count("samples", 2) {
-		fp := name("sample's fingerprint")
-		msg := r.bytes("sample", api.MaxSampleBytes)
-		if r.err != nil {
-			return r.err
-		}
-		if fp == 0 {
-			return r.fail("a sample of no fingerprint")
-		}
-		if samples == nil {
-			samples = map[uint32]string{}
-		}
-		samples[fp] = string(msg)
+	samples, err := readSamples(r, names)
+	if err != nil {
+		return err
 	}
 	records := r.count("records", minSnapshotEntry)
 	if r.err == nil && records != info.Records {
@@ -269,30 +243,9 @@ func (ix *Index) readRecords(r *snapReader, info *SnapshotInfo) error {
 	var fp uint32
 	msg := func() string { return samples[fp] }
 	for range records {
-		var e entry
-		e.id = string(r.bytes("id", maxSnapshotString))
-		e.eventID = string(r.bytes("eventId", maxSnapshotString))
-		e.aggregateID = string(r.bytes("aggregateId", maxSnapshotString))
-		e.version = r.uvarint("version")
-		e.executeAt = r.varint("executeAt")
-		e.timeoutAt = r.varint("timeoutAt")
-		e.nextRetryAt = r.varint("nextRetryAt")
-		e.retries = r.int32("retries")
-		e.maxRetries = r.int32("maxRetries")
-		e.aggContext, e.aggType = name("aggregateContext"), name("aggregateType")
-		e.fnContext, e.fnProcessor, e.fnName = name("functionContext"), name("processor"), name("function")
-		e.errorCode, e.fingerprint = name("errorCode"), name("fingerprint")
-		e.kind = r.enum("functionKind", len(aggregate.FunctionKinds))
-		e.status = r.enum("status", len(aggregate.Statuses))
-		e.recover = r.enum("recoverable", len(aggregate.Recoverabilities))
-		if r.err != nil {
-			return r.err
-		}
-		if !canonicalID(e.id) {
-			return r.fail("record id %q is not in the index's packed form", e.id)
-		}
-		if e.eventID != "" && !canonicalID(e.eventID) {
-			return r.fail("event id %q is not in the index's packed form", e.eventID)
+		e, err := readEntry(r, names)
+		if err != nil {
+			return err
 		}
 		fp = e.fingerprint
 		// Added as loadPut adds a new record, with snapIDs (below) for the
@@ -314,6 +267,83 @@ func (ix *Index) readRecords(r *snapReader, info *SnapshotInfo) error {
 	}
 	ix.snapIDs = keys
 	return nil
+}
+
+// snapNames maps a snapshot's name numbers to the index's (0 is no name).
+type snapNames []uint32
+
+// readNames reads the snapshot's names into the index's.
+func (ix *Index) readNames(r *snapReader) snapNames {
+	n := r.count("names", 1)
+	names := make(snapNames, 1, n+1)
+	for range n {
+		names = append(names, intern(ix.names, r.bytes("name", maxSnapshotString)))
+	}
+	return names
+}
+
+// name reads field, a name number, as the index's; one out of range is
+// the reader's fault.
+func (names snapNames) name(r *snapReader, field string) uint32 {
+	i := r.uvarint(field)
+	if r.err == nil && i >= uint64(len(names)) {
+		r.fail("%s refers to name %d of %d", field, i, len(names)-1)
+	}
+	if r.err != nil {
+		return 0
+	}
+	return names[i]
+}
+
+// readSamples reads the sample messages of the snapshot's fingerprints.
+func readSamples(r *snapReader, names snapNames) (map[uint32]string, error) {
+	var samples map[uint32]string
+	for range r.count("samples", 2) {
+		fp := names.name(r, "sample's fingerprint")
+		msg := r.bytes("sample", api.MaxSampleBytes)
+		if r.err != nil {
+			return nil, r.err
+		}
+		if fp == 0 {
+			return nil, r.fail("a sample of no fingerprint")
+		}
+		if samples == nil {
+			samples = map[uint32]string{}
+		}
+		samples[fp] = string(msg)
+	}
+	return samples, nil
+}
+
+// readEntry reads one record of the snapshot, its ids in the index's
+// packed form.
+func readEntry(r *snapReader, names snapNames) (entry, error) {
+	name := func(field string) uint32 { return names.name(r, field) }
+	var e entry
+	e.id = string(r.bytes("id", maxSnapshotString))
+	e.eventID = string(r.bytes("eventId", maxSnapshotString))
+	e.aggregateID = string(r.bytes("aggregateId", maxSnapshotString))
+	e.version = r.uvarint("version")
+	e.executeAt = r.varint("executeAt")
+	e.timeoutAt = r.varint("timeoutAt")
+	e.nextRetryAt = r.varint("nextRetryAt")
+	e.retries = r.int32("retries")
+	e.maxRetries = r.int32("maxRetries")
+	e.aggContext, e.aggType = name("aggregateContext"), name("aggregateType")
+	e.fnContext, e.fnProcessor, e.fnName = name("functionContext"), name("processor"), name("function")
+	e.errorCode, e.fingerprint = name("errorCode"), name("fingerprint")
+	e.kind = r.enum("functionKind", len(aggregate.FunctionKinds))
+	e.status = r.enum("status", len(aggregate.Statuses))
+	e.recover = r.enum("recoverable", len(aggregate.Recoverabilities))
+	switch {
+	case r.err != nil:
+		return e, r.err
+	case !canonicalID(e.id):
+		return e, r.fail("record id %q is not in the index's packed form", e.id)
+	case e.eventID != "" && !canonicalID(e.eventID):
+		return e, r.fail("event id %q is not in the index's packed form", e.eventID)
+	}
+	return e, nil
 }
 
 // distinctIDs returns an error naming an id that two of the sorted
