@@ -27,12 +27,9 @@ last line gives the --cursor of the next page.`
 
 func newAuditCmd(a *app) *cobra.Command {
 	var (
-		cf                  clientFlags
-		kind, actor, record string
-		since, until        string
-		limit               int
-		cursor              string
-		all                 bool
+		cf  clientFlags
+		af  auditFlags
+		all bool
 	)
 	cmd := &cobra.Command{
 		Use:   "audit",
@@ -40,41 +37,9 @@ func newAuditCmd(a *app) *cobra.Command {
 		Long:  auditLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := api.AuditQuery{Actor: actor, Record: record, Limit: limit, Cursor: cursor}
-			if kind != "" {
-				k, err := audit.ParseKind(kind)
-				if err != nil {
-					return usageErrorf("--kind: %v", err)
-				}
-				q.Kind = k
-			}
-			if !bounds.Within(limit, 1, audit.MaxLimit) {
-				return usageErrorf("--limit must be from 1 to %d, got %d", audit.MaxLimit, limit)
-			}
-			if cursor != "" {
-				if _, err := strconv.ParseUint(cursor, 10, 64); err != nil {
-					return usageErrorf("--cursor must be the number a previous audit printed, got %s", quoteShort(cursor))
-				}
-			}
-			for _, f := range []struct {
-				name, v string
-			}{{"actor", actor}, {"record", record}} {
-				if len(f.v) > server.MaxParamBytes {
-					return usageErrorf("--%s is %d bytes, over the limit of %d", f.name, len(f.v), server.MaxParamBytes)
-				}
-			}
-			for _, t := range []struct {
-				name, v string
-				to      *int64
-			}{{"since", since, &q.From}, {"until", until, &q.To}} {
-				if t.v == "" {
-					continue
-				}
-				ms, err := parseAuditTime(t.v)
-				if err != nil {
-					return usageErrorf("--%s %s: want RFC 3339 (2026-11-30T08:00:00Z) or epoch milliseconds", t.name, quoteShort(t.v))
-				}
-				*t.to = ms
+			q, err := af.query()
+			if err != nil {
+				return err
 			}
 			c, err := cf.client(0)
 			if err != nil {
@@ -113,13 +78,13 @@ func newAuditCmd(a *app) *cobra.Command {
 	for i, k := range audit.Kinds {
 		kinds[i] = string(k)
 	}
-	fs.StringVar(&kind, "kind", "", "only entries of this kind: "+strings.Join(kinds, ", "))
-	fs.StringVar(&actor, "actor", "", "only this principal's entries")
-	fs.StringVar(&record, "record", "", "only the entries about this record (its id, or a unique prefix of a live record's)")
-	fs.StringVar(&since, "since", "", "only entries at or after this time (RFC 3339 or epoch ms)")
-	fs.StringVar(&until, "until", "", "only entries at or before this time (RFC 3339 or epoch ms)")
-	fs.IntVar(&limit, "limit", audit.DefaultLimit, fmt.Sprintf("entries per page, 1 to %d", audit.MaxLimit))
-	fs.StringVar(&cursor, "cursor", "", "continue after the page that printed it")
+	fs.StringVar(&af.kind, "kind", "", "only entries of this kind: "+strings.Join(kinds, ", "))
+	fs.StringVar(&af.actor, "actor", "", "only this principal's entries")
+	fs.StringVar(&af.record, "record", "", "only the entries about this record (its id, or a unique prefix of a live record's)")
+	fs.StringVar(&af.since, "since", "", "only entries at or after this time (RFC 3339 or epoch ms)")
+	fs.StringVar(&af.until, "until", "", "only entries at or before this time (RFC 3339 or epoch ms)")
+	fs.IntVar(&af.limit, "limit", audit.DefaultLimit, fmt.Sprintf("entries per page, 1 to %d", audit.MaxLimit))
+	fs.StringVar(&af.cursor, "cursor", "", "continue after the page that printed it")
 	fs.BoolVar(&all, "all", false, "print every page")
 	return takesRecordID(outputs(outputList, cmd))
 }
@@ -153,4 +118,54 @@ func printAudit(a *app, entries []api.AuditEntry, next string, skipped int) erro
 		fmt.Fprintf(a.stdout, "more: --cursor %s (or --all)\n", next)
 	}
 	return nil
+}
+
+// auditFlags are the flags of amends audit that select entries.
+type auditFlags struct {
+	kind, actor, record string
+	since, until        string
+	limit               int
+	cursor              string
+}
+
+// query is the audit query the flags ask for; a flag out of bounds is a
+// usage error that names it.
+func (af *auditFlags) query() (api.AuditQuery, error) {
+	q := api.AuditQuery{Actor: af.actor, Record: af.record, Limit: af.limit, Cursor: af.cursor}
+	if af.kind != "" {
+		k, err := audit.ParseKind(af.kind)
+		if err != nil {
+			return q, usageErrorf("--kind: %v", err)
+		}
+		q.Kind = k
+	}
+	if !bounds.Within(af.limit, 1, audit.MaxLimit) {
+		return q, usageErrorf("--limit must be from 1 to %d, got %d", audit.MaxLimit, af.limit)
+	}
+	if af.cursor != "" {
+		if _, err := strconv.ParseUint(af.cursor, 10, 64); err != nil {
+			return q, usageErrorf("--cursor must be the number a previous audit printed, got %s", quoteShort(af.cursor))
+		}
+	}
+	for _, f := range []struct {
+		name, v string
+	}{{"actor", af.actor}, {"record", af.record}} {
+		if len(f.v) > server.MaxParamBytes {
+			return q, usageErrorf("--%s is %d bytes, over the limit of %d", f.name, len(f.v), server.MaxParamBytes)
+		}
+	}
+	for _, t := range []struct {
+		name, v string
+		to      *int64
+	}{{"since", af.since, &q.From}, {"until", af.until, &q.To}} {
+		if t.v == "" {
+			continue
+		}
+		ms, err := parseAuditTime(t.v)
+		if err != nil {
+			return q, usageErrorf("--%s %s: want RFC 3339 (2026-11-30T08:00:00Z) or epoch milliseconds", t.name, quoteShort(t.v))
+		}
+		*t.to = ms
+	}
+	return q, nil
 }
