@@ -106,7 +106,7 @@ func (s *Service) load(ctx context.Context, id string, fromLeader bool) (snapsho
 	}
 	if errors.Is(err, eventstore.ErrNotFound) {
 		if hit && !fromLeader {
-			return cached.snap, cached.version, nil
+			return cached.snap, cached.version, nil // a replica behind what this Service saw
 		}
 		return snapshot{State: State{ID: id}}, 0, nil
 	}

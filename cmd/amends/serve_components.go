@@ -37,11 +37,6 @@ const shutdownTimeout = 15 * time.Second
 func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstream.JetStream, store *jsstore.Store, logger *slog.Logger) ([]component, string, error) {
 	startup := logger.With("component", "startup")
 	mismatch := &mismatches{}
-	if cfg.repairBuckets {
-		if err := repairBuckets(ctx, cfg, js, startup); err != nil {
-			return nil, "", err
-		}
-	}
 	rm, err := openReadModel(ctx, cfg, js, store, mismatch, startup, logger)
 	if err != nil {
 		return nil, "", err
@@ -124,10 +119,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 		Help: "Changes of the tokens file refused because they would leave the API no way to authenticate (the last good tokens are kept)."},
 		func() float64 { return float64(api.RefusedTokenChanges()) }))
 	if tokens != nil {
-		tokens.api = api
-		fileTokens := cfg.tokens[:len(cfg.tokens)-len(cfg.inlineTokens)]
-		warnTokens(httpLog, cfg.tokensFile, fileTokens)
-		components = append(components, component{"tokens", tokens.run})
+		components = append(components, tokens.component(cfg, api, httpLog))
 	}
 	url, run, err := listenHTTP(cfg, api, httpLog, logger)
 	if err != nil {
@@ -159,9 +151,15 @@ type readModel struct {
 	sightings *unauditedSightings
 }
 
-// openReadModel opens the views bucket (an incompatible one is used as it
-// is and reported), the quarantine, the projector and the index.
+// openReadModel repairs the buckets first if asked (--repair-buckets),
+// then opens the views bucket (an incompatible one is used as it is and
+// reported), the quarantine, the projector and the index.
 func openReadModel(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, mismatch *mismatches, startup, logger *slog.Logger) (*readModel, error) {
+	if cfg.repairBuckets {
+		if err := repairBuckets(ctx, cfg, js, startup); err != nil {
+			return nil, err
+		}
+	}
 	views, err := retryOpen(ctx, startup, "the views bucket "+projection.DefaultBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
 		views, err := projection.OpenViews(ctx, js, projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))
 		if errors.Is(err, projection.ErrIncompatibleBucket) {
@@ -289,4 +287,13 @@ func serveRetired(apiCfg *server.Config, reg *prometheus.Registry, sweeper *rete
 	if sink := sweeper.Archive(); sink != nil {
 		apiCfg.Archive = &server.Archive{Sink: sink, Store: store}
 	}
+}
+
+// component is the reloader's component, reloading the tokens file for
+// api; it warns of the file's tokens that are weak or expire soon.
+func (t *tokenReloader) component(cfg serveConfig, api *server.Server, httpLog *slog.Logger) component {
+	t.api = api
+	fileTokens := cfg.tokens[:len(cfg.tokens)-len(cfg.inlineTokens)]
+	warnTokens(httpLog, cfg.tokensFile, fileTokens)
+	return component{"tokens", t.run}
 }

@@ -219,6 +219,12 @@ func (c StormConfig) withDefaults() (StormConfig, error) {
 	case !bounds.Within(c.ImmediateRetries, -1, 10):
 		return c, fmt.Errorf("storm immediate retries must be between -1 (the default) and 10, got %d", c.ImmediateRetries)
 	}
+	return c.defaults(), nil
+}
+
+// defaults fills the storm's unset events, scheduler settings, flapping
+// up time and drain time.
+func (c StormConfig) defaults() StormConfig {
 	if c.Events == 0 {
 		c.Events = max(1, int(float64(c.Rate)*(c.Before+c.Outage).Seconds()))
 	}
@@ -234,7 +240,7 @@ func (c StormConfig) withDefaults() (StormConfig, error) {
 	if c.Drain <= 0 {
 		c.Drain = 10 * time.Minute
 	}
-	return c, nil
+	return c
 }
 
 // RunStorm plays the storm c on env's JetStream (streams and buckets of
