@@ -78,13 +78,7 @@ func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]api.Hold,
 	if !bounds.Within(limit, 1, MaxHoldList) {
 		return nil, false, fmt.Errorf("limit must be between 1 and %d, got %d: %w", MaxHoldList, limit, ErrInvalidOption)
 	}
-	pattern := ">"
-	if f.Context != "" {
-		pattern = f.Context + ".>"
-		if f.Processor != "" && f.Function != "" {
-			pattern = f.Context + "." + f.Processor + "." + f.Function + ".>"
-		}
-	}
+	pattern := f.pattern()
 	// The whole history (one revision per key) read up to the leader's
 	// last revision: a watch's own end signal comes early while holds
 	// change, and then misses the holds being released (see kvwatch).
@@ -97,8 +91,7 @@ func (hs *Holds) List(ctx context.Context, f HoldFilter, limit int) ([]api.Hold,
 			}
 			h = recoveredHold(k, rev, err.Error(), hs.now())
 		}
-		if (f.Processor == "" || h.Processor == f.Processor) && (f.Function == "" || h.Function == f.Function) &&
-			(f.Record == "" || h.Head.Record == f.Record) {
+		if f.selects(&h) {
 			live[key] = h
 		}
 	})
@@ -339,4 +332,23 @@ func (hs *Holds) Skip(ctx context.Context, key, eventID string, a HoldAction) (a
 		return api.Hold{}, fmt.Errorf("hold %s: %w", key, ErrHoldNotFound)
 	}
 	return h, err
+}
+
+// pattern is the key pattern of the holds f may select: a function's, a
+// context's or all.
+func (f HoldFilter) pattern() string {
+	switch {
+	case f.Context == "":
+		return ">"
+	case f.Processor != "" && f.Function != "":
+		return f.Context + "." + f.Processor + "." + f.Function + ".>"
+	}
+	return f.Context + ".>"
+}
+
+// selects reports whether f selects hold h (the key pattern selected its
+// context).
+func (f HoldFilter) selects(h *api.Hold) bool {
+	return (f.Processor == "" || h.Processor == f.Processor) && (f.Function == "" || h.Function == f.Function) &&
+		(f.Record == "" || h.Head.Record == f.Record)
 }
