@@ -81,16 +81,7 @@ func (p *Processor) runRanges(stopping, work context.Context) {
 			}
 		case <-t.C:
 		}
-		now := p.o.clock.Now().UnixMilli()
-		rt.mu.Lock()
-		var ready []api.Replay
-		for _, r := range rt.pending {
-			if r.Claim == nil || r.Claim.Owner == rt.owner || r.Claim.Until <= now {
-				ready = append(ready, r)
-			}
-		}
-		rt.mu.Unlock()
-		for _, r := range ready {
+		for _, r := range rt.claimable(p.o.clock.Now().UnixMilli()) {
 			f, ok := p.lookup(r.Processor, r.Function)
 			mu.Lock()
 			busy := running[r.ID]
@@ -285,4 +276,18 @@ func (p *Processor) rangeSource(ctx context.Context, r *api.Replay) (func() (eve
 		}
 		return eventstore.Stream{}, r.ToSeq + 1, false, nil
 	}, nil
+}
+
+// claimable are the pending range replays this instance may claim at
+// now: unclaimed, its own, or with a claim that ended.
+func (rt *rangeRuntime) claimable(now int64) []api.Replay {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	var ready []api.Replay
+	for _, r := range rt.pending {
+		if r.Claim == nil || r.Claim.Owner == rt.owner || r.Claim.Until <= now {
+			ready = append(ready, r)
+		}
+	}
+	return ready
 }
