@@ -140,6 +140,11 @@ func checkHelds(h *api.Hold, now time.Time) error {
 		}
 		seen[r.EventID] = true
 	}
+	return checkSkipped(h, now)
+}
+
+// checkSkipped checks the events skipped on hold h, each with its audit.
+func checkSkipped(h *api.Hold, now time.Time) error {
 	if len(h.Skipped) > MaxHoldAudit {
 		return kvstore.Invalid("skipped", "has %d entries, over the limit of %d", len(h.Skipped), MaxHoldAudit)
 	}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,15 +87,9 @@ func Apply(ctx context.Context, r api.Rule, records Records, exec Executor, o Ap
 	case !bounds.Within(o.RatePerSecond, 0, api.MaxBatchRate):
 		return api.BatchResult{}, invalid("ratePerSecond must be between 0 (the default %g) and %g, got %g", api.DefaultBatchRate, api.MaxBatchRate, o.RatePerSecond)
 	}
-	if o.Limit == 0 {
-		o.Limit = MaxApply
-	}
-	if o.RatePerSecond == 0 {
-		o.RatePerSecond = api.DefaultBatchRate
-	}
-	if o.Reason == "" {
-		o.Reason = fmt.Sprintf("rule %s (%s): %s", r.ID, r.Action, r.Reason)
-	}
+	o.Limit = cmp.Or(o.Limit, MaxApply)
+	o.RatePerSecond = cmp.Or(o.RatePerSecond, api.DefaultBatchRate)
+	o.Reason = cmp.Or(o.Reason, fmt.Sprintf("rule %s (%s): %s", r.ID, r.Action, r.Reason))
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
