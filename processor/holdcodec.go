@@ -92,18 +92,8 @@ func DecodeHold(key string, value []byte, now time.Time) (api.Hold, error) {
 	if err := checkHelds(&h, now); err != nil {
 		return api.Hold{}, err
 	}
-	if h.Released != nil {
-		if err := checkAudit(*h.Released, now); err != nil {
-			return api.Hold{}, kvstore.In("released", err)
-		}
-	}
-	if h.Recovered != nil {
-		if err := kvstore.Text("recovered.reason", h.Recovered.Reason, 2048, true); err != nil {
-			return api.Hold{}, err
-		}
-		if err := kvstore.Past("recovered.at", h.Recovered.At, now, false); err != nil {
-			return api.Hold{}, err
-		}
+	if err := checkReleaseAudit(&h, now); err != nil {
+		return api.Hold{}, err
 	}
 	if c := h.Claim; c != nil {
 		if err := kvstore.Name("claim.owner", c.Owner, 256); err != nil {
@@ -219,4 +209,21 @@ func clipText(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// checkReleaseAudit checks who released hold h and why, and why it was
+// recovered, where it says so.
+func checkReleaseAudit(h *api.Hold, now time.Time) error {
+	if h.Released != nil {
+		if err := checkAudit(*h.Released, now); err != nil {
+			return kvstore.In("released", err)
+		}
+	}
+	if h.Recovered == nil {
+		return nil
+	}
+	if err := kvstore.Text("recovered.reason", h.Recovered.Reason, 2048, true); err != nil {
+		return err
+	}
+	return kvstore.Past("recovered.at", h.Recovered.At, now, false)
 }
