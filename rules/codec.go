@@ -75,14 +75,8 @@ func DecodeStored(key string, value []byte, now time.Time) (api.Rule, error) {
 	if err := Validate(&r, at); err != nil {
 		return api.Rule{}, fieldOf(err)
 	}
-	if err := kvstore.Past("createdAt", r.CreatedAt, now, false); err != nil {
+	if err := checkStoredTimes(&r, now); err != nil {
 		return api.Rule{}, err
-	}
-	if err := kvstore.Past("removedAt", r.RemovedAt, now, true); err != nil {
-		return api.Rule{}, err
-	}
-	if r.ExpiresAt != 0 && r.ExpiresAt <= r.CreatedAt {
-		return api.Rule{}, kvstore.Invalid("expiresAt", "%d is not after createdAt %d", r.ExpiresAt, r.CreatedAt)
 	}
 	if r.Recorded < 0 || r.Applied < 0 {
 		return api.Rule{}, kvstore.Invalid("recorded", "the counts must not be negative, got recorded %d and applied %d", r.Recorded, r.Applied)
@@ -127,4 +121,18 @@ func fieldOf(err error) error {
 		return kvstore.Invalid("", "%s", msg)
 	}
 	return kvstore.Invalid(strings.TrimSuffix(field, ":"), "%s", rest)
+}
+
+// checkStoredTimes checks a stored rule's creation, removal and expiry.
+func checkStoredTimes(r *api.Rule, now time.Time) error {
+	if err := kvstore.Past("createdAt", r.CreatedAt, now, false); err != nil {
+		return err
+	}
+	if err := kvstore.Past("removedAt", r.RemovedAt, now, true); err != nil {
+		return err
+	}
+	if r.ExpiresAt != 0 && r.ExpiresAt <= r.CreatedAt {
+		return kvstore.Invalid("expiresAt", "%d is not after createdAt %d", r.ExpiresAt, r.CreatedAt)
+	}
+	return nil
 }

@@ -100,23 +100,8 @@ func decodeBatchEntry(e kvstore.Entry) (batchEntry, error) {
 		if err := kvstore.Past("startedAt", b.StartedAt, e.Now, false); err != nil {
 			return batchEntry{}, err
 		}
-		if r := b.Result; r != nil {
-			if err := kvstore.Text("result.command", r.Command, 64, true); err != nil {
-				return batchEntry{}, err
-			}
-			if r.Matched < 0 || len(r.Records) > r.Matched && r.Matched > 0 {
-				return batchEntry{}, kvstore.Invalid("result.matched", "%d does not count the %d records", r.Matched, len(r.Records))
-			}
-			for k, n := range r.Counts {
-				if !bounds.Within(n, 0, len(r.Records)) {
-					return batchEntry{}, kvstore.Invalid("result.counts."+k, "must be from 0 to the %d records, got %d", len(r.Records), n)
-				}
-			}
-			for i, o := range r.Records {
-				if err := kvstore.Text("result.records["+strconv.Itoa(i)+"].id", o.ID, 256, true); err != nil {
-					return batchEntry{}, err
-				}
-			}
+		if err := checkStoredResult(b.Result); err != nil {
+			return batchEntry{}, err
 		}
 		return batchEntry{batch: &b}, nil
 	case kvstore.IsHash("k_", e.Key):
@@ -207,4 +192,29 @@ func (s *Server) claimBatch(ctx context.Context, requestID, hash string) (*api.B
 		return done, nil, nil
 	}
 	return nil, release, nil
+}
+
+// checkStoredResult checks a stored batch's result, if it has one: its
+// command, counts and record ids.
+func checkStoredResult(r *api.BatchResult) error {
+	if r == nil {
+		return nil
+	}
+	if err := kvstore.Text("result.command", r.Command, 64, true); err != nil {
+		return err
+	}
+	if r.Matched < 0 || len(r.Records) > r.Matched && r.Matched > 0 {
+		return kvstore.Invalid("result.matched", "%d does not count the %d records", r.Matched, len(r.Records))
+	}
+	for k, n := range r.Counts {
+		if !bounds.Within(n, 0, len(r.Records)) {
+			return kvstore.Invalid("result.counts."+k, "must be from 0 to the %d records, got %d", len(r.Records), n)
+		}
+	}
+	for i, o := range r.Records {
+		if err := kvstore.Text("result.records["+strconv.Itoa(i)+"].id", o.ID, 256, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
