@@ -157,16 +157,9 @@ func (s *Server) setCircuit(to circuit.Phase) func(http.ResponseWriter, *http.Re
 		if err != nil {
 			return err
 		}
-		var req api.CircuitAction
-		if err := decodeStrict(body, &req, "the body of a circuit "+verb); err != nil {
+		req, reason, err := circuitAction(body, verb)
+		if err != nil {
 			return err
-		}
-		reason := strings.TrimSpace(req.Reason)
-		if reason == "" {
-			return badRequest("reason", "a circuit %s needs a reason for the audit trail: add \"reason\": \"...\" to the body (amends circuits %s --reason)", verb, verb)
-		}
-		if ae := checkOperatorText("reason", reason, circuit.MaxReasonBytes); ae != nil {
-			return ae
 		}
 		c, err := s.circuits()
 		if err != nil {
@@ -181,16 +174,7 @@ func (s *Server) setCircuit(to circuit.Phase) func(http.ResponseWriter, *http.Re
 			return circuit.Evolve(cur, now, circuit.DefaultPolicy, circuit.OperatorSet{To: to, Actor: actor, Reason: reason})
 		}
 		if req.DryRun {
-			cur, stored, err := readCircuit(r, c, f)
-			if err != nil && !isInvalidCircuit(err) {
-				return err
-			}
-			if err != nil {
-				cur = circuit.New(f)
-			}
-			next, changed := change(cur)
-			writeJSON(w, http.StatusOK, api.CircuitChange{Circuit: CircuitView(next, stored || changed), Changed: changed, DryRun: true})
-			return nil
+			return dryRunCircuit(w, r, c, f, change)
 		}
 		st, _, changed, err := c.Store.Update(r.Context(), f, change)
 		if err != nil {
@@ -290,5 +274,37 @@ func (s *Server) guardPrepare(ctx context.Context, id string, probe bool, actor 
 		return &apiError{status: http.StatusConflict, body: api.Error{Code: circuit.ErrorCode, Details: details,
 			Message: fmt.Sprintf("the circuit of %s has a probe under way (or this record's event already succeeded as one); try again once it has an outcome", fn)}}
 	}
+	return nil
+}
+
+// circuitAction decodes the body of a circuit open or close (verb) and
+// its reason, required for the audit trail.
+func circuitAction(body []byte, verb string) (api.CircuitAction, string, error) {
+	var req api.CircuitAction
+	if err := decodeStrict(body, &req, "the body of a circuit "+verb); err != nil {
+		return req, "", err
+	}
+	reason := strings.TrimSpace(req.Reason)
+	if reason == "" {
+		return req, "", badRequest("reason", "a circuit %s needs a reason for the audit trail: add \"reason\": \"...\" to the body (amends circuits %s --reason)", verb, verb)
+	}
+	if ae := checkOperatorText("reason", reason, circuit.MaxReasonBytes); ae != nil {
+		return req, "", ae
+	}
+	return req, reason, nil
+}
+
+// dryRunCircuit answers what change would make of f's circuit, without
+// writing it; an invalid stored circuit is taken as a new one.
+func dryRunCircuit(w http.ResponseWriter, r *http.Request, c *Circuits, f circuit.Function, change func(circuit.State) (circuit.State, bool)) error {
+	cur, stored, err := readCircuit(r, c, f)
+	if err != nil && !isInvalidCircuit(err) {
+		return err
+	}
+	if err != nil {
+		cur = circuit.New(f)
+	}
+	next, changed := change(cur)
+	writeJSON(w, http.StatusOK, api.CircuitChange{Circuit: CircuitView(next, stored || changed), Changed: changed, DryRun: true})
 	return nil
 }
