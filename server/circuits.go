@@ -261,8 +261,14 @@ func (s *Server) guardPrepare(ctx context.Context, id string, probe bool, actor 
 		return &apiError{status: http.StatusConflict, body: api.Error{Code: circuit.ErrorCode, Details: details,
 			Message: fmt.Sprintf("the circuit of %s is %s since %s: the replay would be refused and cost the record a retry; the recovery drain prepares it once the circuit closes, or ask for this replay to be the circuit's probe (\"probe\": true, amends prepare --probe)", fn, st.Phase, since)}}
 	}
-	claim := circuit.Claim{Instance: "operator " + actor, ID: uuid.NewString(), Event: it.EventID, Record: id, Early: true}
-	n, _, changed, err := c.Store.Update(ctx, fn, func(cur circuit.State) (circuit.State, bool) {
+	return s.claimProbe(ctx, fn, it, actor, details)
+}
+
+// claimProbe claims the probe of fn's circuit for the operator's replay
+// of record it; a probe under way is a conflict.
+func (s *Server) claimProbe(ctx context.Context, fn circuit.Function, it api.Item, actor string, details map[string]any) error {
+	claim := circuit.Claim{Instance: "operator " + actor, ID: uuid.NewString(), Event: it.EventID, Record: it.ID, Early: true}
+	n, _, changed, err := s.cfg.Circuits.Store.Update(ctx, fn, func(cur circuit.State) (circuit.State, bool) {
 		// The default policy's probe timeout bounds how long the claim
 		// waits for the replay: the server does not know the function's.
 		return circuit.Evolve(cur, s.cfg.Clock.Now(), circuit.DefaultPolicy, claim)
