@@ -100,3 +100,100 @@ func TestNoFileIsTooLong(t *testing.T) {
 		}
 	}
 }
+
+// cyclomatic is a function's cyclomatic complexity as gocyclo counts it:
+// one, plus one per if, for, range, non-default case and select case, &&
+// and ||, the function literals inside it included.
+func cyclomatic(fn *ast.FuncDecl) int {
+	c := 1
+	ast.Inspect(fn, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.IfStmt, *ast.ForStmt, *ast.RangeStmt:
+			c++
+		case *ast.CaseClause:
+			if x.List != nil {
+				c++
+			}
+		case *ast.CommClause:
+			if x.Comm != nil {
+				c++
+			}
+		case *ast.BinaryExpr:
+			if x.Op == token.LAND || x.Op == token.LOR {
+				c++
+			}
+		}
+		return true
+	})
+	return c
+}
+
+// maxComplex bounds the non-test functions above cyclomatic 15: the
+// validators and scanners that read best as one table or one loop.
+const maxComplex = 40
+
+// At most maxComplex non-test functions are above cyclomatic 15; the
+// message lists the heaviest, where a split helps a reader most.
+func TestFewComplexFunctions(t *testing.T) {
+	type fn struct {
+		name string
+		c    int
+	}
+	var heavy []fn
+	for _, s := range sources(t) {
+		for _, d := range s.file.Decls {
+			if f, ok := d.(*ast.FuncDecl); ok {
+				if c := cyclomatic(f); c > 15 {
+					heavy = append(heavy, fn{s.path + ":" + f.Name.Name, c})
+				}
+			}
+		}
+	}
+	slices.SortFunc(heavy, func(a, b fn) int { return b.c - a.c })
+	if len(heavy) > maxComplex {
+		t.Errorf("%d non-test functions are above cyclomatic 15, more than %d; the heaviest: %v", len(heavy), maxComplex, heavy[:5])
+	}
+}
+
+// The counter counts as gocyclo does.
+func TestCyclomaticCounts(t *testing.T) {
+	src := `package p
+func f(a, b bool, xs []int, ch chan int) {
+	if a && b || !a {
+	}
+	for _, x := range xs {
+		switch x {
+		case 1, 2:
+		default:
+		}
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	_ = func() { for {} }
+}`
+	file, err := parser.ParseFile(token.NewFileSet(), "p.go", src, 0)
+	require.NoError(t, err)
+	// 1 + if + && + || + range + case + select case + for = 8
+	require.Equal(t, 8, cyclomatic(file.Decls[0].(*ast.FuncDecl)))
+}
+
+// maxDocLines bounds a package's doc comment: a contract, about 80 lines;
+// the manual belongs in docs/.
+const maxDocLines = 90
+
+// Every package doc is a contract of at most maxDocLines lines.
+func TestPackageDocsAreContracts(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, s := range sources(t) {
+		if s.file.Doc == nil {
+			continue
+		}
+		f, err := parser.ParseFile(fset, s.path, nil, parser.ParseComments|parser.PackageClauseOnly)
+		require.NoError(t, err)
+		if n := fset.Position(f.Doc.End()).Line - fset.Position(f.Doc.Pos()).Line + 1; n > maxDocLines {
+			t.Errorf("%s: the package doc has %d lines, more than %d; move the manual to docs/", s.path, n, maxDocLines)
+		}
+	}
+}
