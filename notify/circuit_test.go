@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/circuit"
+	"github.com/amends-dev/amends/internal/testwait"
 )
 
 var mailerCircuit = circuit.Function{Context: "orders", Processor: "Mailer", Name: "send"}
@@ -25,7 +26,7 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 	cfg := e.config(t, `{"allowHosts": ["receiver.test"], "dedupWindow": "1h", "endpoints": [{"name": "ops", "url": "`+rcv.url("/")+`", "secrets": [{"env": "SECRET"}]}],
 		"rules": [{"events": ["circuit_opened", "circuit_probe_failed", "circuit_closed"], "processor": "Mailer", "endpoint": "ops"}]}`)
 	e.start(t, cfg)
-	eventually(t, "the circuit consumer", func() bool {
+	testwait.For(t, "the circuit consumer", func() bool {
 		_, err := e.js.Consumer(t.Context(), store.Stream(), DefaultDurable+"-circuits")
 		return err == nil
 	})
@@ -42,7 +43,7 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 	set(func(s circuit.State) (circuit.State, bool) {
 		return circuit.Evolve(s, t0, p, circuit.Trip{Cause: circuit.CauseConsecutive, Failures: 20, Calls: 20, Last: last, Instance: "i1"})
 	})
-	eventually(t, "circuit_opened", func() bool { return len(rcv.ofType(TypeCircuitOpened)) == 1 })
+	testwait.For(t, "circuit_opened", func() bool { return len(rcv.ofType(TypeCircuitOpened)) == 1 })
 	c := rcv.ofType(TypeCircuitOpened)[0].body.Circuit
 	require.NotNil(t, c)
 	assert.Equal(t, "orders.Mailer.send", c.Function)
@@ -60,13 +61,13 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 	set(func(s circuit.State) (circuit.State, bool) {
 		return circuit.Evolve(s, at(11*time.Second), p, circuit.ProbeFailure{ID: "p1", Last: last, Jitter: 0})
 	})
-	eventually(t, "circuit_probe_failed", func() bool { return len(rcv.ofType(TypeCircuitProbeFailed)) == 1 })
+	testwait.For(t, "circuit_probe_failed", func() bool { return len(rcv.ofType(TypeCircuitProbeFailed)) == 1 })
 	assert.Equal(t, int64(20000), rcv.ofType(TypeCircuitProbeFailed)[0].body.Circuit.CoolDownMs)
 
 	set(func(s circuit.State) (circuit.State, bool) {
 		return circuit.Evolve(s, at(20*time.Second), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "smtp is back"})
 	})
-	eventually(t, "circuit_closed", func() bool { return len(rcv.ofType(TypeCircuitClosed)) == 1 })
+	testwait.For(t, "circuit_closed", func() bool { return len(rcv.ofType(TypeCircuitClosed)) == 1 })
 	cl := rcv.ofType(TypeCircuitClosed)[0].body.Circuit
 	assert.Equal(t, "operator", cl.Cause)
 	assert.Equal(t, "ops", cl.Actor)
@@ -79,7 +80,7 @@ func TestNotifierSendsCircuitTransitions(t *testing.T) {
 	set(func(s circuit.State) (circuit.State, bool) {
 		return circuit.Evolve(s, at(40*time.Second), circuit.Policy{}, circuit.OperatorSet{To: circuit.Closed, Actor: "ops", Reason: "again"})
 	})
-	eventually(t, "the second close is not notified either", func() bool {
+	testwait.For(t, "the second close is not notified either", func() bool {
 		c, err := e.js.Consumer(t.Context(), store.Stream(), DefaultDurable+"-circuits")
 		if err != nil {
 			return false

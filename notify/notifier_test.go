@@ -22,6 +22,7 @@ import (
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/fakeclock"
 	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/internal/testwait"
 	"github.com/amends-dev/amends/quarantine"
 )
 
@@ -126,7 +127,7 @@ var testResolver = &fakeResolver{hosts: map[string][]string{"receiver.test": {"1
 // has acknowledged every message it was given.
 func (e *env) settled(t *testing.T, durable string) {
 	t.Helper()
-	eventually(t, "the notifier acknowledged every message", func() bool {
+	testwait.For(t, "the notifier acknowledged every message", func() bool {
 		c, err := e.js.Consumer(t.Context(), e.store.StreamName(aggregate.Context), durable)
 		if err != nil {
 			return false
@@ -203,11 +204,6 @@ func (e *env) succeed(t *testing.T, id string) {
 	require.NoError(t, err)
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, waitLimit, 5*time.Millisecond, what)
-}
-
 func TestNotifierDeliversSignedNotifications(t *testing.T) {
 	e := newEnv(t)
 	rcv := newReceiver(t, goodSecret)
@@ -220,7 +216,7 @@ func TestNotifierDeliversSignedNotifications(t *testing.T) {
 	n, _ := e.start(t, cfg)
 
 	id := e.create(t, "evt-1", fn("shipping", "ship"), "Timeout")
-	eventually(t, "the created notification reaches both endpoints", func() bool {
+	testwait.For(t, "the created notification reaches both endpoints", func() bool {
 		return len(rcv.ofType(TypeCreated)) == 1 && len(chat.ofType(TypeCreated)) == 1
 	})
 	got := rcv.ofType(TypeCreated)[0]
@@ -250,12 +246,12 @@ func TestNotifierDeliversSignedNotifications(t *testing.T) {
 		Error: aggregate.ErrorDetails{ErrorCode: "Invalid"}, ExecuteAt: e.clock.Now().UnixMilli(), Recoverable: aggregate.Unrecoverable,
 	}, aggregate.Meta{})
 	require.NoError(t, err)
-	eventually(t, "retries_exhausted is derived", func() bool { return len(rcv.ofType(TypeRetriesExhausted)) == 1 })
+	testwait.For(t, "retries_exhausted is derived", func() bool { return len(rcv.ofType(TypeRetriesExhausted)) == 1 })
 	assert.Equal(t, idu, rcv.ofType(TypeRetriesExhausted)[0].header.Get(HeaderRecordID))
 	assert.Empty(t, chat.ofType(TypeRetriesExhausted), "rules select by event type")
 	// The receiver has a request before the notifier has its answer and
 	// counts the delivery.
-	eventually(t, "deliveries are counted by endpoint and outcome: two created, one exhausted", func() bool {
+	testwait.For(t, "deliveries are counted by endpoint and outcome: two created, one exhausted", func() bool {
 		return testutil.ToFloat64(n.metrics.deliveries.WithLabelValues("ops", OutcomeDelivered)) == 3
 	})
 }
@@ -279,7 +275,7 @@ func TestCreatedNotificationNamesTheTraceOfItsCommand(t *testing.T) {
 		Function: f, Error: aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "it broke"}, ExecuteAt: e.clock.Now().UnixMilli(),
 	}, aggregate.Meta{})
 	require.NoError(t, err)
-	eventually(t, "the created notification", func() bool { return len(rcv.ofType(TypeCreated)) == 1 })
+	testwait.For(t, "the created notification", func() bool { return len(rcv.ofType(TypeCreated)) == 1 })
 	got := rcv.ofType(TypeCreated)[0]
 	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", got.header.Get(HeaderTraceID))
 	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", got.body.TraceID)
@@ -314,14 +310,14 @@ func TestNotifierDeduplicatesWithinTheWindow(t *testing.T) {
 	e.failAgain(t, id, "Boom") // the same key within the window
 	e.failAgain(t, id, "Other")
 	e.create(t, "evt-2", fn("billing", "charge"), "Boom") // another record: another key
-	eventually(t, "one notification per key", func() bool {
+	testwait.For(t, "one notification per key", func() bool {
 		return len(rcv.ofType(TypeCreated)) == 2 && len(rcv.ofType(TypeApplied)) == 2 &&
 			testutil.ToFloat64(n.metrics.dropped.WithLabelValues("ops")) == 1
 	})
 
 	e.clock.Set(t0.Add(11 * time.Minute)) // past the window
 	e.failAgain(t, id, "Boom")
-	eventually(t, "after the window the key notifies again", func() bool { return len(rcv.ofType(TypeApplied)) == 3 })
+	testwait.For(t, "after the window the key notifies again", func() bool { return len(rcv.ofType(TypeApplied)) == 3 })
 	assert.Equal(t, 1.0, testutil.ToFloat64(n.metrics.dropped.WithLabelValues("ops")))
 }
 
@@ -340,7 +336,7 @@ func TestNotifierRecordsFailedDeliveriesAndNeverNotifiesThem(t *testing.T) {
 	n, _ := e.start(t, cfg)
 
 	e.create(t, "evt-1", fn("billing", "charge"), "Boom")
-	eventually(t, "both failures are recorded", func() bool { return testutil.ToFloat64(n.metrics.recorded) == 2 })
+	testwait.For(t, "both failures are recorded", func() bool { return testutil.ToFloat64(n.metrics.recorded) == 2 })
 	assert.Len(t, down.requests(), 3, "three attempts, then the failure is recorded")
 	assert.Equal(t, 2.0, testutil.ToFloat64(n.metrics.retries.WithLabelValues("down")))
 	assert.Equal(t, 1.0, testutil.ToFloat64(n.metrics.deliveries.WithLabelValues("down", OutcomeFailed)))
@@ -362,7 +358,7 @@ func TestNotifierRecordsFailedDeliveriesAndNeverNotifiesThem(t *testing.T) {
 	// The notifier's own records are never notified: a later record's
 	// notification arrives, the two failure records' never did.
 	e.create(t, "evt-3", fn("shipping", "ship"), "Boom")
-	eventually(t, "a later record is notified", func() bool { return len(all.ofType(TypeCreated)) == 2 })
+	testwait.For(t, "a later record is notified", func() bool { return len(all.ofType(TypeCreated)) == 2 })
 	for _, r := range all.requests() {
 		assert.NotEqual(t, ProcessorName, r.body.Record.Function.ProcessorName, "no notification about the notifier's own records")
 	}
@@ -370,7 +366,7 @@ func TestNotifierRecordsFailedDeliveriesAndNeverNotifiesThem(t *testing.T) {
 
 func rcvNote(t *testing.T, r *receiver, typ string) string {
 	t.Helper()
-	eventually(t, "a "+typ+" notification", func() bool { return len(r.ofType(typ)) > 0 })
+	testwait.For(t, "a "+typ+" notification", func() bool { return len(r.ofType(typ)) > 0 })
 	return r.ofType(typ)[0].header.Get(HeaderEventID)
 }
 
@@ -385,9 +381,9 @@ func TestNotifierQuarantinesPoisonMessages(t *testing.T) {
 	_, err := e.js.Publish(t.Context(), subject, []byte("not a stream"))
 	require.NoError(t, err)
 	id := e.create(t, "evt-1", fn("billing", "charge"), "Boom")
-	eventually(t, "a good record behind a poison message is notified", func() bool { return len(rcv.ofType(TypeCreated)) == 1 })
+	testwait.For(t, "a good record behind a poison message is notified", func() bool { return len(rcv.ofType(TypeCreated)) == 1 })
 	assert.Equal(t, id, rcv.ofType(TypeCreated)[0].header.Get(HeaderRecordID))
-	eventually(t, "the poison message is quarantined", func() bool {
+	testwait.For(t, "the poison message is quarantined", func() bool {
 		entries, err := e.quar.All(t.Context(), quarantine.Query{})
 		return err == nil && len(entries) == 1 && entries[0].Consumer == DefaultDurable && entries[0].Reason == quarantine.ReasonUndecodable
 	})
@@ -399,7 +395,7 @@ func TestNotifierRestartDoesNotResend(t *testing.T) {
 	cfg := e.config(t, `{"allowHosts": ["receiver.test"], "dedupWindow": "0s", "endpoints": [{"name": "ops", "url": "`+rcv.url("/")+`", "secrets": [{"env": "SECRET"}]}]}`)
 	_, stop := e.start(t, cfg)
 	e.create(t, "evt-1", fn("billing", "charge"), "Boom")
-	eventually(t, "first delivery", func() bool { return len(rcv.requests()) == 1 })
+	testwait.For(t, "first delivery", func() bool { return len(rcv.requests()) == 1 })
 	// The ack follows the endpoint's answer: a stop before it would have
 	// the message redelivered, as at-least-once delivery must.
 	e.settled(t, DefaultDurable)
@@ -407,9 +403,9 @@ func TestNotifierRestartDoesNotResend(t *testing.T) {
 
 	e.create(t, "evt-2", fn("billing", "charge"), "Boom") // while no notifier runs
 	e.start(t, cfg)
-	eventually(t, "the record created while stopped is delivered after the restart", func() bool { return len(rcv.requests()) == 2 })
+	testwait.For(t, "the record created while stopped is delivered after the restart", func() bool { return len(rcv.requests()) == 2 })
 	e.create(t, "evt-3", fn("billing", "charge"), "Boom")
-	eventually(t, "and the next", func() bool { return len(rcv.requests()) == 3 })
+	testwait.For(t, "and the next", func() bool { return len(rcv.requests()) == 3 })
 	ids := map[string]int{}
 	for _, r := range rcv.requests() {
 		ids[r.header.Get(HeaderRecordID)]++
@@ -424,7 +420,7 @@ func TestNotifierSendsBatchResults(t *testing.T) {
 	rcv := newReceiver(t, goodSecret)
 	cfg := e.config(t, `{"allowHosts": ["receiver.test"], "endpoints": [{"name": "ops", "url": "`+rcv.url("/")+`", "secrets": [{"env": "SECRET"}]}]}`)
 	e.start(t, cfg)
-	eventually(t, "the batch consumer", func() bool {
+	testwait.For(t, "the batch consumer", func() bool {
 		_, err := e.js.Consumer(t.Context(), batchStream, DefaultDurable+"-batches")
 		return err == nil
 	})
@@ -434,7 +430,7 @@ func TestNotifierSendsBatchResults(t *testing.T) {
 	require.NoError(t, err)
 	_, err = kv.Put(t.Context(), "b_1", []byte(`{"result": {"command": "prepare_compensation", "requestId": "r-1", "matched": 3, "counts": {"applied": 3}, "complete": true}}`))
 	require.NoError(t, err)
-	eventually(t, "one batch notification", func() bool { return len(rcv.ofType(TypeBatchCompleted)) == 1 })
+	testwait.For(t, "one batch notification", func() bool { return len(rcv.ofType(TypeBatchCompleted)) == 1 })
 	b := rcv.ofType(TypeBatchCompleted)[0].body.Batch
 	require.NotNil(t, b)
 	assert.Equal(t, "r-1", b.RequestID)
@@ -456,7 +452,7 @@ func TestDigestStates(t *testing.T) {
 		return out
 	}
 	waitCounted := func(failures, successes uint64) {
-		eventually(t, fmt.Sprintf("%d failures and %d successes counted", failures, successes), func() bool {
+		testwait.For(t, fmt.Sprintf("%d failures and %d successes counted", failures, successes), func() bool {
 			kv, err := e.js.KeyValue(t.Context(), DefaultDigestBucket)
 			if err != nil {
 				return false
@@ -523,10 +519,10 @@ func TestNotifierReleasesTheKeyOfAFailedDelivery(t *testing.T) {
 	n, _ := e.start(t, cfg)
 	id := e.create(t, "evt-1", fn("billing", "charge"), "Boom")
 	e.failAgain(t, id, "Boom")
-	eventually(t, "the failed delivery is recorded", func() bool { return testutil.ToFloat64(n.metrics.recorded) == 1 })
+	testwait.For(t, "the failed delivery is recorded", func() bool { return testutil.ToFloat64(n.metrics.recorded) == 1 })
 	rcv.setStatus(200)
 	e.failAgain(t, id, "Boom") // the same key, within the window
-	eventually(t, "the next notification with the key is sent, not dropped", func() bool {
+	testwait.For(t, "the next notification with the key is sent, not dropped", func() bool {
 		reqs := rcv.ofType(TypeApplied)
 		return len(reqs) == 3 && reqs[2].header.Get(HeaderEventID) != reqs[0].header.Get(HeaderEventID)
 	})

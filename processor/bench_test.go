@@ -19,6 +19,7 @@ import (
 
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/testwait"
 	"github.com/amends-dev/amends/processor"
 )
 
@@ -59,17 +60,6 @@ func publishN(b testing.TB, e *env, n int) {
 	}
 }
 
-func waitUntil(b *testing.B, what string, done func() bool) {
-	b.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for !done() {
-		if time.Now().After(deadline) {
-			b.Fatalf("%s did not happen", what)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-}
-
 func report(b *testing.B, n int) {
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "msgs/s")
 }
@@ -97,7 +87,7 @@ func BenchmarkDispatch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		waitUntil(b, "all acked", func() bool { return acked.Load() == int64(b.N) })
+		testwait.Within(b, 5*time.Minute, "all acked", func() bool { return acked.Load() == int64(b.N) })
 		b.StopTimer()
 		cc.Stop()
 		report(b, b.N)
@@ -115,7 +105,7 @@ func BenchmarkDispatch(b *testing.B) {
 		}
 		b.ResetTimer()
 		stop := run(b, p)
-		waitUntil(b, "all acked", func() bool { return p.Metrics().Acked.Load() == uint64(b.N) })
+		testwait.Within(b, 5*time.Minute, "all acked", func() bool { return p.Metrics().Acked.Load() == uint64(b.N) })
 		b.StopTimer()
 		stop()
 		report(b, b.N)
@@ -167,7 +157,7 @@ func BenchmarkRecordFailures(b *testing.B) {
 		}
 		b.ResetTimer()
 		stop := run(b, p)
-		waitUntil(b, "all recorded", func() bool { return e.rec.Metrics().Recorded.Load() == uint64(events*functions) })
+		testwait.Within(b, 5*time.Minute, "all recorded", func() bool { return e.rec.Metrics().Recorded.Load() == uint64(events*functions) })
 		b.StopTimer()
 		stop()
 		report(b, events*functions)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/testwait"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/tracing"
 )
@@ -104,7 +106,7 @@ func BenchmarkDispatchTracing(b *testing.B) {
 			}
 			b.ResetTimer()
 			stop := run(b, p)
-			waitUntil(b, "all acked", func() bool { return p.Metrics().Acked.Load() == uint64(b.N) })
+			testwait.Within(b, 5*time.Minute, "all acked", func() bool { return p.Metrics().Acked.Load() == uint64(b.N) })
 			b.StopTimer()
 			stop()
 			report(b, b.N)
@@ -131,7 +133,7 @@ func BenchmarkRecordTracing(b *testing.B) {
 			}
 			b.ResetTimer()
 			stop := run(b, p)
-			waitUntil(b, "all recorded", func() bool { return e.rec.Metrics().Recorded.Load() == uint64(events*functions) })
+			testwait.Within(b, 5*time.Minute, "all recorded", func() bool { return e.rec.Metrics().Recorded.Load() == uint64(events*functions) })
 			b.StopTimer()
 			stop()
 			report(b, events*functions)

@@ -13,6 +13,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/internal/testwait"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/projection/index"
 	"github.com/amends-dev/amends/quarantine"
@@ -95,8 +96,7 @@ func versions(t *testing.T, ix *projection.Index) map[string]uint64 {
 // eventuallyHolds waits until the index holds exactly want.
 func eventuallyHolds(t *testing.T, ix *projection.Index, want map[string]uint64) {
 	t.Helper()
-	require.Eventually(t, func() bool { return assert.ObjectsAreEqual(want, versions(t, ix)) }, 30*time.Second, 5*time.Millisecond,
-		"the index holds %v", want)
+	testwait.For(t, fmt.Sprintf("the index holds %v", want), func() bool { return assert.ObjectsAreEqual(want, versions(t, ix)) })
 }
 
 func (e *snapEnv) snapshotInfo(t *testing.T) index.SnapshotInfo {

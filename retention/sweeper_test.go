@@ -19,6 +19,7 @@ import (
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/fakeclock"
 	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/internal/testwait"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/retention"
 	"github.com/amends-dev/amends/scheduler"
@@ -96,18 +97,6 @@ func (e *retentionEnv) gone(tb testing.TB, id string) bool {
 	return false
 }
 
-// eventually polls cond until it holds or 30 s pass.
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // population: 6 records that succeeded at t0, 2 that succeeded at
 // t0+20 days, 2 failed (recoverable) and 2 unrecoverable at t0.
 type population struct {
@@ -179,7 +168,7 @@ func TestSweeperRemovesSucceededRecordsPastTheirRetention(t *testing.T) {
 		msgs += len(p.histories[id])
 	}
 	assert.Equal(t, msgs, rep.Messages, "every message of the removed histories is purged")
-	eventually(t, "the index drops the removed records", func() bool { return e.index.Len() == 6 })
+	testwait.For(t, "the index drops the removed records", func() bool { return e.index.Len() == 6 })
 	for _, id := range append(append(append([]string{}, p.recent...), p.failed...), p.unrecoverable...) {
 		assert.False(t, e.gone(t, id), "record %s is kept", id)
 		_, err := e.index.Get(t.Context(), id)
@@ -302,7 +291,7 @@ func TestSweeperArchivesEachHistoryBeforeRemovingIt(t *testing.T) {
 	assert.Equal(t, int64(6), st.Archived)
 
 	// And a restored record is queryable again, as it was
-	eventually(t, "the index drops the removed records", func() bool { return e.index.Len() == 6 })
+	testwait.For(t, "the index drops the removed records", func() bool { return e.index.Len() == 6 })
 	var r archive.Record
 	require.NoError(t, archive.ReadObject(t.Context(), sink, m.Objects[0], func(rec archive.Record) error {
 		if rec.ID == p.old[0] {
@@ -314,7 +303,7 @@ func TestSweeperArchivesEachHistoryBeforeRemovingIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, archive.RestoreResult{ID: p.old[0], Outcome: archive.Restored, Appended: len(r.Streams)}, res, "a dry run says what it would do")
 	assert.True(t, e.gone(t, p.old[0]), "a dry run appends nothing")
-	eventually(t, "the restore is past the duplicate window", func() bool {
+	testwait.For(t, "the restore is past the duplicate window", func() bool {
 		res, err = archive.Restore(t.Context(), e.store, r, false)
 		return err == nil
 	})
@@ -385,7 +374,7 @@ func TestSweeperFinishesABatchInterruptedAtAnyStep(t *testing.T) {
 				st, _, err := e.progress.State(t.Context())
 				require.NoError(t, err)
 				assert.Equal(t, uint64(1), st.Batch)
-				eventually(t, "the index drops the removed records", func() bool { return e.index.Len() == 6 })
+				testwait.For(t, "the index drops the removed records", func() bool { return e.index.Len() == 6 })
 				if archived {
 					m, err := archive.ReadManifest(t.Context(), sink, 1)
 					require.NoError(t, err)
@@ -478,7 +467,7 @@ func TestARecordReopenedAfterItsRemovalWorks(t *testing.T) {
 				_, err := e.sweeper(t, retention.Config{}).Sweep(t.Context())
 				require.NoError(t, err)
 				require.True(t, e.gone(t, id))
-				eventually(t, "the index drops the record", func() bool { return e.index.Version(id) == 0 })
+				testwait.For(t, "the index drops the record", func() bool { return e.index.Version(id) == 0 })
 			}
 
 			// When the same event fails again in the same function
@@ -491,7 +480,7 @@ func TestARecordReopenedAfterItsRemovalWorks(t *testing.T) {
 				want = 1
 			}
 			assert.Equal(t, want, v, "re-opened on its history, or started again without it")
-			eventually(t, "the index has the re-opened record", func() bool {
+			testwait.For(t, "the index has the re-opened record", func() bool {
 				page, err := e.index.List(api.Query{Filter: api.Filter{ID: id}})
 				require.NoError(t, err)
 				return len(page.Items) == 1 && page.Items[0].Version == v && page.Items[0].Status == aggregate.StatusFailed
@@ -535,11 +524,11 @@ func TestARecordReopenedBetweenPurgeAndViewDeleteKeepsItsNewView(t *testing.T) {
 	// When the record fails again, and the sweep is finished
 	_, v := e.create(t, i, aggregate.Recoverable)
 	require.Equal(t, uint64(1), v)
-	eventually(t, "the views bucket has the new failure", func() bool {
+	testwait.For(t, "the views bucket has the new failure", func() bool {
 		got, err := e.index.Get(t.Context(), id)
 		return err == nil && got.Version == 1
 	})
-	eventually(t, "the index has the new failure, not the removed success", func() bool {
+	testwait.For(t, "the index has the new failure, not the removed success", func() bool {
 		page, err := e.index.List(api.Query{Filter: api.Filter{ID: id}})
 		require.NoError(t, err)
 		return len(page.Items) == 1 && page.Items[0].Status == aggregate.StatusFailed && page.Items[0].Version == 1
@@ -566,7 +555,7 @@ func TestSchedulerSweepsOnlyWhileItHoldsTheLease(t *testing.T) {
 	holder := e.scheduler(t, e.svc, scheduler.WithTicks(never), scheduler.WithRetention(holderSw), scheduler.WithInstance("holder"),
 		scheduler.WithRenewal(200*time.Millisecond, 100*time.Millisecond))
 	run(t, holder)
-	eventually(t, "the first scheduler holds the lease", func() bool { return holder.Stats().Active })
+	testwait.For(t, "the first scheduler holds the lease", func() bool { return holder.Stats().Active })
 	other := e.scheduler(t, e.svc, scheduler.WithTicks(never), scheduler.WithRetention(otherSw), scheduler.WithInstance("other"),
 		scheduler.WithRenewal(200*time.Millisecond, 100*time.Millisecond))
 	run(t, other)
@@ -581,7 +570,7 @@ func TestSchedulerSweepsOnlyWhileItHoldsTheLease(t *testing.T) {
 	}
 
 	// Then only the holder swept
-	eventually(t, "the holder removed the old records", func() bool { return e.gone(t, p.old[len(p.old)-1]) })
+	testwait.For(t, "the holder removed the old records", func() bool { return e.gone(t, p.old[len(p.old)-1]) })
 	assert.NotZero(t, holderSw.Stats().Batches)
 	assert.Zero(t, otherSw.Stats().Passes)
 	assert.Same(t, holderSw, holder.Retention())

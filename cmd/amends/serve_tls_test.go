@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/internal/testca"
+	"github.com/amends-dev/amends/internal/testwait"
 
 	"github.com/amends-dev/amends/server"
 )
@@ -87,7 +89,7 @@ func TestServeOverTLSReloadsTheCertificate(t *testing.T) {
 // waitForLog polls c's stderr until it holds s.
 func waitForLog(t *testing.T, c *cli, s string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return strings.Contains(c.stderr.String(), s) }, waitLimit, 20*time.Millisecond, "the log says %q:\n%s", s, c.stderr.String())
+	testwait.For(t, fmt.Sprintf("the log to say %q", s), func() bool { return strings.Contains(c.stderr.String(), s) })
 }
 
 // serveWithClientCA starts serve over TLS with a certificate of ca and
