@@ -180,12 +180,8 @@ func (s *Server) restoreArchived(w http.ResponseWriter, r *http.Request, p princ
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	req, err := readJSON[api.ArchiveRestoreRequest](s, w, r, "the body of a restore")
 	if err != nil {
-		return err
-	}
-	var req api.ArchiveRestoreRequest
-	if err := decodeStrict(body, &req, "the body of a restore"); err != nil {
 		return err
 	}
 	reason, err := checkReason("a restore", true, &req.Reason)

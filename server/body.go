@@ -217,3 +217,15 @@ func jsonFields(t reflect.Type) []string {
 	}
 	return out
 }
+
+// readJSON reads the request's body (bounded, as readBody reads it) and
+// decodes it strictly (decodeStrict) into a T; what names the body in the
+// errors.
+func readJSON[T any](s *Server, w http.ResponseWriter, r *http.Request, what string) (T, error) {
+	var v T
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return v, err
+	}
+	return v, decodeStrict(body, &v, what)
+}

@@ -143,12 +143,8 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request, _ principal) err
 		tooMany(w, wait, "too many failed authentications from this address")
 		return nil
 	}
-	body, err := s.readBody(w, r)
+	b, err := readJSON[signInBody](s, w, r, "the sign-in body")
 	if err != nil {
-		return err
-	}
-	var b signInBody
-	if err := decodeStrict(body, &b, "the sign-in body"); err != nil {
 		return err
 	}
 	if s.tokenless() {

@@ -42,15 +42,11 @@ func (s *Server) repairStore() (*Ordering, error) {
 // message of an event store stream that loaders pass over (jsstore.Skip),
 // audited with the caller and the reason; a dry run shows the plan.
 func (s *Server) skipMessage(w http.ResponseWriter, r *http.Request, p principal) error {
-	var req api.SkipMessageRequest
 	if err := noQuery(r); err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	req, err := readJSON[api.SkipMessageRequest](s, w, r, "the body of a skip")
 	if err != nil {
-		return err
-	}
-	if err := decodeStrict(body, &req, "the body of a skip"); err != nil {
 		return err
 	}
 	reason, err := checkReason("a skip", true, &req.Reason) // required: a skip is audited
@@ -97,15 +93,11 @@ func (s *Server) skipMessage(w http.ResponseWriter, r *http.Request, p principal
 // purged). It is logged with the caller and the reason; a dry run shows
 // the quarantine's entry.
 func (s *Server) purgeEntry(w http.ResponseWriter, r *http.Request, p principal) error {
-	var req api.PurgeEntryRequest
 	if err := noQuery(r); err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	req, err := readJSON[api.PurgeEntryRequest](s, w, r, "the body of a purge")
 	if err != nil {
-		return err
-	}
-	if err := decodeStrict(body, &req, "the body of a purge"); err != nil {
 		return err
 	}
 	reason, err := checkReason("a purge", true, &req.Reason)

@@ -17,12 +17,8 @@ func (s *Server) startReplay(w http.ResponseWriter, r *http.Request, p principal
 	if err := noQuery(r); err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	req, err := readJSON[api.ReplayStart](s, w, r, "the body of a range replay")
 	if err != nil {
-		return err
-	}
-	var req api.ReplayStart
-	if err := decodeStrict(body, &req, "the body of a range replay"); err != nil {
 		return err
 	}
 	reason, err := checkReason("a range replay", true, &req.Reason)

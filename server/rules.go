@@ -92,12 +92,8 @@ func (s *Server) addRule(w http.ResponseWriter, r *http.Request, p principal) er
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	req, err := readJSON[api.RuleRequest](s, w, r, "the body of a rule")
 	if err != nil {
-		return err
-	}
-	var req api.RuleRequest
-	if err := decodeStrict(body, &req, "the body of a rule"); err != nil {
 		return err
 	}
 	action, err := rules.ParseAction(req.Action)
@@ -159,12 +155,8 @@ func (s *Server) removeRule(w http.ResponseWriter, r *http.Request, p principal)
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	req, err := readJSON[api.RuleRemoveRequest](s, w, r, "the body of a rule removal")
 	if err != nil {
-		return err
-	}
-	var req api.RuleRemoveRequest
-	if err := decodeStrict(body, &req, "the body of a rule removal"); err != nil {
 		return err
 	}
 	removed, err := st.Remove(r.Context(), id, p.name, req.Reason)
@@ -180,12 +172,8 @@ func (s *Server) applyRule(w http.ResponseWriter, r *http.Request, p principal) 
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	req, err := readJSON[api.RuleApplyRequest](s, w, r, "the body of a rule apply")
 	if err != nil {
-		return err
-	}
-	var req api.RuleApplyRequest
-	if err := decodeStrict(body, &req, "the body of a rule apply"); err != nil {
 		return err
 	}
 	if !bounds.Within(req.Limit, 0, s.cfg.MaxBatch) {
