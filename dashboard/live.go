@@ -243,18 +243,11 @@ func (d *Dashboard) liveLoop(ctx context.Context, changes <-chan change) {
 // watch follows the views bucket's updates into changes until ctx ends,
 // restarting a watch that fails after a capped backoff.
 func (d *Dashboard) watch(ctx context.Context, changes chan<- change) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := d.watchOnce(ctx, changes)
-		if ctx.Err() != nil {
-			return
-		}
-		d.log.Warn("dashboard: the watch of the views bucket stopped; restarting it", "err", err, "backoff", backoff)
-		if wait.Sleep(ctx, backoff) != nil {
-			return
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
+	wait.Restart(ctx, 100*time.Millisecond, 10*time.Second, func(ctx context.Context) error { return d.watchOnce(ctx, changes) },
+		func(err error, _ int, backoff time.Duration) bool {
+			d.log.Warn("dashboard: the watch of the views bucket stopped; restarting it", "err", err, "backoff", backoff)
+			return true
+		})
 }
 
 // versionOnly reads a stored view's version.

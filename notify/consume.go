@@ -38,22 +38,10 @@ func (n *Notifier) recordConsumer() jetstream.ConsumerConfig {
 // loop runs consume until ctx ends, setting it up again after a capped
 // backoff whenever it stops.
 func (n *Notifier) loop(ctx context.Context, name string, consume func(context.Context) error) {
-	backoff := consumerBackoffMin
-	for {
-		started := time.Now()
-		err := consume(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(started) > consumerBackoffMax {
-			backoff = consumerBackoffMin
-		}
+	wait.Restart(ctx, consumerBackoffMin, consumerBackoffMax, consume, func(err error, _ int, backoff time.Duration) bool {
 		n.opts.logger.Warn("notifier: consumer stopped; setting it up again", "consumer", name, "err", err, "backoff", backoff)
-		if wait.Sleep(ctx, backoff) != nil {
-			return
-		}
-		backoff = min(2*backoff, consumerBackoffMax)
-	}
+		return true
+	})
 }
 
 // consume creates or updates the durable consumer cfg on stream and hands

@@ -274,25 +274,16 @@ const (
 // configuration can never work. Messages in flight when ctx ends are
 // redelivered later.
 func (p *Projector) Run(ctx context.Context) error {
-	backoff := consumerBackoffMin
-	for attempt := 1; ; attempt++ {
-		started := time.Now()
-		err := p.consume(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
+	var never error // a stream configuration that can never work
+	wait.Restart(ctx, consumerBackoffMin, consumerBackoffMax, p.consume, func(err error, attempt int, backoff time.Duration) bool {
 		if errors.Is(err, eventstore.ErrIncompatible) || errors.Is(err, eventstore.ErrInvalid) {
-			return fmt.Errorf("projector: %w", err)
-		}
-		if time.Since(started) > consumerBackoffMax {
-			backoff, attempt = consumerBackoffMin, 1
+			never = fmt.Errorf("projector: %w", err)
+			return false
 		}
 		p.opts.logger.Warn("projector: consumer stopped; setting it up again", "consumer", p.opts.durable, "err", err, "attempt", attempt, "backoff", backoff)
-		if wait.Sleep(ctx, backoff) != nil {
-			return nil
-		}
-		backoff = min(2*backoff, consumerBackoffMax)
-	}
+		return true
+	})
+	return never
 }
 
 // consume sets up the stream and the consumer and projects until ctx ends

@@ -157,18 +157,11 @@ func decodeSession(key string, data []byte) (*session, error) {
 // ctx ends, restarting a watch that fails after a capped backoff. A bad
 // entry is logged and skipped: it signs nobody in.
 func (st *sessionStore) watch(ctx context.Context, ss *sessions) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := st.watchOnce(ctx, ss)
-		if ctx.Err() != nil {
-			return
-		}
-		st.log.Warn("session bucket: the watch stopped; restarting it", "err", err, "backoff", backoff)
-		if wait.Sleep(ctx, backoff) != nil {
-			return
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
+	wait.Restart(ctx, 100*time.Millisecond, 10*time.Second, func(ctx context.Context) error { return st.watchOnce(ctx, ss) },
+		func(err error, _ int, backoff time.Duration) bool {
+			st.log.Warn("session bucket: the watch stopped; restarting it", "err", err, "backoff", backoff)
+			return true
+		})
 }
 
 var errSessionWatchEnded = errors.New("the watch of the session bucket ended")

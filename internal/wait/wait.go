@@ -37,3 +37,28 @@ func Every(ctx context.Context, d time.Duration, f func()) {
 		}
 	}
 }
+
+// Restart calls run until ctx ends. When run returns while ctx is live,
+// failed gets its error, the attempt (from 1) and the backoff; Restart
+// then waits the backoff and calls run again. The backoff starts at lo and
+// doubles up to hi; it starts over, as does the attempt count, after a
+// run that lasted longer than hi (it was working). failed returning false
+// ends Restart (an error that can never go away). run and failed are
+// called on the caller's goroutine.
+func Restart(ctx context.Context, lo, hi time.Duration, run func(context.Context) error, failed func(err error, attempt int, backoff time.Duration) bool) {
+	backoff := lo
+	for attempt := 1; ; attempt++ {
+		started := time.Now()
+		err := run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > hi {
+			backoff, attempt = lo, 1
+		}
+		if !failed(err, attempt, backoff) || Sleep(ctx, backoff) != nil {
+			return
+		}
+		backoff = min(2*backoff, hi)
+	}
+}

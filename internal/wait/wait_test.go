@@ -2,6 +2,7 @@ package wait_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,4 +35,35 @@ func TestSleepEndsWithItsContext(t *testing.T) {
 	cancel()
 	assert.ErrorIs(t, wait.Sleep(ctx, time.Hour), context.Canceled)
 	assert.NoError(t, wait.Sleep(t.Context(), 0))
+}
+
+// Restart runs again after each failure, the backoff doubling to its cap,
+// until failed says stop.
+func TestRestartBacksOffUntilFailedSaysStop(t *testing.T) {
+	var backoffs []time.Duration
+	var attempts []int
+	runs := 0
+	wait.Restart(t.Context(), time.Millisecond, 4*time.Millisecond, func(context.Context) error {
+		runs++
+		return errors.New("down")
+	}, func(err error, attempt int, backoff time.Duration) bool {
+		require.EqualError(t, err, "down")
+		attempts, backoffs = append(attempts, attempt), append(backoffs, backoff)
+		return attempt < 5
+	})
+	assert.Equal(t, 5, runs)
+	assert.Equal(t, []int{1, 2, 3, 4, 5}, attempts)
+	assert.Equal(t, []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 4 * time.Millisecond, 4 * time.Millisecond}, backoffs)
+}
+
+// Restart returns once its context ends, without telling failed.
+func TestRestartEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	wait.Restart(ctx, time.Millisecond, time.Second, func(context.Context) error {
+		cancel()
+		return errors.New("stopped")
+	}, func(error, int, time.Duration) bool {
+		t.Error("a run that ended with its context is no failure")
+		return true
+	})
 }
