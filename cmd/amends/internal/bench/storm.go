@@ -172,6 +172,11 @@ type StormResult struct {
 	FalseOpens      int    `json:"falseOpens"`
 	HealthyRefused  uint64 `json:"healthyRefused"`
 	HealthyRecorded uint64 `json:"healthyRecorded"`
+	// StrayRecords counts the records the storm does not explain: of a
+	// function other than Mailer.send, or of a healthy event whose live
+	// call neither met the outage nor was refused by the circuit. It is 0
+	// unless the engine records what did not fail.
+	StrayRecords uint64 `json:"strayRecords"`
 	// DueLateSeconds is the most the oldest due record waited for the
 	// scheduler (now less its nextRetryAt, sampled every second) while
 	// Mailer.send's circuit was closed and no drain held its records: the

@@ -37,7 +37,11 @@ func TestStormLosesAndRerunsNothing(t *testing.T) {
 	live := res.Calls["Mailer.send"] - res.ReplayCalls["Mailer.send"]
 	assert.LessOrEqual(t, live, uint64(res.Events*(1+c.ImmediateRetries)), "send's live calls: at most one and its retries per event")
 	assert.Positive(t, res.RecordsCreated, "the outage's failures were recorded")
-	assert.LessOrEqual(t, res.RecordsCreated, uint64(70), "only the outage's events have records")
+	assert.LessOrEqual(t, res.RecordsCreated, uint64(res.Events), "at most one record per event")
+	// Which events meet the outage depends on how far delivery lags on a
+	// loaded machine, so the records are checked one by one, not counted
+	// against the outage's length.
+	assert.Zero(t, res.StrayRecords, "only the events that met the outage, or a refusal, have records")
 	assert.Positive(t, res.Sibling.Before.N)
 	assert.Positive(t, res.Sibling.During.N)
 }
@@ -58,6 +62,7 @@ func TestStormOfBadEventsNeverTrips(t *testing.T) {
 	assert.Zero(t, res.FalseOpens)
 	assert.Zero(t, res.HealthyRefused)
 	assert.Zero(t, res.HealthyRecorded)
+	assert.Zero(t, res.StrayRecords)
 	assert.Zero(t, res.Refused["Mailer.send"])
 	assert.Equal(t, res.Events-res.BadEvents, res.Succeeded["Mailer.send"], "every healthy event succeeded")
 	assert.Equal(t, uint64(res.BadEvents), res.RecordsCreated, "one record per bad event")

@@ -21,11 +21,14 @@ type stormLatencies struct {
 
 // stormState is what the functions observe, shared by their calls.
 type stormState struct {
-	failing       atomic.Bool
-	outage        atomic.Bool // the outage is on: count calls during it
-	mu            sync.Mutex
-	ok            [3]map[string]bool // per function: events it succeeded on
-	seen          [3]map[string]bool // per function: events it was called on
+	failing atomic.Bool
+	outage  atomic.Bool // the outage is on: count calls during it
+	mu      sync.Mutex
+	ok      [3]map[string]bool // per function: events it succeeded on
+	seen    [3]map[string]bool // per function: events it was called on
+	// metOutage holds the events a live call of Mailer.send failed on
+	// because of the outage.
+	metOutage     map[string]bool
 	lat           [3]stormLatencies
 	calls         [3]atomic.Uint64
 	replays       [3]atomic.Uint64
@@ -44,6 +47,10 @@ type stormState struct {
 	// healthyRefused and healthyRecorded count Mailer.send's healthy events
 	// refused, and recorded, while the dependency was up.
 	healthyRefused, healthyRecorded atomic.Uint64
+	// strayRecords counts the records made of a failure the outage does
+	// not explain: of a function other than Mailer.send, or of an event
+	// whose live call met neither the outage nor a refusal of the circuit.
+	strayRecords atomic.Uint64
 }
 
 type stormBody struct {
@@ -84,6 +91,9 @@ func (s *stormState) call(ctx context.Context, i int, d *processor.Delivery, bod
 		}
 	}
 	if fail {
+		if !replay {
+			s.metOutage[id] = true
+		}
 		return failure.Recoverable(errors.New("smtp 451: mail service unavailable"))
 	}
 	if bad {
@@ -126,6 +136,9 @@ func (o *outcomes) Record(ctx context.Context, x processor.Execution) (processor
 	case processor.OutcomeAlreadyRecorded:
 		o.already.Add(1)
 	}
+	if s := o.state; s != nil && out == processor.OutcomeRecorded && x.Compensation == nil && x.Function != nil && s.stray(x) {
+		s.strayRecords.Add(1)
+	}
 	if s := o.state; s != nil && x.Err != nil && x.Compensation == nil && x.Function != nil && x.Function.Name == stormSend.Name &&
 		x.Function.ProcessorName == stormSend.Processor && !s.failing.Load() && !BadEvent(x.EventID.ID, s.badPct) {
 		s.healthyRecorded.Add(1)
@@ -134,6 +147,22 @@ func (o *outcomes) Record(ctx context.Context, x processor.Execution) (processor
 		}
 	}
 	return out, err
+}
+
+// stray reports whether x, a live failure that made a new record, is
+// one the storm does not explain: Mailer.send's bad events, the events its
+// live calls failed on in the outage, and the calls its circuit refused
+// are the only ones.
+func (s *stormState) stray(x processor.Execution) bool {
+	if x.Function.Name != stormSend.Name || x.Function.ProcessorName != stormSend.Processor {
+		return true
+	}
+	if errors.Is(x.Err, circuit.ErrOpen) || BadEvent(x.EventID.ID, s.badPct) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.metOutage[x.EventID.ID]
 }
 
 // playOutage fails Mailer.send from c.Before after start for c.Outage,

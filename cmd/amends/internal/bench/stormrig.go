@@ -155,6 +155,7 @@ func (sr *stormRig) openProcessor(env *Env, c StormConfig, log *slog.Logger) err
 	s.total = 3*c.Events - bad // Mailer.send never succeeds on a bad event
 	s.badEvents = bad
 	sr.counted.state = s
+	s.metOutage = map[string]bool{}
 	for i := range s.ok {
 		s.ok[i], s.seen[i] = map[string]bool{}, map[string]bool{}
 	}
@@ -230,6 +231,7 @@ func (sr *stormRig) result(ctx context.Context, c StormConfig, start time.Time, 
 	res.DrainProbes = sr.sched.Stats().Drains.Probes
 	res.BadEvents = s.badEvents
 	res.HealthyRefused, res.HealthyRecorded = s.healthyRefused.Load(), s.healthyRecorded.Load()
+	res.StrayRecords = s.strayRecords.Load()
 	outage := c.Outage.Seconds()
 	for _, tr := range res.Transitions {
 		if tr.To == circuit.Open && tr.From == circuit.Closed && (tr.At < 0 || tr.At > outage) {
