@@ -38,5 +38,9 @@
 // published raw on $KV.<bucket>.r-ü) is still seen by a watch, reported
 // invalid by the decoders, and can be removed with Bucket.PurgeRaw.
 //
+// The store contract above is a suite: kvstoretest.Run holds a bucket's
+// Spec and Codec to it against a real JetStream, and every bucket of the
+// engine runs it from its package's tests.
+//
 // Everything here is safe for concurrent use.
 package kvstore
