@@ -2,7 +2,6 @@ package circuit
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -328,18 +327,16 @@ func plainText(field, v string, limit int, required bool) error {
 }
 
 // bad returns an error matching ErrInvalid about field ("" for the value
-// as a whole).
+// as a whole): a *kvstore.FieldError, so that the bucket's refusal names
+// the field.
 func bad(field, format string, args ...any) error {
-	if field == "" {
-		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalid)
-	}
-	return fmt.Errorf("field %s: %s: %w", field, fmt.Sprintf(format, args...), ErrInvalid)
+	return fmt.Errorf("%w: %w", kvstore.Invalid(field, format, args...), ErrInvalid)
 }
 
 // unaudited is bad for a state that would change behaviour without the
-// operator amends names with every such change (kvstore.ErrUnaudited).
+// operator amends names with every such change (kvstore.Unaudited).
 func unaudited(field, format string, args ...any) error {
-	return fmt.Errorf("field %s: %s: %w", field, fmt.Sprintf(format, args...), errors.Join(ErrInvalid, kvstore.ErrUnaudited))
+	return fmt.Errorf("%w: %w", kvstore.Unaudited(field, format, args...), ErrInvalid)
 }
 
 // clip cuts s to at most n bytes on a rune boundary, dropping control

@@ -178,8 +178,5 @@ func (dr *Drain) check(now time.Time) error {
 }
 
 func badDrain(field, format string, args ...any) error {
-	if field == "" {
-		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalidDrain)
-	}
-	return fmt.Errorf("field %s: %s: %w", field, fmt.Sprintf(format, args...), ErrInvalidDrain)
+	return fmt.Errorf("%w: %w", kvstore.Invalid(field, format, args...), ErrInvalidDrain)
 }

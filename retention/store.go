@@ -172,11 +172,15 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, replicas i
 	if err != nil {
 		return nil, fmt.Errorf("retention bucket: %w", err)
 	}
-	return &Store{bucket: b,
-		sweep: kvstore.For(b, kvstore.Codec[SweepState]{Decode: func(e kvstore.Entry) (SweepState, error) { return DecodeSweepState(e.Key, e.Value, e.Now) }}),
-		tally: kvstore.For(b, kvstore.Codec[Tally]{Decode: func(e kvstore.Entry) (Tally, error) { return DecodeTally(e.Key, e.Value, e.Now) }}),
-	}, nil
+	return &Store{bucket: b, sweep: kvstore.For(b, sweepCodec), tally: kvstore.For(b, tallyCodec)}, nil
 }
+
+// The retention bucket's codecs: the sweeper's state under sweepKey, the
+// tallies under tallyKey.
+var (
+	sweepCodec = kvstore.Codec[SweepState]{Decode: func(e kvstore.Entry) (SweepState, error) { return DecodeSweepState(e.Key, e.Value, e.Now) }}
+	tallyCodec = kvstore.Codec[Tally]{Decode: func(e kvstore.Entry) (Tally, error) { return DecodeTally(e.Key, e.Value, e.Now) }}
+)
 
 // State returns the sweeper's progress (the zero state before the first
 // batch) and its revision. A stored state that does not validate is an
@@ -362,14 +366,14 @@ func checkGroup(f string, fn aggregate.FunctionInfo, code, fingerprint string) e
 	}
 	for _, p := range []struct{ name, v string }{{"function.contextName", fn.ContextName}, {"function.processorName", fn.ProcessorName}, {"function.name", fn.Name}} {
 		if err := kvstore.Name(field(p.name), p.v, 256); err != nil {
-			return fmt.Errorf("%v: %w", err, ErrInvalid)
+			return fmt.Errorf("%w: %w", err, ErrInvalid)
 		}
 	}
 	if err := kvstore.Text(field("errorCode"), code, 256, false); err != nil {
-		return fmt.Errorf("%v: %w", err, ErrInvalid)
+		return fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
 	if err := kvstore.Text(field("fingerprint"), fingerprint, 256, false); err != nil {
-		return fmt.Errorf("%v: %w", err, ErrInvalid)
+		return fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
 	return nil
 }
@@ -403,9 +407,8 @@ func (t *Tally) check(now time.Time) error {
 	return checkGroup("", t.Function, t.ErrorCode, t.Fingerprint)
 }
 
+// badRetention is a refusal naming field (a *kvstore.FieldError, so the
+// bucket's InvalidError names it too) that matches ErrInvalid.
 func badRetention(field, format string, args ...any) error {
-	if field == "" {
-		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalid)
-	}
-	return fmt.Errorf("field %s: %s: %w", field, fmt.Sprintf(format, args...), ErrInvalid)
+	return fmt.Errorf("%w: %w", kvstore.Invalid(field, format, args...), ErrInvalid)
 }
