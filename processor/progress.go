@@ -101,11 +101,15 @@ func newProgress(store *kvstore.Store[progressValue]) *progress {
 	return &progress{store: store, cache: make(map[string]progressEntry)}
 }
 
-func progressBucket(ctx context.Context, js jetstream.JetStream, replicas int, opts ...kvstore.Option) (*kvstore.Store[progressValue], error) {
-	b, err := kvstore.Open(ctx, js, kvstore.Spec{Config: jetstream.KeyValueConfig{
+func progressSpec(replicas int) kvstore.Spec {
+	return kvstore.Spec{Config: jetstream.KeyValueConfig{
 		Bucket: ProgressBucket, Description: "amends Ordered functions: last version dispatched per (function, aggregate)",
 		History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
-	}, MaxValue: maxProgressValue}, opts...)
+	}, MaxValue: maxProgressValue}
+}
+
+func progressBucket(ctx context.Context, js jetstream.JetStream, replicas int, opts ...kvstore.Option) (*kvstore.Store[progressValue], error) {
+	b, err := kvstore.Open(ctx, js, progressSpec(replicas), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("the progress bucket: %w", err)
 	}

@@ -239,11 +239,15 @@ func DecodeReplay(key string, value []byte, now time.Time) (api.Replay, error) {
 	return r, nil
 }
 
-func replaysBucket(ctx context.Context, js jetstream.JetStream, replicas int, opts ...kvstore.Option) (*replays, error) {
-	b, err := kvstore.Open(ctx, js, kvstore.Spec{Config: jetstream.KeyValueConfig{
+func replaySpec(replicas int) kvstore.Spec {
+	return kvstore.Spec{Config: jetstream.KeyValueConfig{
 		Bucket: ReplayBucket, Description: "amends operators' range replays, one key per request id",
 		History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
-	}, MaxValue: maxReplayValue}, opts...)
+	}, MaxValue: maxReplayValue}
+}
+
+func replaysBucket(ctx context.Context, js jetstream.JetStream, replicas int, opts ...kvstore.Option) (*replays, error) {
+	b, err := kvstore.Open(ctx, js, replaySpec(replicas), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("the replays bucket: %w", err)
 	}

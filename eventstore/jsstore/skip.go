@@ -45,6 +45,11 @@ func skipKey(stream string, seq uint64) string {
 	return kvstore.Segment(stream) + "." + strconv.FormatUint(seq, 10)
 }
 
+func skipSpec(replicas int, storage jetstream.StorageType) kvstore.Spec {
+	return kvstore.Spec{Config: jetstream.KeyValueConfig{Bucket: SkipBucket, Description: "amends: messages of the event store operators approved to be passed over",
+		History: 1, Replicas: replicas, Storage: storage}, MaxValue: 8 << 10}
+}
+
 var skipCodec = kvstore.Codec[Skip]{Decode: func(e kvstore.Entry) (Skip, error) { return DecodeSkip(e.Key, e.Value, e.Now) }}
 
 // DecodeSkip reads a skip stored under key, validating it at now: the key
@@ -95,8 +100,7 @@ func (s *Store) skipBucket(ctx context.Context, create bool) (*kvstore.Store[Ski
 	if l.store != nil {
 		return l.store, nil
 	}
-	spec := kvstore.Spec{Config: jetstream.KeyValueConfig{Bucket: SkipBucket, Description: "amends: messages of the event store operators approved to be passed over",
-		History: 1, Replicas: s.opts.replicas, Storage: s.opts.storage}, MaxValue: 8 << 10}
+	spec := skipSpec(s.opts.replicas, s.opts.storage)
 	if !create {
 		kv, err := s.js.KeyValue(ctx, SkipBucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
