@@ -5,6 +5,8 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -196,4 +198,55 @@ func TestPackageDocsAreContracts(t *testing.T) {
 			t.Errorf("%s: the package doc has %d lines, more than %d; move the manual to docs/", s.path, n, maxDocLines)
 		}
 	}
+}
+
+// Every bucket-backed store runs the store conformance suite: a package
+// that makes a kvstore.Store of n codecs calls kvstoretest.Run n times
+// in its tests at least.
+func TestEveryStoreRunsTheConformanceSuite(t *testing.T) {
+	codecs := map[string]map[string]bool{} // package dir -> codec names
+	for _, s := range sources(t) {
+		ast.Inspect(s.file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 2 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "For" {
+				return true
+			}
+			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "kvstore" {
+				return true
+			}
+			dir := filepath.ToSlash(filepath.Dir(s.path))
+			if codecs[dir] == nil {
+				codecs[dir] = map[string]bool{}
+			}
+			codecs[dir][exprName(call.Args[1])] = true
+			return true
+		})
+	}
+	require.GreaterOrEqual(t, len(codecs), 9, "the stores were found")
+	for dir, names := range codecs {
+		tests, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		require.NoError(t, err)
+		runs := 0
+		for _, p := range tests {
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			runs += strings.Count(string(b), "kvstoretest.Run(")
+		}
+		if runs < len(names) {
+			t.Errorf("%s makes stores of %d codecs (%s) and its tests run the conformance suite %d times; run kvstoretest.Run for each",
+				dir, len(names), strings.Join(slices.Sorted(maps.Keys(names)), ", "), runs)
+		}
+	}
+}
+
+// exprName names a codec for a message: its identifier.
+func exprName(e ast.Expr) string {
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name
+	}
+	return "an expression"
 }
