@@ -136,17 +136,26 @@ func (o *outcomes) Record(ctx context.Context, x processor.Execution) (processor
 	case processor.OutcomeAlreadyRecorded:
 		o.already.Add(1)
 	}
-	if s := o.state; s != nil && out == processor.OutcomeRecorded && x.Compensation == nil && x.Function != nil && s.stray(x) {
+	if s := o.state; s != nil && x.Compensation == nil && x.Function != nil {
+		s.noteRecord(x, out)
+	}
+	return out, err
+}
+
+// noteRecord counts x, a live failure given to the recorder with outcome
+// out: a stray record, or one of a healthy event of Mailer.send while the
+// dependency was up.
+func (s *stormState) noteRecord(x processor.Execution, out processor.Outcome) {
+	if out == processor.OutcomeRecorded && s.stray(x) {
 		s.strayRecords.Add(1)
 	}
-	if s := o.state; s != nil && x.Err != nil && x.Compensation == nil && x.Function != nil && x.Function.Name == stormSend.Name &&
-		x.Function.ProcessorName == stormSend.Processor && !s.failing.Load() && !BadEvent(x.EventID.ID, s.badPct) {
+	if x.Err != nil && x.Function.Name == stormSend.Name && x.Function.ProcessorName == stormSend.Processor &&
+		!s.failing.Load() && !BadEvent(x.EventID.ID, s.badPct) {
 		s.healthyRecorded.Add(1)
 		if errors.Is(x.Err, circuit.ErrOpen) {
 			s.healthyRefused.Add(1)
 		}
 	}
-	return out, err
 }
 
 // stray reports whether x, a live failure that made a new record, is
