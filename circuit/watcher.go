@@ -3,7 +3,6 @@ package circuit
 import (
 	"cmp"
 	"context"
-	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -131,19 +130,7 @@ func (w *Watcher) watch(ctx context.Context) error {
 		w.apply(ctx, e)
 	}
 	w.once.Do(func() { close(w.ready) })
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-kw.Updates():
-			if !ok {
-				return errors.New("the watch ended")
-			}
-			if e != nil {
-				w.apply(ctx, e)
-			}
-		}
-	}
+	return kvwatch.Follow(ctx, kw, func(e jetstream.KeyValueEntry) { w.apply(ctx, e) })
 }
 
 // apply takes the change e of a key, unless the watcher applied a later

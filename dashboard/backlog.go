@@ -2,14 +2,11 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"sync"
 
 	"github.com/amends-dev/amends/internal/wait"
 )
-
-var errWatchEnded = errors.New("the watch ended (subscription closed)")
 
 // trendSamples is how many samples the backlog trend keeps: an hour at
 // the default period of a minute.

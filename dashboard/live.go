@@ -14,6 +14,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/kvwatch"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/server"
@@ -261,35 +262,23 @@ func (d *Dashboard) watchOnce(ctx context.Context, changes chan<- change) error 
 		return err
 	}
 	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return errWatchEnded
-			}
-			if e == nil {
-				continue
-			}
-			id, err := projection.DecodeKey(e.Key())
-			if err != nil {
-				continue
-			}
-			c := change{id: id}
-			if e.Operation() == jetstream.KeyValuePut {
-				var v versionOnly
-				if json.Unmarshal(e.Value(), &v) == nil {
-					c.version = v.Version
-				}
-			}
-			select {
-			case changes <- c:
-			case <-ctx.Done():
-				return nil
+	return kvwatch.Follow(ctx, w, func(e jetstream.KeyValueEntry) {
+		id, err := projection.DecodeKey(e.Key())
+		if err != nil {
+			return
+		}
+		c := change{id: id}
+		if e.Operation() == jetstream.KeyValuePut {
+			var v versionOnly
+			if json.Unmarshal(e.Value(), &v) == nil {
+				c.version = v.Version
 			}
 		}
-	}
+		select {
+		case changes <- c:
+		case <-ctx.Done():
+		}
+	})
 }
 
 // live streams the counts and the changed records as server-sent events:

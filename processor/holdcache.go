@@ -203,19 +203,7 @@ func watchHolds(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyVal
 	}
 	return func(ctx context.Context) {
 		defer func() { _ = w.Stop() }()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e != nil {
-					c.apply(e)
-				}
-			}
-		}
+		_ = kvwatch.Follow(ctx, w, c.apply)
 	}, nil
 }
 

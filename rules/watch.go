@@ -2,7 +2,6 @@ package rules
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -127,21 +126,10 @@ func (w *Watcher) watch(ctx context.Context) error {
 	}
 	publish()
 	w.once.Do(func() { close(w.ready) })
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-kw.Updates():
-			if !ok {
-				return errors.New("the watch ended")
-			}
-			if e == nil {
-				continue // the watch's own end-of-initial-values signal
-			}
-			w.apply(ctx, rules, e)
-			publish()
-		}
-	}
+	return kvwatch.Follow(ctx, kw, func(e jetstream.KeyValueEntry) {
+		w.apply(ctx, rules, e)
+		publish()
+	})
 }
 
 // apply takes one change of the bucket. A stored rule that does not

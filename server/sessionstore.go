@@ -14,6 +14,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/internal/kvwatch"
 	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/kvstore"
 )
@@ -164,36 +165,21 @@ func (st *sessionStore) watch(ctx context.Context, ss *sessions) {
 		})
 }
 
-var errSessionWatchEnded = errors.New("the watch of the session bucket ended")
-
 func (st *sessionStore) watchOnce(ctx context.Context, ss *sessions) error {
 	w, err := st.st.KV().WatchAll(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return errSessionWatchEnded
-			}
-			if e == nil {
-				continue // the present entries are in
-			}
-			if e.Operation() != jetstream.KeyValuePut {
-				ss.apply(e.Key(), nil)
-				continue
-			}
-			s, err := st.st.DecodeEntry(ctx, e)
-			if err != nil {
-				continue // quarantined: it signs nobody in
-			}
+	return kvwatch.Follow(ctx, w, func(e jetstream.KeyValueEntry) {
+		if e.Operation() != jetstream.KeyValuePut {
+			ss.apply(e.Key(), nil)
+			return
+		}
+		if s, err := st.st.DecodeEntry(ctx, e); err == nil { // else quarantined: it signs nobody in
 			ss.apply(e.Key(), s)
 		}
-	}
+	})
 }
 
 // check checks a stored session: its version, who it signs in and how,

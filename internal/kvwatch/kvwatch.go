@@ -263,3 +263,27 @@ func Keys(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, pa
 	}
 	return keys, nil
 }
+
+// ErrEnded is returned by Follow when the watch closes: its consumer was
+// deleted, or the connection closed.
+var ErrEnded = errors.New("the watch ended")
+
+// Follow passes w's entries to apply, in order, skipping the nil entry
+// that marks the end of the initial values, until ctx ends (nil) or the
+// watch closes (ErrEnded). It does not stop w. apply runs on the caller's
+// goroutine; one that blocks should give up when ctx ends.
+func Follow(ctx context.Context, w jetstream.KeyWatcher, apply func(jetstream.KeyValueEntry)) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return ErrEnded
+			}
+			if e != nil {
+				apply(e)
+			}
+		}
+	}
+}

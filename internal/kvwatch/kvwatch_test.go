@@ -189,3 +189,31 @@ func TestRangeReadsTheKeysLastWrittenBetweenTwoRevisions(t *testing.T) {
 	require.Empty(t, read(7, 100, 10), "after the end")
 	require.Empty(t, read(5, 4, 10), "an empty range")
 }
+
+// Follow passes the entries in order, without the end-of-initial-values
+// nil, returns nil when its context ends and ErrEnded when the watch
+// closes.
+func TestFollowPassesEntriesUntilTheEnd(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "kvwatch"})
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err := kv.Put(t.Context(), fmt.Sprint("k", i), []byte("1"))
+		require.NoError(t, err)
+	}
+	w, err := kv.WatchAll(t.Context())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	var keys []string
+	require.NoError(t, kvwatch.Follow(ctx, w, func(e jetstream.KeyValueEntry) {
+		keys = append(keys, e.Key())
+		if len(keys) == 3 {
+			cancel()
+		}
+	}), "the end of its context is a normal end")
+	require.Equal(t, []string{"k0", "k1", "k2"}, keys)
+
+	require.NoError(t, w.Stop())
+	err = kvwatch.Follow(t.Context(), w, func(jetstream.KeyValueEntry) { t.Error("no entry after the stop") })
+	require.ErrorIs(t, err, kvwatch.ErrEnded)
+}
