@@ -95,16 +95,29 @@ func DecodeHold(key string, value []byte, now time.Time) (api.Hold, error) {
 	if err := checkReleaseAudit(&h, now); err != nil {
 		return api.Hold{}, err
 	}
-	if c := h.Claim; c != nil {
-		if err := kvstore.Name("claim.owner", c.Owner, 256); err != nil {
-			return api.Hold{}, err
-		}
-		if err := kvstore.Within("claim.until", c.Until, now, maxClaimAhead); err != nil {
-			h.Claim = nil
-			return h, kvstore.Ignore("claim.until", "%s", strings.TrimPrefix(err.Error(), "claim.until: "))
-		}
+	ignored, err := checkClaim(&h.Claim, now)
+	if err != nil {
+		return api.Hold{}, err
 	}
-	return h, nil
+	return h, ignored
+}
+
+// checkClaim checks a stored claim (of a hold's or a range replay's
+// release) at now: an owner name, and an end at most maxClaimAhead after
+// now. A claim that ends later is dropped (*c = nil) and ignored is the
+// kvstore.Ignore to report: it could freeze the release for ever.
+func checkClaim(c **api.HoldClaim, now time.Time) (ignored, err error) {
+	if *c == nil {
+		return nil, nil
+	}
+	if err := kvstore.Name("claim.owner", (*c).Owner, 256); err != nil {
+		return nil, err
+	}
+	if err := kvstore.Within("claim.until", (*c).Until, now, maxClaimAhead); err != nil {
+		*c = nil
+		return kvstore.Ignore("claim.until", "%s", strings.TrimPrefix(err.Error(), "claim.until: ")), nil
+	}
+	return nil, nil
 }
 
 // checkHelds checks the held events (after the head, in version and index

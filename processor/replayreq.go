@@ -227,16 +227,11 @@ func DecodeReplay(key string, value []byte, now time.Time) (api.Replay, error) {
 	if err := kvstore.Past("updated", r.Updated, now, true); err != nil {
 		return api.Replay{}, err
 	}
-	if c := r.Claim; c != nil {
-		if err := kvstore.Name("claim.owner", c.Owner, 256); err != nil {
-			return api.Replay{}, err
-		}
-		if err := kvstore.Within("claim.until", c.Until, now, maxClaimAhead); err != nil {
-			r.Claim = nil
-			return r, kvstore.Ignore("claim.until", "%s", strings.TrimPrefix(err.Error(), "claim.until: "))
-		}
+	ignored, err := checkClaim(&r.Claim, now)
+	if err != nil {
+		return api.Replay{}, err
 	}
-	return r, nil
+	return r, ignored
 }
 
 func replaySpec(replicas int) kvstore.Spec {
