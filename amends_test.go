@@ -45,8 +45,9 @@ func TestNewWiresTheChain(t *testing.T) {
 		}
 		return nil
 	}))
-	require.NoError(t, svc.Start(ctx))
-	t.Cleanup(func() { svc.Stop(); require.NoError(t, svc.Wait()) })
+	runCtx, stopRun := context.WithCancel(ctx)
+	require.NoError(t, svc.Start(runCtx))
+	t.Cleanup(func() { stopRun(); require.NoError(t, svc.Wait()) })
 
 	st, err := svc.Append(ctx, "order", "o-1", 0, eventstore.NewEvent{Name: "order_placed", Body: map[string]int{"qty": 1}})
 	require.NoError(t, err)
@@ -60,7 +61,9 @@ func TestNewWiresTheChain(t *testing.T) {
 	require.Eventually(t, func() bool { rec, _, err = svc.Records.Get(ctx, id); return err == nil }, 30*time.Second, 5*time.Millisecond)
 	assert.Equal(t, "Unclassified", rec.Error.ErrorCode, "a plain error has the neutral code")
 	assert.Equal(t, now.UnixMilli(), rec.ExecuteAt, "the processor and recorder used the clock")
-	assert.Equal(t, uint64(1), svc.Recorder.Metrics().Recorded.Load())
+	// The recorder counts the record once its create is acknowledged,
+	// which may be after a reader sees it.
+	require.Eventually(t, func() bool { return svc.Recorder.Metrics().Recorded.Load() == 1 }, 30*time.Second, 5*time.Millisecond)
 
 	failing.Store(false)
 	_, err = svc.Records.Execute(ctx, id, aggregate.PrepareCompensation{}, aggregate.Meta{Actor: "test"})
@@ -104,10 +107,11 @@ func Example() {
 		AggregateTypes: []string{"invoice"}, Events: []string{"invoice_issued"}}, processor.HandleBody(send)); err != nil {
 		panic(err)
 	}
+	ctx, stop := context.WithCancel(ctx)
 	if err := svc.Start(ctx); err != nil {
 		panic(err)
 	}
-	defer func() { svc.Stop(); _ = svc.Wait() }()
+	defer func() { stop(); _ = svc.Wait() }()
 	_, err = svc.Append(ctx, "invoice", "inv-1", 0, eventstore.NewEvent{Name: "invoice_issued", Body: invoice{Email: "ada@example.com"}})
 	if err != nil {
 		panic(err)
