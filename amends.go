@@ -84,14 +84,14 @@ func WithProcessorOptions(opts ...processor.Option) Option {
 	return func(o *config) { o.processor = append(o.processor, opts...) }
 }
 
-// New builds the chain of the bounded context context on js: the store,
+// New builds the chain of the bounded context contextName on js: the store,
 // the record service on it, the recorder on that, and a processor of the
 // context with the recorder and the records. It does no I/O: Start (or
 // Run) provisions the streams and consumers. It returns an error wrapping
 // the part's ErrInvalidOption (jsstore, recorder, processor) for an invalid
 // context or option, and one wrapping processor.ErrInvalidOption for a nil
 // js.
-func New(js jetstream.JetStream, context string, opts ...Option) (*Service, error) {
+func New(js jetstream.JetStream, contextName string, opts ...Option) (*Service, error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
@@ -127,7 +127,7 @@ func New(js jetstream.JetStream, context string, opts ...Option) (*Service, erro
 		return nil, err
 	}
 	popts = append(popts, processor.WithRecorder(rec), processor.WithRecords(records))
-	p, err := processor.New(js, store, context, append(popts, c.processor...)...)
+	p, err := processor.New(js, store, contextName, append(popts, c.processor...)...)
 	if err != nil {
 		return nil, err
 	}

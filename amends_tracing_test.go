@@ -33,8 +33,9 @@ func TestNewWithTracerProvider(t *testing.T) {
 	require.NoError(t, err)
 	fn := processor.Function{Processor: "Mailer", Name: "confirm", AggregateTypes: []string{"order"}}
 	require.NoError(t, svc.Register(fn, func(context.Context, *processor.Delivery) error { return errors.New("smtp down") }))
-	require.NoError(t, svc.Start(ctx))
-	t.Cleanup(func() { svc.Stop(); require.NoError(t, svc.Wait()) })
+	runCtx, stopRun := context.WithCancel(ctx)
+	require.NoError(t, svc.Start(runCtx))
+	t.Cleanup(func() { stopRun(); require.NoError(t, svc.Wait()) })
 
 	actx, span := tp.Tracer("test").Start(ctx, "place order")
 	_, err = svc.Append(actx, "order", "o-1", 0, eventstore.NewEvent{Name: "order_placed", Body: map[string]int{"qty": 1}})
@@ -67,8 +68,9 @@ func TestAppendStartsATraceWhenTheCallerHasNone(t *testing.T) {
 		fn := processor.Function{Processor: "Mailer", Name: name, AggregateTypes: []string{"order"}}
 		require.NoError(t, svc.Register(fn, func(context.Context, *processor.Delivery) error { return errors.New("smtp down") }))
 	}
-	require.NoError(t, svc.Start(ctx))
-	t.Cleanup(func() { svc.Stop(); require.NoError(t, svc.Wait()) })
+	runCtx, stopRun := context.WithCancel(ctx)
+	require.NoError(t, svc.Start(runCtx))
+	t.Cleanup(func() { stopRun(); require.NoError(t, svc.Wait()) })
 
 	st, err := svc.Append(ctx, "order", "o-1", 0, eventstore.NewEvent{Name: "order_placed", Body: map[string]int{"qty": 1}})
 	require.NoError(t, err)

@@ -59,8 +59,9 @@ func TestClassificationAsDocumented(t *testing.T) {
 	flaky := register("Flaky", func() error { return failure.Recoverable(errors.New("451 greylisted")) })
 	// Bad input, marked unrecoverable: about the event, not the dependency.
 	strict := register("Strict", func() error { return failure.Unrecoverable(fmt.Errorf("order: %w", errBadAddress)) })
-	require.NoError(t, svc.Start(ctx))
-	t.Cleanup(func() { svc.Stop(); require.NoError(t, svc.Wait()) })
+	runCtx, stopRun := context.WithCancel(ctx)
+	require.NoError(t, svc.Start(runCtx))
+	t.Cleanup(func() { stopRun(); require.NoError(t, svc.Wait()) })
 
 	const events = 4
 	var ids []string

@@ -13,10 +13,11 @@
 //		AggregateTypes: []string{"invoice"}, Events: []string{"invoice_issued"}},
 //		processor.HandleBody(sendInvoice))
 //	...
+//	ctx, stop := context.WithCancel(ctx) // stop() stops the service
 //	if err := svc.Start(ctx); err != nil { // provisions, returns once ready
 //		return err
 //	}
-//	defer func() { svc.Stop(); _ = svc.Wait() }()
+//	defer func() { stop(); _ = svc.Wait() }()
 //	_, err = svc.Append(ctx, "invoice", "inv-1", 0, eventstore.NewEvent{Name: "invoice_issued", Body: inv})
 //
 // The parts stay public: a Service's fields are the store, the record

@@ -39,8 +39,9 @@ func TestControlPlaneAsDocumented(t *testing.T) {
 		}
 		return nil
 	}))
-	require.NoError(t, svc.Start(ctx))
-	t.Cleanup(func() { svc.Stop(); require.NoError(t, svc.Wait()) })
+	runCtx, stopRun := context.WithCancel(ctx)
+	require.NoError(t, svc.Start(runCtx))
+	t.Cleanup(func() { stopRun(); require.NoError(t, svc.Wait()) })
 
 	st, err := svc.Append(ctx, "invoice", "inv-1", 0, eventstore.NewEvent{Name: "invoice_issued", Body: map[string]int{"cents": 1200}})
 	require.NoError(t, err)

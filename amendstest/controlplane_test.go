@@ -38,9 +38,10 @@ func TestControlPlaneRetriesWhenTheTestSays(t *testing.T) {
 			return errors.New("smtp down")
 		}
 		return nil
-	}, processor.WithRetrySpec(aggregate.RetrySpec{MaxRetries: 3, MinBackoff: 60, ExecutionTimeout: 30})))
-	require.NoError(t, svc.Start(t.Context()))
-	t.Cleanup(func() { svc.Stop(); require.NoError(t, svc.Wait()) })
+	}, processor.RetrySpec(aggregate.RetrySpec{MaxRetries: 3, MinBackoff: 60, ExecutionTimeout: 30})))
+	runCtx, stopRun := context.WithCancel(t.Context())
+	require.NoError(t, svc.Start(runCtx))
+	t.Cleanup(func() { stopRun(); require.NoError(t, svc.Wait()) })
 
 	st, err := svc.Append(t.Context(), "order", "o-1", 0, eventstore.NewEvent{Name: "order_placed", Body: map[string]int{"qty": 1}})
 	require.NoError(t, err)

@@ -86,9 +86,16 @@ func (b *Breaker) State() State {
 	return b.state
 }
 
-// Closed reports whether calls go through now (the circuit is closed, or
+// Passing reports whether calls go through now (the circuit is closed, or
 // off).
-func (b *Breaker) Closed() bool { return b.closed.Load() }
+func (b *Breaker) Passing() bool { return b.closed.Load() }
+
+// Closed is Passing.
+//
+// Deprecated: use Passing; Closed() is the name of a channel closed at
+// the end elsewhere (processor.Processor.Closed). It goes in the next
+// release.
+func (b *Breaker) Closed() bool { return b.Passing() }
 
 // Failing reports whether this instance saw a streak of failures of at
 // least half of ConsecutiveFailures distinct events since the last

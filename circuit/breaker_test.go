@@ -79,11 +79,11 @@ func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 	clock := fakeclock.At(t0.UnixMilli())
 	b := instance(t, store, "i1", clock, circuit.Policy{})
 	fail(b, clock.Now(), 19)
-	assert.True(t, b.Closed(), "19 failures do not open it")
+	assert.True(t, b.Passing(), "19 failures do not open it")
 	_, _, err := store.Get(t.Context(), mailer)
 	require.ErrorIs(t, err, circuit.ErrNotFound, "nothing written while closed")
 	fail(b, clock.Now(), 1)
-	require.False(t, b.Closed(), "the 20th opens it")
+	require.False(t, b.Passing(), "the 20th opens it")
 	st, _, err := store.Get(t.Context(), mailer)
 	require.NoError(t, err)
 	assert.Equal(t, circuit.Open, st.Phase)
@@ -119,11 +119,11 @@ func TestBreakerOpensOnTheFailureRatio(t *testing.T) {
 	succeed(b, clock.Now())
 	succeed(b, clock.Now())
 	fail(b, clock.Now(), 18)
-	assert.True(t, b.Closed(), "18 of 20 failed: not surely more than half")
+	assert.True(t, b.Passing(), "18 of 20 failed: not surely more than half")
 	fail(b, clock.Now(), 3)
-	require.True(t, b.Closed(), "21 of 23")
+	require.True(t, b.Passing(), "21 of 23")
 	fail(b, clock.Now(), 1)
-	require.False(t, b.Closed(), "22 of 24 failed")
+	require.False(t, b.Passing(), "22 of 24 failed")
 	tr, _ := b.State().LastTransition()
 	assert.Equal(t, circuit.CauseRatio, tr.Cause)
 	assert.Equal(t, 22, tr.Failures)
@@ -140,7 +140,7 @@ func TestBreakerIgnoresUncountedFailures(t *testing.T) {
 		require.Nil(t, refused)
 		b.Done(t.Context(), clock.Now(), tk, circuit.Outcome{Err: errors.New("invalid address"), Counted: false})
 	}
-	assert.True(t, b.Closed())
+	assert.True(t, b.Passing())
 }
 
 // Two instances share the circuit: when one opens it the other refuses
@@ -154,8 +154,8 @@ func TestBreakerSharedByInstances(t *testing.T) {
 	a := instance(t, store, "a", clock, p)
 	b := instance(t, store, "b", clock, p)
 	fail(a, clock.Now(), 20)
-	require.False(t, a.Closed())
-	require.Eventually(t, func() bool { return !b.Closed() }, waitFor, tick, "b sees the circuit a opened")
+	require.False(t, a.Passing())
+	require.Eventually(t, func() bool { return !b.Passing() }, waitFor, tick, "b sees the circuit a opened")
 	_, refused := b.Allow(t.Context(), clock.Now(), circuit.Call{})
 	require.NotNil(t, refused, "b refuses too")
 
@@ -196,7 +196,7 @@ func TestBreakerSharedByInstances(t *testing.T) {
 		require.True(t, ok, "probe %d goes through", i+1)
 		require.True(t, tk.Probe())
 	}
-	assert.True(t, b.Closed(), "two successful probes close it")
+	assert.True(t, b.Passing(), "two successful probes close it")
 	require.Eventually(t, a.Closed, waitFor, tick, "a sees it closed")
 	st, _, err = store.Get(t.Context(), mailer)
 	require.NoError(t, err)
@@ -261,5 +261,5 @@ func TestBreakerOff(t *testing.T) {
 	clock := fakeclock.At(t0.UnixMilli())
 	b := instance(t, nil, "i1", clock, circuit.Policy{Off: true})
 	fail(b, clock.Now(), 1000)
-	assert.True(t, b.Closed())
+	assert.True(t, b.Passing())
 }

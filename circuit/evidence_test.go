@@ -75,11 +75,11 @@ func TestBadEventsNeverOpenTheCircuitADeadDependencyDoes(t *testing.T) {
 				}
 				clock.Set(clock.Now().Add(10 * time.Millisecond))
 			}
-			require.True(t, b.Closed(), "bad events at %d%% opened the circuit: %+v", pct, b.State().Transitions)
+			require.True(t, b.Passing(), "bad events at %d%% opened the circuit: %+v", pct, b.State().Transitions)
 			assert.Empty(t, b.State().Transitions)
 
 			before := n
-			for b.Closed() {
+			for b.Passing() {
 				c := live(n)
 				n++
 				call(b, clock.Now(), c, errDown)
@@ -99,15 +99,15 @@ func TestOneEventOrAFewAggregatesAreOneObservation(t *testing.T) {
 	for range 500 {
 		call(b, clock.Now(), circuit.Call{Event: "evt-1", Aggregate: "order-1"}, errDown)
 	}
-	assert.True(t, b.Closed(), "one event failing 500 times")
+	assert.True(t, b.Passing(), "one event failing 500 times")
 	for i := range 500 {
 		call(b, clock.Now(), circuit.Call{Event: fmt.Sprintf("evt-x%d", i), Aggregate: fmt.Sprintf("order-%d", i%3)}, errDown)
 	}
-	assert.True(t, b.Closed(), "500 events of three aggregates")
+	assert.True(t, b.Passing(), "500 events of three aggregates")
 	for i := range 17 {
 		call(b, clock.Now(), live(1000+i), errDown)
 	}
-	assert.False(t, b.Closed(), "then the events of many aggregates fail: the dependency")
+	assert.False(t, b.Passing(), "then the events of many aggregates fail: the dependency")
 }
 
 // A replay of a record that already failed for a real reason is evidence
@@ -125,11 +125,11 @@ func TestKnownReplays(t *testing.T) {
 	for i := range 200 {
 		require.True(t, call(b, clock.Now(), known(i), errDown))
 	}
-	require.True(t, b.Closed(), "200 failed replays of known-bad records")
+	require.True(t, b.Passing(), "200 failed replays of known-bad records")
 	for i := range 20 {
 		call(b, clock.Now(), live(500+i), errDown)
 	}
-	require.False(t, b.Closed(), "20 fresh events open it")
+	require.False(t, b.Passing(), "20 fresh events open it")
 	clock.Set(clock.Now().Add(time.Minute))
 	assert.False(t, call(b, clock.Now(), known(1), nil), "a known replay never claims the probe")
 	require.True(t, call(b, clock.Now(), live(900), nil), "a live event does")
@@ -203,11 +203,11 @@ func TestPropertyOpensOnlyForTheDependencyAndAlwaysCloses(t *testing.T) {
 			clock.Set(clock.Now().Add(10 * time.Millisecond))
 		}
 		up = true
-		for i := 0; i < 20000 && !b.Closed(); i++ {
+		for i := 0; i < 20000 && !b.Passing(); i++ {
 			do(ev())
 			clock.Set(clock.Now().Add(50 * time.Millisecond))
 		}
-		if !b.Closed() {
+		if !b.Passing() {
 			rt.Fatalf("the circuit did not close after the dependency recovered: %+v", b.State())
 		}
 	})
@@ -243,12 +243,12 @@ func TestPendingFailures(t *testing.T) {
 		}
 		clock.Set(clock.Now().Add(10 * time.Millisecond))
 	}
-	require.True(t, b.Closed(), "transient failures opened the circuit: %+v", b.State().Transitions)
+	require.True(t, b.Passing(), "transient failures opened the circuit: %+v", b.State().Transitions)
 
 	for i := range 20 {
 		pending(live(10000 + i))
 	}
-	require.False(t, b.Closed(), "20 distinct first calls failing, retries to come: a dead dependency")
+	require.False(t, b.Passing(), "20 distinct first calls failing, retries to come: a dead dependency")
 	tr, _ := b.State().LastTransition()
 	assert.Equal(t, circuit.CauseConsecutive, tr.Cause)
 

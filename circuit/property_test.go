@@ -73,13 +73,13 @@ func TestPropertyNoCallWhileOpenAndAlwaysCloses(t *testing.T) {
 		}
 		// The dependency recovers for good.
 		up = true
-		for i := 0; i < p.Successes+2 && !b.Closed(); i++ {
+		for i := 0; i < p.Successes+2 && !b.Passing(); i++ {
 			clock.Set(clock.Now().Add(p.MaxCoolDown + p.ProbeTimeout))
 			for range p.Successes {
 				call(true)
 			}
 		}
-		if !b.Closed() {
+		if !b.Passing() {
 			rt.Fatalf("the circuit did not close after the dependency recovered: %+v", b.State())
 		}
 	})

@@ -143,8 +143,9 @@ func (st *storm) play(t *testing.T, s *stack) {
 			}
 			return nil
 		}, processor.Ordered()))
-	require.NoError(t, proc.Start(ctx))
-	t.Cleanup(func() { proc.Stop(); _ = proc.Wait() })
+	runCtx, stopRun := context.WithCancel(ctx)
+	require.NoError(t, proc.Start(runCtx))
+	t.Cleanup(func() { stopRun(); _ = proc.Wait() })
 	for v := uint64(1); v <= 3; v++ {
 		_, err := st.store.Append(ctx, eventstore.Stream{ID: uuid.NewString(), Aggregate: eventstore.AggregateID{Context: "shop", Type: "order", ID: "o-7"}, CreateTime: now.UnixMilli(),
 			Events: []eventstore.Event{{ID: uuid.NewString(), Name: "step", Body: json.RawMessage(`{}`)}}}, v-1)

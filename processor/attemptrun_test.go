@@ -92,10 +92,11 @@ func TestAttemptsCarryTheTraceOfTheRecordersContext(t *testing.T) {
 	tid, err := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	require.NoError(t, err)
 	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{7}}))
+	ctx, stop := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(ctx) }()
 	t.Cleanup(func() {
-		p.Stop()
+		stop()
 		require.NoError(t, <-errc)
 	})
 	<-p.Ready()

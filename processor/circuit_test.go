@@ -46,7 +46,7 @@ func TestCircuitOpenRecordsWithoutCalling(t *testing.T) {
 	send, audit := newCounter(), newCounter()
 	send.failWith(failure.Recoverable(errSMTP))
 	spec := aggregate.RetrySpec{MaxRetries: 7, MinBackoff: 30, ExecutionTimeout: 60}
-	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.WithCircuit(quick), processor.WithRetrySpec(spec)))
+	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.Circuit(quick), processor.RetrySpec(spec)))
 	require.NoError(t, p.Register(fn("Mailer", "audit"), audit.handle))
 	run(t, p)
 	var ids []string
@@ -103,7 +103,7 @@ func TestCircuitEndsImmediateRetries(t *testing.T) {
 		}
 		return errSMTP // UNKNOWN: final, no immediate retry
 	}
-	require.NoError(t, p.Register(fn("Mailer", "send"), send, processor.WithCircuit(circuit.Policy{ConsecutiveFailures: 2, CoolDown: time.Minute})))
+	require.NoError(t, p.Register(fn("Mailer", "send"), send, processor.Circuit(circuit.Policy{ConsecutiveFailures: 2, CoolDown: time.Minute})))
 	run(t, p)
 	a := e.emit(order("a"), 1, ev("order_placed", struct{}{}))
 	require.Eventually(t, func() bool { return gate.waiting.Load() == 1 }, waitFor, tick, "a waits for its first retry")
@@ -134,7 +134,7 @@ func TestCircuitProbeClosesAndReplaysGoThroughIt(t *testing.T) {
 	p := e.processor(processor.WithImmediateRetry(processor.Retry{}))
 	send := newCounter()
 	send.failWith(failure.Recoverable(errSMTP))
-	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.WithCircuit(quick)))
+	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.Circuit(quick)))
 	run(t, p)
 	var first string
 	for i := range 3 {
@@ -187,7 +187,7 @@ func TestCircuitOpenHoldsOrderedFunctions(t *testing.T) {
 	e := newEnv(t)
 	p := e.processor()
 	require.NoError(t, p.Register(fn("Projector", "onStep"), s.handle, processor.Ordered(),
-		processor.WithCircuit(circuit.Policy{ConsecutiveFailures: 1, CoolDown: time.Hour})))
+		processor.Circuit(circuit.Policy{ConsecutiveFailures: 1, CoolDown: time.Hour})))
 	run(t, p)
 	hs, err := processor.OpenHolds(t.Context(), e.js, 1)
 	require.NoError(t, err)
@@ -215,7 +215,7 @@ func TestCircuitIgnoresUnrecoverableFailures(t *testing.T) {
 	send := newCounter()
 	errBad := errors.New("invalid address")
 	send.failWith(errBad)
-	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.WithCircuit(quick), processor.UnrecoverableOn(failure.Is(errBad))))
+	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.Circuit(quick), processor.UnrecoverableOn(failure.Is(errBad))))
 	run(t, p)
 	for i := range 6 {
 		e.emit(order("o-"+itoa(uint64(i))), 1, ev("order_placed", struct{}{}))
@@ -229,7 +229,7 @@ func TestCircuitIgnoresUnrecoverableFailures(t *testing.T) {
 func TestWithCircuitRefusesAnInvalidPolicy(t *testing.T) {
 	e := newEnv(t)
 	p := e.processor()
-	err := p.Register(fn("Mailer", "send"), newCounter().handle, processor.WithCircuit(circuit.Policy{FailureRatio: 2}))
+	err := p.Register(fn("Mailer", "send"), newCounter().handle, processor.Circuit(circuit.Policy{FailureRatio: 2}))
 	require.ErrorIs(t, err, processor.ErrInvalidFunction)
 	assert.Contains(t, err.Error(), "failureRatio must be above 0 and at most 1, got 2")
 	_, err = processor.New(e.js, e.store, ctxName, processor.WithCircuitPolicy(circuit.Policy{Window: time.Millisecond}))
@@ -245,7 +245,7 @@ func TestCircuitsWithoutTheirBucket(t *testing.T) {
 	p := e.processor(processor.WithImmediateRetry(processor.Retry{}))
 	send := newCounter()
 	send.failWith(failure.Recoverable(errSMTP))
-	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.WithCircuit(quick)))
+	require.NoError(t, p.Register(fn("Mailer", "send"), send.handle, processor.Circuit(quick)))
 	run(t, p)
 	for i := range 5 {
 		e.emit(order("o-"+itoa(uint64(i))), 1, ev("order_placed", struct{}{}))

@@ -3,10 +3,10 @@ package processor
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/nats-io/nats.go/jetstream"
-	"time"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
@@ -238,7 +238,7 @@ func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache boo
 		d.class = failure.Classify(err, f.rules) // once: for the circuit and the record
 	}
 	again = err != nil && n < f.retry.Retries && ctx.Err() == nil && failure.Classify(err, failure.Rules{}) == aggregate.Recoverable &&
-		(br == nil || br.Closed())
+		(br == nil || br.Passing())
 	if br != nil {
 		p.observe(ctx, br, ticket, f, d, now, err, again)
 	}
@@ -331,7 +331,7 @@ func call(ctx context.Context, f *function, d *Delivery) (err error) {
 func (p *Processor) execution(f *function, d *Delivery, c *Compensation, err error) Execution {
 	info := f.info
 	x := Execution{
-		EventID: d.EventID(), Function: &info, Compensation: c, Err: err,
+		EventID: d.EventRef(), Function: &info, Compensation: c, Err: err,
 		ExecuteAt: p.o.clock.Now(), RetrySpec: f.retrySpec, Waived: f.waived, Rules: f.rules, Recoverable: d.class,
 		call: d.call, StartedAt: d.started,
 	}

@@ -34,7 +34,7 @@ func TestRunProvisionsThroughAnElection(t *testing.T) {
 	go func() { errc <- p.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-p.Closed()
+		_ = p.Wait()
 	})
 
 	// The cluster may not have marked the stopped node offline yet and

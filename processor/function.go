@@ -41,13 +41,17 @@ type Function struct {
 	Events []string
 }
 
-// FunctionOption configures one registered function.
+// FunctionOption configures one registered function. The naming rule: a
+// function's options read as a phrase about it (Ordered, RetrySpec,
+// Circuit, ImmediateRetry, RecoverableOn, NoCompensation); the
+// processor's own start with With (WithImmediateRetry, WithCircuitPolicy)
+// and set the default a function's option replaces.
 type FunctionOption func(*function) error
 
-// WithRetrySpec sets the retry spec of the function's records (Wow's
+// RetrySpec sets the retry spec of the function's records (Wow's
 // @Retry maxRetries/minBackoff/executionTimeout). Without it a record gets
 // the compensation service's default. The spec is checked at registration.
-func WithRetrySpec(spec aggregate.RetrySpec) FunctionOption {
+func RetrySpec(spec aggregate.RetrySpec) FunctionOption {
 	return func(f *function) error {
 		if err := aggregate.ValidateRetrySpec(spec); err != nil {
 			return f.invalid("retry spec: %s", reason(err))
@@ -57,13 +61,24 @@ func WithRetrySpec(spec aggregate.RetrySpec) FunctionOption {
 	}
 }
 
-// WithoutCompensation opts the function out of compensation (Wow's
+// NoCompensation opts the function out of compensation (Wow's
 // @Retry(enabled = false)): its failures are logged, counted and acked
 // without a record (outcome FAILURE_WAIVED). A replay of an older record
 // that succeeds still reports ApplyExecutionSuccess.
-func WithoutCompensation() FunctionOption {
+func NoCompensation() FunctionOption {
 	return func(f *function) error { f.waived = true; return nil }
 }
+
+// WithRetrySpec is RetrySpec.
+//
+// Deprecated: use RetrySpec; a function's options carry no With (see
+// docs/architecture.md, "Names"). It goes in the next release.
+func WithRetrySpec(spec aggregate.RetrySpec) FunctionOption { return RetrySpec(spec) }
+
+// WithoutCompensation is NoCompensation.
+//
+// Deprecated: use NoCompensation. It goes in the next release.
+func WithoutCompensation() FunctionOption { return NoCompensation() }
 
 // RecoverableOn classifies errors matching any of ms as RECOVERABLE in the
 // function's records (see package failure for the order of rules).
@@ -102,7 +117,7 @@ func ImmediateRetry(r Retry) FunctionOption {
 // a release are held behind it.
 //
 // An Ordered function needs the processor's recorder and records
-// (WithRecorder, WithRecords) and cannot be WithoutCompensation: Run
+// (WithRecorder, WithRecords) and cannot be NoCompensation: Run
 // returns ErrInvalidFunction otherwise. Off by default, which is the
 // reference's behaviour: a replay runs after the events that followed.
 func Ordered() FunctionOption {

@@ -51,8 +51,15 @@ type Delivery struct {
 	started time.Time
 }
 
-// EventID is the delivered event's identity as a record stores it.
-func (d *Delivery) EventID() aggregate.EventID { return eventIDOf(d.Stream, d.Event) }
+// EventRef is the delivered event as a record names it: its id (d.Event.ID),
+// its aggregate and its version.
+func (d *Delivery) EventRef() aggregate.EventID { return eventIDOf(d.Stream, d.Event) }
+
+// EventID is EventRef.
+//
+// Deprecated: use EventRef, or d.Event.ID for the id alone. It goes in the
+// next release.
+func (d *Delivery) EventID() aggregate.EventID { return d.EventRef() }
 
 func eventIDOf(s *eventstore.Stream, e *eventstore.Event) aggregate.EventID {
 	return aggregate.EventID{

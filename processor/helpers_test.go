@@ -118,11 +118,12 @@ func quietLogger() *slog.Logger {
 func run(t testing.TB, p *processor.Processor) (stop func()) {
 	t.Helper()
 	errc := make(chan error, 1)
-	go func() { errc <- p.Run(context.Background()) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { errc <- p.Run(ctx) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
-			p.Stop()
+			cancel()
 			select {
 			case err := <-errc:
 				if err != nil {

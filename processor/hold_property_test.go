@@ -70,7 +70,7 @@ func TestOrderedProperty(t *testing.T) {
 			rt.Fatal(err)
 		}
 		log := &propLog{calls: map[string][]uint64{}, ok: map[string]map[uint64]bool{}, fail: map[string]int{}}
-		start := func() *processor.Processor {
+		start := func() (*processor.Processor, context.CancelFunc) {
 			p, err := processor.New(js, store, bc, processor.WithRecorder(rec), processor.WithRecords(svc),
 				processor.WithLogger(quietLogger()), processor.WithNakDelay(10*time.Millisecond),
 				processor.WithAckWait(300*time.Millisecond), processor.WithShutdownTimeout(0), processor.WithConcurrency(4))
@@ -81,13 +81,15 @@ func TestOrderedProperty(t *testing.T) {
 			if err := p.Register(f, log.handle, processor.Ordered()); err != nil {
 				rt.Fatal(err)
 			}
-			if err := p.Start(context.Background()); err != nil {
+			ctx, cancel := context.WithCancel(context.Background())
+			if err := p.Start(ctx); err != nil {
+				cancel()
 				rt.Fatal(err)
 			}
-			return p
+			return p, cancel
 		}
-		p := start()
-		defer func() { p.Stop(); _ = p.Wait() }()
+		p, stop := start()
+		defer func() { stop(); _ = p.Wait() }()
 		fi := aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: bc, ProcessorName: "Projector", Name: "onStep"}
 		versions := map[string]uint64{}
 		skipped := map[string]map[uint64]bool{}
@@ -126,11 +128,11 @@ func TestOrderedProperty(t *testing.T) {
 					_, _ = svc.Execute(context.Background(), h.Head.Record, aggregate.ForcePrepareCompensation{}, aggregate.Meta{Actor: "test"})
 				}
 			case 6: // restart
-				p.Stop()
+				stop()
 				if err := p.Wait(); err != nil {
 					rt.Fatal(err)
 				}
-				p = start()
+				p, stop = start()
 			case 7: // operator release
 				if l := holds(); len(l) > 0 {
 					h := l[rapid.IntRange(0, len(l)-1).Draw(rt, "hold")]

@@ -131,5 +131,5 @@ func TestOrderedNeedsRecorderAndRecords(t *testing.T) {
 	err = p.Run(context.Background())
 	require.ErrorIs(t, err, processor.ErrInvalidFunction)
 	assert.Contains(t, err.Error(), "WithRecords")
-	require.ErrorIs(t, p.Register(fn("Projector", "other"), newSeen().handle, processor.Ordered(), processor.WithoutCompensation()), processor.ErrInvalidFunction)
+	require.ErrorIs(t, p.Register(fn("Projector", "other"), newSeen().handle, processor.Ordered(), processor.NoCompensation()), processor.ErrInvalidFunction)
 }

@@ -95,7 +95,7 @@ const (
 // written by whichever instance dispatched the version before), is read
 // from the bucket, so an aggregate without a hold costs one map lookup.
 func (p *Processor) gate(ctx context.Context, f *function, d *Delivery, held bool) gate {
-	eid := d.EventID()
+	eid := d.EventRef()
 	key := p.holdKey(f, eid.AggregateID)
 	if !held && !p.holds.cache.held(key) {
 		return gateRun
@@ -145,7 +145,7 @@ var errHoldFull = fmt.Errorf("the hold already keeps %d events (the limit); the 
 // success of the head's own event starts the release. It returns false if
 // the message must be redelivered.
 func (p *Processor) afterOrdered(ctx context.Context, f *function, d *Delivery, g gate, err error, out Outcome) bool {
-	eid := d.EventID()
+	eid := d.EventRef()
 	key := p.holdKey(f, eid.AggregateID)
 	if err == nil {
 		if g != gateHead {

@@ -62,7 +62,8 @@ func TestStartAndWait(t *testing.T) {
 	p := e.processor()
 	c := newCounter()
 	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), c.handle))
-	require.NoError(t, p.Start(t.Context()))
+	ctx, stop := context.WithCancel(t.Context())
+	require.NoError(t, p.Start(ctx))
 	select {
 	case <-p.Ready():
 	default:
@@ -70,7 +71,7 @@ func TestStartAndWait(t *testing.T) {
 	}
 	e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
 	require.Eventually(t, func() bool { return c.total.Load() == 1 }, waitFor, tick)
-	p.Stop()
+	stop()
 	require.NoError(t, p.Wait())
 	require.NoError(t, p.Wait(), "Wait may be called again")
 

@@ -211,7 +211,7 @@ func livelockChild() {
 		return nil
 	})
 	spec := aggregate.RetrySpec{MaxRetries: 20, MinBackoff: 1, ExecutionTimeout: 10}
-	if err := p.Register(fn("Mailer", "send"), send, processor.WithRetrySpec(spec)); err != nil {
+	if err := p.Register(fn("Mailer", "send"), send, processor.RetrySpec(spec)); err != nil {
 		childFail(err)
 	}
 	c.run(p)

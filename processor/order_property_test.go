@@ -126,7 +126,7 @@ func TestPerFunctionOrderProperty(t *testing.T) {
 		}
 		l := &orderLog{calls: map[string][]orderCall{}, failLeft: map[string]int{}, recFail: map[string]int{}, naked: map[string]bool{},
 			ok: map[string]bool{}, records: map[string]bool{}, appended: map[string]int64{}}
-		start := func() *processor.Processor {
+		start := func() (*processor.Processor, context.CancelFunc) {
 			p, err := processor.New(js, store, bc, processor.WithRecorder(orderRecorder{rec, l}), processor.WithRecords(svc),
 				processor.WithLogger(quietLogger()), processor.WithNakDelay(10*time.Millisecond), processor.WithShutdownTimeout(0),
 				// The default circuit: a function failing a few calls of some
@@ -143,13 +143,15 @@ func TestPerFunctionOrderProperty(t *testing.T) {
 					rt.Fatal(err)
 				}
 			}
-			if err := p.Start(context.Background()); err != nil {
+			ctx, cancel := context.WithCancel(context.Background())
+			if err := p.Start(ctx); err != nil {
+				cancel()
 				rt.Fatal(err)
 			}
-			return p
+			return p, cancel
 		}
-		p := start()
-		defer func() { p.Stop(); _ = p.Wait() }()
+		p, stop := start()
+		defer func() { stop(); _ = p.Wait() }()
 		versions := map[string]uint64{}
 		var events []string
 		steps := rapid.IntRange(4, 30).Draw(rt, "steps")
@@ -172,12 +174,12 @@ func TestPerFunctionOrderProperty(t *testing.T) {
 					rt.Fatal(err)
 				}
 			case 5: // restart
-				p.Stop()
+				stop()
 				if err := p.Wait(); err != nil {
 					rt.Fatal(err)
 				}
 				l.gen.Add(1)
-				p = start()
+				p, stop = start()
 			case 6: // let things settle
 				orderQuiet(rt, l, js, store, svc, bc)
 			case 7: // a replay of every FAILED record

@@ -62,15 +62,15 @@ type group struct {
 	ordered   []*function // the Ordered ones
 }
 
-// New returns a Processor of the bounded context context, reading its
+// New returns a Processor of the bounded context contextName, reading its
 // events through store (whose streams live in js). It does no I/O. An
 // invalid context or option, or a nil js or store, returns an error
 // wrapping ErrInvalidOption.
-func New(js jetstream.JetStream, store eventstore.Store[jetstream.Msg], context string, opts ...Option) (*Processor, error) {
+func New(js jetstream.JetStream, store eventstore.Store[jetstream.Msg], contextName string, opts ...Option) (*Processor, error) {
 	if js == nil || store == nil || reflect.ValueOf(store).Kind() == reflect.Pointer && reflect.ValueOf(store).IsNil() {
 		return nil, invalidOption("jetstream and store must not be nil")
 	}
-	if err := eventstore.ValidateName("context", context); err != nil {
+	if err := eventstore.ValidateName("context", contextName); err != nil {
 		return nil, invalidOption("%s", reason(err))
 	}
 	o := defaultOptions()
@@ -83,7 +83,7 @@ func New(js jetstream.JetStream, store eventstore.Store[jetstream.Msg], context 
 		o.maxAckPending = max(1000, o.concurrency*o.laneBuffer)
 	}
 	p := &Processor{
-		js: js, store: store, context: context,
+		js: js, store: store, context: contextName,
 		byName:    make(map[string]*group),
 		functions: make(map[key]*function),
 		evolvers:  make(map[string]Evolver),

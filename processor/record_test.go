@@ -19,7 +19,7 @@ func TestFailureYieldsOneRecord(t *testing.T) {
 	mailer, projector, audit := newCounter(), newCounter(), newCounter()
 	mailer.failWith(failure.Unrecoverable(errBoom))
 	spec := aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: 30}
-	require.NoError(t, p.Register(fn("Mailer", "onPlaced", "order_placed"), mailer.handle, processor.WithRetrySpec(spec)))
+	require.NoError(t, p.Register(fn("Mailer", "onPlaced", "order_placed"), mailer.handle, processor.RetrySpec(spec)))
 	require.NoError(t, p.Register(fn("Projector", "onPlaced", "order_placed"), projector.handle))
 	require.NoError(t, p.Register(fn("Audit", "onAny"), audit.handle))
 	run(t, p)
@@ -83,12 +83,12 @@ func TestImmediateRetries(t *testing.T) {
 }
 
 // A function that opted out is not recorded, and the message is acked.
-func TestWithoutCompensationWaives(t *testing.T) {
+func TestNoCompensationWaives(t *testing.T) {
 	e := newEnv(t)
 	p := e.processor()
 	c := newCounter()
 	c.failWith(errBoom)
-	require.NoError(t, p.Register(fn("Mailer", "optedOut"), c.handle, processor.WithoutCompensation()))
+	require.NoError(t, p.Register(fn("Mailer", "optedOut"), c.handle, processor.NoCompensation()))
 	run(t, p)
 	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
 	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)

@@ -51,7 +51,7 @@ type Execution struct {
 	// RetrySpec is the function's retry spec; nil means the compensation
 	// service's default.
 	RetrySpec *aggregate.RetrySpec
-	// Waived reports that the function opted out (WithoutCompensation).
+	// Waived reports that the function opted out (NoCompensation).
 	Waived bool
 	// Rules are the function's classification rules.
 	Rules failure.Rules

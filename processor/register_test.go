@@ -32,7 +32,7 @@ func TestRegisterRejects(t *testing.T) {
 		{"no aggregate type", processor.Function{Processor: "P", Name: "x"}, h, nil, processor.ErrInvalidFunction, "at least one aggregate type"},
 		{"nil handler", fn("P", "x"), nil, nil, processor.ErrInvalidFunction, "handler is nil"},
 		{"bad kind", processor.Function{Processor: "P", Name: "x", Kind: aggregate.KindCommand, AggregateTypes: []string{"order"}}, h, nil, processor.ErrInvalidFunction, "EVENT or STATE_EVENT"},
-		{"bad retry spec", fn("P", "x"), h, []processor.FunctionOption{processor.WithRetrySpec(aggregate.RetrySpec{MaxRetries: -1})}, processor.ErrInvalidFunction, "maxRetries must be greater than or equal to 0"},
+		{"bad retry spec", fn("P", "x"), h, []processor.FunctionOption{processor.RetrySpec(aggregate.RetrySpec{MaxRetries: -1})}, processor.ErrInvalidFunction, "maxRetries must be greater than or equal to 0"},
 		{"bad immediate retry", fn("P", "x"), h, []processor.FunctionOption{processor.ImmediateRetry(processor.Retry{Retries: -1})}, processor.ErrInvalidFunction, "immediate retries must be >= 0"},
 	}
 	for _, c := range cases {
@@ -72,7 +72,7 @@ func TestRegisterMessages(t *testing.T) {
 		msg      string
 	}{
 		{"retry spec", func(p *processor.Processor) error {
-			return p.Register(fn("Billing", "badSpec"), h, processor.WithRetrySpec(aggregate.RetrySpec{MaxRetries: -1}))
+			return p.Register(fn("Billing", "badSpec"), h, processor.RetrySpec(aggregate.RetrySpec{MaxRetries: -1}))
 		}, "function Billing.badSpec: retry spec: maxRetries must be greater than or equal to 0: processor: invalid function"},
 		{"immediate retry", func(p *processor.Processor) error {
 			return p.Register(fn("Billing", "x"), h, processor.ImmediateRetry(processor.Retry{Retries: -1}))

@@ -283,7 +283,7 @@ func (p *Processor) releaseOne(stopping, work context.Context, f *function, head
 	}
 	f.stats.Released.Add(1)
 	if out == OutcomeRecorded || out == OutcomeAlreadyRecorded {
-		h := headOf(f, d.EventID(), p.o.clock.Now().UnixMilli())
+		h := headOf(f, d.EventRef(), p.o.clock.Now().UnixMilli())
 		return releaseNewHead, &h // waits on its new head
 	}
 	return releaseDone, nil

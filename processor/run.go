@@ -55,16 +55,19 @@ func (p *Processor) finish(err error) error {
 	return err
 }
 
-// Start runs Run in a goroutine and returns once the processor is ready to
-// handle messages (nil) or Run has returned without becoming ready (Run's
-// error: a refused configuration, provisioning that failed, ctx ended).
-// ctx is Run's: cancelling it, or Stop, stops the processor; Wait then
-// returns Run's result. A second Start or Run returns ErrRunning.
+// Start is Run split in two: it runs Run in a goroutine and returns once
+// the processor is ready to handle messages (nil) or Run has returned
+// without becoming ready (Run's error: a refused configuration,
+// provisioning that failed, ctx ended); Wait is the other half. ctx is
+// Run's, and cancelling it is how the processor stops; Wait then returns
+// Run's result. A second Start or Run returns ErrRunning.
 //
+//	ctx, stop := context.WithCancel(ctx)
 //	if err := p.Start(ctx); err != nil {
+//		stop()
 //		return err
 //	}
-//	defer func() { p.Stop(); _ = p.Wait() }()
+//	defer func() { stop(); _ = p.Wait() }()
 func (p *Processor) Start(ctx context.Context) error {
 	groups, err := p.begin()
 	if err != nil {
@@ -244,8 +247,12 @@ func (p *Processor) runners(ctx context.Context, groups []*group) ([]*runner, er
 	return append(out, r), nil
 }
 
-// Stop makes Run return; it does not wait (see Closed). Safe to call more
-// than once and from any goroutine.
+// Stop makes Run return; it does not wait. Safe to call more than once and
+// from any goroutine.
+//
+// Deprecated: cancel the context given to Run or Start, the one way every
+// component of amends stops (see docs/architecture.md, "Names"). It goes
+// in the next release.
 func (p *Processor) Stop() { p.stopOnce.Do(func() { close(p.stopCh) }) }
 
 // Ready is closed once Run has created its consumers and starts handling
@@ -253,4 +260,7 @@ func (p *Processor) Stop() { p.stopOnce.Do(func() { close(p.stopCh) }) }
 func (p *Processor) Ready() <-chan struct{} { return p.ready }
 
 // Closed is closed once Run has returned.
+//
+// Deprecated: use Wait, which also returns Run's result. It goes in the
+// next release.
 func (p *Processor) Closed() <-chan struct{} { return p.closed }

@@ -33,10 +33,13 @@ func TestStopCancelsHandlersAfterTheShutdownTimeout(t *testing.T) {
 	evt := e.emit(order("o-1"), 1, ev("order_placed", struct{}{})).Events[0].ID
 	<-started
 	stop() // returns: the handler was cancelled after 50 ms
+	waited := make(chan error, 1)
+	go func() { waited <- p1.Wait() }()
 	select {
-	case <-p1.Closed():
-	default:
-		t.Fatal("Closed is not closed after Run returned")
+	case err := <-waited:
+		require.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Wait did not return after Run returned")
 	}
 	assert.Equal(t, uint64(0), p1.Metrics().Acked.Load())
 	assert.Equal(t, uint64(1), p1.Metrics().Naked.Load(), "the interrupted message was nak'ed")

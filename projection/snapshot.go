@@ -78,13 +78,19 @@ type StartStats struct {
 	Took time.Duration
 }
 
-// Start returns how the index's first load went; the zero value until
-// Ready. Safe for concurrent use.
-func (ix *Index) Start() StartStats {
+// StartStats returns how the index's first load went; the zero value
+// until Ready. Safe for concurrent use.
+func (ix *Index) StartStats() StartStats {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	return ix.start
 }
+
+// Start is StartStats.
+//
+// Deprecated: use StartStats; Start is the name of a lifecycle method
+// elsewhere (processor.Processor.Start). It goes in the next release.
+func (ix *Index) Start() StartStats { return ix.StartStats() }
 
 // snapshotPoll is how often the saver looks at the clock: the period is
 // of the index's clock, which tests set.

@@ -441,7 +441,7 @@ func TestIndexRefusesASnapshotPastItsBound(t *testing.T) {
 	ix := e.env.index(t, projection.WithSnapshots(small, time.Hour), projection.WithIndexQuarantine(e.quar))
 	run(t, ix)
 	<-ix.Ready()
-	assert.False(t, ix.Start().FromSnapshot)
+	assert.False(t, ix.StartStats().FromSnapshot)
 	assert.Equal(t, map[string]uint64{"r1": 1}, versions(t, ix))
 	qe, err := e.quar.All(t.Context(), quarantine.Query{})
 	require.NoError(t, err)

@@ -16,7 +16,7 @@
 //     the same number prepared after a re-open, or no longer PREPARED): the
 //     message is acked, since that attempt's result no longer matters.
 //   - A failure without function identity is FAILURE_UNRECORDED; one of a
-//     function WithoutCompensation is FAILURE_WAIVED. Neither sends.
+//     function NoCompensation is FAILURE_WAIVED. Neither sends.
 //   - A send that fails is retried (by default 3 retries, backoff 1 s
 //     doubling to at most 10 s, jitter 0.5); only the send is retried, never
 //     the function. When every send fails the outcome is RECORDING_FAILED

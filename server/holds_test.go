@@ -48,8 +48,9 @@ func orderingEnv(t *testing.T) (*env, *jsstore.Store) {
 			}
 			return nil
 		}, processor.Ordered()))
-	require.NoError(t, p.Start(t.Context()))
-	t.Cleanup(func() { p.Stop(); _ = p.Wait() })
+	runCtx, stopRun := context.WithCancel(t.Context())
+	require.NoError(t, p.Start(runCtx))
+	t.Cleanup(func() { stopRun(); _ = p.Wait() })
 	return e, store
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -68,18 +67,14 @@ func (d *demo) run(ctx context.Context) error {
 		return fmt.Errorf("example service: %w", err)
 	}
 	pctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var perr error
-	wg.Go(func() { perr = svc.Processor.Run(pctx) })
-	defer func() { stop(); wg.Wait() }()
-	select {
-	case <-svc.Processor.Ready():
-	case <-svc.Processor.Closed():
-		wg.Wait()
-		return fmt.Errorf("example service stopped: %v", perr)
-	case <-ctx.Done():
-		return nil
+	if err := svc.Processor.Start(pctx); err != nil {
+		stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("example service stopped: %w", err)
 	}
+	defer func() { stop(); _ = svc.Processor.Wait() }()
 
 	c, err := client.New(d.api, d.token, nil)
 	if err != nil {

@@ -45,8 +45,9 @@ func orderedCLI(t *testing.T) (*apiEnv, func() *cli) {
 			}
 			return nil
 		}, processor.Ordered()))
-	require.NoError(t, p.Start(t.Context()))
-	t.Cleanup(func() { p.Stop(); _ = p.Wait() })
+	runCtx, stopRun := context.WithCancel(t.Context())
+	require.NoError(t, p.Start(runCtx))
+	t.Cleanup(func() { stopRun(); _ = p.Wait() })
 	return e, func() *cli { return &cli{env: map[string]string{"AMENDS_SERVER": h.URL, "AMENDS_TOKEN": operatorKey}} }
 }
 

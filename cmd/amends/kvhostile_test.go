@@ -147,7 +147,7 @@ func (e *hostileEnv) startProcessor() {
 				return fmt.Errorf("boom: %w", errBoomCode)
 			}
 			return nil
-		}, processor.Ordered(), processor.WithRetrySpec(spec)))
+		}, processor.Ordered(), processor.RetrySpec(spec)))
 	wctx, cancel := context.WithCancel(context.Background())
 	e.procErr = make(chan error, 2)
 	go func() { e.procErr <- watcher.Run(wctx) }()

@@ -62,7 +62,7 @@ func New(js jetstream.JetStream, mail Mailer, ledger *Ledger, opts ...amends.Opt
 	}
 	return svc, errors.Join(
 		svc.Register(onIssued("Emailer", "sendInvoice"), processor.HandleBody(sendInvoice),
-			processor.WithRetrySpec(aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: 30})),
+			processor.RetrySpec(aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: 30})),
 		svc.Register(onIssued("Ledger", "post"), processor.HandleBody(ledger.Post)))
 }
 

@@ -35,8 +35,9 @@ func TestFailureToSucceeded(t *testing.T) {
 		amends.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 		amends.WithProcessorOptions(processor.WithSleeper(noWait)))
 	require.NoError(t, err)
-	require.NoError(t, svc.Start(ctx))
-	t.Cleanup(func() { svc.Stop(); require.NoError(t, svc.Wait()) })
+	runCtx, stopRun := context.WithCancel(ctx)
+	require.NoError(t, svc.Start(runCtx))
+	t.Cleanup(func() { stopRun(); require.NoError(t, svc.Wait()) })
 
 	st, err := billing.Issue(ctx, svc, "inv-1", billing.Invoice{Email: "ada@example.com", Cents: 1200})
 	require.NoError(t, err)
@@ -84,8 +85,9 @@ func TestScheduledRetry(t *testing.T) {
 		amends.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 		amends.WithProcessorOptions(processor.WithSleeper(noWait)))
 	require.NoError(t, err)
-	require.NoError(t, svc.Start(t.Context()))
-	t.Cleanup(func() { svc.Stop(); require.NoError(t, svc.Wait()) })
+	runCtx, stopRun := context.WithCancel(t.Context())
+	require.NoError(t, svc.Start(runCtx))
+	t.Cleanup(func() { stopRun(); require.NoError(t, svc.Wait()) })
 
 	st, err := billing.Issue(t.Context(), svc, "inv-1", billing.Invoice{Email: "ada@example.com", Cents: 1200})
 	require.NoError(t, err)

@@ -33,7 +33,7 @@ func register(p *processor.Processor, confirm func(context.Context, *processor.D
 	return p.Register(processor.Function{Processor: "Mailer", Name: "confirmOrder",
 		AggregateTypes: []string{"order"}, Events: []string{"order_placed"}},
 		processor.HandleBody(confirm),
-		processor.WithRetrySpec(aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: 30}),
+		processor.RetrySpec(aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 60, ExecutionTimeout: 30}),
 		processor.UnrecoverableOn(failure.Is(orders.ErrMailboxFull)))
 }
 

@@ -46,7 +46,7 @@ func (m *Mailer) Register(p *processor.Processor) error {
 	return p.Register(processor.Function{Processor: "Mailer", Name: "confirmOrder",
 		AggregateTypes: []string{AggregateType}, Events: []string{EventPlaced}},
 		processor.HandleBody(m.confirm),
-		processor.WithRetrySpec(m.spec),
+		processor.RetrySpec(m.spec),
 		processor.UnrecoverableOn(failure.Is(ErrMailboxFull)))
 }
 

@@ -40,9 +40,10 @@ func TestWalkthrough(t *testing.T) {
 	})
 	require.NoError(t, err)
 	errc := make(chan error, 1)
-	go func() { errc <- app.Processor.Run(context.Background()) }()
+	runCtx, stopRun := context.WithCancel(context.Background())
+	go func() { errc <- app.Processor.Run(runCtx) }()
 	t.Cleanup(func() {
-		app.Processor.Stop()
+		stopRun()
 		require.NoError(t, <-errc)
 	})
 	<-app.Processor.Ready()

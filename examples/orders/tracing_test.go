@@ -43,7 +43,8 @@ func TestTracesToStdout(t *testing.T) {
 	})
 	require.NoError(t, err)
 	errc := make(chan error, 1)
-	go func() { errc <- app.Processor.Run(context.Background()) }()
+	runCtx, stopRun := context.WithCancel(context.Background())
+	go func() { errc <- app.Processor.Run(runCtx) }()
 	<-app.Processor.Ready()
 
 	placeCtx, span := traces.TracerProvider().Tracer("orders").Start(ctx, "place o-1")
@@ -61,7 +62,7 @@ func TestTracesToStdout(t *testing.T) {
 		rec, _, err := app.Records.Get(ctx, id)
 		return err == nil && rec.Status == aggregate.StatusSucceeded
 	}, 30*time.Second, 5*time.Millisecond)
-	app.Processor.Stop()
+	stopRun()
 	require.NoError(t, <-errc)
 	require.NoError(t, traces.Shutdown(ctx), "flushes the spans")
 

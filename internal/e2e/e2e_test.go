@@ -78,7 +78,7 @@ func TestFailTwiceThenSucceedThroughTheScheduler(t *testing.T) {
 				return errGateway
 			}
 			return nil
-		}, processor.WithRetrySpec(spec)))
+		}, processor.RetrySpec(spec)))
 	run(t, proc.Run)
 	<-proc.Ready()
 

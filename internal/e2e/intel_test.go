@@ -92,6 +92,7 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 		t.Helper()
 		require.Eventually(t, cond, 30*time.Second, time.Millisecond, what)
 	}
+	stops := map[*processor.Processor]context.CancelFunc{} // each build's way to stop
 	startBuild := func(version string) *processor.Processor {
 		t.Helper()
 		p, err := processor.New(js, store, "shop", processor.WithRecorder(rec), processor.WithRecords(records), processor.WithClock(clk),
@@ -103,9 +104,11 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 					return declined(d.Stream.Aggregate.ID)
 				}
 				return nil
-			}, processor.WithRetrySpec(spec)))
-		require.NoError(t, p.Start(context.Background()))
-		t.Cleanup(func() { p.Stop(); _ = p.Wait() })
+			}, processor.RetrySpec(spec)))
+		runCtx, stopRun := context.WithCancel(context.Background())
+		require.NoError(t, p.Start(runCtx))
+		t.Cleanup(func() { stopRun(); _ = p.Wait() })
+		stops[p] = stopRun
 		eventually("build "+version+" registers", func() bool {
 			entries, err := builds.Builds(ctx)
 			return err == nil && len(entries) == 1 && entries[0].Build.Version == version
@@ -114,7 +117,7 @@ func TestFailureIntelligenceEndToEnd(t *testing.T) {
 	}
 	stopBuild := func(p *processor.Processor) {
 		t.Helper()
-		p.Stop()
+		stops[p]()
 		require.NoError(t, p.Wait())
 	}
 	place := func(order string) string {

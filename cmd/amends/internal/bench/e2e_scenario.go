@@ -73,7 +73,7 @@ func prepareE2E(ctx context.Context, env *Env) (*Pair, error) {
 				return errAlwaysFails
 			}
 			return nil
-		}, processor.WithRetrySpec(aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 0, ExecutionTimeout: 60}))
+		}, processor.RetrySpec(aggregate.RetrySpec{MaxRetries: 5, MinBackoff: 0, ExecutionTimeout: 60}))
 	if err != nil {
 		return fail(err)
 	}

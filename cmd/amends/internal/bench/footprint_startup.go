@@ -136,7 +136,7 @@ func startupFootprint(ctx context.Context, env *Env, c FootprintConfig, n int) (
 		return row, nil, err
 	}
 	defer stop()
-	st := ix.Start()
+	st := ix.StartStats()
 	if !st.FromSnapshot {
 		return row, nil, fmt.Errorf("the second index did not start from the snapshot")
 	}

@@ -163,7 +163,7 @@ func (sr *stormRig) openProcessor(env *Env, c StormConfig, log *slog.Logger) err
 	spec := aggregate.RetrySpec{MaxRetries: 20, MinBackoff: int32(max(c.MinBackoff/time.Second, 0)), ExecutionTimeout: 120}
 	for i, fn := range []processor.Function{stormSend, stormAudit, stormPost} {
 		h := processor.HandleBody(func(ctx context.Context, d *processor.Delivery, b stormBody) error { return s.call(ctx, i, d, b) })
-		if err := sr.p.Register(fn, h, processor.WithRetrySpec(spec)); err != nil {
+		if err := sr.p.Register(fn, h, processor.RetrySpec(spec)); err != nil {
 			return err
 		}
 	}

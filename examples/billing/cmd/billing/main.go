@@ -57,10 +57,12 @@ func run(ctx context.Context, natsURL, dataDir string) error {
 	if err != nil {
 		return err
 	}
+	ctx, stop := context.WithCancel(ctx)
 	if err := svc.Start(ctx); err != nil {
+		stop()
 		return err
 	}
-	defer func() { svc.Stop(); _ = svc.Wait() }()
+	defer func() { stop(); _ = svc.Wait() }()
 	st, err := billing.Issue(ctx, svc, fmt.Sprint("inv-", os.Getpid()), billing.Invoice{Email: "ada@example.com", Cents: 1200})
 	if err != nil {
 		return err
