@@ -50,7 +50,7 @@ func TestLeaseBucketConforms(t *testing.T) {
 	now := t0.Add(time.Hour)
 	ms := t0.UnixMilli()
 	kvstoretest.Run(t, natstest.New(t).JetStream(), kvstoretest.Case[scheduler.LeaseValue]{
-		Spec: scheduler.DefaultLeaseSpec, Codec: scheduler.LeaseCodec, Now: func() time.Time { return now },
+		Spec: scheduler.DefaultLeaseSpec(), Codec: scheduler.LeaseCodec, Now: func() time.Time { return now },
 		Samples: []kvstoretest.Sample[scheduler.LeaseValue]{
 			{Key: "scheduler", Value: scheduler.NewLeaseValue("host-a/1", ms)}, {Key: "scheduler", Value: scheduler.NewLeaseValue("host-b/2", ms+1)},
 			{Key: "retention", Value: scheduler.NewLeaseValue("host-a/1", ms)},

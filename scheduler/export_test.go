@@ -1,6 +1,6 @@
 package scheduler
 
-import "github.com/nats-io/nats.go/jetstream"
+import "github.com/amends-dev/amends/kvstore"
 
 // The buckets' Specs and codecs, for the store conformance suite.
 var (
@@ -18,5 +18,7 @@ func NewLeaseValue(holder string, ms int64) leaseValue {
 }
 
 // DefaultLeaseSpec is the lease bucket's Spec with the default settings.
-var DefaultLeaseSpec = leaseSpec(jetstream.KeyValueConfig{Bucket: DefaultLeaseBucket, Description: "amends: the scheduler's lease", History: 1,
-	TTL: DefaultLeaseTTL, LimitMarkerTTL: DefaultLeaseTTL, Replicas: 1})
+func DefaultLeaseSpec() kvstore.Spec {
+	cfg, _ := leaseConfig(nil) // no option, no error
+	return leaseSpec(cfg)
+}

@@ -70,18 +70,9 @@ func WithLeaseReplicas(n int) LeasesOption {
 // An existing bucket with another TTL or replica count is an error
 // wrapping ErrIncompatibleBucket: every instance must agree on the TTL.
 func OpenLeases(ctx context.Context, js jetstream.JetStream, opts ...LeasesOption) (*Leases, error) {
-	cfg := jetstream.KeyValueConfig{
-		Bucket:         DefaultLeaseBucket,
-		Description:    "amends: the scheduler's lease",
-		History:        1,
-		TTL:            DefaultLeaseTTL,
-		LimitMarkerTTL: DefaultLeaseTTL,
-		Replicas:       1,
-	}
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
+	cfg, err := leaseConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	b, err := kvstore.Open(ctx, js, leaseSpec(cfg))
 	if errors.Is(err, kvstore.ErrMismatch) {
@@ -121,15 +112,25 @@ func BindLeases(ctx context.Context, js jetstream.JetStream, bucket string) (*Le
 // creating it again (a lease is transient: the holder acquires it again).
 // dryRun changes nothing. It returns what it did and the differences.
 func RepairLeases(ctx context.Context, js jetstream.JetStream, dryRun bool, opts ...LeasesOption) (string, []string, error) {
+	cfg, err := leaseConfig(opts)
+	if err != nil {
+		return "", nil, err
+	}
+	r, err := kvstore.Repair(ctx, js, leaseSpec(cfg), dryRun)
+	return r.Action, r.Diffs, err
+}
+
+// leaseConfig is the lease bucket's configuration: the defaults, then
+// opts. Errors are the options'.
+func leaseConfig(opts []LeasesOption) (jetstream.KeyValueConfig, error) {
 	cfg := jetstream.KeyValueConfig{Bucket: DefaultLeaseBucket, Description: "amends: the scheduler's lease", History: 1,
 		TTL: DefaultLeaseTTL, LimitMarkerTTL: DefaultLeaseTTL, Replicas: 1}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
-			return "", nil, err
+			return jetstream.KeyValueConfig{}, err
 		}
 	}
-	r, err := kvstore.Repair(ctx, js, leaseSpec(cfg), dryRun)
-	return r.Action, r.Diffs, err
+	return cfg, nil
 }
 
 // leaseSpec is the lease bucket of cfg as the KV layer opens and repairs
