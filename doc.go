@@ -15,6 +15,7 @@
 //	...
 //	ctx, stop := context.WithCancel(ctx) // stop() stops the service
 //	if err := svc.Start(ctx); err != nil { // provisions, returns once ready
+//		stop()
 //		return err
 //	}
 //	defer func() { stop(); _ = svc.Wait() }()

@@ -18,11 +18,7 @@ func TestCircuitBucketConforms(t *testing.T) {
 	other := circuit.Function{Context: mailer.Context, Processor: mailer.Processor, Name: "audit"}
 	changed := func(s circuit.State, change func(*circuit.State)) []byte {
 		change(&s)
-		b, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return encode(t, s)
 	}
 	kvstoretest.Run(t, natstest.New(t).JetStream(), kvstoretest.Case[circuit.State]{
 		Spec: circuit.Spec("circuits", 1, jetstream.MemoryStorage), Codec: circuit.StateCodec, Now: func() time.Time { return at(time.Minute) },

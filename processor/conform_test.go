@@ -29,7 +29,6 @@ func TestHoldBucketConforms(t *testing.T) {
 	k1, h1 := hold("o-1")
 	_, h1b := hold("o-1", api.HeldEvent{EventID: "e2", Version: 2, Seq: 5, HeldAt: at})
 	k2, h2 := hold("o-2")
-	value := func(h api.Hold) []byte { b, _ := json.Marshal(h); return b }
 	inFuture := h2
 	inFuture.Head.Since = conformNow.Add(48 * time.Hour).UnixMilli()
 	outOfOrder := h1b
@@ -39,11 +38,11 @@ func TestHoldBucketConforms(t *testing.T) {
 		Spec: processor.HoldSpec(1), Codec: processor.HoldCodec, Now: func() time.Time { return conformNow },
 		Samples: []kvstoretest.Sample[api.Hold]{{Key: k1, Value: h1}, {Key: k1, Value: h1b}, {Key: k2, Value: h2}},
 		Bad: []kvstoretest.Bad{
-			{Name: "under another aggregate's key", Key: k3, Value: value(h1), Field: "*"},
-			{Name: "a head from the future", Key: k2, Value: value(inFuture), Field: "*"},
-			{Name: "held out of order", Key: k1, Value: value(outOfOrder), Field: "*"},
-			{Name: "a key of four tokens", Key: "billing.Mailer.send.order", Value: value(h1), Field: "key"},
-			{Name: "an id that is not base64url", Key: "billing.Mailer.send.order." + base64.RawURLEncoding.EncodeToString([]byte("o-1")) + "=", Value: value(h1), Field: "*"},
+			{Name: "under another aggregate's key", Key: k3, Value: mustJSON(h1), Field: "*"},
+			{Name: "a head from the future", Key: k2, Value: mustJSON(inFuture), Field: "*"},
+			{Name: "held out of order", Key: k1, Value: mustJSON(outOfOrder), Field: "*"},
+			{Name: "a key of four tokens", Key: "billing.Mailer.send.order", Value: mustJSON(h1), Field: "key"},
+			{Name: "an id that is not base64url", Key: "billing.Mailer.send.order." + base64.RawURLEncoding.EncodeToString([]byte("o-1")) + "=", Value: mustJSON(h1), Field: "*"},
 		},
 	})
 }
