@@ -11,7 +11,6 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
-	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/internal/inflight"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -66,7 +65,6 @@ type liveTask struct {
 	k      taskKey
 	ev     int       // the event it is at
 	d      *Delivery // that event's delivery, once begun
-	n      int       // calls made on it
 	called bool      // its last call is made: err is its result
 	err    error     // that result
 	out    Outcome   // and how its failure was recorded
@@ -138,7 +136,7 @@ func (t *liveTask) begin(ctx context.Context, p *Processor, st *eventstore.Strea
 // passes it through the aggregate's hold: gateHeld leaves no delivery
 // (the event is held), gateRetry asks for the message's redelivery.
 func (t *liveTask) open(ctx context.Context, p *Processor, st *eventstore.Stream, e *eventstore.Event) gate {
-	t.d, t.n = &Delivery{Stream: st, Event: e, Index: t.ev, Function: t.f.info}, 0
+	t.d = &Delivery{Stream: st, Event: e, Index: t.ev, Function: t.f.info, cacheState: true}
 	if !t.f.ordered {
 		return gateRun
 	}
@@ -153,15 +151,9 @@ func (t *liveTask) open(ctx context.Context, p *Processor, st *eventstore.Stream
 // because the processor stopped.
 func (t *liveTask) call(ctx context.Context, ls *laneState) (wait time.Duration, more, end bool) {
 	p, f := ls.r.p, t.f
-	wait, again, err := p.try(ctx, f, t.d, true, t.n)
-	if again && !ls.r.shed() {
-		p.retrying(ctx, f, t.d, t.n, wait, err)
-		t.n++
+	wait, more, err := p.callOnLane(ctx, ls, f, t.d)
+	if more {
 		return wait, true, true
-	}
-	if again {
-		f.stats.RetriesShed.Add(1)
-		f.stats.Failed.Add(1)
 	}
 	if err != nil && ctx.Err() != nil {
 		w, m := t.fail(ctx, interrupted) // stopped midway: neither record nor ack
@@ -203,56 +195,6 @@ func (t *liveTask) fail(ctx context.Context, d disposition) (time.Duration, bool
 	return 0, false
 }
 
-// try makes call n (0-based) of f on d: it returns nil on success, or the
-// error and, for a RECOVERABLE one (by the global classification, as the
-// reference's retry filter does) with immediate retries left and the
-// function's circuit still closed, again with the wait before the next
-// call. The circuit weighs the execution as one observation: a failure
-// with a retry to come is pending (circuit.Outcome.Pending). While the
-// circuit is open the function is not called: the error is the circuit's
-// *circuit.OpenError, final (circuits.go). STATE_EVENT
-// functions first get the aggregate's state; failing to build it is their
-// failure.
-func (p *Processor) try(ctx context.Context, f *function, d *Delivery, cache bool, n int) (wait time.Duration, again bool, err error) {
-	now := p.o.clock.Now()
-	if d.started.IsZero() {
-		d.started = now
-	}
-	d.class = "" // classified below once the function answers
-	br := f.breaker()
-	ticket, refused := admit(ctx, br, f, d, now)
-	if refused != nil {
-		return 0, false, refused
-	}
-	if f.info.FunctionKind == aggregate.KindStateEvent && d.State == nil {
-		state, err := p.stateAfter(ctx, d.Stream, cache)
-		if err != nil {
-			f.stats.Failed.Add(1)
-			return 0, false, err // not the function's answer: the circuit learns nothing (a probe times out)
-		}
-		d.State = state
-	}
-	f.stats.Calls.Add(1)
-	err = p.tracedCall(ctx, f, d)
-	if err != nil {
-		d.class = failure.Classify(err, f.rules) // once: for the circuit and the record
-	}
-	again = err != nil && n < f.retry.Retries && ctx.Err() == nil && failure.Classify(err, failure.Rules{}) == aggregate.Recoverable &&
-		(br == nil || br.Passing())
-	if br != nil {
-		p.observe(ctx, br, ticket, f, d, now, err, again)
-	}
-	if err == nil {
-		f.stats.Succeeded.Add(1)
-		return 0, false, nil
-	}
-	if !again {
-		f.stats.Failed.Add(1)
-		return 0, false, err
-	}
-	return f.retry.Backoff.Delay(n), true, err
-}
-
 // admit asks f's circuit (br, nil: none) to let the call of d through at
 // now; a refusal is counted and returned.
 func admit(ctx context.Context, br *circuit.Breaker, f *function, d *Delivery, now time.Time) (circuit.Ticket, *circuit.OpenError) {
@@ -290,41 +232,49 @@ func (p *Processor) observe(ctx context.Context, br *circuit.Breaker, ticket cir
 	}
 }
 
-// retrying counts and logs immediate retry n+1 of f on d, after wait.
-func (p *Processor) retrying(ctx context.Context, f *function, d *Delivery, n int, wait time.Duration, err error) {
+// retrying counts and logs immediate retry d.n+1 of f on d, after wait,
+// and moves d to it.
+func (p *Processor) retrying(ctx context.Context, f *function, d *Delivery, wait time.Duration, err error) {
 	f.stats.Retries.Add(1)
 	if p.o.logger.Enabled(ctx, slog.LevelDebug) {
 		p.o.logger.Debug("amends processor: recoverable failure; retrying in process",
 			"context", p.context, "processor", f.info.ProcessorName, "function", f.info.Name, "event", d.Event.ID,
-			"retry", n+1, "of", f.retry.Retries, "delay", wait, "err", err.Error())
+			"retry", d.n+1, "of", f.retry.Retries, "delay", wait, "err", err.Error())
 	}
+	d.n++
 }
 
-// execute runs f on d with its immediate retries, waiting for them where
-// it runs (releases and range replays, each on a goroutine of its own),
-// and returns the final error.
-func (p *Processor) execute(ctx context.Context, f *function, d *Delivery, cache bool) error {
-	for n := 0; ; n++ {
-		wait, again, err := p.try(ctx, f, d, cache, n)
+// callOnLane makes the next call of f on d for a task of ls: with more,
+// the task waits for the immediate retry on a timer (tasks.go); a retry
+// the lane sheds (its runner holds too many messages) ends the attempt.
+func (p *Processor) callOnLane(ctx context.Context, ls *laneState, f *function, d *Delivery) (wait time.Duration, more bool, err error) {
+	wait, again, err := p.call(ctx, f, d)
+	if again && !ls.r.shed() {
+		p.retrying(ctx, f, d, wait, err)
+		return wait, true, err
+	}
+	if again {
+		f.stats.RetriesShed.Add(1)
+		f.stats.Failed.Add(1)
+	}
+	return 0, false, err
+}
+
+// execute runs a whole attempt of f on d where it is called (releases and
+// range replays, each on a goroutine of its own), its immediate retries
+// waiting on the timer a lane's task waits on, and returns the final error.
+func (p *Processor) execute(ctx context.Context, f *function, d *Delivery) error {
+	for {
+		wait, again, err := p.call(ctx, f, d)
 		if !again {
 			return err
 		}
-		p.retrying(ctx, f, d, n, wait, err)
-		if p.o.sleep(ctx, wait) != nil {
+		p.retrying(ctx, f, d, wait, err)
+		if p.waitFor(ctx, wait) != nil {
 			f.stats.Failed.Add(1)
 			return err
 		}
 	}
-}
-
-// call runs the handler, turning a panic into an error with its stack.
-func call(ctx context.Context, f *function, d *Delivery) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = errors.WithStackDepth(errors.Newf("%s.%s panicked: %v", f.info.ProcessorName, f.info.Name, r), 1)
-		}
-	}()
-	return f.handler(ctx, d)
 }
 
 // execution describes f's final outcome on d for the recorder.

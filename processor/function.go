@@ -130,6 +130,7 @@ type function struct {
 	types     map[string]bool
 	events    map[string]bool // nil: all
 	handler   Handler
+	run       Handler // handler behind its steps (steps.go), set by Register
 	retrySpec *aggregate.RetrySpec
 	waived    bool
 	rules     failure.Rules

@@ -44,11 +44,18 @@ type Delivery struct {
 	record string
 	prior  *PriorFailure
 	// class is the last call's failure classified by the function's rules,
-	// once (try), for the circuit and the record.
+	// once (classified), for the circuit and the record.
 	class aggregate.Recoverability
-	// started is when execute first called a function on it: the start of
-	// the attempt (immediate retries belong to it).
-	started time.Time
+	// started is when the attempt's first call was made (immediate
+	// retries belong to the attempt); at is when its last call was.
+	started, at time.Time
+	// The call's state, for the steps around it (steps.go): n is the
+	// call's number in the attempt (0 the first), again that an immediate
+	// retry follows, unjudged that the call could not be made (the
+	// circuit learns nothing from it); cacheState lets a STATE_EVENT
+	// function's state come from the state cache (live deliveries).
+	n                           int
+	again, unjudged, cacheState bool
 }
 
 // EventRef is the delivered event as a record names it: its id (d.Event.ID),

@@ -148,6 +148,7 @@ func (p *Processor) Register(fn Function, h Handler, opts ...FunctionOption) err
 		p.byName[fn.Processor] = g
 		p.groups = append(p.groups, g)
 	}
+	f.run = p.chain(f)
 	f.index = len(g.functions)
 	g.functions = append(g.functions, f)
 	if f.ordered {

@@ -198,7 +198,7 @@ func (p *Processor) replayRangeStream(stopping, work context.Context, f *functio
 			return replayed, failed, false
 		}
 		d := &Delivery{Stream: st, Event: e, Index: i, Function: f.info}
-		err := p.execute(WithCompensation(work, Compensation{Request: id}), f, d, false)
+		err := p.execute(WithCompensation(work, Compensation{Request: id}), f, d)
 		if err != nil && work.Err() != nil {
 			return replayed, failed, false
 		}

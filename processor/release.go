@@ -268,7 +268,7 @@ func (p *Processor) releaseOne(stopping, work context.Context, f *function, head
 		return releaseAgain, nil
 	}
 	d := &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info}
-	err = p.execute(WithCompensation(work, Compensation{ID: head, Release: true}), f, d, false)
+	err = p.execute(WithCompensation(work, Compensation{ID: head, Release: true}), f, d)
 	if err != nil && work.Err() != nil {
 		return releaseStop, nil // interrupted: the next claim runs it again
 	}

@@ -112,7 +112,6 @@ type replayTask struct {
 	d     *Delivery
 	c     Compensation
 	fn    aggregate.FunctionInfo
-	n     int
 	// settling: its result is being recorded; recorded is how that went.
 	settling bool
 	recorded disposition
@@ -138,15 +137,9 @@ func (t *replayTask) step(ctx context.Context, ls *laneState) (time.Duration, bo
 		}
 	}
 	ctx = WithCompensation(ctx, t.c)
-	wait, again, err := p.try(ctx, t.f, t.d, false, t.n)
-	if again && !ls.r.shed() {
-		p.retrying(ctx, t.f, t.d, t.n, wait, err)
-		t.n++
+	wait, more, err := p.callOnLane(ctx, ls, t.f, t.d)
+	if more {
 		return wait, true
-	}
-	if again {
-		t.f.stats.RetriesShed.Add(1)
-		t.f.stats.Failed.Add(1)
 	}
 	if err != nil && ctx.Err() != nil {
 		return t.end(interrupted, nil)

@@ -217,6 +217,20 @@ func (p *Processor) after(ctx context.Context, d time.Duration, fn func()) (stop
 	return func() bool { cancel(); return true }
 }
 
+// waitFor returns once d has passed, on the timer of after (the wait of
+// every immediate retry), or with ctx's error when ctx ends first.
+func (p *Processor) waitFor(ctx context.Context, d time.Duration) error {
+	passed := make(chan struct{})
+	stop := p.after(ctx, d, func() { close(passed) })
+	select {
+	case <-passed:
+		return nil
+	case <-ctx.Done():
+		stop()
+		return ctx.Err()
+	}
+}
+
 // bits is a set of small integers: the tasks of a message that are done.
 type bits struct {
 	lo uint64

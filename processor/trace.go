@@ -49,11 +49,11 @@ func (p *Processor) tracingOff() bool {
 	return !p.o.tracerSet && otel.GetTracerProvider() == untracedGlobal
 }
 
-// tracedCall is call in a span: for a normal delivery a child of the
+// tracedCall is next in a span: for a normal delivery a child of the
 // event's trace context, for a replay (ctx has a Compensation) a child of
 // ctx's span linked to the event's trace. The span's context is kept in d
 // so that recording the result runs in its trace.
-func (p *Processor) tracedCall(ctx context.Context, f *function, d *Delivery) error {
+func (p *Processor) tracedCall(ctx context.Context, f *function, d *Delivery, next Handler) error {
 	event := tracing.StreamSpanContext(d.Stream)
 	c, replay := CompensationFrom(ctx)
 	if p.tracingOff() {
@@ -63,7 +63,7 @@ func (p *Processor) tracedCall(ctx context.Context, f *function, d *Delivery) er
 			ctx = trace.ContextWithRemoteSpanContext(ctx, event)
 		}
 		d.call = trace.SpanContextFromContext(ctx)
-		return call(ctx, f, d)
+		return next(ctx, d)
 	}
 	var span trace.Span
 	if replay {
@@ -85,7 +85,7 @@ func (p *Processor) tracedCall(ctx context.Context, f *function, d *Delivery) er
 			span.SetAttributes(replayAttributes(c)...)
 		}
 	}
-	err := call(ctx, f, d)
+	err := next(ctx, d)
 	if err != nil {
 		span.SetStatus(codes.Error, tracing.Status(err.Error()))
 	}

@@ -43,12 +43,12 @@ func BenchmarkTracedCall(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
-			run := p.tracedCall
+			run := p.traced(f)(f.handler)
 			if m.name == "untraced" { // the call alone, for comparison
-				run = func(ctx context.Context, f *function, d *Delivery) error { return call(ctx, f, d) }
+				run = f.handler
 			}
 			for b.Loop() {
-				if err := run(ctx, f, d); err != nil {
+				if err := run(ctx, d); err != nil {
 					b.Fatal(err)
 				}
 			}
