@@ -18,11 +18,14 @@ import (
 // progress check and write per (function, aggregate) are on the path.
 // Each message is the first version of a new aggregate, so every one
 // creates its progress key.
-func prepareDispatchOrdered(ctx context.Context, env *Env) (*Pair, error) {
+func prepareDispatchOrdered(ctx context.Context, env *Env) (_ *Pair, err error) {
+	var opened undo
+	defer opened.onError(&err)
 	st, closeFn, err := newStore(ctx, env, "dispatch_ordered")
 	if err != nil {
 		return nil, err
 	}
+	opened.add(closeFn)
 	// The buckets of holds and progress are the installation's; delete them
 	// afterwards only if this run created them.
 	var created []string
@@ -33,7 +36,6 @@ func prepareDispatchOrdered(ctx context.Context, env *Env) (*Pair, error) {
 	}
 	rec, err := recorder.New(aggregate.NewService(st))
 	if err != nil {
-		closeFn()
 		return nil, err
 	}
 	records := aggregate.NewService(st)
@@ -41,35 +43,17 @@ func prepareDispatchOrdered(ctx context.Context, env *Env) (*Pair, error) {
 	last := &lastStop{}
 	typ := func(side string, w, i int) string { return fmt.Sprintf("%s%d_%d", side[:1], w, i) }
 	run := func(ctx context.Context, side string, w, i int, opts []processor.Option, fopts []processor.FunctionOption) error {
-		name := "P" + typ(side, w, i)
-		circuits, err := circuitsOf(ctx, env, "dispatch_ordered")
+		p, err := newDispatchProcessor(ctx, env, st, "dispatch_ordered", opts...)
 		if err != nil {
 			return err
 		}
-		p, err := processor.New(env.JS, st, benchContext, append([]processor.Option{processor.WithoutReplay(), processor.WithLogger(discard), circuits}, opts...)...)
-		if err != nil {
-			return err
-		}
-		err = p.Register(processor.Function{Processor: name, Name: "onPlaced", AggregateTypes: []string{typ(side, w, i)}, Events: []string{"order_placed"}},
-			func(context.Context, *processor.Delivery) error { return nil }, fopts...)
-		if err != nil {
-			return err
-		}
-		stop, err := startProcessor(ctx, p)
-		if err != nil {
-			return err
-		}
-		last.set(w, func() {
-			stop()
-			_ = env.JS.DeleteConsumer(context.Background(), st.StreamName(benchContext), processor.DurableName(benchContext, name))
-		})
-		return waitCount(ctx, p.Metrics().Acked.Load, uint64(batch))
+		return last.runProcessor(ctx, env, st, w, p, onPlaced("P"+typ(side, w, i), typ(side, w, i)), succeed, fopts, p.Metrics().Acked.Load, batch)
 	}
 	return &Pair{
 		PerOp: batch,
 		Close: func() {
 			last.all()
-			closeFn()
+			opened.run()
 			for _, b := range created {
 				_ = env.JS.DeleteKeyValue(context.Background(), b)
 			}

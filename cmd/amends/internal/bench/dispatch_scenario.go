@@ -32,20 +32,21 @@ func dispatchBatch(env *Env) int {
 // router (16 subscriptions, as many as the processor's lanes) calling a
 // trivial handler. Every side includes creating its consumer, which the
 // batch size makes small.
-func prepareDispatch(ctx context.Context, env *Env) (*Pair, error) {
+func prepareDispatch(ctx context.Context, env *Env) (_ *Pair, err error) {
+	var opened undo
+	defer opened.onError(&err)
 	st, closeFn, err := newStore(ctx, env, "dispatch")
 	if err != nil {
 		return nil, err
 	}
+	opened.add(closeFn)
 	peer, err := newPeer(ctx, env, "dispatch")
 	if err != nil {
-		closeFn()
 		return nil, err
 	}
+	opened.add(peer.close)
 	payload, err := eventstore.Encode(new(orderStream("peer", 1)))
 	if err != nil {
-		peer.close()
-		closeFn()
 		return nil, err
 	}
 	batch := dispatchBatch(env)
@@ -53,7 +54,7 @@ func prepareDispatch(ctx context.Context, env *Env) (*Pair, error) {
 	typ := func(side string, w, i int) string { return fmt.Sprintf("%s%d_%d", side[:1], w, i) }
 	return &Pair{
 		PerOp: batch,
-		Close: func() { last.all(); peer.close(); closeFn() },
+		Close: func() { last.all(); opened.run() },
 		Before: func(ctx context.Context, side string, w, i int) error {
 			last.stop(w)
 			if side == "peer" {
@@ -100,36 +101,33 @@ func prepareDispatch(ctx context.Context, env *Env) (*Pair, error) {
 			return waitCount(ctx, acked.load, uint64(batch))
 		},
 		Amends: func(ctx context.Context, w, i int) error {
-			p, err := newDispatchProcessor(ctx, env, st, "P"+typ("amends", w, i), typ("amends", w, i))
+			p, err := newDispatchProcessor(ctx, env, st, "dispatch")
 			if err != nil {
 				return err
 			}
-			stop, err := startProcessor(ctx, p)
-			if err != nil {
-				return err
-			}
-			last.set(w, func() {
-				stop()
-				_ = env.JS.DeleteConsumer(context.Background(), st.StreamName(benchContext), processor.DurableName(benchContext, "P"+typ("amends", w, i)))
-			})
-			return waitCount(ctx, p.Metrics().Acked.Load, uint64(batch))
+			return last.runProcessor(ctx, env, st, w, p, onPlaced("P"+typ("amends", w, i), typ("amends", w, i)), succeed, nil, p.Metrics().Acked.Load, batch)
 		},
 	}, nil
 }
 
-func newDispatchProcessor(ctx context.Context, env *Env, st *jsstore.Store, name, typ string) (*processor.Processor, error) {
-	circuits, err := circuitsOf(ctx, env, "dispatch")
+// newDispatchProcessor is the processor of the dispatch scenarios: no
+// replays, the circuits of the scenario named bucket, and opts.
+func newDispatchProcessor(ctx context.Context, env *Env, st *jsstore.Store, bucket string, opts ...processor.Option) (*processor.Processor, error) {
+	circuits, err := circuitsOf(ctx, env, bucket)
 	if err != nil {
 		return nil, err
 	}
-	p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithLogger(discard), circuits)
-	if err != nil {
-		return nil, err
-	}
-	err = p.Register(processor.Function{Processor: name, Name: "onPlaced", AggregateTypes: []string{typ}, Events: []string{"order_placed"}},
-		func(context.Context, *processor.Delivery) error { return nil })
-	return p, err
+	return processor.New(env.JS, st, benchContext, append([]processor.Option{processor.WithoutReplay(), processor.WithLogger(discard), circuits}, opts...)...)
 }
+
+// onPlaced is the function of processor name on order_placed events of
+// aggregate type typ.
+func onPlaced(name, typ string) processor.Function {
+	return processor.Function{Processor: name, Name: "onPlaced", AggregateTypes: []string{typ}, Events: []string{"order_placed"}}
+}
+
+// succeed is a handler that does nothing.
+func succeed(context.Context, *processor.Delivery) error { return nil }
 
 // startProcessor runs p until the returned stop is called, once it is ready.
 func startProcessor(ctx context.Context, p *processor.Processor) (stop func(), err error) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/processor"
 )
 
 // waitCount polls count every 100 µs until it reaches target.
@@ -133,3 +134,42 @@ func (l *lastStop) all() {
 // discard is the logger of the components a scenario runs: their warnings
 // about failures the scenario causes on purpose would drown the output.
 var discard = slog.New(slog.DiscardHandler)
+
+// runProcessor registers fn (its handler h) on p, runs p until worker w's
+// next operation, which stops it and deletes fn's durable, and waits until
+// count reaches n: the amends side of the consuming scenarios.
+func (l *lastStop) runProcessor(ctx context.Context, env *Env, st *jsstore.Store, w int, p *processor.Processor, fn processor.Function, h processor.Handler,
+	fopts []processor.FunctionOption, count func() uint64, n int) error {
+	if err := p.Register(fn, h, fopts...); err != nil {
+		return err
+	}
+	stop, err := startProcessor(ctx, p)
+	if err != nil {
+		return err
+	}
+	l.set(w, func() {
+		stop()
+		_ = env.JS.DeleteConsumer(context.Background(), st.StreamName(benchContext), processor.DurableName(benchContext, fn.Processor))
+	})
+	return waitCount(ctx, count, uint64(n))
+}
+
+// undo is what a scenario's prepare opened so far, closed last first: when
+// the prepare fails (onError), or at the Pair's Close (run).
+type undo []func()
+
+func (u *undo) add(close func()) { *u = append(*u, close) }
+
+func (u *undo) run() {
+	for i := len(*u) - 1; i >= 0; i-- {
+		(*u)[i]()
+	}
+	*u = nil
+}
+
+// onError runs u if *err is set; prepare defers it.
+func (u *undo) onError(err *error) {
+	if *err != nil {
+		u.run()
+	}
+}

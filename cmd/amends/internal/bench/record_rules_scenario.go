@@ -6,8 +6,6 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
-	"github.com/amends-dev/amends/circuit"
-	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
 	"github.com/amends-dev/amends/rules"
 )
@@ -59,26 +57,11 @@ func prepareRecordRules(ctx context.Context, env *Env) (*Pair, error) {
 			if err != nil {
 				return err
 			}
-			p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithCircuitPolicy(circuit.Policy{Off: true}), processor.WithRecorder(rec),
-				processor.WithImmediateRetry(processor.Retry{}), processor.WithConcurrency(recordWorkers), processor.WithLogger(discard))
+			p, err := newRecordingProcessor(env, st, rec)
 			if err != nil {
 				return err
 			}
-			name := "R" + typ(side, w, i)
-			err = p.Register(processor.Function{Processor: name, Name: "charge", AggregateTypes: []string{typ(side, w, i)}, Events: []string{"order_placed"}},
-				func(context.Context, *processor.Delivery) error { return errAlwaysFails })
-			if err != nil {
-				return err
-			}
-			stop, err := startProcessor(ctx, p)
-			if err != nil {
-				return err
-			}
-			last.set(w, func() {
-				stop()
-				_ = env.JS.DeleteConsumer(context.Background(), st.StreamName(benchContext), processor.DurableName(benchContext, name))
-			})
-			if err := waitCount(ctx, rec.Metrics().Recorded.Load, uint64(batch)); err != nil {
+			if err := last.runProcessor(ctx, env, st, w, p, charge("R"+typ(side, w, i), typ(side, w, i)), fail, nil, rec.Metrics().Recorded.Load, batch); err != nil {
 				return err
 			}
 			if n := rec.Metrics().RuleMatches.Load(); n != 0 {

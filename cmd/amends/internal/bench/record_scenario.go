@@ -16,6 +16,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/recorder"
 )
@@ -42,38 +43,35 @@ var errAlwaysFails = errors.New("bench: this function always fails")
 // fails, behind the Retry middleware (no retries, as the amends side) and
 // the PoisonQueue middleware, which publishes each failed message to a
 // poison topic and acks it.
-func prepareRecord(ctx context.Context, env *Env) (*Pair, error) {
+func prepareRecord(ctx context.Context, env *Env) (_ *Pair, err error) {
+	var opened undo
+	defer opened.onError(&err)
 	st, closeFn, err := newStore(ctx, env, "record", benchContext, aggregate.Context)
 	if err != nil {
 		return nil, err
 	}
+	opened.add(closeFn)
 	records := aggregate.NewService(st)
 	// A real record's stream, for the raw side's payload.
 	res, err := records.Execute(ctx, "sample", benchCreate("raw", 0, 0), aggregate.Meta{Actor: "recorder"})
 	if err != nil {
-		closeFn()
 		return nil, err
 	}
 	payload, err := eventstore.Encode(&res.Stream)
 	if err != nil {
-		closeFn()
 		return nil, err
 	}
 	peer, err := newPeer(ctx, env, "record")
 	if err != nil {
-		closeFn()
 		return nil, err
 	}
+	opened.add(peer.close)
 	poisonPub, err := peer.publisher()
 	if err != nil {
-		peer.close()
-		closeFn()
 		return nil, err
 	}
 	orderPayload, err := eventstore.Encode(new(orderStream("peer", 1)))
 	if err != nil {
-		peer.close()
-		closeFn()
 		return nil, err
 	}
 	batch := recordBatch(env)
@@ -81,7 +79,7 @@ func prepareRecord(ctx context.Context, env *Env) (*Pair, error) {
 	typ := func(w, i int) string { return fmt.Sprintf("f%d_%d", w, i) }
 	return &Pair{
 		PerOp: batch,
-		Close: func() { last.all(); peer.close(); closeFn() },
+		Close: func() { last.all(); opened.run() },
 		Before: func(ctx context.Context, side string, w, i int) error {
 			last.stop(w)
 			switch side {
@@ -140,26 +138,28 @@ func prepareRecord(ctx context.Context, env *Env) (*Pair, error) {
 			if err != nil {
 				return err
 			}
-			p, err := processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithCircuitPolicy(circuit.Policy{Off: true}), processor.WithRecorder(rec),
-				processor.WithImmediateRetry(processor.Retry{}), processor.WithConcurrency(recordWorkers), processor.WithLogger(discard))
+			p, err := newRecordingProcessor(env, st, rec)
 			if err != nil {
 				return err
 			}
-			name := "R" + typ(w, i)
-			err = p.Register(processor.Function{Processor: name, Name: "charge", AggregateTypes: []string{typ(w, i)}, Events: []string{"order_placed"}},
-				func(context.Context, *processor.Delivery) error { return errAlwaysFails })
-			if err != nil {
-				return err
-			}
-			stop, err := startProcessor(ctx, p)
-			if err != nil {
-				return err
-			}
-			last.set(w, func() {
-				stop()
-				_ = env.JS.DeleteConsumer(context.Background(), st.StreamName(benchContext), processor.DurableName(benchContext, name))
-			})
-			return waitCount(ctx, rec.Metrics().Recorded.Load, uint64(batch))
+			return last.runProcessor(ctx, env, st, w, p, charge("R"+typ(w, i), typ(w, i)), fail, nil, rec.Metrics().Recorded.Load, batch)
 		},
 	}, nil
 }
+
+// newRecordingProcessor is the processor of the record scenarios: its
+// failures go to rec at once (no immediate retries, no circuit), on
+// recordWorkers lanes.
+func newRecordingProcessor(env *Env, st *jsstore.Store, rec *recorder.Recorder) (*processor.Processor, error) {
+	return processor.New(env.JS, st, benchContext, processor.WithoutReplay(), processor.WithCircuitPolicy(circuit.Policy{Off: true}), processor.WithRecorder(rec),
+		processor.WithImmediateRetry(processor.Retry{}), processor.WithConcurrency(recordWorkers), processor.WithLogger(discard))
+}
+
+// charge is the always failing function of processor name on
+// order_placed events of aggregate type typ.
+func charge(name, typ string) processor.Function {
+	return processor.Function{Processor: name, Name: "charge", AggregateTypes: []string{typ}, Events: []string{"order_placed"}}
+}
+
+// fail is a handler that always fails.
+func fail(context.Context, *processor.Delivery) error { return errAlwaysFails }
