@@ -84,14 +84,8 @@ func (s *Scanner) object(depth int) bool {
 		if !s.value(depth) {
 			return false
 		}
-		s.Space()
-		switch {
-		case s.Lit(","):
-			s.Space()
-		case s.Lit("}"):
-			return true
-		default:
-			return false
+		if more, ok := s.after("}"); !more {
+			return ok
 		}
 	}
 }
@@ -106,16 +100,24 @@ func (s *Scanner) array(depth int) bool {
 		if !s.value(depth) {
 			return false
 		}
-		s.Space()
-		switch {
-		case s.Lit(","):
-			s.Space()
-		case s.Lit("]"):
-			return true
-		default:
-			return false
+		if more, ok := s.after("]"); !more {
+			return ok
 		}
 	}
+}
+
+// after reads what follows a member or an element: a comma (more, and
+// the space after it) or close (the end, ok); anything else is not ok.
+func (s *Scanner) after(close string) (more, ok bool) {
+	s.Space()
+	switch {
+	case s.Lit(","):
+		s.Space()
+		return true, true
+	case s.Lit(close):
+		return false, true
+	}
+	return false, false
 }
 
 // run consumes a run of digits and returns its length.
