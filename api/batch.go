@@ -1,5 +1,11 @@
 package api
 
+import (
+	"errors"
+
+	"github.com/amends-dev/amends/aggregate"
+)
+
 // BatchCommands lists the commands POST /api/v1/batch/{command} runs.
 var BatchCommands = []Command{CommandPrepare, CommandForcePrepare}
 
@@ -48,6 +54,23 @@ type BatchOutcome struct {
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
 	Version uint64 `json:"version,omitempty"`
+}
+
+// OutcomeOf is what command result res and error err of Execute on
+// record id make of it: Applied, Duplicate or Rejected (an
+// *aggregate.Error, with its code and message); ok is false for any other
+// error, whose outcome the caller words.
+func OutcomeOf(id string, res aggregate.Result, err error) (o BatchOutcome, ok bool) {
+	var ae *aggregate.Error
+	switch {
+	case err == nil && res.Duplicate:
+		return BatchOutcome{ID: id, Outcome: OutcomeDuplicate, Version: res.Version}, true
+	case err == nil:
+		return BatchOutcome{ID: id, Outcome: OutcomeApplied, Version: res.Version}, true
+	case errors.As(err, &ae):
+		return BatchOutcome{ID: id, Outcome: OutcomeRejected, Code: ae.Code(), Message: ae.Message}, true
+	}
+	return BatchOutcome{ID: id}, false
 }
 
 // BatchResult is the result of a batch.

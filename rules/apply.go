@@ -177,17 +177,10 @@ func dryRun(ctx context.Context, records Records, id string, cmd aggregate.Comma
 
 func runOne(ctx context.Context, exec Executor, id string, cmd aggregate.Command, meta aggregate.Meta) api.BatchOutcome {
 	res, err := exec.Execute(ctx, id, cmd, meta)
-	var ae *aggregate.Error
-	switch {
-	case err == nil && res.Duplicate:
-		return api.BatchOutcome{ID: id, Outcome: api.OutcomeDuplicate, Version: res.Version}
-	case err == nil:
-		return api.BatchOutcome{ID: id, Outcome: api.OutcomeApplied, Version: res.Version}
-	case errors.As(err, &ae):
-		return api.BatchOutcome{ID: id, Outcome: api.OutcomeRejected, Code: ae.Code(), Message: ae.Message}
-	default:
-		return api.BatchOutcome{ID: id, Outcome: api.OutcomeFailed, Code: "Unavailable", Message: "the command failed; run the apply again with the same requestId"}
+	if o, ok := api.OutcomeOf(id, res, err); ok {
+		return o
 	}
+	return api.BatchOutcome{ID: id, Outcome: api.OutcomeFailed, Code: "Unavailable", Message: "the command failed; run the apply again with the same requestId"}
 }
 
 // Apply runs rule id with Apply and, for a real run, adds it to the

@@ -247,17 +247,10 @@ func (s *Server) runOne(ctx context.Context, id string, cmd aggregate.Command, p
 		RequestID: req.RequestID, Actor: p.name, Reason: req.Reason,
 	}
 	res, err := s.cfg.Commands.Execute(ctx, id, cmd, meta)
-	var ae *aggregate.Error
-	switch {
-	case err == nil && res.Duplicate:
-		return api.BatchOutcome{ID: id, Outcome: api.OutcomeDuplicate, Version: res.Version}
-	case err == nil:
-		return api.BatchOutcome{ID: id, Outcome: api.OutcomeApplied, Version: res.Version}
-	case errors.As(err, &ae):
-		return api.BatchOutcome{ID: id, Outcome: api.OutcomeRejected, Code: ae.Code(), Message: ae.Message}
-	default:
-		return s.failed(id, cmd, err)
+	if o, ok := api.OutcomeOf(id, res, err); ok {
+		return o
 	}
+	return s.failed(id, cmd, err)
 }
 
 // batchCircuit is the outcome of a batch's prepare of record id while its
