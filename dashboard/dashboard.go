@@ -31,10 +31,7 @@ type Index interface {
 
 // Events reads original events. *jsstore.Store satisfies it.
 type Events interface {
-	// GetSeq returns the stream at sequence seq of context's stream.
-	GetSeq(ctx context.Context, context string, seq uint64) (eventstore.Stream, error)
-	// LoadVersion returns the aggregate's stream at version v.
-	LoadVersion(ctx context.Context, a eventstore.AggregateID, v uint64) (eventstore.Stream, error)
+	eventstore.Locator
 }
 
 // Config is what a Dashboard shows.

@@ -92,36 +92,8 @@ func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// original finds the stream holding event eid, as a replay does: by its
-// recorded sequence (one direct get) when that is the event, else by
-// aggregate and version. It returns an error matching
-// eventstore.ErrNotFound if neither has it.
+// original finds the stream holding event eid, as a replay does
+// (eventstore.Locate).
 func (d *Dashboard) original(ctx context.Context, eid aggregate.EventID) (eventstore.Stream, int, error) {
-	a := eventstore.AggregateID{Context: eid.AggregateID.ContextName, Type: eid.AggregateID.AggregateName, ID: eid.AggregateID.AggregateID}
-	if eid.Seq > 0 {
-		st, err := d.cfg.Events.GetSeq(ctx, a.Context, eid.Seq)
-		if err == nil && st.Aggregate == a && st.Version == eid.Version {
-			if i := eventIndex(&st, eid.ID); i >= 0 {
-				return st, i, nil
-			}
-		}
-	}
-	st, err := d.cfg.Events.LoadVersion(ctx, a, eid.Version)
-	if err != nil {
-		return st, 0, err
-	}
-	i := eventIndex(&st, eid.ID)
-	if i < 0 {
-		return st, 0, eventstore.ErrNotFound
-	}
-	return st, i, nil
-}
-
-func eventIndex(st *eventstore.Stream, id string) int {
-	for i := range st.Events {
-		if st.Events[i].ID == id {
-			return i
-		}
-	}
-	return -1
+	return eventstore.Locate(ctx, d.cfg.Events, eid.AggregateID.StoreID(), eid.ID, eid.Version, eid.Seq)
 }

@@ -259,41 +259,13 @@ func (p *Processor) settleReplay(ctx context.Context, id string, x Execution) (d
 	return ack, nil
 }
 
-// original loads the stream holding event eid: by its recorded sequence
-// (one direct get), checking it is that event, else by aggregate and
-// version. It returns an error matching ErrEventNotFound if neither has it.
+// original loads the stream holding event eid (eventstore.Locate). It
+// returns an error matching ErrEventNotFound if the store does not hold it.
 func (p *Processor) original(ctx context.Context, eid aggregate.EventID) (eventstore.Stream, int, error) {
 	a := eid.AggregateID.StoreID()
-	if eid.Seq > 0 {
-		st, err := p.store.GetSeq(ctx, a.Context, eid.Seq)
-		if err == nil && st.Aggregate == a && st.Version == eid.Version {
-			if i := eventIndex(&st, eid.ID); i >= 0 {
-				return st, i, nil
-			}
-		}
-		if err != nil && !errors.Is(err, eventstore.ErrNotFound) && !errors.Is(err, eventstore.ErrCorrupt) && !errors.Is(err, eventstore.ErrInvalid) {
-			return eventstore.Stream{}, 0, err
-		}
-	}
-	st, err := p.store.LoadVersion(ctx, a, eid.Version)
+	st, i, err := eventstore.Locate(ctx, p.store, a, eid.ID, eid.Version, eid.Seq)
 	if errors.Is(err, eventstore.ErrNotFound) || errors.Is(err, eventstore.ErrInvalid) || errors.Is(err, eventstore.ErrCorrupt) {
 		return eventstore.Stream{}, 0, fmt.Errorf("event %s of %s version %d (sequence %d) is not in the store: %v: %w", eid.ID, a, eid.Version, eid.Seq, err, ErrEventNotFound)
 	}
-	if err != nil {
-		return eventstore.Stream{}, 0, err
-	}
-	i := eventIndex(&st, eid.ID)
-	if i < 0 {
-		return eventstore.Stream{}, 0, fmt.Errorf("%s version %d has no event %s: %w", a, eid.Version, eid.ID, ErrEventNotFound)
-	}
-	return st, i, nil
-}
-
-func eventIndex(st *eventstore.Stream, id string) int {
-	for i := range st.Events {
-		if st.Events[i].ID == id {
-			return i
-		}
-	}
-	return -1
+	return st, i, err
 }
