@@ -9,13 +9,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/text"
 )
 
 // checkCredential refuses a credential kind that is not one of
 // api.AuditCredentials ("" is an entry recorded before they were kept).
 func checkCredential(c api.AuditCredential) error {
 	if c != "" && !slices.Contains(api.AuditCredentials, c) {
-		return fmt.Errorf("credential %q is not one of the kinds", cut(string(c), 40))
+		return fmt.Errorf("credential %q is not one of the kinds", text.Cut(string(c), 40))
 	}
 	return nil
 }
@@ -32,7 +33,7 @@ func ParseKind(s string) (api.AuditKind, error) {
 	for i, k := range Kinds {
 		names[i] = string(k)
 	}
-	return "", fmt.Errorf("kind %q is not one of %s", cut(s, 40), strings.Join(names, ", "))
+	return "", fmt.Errorf("kind %q is not one of %s", text.Cut(s, 40), strings.Join(names, ", "))
 }
 
 // Limits of an entry's fields; Record cuts longer values (an audit entry
@@ -68,18 +69,7 @@ func printable(s string, limit int) string {
 		}
 		return r
 	}, strings.ToValidUTF8(s, "\uFFFD"))
-	return cut(s, limit)
-}
-
-// cut shortens s to at most n bytes at a character boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return text.Cut(s, limit)
 }
 
 // decodeEntry reads a stored entry and checks every field: its kind is

@@ -137,11 +137,7 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return text.Cut(s, n) + "…"
 }
 
 // Quote renders a value read from a bucket for a message: quoted, control

@@ -1,8 +1,6 @@
 package quarantine
 
-import (
-	"unicode/utf8"
-)
+import "github.com/amends-dev/amends/internal/text"
 
 // Reason says why a message was quarantined. The values are stable: they
 // are metric labels, and the API's QuarantineReason has the same ones.
@@ -79,9 +77,5 @@ func truncate(s string, n int) string {
 		return s
 	}
 	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
+	return text.Cut(s, n-len(mark)) + mark
 }

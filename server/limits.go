@@ -76,11 +76,7 @@ func refusedInText(r rune) bool {
 // quote quotes a value for a message, cut to its first 40 bytes.
 func quote(s string) string {
 	if len(s) > 40 {
-		cut := 40
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return fmt.Sprintf("%q... (%d bytes)", s[:cut], len(s))
+		return fmt.Sprintf("%q... (%d bytes)", text.Cut(s, 40), len(s))
 	}
 	return fmt.Sprintf("%q", s)
 }
@@ -90,11 +86,7 @@ func cut(s string) string {
 	if len(s) <= 200 {
 		return s
 	}
-	n := 200
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
+	return text.Cut(s, 200) + "..."
 }
 
 // noQuery refuses query parameters on an endpoint that takes none.
@@ -119,14 +111,7 @@ func fieldName(s, whole string) string {
 	if s == "" {
 		return whole
 	}
-	if len(s) <= MaxParamBytes {
-		return s
-	}
-	cut := MaxParamBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
+	return text.Cut(s, MaxParamBytes)
 }
 
 // pathID reads and checks the record id of the path.

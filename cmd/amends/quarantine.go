@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/bounds"
+	"github.com/amends-dev/amends/internal/text"
 	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/server"
 )
@@ -149,9 +149,5 @@ func cell(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return text.Cut(s, n) + "…"
 }

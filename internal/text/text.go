@@ -21,3 +21,17 @@ func At(s string, i int) string {
 	}
 	return fmt.Sprintf("%q (bytes % x)", r, s[i:i+n])
 }
+
+// Cut is the longest prefix of s of at most n bytes that does not split a
+// UTF-8 sequence: s itself when it is short enough. The caller marks the
+// cut if it wants one. n < 0 counts as 0.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	n = max(n, 0)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -60,3 +60,26 @@ func FuzzLine(f *testing.F) {
 		assert.Equal(t, bad, err != nil, "%q: %v", s, err)
 	})
 }
+
+func TestCutKeepsWholeCharacters(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exact", 5, "exact"},
+		{"abcdef", 3, "abc"},
+		{"aë", 2, "a"},   // ë is 2 bytes: not split
+		{"a€b", 3, "a"},  // € is 3 bytes
+		{"a€b", 4, "a€"}, // whole
+		{"€", 0, ""},
+		{"€", -1, ""},
+		{"\xff\xfe", 1, "\xff"}, // not UTF-8: each byte starts its own sequence
+	} {
+		got := text.Cut(c.s, c.n)
+		if got != c.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}

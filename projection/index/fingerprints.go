@@ -3,10 +3,10 @@ package index
 import (
 	"cmp"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	internaltext "github.com/amends-dev/amends/internal/text"
 )
 
 // keepSample remembers a message of e's fingerprint, the first the index
@@ -27,14 +27,7 @@ func (ix *Index) keepSample(e *entry, msg func() string) {
 // sample cuts msg to api.MaxSampleBytes, not splitting a UTF-8 sequence,
 // and owns its bytes.
 func sample(msg string) string {
-	if len(msg) > api.MaxSampleBytes {
-		i := api.MaxSampleBytes
-		for i > 0 && !utf8.RuneStart(msg[i]) {
-			i--
-		}
-		msg = msg[:i]
-	}
-	return string([]byte(msg))
+	return string([]byte(internaltext.Cut(msg, api.MaxSampleBytes)))
 }
 
 // FingerprintSummary groups the records that match f by fingerprint: per
