@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,21 +50,11 @@ func holdContains(h *api.Hold, eventID string) bool {
 func holdInsert(h *api.Hold, r api.HeldEvent) {
 	i, _ := slices.BinarySearchFunc(h.Held, r, func(a, b api.HeldEvent) int {
 		if a.Version != b.Version {
-			return cmpU(a.Version, b.Version)
+			return cmp.Compare(a.Version, b.Version)
 		}
 		return a.Index - b.Index
 	})
 	h.Held = slices.Insert(h.Held, i, r)
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // remove drops the held event id; false if it is not held.

@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -227,22 +228,12 @@ func (r *Store) Tallies(ctx context.Context) ([]Tally, []error, error) {
 		return nil, nil, fmt.Errorf("list the tallies: %w", err)
 	}
 	slices.SortFunc(out, func(a, b Tally) int {
-		if c := int(b.Total() - a.Total()); c != 0 {
+		if c := cmp.Compare(b.Total(), a.Total()); c != 0 {
 			return c
 		}
-		return compareStrings(a.Fingerprint, b.Fingerprint)
+		return cmp.Compare(a.Fingerprint, b.Fingerprint)
 	})
 	return out, bad, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // count adds batch n's records of one key to its tally, once: kvstore's
