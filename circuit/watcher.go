@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/internal/kvwatch"
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // Watcher keeps the circuits of a bucket (or of one context) in memory by
@@ -91,21 +92,12 @@ func (w *Watcher) Invalid() map[string]string {
 }
 
 // Run watches the bucket until ctx ends, then returns nil. A lost watch
-// is started again after a second.
+// is started again after a backoff from a second to 30 s.
 func (w *Watcher) Run(ctx context.Context) error {
-	for ctx.Err() == nil {
-		err := w.watch(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		w.logger.Warn("circuits: the watch of the circuits stopped; starting it again in a second", "bucket", w.store.Bucket(), "err", err)
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-	}
+	wait.Restart(ctx, time.Second, 30*time.Second, w.watch, func(err error, attempt int, backoff time.Duration) bool {
+		w.logger.Warn("circuits: the watch of the circuits stopped; restarting it", "bucket", w.store.Bucket(), "err", err, "attempt", attempt, "backoff", backoff)
+		return true
+	})
 	return nil
 }
 

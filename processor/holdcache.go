@@ -3,12 +3,15 @@ package processor
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/kvwatch"
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // holdCache mirrors the context's holds from a KV watch, so that a
@@ -189,22 +192,81 @@ func (c *holdCache) set(key string, h *api.Hold, rev uint64) {
 
 // watchHolds starts a watch of the holds of context and returns once the
 // cache holds every existing one; loop feeds later changes until ctx ends.
-func watchHolds(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, boundedContext string, c *holdCache) (loop func(ctx context.Context), err error) {
+// A watch that is lost meanwhile is started again (after a backoff from
+// 100 ms to 10 s) and reads the bucket anew: a hold the new watch does not
+// have is dropped from the cache (its deletion was missed while no watch
+// ran).
+func watchHolds(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, boundedContext string, c *holdCache, logger *slog.Logger) (loop func(ctx context.Context), err error) {
 	pattern := boundedContext + ".>"
-	w, err := kv.Watch(ctx, pattern, jetstream.IncludeHistory())
+	w, err := c.start(ctx, js, kv, pattern, false)
 	if err != nil {
 		return nil, fmt.Errorf("watch the holds of context %s: %w", boundedContext, err)
 	}
-	// Read up to the leader's last revision: the watch's own end signal
-	// comes early while holds change (see kvwatch).
-	if err := kvwatch.Initial(ctx, js, kv, pattern, w, c.apply); err != nil {
-		_ = w.Stop()
-		return nil, fmt.Errorf("watch the holds of context %s: %w", boundedContext, err)
-	}
 	return func(ctx context.Context) {
-		defer func() { _ = w.Stop() }()
-		_ = kvwatch.Follow(ctx, w, c.apply)
+		wait.Restart(ctx, 100*time.Millisecond, 10*time.Second, func(ctx context.Context) error {
+			if w == nil {
+				var err error
+				if w, err = c.start(ctx, js, kv, pattern, true); err != nil {
+					return err
+				}
+			}
+			defer func() { _ = w.Stop(); w = nil }()
+			return kvwatch.Follow(ctx, w, c.apply)
+		}, func(err error, attempt int, backoff time.Duration) bool {
+			logger.Warn("amends processor: the watch of the holds stopped; restarting it", "processor_context", boundedContext,
+				"err", err, "attempt", attempt, "backoff", backoff)
+			return true
+		})
 	}, nil
+}
+
+// start watches the holds of pattern and applies every present one, up to
+// the leader's last revision (the watch's own end signal comes early
+// while holds change, see kvwatch). again, after a lost watch: a hold the
+// cache has that the bucket no longer does is dropped.
+func (c *holdCache) start(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, pattern string, again bool) (jetstream.KeyWatcher, error) {
+	w, err := kv.Watch(ctx, pattern, jetstream.IncludeHistory())
+	if err != nil {
+		return nil, err
+	}
+	seen, upTo := map[string]bool{}, uint64(0)
+	apply := c.apply
+	if again {
+		apply = func(e jetstream.KeyValueEntry) {
+			seen[e.Key()], upTo = true, max(upTo, e.Revision())
+			c.apply(e)
+		}
+	}
+	if err := kvwatch.Initial(ctx, js, kv, pattern, w, apply); err != nil {
+		_ = w.Stop()
+		return nil, err
+	}
+	if again {
+		c.keepOnly(seen, upTo)
+	}
+	return w, nil
+}
+
+// keepOnly drops the holds of every key not in keys, unless the cache has
+// a revision of it after upTo (this instance wrote it after the watch
+// read the bucket).
+func (c *holdCache) keepOnly(keys map[string]bool, upTo uint64) {
+	c.mu.RLock()
+	var drop []string
+	for k := range c.byKey {
+		if !keys[k] && c.revs[k] <= upTo {
+			drop = append(drop, k)
+		}
+	}
+	for k := range c.bad {
+		if !keys[k] && c.revs[k] <= upTo {
+			drop = append(drop, k)
+		}
+	}
+	c.mu.RUnlock()
+	for _, k := range drop {
+		c.gone(k)
+	}
 }
 
 // gone drops key, which the bucket no longer has, keeping its revision.

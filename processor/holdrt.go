@@ -68,7 +68,7 @@ func (p *Processor) startHolds(ctx context.Context) error {
 	rt.cache.decode = func(e jetstream.KeyValueEntry) (api.Hold, error) { return kv.DecodeEntry(ctx, e) }
 	rt.cache.damaged = func(d damage) { p.repairHold(ctx, rt, d) }
 	rt.repair = func(ctx context.Context, d damage) { p.repairHold(ctx, rt, d) }
-	if rt.watch, err = watchHolds(ctx, p.js, kv.KV(), p.context, rt.cache); err != nil {
+	if rt.watch, err = watchHolds(ctx, p.js, kv.KV(), p.context, rt.cache, p.o.logger); err != nil {
 		return fmt.Errorf("processor of context %s: %w", p.context, err)
 	}
 	p.holds = rt

@@ -11,6 +11,7 @@ import (
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/kvwatch"
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // DefaultFlushEvery is how often a Watcher adds its match counts to the
@@ -80,23 +81,14 @@ func (w *Watcher) Match(x Failure, now time.Time) (*api.Rule, bool) {
 
 // Run watches the bucket and flushes the counts until ctx ends, then
 // flushes once more (with a short deadline of its own) and returns nil. A
-// lost watch is started again.
+// lost watch is started again after a backoff from a second to 30 s.
 func (w *Watcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.flushLoop(ctx) })
-	for ctx.Err() == nil {
-		err := w.watch(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		w.logger.Warn("rules: the watch of the rules stopped; starting it again in a second", "err", err)
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-	}
+	wait.Restart(ctx, time.Second, 30*time.Second, w.watch, func(err error, attempt int, backoff time.Duration) bool {
+		w.logger.Warn("rules: the watch of the rules stopped; restarting it", "err", err, "attempt", attempt, "backoff", backoff)
+		return true
+	})
 	wg.Wait()
 	return nil
 }
