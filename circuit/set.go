@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // DefaultFlushEvery is how often a Set adds the calls its breakers refused
@@ -92,20 +93,12 @@ func (s *Set) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.watcher.Run(ctx) })
-	t := time.NewTicker(DefaultFlushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-			s.Flush(fctx)
-			cancel()
-			wg.Wait()
-			return nil
-		case <-t.C:
-			s.Flush(ctx)
-		}
-	}
+	wait.Every(ctx, DefaultFlushEvery, func() { s.Flush(ctx) })
+	fctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	s.Flush(fctx)
+	wg.Wait()
+	return nil
 }
 
 // Flush adds the calls refused since the last flush to the circuits.

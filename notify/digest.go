@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/kvstore"
 )
 
@@ -268,18 +269,11 @@ func collectDigest(ctx context.Context, kv *kvstore.Store[digestEntry], interval
 // digestLoop sends a digest whenever one is due, checking every digest
 // tick, until ctx ends.
 func (n *Notifier) digestLoop(ctx context.Context) {
-	t := time.NewTicker(n.opts.digestTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	wait.Every(ctx, n.opts.digestTick, func() {
 		if _, err := n.SendDigest(ctx); err != nil && ctx.Err() == nil {
 			n.opts.logger.Warn("notifier: digest not sent", "err", err)
 		}
-	}
+	})
 }
 
 // SendDigest sends the digest of the interval ending now (by the

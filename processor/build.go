@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/internal/bounds"
+	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -267,19 +268,10 @@ func (p *Processor) heartbeat(ctx context.Context) {
 		}
 	}
 	beat()
-	t := time.NewTicker(bc.registry.ttl / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			done, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			for _, g := range p.groups {
-				_ = bc.registry.Unregister(done, p.context, g.name, bc.instance)
-			}
-			cancel()
-			return
-		case <-t.C:
-			beat()
-		}
+	wait.Every(ctx, bc.registry.ttl/3, beat)
+	done, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	for _, g := range p.groups {
+		_ = bc.registry.Unregister(done, p.context, g.name, bc.instance)
 	}
 }

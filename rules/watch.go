@@ -141,19 +141,10 @@ func (w *Watcher) apply(ctx context.Context, rules map[string]api.Rule, e jetstr
 }
 
 func (w *Watcher) flushLoop(ctx context.Context) {
-	t := time.NewTicker(w.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			w.Flush(fctx)
-			cancel()
-			return
-		case <-t.C:
-			w.Flush(ctx)
-		}
-	}
+	wait.Every(ctx, w.every, func() { w.Flush(ctx) })
+	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	w.Flush(fctx)
 }
 
 // Flush adds the matches counted since the last flush to the rules'

@@ -20,6 +20,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
+	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/rules"
@@ -227,17 +228,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if st := s.sessions.store; st != nil {
 		wg.Go(func() { st.watch(ctx, s.sessions) })
 	}
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			wg.Wait()
-			return nil
-		case <-t.C:
-			s.sessions.sweep()
-		}
-	}
+	wait.Every(ctx, time.Minute, s.sessions.sweep)
+	wg.Wait()
+	return nil
 }
 
 // SetTokens replaces the tokens the server accepts, at once. A token that

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -73,16 +74,8 @@ func newTokenReloader(file string, inline []server.Token, api *server.Server, lo
 
 // run checks the file every r.every until ctx ends.
 func (r *tokenReloader) run(ctx context.Context) error {
-	t := time.NewTicker(r.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			r.check(ctx)
-		}
-	}
+	wait.Every(ctx, r.every, func() { r.check(ctx) })
+	return nil
 }
 
 // check reloads the file if its stamp changed.

@@ -113,10 +113,10 @@ func prepareE2E(ctx context.Context, env *Env) (*Pair, error) {
 			pmu.Lock()
 			pr := pending[w]
 			pmu.Unlock()
-			if err := wait(ctx, pr.recorded); err != nil {
+			if err := pr.recorded.wait(ctx); err != nil {
 				return err
 			}
-			if err := wait(ctx, pr.succeeded); err != nil {
+			if err := pr.succeeded.wait(ctx); err != nil {
 				return err
 			}
 			ReportLatency(ctx, pr.succeeded.at.Sub(pr.recorded.at))

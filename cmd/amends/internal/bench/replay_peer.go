@@ -109,7 +109,7 @@ func (x *wmReplay) cycle(ctx context.Context, k int) error {
 	if err := x.pub.Publish(x.poison, m); err != nil {
 		return err
 	}
-	return wait(ctx, done)
+	return done.wait(ctx)
 }
 
 // stop stops the routers, closes the connections and deletes the stream.

@@ -124,7 +124,7 @@ func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
 			if _, err := r.records.Execute(ctx, id, aggregate.PrepareCompensation{}, aggregate.Meta{Actor: "bench"}); err != nil {
 				return err
 			}
-			return wait(ctx, done)
+			return done.wait(ctx)
 		},
 	}, nil
 }
@@ -209,7 +209,7 @@ func (x *rawReplay) cycle(ctx context.Context, k int) error {
 	if err := x.publish(ctx, k, "prepare", []byte(fmt.Sprintf(`{"record":%d}`, k))); err != nil {
 		return err
 	}
-	return wait(ctx, done)
+	return done.wait(ctx)
 }
 
 func (x *rawReplay) stop() { x.cc.Stop() }

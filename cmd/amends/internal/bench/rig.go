@@ -84,7 +84,8 @@ func (s *signals) expect(what, id string) *signal {
 	return sig
 }
 
-func wait(ctx context.Context, sig *signal) error {
+// wait returns once sig is done, or with ctx's error when ctx ends first.
+func (sig *signal) wait(ctx context.Context) error {
 	select {
 	case <-sig.done:
 		return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/dashboard"
+	"github.com/amends-dev/amends/internal/wait"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/recorder"
@@ -246,28 +247,21 @@ func (sr *stormRig) result(ctx context.Context, c StormConfig, start time.Time, 
 // closed and no drain holds its records (their wait is the drain's, not
 // the scheduler's).
 func (sr *stormRig) watchLateness(ctx context.Context, late *atomic.Int64) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	wait.Every(ctx, time.Second, func() {
 		if st, _, err := sr.circuits.Get(ctx, sr.tr.fn); err == nil && st.Phase != circuit.Closed {
-			continue
+			return
 		}
 		if d, ok, err := sr.drains.Get(ctx, sr.tr.fn); err != nil || (ok && d.Draining()) {
-			continue
+			return
 		}
 		due := sr.index.Due(time.Now(), 1)
 		if len(due) == 0 {
-			continue
+			return
 		}
 		if ms := time.Now().UnixMilli() - due[0].NextRetryAt; ms > late.Load() {
 			late.Store(ms)
 		}
-	}
+	})
 }
 
 // serveDashboard serves the storm's control plane (the HTTP API and the
