@@ -95,17 +95,10 @@ func (r *certReloader) get(now time.Time) *tls.Config {
 		return r.current
 	}
 	r.checked = now
-	var stamps [3]fileStamp
-	for i, p := range []string{r.files.cert, r.files.key, r.files.clientCA} {
-		if p == "" {
-			continue
-		}
-		st, err := stampOf(p)
-		if err != nil {
-			r.logger.Warn("TLS: a file cannot be read; serving the last certificate", "file", p, "err", err)
-			return r.current
-		}
-		stamps[i] = st
+	stamps, file, err := r.stamp()
+	if err != nil {
+		r.logger.Warn("TLS: a file cannot be read; serving the last certificate", "file", file, "err", err)
+		return r.current
 	}
 	if stamps == r.stamps {
 		return r.current
@@ -121,18 +114,25 @@ func (r *certReloader) get(now time.Time) *tls.Config {
 	return cfg
 }
 
-// load reads the files into a handshake's configuration.
-func (r *certReloader) load() ([3]fileStamp, *tls.Config, error) {
-	var stamps [3]fileStamp
+// stamp reads the stamps of the certificate, key and client CA files (a
+// file not given has the zero stamp); file is the one that cannot be read.
+func (r *certReloader) stamp() (stamps [3]fileStamp, file string, err error) {
 	for i, p := range []string{r.files.cert, r.files.key, r.files.clientCA} {
 		if p == "" {
 			continue
 		}
-		st, err := stampOf(p)
-		if err != nil {
-			return stamps, nil, err
+		if stamps[i], err = stampOf(p); err != nil {
+			return stamps, p, err
 		}
-		stamps[i] = st
+	}
+	return stamps, "", nil
+}
+
+// load reads the files into a handshake's configuration.
+func (r *certReloader) load() ([3]fileStamp, *tls.Config, error) {
+	stamps, _, err := r.stamp()
+	if err != nil {
+		return stamps, nil, err
 	}
 	cert, err := tls.LoadX509KeyPair(r.files.cert, r.files.key)
 	if err != nil {
