@@ -45,12 +45,8 @@ func newAuditCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if q.Record != "" {
-				// A prefix of a live record; an audit entry may name a
-				// record that is gone, whose whole id is taken as it is.
-				if q.Record, err = resolveID(cmd.Context(), c, q.Record); err != nil {
-					return apiError(cmd, "", err)
-				}
+			if err := resolveRecord(cmd, c, &q.Record); err != nil {
+				return err
 			}
 			entries := []api.AuditEntry{}
 			next, skipped := "", 0

@@ -26,11 +26,7 @@ func newHistoryCmd(a *app) *cobra.Command {
 			"With -o json it prints the commands as before; add --attempts for the timeline alone (GET /api/v1/records/ID/attempts).",
 		Args: exactlyOneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client(0)
-			if err != nil {
-				return err
-			}
-			id, err := recordArg(cmd, c, args)
+			c, id, err := cf.record(cmd, args)
 			if err != nil {
 				return err
 			}

@@ -56,10 +56,8 @@ func newHoldsListCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if q.Record != "" {
-				if q.Record, err = resolveID(cmd.Context(), c, q.Record); err != nil {
-					return apiError(cmd, "", err)
-				}
+			if err := resolveRecord(cmd, c, &q.Record); err != nil {
+				return err
 			}
 			page, err := c.Holds(cmd.Context(), q)
 			if err != nil {

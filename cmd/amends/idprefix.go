@@ -125,3 +125,29 @@ func recordArg(cmd *cobra.Command, c *client.Client, args []string) (string, err
 	}
 	return id, nil
 }
+
+// resolveRecord replaces *id, a record id or a prefix of a live record's
+// (a list filter's), with the whole id; "" stays. A whole id of a record
+// that is gone (an audit entry may name one) is taken as it is.
+func resolveRecord(cmd *cobra.Command, c *client.Client, id *string) error {
+	if *id == "" {
+		return nil
+	}
+	whole, err := resolveID(cmd.Context(), c, *id)
+	if err != nil {
+		return apiError(cmd, "", err)
+	}
+	*id = whole
+	return nil
+}
+
+// record is the client of cf and the record args name (a whole id or a
+// prefix), for the commands on one record.
+func (cf *clientFlags) record(cmd *cobra.Command, args []string) (*client.Client, string, error) {
+	c, err := cf.client(0)
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := recordArg(cmd, c, args)
+	return c, id, err
+}

@@ -196,23 +196,21 @@ func newRulesRemoveCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var r api.Rule
 			if confirm.dryRun {
-				r, err := c.Rule(cmd.Context(), id)
-				if err != nil {
-					return apiError(cmd, "", err)
-				}
-				if cf.output == "json" {
-					return printJSON(a.stdout, r)
-				}
-				fmt.Fprintf(a.stdout, "dry run: would remove rule %s (%s on %s); it touched %d records; nothing was removed\n", r.ID, r.Action, matchText(r.Match), r.Touched)
-				return nil
+				r, err = c.Rule(cmd.Context(), id)
+			} else {
+				r, err = c.RemoveRule(cmd.Context(), id, why)
 			}
-			r, err := c.RemoveRule(cmd.Context(), id, why)
 			if err != nil {
 				return apiError(cmd, "", err)
 			}
 			if cf.output == "json" {
 				return printJSON(a.stdout, r)
+			}
+			if confirm.dryRun {
+				fmt.Fprintf(a.stdout, "dry run: would remove rule %s (%s on %s); it touched %d records; nothing was removed\n", r.ID, r.Action, matchText(r.Match), r.Touched)
+				return nil
 			}
 			fmt.Fprintf(a.stdout, "removed rule %s (%s on %s); it touched %d records\n", r.ID, r.Action, matchText(r.Match), r.Touched)
 			return nil

@@ -21,11 +21,7 @@ func newShowCmd(a *app) *cobra.Command {
 		Long:  "Show prints a record: the failed event and function, the last error, the retry spec and state, and what may be done with it now.",
 		Args:  exactlyOneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client(0)
-			if err != nil {
-				return err
-			}
-			id, err := recordArg(cmd, c, args)
+			c, id, err := cf.record(cmd, args)
 			if err != nil {
 				return err
 			}
