@@ -4,33 +4,22 @@ import (
 	"context"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 )
 
-// SweepSummary is what one sweep holds, read from its manifest: the CLI's
-// archive list and the API's GET /api/v1/archive show it.
-type SweepSummary struct {
-	Sweep     uint64 `json:"sweep"`
-	CreatedAt int64  `json:"createdAt"`
-	Objects   int    `json:"objects"`
-	Records   int    `json:"records"`
-	Streams   int    `json:"streams"`
-	Bytes     int    `json:"bytes"`
-	// Error says why the manifest could not be read; the counts are then 0.
-	Error string `json:"error,omitempty"`
-}
-
-// ListSweeps returns a summary of every sweep sink holds, in order. A
-// manifest that cannot be read is listed with its Error; the error
-// returned is the sink's, when it cannot list. Safe for concurrent use as
-// the sink is.
-func ListSweeps(ctx context.Context, sink Sink) ([]SweepSummary, error) {
+// ListSweeps returns a summary of every sweep sink holds, in order, read
+// from its manifest: the CLI's archive list and the API's GET
+// /api/v1/archive show it. A manifest that cannot be read is listed with
+// its Error (the counts are then 0); the error returned is the sink's,
+// when it cannot list. Safe for concurrent use as the sink is.
+func ListSweeps(ctx context.Context, sink Sink) ([]api.ArchiveSweep, error) {
 	sweeps, err := Sweeps(ctx, sink)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]SweepSummary, 0, len(sweeps))
+	out := make([]api.ArchiveSweep, 0, len(sweeps))
 	for _, n := range sweeps {
-		s := SweepSummary{Sweep: n}
+		s := api.ArchiveSweep{Sweep: n}
 		m, err := ReadManifest(ctx, sink, n)
 		if err != nil {
 			s.Error = err.Error()
@@ -44,21 +33,11 @@ func ListSweeps(ctx context.Context, sink Sink) ([]SweepSummary, error) {
 	return out, nil
 }
 
-// RecordSummary is one archived record as a listing shows it: its
-// function, how many versions its history has, and the status and time of
-// its last state.
-type RecordSummary struct {
-	ID        string                 `json:"id"`
-	Function  aggregate.FunctionInfo `json:"function"`
-	Versions  int                    `json:"versions"`
-	Status    aggregate.Status       `json:"status,omitempty"`
-	ExecuteAt int64                  `json:"executeAt,omitempty"`
-	Object    string                 `json:"object"`
-}
-
-// Summarize returns r's summary, r being read from object o.
-func Summarize(o Object, r Record) RecordSummary {
-	s := RecordSummary{ID: r.ID, Function: r.Function, Versions: len(r.Streams), Object: o.Name}
+// Summarize returns r's summary as a listing shows it (its function, how
+// many versions its history has, and the status and time of its last
+// state), r being read from object o.
+func Summarize(o Object, r Record) api.ArchivedRecord {
+	s := api.ArchivedRecord{ID: r.ID, Function: r.Function, Versions: len(r.Streams), Object: o.Name}
 	if len(r.Streams) > 0 {
 		if st, ok := aggregate.CarriedState(r.Streams[len(r.Streams)-1]); ok {
 			s.Status, s.ExecuteAt = st.Status, st.ExecuteAt

@@ -69,8 +69,7 @@ func sweepParam(r *http.Request) (uint64, error) {
 }
 
 func archivedRecord(o archive.Object, r archive.Record) api.ArchivedRecord {
-	s := archive.Summarize(o, r)
-	return api.ArchivedRecord{ID: s.ID, Function: s.Function, Versions: s.Versions, Status: s.Status, ExecuteAt: s.ExecuteAt, Object: s.Object}
+	return archive.Summarize(o, r)
 }
 
 func (s *Server) listSweeps(w http.ResponseWriter, r *http.Request, _ principal) error {
@@ -87,7 +86,7 @@ func (s *Server) listSweeps(w http.ResponseWriter, r *http.Request, _ principal)
 	}
 	out := api.ArchiveSweeps{Archive: a.Sink.String(), Sweeps: make([]api.ArchiveSweep, len(sweeps))}
 	for i, sw := range sweeps {
-		out.Sweeps[i] = api.ArchiveSweep(sw)
+		out.Sweeps[i] = sw
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

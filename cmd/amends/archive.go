@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/archive"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
@@ -121,7 +122,7 @@ func newArchiveListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if f.output == "json" {
-				return printList(a.stdout, listJSON[archive.SweepSummary]{Items: out})
+				return printList(a.stdout, listJSON[api.ArchiveSweep]{Items: out})
 			}
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "SWEEP\tCREATED\tOBJECTS\tRECORDS\tSTREAMS\tBYTES\tERROR")
@@ -200,7 +201,7 @@ func newArchiveShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var recs []archive.RecordSummary
+			var recs []api.ArchivedRecord
 			var history []eventstore.Stream
 			found, err := archive.Each(cmd.Context(), sink, sweep, ids, func(o archive.Object, r archive.Record) error {
 				recs = append(recs, archive.Summarize(o, r))
@@ -219,7 +220,7 @@ func newArchiveShowCmd(a *app) *cobra.Command {
 				return printArchivedHistory(a, f.output, recs[0], history)
 			}
 			if f.output == "json" {
-				return printList(a.stdout, listJSON[archive.RecordSummary]{Items: recs})
+				return printList(a.stdout, listJSON[api.ArchivedRecord]{Items: recs})
 			}
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "RECORD\tFUNCTION\tVERSIONS\tSTATUS\tLAST OUTCOME")
@@ -235,7 +236,7 @@ func newArchiveShowCmd(a *app) *cobra.Command {
 	return takesID(idArchived, outputs(outputList, cmd))
 }
 
-func printArchivedHistory(a *app, output string, r archive.RecordSummary, streams []eventstore.Stream) error {
+func printArchivedHistory(a *app, output string, r api.ArchivedRecord, streams []eventstore.Stream) error {
 	if output == "json" {
 		type line struct {
 			Seq    uint64            `json:"seq"`

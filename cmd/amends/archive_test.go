@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/archive"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
@@ -62,11 +63,11 @@ func TestArchiveListShowAndRestore(t *testing.T) {
 	// When the archive is listed and shown
 	var c cli
 	require.Equal(t, 0, c.run(t, "archive", "list", "--archive", spec, "-o", "json"), c.stderr.String())
-	var sweeps listJSON[archive.SweepSummary]
+	var sweeps listJSON[api.ArchiveSweep]
 	require.NoError(t, json.Unmarshal([]byte(c.stdout.String()), &sweeps))
 	list := sweeps.Items
 	require.Len(t, list, 1)
-	assert.Equal(t, archive.SweepSummary{Sweep: 1, CreatedAt: t0, Objects: 1, Records: 2, Streams: 6, Bytes: list[0].Bytes}, list[0])
+	assert.Equal(t, api.ArchiveSweep{Sweep: 1, CreatedAt: t0, Objects: 1, Records: 2, Streams: 6, Bytes: list[0].Bytes}, list[0])
 
 	c = cli{}
 	require.Equal(t, 0, c.run(t, "archive", "show", "--archive", spec, "--sweep", "1"), c.stderr.String())

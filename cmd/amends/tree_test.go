@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/archive"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 )
@@ -321,7 +322,7 @@ func TestEveryJSONListHasTheOneShape(t *testing.T) {
 	c = e.cli()
 	require.Equal(t, exitOK, c.run(t, "rules", "remove", e.rule[:5], "--reason", "x", "--dry-run"), c.stderr.String())
 	assert.Contains(t, c.stdout.String(), e.rule)
-	var sweep listJSON[archive.RecordSummary]
+	var sweep listJSON[api.ArchivedRecord]
 	c = e.cli()
 	require.Equal(t, exitOK, c.run(t, "archive", "show", "--archive", e.archive, "--sweep", "1", "-o", "json"), c.stderr.String())
 	require.NoError(t, json.Unmarshal([]byte(c.stdout.String()), &sweep))
