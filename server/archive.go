@@ -84,11 +84,8 @@ func (s *Server) listSweeps(w http.ResponseWriter, r *http.Request, _ principal)
 	if err != nil {
 		return fmt.Errorf("list the archive %s: %w", a.Sink, err)
 	}
-	out := api.ArchiveSweeps{Archive: a.Sink.String(), Sweeps: make([]api.ArchiveSweep, len(sweeps))}
-	for i, sw := range sweeps {
-		out.Sweeps[i] = sw
-	}
-	writeJSON(w, http.StatusOK, out)
+	// ListSweeps's list is never nil: no sweep is "sweeps": [].
+	writeJSON(w, http.StatusOK, api.ArchiveSweeps{Archive: a.Sink.String(), Sweeps: sweeps})
 	return nil
 }
 
