@@ -57,6 +57,17 @@ func WithBucketStorage(st jetstream.StorageType) BucketOption {
 	}
 }
 
+// WithBucketCompression has a new bucket stored with JetStream's S2
+// compression: the server compresses each block of the bucket's stream
+// once it is full; readers see the same values. An existing bucket keeps
+// its compression (it is not among the settings OpenViews checks).
+func WithBucketCompression() BucketOption {
+	return func(c *jetstream.KeyValueConfig) error {
+		c.Compression = true
+		return nil
+	}
+}
+
 // viewsSpec is the views bucket of opts: its replicas, storage, history
 // and TTL must match; its content is rebuilt from the event store, so a
 // repair may create it again (and the projector then projects every

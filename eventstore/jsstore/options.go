@@ -39,6 +39,7 @@ type options struct {
 	cacheSize     int
 	now           func() time.Time
 	removable     []string // remove.go
+	compressed    []string // compress.go
 }
 
 func defaultOptions() options {

@@ -104,7 +104,7 @@ func (s *Store) Provision(ctx context.Context, contexts ...string) error {
 
 // StreamConfig returns the configuration Provision creates for context:
 // DenyDelete always, DenyPurge unless the context is removable
-// (WithRemovable).
+// (WithRemovable), S2 compression if it is compressed (WithCompressed).
 func (s *Store) StreamConfig(context string) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              s.StreamName(context),
@@ -124,6 +124,7 @@ func (s *Store) StreamConfig(context string) jetstream.StreamConfig {
 		DenyDelete:        true,
 		DenyPurge:         !slices.Contains(s.opts.removable, context),
 		AllowDirect:       true,
+		Compression:       s.compression(context),
 	}
 }
 
