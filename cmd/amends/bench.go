@@ -113,8 +113,8 @@ func runBench(ctx context.Context, a *app, f *benchFlags, names []string) error 
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	if f.output != "table" && f.output != "json" {
-		return usageErrorf("--output must be table or json, got %q", f.output)
+	if err := checkOutput(f.output); err != nil {
+		return err
 	}
 	levels, err := parseConcurrency(f.concurrency)
 	if err != nil {
@@ -247,32 +247,40 @@ func parseConcurrency(s string) ([]int, error) {
 // benchConnect starts the embedded server (unless --nats-url) and connects
 // over TCP. The returned function closes both.
 func benchConnect(ctx context.Context, f *benchFlags) (*nats.Conn, func(), error) {
+	nc, closeNATS, _, err := benchConnectDir(ctx, f)
+	return nc, closeNATS, err
+}
+
+// benchConnectDir is benchConnect that also returns the embedded server's
+// JetStream store directory ("" with --nats-url or --cluster).
+func benchConnectDir(ctx context.Context, f *benchFlags) (*nats.Conn, func(), string, error) {
 	if f.natsURL != "" {
 		nc, err := natsconn.Connect(natsconn.ClientConfig{URL: f.natsURL, CredsFile: f.creds, Name: "amends bench"})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
-		return nc, nc.Close, nil
+		return nc, nc.Close, "", nil
 	}
 	if f.cluster > 0 {
-		return benchCluster(ctx, f.cluster)
+		nc, closeNATS, err := benchCluster(ctx, f.cluster)
+		return nc, closeNATS, "", err
 	}
 	dir, err := os.MkdirTemp("", "amends-bench-")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	srv, err := natsconn.StartEmbedded(ctx, natsconn.EmbeddedConfig{DataDir: dir, Port: natsconn.RandomPort})
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	nc, err := srv.Connect(nats.Name("amends bench"))
 	if err != nil {
 		srv.Shutdown()
 		_ = os.RemoveAll(dir)
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	return nc, func() { nc.Close(); srv.Shutdown(); _ = os.RemoveAll(dir) }, nil
+	return nc, func() { nc.Close(); srv.Shutdown(); _ = os.RemoveAll(dir) }, dir, nil
 }
 
 func printResults(w io.Writer, results []bench.Result) {

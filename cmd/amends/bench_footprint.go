@@ -49,10 +49,11 @@ start-up (a smoke test for CI).
 ` + envHelp
 
 type footprintFlags struct {
-	bench    benchFlags
-	attempts string
-	perShape int
-	startup  string
+	bench       benchFlags
+	attempts    string
+	perShape    int
+	compression string
+	startup     string
 }
 
 func newBenchFootprintCmd(a *app) *cobra.Command {
@@ -69,6 +70,7 @@ func newBenchFootprintCmd(a *app) *cobra.Command {
 	fs := cmd.Flags()
 	fs.SortFlags = false
 	fs.StringVar(&f.attempts, "attempts", "1,3,10", "record shapes measured on disk: replays until success, comma-separated, 1 to 100 each")
+	fs.StringVar(&f.compression, "compression", "both", "the streams and buckets of the records on disk: none, s2 (the compensation stream and the views bucket compressed) or both, in one run")
 	fs.IntVar(&f.perShape, "per-shape", 0, "records made of each shape, 10 to 100000 (default 2000, quick 100)")
 	fs.StringVar(&f.startup, "startup", "", "index sizes of the start-up, comma-separated, 1000 to 10000000 each (default 100000,1000000, quick 20000)")
 	fs.IntVar(&f.bench.records, "records", 0, "the largest start-up size (adds it to --startup), 1000 to 10000000")
@@ -97,6 +99,9 @@ func footprintConfig(f *footprintFlags) (bench.FootprintConfig, error) {
 		return c, err
 	}
 	c.Attempts = attempts
+	if c.Compression, err = compressionVariants(f.compression); err != nil {
+		return c, err
+	}
 	if f.perShape != 0 && (f.perShape < minFootprintShape || f.perShape > maxFootprintShape) {
 		return c, usageErrorf("--per-shape must be between %d and %d, got %d", minFootprintShape, maxFootprintShape, f.perShape)
 	}
@@ -121,10 +126,18 @@ func footprintConfig(f *footprintFlags) (bench.FootprintConfig, error) {
 			c.Startup = append(c.Startup, n)
 		}
 	}
-	if f.bench.output != "table" && f.bench.output != "json" {
-		return c, usageErrorf("--output must be table or json, got %q", f.bench.output)
+	return c, checkOutput(f.bench.output)
+}
+
+// compressionVariants are the variants --compression asks for.
+func compressionVariants(v string) ([]string, error) {
+	switch v {
+	case "both", "": // "": the flag's default
+		return []string{bench.CompressionNone, bench.CompressionS2}, nil
+	case bench.CompressionNone, bench.CompressionS2:
+		return []string{v}, nil
 	}
-	return c, nil
+	return nil, usageErrorf("--compression must be none, s2 or both, got %q", clipText(v, 40))
 }
 
 // intList parses a comma-separated list of at most 8 integers within
@@ -162,10 +175,11 @@ func runFootprint(ctx context.Context, a *app, f *footprintFlags) error {
 	default:
 		return usageErrorf("--storage must be file or memory, got %q", f.bench.storage)
 	}
-	nc, closeNATS, err := benchConnect(ctx, &f.bench)
+	nc, closeNATS, dir, err := benchConnectDir(ctx, &f.bench)
 	if err != nil {
 		return err
 	}
+	env.StoreDir = dir
 	defer closeNATS()
 	if env.JS, err = jetstream.New(nc); err != nil {
 		return err
@@ -189,12 +203,17 @@ func runFootprint(ctx context.Context, a *app, f *footprintFlags) error {
 
 func printFootprint(w io.Writer, r bench.FootprintResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "On disk, per record (NATS stream info)\t\t\t\t\t\t")
-	fmt.Fprintln(tw, "attempts\twhat\tbytes\tmsgs\tbytes after retention\tmsgs after retention\t")
+	fmt.Fprintln(tw, "On disk, per record (bytes: NATS stream info, raw; on disk: the stream's files)\t\t\t\t\t\t\t\t\t")
+	fmt.Fprintln(tw, "compression\tattempts\twhat\tbytes\ton disk\tfull blocks\tmsgs\tbytes after retention\tmsgs after retention\t")
 	for _, d := range r.Disk {
-		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.1f\t%.0f\t%.1f\t\n", d.Attempts, d.What, d.BytesPerRecord, d.MsgsPerRecord, d.AfterBytesPerRecord, d.AfterMsgsPerRecord)
+		disk := "-"
+		if d.DiskBytesPerRecord > 0 {
+			disk = fmt.Sprintf("%.0f", d.DiskBytesPerRecord)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%s\t%d\t%.1f\t%.0f\t%.1f\t\n", d.Compression, d.Attempts, d.What, d.BytesPerRecord, disk, d.FullBlocks,
+			d.MsgsPerRecord, d.AfterBytesPerRecord, d.AfterMsgsPerRecord)
 	}
-	fmt.Fprintln(tw, "\t\t\t\t\t\t")
+	fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t")
 	fmt.Fprintln(tw, "Start-up\t\t\t\t\t\t\t\t\t\t")
 	fmt.Fprintln(tw, "records\traw watch\tfull load\tfull/raw\tsnapshot read\tfrom snapshot\tsnap/read\tsnap/full\tsnapshot B/rec\tindex heap B/rec\t")
 	for _, s := range r.Startup {

@@ -115,8 +115,8 @@ func newBenchStormCmd(a *app) *cobra.Command {
 }
 
 func runStorm(ctx context.Context, a *app, f *stormFlags, changed func(string) bool) error {
-	if f.bench.output != "table" && f.bench.output != "json" {
-		return usageErrorf("--output must be table or json, got %q", f.bench.output)
+	if err := checkOutput(f.bench.output); err != nil {
+		return err
 	}
 	c := stormConfig(a, f, changed)
 	if err := checkStormConfig(c); err != nil {

@@ -40,8 +40,8 @@ func (f *clientFlags) add(a *app, cmd *cobra.Command) {
 
 // check validates the flags as usage errors.
 func (f *clientFlags) check() error {
-	if f.output != "table" && f.output != "json" {
-		return usageErrorf("--output must be table or json, got %q", f.output)
+	if err := checkOutput(f.output); err != nil {
+		return err
 	}
 	if f.timeout <= 0 {
 		return usageErrorf("--timeout must be positive, such as 30s or 2m, got %s", f.timeout)
@@ -183,4 +183,12 @@ func nameFlag(msg, field, flag string) string {
 		return "--" + flag + " " + rest
 	}
 	return "--" + flag + ": " + msg
+}
+
+// checkOutput checks --output: table or json.
+func checkOutput(o string) error {
+	if o != "table" && o != "json" {
+		return usageErrorf("--output must be table or json, got %q", clipText(o, 40))
+	}
+	return nil
 }

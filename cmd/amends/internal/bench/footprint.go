@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,9 +37,20 @@ type FootprintConfig struct {
 	// the disk figures, which are then measured again ("after
 	// retention"); default SweepRetention, the sweep serve runs.
 	Retention RetentionFunc
+	// Compression are the variants measured on disk: "none" (the streams
+	// and buckets as amends made them before it compressed anything) and
+	// "s2" (the compensation stream and the views bucket with JetStream's
+	// S2 compression); default both, in that order.
+	Compression []string
 	// Logger reports progress (default: discard).
 	Logger *slog.Logger
 }
+
+// Compression variants of the footprint.
+const (
+	CompressionNone = "none"
+	CompressionS2   = "s2"
+)
 
 // RetentionFunc removes the finished records of t as retention would,
 // as if their retention period had passed.
@@ -62,15 +74,26 @@ type FootprintResult struct {
 }
 
 // DiskRow is one stream's bytes per record for records of one shape, as
-// the stream's own info counts them.
+// the stream's own info counts them (raw) and as its files on disk hold
+// them.
 type DiskRow struct {
 	Attempts int    `json:"attempts"`
 	Stream   string `json:"stream"`
+	// Compression is the variant: CompressionNone or CompressionS2.
+	Compression string `json:"compression"`
 	// What is the stream's role: "compensation stream", "views bucket",
 	// or "other".
 	What           string  `json:"what"`
 	BytesPerRecord float64 `json:"bytesPerRecord"`
 	MsgsPerRecord  float64 `json:"msgsPerRecord"`
+	// DiskBytesPerRecord is what the stream's files take per record (0
+	// when not measured: a server of another process, or memory storage):
+	// the stream's bytes per record scaled by the ratio of its full
+	// blocks' files to the raw bytes they hold (the server compresses a
+	// block once it is full), or its files over the records when no block
+	// is full yet (FullBlocks 0).
+	DiskBytesPerRecord float64 `json:"diskBytesPerRecord,omitempty"`
+	FullBlocks         int     `json:"fullBlocks,omitempty"`
 	// After the retention sweep (FootprintConfig.Retention).
 	AfterBytesPerRecord float64 `json:"afterBytesPerRecord"`
 	AfterMsgsPerRecord  float64 `json:"afterMsgsPerRecord"`
@@ -95,13 +118,15 @@ func RunFootprint(ctx context.Context, env *Env, c FootprintConfig) (FootprintRe
 		c.Retention = SweepRetention(env)
 	}
 	var res FootprintResult
-	for _, a := range c.Attempts {
-		c.Logger.Info("footprint: records on disk", "attempts", a, "records", c.PerShape)
-		rows, err := diskFootprint(ctx, env, c, a)
-		if err != nil {
-			return res, fmt.Errorf("records of %d attempts: %w", a, err)
+	for _, comp := range c.Compression {
+		for _, a := range c.Attempts {
+			c.Logger.Info("footprint: records on disk", "attempts", a, "records", c.PerShape, "compression", comp)
+			rows, err := diskFootprint(ctx, env, c, a, comp)
+			if err != nil {
+				return res, fmt.Errorf("records of %d attempts, compression %s: %w", a, comp, err)
+			}
+			res.Disk = append(res.Disk, rows...)
 		}
-		res.Disk = append(res.Disk, rows...)
 	}
 	small, err := queryIndexAt(querySmall)
 	if err != nil {
@@ -137,6 +162,9 @@ func (c FootprintConfig) withDefaults(quick bool) FootprintConfig {
 	if len(c.Startup) == 0 {
 		c.Startup = DefaultFootprintStartup(quick)
 	}
+	if len(c.Compression) == 0 {
+		c.Compression = []string{CompressionNone, CompressionS2}
+	}
 	if c.QueryRuns == 0 {
 		c.QueryRuns = time.Second
 		if quick {
@@ -157,16 +185,19 @@ var footprintStack = strings.Repeat("github.com/example/billing/internal/ledger.
 // diskFootprint makes c.PerShape records that each fail, are replayed
 // attempts times (all but the last failing again) and succeed, projects
 // them, and returns every stream's bytes per record.
-func diskFootprint(ctx context.Context, env *Env, c FootprintConfig, attempts int) ([]DiskRow, error) {
-	name := fmt.Sprintf("footprint%d", attempts)
-	// Removable, as serve creates it, so that retention can purge.
-	store, closeStore, err := newStoreWith(ctx, env, name, []jsstore.Option{jsstore.WithRemovable(aggregate.Context)}, aggregate.Context)
+func diskFootprint(ctx context.Context, env *Env, c FootprintConfig, attempts int, compression string) ([]DiskRow, error) {
+	name := fmt.Sprintf("footprint%d%s", attempts, compression)
+	sopts, vopts, err := footprintOptions(env, compression)
+	if err != nil {
+		return nil, err
+	}
+	store, closeStore, err := newStoreWith(ctx, env, name, sopts, aggregate.Context)
 	if err != nil {
 		return nil, err
 	}
 	defer closeStore()
 	bucket := "bench_" + env.Prefix + "_" + name + "_views"
-	views, err := projection.OpenViews(ctx, env.JS, projection.WithBucket(bucket), projection.WithBucketStorage(env.Storage))
+	views, err := projection.OpenViews(ctx, env.JS, append(vopts, projection.WithBucket(bucket))...)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +227,10 @@ func diskFootprint(ctx context.Context, env *Env, c FootprintConfig, attempts in
 	if err != nil {
 		return nil, err
 	}
+	disk, err := streamsDisk(ctx, env, before, name, compression)
+	if err != nil {
+		return nil, err
+	}
 	if err := c.Retention(ctx, RetentionTarget{JS: env.JS, Store: store, Views: views, Records: ids}); err != nil {
 		return nil, fmt.Errorf("retention: %w", err)
 	}
@@ -208,19 +243,64 @@ func diskFootprint(ctx context.Context, env *Env, c FootprintConfig, attempts in
 		if !strings.Contains(s, name) {
 			continue // another shape's
 		}
-		what := roles[s]
-		if what == "" {
-			what = "other"
-		}
-		n := float64(len(ids))
-		row := DiskRow{Attempts: attempts, Stream: s, What: what, BytesPerRecord: float64(st.Bytes) / n, MsgsPerRecord: float64(st.Msgs) / n}
-		if a, ok := after[s]; ok {
-			row.AfterBytesPerRecord, row.AfterMsgsPerRecord = float64(a.Bytes)/n, float64(a.Msgs)/n
-		}
+		row := DiskRow{Attempts: attempts, Stream: s, Compression: compression, What: cmp.Or(roles[s], "other")}
+		row.measured(len(ids), st, disk, after)
 		rows = append(rows, row)
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].What+rows[i].Stream < rows[j].What+rows[j].Stream })
 	return rows, nil
+}
+
+// measured fills in r's figures per record of n records: its stream's
+// state st, its bytes on disk (when disk has them) and its state after
+// retention (when the stream is left).
+func (r *DiskRow) measured(n int, st jetstream.StreamState, disk map[string]diskUse, after map[string]jetstream.StreamState) {
+	per := func(v uint64) float64 { return float64(v) / float64(n) }
+	r.BytesPerRecord, r.MsgsPerRecord = per(st.Bytes), per(st.Msgs)
+	if u, ok := disk[r.Stream]; ok {
+		r.DiskBytesPerRecord, r.FullBlocks = u.perRecord(r.BytesPerRecord, n), u.Full
+	}
+	if a, ok := after[r.Stream]; ok {
+		r.AfterBytesPerRecord, r.AfterMsgsPerRecord = per(a.Bytes), per(a.Msgs)
+	}
+}
+
+// footprintOptions are the options of the event store and the views
+// bucket of the records of a compression variant. The compensation stream
+// is removable, as serve creates it, so that retention can purge.
+func footprintOptions(env *Env, compression string) ([]jsstore.Option, []projection.BucketOption, error) {
+	sopts := []jsstore.Option{jsstore.WithRemovable(aggregate.Context)}
+	vopts := []projection.BucketOption{projection.WithBucketStorage(env.Storage)}
+	switch compression {
+	case CompressionNone:
+	case CompressionS2:
+		sopts = append(sopts, jsstore.WithCompressed(aggregate.Context))
+		vopts = append(vopts, projection.WithBucketCompression())
+	default:
+		return nil, nil, fmt.Errorf("compression %q is neither %s nor %s", compression, CompressionNone, CompressionS2)
+	}
+	return sopts, vopts, nil
+}
+
+// streamsDisk measures on disk the streams of states whose names hold
+// name, when env's server stores files in a directory of this process;
+// none otherwise.
+func streamsDisk(ctx context.Context, env *Env, states map[string]jetstream.StreamState, name, compression string) (map[string]diskUse, error) {
+	disk := map[string]diskUse{}
+	if env.StoreDir == "" || env.Storage != jetstream.FileStorage {
+		return disk, nil
+	}
+	for s, st := range states {
+		if !strings.Contains(s, name) {
+			continue
+		}
+		u, err := streamDisk(ctx, env.StoreDir, s, st.Bytes, compression == CompressionS2)
+		if err != nil {
+			return nil, err
+		}
+		disk[s] = u
+	}
+	return disk, nil
 }
 
 // makeRecords makes n records through svc: each fails (created), then

@@ -4,10 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/cmd/amends/internal/bench"
+	"github.com/amends-dev/amends/internal/natstest"
 )
 
 // The footprint measures every stream of the records, runs serve's
@@ -17,7 +19,7 @@ func TestFootprintMeasuresBeforeAndAfterRetention(t *testing.T) {
 	env := newEnv(t, 1)
 	env.Quick = true
 	res, err := bench.RunFootprint(t.Context(), env, bench.FootprintConfig{Attempts: []int{2}, PerShape: 20, Startup: []int{1000},
-		QueryRuns: 10 * time.Millisecond})
+		QueryRuns: 10 * time.Millisecond, Compression: []string{bench.CompressionNone}})
 	require.NoError(t, err)
 	byWhat := map[string]bench.DiskRow{}
 	for _, d := range res.Disk {
@@ -37,4 +39,28 @@ func TestFootprintMeasuresBeforeAndAfterRetention(t *testing.T) {
 	for n := range names.Name() {
 		t.Errorf("stream %s was left behind", n)
 	}
+}
+
+// On a file store of this process the footprint reads the streams' files:
+// with S2, the compensation stream's full blocks take a fraction of their
+// raw bytes; without, all of them. 900 records of one attempt fill one
+// 8 MiB block.
+func TestFootprintMeasuresTheFilesWithAndWithoutCompression(t *testing.T) {
+	srv := natstest.New(t)
+	env := &bench.Env{JS: srv.JetStream(), Storage: jetstream.FileStorage, StoreDir: srv.StoreDir, Prefix: "d", Quick: true}
+	res, err := bench.RunFootprint(t.Context(), env, bench.FootprintConfig{Attempts: []int{1}, PerShape: 900, Startup: []int{1000},
+		QueryRuns: 10 * time.Millisecond})
+	require.NoError(t, err)
+	stream := map[string]bench.DiskRow{}
+	for _, d := range res.Disk {
+		if d.What == "compensation stream" {
+			stream[d.Compression] = d
+		}
+	}
+	none, s2 := stream[bench.CompressionNone], stream[bench.CompressionS2]
+	require.Equal(t, 1, none.FullBlocks, "%+v", none)
+	require.Equal(t, 1, s2.FullBlocks, "%+v", s2)
+	assert.InDelta(t, none.BytesPerRecord, none.DiskBytesPerRecord, none.BytesPerRecord*0.05, "uncompressed, the files hold the raw bytes: %+v", none)
+	assert.Less(t, s2.DiskBytesPerRecord, s2.BytesPerRecord/3, "S2 compresses the full block: %+v", s2)
+	assert.InDelta(t, none.BytesPerRecord, s2.BytesPerRecord, none.BytesPerRecord*0.05, "readers see the same messages: %+v %+v", none, s2)
 }

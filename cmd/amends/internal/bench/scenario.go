@@ -30,6 +30,10 @@ type Env struct {
 	// list, summary, count), between MinQueryRecords and MaxQueryRecords;
 	// 0 means 1M (quick: 100k). They compare it with an index of 10k.
 	Records int
+	// StoreDir is the JetStream store directory of an embedded server
+	// ("" for a server of another process): the footprint reads the
+	// streams' files there.
+	StoreDir string
 	// Dial opens another connection to the same server. The peer sides
 	// need their own: Watermill's subscriber drains its connection when it
 	// closes. A scenario with a peer side fails to prepare without it.
