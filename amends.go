@@ -101,8 +101,10 @@ func New(js jetstream.JetStream, contextName string, opts ...Option) (*Service, 
 	}
 	popts := []processor.Option{}
 	// The compensation stream allows purges: retention (amends serve
-	// --retention) removes finished records from it.
-	sopts := []jsstore.Option{jsstore.WithRemovable(aggregate.Context)}
+	// --retention) removes finished records from it. It is stored with S2
+	// compression, as serve creates it: its messages repeat the event, the
+	// state and the stack trace.
+	sopts := []jsstore.Option{jsstore.WithRemovable(aggregate.Context), jsstore.WithCompressed(aggregate.Context)}
 	ropts := []recorder.Option{}
 	aopts := []aggregate.ServiceOption{}
 	if c.clock != nil {

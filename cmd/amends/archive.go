@@ -63,8 +63,8 @@ func (f *archiveFlags) check() error {
 			return usageErrorf("--nats-url: %v", err)
 		}
 	}
-	if f.output != "table" && f.output != "json" {
-		return usageErrorf("--output must be table or json, got %q", f.output)
+	if err := checkOutput(f.output); err != nil {
+		return err
 	}
 	return nil
 }
@@ -356,7 +356,7 @@ func printRestore(w io.Writer, output string, results []archive.RestoreResult, d
 // duplicate window), so that restore needs none of serve's flags; a
 // missing stream is created with the defaults.
 func restoreStore(ctx context.Context, js jetstream.JetStream) (*jsstore.Store, error) {
-	opts := []jsstore.Option{jsstore.WithRemovable(aggregate.Context)}
+	opts := []jsstore.Option{jsstore.WithRemovable(aggregate.Context), jsstore.WithCompressed(aggregate.Context)}
 	probe, err := jsstore.New(js)
 	if err != nil {
 		return nil, err

@@ -118,6 +118,7 @@ type serveFlags struct {
 	notify    notifyFlags
 	sec       httpSecFlags
 	snap      snapshotFlags
+	comp      compressionFlags
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -182,9 +183,11 @@ func newServeCmd(a *app) *cobra.Command {
 	f.retention.add(fs, retention.DefaultRetention)
 	f.notify.add(fs)
 	f.snap.add(fs)
+	f.comp.add(fs)
 	f.sec.add(fs)
 	annotateEnv(fs)
 	f.sec.addCommandLineOnly(fs) // after annotateEnv: never from the environment
+	f.comp.addCommandLineOnly(fs)
 	return cmd
 }
 
@@ -207,6 +210,9 @@ func (f *serveFlags) config(cmd *cobra.Command, env func(string) (string, bool),
 		return cfg, err
 	}
 	if err := f.snap.config(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := f.comp.config(&cfg); err != nil {
 		return cfg, err
 	}
 	if err := checkRange("startup-timeout", f.startupTimeout, 5*time.Second, time.Hour, ""); err != nil {
@@ -322,6 +328,10 @@ type serveConfig struct {
 	storage    jetstream.StorageType
 	replicas   int
 	maxMsgSize int32
+	// compression is how the compensation stream and the views bucket are
+	// stored; compressExisting changes existing ones in place at start.
+	compression      jetstream.StoreCompression
+	compressExisting bool
 
 	// http is the API's address; tokens authenticate it: those of
 	// tokensFile (re-read when it changes) and inlineTokens (--tokens).

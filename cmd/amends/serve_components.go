@@ -161,7 +161,7 @@ func openReadModel(ctx context.Context, cfg serveConfig, js jetstream.JetStream,
 		}
 	}
 	views, err := retryOpen(ctx, startup, "the views bucket "+projection.DefaultBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
-		views, err := projection.OpenViews(ctx, js, projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))
+		views, err := projection.OpenViews(ctx, js, append(viewsCompression(cfg), projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))...)
 		if errors.Is(err, projection.ErrIncompatibleBucket) {
 			// Used as it is (projected views work on any settings),
 			// reported by /readyz until repaired.

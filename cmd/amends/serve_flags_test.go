@@ -25,6 +25,7 @@ func TestServeRefusesBadSettings(t *testing.T) {
 	}{
 		{"max-msg-size", "99999999", "--max-msg-size must be between 1024 and 67108864 bytes (64 MiB is the largest max_payload of a NATS server), got 99999999"},
 		{"max-msg-size", "1000", "--max-msg-size must be between 1024 and 67108864 bytes"},
+		{"compression", "zstd", `--compression must be s2 or none, got "zstd"`},
 		{"lease-ttl", "1ms", "--lease-ttl must be between 1s and 24h, got 1ms"},
 		{"lease-ttl", "25h", "--lease-ttl must be between 1s and 24h, got 25h"},
 		{"index-snapshot-every", "500ms", "--index-snapshot-every must be between 1s and 24h (0: off), got 500ms"},

@@ -74,8 +74,8 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 	}
 	// The compensation stream allows purges, so that retention can remove
 	// finished records (a stream that exists keeps what it has).
-	store, err := jsstore.New(js, jsstore.WithStorage(cfg.storage), jsstore.WithReplicas(cfg.replicas), jsstore.WithMaxMsgSize(cfg.maxMsgSize),
-		jsstore.WithRemovable(aggregate.Context))
+	store, err := jsstore.New(js, append(storeCompression(cfg), jsstore.WithStorage(cfg.storage), jsstore.WithReplicas(cfg.replicas), jsstore.WithMaxMsgSize(cfg.maxMsgSize),
+		jsstore.WithRemovable(aggregate.Context))...)
 	if err != nil {
 		return fmt.Errorf("event store: %w", err)
 	}
@@ -99,6 +99,12 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 			stream, strings.ToLower(cfg.storage.String()), cfg.replicas, conn.url, hint, err)
 	}
 	logger.Info("event store ready", "nats_url", conn.url, "stream", stream, "storage", strings.ToLower(cfg.storage.String()), "replicas", cfg.replicas)
+	err = transient.Retry(sctx, logger, "the compression of the streams", func(ctx context.Context) error {
+		return checkCompression(ctx, cfg, js, store, logger)
+	})
+	if err != nil {
+		return fmt.Errorf("check the compression of the compensation stream and the views bucket: %w", err)
+	}
 
 	components, httpURL, err := controlPlane(sctx, cfg, conn.nc, js, store, logger)
 	if err != nil {
