@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
@@ -19,9 +20,10 @@ const benchContext = "orders"
 
 // newStore returns a store whose streams and subjects belong to this run,
 // with the streams of the given contexts (default: orders) provisioned, and
-// a function that deletes them.
+// a function that deletes them. The compensation stream is compressed, as
+// serve and amends.New create it.
 func newStore(ctx context.Context, env *Env, name string, contexts ...string) (*jsstore.Store, func(), error) {
-	return newStoreWith(ctx, env, name, nil, contexts...)
+	return newStoreWith(ctx, env, name, []jsstore.Option{jsstore.WithCompressed(aggregate.Context)}, contexts...)
 }
 
 // newStoreWith is newStore with more store options.
