@@ -24,7 +24,11 @@ On disk: records that each failed, were replayed --attempts times (all but
 the last replay failing again) and succeeded, made through the event store
 and projected (--per-shape of each), and the bytes and messages per record
 of every stream and bucket they touch, as NATS' own stream info counts
-them. The "after retention" columns are the same streams after serve's
+them, and the bytes their files take on disk (the embedded server, file
+storage): measured over the full blocks, which the server compresses
+once they are full. --compression both measures the records with the
+compensation stream and the views bucket raw (none) and with S2 (s2, as
+serve creates them). The "after retention" columns are the same streams after serve's
 retention sweep (30 days for SUCCEEDED records, on a clock the records
 were made 31 days before) removed every record: what is left is the
 streams' own overhead and the views bucket's delete markers.
