@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,15 +14,12 @@ import (
 	"github.com/amends-dev/amends/archive"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
 )
 
 func TestArchiveListShowAndRestore(t *testing.T) {
 	// Given a NATS server, two records that succeeded, archived in sweep 1 and removed
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	srv := natstest.NewListening(t)
 	js := connectJS(t, srv.ClientURL())
 	// A short duplicate window: restore appends the streams with their
 	// ids, which JetStream remembers that long after they were appended.

@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/projection"
 )
 
@@ -39,11 +39,7 @@ func TestServeCompressesNewStreams(t *testing.T) {
 // serve says so; --compress-existing changes it in place, keeping its
 // record.
 func TestServeCompressesAnExistingStreamOnlyWhenAsked(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	srv := natstest.NewListening(t)
 	js := connectJS(t, srv.ClientURL())
 	old, err := jsstore.New(js, jsstore.WithRemovable(aggregate.Context))
 	require.NoError(t, err)

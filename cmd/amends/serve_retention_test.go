@@ -3,23 +3,18 @@ package main
 import (
 	"os"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
+	"github.com/amends-dev/amends/internal/natstest"
 )
 
 func TestServeMigratesAStreamThatDeniesPurges(t *testing.T) {
 	// Given a NATS server whose compensation stream was created before retention
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	srv.Start()
-	require.True(t, srv.ReadyForConnections(10*time.Second))
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	srv := natstest.NewListening(t)
 	js := connectJS(t, srv.ClientURL())
 	old, err := jsstore.New(js)
 	require.NoError(t, err)
