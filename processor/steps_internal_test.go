@@ -265,3 +265,27 @@ func TestExecuteWaitsForEachRetryOnTheRetryTimer(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, p.waitFor(ctx, time.Hour), context.Canceled)
 }
+
+// The whole chain counts each outcome once: a refused call is one
+// refusal and one failure, and no call.
+func TestTheChainCountsARefusalOnce(t *testing.T) {
+	p := &Processor{o: defaultOptions()}
+	calls := 0
+	f := stepFunction(t, aggregate.KindEvent, 0, answer(&calls, errStep))
+	f.run = p.chain(f)
+	breakerOf(t, f)
+	ctx := context.Background()
+
+	_, _, err := p.call(ctx, f, stepDelivery()) // opens the circuit
+	require.ErrorIs(t, err, errStep)
+	d := stepDelivery()
+	d.Event.ID = "e-2"
+	_, again, err := p.call(ctx, f, d)
+	require.ErrorIs(t, err, circuit.ErrOpen)
+	assert.False(t, again)
+	assert.Equal(t, 1, calls)
+	assert.Equal(t, uint64(1), f.stats.Calls.Load())
+	assert.Equal(t, uint64(1), f.stats.Refused.Load())
+	assert.Equal(t, uint64(2), f.stats.Failed.Load(), "the failed call and the refusal, each once")
+	assert.Zero(t, f.stats.Succeeded.Load())
+}
