@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -211,7 +210,7 @@ func (s *Service) Execute(ctx context.Context, id string, c Command, meta Meta) 
 	r.assumeNew = r.assumeNew && !r.guess
 	for attempt := 0; attempt < s.maxAttempts; attempt++ {
 		if attempt > 0 && r.lastErr != nil {
-			if err := backoff(ctx, attempt); err != nil {
+			if err := wait.Backoff(ctx, attempt); err != nil {
 				return Result{}, err
 			}
 		}
@@ -399,11 +398,4 @@ func (s *Service) stream(id, streamID string, version uint64, c Command, meta Me
 	}
 	st.State = state
 	return st, nil
-}
-
-// backoff sleeps before conflict retry n (1-based): full jitter over
-// 1 ms·2^n, capped at 50 ms.
-func backoff(ctx context.Context, n int) error {
-	d := min(time.Millisecond<<n, 50*time.Millisecond)
-	return wait.Sleep(ctx, rand.N(d)+time.Millisecond)
 }

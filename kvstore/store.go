@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/amends-dev/amends/internal/wait"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -247,7 +248,8 @@ const DefaultAttempts = 100
 // Change reads key, calls fn with what it holds and does what fn says,
 // with a compare-and-set on the revision read (a create when the key has
 // no value), and again from the read when another writer moved the key
-// in between, at most DefaultAttempts times (then ErrConflict). It returns
+// in between, at most DefaultAttempts times (then ErrConflict); after the
+// third read it waits before each, a random while growing to 50 ms. It returns
 // the value and revision written (or, for Keep, read; for Remove, the
 // value read and revision 0). An error of fn is returned as it is, with
 // nothing written. Change never calls fn with a value that did not
@@ -258,6 +260,13 @@ func (s *Store[T]) Change(ctx context.Context, key string, fn func(cur Current[T
 	for attempt := 0; attempt < DefaultAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return zero, 0, err
+		}
+		// After two lost races, wait a little: the other writers spread
+		// out, and a replica that served a stale read catches up.
+		if attempt > 2 {
+			if err := wait.Backoff(ctx, attempt-2); err != nil {
+				return zero, 0, err
+			}
 		}
 		var cur Current[T]
 		v, rev, err := s.Get(ctx, key)

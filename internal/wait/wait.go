@@ -3,6 +3,7 @@ package wait
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 )
 
@@ -61,4 +62,13 @@ func Restart(ctx context.Context, lo, hi time.Duration, run func(context.Context
 		}
 		backoff = min(2*backoff, hi)
 	}
+}
+
+// Backoff sleeps before retry n (1-based) of a lost compare-and-set race:
+// a random wait of up to 1 ms·2^n (at most 50 ms), plus 1 ms, so that the
+// writers that collided spread out and a replica that lags behind catches
+// up. It returns ctx's error if ctx ends first.
+func Backoff(ctx context.Context, n int) error {
+	d := min(time.Millisecond<<min(n, 16), 50*time.Millisecond)
+	return Sleep(ctx, rand.N(d)+time.Millisecond)
 }

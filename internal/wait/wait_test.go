@@ -67,3 +67,16 @@ func TestRestartEndsWithItsContext(t *testing.T) {
 		return true
 	})
 }
+
+// Backoff waits at least a millisecond, for any retry number (a large one
+// does not overflow), and gives up with its context.
+func TestBackoffWaitsAndEndsWithItsContext(t *testing.T) {
+	for _, n := range []int{1, 5, 63, 1000} {
+		start := time.Now()
+		require.NoError(t, wait.Backoff(t.Context(), n))
+		assert.GreaterOrEqual(t, time.Since(start), time.Millisecond, "retry %d", n)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	assert.ErrorIs(t, wait.Backoff(ctx, 3), context.Canceled)
+}
