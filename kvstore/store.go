@@ -245,6 +245,17 @@ func (c Current[T]) Exists() bool { return c.Revision != 0 && c.Invalid == nil }
 // conflict.
 const DefaultAttempts = 100
 
+// pause is what Change does before its attempt n (0-based): after two
+// lost races it waits a little, so that the other writers spread out and
+// a replica that served a stale read catches up. It returns ctx's error
+// once ctx has ended.
+func pause(ctx context.Context, n int) error {
+	if n > 2 {
+		return wait.Backoff(ctx, n-2)
+	}
+	return ctx.Err()
+}
+
 // Change reads key, calls fn with what it holds and does what fn says,
 // with a compare-and-set on the revision read (a create when the key has
 // no value), and again from the read when another writer moved the key
@@ -258,15 +269,8 @@ const DefaultAttempts = 100
 func (s *Store[T]) Change(ctx context.Context, key string, fn func(cur Current[T]) (T, Action, error)) (T, uint64, error) {
 	var zero T
 	for attempt := 0; attempt < DefaultAttempts; attempt++ {
-		if err := ctx.Err(); err != nil {
+		if err := pause(ctx, attempt); err != nil {
 			return zero, 0, err
-		}
-		// After two lost races, wait a little: the other writers spread
-		// out, and a replica that served a stale read catches up.
-		if attempt > 2 {
-			if err := wait.Backoff(ctx, attempt-2); err != nil {
-				return zero, 0, err
-			}
 		}
 		var cur Current[T]
 		v, rev, err := s.Get(ctx, key)
