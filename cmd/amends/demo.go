@@ -113,6 +113,7 @@ func demoEmbedded(ctx context.Context, a *app, f *demoFlags) error {
 		startupTimeout: defaultStartupTimeout,
 		replicas:       1,
 		maxMsgSize:     1 << 20,
+		compression:    jetstream.S2Compression, // as serve's default
 		http:           addr,
 		scheduler:      &schedulerConfig{period: time.Second, batch: 100, workers: 4, leaseTTL: scheduler.DefaultLeaseTTL, drainRate: scheduler.DefaultDrainRate, rate: scheduler.DefaultRate},
 		ready:          a.serveReady,
