@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // The bytes a stream takes on disk, as the server's files hold them. The
@@ -68,10 +70,8 @@ func streamDisk(ctx context.Context, storeDir, stream string, stateBytes uint64,
 		if done || time.Now().After(deadline) {
 			return u, nil
 		}
-		select {
-		case <-ctx.Done():
-			return diskUse{}, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		if err := wait.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return diskUse{}, err
 		}
 	}
 }
