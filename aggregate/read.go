@@ -55,6 +55,55 @@ func (s *Service) GetAtLeast(ctx context.Context, id string, v uint64) (State, u
 	return found(id, snap, version, err)
 }
 
+// GetDelivered is GetAtLeast for st, a stream of a record that a consumer
+// delivered: it returns the record whose id st names, at st's version or
+// later. When the store reports that st is still the record's last stream
+// (*jsstore.Store then asks only for a message after st, and usually finds
+// none), the state st carries is returned and cached, so the record is not
+// read again, nor before the next command on it. Otherwise, or for a
+// stream that carries no usable state, the record is read as GetAtLeast
+// reads it.
+//
+// A stream of another aggregate type, or with an invalid id, returns an
+// *Error matching ErrIllegalArgument; otherwise errors as GetAtLeast. Safe
+// for concurrent use.
+func (s *Service) GetDelivered(ctx context.Context, st eventstore.Stream) (State, uint64, error) {
+	id := st.Aggregate.ID
+	if err := checkRecordID(id); err != nil {
+		return State{}, 0, err
+	}
+	if st.Aggregate != RecordAggregate(id) {
+		return State{}, 0, illegalArgument(fmt.Sprintf("stream %s is of %s, not of an ExecutionFailed record", st.ID, st.Aggregate))
+	}
+	if snap, ok := s.stillLast(ctx, st); ok {
+		return snap.State, st.Version, nil
+	}
+	return s.GetAtLeast(ctx, id, st.Version)
+}
+
+// stillLast returns the snapshot st carries, cached, if the store says st
+// is still its record's last stream. ok is false when it cannot say so:
+// the state is not usable, the store cannot check, or the record moved on,
+// or the check failed (a replica, even the leader, may not have st yet).
+func (s *Service) stillLast(ctx context.Context, st eventstore.Stream) (snapshot, bool) {
+	lc, ok := s.store.(lastChecker)
+	c, hit := s.cache.get(st.Aggregate.ID)
+	if !ok || st.Seq == 0 || hit && c.version > st.Version {
+		return snapshot{}, false
+	}
+	snap := c.snap // this Service appended or read st: no need to decode it
+	if !hit || !c.is(st) {
+		if snap, ok = carried(st); !ok || snap.State.Status == StatusPrepared && snap.State.PreparedVersion == 0 {
+			return snapshot{}, false // load replays the history of such a state
+		}
+	}
+	if _, changed, err := lc.LoadLastIfChanged(ctx, st.Aggregate, st.Seq); err != nil || changed {
+		return snapshot{}, false
+	}
+	s.cache.put(st.Aggregate.ID, cachedRecord{seq: st.Seq, version: st.Version, snap: snap, at: s.clock.Now().UnixMilli()})
+	return snap, true
+}
+
 // found is what Get and GetAtLeast return for a load's result.
 func found(id string, snap snapshot, version uint64, err error) (State, uint64, error) {
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/eventstore"
 )
 
 var (
@@ -313,15 +314,15 @@ func (p *Processor) renewClaim(ctx context.Context, key string, done <-chan stru
 	}
 }
 
-// headSucceeded starts the release of the hold whose head is record id,
-// which has just become SUCCEEDED. The hold is found in the cache, else
-// through the record (its function and aggregate).
-func (p *Processor) headSucceeded(ctx context.Context, id string, version uint64) error {
-	key := ""
+// headSucceeded starts the release of the hold whose head is the record
+// of rec, a message that made it SUCCEEDED. The hold is found in the
+// cache, else through the record (its function and aggregate).
+func (p *Processor) headSucceeded(ctx context.Context, rec eventstore.Stream) error {
+	id, key := rec.Aggregate.ID, ""
 	if h, ok := p.holds.cache.byRecord(id); ok {
 		key = h.Key()
 	} else {
-		st, _, err := p.readRecord(ctx, id, version)
+		st, _, err := p.readRecord(ctx, rec)
 		if errors.Is(err, aggregate.ErrNotFound) {
 			return nil
 		}

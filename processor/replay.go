@@ -88,7 +88,7 @@ func (p *Processor) finishReplay(ctx context.Context, w *msgWork, succeeded bool
 		retry = w.cause
 	}
 	if succeeded && p.holds != nil {
-		if err := p.headSucceeded(ctx, w.st.Aggregate.ID, w.st.Version); err != nil {
+		if err := p.headSucceeded(ctx, w.st); err != nil {
 			retry = err
 		}
 	}
@@ -193,7 +193,7 @@ func (p *Processor) prepareReplay(ctx context.Context, t *replayTask) (dispositi
 		read()
 	}
 	if p.o.records != nil {
-		st, got, err := p.readRecord(ctx, id, version)
+		st, got, err := p.readRecord(ctx, t.w.st)
 		if err == nil && got < version {
 			// The record's version of this message is committed but not
 			// yet readable (a replica, or the stream leader, has not
@@ -240,16 +240,23 @@ func (p *Processor) prepareReplay(ctx context.Context, t *replayTask) (dispositi
 	return ack, nil
 }
 
-// readRecord reads record id, which the replayed message shows at version
-// or later: a reader that can is asked for at least that version, so that
-// a replica lagging behind the message never makes the replay look stale.
-func (p *Processor) readRecord(ctx context.Context, id string, version uint64) (aggregate.State, uint64, error) {
-	if r, ok := p.o.records.(interface {
+// readRecord reads the record of rec, the replayed message, at rec's
+// version or later: a reader that can is given the message, whose state it
+// need not read again (aggregate.Service.GetDelivered), or asked for at
+// least that version, so that a replica lagging behind the message never
+// makes the replay look stale.
+func (p *Processor) readRecord(ctx context.Context, rec eventstore.Stream) (aggregate.State, uint64, error) {
+	switch r := p.o.records.(type) {
+	case interface {
+		GetDelivered(ctx context.Context, st eventstore.Stream) (aggregate.State, uint64, error)
+	}:
+		return r.GetDelivered(ctx, rec)
+	case interface {
 		GetAtLeast(ctx context.Context, id string, v uint64) (aggregate.State, uint64, error)
-	}); ok {
-		return r.GetAtLeast(ctx, id, version)
+	}:
+		return r.GetAtLeast(ctx, rec.Aggregate.ID, rec.Version)
 	}
-	return p.o.records.Get(ctx, id)
+	return p.o.records.Get(ctx, rec.Aggregate.ID)
 }
 
 func (p *Processor) settleReplay(ctx context.Context, id string, x Execution) (disposition, error) {

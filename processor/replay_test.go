@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/processor"
 )
 
@@ -177,8 +179,8 @@ func TestReplayFallsBackToAggregateAndVersion(t *testing.T) {
 	assert.Equal(t, 1, c.count(other.Events[0].ID), "not the one at the recorded sequence")
 }
 
-// gatedRecords holds every GetAtLeast until opened, and notes if it had to
-// give up waiting.
+// gatedRecords holds every record read of a replay until opened, and notes
+// if it had to give up waiting.
 type gatedRecords struct {
 	*aggregate.Service
 	open    <-chan struct{}
@@ -186,14 +188,14 @@ type gatedRecords struct {
 	waiting atomic.Int64
 }
 
-func (g *gatedRecords) GetAtLeast(ctx context.Context, id string, v uint64) (aggregate.State, uint64, error) {
+func (g *gatedRecords) GetDelivered(ctx context.Context, st eventstore.Stream) (aggregate.State, uint64, error) {
 	g.waiting.Add(1)
 	select {
 	case <-g.open:
 	case <-time.After(waitFor):
 		g.gaveUp.Store(true)
 	}
-	return g.Service.GetAtLeast(ctx, id, v)
+	return g.Service.GetDelivered(ctx, st)
 }
 
 // A replay reads the original event while it reads the record, not after:
@@ -222,4 +224,42 @@ func TestReplayReadsTheEventWhileItReadsTheRecord(t *testing.T) {
 	assert.False(t, records.gaveUp.Load(), "the event's direct get was sent before the record's read returned")
 	assert.Equal(t, int64(1), records.waiting.Load(), "the record was read once")
 	assert.Equal(t, 2, mailer.count(evt))
+}
+
+// A record prepared elsewhere (by serve's scheduler) is replayed without
+// reading the record's last message: the replay checks that the prepare
+// it was delivered is still the last one (a get of the next message, which
+// finds none), and the success appends without a read.
+func TestAReplayDoesNotReadTheRecordItWasDelivered(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	mailer := newCounter()
+	mailer.failWith(errBoom)
+	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
+	run(t, p)
+	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	evt := st.Events[0].ID
+	id := aggregate.RecordID(evt, info("Mailer", "onPlaced"))
+	require.Eventually(t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusFailed }, waitFor, tick)
+
+	elsewhere, err := jsstore.New(e.js)
+	require.NoError(t, err)
+	scheduler := aggregate.NewService(elsewhere, aggregate.WithClock(e.clock))
+	_, _, err = scheduler.Get(t.Context(), id)
+	require.NoError(t, err)
+	var lastGets atomic.Int64
+	sub, err := e.nc.Subscribe("$JS.API.DIRECT.GET."+e.store.StreamName(aggregate.Context)+".>", func(*nats.Msg) { lastGets.Add(1) })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, e.nc.Flush())
+
+	mailer.succeed()
+	e.clock.SetMillis(t0 + 1000)
+	_, err = scheduler.Execute(t.Context(), id, aggregate.PrepareCompensation{}, aggregate.Meta{Actor: "scheduler"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return mailer.count(evt) == 2 && e.rec.Metrics().Applied.Load() == 1 }, waitFor, tick, "replayed and recorded")
+	require.NoError(t, e.nc.Flush())
+	assert.Zero(t, lastGets.Load(), "no last message of the record was read")
+	assert.Equal(t, aggregate.StatusSucceeded, e.record(evt, info("Mailer", "onPlaced")).Status)
+	assert.Zero(t, p.Metrics().ReplaysSkipped.Load())
 }

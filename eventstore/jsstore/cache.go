@@ -66,6 +66,20 @@ func (c *positionCache) put(subject string, p position) {
 	c.items[subject] = p
 }
 
+// advance records p if the cache knows an older version of subject; it
+// never adds a subject, so positions of aggregates this Store does not
+// work with never crowd out those it does.
+func (c *positionCache) advance(subject string, p position) {
+	if c.max == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.items[subject]; ok && old.version < p.version {
+		c.items[subject] = p
+	}
+}
+
 func (c *positionCache) forget(subject string) {
 	if c.max == 0 {
 		return

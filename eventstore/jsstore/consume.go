@@ -23,10 +23,20 @@ func (s *Store) FilterSubject(context, aggregateType string) string {
 // subject and headers), and sets Seq from the message's metadata. An error
 // matches eventstore.ErrCorrupt; such a message can never be processed and should be
 // terminated.
+//
+// When the Store knows an older position of the message's aggregate (it
+// appended to it or read it before), it takes the message's as the newer
+// one, so that its next read or append of that aggregate starts there.
+// Safe for concurrent use.
 func (s *Store) DecodeMsg(m jetstream.Msg) (eventstore.Stream, error) {
 	md, err := m.Metadata()
 	if err != nil {
 		return eventstore.Stream{}, fmt.Errorf("message on %s has no JetStream metadata: %v: %w", m.Subject(), err, eventstore.ErrCorrupt)
 	}
-	return s.decode(&rawMsg{subject: m.Subject(), seq: md.Sequence.Stream, header: m.Headers(), data: m.Data()})
+	raw := &rawMsg{subject: m.Subject(), seq: md.Sequence.Stream, header: m.Headers(), data: m.Data()}
+	st, p, err := s.decodeAt(raw)
+	if err == nil {
+		s.positions.advance(raw.subject, p)
+	}
+	return st, err
 }

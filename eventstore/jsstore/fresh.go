@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/amends-dev/amends/eventstore"
 )
 
@@ -136,7 +138,11 @@ func (s *Store) LoadLastFromLeader(ctx context.Context, a eventstore.AggregateID
 // LoadLastIfChanged returns the aggregate's latest stream and true, or, if
 // that stream is still the one at sequence known, no stream and false
 // without decoding it: usually one direct get either way. A caller that
-// keeps what it decoded last uses it to skip the decoding. A direct get
+// keeps what it decoded last uses it to skip the decoding. When this Store
+// knows known as the aggregate's position (it appended or read that
+// stream, or a consumer delivered it), the direct get asks only for a
+// message after known, so an unchanged aggregate costs a not-found answer
+// instead of its last message. A direct get
 // that answers with a message before known (a replica that lags) is never
 // taken for a change: the stream leader is asked instead. Errors as
 // LoadLast, and eventstore.ErrCorrupt if even the leader has nothing as recent as
@@ -151,6 +157,9 @@ func (s *Store) LoadLastIfChanged(ctx context.Context, a eventstore.AggregateID,
 	}
 	subj, err := subject(s.opts.subjectPrefix, a)
 	if err != nil {
+		return eventstore.Stream{}, false, err
+	}
+	if unchanged, err := s.nothingAfter(ctx, h, subj, known); unchanged || err != nil {
 		return eventstore.Stream{}, false, err
 	}
 	// An answer older than known comes from a lagging replica, never from
@@ -170,4 +179,24 @@ func (s *Store) LoadLastIfChanged(ctx context.Context, a eventstore.AggregateID,
 	}
 	st, err := s.decodeLast(ctx, h, subj, last)
 	return st, err == nil, err
+}
+
+// nothingAfter reports whether subj has no message after known, which this
+// Store knows as the subject's last position: one direct get of the next
+// message, which usually finds none. A replica that lags may miss a newer
+// message, as a direct get of the last one may. It reports false, for the
+// caller to read the last message, when the Store does not know known as
+// the position or when a message follows.
+func (s *Store) nothingAfter(ctx context.Context, h *streamHandle, subj string, known uint64) (bool, error) {
+	if p, ok := s.positions.get(subj); known == 0 || !ok || p.seq != known || p.expect != 0 {
+		return false, nil
+	}
+	_, err := h.stream.GetMsg(ctx, known+1, jetstream.WithGetMsgSubject(subj))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("get the message after %d on %s: %w", known, subj, err)
+	}
+	return false, nil
 }

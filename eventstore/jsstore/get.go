@@ -151,22 +151,28 @@ func (p position) nextPrevs() string {
 // decode turns a stored message into a Stream and checks that its document
 // agrees with where it is stored.
 func (s *Store) decode(m *rawMsg) (eventstore.Stream, error) {
+	st, _, err := s.decodeAt(m)
+	return st, err
+}
+
+// decodeAt is decode that also returns the message's position.
+func (s *Store) decodeAt(m *rawMsg) (eventstore.Stream, position, error) {
 	st, err := eventstore.Decode(m.data)
 	if err != nil {
-		return eventstore.Stream{}, fmt.Errorf("message %d on %s: %v: %w", m.seq, m.subject, err, eventstore.ErrCorrupt)
+		return eventstore.Stream{}, position{}, fmt.Errorf("message %d on %s: %v: %w", m.seq, m.subject, err, eventstore.ErrCorrupt)
 	}
 	p, err := m.pos()
 	if err != nil {
-		return eventstore.Stream{}, err
+		return eventstore.Stream{}, position{}, err
 	}
 	subj, err := subject(s.opts.subjectPrefix, st.Aggregate)
 	if err != nil || subj != m.subject || p.version != st.Version {
-		return eventstore.Stream{}, fmt.Errorf("message %d on %s holds %s version %d (header version %d): %w",
+		return eventstore.Stream{}, position{}, fmt.Errorf("message %d on %s holds %s version %d (header version %d): %w",
 			m.seq, m.subject, st.Aggregate, st.Version, p.version, eventstore.ErrCorrupt)
 	}
 	st.Seq, st.PrevSeq = m.seq, p.prevSeq
 	st.TraceParent, st.TraceState = tracing.Header(m.header)
-	return st, nil
+	return st, p, nil
 }
 
 func fromRaw(r *jetstream.RawStreamMsg) *rawMsg {
