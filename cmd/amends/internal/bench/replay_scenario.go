@@ -32,7 +32,9 @@ var billing = aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextN
 // by sequence, the function, ApplyExecutionSuccess (load, decide, append).
 // The raw side does the JetStream work that rests on: get-last and publish
 // with the expected sequence, a consumer receiving it, a direct get of the
-// original message, get-last and publish of the result. The peer side
+// original message, get-last and publish of the result; its sized twin
+// does the same with messages as large as those amends writes and reads
+// (the record's stream document: its event and state). The peer side
 // publishes a poisoned message and waits until Watermill's requeuer moved
 // it back and the handler took it (see wmReplay).
 func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
@@ -80,19 +82,33 @@ func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
 			return fail(err)
 		}
 	}
-	raw, err := newRawReplay(ctx, env, r, seqs)
+	raw, err := newRawReplay(ctx, env, r, "rawrecord", seqs, 0)
 	if err != nil {
+		stopProc()
+		return fail(err)
+	}
+	size, err := replayMessageSize(ctx, r, ids[0], creates[0])
+	if err != nil {
+		raw.stop()
+		stopProc()
+		return fail(err)
+	}
+	sized, err := newRawReplay(ctx, env, r, "sizedrecord", seqs, size)
+	if err != nil {
+		raw.stop()
 		stopProc()
 		return fail(err)
 	}
 	payload, err := eventstore.Encode(new(orderStream("peer", 1)))
 	if err != nil {
+		sized.stop()
 		raw.stop()
 		stopProc()
 		return fail(err)
 	}
 	peer, err := newWMReplay(ctx, env, pool, payload)
 	if err != nil {
+		sized.stop()
 		raw.stop()
 		stopProc()
 		return fail(err)
@@ -100,7 +116,8 @@ func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
 	workers := max(env.Concurrency, 1)
 	pick := func(w, i int) int { return (w + i*workers) % pool } // workers never share a record
 	return &Pair{
-		Close: func() { peer.stop(); raw.stop(); stopProc(); r.close() },
+		Close: func() { peer.stop(); sized.stop(); raw.stop(); stopProc(); r.close() },
+		Notes: map[string]float64{"bytes of a record's message": float64(size)},
 		Peer:  func(ctx context.Context, w, i int) error { return peer.cycle(ctx, pick(w, i)) },
 		Before: func(ctx context.Context, side string, w, i int) error {
 			if side != "amends" {
@@ -117,7 +134,8 @@ func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
 			_, err = r.records.Execute(ctx, ids[k], c, aggregate.Meta{})
 			return err
 		},
-		Raw: func(ctx context.Context, w, i int) error { return raw.cycle(ctx, pick(w, i)) },
+		Raw:   func(ctx context.Context, w, i int) error { return raw.cycle(ctx, pick(w, i)) },
+		Sized: func(ctx context.Context, w, i int) error { return sized.cycle(ctx, pick(w, i)) },
 		Amends: func(ctx context.Context, w, i int) error {
 			id := ids[pick(w, i)]
 			done := r.rec.expect("SUCCEEDED", id)
@@ -129,10 +147,38 @@ func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
 	}, nil
 }
 
-// rawReplay is the raw side of the replay scenario.
+// replayMessageSize returns the bytes of a record's message in the
+// scenario's steady state: record id taken through the cycle (re-open,
+// prepare, success) until it holds as many command ids as it will.
+func replayMessageSize(ctx context.Context, r *rig, id string, create aggregate.CreateExecutionFailed) (int, error) {
+	for range 4 {
+		done := r.rec.expect("SUCCEEDED", id)
+		if _, err := r.records.Execute(ctx, id, aggregate.PrepareCompensation{}, aggregate.Meta{Actor: "bench"}); err != nil {
+			return 0, err
+		}
+		if err := done.wait(ctx); err != nil {
+			return 0, err
+		}
+		create.ExecuteAt = time.Now().UnixMilli()
+		if _, err := r.records.Execute(ctx, id, create, aggregate.Meta{}); err != nil {
+			return 0, err
+		}
+	}
+	last, err := r.store.LoadLast(ctx, aggregate.RecordAggregate(id))
+	if err != nil {
+		return 0, err
+	}
+	data, err := eventstore.Encode(&last)
+	return len(data), err
+}
+
+// rawReplay is the raw side of the replay scenario, on records of its own
+// aggregate type; its prepare messages are padded to pad bytes.
 type rawReplay struct {
 	env    *Env
 	r      *rig
+	typ    string
+	pad    int
 	stream jetstream.Stream
 	seqs   []uint64
 	cc     jetstream.ConsumeContext
@@ -140,11 +186,11 @@ type rawReplay struct {
 }
 
 func (x *rawReplay) subject(k int) string {
-	s, _ := x.r.store.Subject(eventstore.AggregateID{Context: aggregate.Context, Type: "rawrecord", ID: "k" + strconv.Itoa(k)})
+	s, _ := x.r.store.Subject(eventstore.AggregateID{Context: aggregate.Context, Type: x.typ, ID: "k" + strconv.Itoa(k)})
 	return s
 }
 
-func newRawReplay(ctx context.Context, env *Env, r *rig, seqs []uint64) (*rawReplay, error) {
+func newRawReplay(ctx context.Context, env *Env, r *rig, typ string, seqs []uint64, pad int) (*rawReplay, error) {
 	stream, err := env.JS.Stream(ctx, r.store.StreamName(aggregate.Context))
 	if err != nil {
 		return nil, err
@@ -153,10 +199,10 @@ func newRawReplay(ctx context.Context, env *Env, r *rig, seqs []uint64) (*rawRep
 	if err != nil {
 		return nil, err
 	}
-	x := &rawReplay{env: env, r: r, stream: stream, seqs: seqs, sig: &signals{}}
+	x := &rawReplay{env: env, r: r, typ: typ, pad: pad, stream: stream, seqs: seqs, sig: &signals{}}
 	cons, err := env.JS.CreateOrUpdateConsumer(ctx, stream.CachedInfo().Config.Name, jetstream.ConsumerConfig{
-		Durable: "raw_replay", AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverNewPolicy,
-		FilterSubject: r.store.FilterSubject(aggregate.Context, "rawrecord"),
+		Durable: typ + "_replay", AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverNewPolicy,
+		FilterSubject: r.store.FilterSubject(aggregate.Context, typ),
 	})
 	if err != nil {
 		return nil, err
@@ -206,7 +252,11 @@ func (x *rawReplay) publish(ctx context.Context, k int, kind string, data []byte
 
 func (x *rawReplay) cycle(ctx context.Context, k int) error {
 	done := x.sig.expect("SUCCEEDED", strconv.Itoa(k))
-	if err := x.publish(ctx, k, "prepare", []byte(fmt.Sprintf(`{"record":%d}`, k))); err != nil {
+	data := fmt.Appendf(nil, `{"record":%d}`, k)
+	if len(data) < x.pad {
+		data = append(data, make([]byte, x.pad-len(data))...)
+	}
+	if err := x.publish(ctx, k, "prepare", data); err != nil {
 		return err
 	}
 	return done.wait(ctx)

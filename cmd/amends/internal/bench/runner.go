@@ -14,11 +14,15 @@ type Result struct {
 	// Concurrency is the number of workers per side.
 	Concurrency int          `json:"concurrency"`
 	Raw         *Measurement `json:"raw,omitempty"`
+	// Sized is the raw side with messages as large as amends' (Pair.Sized).
+	Sized *Measurement `json:"sized,omitempty"`
 	// Peer is the Watermill side, for the scenarios that have one.
 	Peer   *Measurement `json:"peer,omitempty"`
 	Amends Measurement  `json:"amends"`
 	// Ratio is amends throughput over raw throughput; 0 without a baseline.
 	Ratio float64 `json:"ratio,omitempty"`
+	// SizedRatio is amends throughput over the sized side's; 0 without one.
+	SizedRatio float64 `json:"sizedRatio,omitempty"`
 	// PeerRatio is amends throughput over peer throughput; 0 without a
 	// peer.
 	PeerRatio float64            `json:"peerRatio,omitempty"`
@@ -75,7 +79,7 @@ func (r *Runner) Run(ctx context.Context, scenarios []Scenario) ([]Result, error
 
 // side is one measured side of a prepared scenario.
 type side struct {
-	name string // as Before is told: raw, peer or amends
+	name string // as Before is told: raw, sized, peer or amends
 	op   Op
 	m    *Measurement
 }
@@ -95,6 +99,10 @@ func (r *Runner) runOne(ctx context.Context, s Scenario, rounds int) (Result, er
 	if pair.Raw != nil {
 		res.Raw = &Measurement{Side: orDefault(pair.RawName, "raw")}
 		sides = append(sides, side{"raw", pair.Raw, res.Raw})
+	}
+	if pair.Sized != nil {
+		res.Sized = &Measurement{Side: "raw, same bytes"}
+		sides = append(sides, side{"sized", pair.Sized, res.Sized})
 	}
 	if pair.Peer != nil {
 		res.Peer = &Measurement{Side: "peer"}
@@ -121,6 +129,9 @@ func (r *Runner) runOne(ctx context.Context, s Scenario, rounds int) (Result, er
 	}
 	if res.Raw != nil && res.Raw.PerSec > 0 {
 		res.Ratio = res.Amends.PerSec / res.Raw.PerSec
+	}
+	if res.Sized != nil && res.Sized.PerSec > 0 {
+		res.SizedRatio = res.Amends.PerSec / res.Sized.PerSec
 	}
 	if res.Peer != nil && res.Peer.PerSec > 0 {
 		res.PeerRatio = res.Amends.PerSec / res.Peer.PerSec
