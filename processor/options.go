@@ -85,7 +85,9 @@ func WithRecorder(r FailureRecorder) Option {
 // WithRecords lets the replay consumer read records (an
 // *aggregate.Service), so it skips a prepared attempt that is no longer
 // current instead of running the function for a result that would be
-// rejected, and follows a ChangeFunction made after the prepare.
+// rejected, and follows a ChangeFunction made after the prepare. A reader
+// with GetDelivered (as *aggregate.Service has) is given the delivered
+// prepare and need not read the record again when nothing follows it.
 func WithRecords(r Records) Option {
 	return func(o *options) error { o.records = r; return nil }
 }

@@ -65,9 +65,13 @@
 // found" although the leader holds a state that accepts it. So the store
 // never lets a read go back behind what it has seen committed: it
 // remembers the position of each recently used aggregate (from its own
-// appends, reads and the leader's answer to a conflict) and asks the
+// appends, reads and the leader's answer to a conflict, and from a newer
+// message of such an aggregate that DecodeMsg decodes) and asks the
 // stream leader again when a direct get answers older, or misses a
-// message known to exist; LoadLastIfChanged never takes an older answer;
+// message known to exist; LoadLastIfChanged never takes an older answer,
+// and when it knows the position asked about it only asks for a message
+// after it, whose absence costs a not-found answer instead of the last
+// message;
 // LoadLastFromLeader reads from the leader for a caller whose decision
 // rests on a read (aggregate.Service asks it before any rejection or "not
 // found"). A write by another process the store has not seen may still
