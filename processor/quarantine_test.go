@@ -61,13 +61,7 @@ func quarantined(t testing.TB, q *quarantine.Quarantine, n int) []quarantine.Ent
 func TestReplayQuarantinesCorruptRecords(t *testing.T) {
 	e := newEnv(t)
 	p := e.processor()
-	mailer := newCounter()
-	mailer.failWith(errBoom)
-	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
-	run(t, p)
-	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
-	evt := st.Events[0].ID
-	require.Eventually(t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusFailed }, waitFor, tick)
+	mailer, evt, _ := e.failedMailer(p)
 
 	for i := range poisonCount {
 		e.publishForgedPrepare(fmt.Sprintf("forged-%03d", i), info("Mailer", "onPlaced"))

@@ -31,6 +31,20 @@ func (e *env) prepare(id string, force bool) int32 {
 	return res.State.Attempt()
 }
 
+// failedMailer registers Mailer.onPlaced on p, failing, runs p, and
+// emits order o-1: it returns the mailer, the event and the record, once
+// the record is FAILED.
+func (e *env) failedMailer(p *processor.Processor) (mailer *counter, evt, id string) {
+	e.t.Helper()
+	mailer = newCounter()
+	mailer.failWith(errBoom)
+	require.NoError(e.t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
+	run(e.t, p)
+	evt = e.emit(order("o-1"), 1, ev("order_placed", struct{}{})).Events[0].ID
+	require.Eventually(e.t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusFailed }, waitFor, tick)
+	return mailer, evt, aggregate.RecordID(evt, info("Mailer", "onPlaced"))
+}
+
 // A prepared record replays to only its function; success → SUCCEEDED,
 // failure → FAILED with the new error.
 func TestReplayRunsOnlyTheRecordedFunction(t *testing.T) {
@@ -204,14 +218,7 @@ func TestReplayReadsTheEventWhileItReadsTheRecord(t *testing.T) {
 	e := newEnv(t)
 	eventRead := make(chan struct{})
 	records := &gatedRecords{Service: e.svc, open: eventRead}
-	p := e.processor(processor.WithRecords(records))
-	mailer := newCounter()
-	mailer.failWith(errBoom)
-	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
-	run(t, p)
-	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
-	evt := st.Events[0].ID
-	require.Eventually(t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusFailed }, waitFor, tick)
+	mailer, evt, _ := e.failedMailer(e.processor(processor.WithRecords(records)))
 
 	var once sync.Once
 	sub, err := e.nc.Subscribe("$JS.API.DIRECT.GET."+e.store.StreamName(ctxName), func(*nats.Msg) { once.Do(func() { close(eventRead) }) })
@@ -233,14 +240,7 @@ func TestReplayReadsTheEventWhileItReadsTheRecord(t *testing.T) {
 func TestAReplayDoesNotReadTheRecordItWasDelivered(t *testing.T) {
 	e := newEnv(t)
 	p := e.processor()
-	mailer := newCounter()
-	mailer.failWith(errBoom)
-	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), mailer.handle))
-	run(t, p)
-	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
-	evt := st.Events[0].ID
-	id := aggregate.RecordID(evt, info("Mailer", "onPlaced"))
-	require.Eventually(t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusFailed }, waitFor, tick)
+	mailer, evt, id := e.failedMailer(p)
 
 	elsewhere, err := jsstore.New(e.js)
 	require.NoError(t, err)
