@@ -37,86 +37,63 @@ var billing = aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextN
 // (the record's stream document: its event and state). The peer side
 // publishes a poisoned message and waits until Watermill's requeuer moved
 // it back and the handler took it (see wmReplay).
-func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
+func prepareReplay(ctx context.Context, env *Env) (_ *Pair, err error) {
+	var opened undo
+	defer opened.onError(&err)
 	r, err := newRig(ctx, env, "replay")
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*Pair, error) { r.close(); return nil, err }
+	opened.add(r.close)
 	circuits, err := circuitsOf(ctx, env, "replay")
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	p, err := processor.New(env.JS, r.store, benchContext, processor.WithRecorder(r.rec), processor.WithRecords(r.records), processor.WithLogger(discard), circuits)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if err := p.Register(processor.Function{Processor: billing.ProcessorName, Name: billing.Name, AggregateTypes: []string{"order"}, Events: []string{"order_placed"}},
 		func(context.Context, *processor.Delivery) error { return nil }); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	stopProc, err := startProcessor(ctx, p)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	pool := replayPool(env)
-	ids, seqs := make([]string, pool), make([]uint64, pool)
-	creates := make([]aggregate.CreateExecutionFailed, pool)
-	spec := aggregate.RetrySpec{MaxRetries: 1 << 30, MinBackoff: 0, ExecutionTimeout: 60}
-	for k := range pool {
-		st, err := r.store.Append(ctx, orderStream("r-"+strconv.Itoa(k), 1), 0)
-		if err != nil {
-			stopProc()
-			return fail(err)
-		}
-		seqs[k] = st.Seq
-		creates[k] = aggregate.CreateExecutionFailed{
-			EventID: aggregate.EventID{ID: st.Events[0].ID, Version: 1, Seq: st.Seq, AggregateID: aggregate.WireAggregateID{
-				ContextName: benchContext, AggregateName: "order", AggregateID: st.Aggregate.ID, TenantID: aggregate.DefaultTenantID}},
-			Function: billing, Error: aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "gateway timeout"},
-			ExecuteAt: time.Now().UnixMilli(), RetrySpec: &spec,
-		}
-		ids[k] = aggregate.RecordID(st.Events[0].ID, billing)
-		if _, err := r.records.Execute(ctx, ids[k], creates[k], aggregate.Meta{}); err != nil {
-			stopProc()
-			return fail(err)
-		}
+	opened.add(stopProc)
+	ids, seqs, creates, err := failedRecords(ctx, r, replayPool(env))
+	if err != nil {
+		return nil, err
 	}
 	raw, err := newRawReplay(ctx, env, r, "rawrecord", seqs, 0)
 	if err != nil {
-		stopProc()
-		return fail(err)
+		return nil, err
 	}
+	opened.add(raw.stop)
 	size, err := replayMessageSize(ctx, r, ids[0], creates[0])
 	if err != nil {
-		raw.stop()
-		stopProc()
-		return fail(err)
+		return nil, err
 	}
 	sized, err := newRawReplay(ctx, env, r, "sizedrecord", seqs, size)
 	if err != nil {
-		raw.stop()
-		stopProc()
-		return fail(err)
+		return nil, err
 	}
+	opened.add(sized.stop)
 	payload, err := eventstore.Encode(new(orderStream("peer", 1)))
 	if err != nil {
-		sized.stop()
-		raw.stop()
-		stopProc()
-		return fail(err)
+		return nil, err
 	}
+	pool := len(ids)
 	peer, err := newWMReplay(ctx, env, pool, payload)
 	if err != nil {
-		sized.stop()
-		raw.stop()
-		stopProc()
-		return fail(err)
+		return nil, err
 	}
+	opened.add(peer.stop)
 	workers := max(env.Concurrency, 1)
 	pick := func(w, i int) int { return (w + i*workers) % pool } // workers never share a record
 	return &Pair{
-		Close: func() { peer.stop(); sized.stop(); raw.stop(); stopProc(); r.close() },
+		Close: opened.run,
 		Notes: map[string]float64{"bytes of a record's message": float64(size)},
 		Peer:  func(ctx context.Context, w, i int) error { return peer.cycle(ctx, pick(w, i)) },
 		Before: func(ctx context.Context, side string, w, i int) error {
@@ -145,6 +122,31 @@ func prepareReplay(ctx context.Context, env *Env) (*Pair, error) {
 			return done.wait(ctx)
 		},
 	}, nil
+}
+
+// failedRecords appends n order events and a FAILED record of billing on
+// each: the records' ids, the events' sequences and the records' creations.
+func failedRecords(ctx context.Context, r *rig, n int) (ids []string, seqs []uint64, creates []aggregate.CreateExecutionFailed, err error) {
+	ids, seqs, creates = make([]string, n), make([]uint64, n), make([]aggregate.CreateExecutionFailed, n)
+	spec := aggregate.RetrySpec{MaxRetries: 1 << 30, MinBackoff: 0, ExecutionTimeout: 60}
+	for k := range n {
+		st, err := r.store.Append(ctx, orderStream("r-"+strconv.Itoa(k), 1), 0)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		seqs[k] = st.Seq
+		creates[k] = aggregate.CreateExecutionFailed{
+			EventID: aggregate.EventID{ID: st.Events[0].ID, Version: 1, Seq: st.Seq, AggregateID: aggregate.WireAggregateID{
+				ContextName: benchContext, AggregateName: "order", AggregateID: st.Aggregate.ID, TenantID: aggregate.DefaultTenantID}},
+			Function: billing, Error: aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "gateway timeout"},
+			ExecuteAt: time.Now().UnixMilli(), RetrySpec: &spec,
+		}
+		ids[k] = aggregate.RecordID(st.Events[0].ID, billing)
+		if _, err := r.records.Execute(ctx, ids[k], creates[k], aggregate.Meta{}); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return ids, seqs, creates, nil
 }
 
 // replayMessageSize returns the bytes of a record's message in the

@@ -94,21 +94,7 @@ func (r *Runner) runOne(ctx context.Context, s Scenario, rounds int) (Result, er
 	}
 	workers := max(r.Env.Concurrency, 1)
 	res := Result{Scenario: s.Name, Title: s.Title, Baseline: s.Baseline, Concurrency: workers, Notes: pair.Notes}
-	res.Amends.Side = orDefault(pair.AmendsName, "amends")
-	var sides []side
-	if pair.Raw != nil {
-		res.Raw = &Measurement{Side: orDefault(pair.RawName, "raw")}
-		sides = append(sides, side{"raw", pair.Raw, res.Raw})
-	}
-	if pair.Sized != nil {
-		res.Sized = &Measurement{Side: "raw, same bytes"}
-		sides = append(sides, side{"sized", pair.Sized, res.Sized})
-	}
-	if pair.Peer != nil {
-		res.Peer = &Measurement{Side: "peer"}
-		sides = append(sides, side{"peer", pair.Peer, res.Peer})
-	}
-	sides = append(sides, side{"amends", pair.Amends, &res.Amends})
+	sides := res.sides(pair)
 	slice := r.Duration / time.Duration(rounds*len(sides))
 	for range rounds {
 		for _, sd := range sides {
@@ -127,16 +113,34 @@ func (r *Runner) runOne(ctx context.Context, s Scenario, rounds int) (Result, er
 	if pair.Finish != nil {
 		pair.Finish(&res.Amends)
 	}
-	if res.Raw != nil && res.Raw.PerSec > 0 {
-		res.Ratio = res.Amends.PerSec / res.Raw.PerSec
-	}
-	if res.Sized != nil && res.Sized.PerSec > 0 {
-		res.SizedRatio = res.Amends.PerSec / res.Sized.PerSec
-	}
-	if res.Peer != nil && res.Peer.PerSec > 0 {
-		res.PeerRatio = res.Amends.PerSec / res.Peer.PerSec
-	}
+	res.Ratio, res.SizedRatio, res.PeerRatio = res.over(res.Raw), res.over(res.Sized), res.over(res.Peer)
 	return res, nil
+}
+
+// sides sets up res's measurements of pair's sides, in the order they run.
+func (res *Result) sides(pair *Pair) []side {
+	res.Amends.Side = orDefault(pair.AmendsName, "amends")
+	var sides []side
+	add := func(name, label string, op Op) *Measurement {
+		if op == nil {
+			return nil
+		}
+		m := &Measurement{Side: label}
+		sides = append(sides, side{name, op, m})
+		return m
+	}
+	res.Raw = add("raw", orDefault(pair.RawName, "raw"), pair.Raw)
+	res.Sized = add("sized", "raw, same bytes", pair.Sized)
+	res.Peer = add("peer", "peer", pair.Peer)
+	return append(sides, side{"amends", pair.Amends, &res.Amends})
+}
+
+// over is amends' throughput over m's; 0 without m.
+func (res *Result) over(m *Measurement) float64 {
+	if m == nil || m.PerSec <= 0 {
+		return 0
+	}
+	return res.Amends.PerSec / m.PerSec
 }
 
 func orDefault(s, def string) string {
