@@ -92,20 +92,21 @@ func writePlot(path string, results []bench.Result) error {
 
 // scenarioPlots makes a plot per scenario, in the order of the results,
 // with a line per side; a side has the same colour and marks in every
-// plot (raw, peer, amends), whatever the scenario names it.
+// plot (raw, peer, amends, raw with the same bytes), whatever the
+// scenario names it.
 func scenarioPlots(results []bench.Result) ([]*plot.Plot, error) {
 	type line struct {
 		name string
 		xys  plotter.XYs
 	}
 	var order []string
-	lines := map[string]*[3]line{}
+	lines := map[string]*[4]line{}
 	for _, r := range results {
 		if lines[r.Scenario] == nil {
-			lines[r.Scenario] = &[3]line{}
+			lines[r.Scenario] = &[4]line{}
 			order = append(order, r.Scenario)
 		}
-		for slot, m := range []*bench.Measurement{r.Raw, r.Peer, &r.Amends} {
+		for slot, m := range []*bench.Measurement{r.Raw, r.Peer, &r.Amends, r.Sized} {
 			if m != nil {
 				l := &lines[r.Scenario][slot]
 				l.name = m.Side

@@ -94,6 +94,25 @@ func TestBenchSweepWithPeerAndPlot(t *testing.T) {
 	assert.Contains(t, string(svg), "dispatch")
 }
 
+// The same-bytes side of replay gets a line of its own in the plot.
+func TestBenchPlotDrawsTheSameBytesSide(t *testing.T) {
+	side := func(name string, perSec float64) *bench.Measurement {
+		return &bench.Measurement{Side: name, PerSec: perSec}
+	}
+	results := []bench.Result{{Scenario: "replay", Concurrency: 1, Raw: side("raw", 3000), Sized: side("raw, same bytes", 2400),
+		Peer: side("peer", 4000), Amends: *side("amends", 2200)}}
+	plots, err := scenarioPlots(results)
+	require.NoError(t, err)
+	require.Len(t, plots, 1)
+	file := filepath.Join(t.TempDir(), "replay.svg")
+	require.NoError(t, writePlot(file, results))
+	svg, err := os.ReadFile(file)
+	require.NoError(t, err)
+	for _, name := range []string{"raw", "raw, same bytes", "peer", "amends"} {
+		assert.Contains(t, string(svg), ">"+name+"<", "the legend names %s", name)
+	}
+}
+
 func keys(m map[string]any) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
