@@ -92,7 +92,7 @@ func writePlot(path string, results []bench.Result) error {
 
 // scenarioPlots makes a plot per scenario, in the order of the results,
 // with a line per side; a side has the same colour and marks in every
-// plot (raw, peer, amends, raw with the same bytes), whatever the
+// plot (raw, peer, amends, floor), whatever the
 // scenario names it.
 func scenarioPlots(results []bench.Result) ([]*plot.Plot, error) {
 	type line struct {
@@ -106,7 +106,7 @@ func scenarioPlots(results []bench.Result) ([]*plot.Plot, error) {
 			lines[r.Scenario] = &[4]line{}
 			order = append(order, r.Scenario)
 		}
-		for slot, m := range []*bench.Measurement{r.Raw, r.Peer, &r.Amends, r.Sized} {
+		for slot, m := range []*bench.Measurement{r.Raw, r.Peer, &r.Amends, r.Floor} {
 			if m != nil {
 				l := &lines[r.Scenario][slot]
 				l.name = m.Side

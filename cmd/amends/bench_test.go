@@ -94,12 +94,12 @@ func TestBenchSweepWithPeerAndPlot(t *testing.T) {
 	assert.Contains(t, string(svg), "dispatch")
 }
 
-// The same-bytes side of replay gets a line of its own in the plot.
-func TestBenchPlotDrawsTheSameBytesSide(t *testing.T) {
+// The floor side (replay's same bytes) gets a line of its own in the plot.
+func TestBenchPlotDrawsTheFloor(t *testing.T) {
 	side := func(name string, perSec float64) *bench.Measurement {
 		return &bench.Measurement{Side: name, PerSec: perSec}
 	}
-	results := []bench.Result{{Scenario: "replay", Concurrency: 1, Raw: side("raw", 3000), Sized: side("raw, same bytes", 2400),
+	results := []bench.Result{{Scenario: "replay", Concurrency: 1, Raw: side("raw", 3000), Floor: side("raw, same bytes", 2400),
 		Peer: side("peer", 4000), Amends: *side("amends", 2200)}}
 	plots, err := scenarioPlots(results)
 	require.NoError(t, err)

@@ -30,12 +30,16 @@ func TestEveryScenarioRunsAndProducesARatio(t *testing.T) {
 			assert.Positive(t, res.Raw.Ops, "%s: the raw side ran", res.Scenario)
 			assert.Positive(t, res.Ratio, "%s: a ratio was computed", res.Scenario)
 		}
-		if res.Sized != nil {
-			assert.Positive(t, res.Sized.Ops, "%s: the same-bytes side ran", res.Scenario)
-			assert.Positive(t, res.SizedRatio, "%s: a ratio to the same-bytes side was computed", res.Scenario)
+		if res.Floor != nil {
+			assert.Positive(t, res.Floor.Ops, "%s: the floor side ran", res.Scenario)
+			assert.Positive(t, res.FloorRatio, "%s: a ratio to the floor was computed", res.Scenario)
+		}
+		if res.Scenario == "record" {
+			require.NotNil(t, res.Floor, "record measures raw doing the same work")
+			assert.Equal(t, "raw, same work", res.Floor.Side)
 		}
 		if res.Scenario == "replay" {
-			assert.NotNil(t, res.Sized, "replay measures raw with a record's bytes")
+			assert.NotNil(t, res.Floor, "replay measures raw with a record's bytes")
 			assert.Greater(t, res.Notes["bytes of a record's message"], 500.0, "the size of a record's message is noted")
 		}
 		if res.Peer != nil {

@@ -38,7 +38,9 @@ var errAlwaysFails = errors.New("bench: this function always fails")
 // processor with eight lanes whose function always fails (no immediate
 // retries), so each event becomes a CreateExecutionFailed; the raw side
 // publishes the same number of record-sized messages to new subjects with
-// an expected last subject sequence, from eight goroutines; the peer side
+// an expected last subject sequence, from eight goroutines; its floor twin
+// also does what the amends side must do on top of that: it receives each
+// event from a consumer and acks it after its record is stored; the peer side
 // runs a Watermill router with eight subscriptions whose handler always
 // fails, behind the Retry middleware (no retries, as the amends side) and
 // the PoisonQueue middleware, which publishes each failed message to a
@@ -87,6 +89,8 @@ func prepareRecord(ctx context.Context, env *Env) (_ *Pair, err error) {
 				return nil
 			case "peer":
 				return peer.publishBatch(ctx, peer.topic(typ(w, i)), batch, orderPayload)
+			case "floor":
+				return publishBatch(ctx, env.JS, st, "g"+typ(w, i), batch)
 			}
 			return publishBatch(ctx, env.JS, st, typ(w, i), batch)
 		},
@@ -120,19 +124,17 @@ func prepareRecord(ctx context.Context, env *Env) (_ *Pair, err error) {
 			for g := range recordWorkers {
 				wg.Go(func() {
 					for k := g; k < batch && errs[g] == nil; k += recordWorkers {
-						subj, _ := st.Subject(aggregate.RecordAggregate(uuid.NewString()))
-						m := nats.NewMsg(subj)
-						m.Data = payload
-						m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-						m.Header.Set(jetstream.MsgIDHeader, uuid.NewString())
-						m.Header.Set("Amends-Version", strconv.Itoa(1))
-						_, errs[g] = env.JS.PublishMsg(ctx, m)
+						errs[g] = publishRecord(ctx, env.JS, st, payload)
 					}
 				})
 			}
 			wg.Wait()
 			return errors.Join(errs...)
 		},
+		Floor: func(ctx context.Context, w, i int) error {
+			return recordFloor(ctx, env, st, payload, "g"+typ(w, i), batch, func(stop func()) { last.set(w, stop) })
+		},
+		FloorName: "raw, same work",
 		Amends: func(ctx context.Context, w, i int) error {
 			rec, err := recorder.New(records)
 			if err != nil {
@@ -163,3 +165,84 @@ func charge(name, typ string) processor.Function {
 
 // fail is a handler that always fails.
 func fail(context.Context, *processor.Delivery) error { return errAlwaysFails }
+
+// publishRecord publishes a record-sized message to a new record's subject
+// with an expected last subject sequence, as a creation appends.
+func publishRecord(ctx context.Context, js jetstream.JetStream, st *jsstore.Store, payload []byte) error {
+	subj, err := st.Subject(aggregate.RecordAggregate(uuid.NewString()))
+	if err != nil {
+		return err
+	}
+	m := nats.NewMsg(subj)
+	m.Data = payload
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	m.Header.Set(jetstream.MsgIDHeader, uuid.NewString())
+	m.Header.Set(jsstore.HeaderVersion, strconv.Itoa(1))
+	_, err = js.PublishMsg(ctx, m)
+	return err
+}
+
+// recordFloor is the record scenario's floor: a durable consumer of the n
+// events of aggregate type typ hands them to recordWorkers goroutines,
+// each of which publishes a record (publishRecord) and then acks its
+// event. It returns once every event is acked, or with the first error;
+// keep gets how to stop and delete the consumer, which the next operation's
+// Before does, untimed, as for the amends side's processor.
+func recordFloor(ctx context.Context, env *Env, st *jsstore.Store, payload []byte, typ string, n int, keep func(stop func())) error {
+	stream := st.StreamName(benchContext)
+	durable := "floor_" + typ
+	cons, err := env.JS.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		Durable: durable, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: st.FilterSubject(benchContext, typ),
+		MaxAckPending: 1000,
+	})
+	if err != nil {
+		return err
+	}
+	msgs := make(chan jetstream.Msg, n)
+	cc, err := cons.Consume(func(m jetstream.Msg) { msgs <- m })
+	if err != nil {
+		return err
+	}
+	var (
+		wg    sync.WaitGroup
+		acked counter
+		errc  = make(chan error, recordWorkers)
+	)
+	work, cancel := context.WithCancel(ctx)
+	for range recordWorkers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-work.Done():
+					return
+				case m := <-msgs:
+					err := publishRecord(work, env.JS, st, payload)
+					if err == nil {
+						err = m.Ack()
+					}
+					if err != nil {
+						errc <- err
+						cancel()
+						return
+					}
+					acked.add()
+				}
+			}
+		})
+	}
+	keep(func() {
+		cancel()
+		cc.Stop()
+		wg.Wait()
+		_ = env.JS.DeleteConsumer(context.Background(), stream, durable)
+	})
+	if err := waitCount(work, acked.load, uint64(n)); err != nil {
+		select {
+		case werr := <-errc:
+			return werr
+		default:
+			return err
+		}
+	}
+	return nil
+}

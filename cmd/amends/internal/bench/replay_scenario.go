@@ -111,8 +111,9 @@ func prepareReplay(ctx context.Context, env *Env) (_ *Pair, err error) {
 			_, err = r.records.Execute(ctx, ids[k], c, aggregate.Meta{})
 			return err
 		},
-		Raw:   func(ctx context.Context, w, i int) error { return raw.cycle(ctx, pick(w, i)) },
-		Sized: func(ctx context.Context, w, i int) error { return sized.cycle(ctx, pick(w, i)) },
+		Raw:       func(ctx context.Context, w, i int) error { return raw.cycle(ctx, pick(w, i)) },
+		Floor:     func(ctx context.Context, w, i int) error { return sized.cycle(ctx, pick(w, i)) },
+		FloorName: "raw, same bytes",
 		Amends: func(ctx context.Context, w, i int) error {
 			id := ids[pick(w, i)]
 			done := r.rec.expect("SUCCEEDED", id)

@@ -14,15 +14,15 @@ type Result struct {
 	// Concurrency is the number of workers per side.
 	Concurrency int          `json:"concurrency"`
 	Raw         *Measurement `json:"raw,omitempty"`
-	// Sized is the raw side with messages as large as amends' (Pair.Sized).
-	Sized *Measurement `json:"sized,omitempty"`
+	// Floor is the baseline doing the amends side's whole job (Pair.Floor).
+	Floor *Measurement `json:"floor,omitempty"`
 	// Peer is the Watermill side, for the scenarios that have one.
 	Peer   *Measurement `json:"peer,omitempty"`
 	Amends Measurement  `json:"amends"`
 	// Ratio is amends throughput over raw throughput; 0 without a baseline.
 	Ratio float64 `json:"ratio,omitempty"`
-	// SizedRatio is amends throughput over the sized side's; 0 without one.
-	SizedRatio float64 `json:"sizedRatio,omitempty"`
+	// FloorRatio is amends throughput over the floor's; 0 without one.
+	FloorRatio float64 `json:"floorRatio,omitempty"`
 	// PeerRatio is amends throughput over peer throughput; 0 without a
 	// peer.
 	PeerRatio float64            `json:"peerRatio,omitempty"`
@@ -79,7 +79,7 @@ func (r *Runner) Run(ctx context.Context, scenarios []Scenario) ([]Result, error
 
 // side is one measured side of a prepared scenario.
 type side struct {
-	name string // as Before is told: raw, sized, peer or amends
+	name string // as Before is told: raw, floor, peer or amends
 	op   Op
 	m    *Measurement
 }
@@ -113,7 +113,7 @@ func (r *Runner) runOne(ctx context.Context, s Scenario, rounds int) (Result, er
 	if pair.Finish != nil {
 		pair.Finish(&res.Amends)
 	}
-	res.Ratio, res.SizedRatio, res.PeerRatio = res.over(res.Raw), res.over(res.Sized), res.over(res.Peer)
+	res.Ratio, res.FloorRatio, res.PeerRatio = res.over(res.Raw), res.over(res.Floor), res.over(res.Peer)
 	return res, nil
 }
 
@@ -130,7 +130,7 @@ func (res *Result) sides(pair *Pair) []side {
 		return m
 	}
 	res.Raw = add("raw", orDefault(pair.RawName, "raw"), pair.Raw)
-	res.Sized = add("sized", "raw, same bytes", pair.Sized)
+	res.Floor = add("floor", orDefault(pair.FloorName, "raw, floor"), pair.Floor)
 	res.Peer = add("peer", "peer", pair.Peer)
 	return append(sides, side{"amends", pair.Amends, &res.Amends})
 }

@@ -46,11 +46,13 @@ type Env struct {
 type Pair struct {
 	// Raw is the JetStream baseline; nil for a scenario without one.
 	Raw Op
-	// Sized is the baseline again with messages as large as the amends
-	// side's, where those must carry more than the raw side's (Wow's
-	// stream document with the record's state): the floor JetStream sets
-	// for moving those bytes. nil for none. Before is told "sized".
-	Sized Op
+	// Floor is the baseline again doing what the amends side must do on
+	// top of it, JetStream's floor for the amends side's job: messages as
+	// large as amends' (replay: a record's stream document), or each event
+	// received and acked as well as recorded (record). nil for none.
+	// Before is told "floor"; FloorName names it in the output.
+	Floor     Op
+	FloorName string
 	// Peer is the same job done the way a Go team would build it without
 	// amends (a Watermill router on JetStream); nil for none.
 	Peer Op
