@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/amends-dev/amends/internal/wait"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // Entry is a stored value as a decoder sees it.

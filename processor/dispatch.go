@@ -204,7 +204,7 @@ func admit(ctx context.Context, br *circuit.Breaker, f *function, d *Delivery, n
 	c := circuit.Call{Event: d.Event.ID, Aggregate: d.Stream.Aggregate.ID, Record: d.record, Known: d.prior != nil}
 	ticket, refused := br.Allow(ctx, now, c)
 	if refused != nil {
-		f.stats.Refused.Add(1) // and failed: counted counts that
+		f.stats.Refused.Add(1) // its failure is counted by the counted step
 		return ticket, refused
 	}
 	if ticket.Probe() {

@@ -79,6 +79,7 @@ func prepareRecord(ctx context.Context, env *Env) (_ *Pair, err error) {
 	batch := recordBatch(env)
 	last := &lastStop{}
 	typ := func(w, i int) string { return fmt.Sprintf("f%d_%d", w, i) }
+	floorTyp := func(w, i int) string { return "g" + typ(w, i) } // the floor's events, apart from the amends side's
 	return &Pair{
 		PerOp: batch,
 		Close: func() { last.all(); opened.run() },
@@ -90,7 +91,7 @@ func prepareRecord(ctx context.Context, env *Env) (_ *Pair, err error) {
 			case "peer":
 				return peer.publishBatch(ctx, peer.topic(typ(w, i)), batch, orderPayload)
 			case "floor":
-				return publishBatch(ctx, env.JS, st, "g"+typ(w, i), batch)
+				return publishBatch(ctx, env.JS, st, floorTyp(w, i), batch)
 			}
 			return publishBatch(ctx, env.JS, st, typ(w, i), batch)
 		},
@@ -132,7 +133,7 @@ func prepareRecord(ctx context.Context, env *Env) (_ *Pair, err error) {
 			return errors.Join(errs...)
 		},
 		Floor: func(ctx context.Context, w, i int) error {
-			return recordFloor(ctx, env, st, payload, "g"+typ(w, i), batch, func(stop func()) { last.set(w, stop) })
+			return recordFloor(ctx, env, st, payload, floorTyp(w, i), batch, func(stop func()) { last.set(w, stop) })
 		},
 		FloorName: "raw, same work",
 		Amends: func(ctx context.Context, w, i int) error {
