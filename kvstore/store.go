@@ -246,7 +246,7 @@ func (c Current[T]) Exists() bool { return c.Revision != 0 && c.Invalid == nil }
 // conflict.
 const DefaultAttempts = 100
 
-// pause is what Change does before its attempt n (0-based): after two
+// pause is what Change does before its attempt n (0-based): after three
 // lost races it waits a little, so that the other writers spread out and
 // a replica that served a stale read catches up. It returns ctx's error
 // once ctx has ended.
