@@ -79,3 +79,22 @@ func FuzzAppendStreamWritesWhatMarshalWrites(f *testing.F) {
 		}
 	})
 }
+
+// The size hint holds a document whose strings need no escapes and whose
+// bodies and state are compact, with every optional field set and the
+// widest numbers: a short hint would double the buffer on every append.
+func TestTheSizeHintHoldsTheDocument(t *testing.T) {
+	for _, events := range []int{0, 1, 3} {
+		s := &Stream{
+			ID: "0b6f7a3e-5f8e-4a8e-9c1b-2d7a3c1e9f00", Aggregate: AggregateID{Context: "compensation", Type: "execution_failed", ID: "r-0b6f7a3e"},
+			Version: ^uint64(0), CommandID: "c-1", RequestID: "q-1", TraceID: "t-1", CreateTime: -1 << 63,
+			Headers: map[string]string{"actor": "recorder", "a": ""}, State: json.RawMessage(`{"state":{"id":"r"},"commandIds":["c"]}`),
+		}
+		for range events {
+			s.Events = append(s.Events, Event{ID: "e", Name: "execution_failed_created", Revision: "0.0.1", Body: json.RawMessage(`{"x":[1,2]}`)})
+		}
+		got, err := appendStream(nil, s)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, len(got), encodedSizeHint(s), "%d events: %s", events, got)
+	}
+}

@@ -6,14 +6,19 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 )
 
-// encodedSizeHint is a capacity that usually holds s's document.
+// encodedSizeHint is a capacity that holds s's document unless its
+// strings need escapes: the field names and punctuation appendStream
+// writes, the strings, the bodies and the state. A short hint costs a
+// second buffer of twice the size and a copy of the first.
 func encodedSizeHint(s *Stream) int {
-	n := 256 + len(s.State)
+	n := 200 + len(s.ID) + len(s.Aggregate.Context) + len(s.Aggregate.Type) + len(s.Aggregate.ID) +
+		len(s.CommandID) + len(s.RequestID) + len(s.TraceID) + len(s.State)
 	for i := range s.Events {
-		n += 96 + len(s.Events[i].Body)
+		e := &s.Events[i]
+		n += 42 + len(e.ID) + len(e.Name) + len(e.Revision) + len(e.Body)
 	}
 	for k, v := range s.Headers {
-		n += 8 + len(k) + len(v)
+		n += 6 + len(k) + len(v)
 	}
 	return n
 }
