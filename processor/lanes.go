@@ -3,7 +3,6 @@ package processor
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,8 +36,9 @@ type runner struct {
 	backoff bool             // nak delays grow with deliveries (replays)
 	done    *completions     // what already ran of messages that come back
 	shedLog logEvery         // "retries shed" at most once per interval
-	// background is the tasks' recordings under way (laneState.background).
-	background sync.WaitGroup
+	// background runs the tasks' recordings (laneState.background), a few
+	// per lane at a time.
+	background *workers
 	// settled, when set, sees every disposition before it is applied
 	// (tests of the handlers).
 	settled func(d disposition)
@@ -52,7 +52,8 @@ func (p *Processor) newRunner(stream string, cfg jetstream.ConsumerConfig, lanes
 	if err != nil {
 		return nil, err
 	}
-	return &runner{p: p, stream: stream, cfg: cfg, rt: rt, metrics: metrics, done: newCompletions(cfg.MaxAckPending)}, nil
+	return &runner{p: p, stream: stream, cfg: cfg, rt: rt, metrics: metrics, done: newCompletions(cfg.MaxAckPending),
+		background: newWorkers(max(recordingsPerLane*lanes, minRecordings))}, nil
 }
 
 func (p *Processor) pullOpts() []jetstream.PullConsumeOpt {

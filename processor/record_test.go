@@ -1,6 +1,9 @@
 package processor_test
 
 import (
+	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +11,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/internal/testwait"
 	"github.com/amends-dev/amends/processor"
 )
 
@@ -111,4 +115,50 @@ func TestWithoutRecorderFailuresAreUnrecorded(t *testing.T) {
 	require.Eventually(t, func() bool { return e.settled("Mailer") }, waitFor, tick)
 	assert.Equal(t, uint64(1), p.Metrics().Outcome(processor.OutcomeUnrecorded))
 	assert.Equal(t, 0, e.recordCount())
+}
+
+// gatedRecorder holds every recording until open is closed, and counts
+// how many it holds at once.
+type gatedRecorder struct {
+	processor.FailureRecorder
+	open      chan struct{}
+	now, most atomic.Int32
+}
+
+func (r *gatedRecorder) Record(ctx context.Context, x processor.Execution) (processor.Outcome, error) {
+	now := r.now.Add(1)
+	for m := r.most.Load(); now > m && !r.most.CompareAndSwap(m, now); m = r.most.Load() {
+	}
+	defer r.now.Add(-1)
+	<-r.open
+	return r.FailureRecorder.Record(ctx, x)
+}
+
+// A backlog of failures is recorded by at most 64 recordings at a time
+// on a processor of one lane (four a lane, at least 64), the rest
+// waiting their turn: the lane goes on meanwhile, and every failure is
+// recorded in the end.
+func TestABacklogOfFailuresIsRecordedAFewAtATime(t *testing.T) {
+	const failures, limit = 90, 64
+	e := newEnv(t)
+	rec := &gatedRecorder{FailureRecorder: e.rec, open: make(chan struct{})}
+	p := e.processor(processor.WithRecorder(rec), processor.WithConcurrency(1), processor.WithImmediateRetry(processor.Retry{}))
+	failing, marks := newCounter(), newCounter()
+	failing.failWith(errBoom)
+	require.NoError(t, p.Register(fn("Mailer", "send", "order_placed"), failing.handle))
+	require.NoError(t, p.Register(fn("Ledger", "mark", "order_marked"), marks.handle))
+	run(t, p)
+	for i := range failures {
+		e.emit(order(fmt.Sprintf("o-%d", i)), 1, ev("order_placed", struct{}{}))
+	}
+	// The one lane handles its messages in turn: once it called mark,
+	// it had handed every failure over for recording.
+	e.emit(order("m"), 1, ev("order_marked", struct{}{}))
+	testwait.For(t, "the lane went on past the held recordings", func() bool { return marks.total.Load() == 1 })
+	testwait.For(t, "the limit's recordings under way", func() bool { return rec.now.Load() >= limit })
+	assert.EqualValues(t, limit, rec.most.Load(), "no more than the limit at once, though every failure waits")
+	close(rec.open)
+	testwait.For(t, "every failure recorded", func() bool { return e.rec.Metrics().Recorded.Load() == failures })
+	assert.EqualValues(t, limit, rec.most.Load())
+	assert.Equal(t, failures, e.recordCount())
 }

@@ -139,10 +139,11 @@ func (ls *laneState) runFrom(ctx context.Context, k taskKey, t task, q *keyQueue
 // with background is done.
 const resumeLater time.Duration = -1
 
-// background runs fn (a recording: I/O that would hold the lane) in a
-// goroutine of its own and resumes key k's task on its lane once fn
-// returned; the task returns resumeLater, more. The runner waits for fn
-// before its Run returns. If the lane stopped meanwhile, the task never
+// background runs fn (a recording: I/O that would hold the lane) on the
+// runner's recording goroutines (workers: a few per lane, the rest wait
+// their turn) and resumes key k's task on its lane once fn returned;
+// the task returns resumeLater, more. The runner waits for fn before its
+// Run returns. If the lane stopped meanwhile, the task never
 // resumes: its message is nak'ed with the rest.
 func (ls *laneState) background(ctx context.Context, k taskKey, fn func(ctx context.Context)) {
 	ls.r.background.Go(func() {
