@@ -299,24 +299,15 @@ func (p *Processor) record(ctx context.Context, x Execution) Outcome {
 		out = OutcomeNone
 	}
 	p.metrics.countOutcome(out)
-	attrs := []any{
-		"context", p.context, "aggregate", x.EventID.AggregateID.AggregateName + "/" + x.EventID.AggregateID.AggregateID,
-		"version", x.EventID.Version, "seq", x.EventID.Seq, "event", x.EventID.ID, "outcome", string(out),
-	}
-	if x.Function != nil {
-		attrs = append(attrs, "processor", x.Function.ProcessorName, "function", x.Function.Name)
-	}
-	if x.Compensation != nil {
-		attrs = append(attrs, "compensation", x.Compensation.ID, "attempt", x.Compensation.Attempt)
-	}
 	switch {
 	case out == OutcomeRecordingFailed:
+		attrs := p.recordAttrs(&x, out)
 		if se, ok := rerr.(interface{ SendError() error }); ok {
 			attrs = append(attrs, "sendErr", se.SendError())
 		}
 		p.o.logger.Error("amends processor: recording failed; the message will be redelivered", append(attrs, "err", rerr.Error())...)
 	case x.Err != nil && (out == OutcomeUnrecorded || out == OutcomeNone):
-		p.o.logger.Warn("amends processor: function failed and was not recorded", append(attrs, "err", x.Err.Error())...)
+		p.o.logger.Warn("amends processor: function failed and was not recorded", append(p.recordAttrs(&x, out), "err", x.Err.Error())...)
 	case x.Err != nil:
 		// Recorded (or waived, or stale): amends has it in hand. A line per
 		// failure would drown the log under load (and during an outage);
@@ -331,12 +322,29 @@ func (p *Processor) record(ctx context.Context, x Execution) Outcome {
 			if refused {
 				msg = "amends processor: circuit open; failure recorded without a call"
 			}
-			p.o.logger.Debug(msg, append(attrs, "err", x.Err.Error())...)
+			p.o.logger.Debug(msg, append(p.recordAttrs(&x, out), "err", x.Err.Error())...)
 		}
 	case debugEnabled(ctx, p.o.logger):
-		p.o.logger.Debug("amends processor: replay succeeded", attrs...)
+		p.o.logger.Debug("amends processor: replay succeeded", p.recordAttrs(&x, out)...)
 	}
 	return out
+}
+
+// recordAttrs are the log attributes of x's recording with outcome out,
+// built only for a line that is written: a record per failure would
+// otherwise allocate them for nothing.
+func (p *Processor) recordAttrs(x *Execution, out Outcome) []any {
+	attrs := []any{
+		"context", p.context, "aggregate", x.EventID.AggregateID.AggregateName + "/" + x.EventID.AggregateID.AggregateID,
+		"version", x.EventID.Version, "seq", x.EventID.Seq, "event", x.EventID.ID, "outcome", string(out),
+	}
+	if x.Function != nil {
+		attrs = append(attrs, "processor", x.Function.ProcessorName, "function", x.Function.Name)
+	}
+	if x.Compensation != nil {
+		attrs = append(attrs, "compensation", x.Compensation.ID, "attempt", x.Compensation.Attempt)
+	}
+	return attrs
 }
 
 // undecodable logs and counts a message that can never be handled.
