@@ -274,12 +274,14 @@ func (s *Service) try(ctx context.Context, r *race) (Result, step, error) {
 	r.fromLeader = false
 	next := snapshot{State: EvolveAt(snap.State, version+1, events...)}
 	next.CommandIDs = append([]string{r.meta.CommandID}, snap.CommandIDs[:min(len(snap.CommandIDs), recentCommands-1)]...)
-	streamID := uuid.NewSHA1(streamNamespace, []byte(r.meta.CommandID+"@"+strconv.FormatUint(version+1, 10))).String()
+	var streamID string
 	if r.assumeNew {
 		// Not derived from the command id: a retried creation must
 		// conflict, be loaded and be recognised by its command id, not
 		// be taken for the stream its first attempt committed.
 		streamID = uuid.NewString()
+	} else {
+		streamID = uuid.NewSHA1(streamNamespace, []byte(r.meta.CommandID+"@"+strconv.FormatUint(version+1, 10))).String()
 	}
 	stream, err := s.stream(r.id, streamID, version+1, r.c, r.meta, events, next)
 	if err != nil {
