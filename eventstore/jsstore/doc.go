@@ -57,26 +57,19 @@
 //
 // # Replicas that lag
 //
-// On a replicated stream a direct get may be answered by any replica,
-// including one that has not yet applied the latest writes. An older
-// answer does not lose a write (an append at a version the aggregate has
-// passed conflicts on the leader), but a caller that decides on it can be
-// wrong: a command rejected because the record "is not prepared" or "not
-// found" although the leader holds a state that accepts it. So the store
-// never lets a read go back behind what it has seen committed: it
-// remembers the position of each recently used aggregate (from its own
-// appends, reads and the leader's answer to a conflict, and from a newer
-// message of such an aggregate that DecodeMsg decodes) and asks the
-// stream leader again when a direct get answers older, or misses a
-// message known to exist; LoadLastIfChanged never takes an older answer,
-// and when it knows the position asked about it only asks for a message
-// after it, whose absence costs a not-found answer instead of the last
-// message;
-// LoadLastFromLeader reads from the leader for a caller whose decision
-// rests on a read (aggregate.Service asks it before any rejection or "not
-// found"). A write by another process the store has not seen may still
-// read older, which only makes an append conflict. LaggingReads counts
-// the reads that found a replica behind.
+// On a replicated stream a direct get may be answered by a replica that
+// has not applied the latest writes. That loses no write (an append at a
+// passed version conflicts on the leader), but a decision on it can be
+// wrong. So no read goes back behind what the store has seen committed:
+// it remembers the position of recently used aggregates (its appends and
+// reads, a conflict's answer, newer messages DecodeMsg decodes) and asks
+// the leader again when a direct get answers older or misses a known
+// message. LoadLastIfChanged never takes an older answer; knowing the
+// position, it only asks for a message after it. LoadLastFromLeader
+// reads from the leader for a decision that rests on the read
+// (aggregate.Service asks it before any rejection or "not found"). A
+// write by another process may still read older: an append on it only
+// conflicts. LaggingReads counts the reads that found a replica behind.
 //
 // # Durability
 //
