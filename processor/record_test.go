@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/internal/testwait"
 	"github.com/amends-dev/amends/processor"
@@ -130,7 +132,11 @@ func (r *gatedRecorder) Record(ctx context.Context, x processor.Execution) (proc
 	for m := r.most.Load(); now > m && !r.most.CompareAndSwap(m, now); m = r.most.Load() {
 	}
 	defer r.now.Add(-1)
-	<-r.open
+	select {
+	case <-r.open:
+	case <-ctx.Done():
+		return processor.OutcomeRecordingFailed, ctx.Err()
+	}
 	return r.FailureRecorder.Record(ctx, x)
 }
 
@@ -161,4 +167,39 @@ func TestABacklogOfFailuresIsRecordedAFewAtATime(t *testing.T) {
 	testwait.For(t, "every failure recorded", func() bool { return e.rec.Metrics().Recorded.Load() == failures })
 	assert.EqualValues(t, limit, rec.most.Load())
 	assert.Equal(t, failures, e.recordCount())
+}
+
+// A processor stopped with recordings held and more queued behind them
+// loses none: its Run returns once the shutdown timeout cancels them, and
+// the next processor records every failure once.
+func TestAStopWithQueuedRecordingsLosesNone(t *testing.T) {
+	const failures, limit = 90, 64
+	e := newEnv(t)
+	rec := &gatedRecorder{FailureRecorder: e.rec, open: make(chan struct{})}
+	failing := newCounter()
+	failing.failWith(errBoom)
+	register := func(p *processor.Processor) {
+		require.NoError(t, p.Register(fn("Mailer", "send", "order_placed"), failing.handle))
+	}
+	noCircuit := processor.WithCircuitPolicy(circuit.Policy{Off: true}) // every failure a call
+	p := e.processor(processor.WithRecorder(rec), processor.WithConcurrency(1), processor.WithImmediateRetry(processor.Retry{}),
+		processor.WithShutdownTimeout(50*time.Millisecond), noCircuit)
+	register(p)
+	stop := run(t, p)
+	for i := range failures {
+		e.emit(order(fmt.Sprintf("o-%d", i)), 1, ev("order_placed", struct{}{}))
+	}
+	testwait.For(t, "every failure handed over, the limit's recordings held", func() bool {
+		return failing.total.Load() == failures && rec.now.Load() == limit
+	})
+	stop() // fails the test if Run does not return
+	assert.Zero(t, rec.now.Load(), "the held recordings were cancelled")
+	assert.Zero(t, e.recordCount(), "none was recorded")
+
+	close(rec.open)
+	next := e.processor(processor.WithConcurrency(1), processor.WithImmediateRetry(processor.Retry{}), noCircuit)
+	register(next)
+	run(t, next)
+	testwait.For(t, "every failure recorded by the next processor", func() bool { return e.recordCount() == failures })
+	assert.EqualValues(t, failures, e.rec.Metrics().Recorded.Load(), "each once")
 }
