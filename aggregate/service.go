@@ -3,7 +3,6 @@ package aggregate
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -167,7 +166,7 @@ func CarriedState(st eventstore.Stream) (State, bool) {
 // shape, and without a MarshalJSON method, which encoding/json would make
 // it scan twice.
 func (s snapshot) encode() ([]byte, error) {
-	return json.Marshal(struct {
+	return encodeWire(struct {
 		State      plainState `json:"state"`
 		CommandIDs []string   `json:"commandIds,omitempty"`
 	}{plainState(s.State), s.CommandIDs})
