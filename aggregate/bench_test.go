@@ -6,8 +6,10 @@ package aggregate_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -67,5 +69,27 @@ func BenchmarkExecute(b *testing.B) {
 			i++
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	})
+}
+
+// BenchmarkEncodeEvent: a record's creation, with a 15-line stack trace,
+// through EncodeEvent ("amends") and through encoding/json ("raw"), which
+// EncodeEvent used before and whose JSON it writes.
+func BenchmarkEncodeEvent(b *testing.B) {
+	e := ExecutionFailedCreated{EventID: evtID, Function: fn, ExecuteAt: t0, RetrySpec: DefaultRetrySpec, Recoverable: Recoverable,
+		Error: ErrorDetails{ErrorCode: "BadRequest", ErrorMsg: "charge <order> & retry", StackTrace: strings.Repeat("main.charge()\n\t/srv/billing/charge.go:42 +0x1d\n", 15)}}
+	b.Run("raw", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("amends", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := EncodeEvent(e); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }
