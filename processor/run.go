@@ -127,6 +127,16 @@ func (p *Processor) run(ctx context.Context, groups []*group) error {
 	}
 	close(p.ready)
 
+	// The failure summary stops after every runner, release and range
+	// replay returned: its last line then counts every failure recorded.
+	summaryCtx, stopSummary := context.WithCancel(context.WithoutCancel(ctx))
+	var summary sync.WaitGroup
+	defer func() {
+		stopSummary()
+		summary.Wait()
+	}()
+	summary.Go(func() { p.summarize(summaryCtx) })
+
 	stopping, stop := context.WithCancel(ctx)
 	var watch sync.WaitGroup
 	defer func() {
@@ -134,7 +144,6 @@ func (p *Processor) run(ctx context.Context, groups []*group) error {
 		watch.Wait()
 	}()
 	watch.Go(func() { p.heartbeat(stopping) })
-	watch.Go(func() { p.summarize(stopping) })
 	watch.Go(func() {
 		select {
 		case <-p.stopCh:
