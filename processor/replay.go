@@ -127,6 +127,10 @@ func (t *replayTask) outcome() (disposition, bool) { return t.result, t.done }
 
 func (t *replayTask) step(ctx context.Context, ls *laneState) (time.Duration, bool) {
 	p := ls.r.p
+	// The prepare's trace, the replay's parent, again: a task that resumes
+	// (after its retry's timer, its result's record, or a task ahead of
+	// it) runs with its lane's context.
+	ctx = tracing.StreamContext(ctx, &t.w.st)
 	if t.settling {
 		return t.end(t.recorded, t.cause)
 	}

@@ -3,6 +3,7 @@ package processor_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/failure"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/tracing"
 )
@@ -223,4 +225,42 @@ func TestWithTracerProviderNil(t *testing.T) {
 	_, err := processor.New(e.js, e.store, ctxName, processor.WithTracerProvider(nil))
 	require.ErrorIs(t, err, processor.ErrInvalidOption)
 	assert.Contains(t, err.Error(), "tracer provider is nil")
+}
+
+// A replay's immediate retry resumes on its lane, from the retry timer:
+// its call is still a child of the prepare's span, as the first call is.
+func TestTracingAReplaysRetryKeepsThePrepare(t *testing.T) {
+	e := newEnv(t)
+	tp, exp := newTracer(t)
+	p := e.processor(processor.WithTracerProvider(tp))
+	var replays atomic.Int32
+	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), func(ctx context.Context, _ *processor.Delivery) error {
+		if _, replay := processor.CompensationFrom(ctx); !replay {
+			return errBoom // the live call: a record
+		}
+		if replays.Add(1) == 1 {
+			return failure.Recoverable(errors.New("smtp busy")) // retried at once
+		}
+		return nil
+	}))
+	run(t, p)
+	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
+	evt := st.Events[0].ID
+	id := aggregate.RecordID(evt, info("Mailer", "onPlaced"))
+	require.Eventually(t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusFailed }, waitFor, tick)
+
+	e.clock.SetMillis(t0 + 1000)
+	ctx, span := tp.Tracer("test").Start(context.Background(), "prepare")
+	_, err := e.svc.Execute(ctx, id, aggregate.PrepareCompensation{}, aggregate.Meta{Actor: "test"})
+	require.NoError(t, err)
+	span.End()
+	prep := span.SpanContext()
+	require.Eventually(t, func() bool { return e.record(evt, info("Mailer", "onPlaced")).Status == aggregate.StatusSucceeded }, waitFor, tick)
+
+	calls := spansNamed(exp, tracing.SpanReplay)
+	require.Len(t, calls, 2, "the failed call and its immediate retry")
+	for i, r := range calls {
+		assert.Equal(t, prep.TraceID(), r.SpanContext.TraceID(), "call %d continues the prepare's trace", i+1)
+		assert.Equal(t, prep.SpanID(), r.Parent.SpanID(), "call %d's parent is the prepare's span", i+1)
+	}
 }
