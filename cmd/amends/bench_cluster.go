@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/amends-dev/amends/internal/natsconn"
 )
 
 // benchCluster starts n JetStream servers clustered over loopback, each
@@ -31,7 +32,7 @@ func benchCluster(ctx context.Context, n int) (*nats.Conn, func(), error) {
 		}
 		_ = os.RemoveAll(dir)
 	}
-	ports, err := loopbackPorts(n)
+	ports, err := natsconn.LoopbackPorts(n)
 	if err != nil {
 		shutdown()
 		return nil, nil, err
@@ -89,18 +90,4 @@ func clusterReady(servers []*server.Server) bool {
 		}
 	}
 	return false
-}
-
-// loopbackPorts finds n loopback ports that are free now.
-func loopbackPorts(n int) ([]int, error) {
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
 }

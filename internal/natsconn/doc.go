@@ -12,6 +12,8 @@
 // server logs through log/slog; by default only its warnings and errors.
 // It holds an exclusive lock on its data directory (LockFileName, holding
 // the pid) while it runs, so two servers never share one JetStream store.
+// LoopbackPorts finds the route ports of a cluster of embedded servers
+// (the bench's, the tests'), below the ephemeral port range.
 //
 // # Durability
 //

@@ -2,7 +2,6 @@ package natstest
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,6 +10,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/internal/natsconn"
 )
 
 // Cluster is a JetStream cluster of servers on loopback with random ports,
@@ -75,19 +76,13 @@ func (c *Cluster) startNode(i int) {
 	c.Servers[i] = s
 }
 
-// freePorts finds n loopback ports that are free now. Another process may
-// take one before the cluster binds it; the test then fails to start, which
-// is rare and loud.
+// freePorts finds n loopback route ports below the ephemeral range
+// (natsconn.LoopbackPorts).
 func freePorts(tb testing.TB, n int) []int {
 	tb.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatalf("natstest: find a free port: %v", err)
-		}
-		defer l.Close()
-		ports[i] = l.Addr().(*net.TCPAddr).Port
+	ports, err := natsconn.LoopbackPorts(n)
+	if err != nil {
+		tb.Fatalf("natstest: %v", err)
 	}
 	return ports
 }
