@@ -63,12 +63,18 @@ func TestServeNotifiesAndExposesMetrics(t *testing.T) {
 	assert.Equal(t, "https://amends.example.com/record?id="+id, bodies[0].Link)
 	mu.Unlock()
 
-	resp, err := http.Get(r.info.HTTPURL + "/metrics")
-	require.NoError(t, err)
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	assert.Contains(t, string(metrics), `amends_notify_deliveries_total{endpoint="default",outcome="delivered"} 1`)
-	assert.Contains(t, string(metrics), "amends_notify_lag_seconds_count 1")
+	// The endpoint has the body before the notifier has its answer and
+	// counts the delivery: poll the metrics.
+	delivered := func() bool {
+		resp, err := http.Get(r.info.HTTPURL + "/metrics")
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		metrics := string(b)
+		return strings.Contains(metrics, `amends_notify_deliveries_total{endpoint="default",outcome="delivered"} 1`) &&
+			strings.Contains(metrics, "amends_notify_lag_seconds_count 1")
+	}
+	require.Eventually(t, delivered, waitLimit, 10*time.Millisecond, "the delivery and its lag are counted")
 	require.Equal(t, exitOK, r.stop(t), "stderr:\n%s", c.stderr.String())
 	assert.NotContains(t, c.stderr.String(), notifySecret, "a secret is never logged")
 	assert.Contains(t, c.stderr.String(), "notifications on")
