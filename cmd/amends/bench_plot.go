@@ -92,8 +92,7 @@ func writePlot(path string, results []bench.Result) error {
 
 // scenarioPlots makes a plot per scenario, in the order of the results,
 // with a line per side; a side has the same colour and marks in every
-// plot (raw, peer, amends, floor), whatever the
-// scenario names it.
+// plot (raw, peer, amends, floor), whatever the scenario names it.
 func scenarioPlots(results []bench.Result) ([]*plot.Plot, error) {
 	type line struct {
 		name string

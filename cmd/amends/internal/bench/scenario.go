@@ -63,9 +63,9 @@ type Pair struct {
 	// Notes are extra figures to report (e.g. bytes per record).
 	Notes map[string]float64
 	// Before, if set, runs untimed before every operation of any side
-	// ("raw", "peer" or "amends")
-	// (e.g. to publish the messages an operation then consumes); the rate
-	// is then computed from the operations' own time.
+	// ("raw", "floor", "peer" or "amends"), e.g. to publish the messages
+	// an operation then consumes; the rate is then computed from the
+	// operations' own time.
 	Before func(ctx context.Context, side string, worker, i int) error
 	// PerOp is how many units (messages, records) one operation handles;
 	// rates are per unit. 0 means 1.
