@@ -199,6 +199,70 @@ func TestPostRunsOnTheLaneInOrder(t *testing.T) {
 	assert.False(t, lane.Post(func(context.Context) { t.Error("posted work ran after the stop") }), "Post after the stop")
 }
 
+// Work posted to a subject runs on the lane of that subject's messages,
+// after the message running there; once Consume has stopped, the lane's
+// Stopped is closed and the runtime refuses work.
+func TestRuntimePostRunsOnTheSubjectsLane(t *testing.T) {
+	js, cons := fixture(t, 30*time.Second, 100)
+	rt := newRuntime(t, inflight.Config{Name: "c", Lanes: 4, AckWait: 30 * time.Second, MaxAckPending: 100})
+	_, ok := rt.Post("s.x", func(context.Context, *inflight.Lane) { t.Error("posted work ran with no Consume") })
+	require.False(t, ok, "Post before Consume")
+
+	running, release := make(chan int, 1), make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	stop, _ := consume(t, rt, cons, func(_ context.Context, l *inflight.Lane, msgs []jetstream.Msg) {
+		for _, m := range msgs {
+			running <- l.Index()
+			<-release
+			mu.Lock()
+			order = append(order, "msg")
+			mu.Unlock()
+			_ = m.Ack()
+		}
+	})
+	publish(t, js, "s.x", 1)
+	var msgLane int
+	select {
+	case msgLane = <-running:
+	case <-time.After(waitFor):
+		t.Fatalf("the message was not handled within %s", waitFor)
+	}
+	ran := make(chan int, 1)
+	lane, ok := rt.Post("s.x", func(_ context.Context, l *inflight.Lane) {
+		mu.Lock()
+		order = append(order, "post")
+		mu.Unlock()
+		ran <- l.Index()
+	})
+	require.True(t, ok)
+	assert.Equal(t, msgLane, lane.Index(), "the subject's lane")
+	close(release)
+	select {
+	case i := <-ran:
+		assert.Equal(t, msgLane, i)
+	case <-time.After(waitFor):
+		t.Fatalf("the posted work did not run within %s", waitFor)
+	}
+	mu.Lock()
+	assert.Equal(t, []string{"msg", "post"}, order, "after the message running on its lane")
+	mu.Unlock()
+	select {
+	case <-lane.Stopped():
+		t.Fatal("Stopped closed while Consume runs")
+	default:
+	}
+
+	require.NoError(t, stop())
+	select {
+	case <-lane.Stopped():
+	default:
+		t.Fatal("Stopped still open after Consume returned")
+	}
+	_, ok = rt.Post("s.x", func(context.Context, *inflight.Lane) { t.Error("posted work ran after the stop") })
+	assert.False(t, ok, "Post after the stop")
+}
+
 // When Consume stops, a message whose handler left it waiting is nak'ed
 // for redelivery at once, and so is one queued behind a running handler,
 // which never starts; the running handler finishes first.

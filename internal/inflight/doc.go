@@ -23,7 +23,9 @@
 //
 // A handler may settle its messages later, from another goroutine, and
 // may Post work to its lane to run in order with the lane's messages (a
-// timer's resumption). When Consume stops, posted work that did not start
+// timer's resumption); any goroutine may post work to the lane of a
+// subject (Runtime.Post), to run in order with that subject's messages,
+// and learn from the lane's Stopped that it never will. When Consume stops, posted work that did not start
 // is dropped, running handlers finish (they get the work context, which
 // the caller cancels after its shutdown timeout), and every message still
 // held, queued or waiting, is nak'ed for immediate redelivery in stream

@@ -11,12 +11,13 @@ import (
 // one batch at a time, and the work posted to it, in arrival order. Safe
 // for concurrent use.
 type Lane struct {
-	index  int
-	mu     sync.Mutex
-	items  []item
-	head   int
-	closed bool
-	signal chan struct{} // capacity 1: "something changed"
+	index   int
+	mu      sync.Mutex
+	items   []item
+	head    int
+	closed  bool
+	signal  chan struct{} // capacity 1: "something changed"
+	stopped chan struct{} // closed once nothing runs on the lane any more
 }
 
 // item is a message or posted work.
@@ -25,7 +26,9 @@ type item struct {
 	fn func(context.Context)
 }
 
-func newLane(i int) *Lane { return &Lane{index: i, signal: make(chan struct{}, 1)} }
+func newLane(i int) *Lane {
+	return &Lane{index: i, signal: make(chan struct{}, 1), stopped: make(chan struct{})}
+}
 
 // Index returns the lane's number, from 0 to Config.Lanes-1: a handler
 // keeps its per-lane state by it.
@@ -35,6 +38,12 @@ func (l *Lane) Index() int { return l.index }
 // handlers' context. It returns false, and fn never runs, once the lane
 // has stopped; work posted while it stops is dropped too.
 func (l *Lane) Post(fn func(ctx context.Context)) bool { return l.push(item{fn: fn}) }
+
+// Stopped is closed once the lane's goroutine has returned: nothing posted
+// to it runs any more, and what did not run never will. Work that waits
+// for something it posted selects on it too. A lane of NewLane never
+// stops.
+func (l *Lane) Stopped() <-chan struct{} { return l.stopped }
 
 func (l *Lane) push(it item) bool {
 	l.mu.Lock()

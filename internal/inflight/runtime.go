@@ -62,8 +62,9 @@ type Handler func(ctx context.Context, l *Lane, msgs []jetstream.Msg)
 // it holds leased until it is settled. One Runtime runs one Consume at a
 // time; its Held count spans them. Safe for concurrent use.
 type Runtime struct {
-	cfg  Config
-	held atomic.Int64
+	cfg   Config
+	held  atomic.Int64
+	lanes atomic.Pointer[[]*Lane] // those of the Consume running, if one is
 }
 
 // pullExpiry bounds one pull request on the server. Should the client ever
@@ -92,6 +93,22 @@ func (r *Runtime) Held() int { return int(r.held.Load()) }
 // runtime can hold.
 func (r *Runtime) Capacity() int { return r.cfg.MaxAckPending }
 
+// Post queues fn on the lane that the messages of subject go to, in the
+// Consume running now, after what is queued there already: work that
+// must run in order with those messages (a call of a function that no
+// message of the consumer carries). fn gets the handlers' context and its
+// lane. It returns the lane, or false when no Consume runs or the lane
+// has stopped; fn never runs then, nor when Consume stops before it
+// started (select on the lane's Stopped to learn that).
+func (r *Runtime) Post(subject string, fn func(ctx context.Context, l *Lane)) (*Lane, bool) {
+	lanes := r.lanes.Load()
+	if lanes == nil {
+		return nil, false
+	}
+	l := (*lanes)[laneOf(subject, len(*lanes))]
+	return l, l.Post(func(ctx context.Context) { fn(ctx, l) })
+}
+
 // Consume hands the messages of cons to the lanes until stopping ends
 // (nil) or the consumer stops on its own (deleted, connection closed:
 // ErrConsumerEnded or the client's error). Handlers run with work, which
@@ -106,8 +123,12 @@ func (r *Runtime) Consume(stopping, work context.Context, cons jetstream.Consume
 	var wg sync.WaitGroup
 	for i := range lanes {
 		lanes[i], shards[i] = newLane(i), newShard(r)
-		wg.Go(func() { r.run(stopping, work, lanes[i], h) })
+		wg.Go(func() {
+			defer close(lanes[i].stopped)
+			r.run(stopping, work, lanes[i], h)
+		})
 	}
+	r.lanes.Store(&lanes)
 	hbDone := make(chan struct{})
 	var hb sync.WaitGroup
 	hb.Go(func() { heartbeat(shards, hbDone, r.cfg.AckWait/3) })
@@ -150,6 +171,7 @@ func (r *Runtime) Consume(stopping, work context.Context, cons jetstream.Consume
 	} else {
 		err = fmt.Errorf("consume %s: %w", r.cfg.Name, err)
 	}
+	r.lanes.Store(nil)
 	for _, l := range lanes {
 		l.close()
 	}
