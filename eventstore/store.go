@@ -75,6 +75,10 @@ type Feed[M any] interface {
 	// streams in its log, or of one aggregate type's when aggregateType is
 	// not empty.
 	FilterSubject(context, aggregateType string) string
+	// Subject returns the subject, in the transport, of aggregate a's
+	// streams: the one its messages carry (a subscriber orders work per
+	// aggregate by it). An invalid a matches ErrInvalid.
+	Subject(a AggregateID) (string, error)
 	// Replicas returns how many copies of each stream the store keeps: a
 	// subscriber keeps what it stores beside the log (quarantine, progress)
 	// as safe.

@@ -41,6 +41,25 @@ func checkSubscribe[M any](t *testing.T, h Harness[M]) {
 		nb := appendN(t, s, b, v, 1)
 		log, bs = append(log, nb...), append(bs, nb...)
 	}
+	sa, err := s.Subject(a)
+	require.NoError(t, err)
+	sb, err := s.Subject(b)
+	require.NoError(t, err)
+	assert.NotEqual(t, sa, sb, "each aggregate has its own subject")
+	again, err := s.Subject(a)
+	require.NoError(t, err)
+	assert.Equal(t, sa, again, "an aggregate's subject does not change")
+	_, err = s.Subject(eventstore.AggregateID{Context: suiteContext, Type: typeA})
+	assert.ErrorIs(t, err, eventstore.ErrInvalid, "the subject of an aggregate without an id")
+	if h.SubjectOf != nil {
+		for i, m := range deliverMsgs(t, h, "", log[0].Seq, len(log)) {
+			want := sa
+			if log[i].Aggregate == b {
+				want = sb
+			}
+			assert.Equal(t, want, h.SubjectOf(m), "message %d carries its aggregate's Subject", i)
+		}
+	}
 	for _, c := range []struct {
 		name, typ string
 		from      uint64
@@ -59,17 +78,24 @@ func checkSubscribe[M any](t *testing.T, h Harness[M]) {
 // deliver subscribes from a position and decodes what arrives.
 func deliver[M any](t *testing.T, h Harness[M], typ string, from uint64, n int) []eventstore.Stream {
 	t.Helper()
+	out := make([]eventstore.Stream, n)
+	for i, m := range deliverMsgs(t, h, typ, from, n) {
+		var err error
+		out[i], err = h.Store.DecodeMsg(m)
+		require.NoError(t, err, "decode message %d", i)
+	}
+	return out
+}
+
+// deliverMsgs subscribes from a position and returns what arrives.
+func deliverMsgs[M any](t *testing.T, h Harness[M], typ string, from uint64, n int) []M {
+	t.Helper()
 	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	msgs, err := h.Subscribe(c, suiteContext, typ, from, n)
 	require.NoError(t, err, "subscribe to %q from %d", typ, from)
 	require.Len(t, msgs, n, "the subscriber receives %d messages from %d", n, from)
-	out := make([]eventstore.Stream, n)
-	for i, m := range msgs {
-		out[i], err = h.Store.DecodeMsg(m)
-		require.NoError(t, err, "decode message %d", i)
-	}
-	return out
+	return msgs
 }
 
 // checkCorrupt: values the store did not write fail every read with

@@ -57,6 +57,13 @@ func (s *memStore) StreamName(c string) string { return "mem-" + c }
 
 func (s *memStore) FilterSubject(c, typ string) string { return c + "/" + typ }
 
+func (s *memStore) Subject(a eventstore.AggregateID) (string, error) {
+	if err := a.Validate(); err != nil {
+		return "", err
+	}
+	return a.String(), nil
+}
+
 func (s *memStore) Replicas() int { return 1 }
 
 func (s *memStore) DecodeMsg(m memMsg) (eventstore.Stream, error) {
@@ -280,6 +287,7 @@ func (s *memStore) subscribe(ctx context.Context, c, typ string, from uint64, n 
 func TestMemStoreConforms(t *testing.T) {
 	eventstoretest.Run(t, func(t *testing.T) eventstoretest.Harness[memMsg] {
 		s := newMemStore(2048)
-		return eventstoretest.Harness[memMsg]{Store: s, Subscribe: s.subscribe, WriteRaw: s.writeRaw, MaxStreamBytes: 2048}
+		return eventstoretest.Harness[memMsg]{Store: s, Subscribe: s.subscribe, WriteRaw: s.writeRaw, MaxStreamBytes: 2048,
+			SubjectOf: func(m memMsg) string { return m.e.a.String() }}
 	})
 }

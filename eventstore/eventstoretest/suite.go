@@ -57,6 +57,9 @@ type Harness[M any] struct {
 	// (an encoded document of that many bytes no longer fits). Zero skips
 	// the oversized-input check.
 	MaxStreamBytes int
+	// SubjectOf returns the subject a message of the transport carries:
+	// the check that Store.Subject names it. Nil skips that check.
+	SubjectOf func(m M) string
 }
 
 // Run runs every check of the contract against the stores newHarness

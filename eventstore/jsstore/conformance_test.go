@@ -28,6 +28,7 @@ func TestConformance(t *testing.T) {
 					Subscribe:      orderedSubscribe(js, st),
 					WriteRaw:       rawWriter(js, st),
 					MaxStreamBytes: conformanceMaxMsgSize,
+					SubjectOf:      jetstream.Msg.Subject,
 				}
 			})
 		})
