@@ -8,7 +8,7 @@ import (
 
 // An attempt's run (beyond Wow) is when it started and which instance and
 // build ran it; the recorder stores it with the outcome (aggregate.Run).
-// execute notes the start on the Delivery at the first call (immediate
+// call notes the start on the Delivery at the first call (immediate
 // retries belong to the same attempt) and execution copies it.
 
 // runRecorder fills in an execution's run (start, instance, build) before

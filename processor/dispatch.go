@@ -259,23 +259,6 @@ func (p *Processor) callOnLane(ctx context.Context, ls *laneState, f *function, 
 	return 0, false, err
 }
 
-// execute runs a whole attempt of f on d where it is called (releases and
-// range replays, each on a goroutine of its own), its immediate retries
-// waiting on the timer a lane's task waits on, and returns the final error.
-func (p *Processor) execute(ctx context.Context, f *function, d *Delivery) error {
-	for {
-		wait, again, err := p.call(ctx, f, d)
-		if !again {
-			return err
-		}
-		p.retrying(ctx, f, d, wait, err)
-		if p.waitFor(ctx, wait) != nil {
-			f.stats.Failed.Add(1)
-			return err
-		}
-	}
-}
-
 // execution describes f's final outcome on d for the recorder.
 func (p *Processor) execution(f *function, d *Delivery, c *Compensation, err error) Execution {
 	info := f.info

@@ -263,6 +263,22 @@ func (e *env) acked(durable, stream string, seq uint64) bool {
 	return info.AckFloor.Stream >= seq && info.NumAckPending == 0
 }
 
+// inFlight returns how many messages processor proc's durable has
+// delivered and not yet acked, once it has delivered every message; -1
+// before that.
+func (e *env) inFlight(proc string) int {
+	e.t.Helper()
+	c, err := e.js.Consumer(context.Background(), e.store.StreamName(ctxName), processor.DurableName(ctxName, proc))
+	if err != nil {
+		return -1
+	}
+	info, err := c.Info(context.Background())
+	if err != nil || info.NumPending > 0 {
+		return -1
+	}
+	return info.NumAckPending
+}
+
 // settled reports whether processor proc's durable has acked everything up
 // to the context stream's last message.
 func (e *env) settled(proc string) bool {

@@ -42,6 +42,11 @@ type runner struct {
 	// settled, when set, sees every disposition before it is applied
 	// (tests of the handlers).
 	settled func(d disposition)
+	// lanes are the states of the lanes of the Consume running, set
+	// before it starts and read only on those lanes' goroutines (by
+	// messages and by work posted to them, calltask.go).
+	lanes    []*laneState
+	stopping context.Context
 }
 
 func (p *Processor) newRunner(stream string, cfg jetstream.ConsumerConfig, lanes int, metrics *ConsumerMetrics) (*runner, error) {
@@ -76,18 +81,14 @@ func (r *runner) run(stopping, work context.Context) {
 			_ = Sleep(stopping, time.Second)
 			continue
 		}
-		lanes := make([]*laneState, r.p.laneCount(r))
+		r.lanes, r.stopping = make([]*laneState, r.p.laneCount(r)), stopping
 		err = r.rt.Consume(stopping, work, cons, func(ctx context.Context, l *inflight.Lane, msgs []jetstream.Msg) {
-			ls := lanes[l.Index()]
-			if ls == nil {
-				ls = newLaneState(r, l, stopping)
-				lanes[l.Index()] = ls
-			}
+			ls := r.laneState(l)
 			for _, m := range msgs {
 				r.handle(ctx, ls, m.(*inflight.Msg))
 			}
 		})
-		for _, ls := range lanes {
+		for _, ls := range r.lanes {
 			if ls != nil {
 				ls.stop()
 			}
@@ -101,6 +102,17 @@ func (r *runner) run(stopping, work context.Context) {
 			_ = Sleep(stopping, time.Second)
 		}
 	}
+}
+
+// laneState returns the state of lane l of the Consume running, made at
+// its first use; on l's goroutine only.
+func (r *runner) laneState(l *inflight.Lane) *laneState {
+	ls := r.lanes[l.Index()]
+	if ls == nil {
+		ls = newLaneState(r, l, r.stopping)
+		r.lanes[l.Index()] = ls
+	}
+	return ls
 }
 
 // laneCount is how many lanes r's consumer has.

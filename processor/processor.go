@@ -60,6 +60,7 @@ type group struct {
 	functions []*function
 	byType    map[string][]*function
 	ordered   []*function // the Ordered ones
+	live      *runner     // its consumer's, set by Run before anything calls a function
 }
 
 // New returns a Processor of the bounded context contextName, reading its

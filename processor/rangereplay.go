@@ -25,6 +25,10 @@ func WithRangeReplays() Option {
 	return func(o *options) error { o.rangeReplays = true; return nil }
 }
 
+// errRecordingFailed: a range replay's event failed and its failure could
+// not be recorded (the recorder logged why).
+var errRecordingFailed = errors.New("a failure could not be recorded")
+
 type rangeRuntime struct {
 	kv      *replays
 	owner   string
@@ -153,8 +157,10 @@ func (p *Processor) runRange(stopping, work context.Context, f *function, id str
 		}
 		var replayed, failed uint64
 		if more {
-			var ok bool
-			if replayed, failed, ok = p.replayRangeStream(stopping, work, f, id, &r, &st, interval); !ok {
+			if replayed, failed, err = p.replayRangeStream(stopping, f, id, &r, &st, interval); err != nil {
+				if !errors.Is(err, errNotRun) {
+					log.Warn("amends processor: range replay stopped at a stream; it runs again from there", "seq", st.Seq, "err", err)
+				}
 				return
 			}
 		}
@@ -185,32 +191,33 @@ func (p *Processor) claimRange(r *api.Replay) error {
 }
 
 // replayRangeStream gives f the events of st that r selects, one every
-// interval, and records their failures. It returns false when the replay
-// must stop here (stopping, or a failure that could not be recorded: the
-// stream runs again).
-func (p *Processor) replayRangeStream(stopping, work context.Context, f *function, id string, r *api.Replay, st *eventstore.Stream, interval time.Duration) (replayed, failed uint64, ok bool) {
+// interval, each as a task of its aggregate's lane (runOnLane), and
+// records their failures. An error says that the replay must stop here,
+// not advanced past st: errNotRun (stopping), a failure that could not be
+// recorded, or one that could not be given.
+func (p *Processor) replayRangeStream(stopping context.Context, f *function, id string, r *api.Replay, st *eventstore.Stream, interval time.Duration) (replayed, failed uint64, err error) {
 	for i := range st.Events {
 		e := &st.Events[i]
 		if !replayMatches(r, st, e) || !f.types[st.Aggregate.Type] || !f.reacts(e.Name) {
 			continue
 		}
-		if p.o.sleep(stopping, interval) != nil {
-			return replayed, failed, false
+		if err := p.o.sleep(stopping, interval); err != nil {
+			return replayed, failed, errNotRun
 		}
 		d := &Delivery{Stream: st, Event: e, Index: i, Function: f.info}
-		err := p.execute(WithCompensation(work, Compensation{Request: id}), f, d)
-		if err != nil && work.Err() != nil {
-			return replayed, failed, false
+		res, err := p.runOnLane(f, d, Compensation{Request: id})
+		if err != nil {
+			return replayed, failed, err
 		}
 		replayed++
-		if err != nil {
-			if p.record(work, p.execution(f, d, nil, err)) == OutcomeRecordingFailed {
-				return replayed, failed, false // not advanced: runs again from this stream
+		if res.err != nil {
+			if res.out == OutcomeRecordingFailed {
+				return replayed, failed, errRecordingFailed
 			}
 			failed++
 		}
 	}
-	return replayed, failed, true
+	return replayed, failed, nil
 }
 
 // advanceRange records the range replay's progress to pos, and its end

@@ -2,6 +2,7 @@ package processor_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,6 +95,42 @@ func TestRangeReplayByAggregateWithDryRun(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 3, paced, "one wait of 1/rate before each event")
+}
+
+// Given a live call of an order's event still running, when a range
+// replay of the same order and function starts, then its calls wait
+// behind the live call (tasks of one key on the aggregate's lane) and run
+// after it, never beside it.
+func TestRangeReplayWaitsForTheLiveCallOfItsAggregate(t *testing.T) {
+	s := newSeen()
+	e, p, rs := rangeEnv(t, s)
+	run(t, p)
+	for v := uint64(1); v <= 3; v++ {
+		e.emit(order("o-1"), v, ev("step", struct{}{}))
+	}
+	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.gate, s.block = gate, at("o-1", 4)
+	s.mu.Unlock()
+	e.emit(order("o-1"), 4, ev("step", struct{}{}))
+	select {
+	case <-s.in:
+	case <-time.After(waitFor):
+		t.Fatal("the live call of version 4 did not start")
+	}
+
+	before := len(e.sleeps.All())
+	_, _, err := rs.Submit(context.Background(), byAggregate("r-w", 1, 3))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return slices.Contains(e.sleeps.All()[before:], 20*time.Millisecond)
+	}, waitFor, tick, "the replay paces its first event")
+	require.Never(t, func() bool { return s.ranged("r-w") > 0 }, 200*time.Millisecond, tick, "no replayed call beside the live one")
+	close(gate)
+	require.Eventually(t, func() bool { return done(t, rs, "r-w") }, waitFor, tick)
+	assert.Equal(t, []uint64{1, 2, 3, 4, 1, 2, 3}, s.versions("o-1"), "the live call, then the replay")
+	assert.Equal(t, 3, s.ranged("r-w"))
 }
 
 // Given a replay request, when the same id is sent again, then it is not

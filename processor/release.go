@@ -269,15 +269,21 @@ func (p *Processor) releaseOne(stopping, work context.Context, f *function, head
 		return releaseAgain, nil
 	}
 	d := &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info}
-	err = p.execute(WithCompensation(work, Compensation{ID: head, Release: true}), f, d)
-	if err != nil && work.Err() != nil {
+	res, err := p.runOnLane(f, d, Compensation{ID: head, Release: true})
+	switch {
+	case errors.Is(err, errNotRun) && stopping.Err() != nil:
 		return releaseStop, nil // interrupted: the next claim runs it again
-	}
-	if err == nil {
+	case err != nil:
+		if !errors.Is(err, errNotRun) {
+			log.Warn("amends processor: cannot give a held event; retrying", "event", ref.EventID, "err", err)
+		}
+		_ = Sleep(stopping, p.o.nakDelay)
+		return releaseAgain, nil // the consumer is re-created: the same event again
+	case res.err == nil:
 		f.stats.Released.Add(1)
 		return releaseDone, nil
 	}
-	out := p.record(work, p.execution(f, d, nil, err))
+	out := res.out
 	if out == OutcomeRecordingFailed {
 		_ = Sleep(stopping, p.o.nakDelay)
 		return releaseAgain, nil // the same event again

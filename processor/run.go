@@ -235,6 +235,7 @@ func (p *Processor) runners(ctx context.Context, groups []*group) ([]*runner, er
 			return nil, err
 		}
 		r.handle = func(ctx context.Context, ls *laneState, m *inflight.Msg) { p.dispatch(ctx, g, ls, m) }
+		g.live = r
 		out = append(out, r)
 	}
 	if p.o.recorder == nil || !p.o.replay {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/internal/inflight"
 )
 
 // Each step of the chain (steps.go) on its own, around a handler the test
@@ -243,27 +246,54 @@ func TestCallRunsTheChainOncePerCall(t *testing.T) {
 	assert.Equal(t, uint64(1), f.stats.Failed.Load(), "an attempt fails once, however many calls it made")
 }
 
-func TestExecuteWaitsForEachRetryOnTheRetryTimer(t *testing.T) {
+// A call no message carries (a range replay's, a release's) waits for each
+// immediate retry on its lane's timer, then records its final failure off
+// the lane and finishes on the lane.
+func TestACallTaskWaitsForEachRetryOnItsLanesTimer(t *testing.T) {
+	var mu sync.Mutex
 	var waited []time.Duration
 	o := defaultOptions()
 	o.sleep, o.sleeperSet = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
 		waited = append(waited, d)
+		mu.Unlock()
 		return ctx.Err()
 	}, true
 	p := &Processor{o: o}
 	calls := 0
 	f := stepFunction(t, aggregate.KindEvent, 2, answer(&calls, failure.Recoverable(errStep)))
 	f.run = p.chain(f)
+	r, err := p.newRunner("S", jetstream.ConsumerConfig{Durable: "c", AckWait: time.Minute, MaxAckPending: 10}, 1, &p.metrics.ConsumerMetrics)
+	require.NoError(t, err)
+	lane := inflight.NewLane()
+	ls := newLaneState(r, lane, context.Background())
 
-	require.ErrorIs(t, p.execute(context.Background(), f, stepDelivery()), errStep)
+	finished := make(chan struct{})
+	task := &callTask{f: f, k: taskKey{f: f, subject: "o-1"}, d: stepDelivery(), c: Compensation{Request: "r-1"}}
+	task.w = &msgWork{finish: func(context.Context, *msgWork) disposition { close(finished); return task.result }}
+	ctx := t.Context()
+	ls.begin(task.w)
+	ls.schedule(ctx, task)
+	ls.end(ctx, task.w)
+	require.Eventually(t, func() bool {
+		r.background.Wait()
+		lane.RunPosted(ctx) // the timers' and the recording's resumptions
+		select {
+		case <-finished:
+			return true
+		default:
+			return false
+		}
+	}, 30*time.Second, time.Millisecond, "the task finishes")
 	assert.Equal(t, 3, calls, "the call and its two immediate retries")
-	assert.Len(t, waited, 2, "one wait before each retry")
+	mu.Lock()
+	assert.Len(t, waited, 2, "one wait on the timer before each retry")
+	mu.Unlock()
 	assert.Equal(t, uint64(2), f.stats.Retries.Load())
-
-	// A wait the context ends stops the attempt with the last failure.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	require.ErrorIs(t, p.waitFor(ctx, time.Hour), context.Canceled)
+	assert.Equal(t, ack, task.result, "finished, not interrupted")
+	require.ErrorIs(t, task.res.err, errStep, "the last call's error")
+	assert.Equal(t, OutcomeUnrecorded, task.res.out, "its failure handed to the recorder (none here)")
+	assert.Empty(t, ls.blocked, "its key is free again")
 }
 
 // The whole chain counts each outcome once: a refused call is one

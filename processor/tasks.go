@@ -45,7 +45,9 @@ type taskKey struct {
 }
 
 // msgWork is one message being handled: its tasks not yet finished, the
-// worst disposition of those finished, the bits of those done.
+// worst disposition of those finished, the bits of those done. A call no
+// message carries (calltask.go) has a msgWork without m, which finish
+// ends.
 type msgWork struct {
 	m       *inflight.Msg
 	st      eventstore.Stream
@@ -181,6 +183,9 @@ func (ls *laneState) release(ctx context.Context, w *msgWork) {
 	if w.finish != nil {
 		d = w.finish(ctx, w)
 	}
+	if w.m == nil {
+		return // the work of no message (calltask.go)
+	}
 	r := ls.r
 	switch d {
 	case ack, term:
@@ -216,20 +221,6 @@ func (p *Processor) after(ctx context.Context, d time.Duration, fn func()) (stop
 		}
 	}()
 	return func() bool { cancel(); return true }
-}
-
-// waitFor returns once d has passed, on the timer of after (the wait of
-// every immediate retry), or with ctx's error when ctx ends first.
-func (p *Processor) waitFor(ctx context.Context, d time.Duration) error {
-	passed := make(chan struct{})
-	stop := p.after(ctx, d, func() { close(passed) })
-	select {
-	case <-passed:
-		return nil
-	case <-ctx.Done():
-		stop()
-		return ctx.Err()
-	}
 }
 
 // bits is a set of small integers: the tasks of a message that are done.
