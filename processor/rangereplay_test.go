@@ -37,6 +37,17 @@ func rangeEnv(t *testing.T, s *seen, opts ...processor.Option) (*env, *processor
 	return e, p, rs
 }
 
+// runWithSteps runs p and has it handle versions 1..n of order o-1.
+func runWithSteps(t *testing.T, e *env, p *processor.Processor, n uint64) func() {
+	t.Helper()
+	stop := run(t, p)
+	for v := uint64(1); v <= n; v++ {
+		e.emit(order("o-1"), v, ev("step", struct{}{}))
+	}
+	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+	return stop
+}
+
 func byAggregate(id string, from, to uint64) api.Replay {
 	return api.Replay{ID: id, Context: ctxName, Processor: "Projector", Function: "onStep",
 		AggregateType: "order", AggregateID: "o-1", FromVersion: from, ToVersion: to, Rate: 50,
@@ -104,11 +115,7 @@ func TestRangeReplayByAggregateWithDryRun(t *testing.T) {
 func TestRangeReplayWaitsForTheLiveCallOfItsAggregate(t *testing.T) {
 	s := newSeen()
 	e, p, rs := rangeEnv(t, s)
-	run(t, p)
-	for v := uint64(1); v <= 3; v++ {
-		e.emit(order("o-1"), v, ev("step", struct{}{}))
-	}
-	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+	runWithSteps(t, e, p, 3)
 	gate := make(chan struct{})
 	s.mu.Lock()
 	s.gate, s.block = gate, at("o-1", 4)
@@ -138,11 +145,7 @@ func TestRangeReplayWaitsForTheLiveCallOfItsAggregate(t *testing.T) {
 func TestRangeReplayIdempotentByRequestID(t *testing.T) {
 	s := newSeen()
 	e, p, rs := rangeEnv(t, s)
-	run(t, p)
-	for v := uint64(1); v <= 3; v++ {
-		e.emit(order("o-1"), v, ev("step", struct{}{}))
-	}
-	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+	runWithSteps(t, e, p, 3)
 	_, created, err := rs.Submit(context.Background(), byAggregate("r-2", 1, 3))
 	require.NoError(t, err)
 	require.True(t, created)
@@ -166,11 +169,7 @@ func TestRangeReplayIdempotentByRequestID(t *testing.T) {
 func TestRangeReplayResumesAfterRestart(t *testing.T) {
 	s := newSeen()
 	e, p, rs := rangeEnv(t, s, processor.WithShutdownTimeout(0))
-	stop := run(t, p)
-	for v := uint64(1); v <= 4; v++ {
-		e.emit(order("o-1"), v, ev("step", struct{}{}))
-	}
-	require.Eventually(t, func() bool { return e.settled("Projector") }, waitFor, tick)
+	stop := runWithSteps(t, e, p, 4)
 	gate := make(chan struct{})
 	s.mu.Lock()
 	s.gate, s.block = gate, at("o-1", 3)
