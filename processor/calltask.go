@@ -13,25 +13,27 @@ import (
 var errNotRun = errors.New("the call did not finish: the processor stops, or its consumer was lost")
 
 // callTask is one attempt of a function on an event that no message of
-// its consumer carries: a range replay's event, a held event's release. It
+// its consumer carries: a range replay's event, a held event's release, a
+// prepared record's replay (whose message is of the replay consumer). It
 // is a task of the lane that the event's aggregate has in the function's
 // live runner, under the key of the function's live tasks of that
 // aggregate, so that it runs in order with them, never beside them. Its
-// immediate retries wait on the lane's timer and its failure is recorded
-// off the lane, as a live task's are.
+// immediate retries wait on the lane's timer, and a failure it records is
+// recorded off the lane, as a live task's are.
 type callTask struct {
 	w      *msgWork
 	f      *function
 	k      taskKey
 	d      *Delivery
-	c      Compensation
+	wrap   func(context.Context) context.Context // what the call's context carries: its compensation, its trace
+	record bool                                  // record the final failure (the replay records its result itself)
 	called bool
 	res    callResult
 	result disposition
 }
 
 // callResult is how a callTask ended: its last call's error and, for a
-// failure, how it was recorded.
+// failure it recorded, how.
 type callResult struct {
 	err error
 	out Outcome
@@ -47,10 +49,9 @@ func (t *callTask) step(ctx context.Context, ls *laneState) (time.Duration, bool
 		return 0, false // resumed once its failure was recorded
 	}
 	p, f := ls.r.p, t.f
-	ctx = WithCompensation(ctx, t.c)
-	wait, again, err := p.call(ctx, f, t.d)
-	if again {
-		p.retrying(ctx, f, t.d, wait, err)
+	ctx = t.wrap(ctx)
+	wait, more, err := p.callOnLane(ctx, ls, f, t.d)
+	if more {
 		return wait, true
 	}
 	if err != nil && ctx.Err() != nil {
@@ -58,7 +59,7 @@ func (t *callTask) step(ctx context.Context, ls *laneState) (time.Duration, bool
 		return 0, false
 	}
 	t.called, t.res.err = true, err
-	if err == nil {
+	if err == nil || !t.record {
 		return 0, false
 	}
 	x := p.execution(f, t.d, nil, err)
@@ -66,14 +67,17 @@ func (t *callTask) step(ctx context.Context, ls *laneState) (time.Duration, bool
 	return resumeLater, true
 }
 
-// runOnLane runs an attempt of f on d, for compensation c, as a task of
-// the lane of d's aggregate in f's live runner (callTask), records its
-// final failure and returns once it finished. It returns errNotRun when
-// the task did not finish: the processor stops, or the consumer was lost
-// and its lanes with it (the call may have been made, and its failure
-// recorded, before that); the caller gives the event up for now and
-// gives it again later. Safe for concurrent use, off the lanes.
-func (p *Processor) runOnLane(f *function, d *Delivery, c Compensation) (callResult, error) {
+// runOnLane runs an attempt of f on d as a task of the lane of d's
+// aggregate in f's live runner (callTask), with its context wrapped by
+// wrap, records its final failure when record is set, and returns once it
+// finished. While the live consumer is not running (it starts, or is
+// being re-created), it waits for it until stopping ends. It returns
+// errNotRun when the task did not finish: stopping ended, or the consumer
+// was lost and its lanes with it (the call may have been made, and its
+// failure recorded, before that); the caller gives the event up for now
+// and gives it again later. Safe for concurrent use, off the lanes; it
+// blocks until the task finished or its lane stopped.
+func (p *Processor) runOnLane(stopping context.Context, f *function, d *Delivery, wrap func(context.Context) context.Context, record bool) (callResult, error) {
 	g := p.byName[f.info.ProcessorName]
 	if g == nil || g.live == nil {
 		return callResult{}, fmt.Errorf("function %s.%s has no live consumer running: %w", f.info.ProcessorName, f.info.Name, errNotRun)
@@ -82,11 +86,11 @@ func (p *Processor) runOnLane(f *function, d *Delivery, c Compensation) (callRes
 	if err != nil {
 		return callResult{}, err
 	}
-	t := &callTask{f: f, k: taskKey{f: f, subject: subject}, d: d, c: c}
+	t := &callTask{f: f, k: taskKey{f: f, subject: subject}, d: d, wrap: wrap, record: record}
 	finished := make(chan struct{})
 	t.w = &msgWork{finish: func(context.Context, *msgWork) disposition { close(finished); return t.result }}
 	r := g.live
-	lane, ok := r.rt.Post(subject, func(ctx context.Context, l *inflight.Lane) {
+	lane, ok := r.post(stopping, subject, func(ctx context.Context, l *inflight.Lane) {
 		ls := r.laneState(l)
 		ls.begin(t.w)
 		ls.schedule(ctx, t)
@@ -110,4 +114,10 @@ func (p *Processor) runOnLane(f *function, d *Delivery, c Compensation) (callRes
 		return callResult{}, errNotRun
 	}
 	return t.res, nil
+}
+
+// compensating returns a wrap for runOnLane that gives the call
+// compensation c.
+func compensating(c Compensation) func(context.Context) context.Context {
+	return func(ctx context.Context) context.Context { return WithCompensation(ctx, c) }
 }

@@ -99,8 +99,10 @@ func (p *Processor) finishReplay(ctx context.Context, w *msgWork, succeeded bool
 }
 
 // replayTask is one prepared attempt: the recorded function alone, on the
-// original event, with the compensation in its context, its immediate
-// retries waiting on a timer; then the result reported with the attempt.
+// original event, with the compensation in its context, as a task of the
+// event's aggregate's lane in the function's live consumer (its immediate
+// retries waiting on that lane's timer); then the result reported with
+// the attempt.
 type replayTask struct {
 	w    *msgWork
 	i    int
@@ -112,6 +114,11 @@ type replayTask struct {
 	d     *Delivery
 	c     Compensation
 	fn    aggregate.FunctionInfo
+	// handed: its call was handed to the live lane of the event's
+	// aggregate (runOnLane); res and notRun are how that went.
+	handed bool
+	res    callResult
+	notRun error
 	// settling: its result is being recorded; recorded is how that went.
 	settling bool
 	recorded disposition
@@ -140,14 +147,23 @@ func (t *replayTask) step(ctx context.Context, ls *laneState) (time.Duration, bo
 			return t.end(d, err)
 		}
 	}
-	ctx = WithCompensation(ctx, t.c)
-	wait, more, err := p.callOnLane(ctx, ls, t.f, t.d)
-	if more {
-		return wait, true
+	if !t.handed {
+		// The call runs where the function's live calls of the event's
+		// aggregate run, one after the other with them (calltask.go);
+		// this task waits off its lane, its key blocked.
+		t.handed = true
+		c, rec := t.c, &t.w.st
+		wrap := func(ctx context.Context) context.Context { return WithCompensation(tracing.StreamContext(ctx, rec), c) }
+		ls.background(ctx, t.k, func(context.Context) { t.res, t.notRun = p.runOnLane(ls.stopping, t.f, t.d, wrap, false) })
+		return resumeLater, true
 	}
-	if err != nil && ctx.Err() != nil {
-		return t.end(interrupted, nil)
+	if t.notRun != nil {
+		if ctx.Err() != nil || ls.stopping.Err() != nil {
+			return t.end(interrupted, nil)
+		}
+		return t.end(nak, fmt.Errorf("replay record %s: %w", t.c.ID, t.notRun))
 	}
+	err := t.res.err
 	if !errors.Is(err, circuit.ErrOpen) {
 		t.f.stats.Replayed.Add(1)
 	}

@@ -263,3 +263,36 @@ func TestAReplayDoesNotReadTheRecordItWasDelivered(t *testing.T) {
 	assert.Equal(t, aggregate.StatusSucceeded, e.record(evt, info("Mailer", "onPlaced")).Status)
 	assert.Zero(t, p.Metrics().ReplaysSkipped.Load())
 }
+
+// Given a live call of an order's event still running, when a failed
+// record of an earlier event of the same order and function is prepared,
+// then the replay's call waits behind the live call (both are tasks of
+// the function's key on the order's live lane) and runs after it, never
+// beside it.
+func TestAReplayWaitsForTheLiveCallOfItsAggregate(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor()
+	s := newSeen()
+	s.failOn("o-1", 1, 1)
+	require.NoError(t, p.Register(fn("Projector", "onStep"), s.handle))
+	run(t, p)
+	v1 := e.emit(order("o-1"), 1, ev("step", struct{}{})).Events[0].ID
+	require.Eventually(t, func() bool { return e.record(v1, projector).Status == aggregate.StatusFailed }, waitFor, tick)
+
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.gate, s.block = gate, at("o-1", 2)
+	s.mu.Unlock()
+	e.emit(order("o-1"), 2, ev("step", struct{}{}))
+	select {
+	case <-s.in:
+	case <-time.After(waitFor):
+		t.Fatal("the live call of version 2 did not start")
+	}
+	e.prepare(aggregate.RecordID(v1, projector), false)
+	require.Eventually(t, func() bool { return p.Metrics().Replays.Load() == 1 }, waitFor, tick, "the replay has read its record and event")
+	require.Never(t, func() bool { return len(s.versions("o-1")) > 1 }, 200*time.Millisecond, tick, "no replayed call beside the live one")
+	close(gate)
+	require.Eventually(t, func() bool { return e.record(v1, projector).Status == aggregate.StatusSucceeded }, waitFor, tick)
+	assert.Equal(t, []uint64{1, 2, 1}, s.versions("o-1"), "the live call, then the replay")
+}

@@ -200,13 +200,21 @@ func TestPostRunsOnTheLaneInOrder(t *testing.T) {
 }
 
 // Work posted to a subject runs on the lane of that subject's messages,
-// after the message running there; once Consume has stopped, the lane's
-// Stopped is closed and the runtime refuses work.
+// after the message running there; work posted before Consume waits for
+// it; once Consume has stopped, the lane's Stopped is closed.
 func TestRuntimePostRunsOnTheSubjectsLane(t *testing.T) {
 	js, cons := fixture(t, 30*time.Second, 100)
 	rt := newRuntime(t, inflight.Config{Name: "c", Lanes: 4, AckWait: 30 * time.Second, MaxAckPending: 100})
-	_, ok := rt.Post("s.x", func(context.Context, *inflight.Lane) { t.Error("posted work ran with no Consume") })
-	require.False(t, ok, "Post before Consume")
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, ok := rt.Post(cancelled, "s.x", func(context.Context, *inflight.Lane) { t.Error("posted work ran with no Consume") })
+	require.False(t, ok, "Post before Consume, whose wait its context ends")
+	early := make(chan int, 1)
+	posted := make(chan bool, 1)
+	go func() {
+		_, ok := rt.Post(t.Context(), "s.x", func(_ context.Context, l *inflight.Lane) { early <- l.Index() })
+		posted <- ok
+	}()
 
 	running, release := make(chan int, 1), make(chan struct{})
 	var mu sync.Mutex
@@ -221,6 +229,18 @@ func TestRuntimePostRunsOnTheSubjectsLane(t *testing.T) {
 			_ = m.Ack()
 		}
 	})
+	select {
+	case ok := <-posted:
+		require.True(t, ok, "a Post waiting for Consume")
+	case <-time.After(waitFor):
+		t.Fatalf("a Post waiting for Consume did not return within %s", waitFor)
+	}
+	var earlyLane int
+	select {
+	case earlyLane = <-early:
+	case <-time.After(waitFor):
+		t.Fatalf("the work posted before Consume did not run within %s", waitFor)
+	}
 	publish(t, js, "s.x", 1)
 	var msgLane int
 	select {
@@ -228,8 +248,9 @@ func TestRuntimePostRunsOnTheSubjectsLane(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatalf("the message was not handled within %s", waitFor)
 	}
+	assert.Equal(t, msgLane, earlyLane, "the subject's lane")
 	ran := make(chan int, 1)
-	lane, ok := rt.Post("s.x", func(_ context.Context, l *inflight.Lane) {
+	lane, ok := rt.Post(t.Context(), "s.x", func(_ context.Context, l *inflight.Lane) {
 		mu.Lock()
 		order = append(order, "post")
 		mu.Unlock()
@@ -259,8 +280,8 @@ func TestRuntimePostRunsOnTheSubjectsLane(t *testing.T) {
 	default:
 		t.Fatal("Stopped still open after Consume returned")
 	}
-	_, ok = rt.Post("s.x", func(context.Context, *inflight.Lane) { t.Error("posted work ran after the stop") })
-	assert.False(t, ok, "Post after the stop")
+	_, ok = rt.Post(cancelled, "s.x", func(context.Context, *inflight.Lane) { t.Error("posted work ran after the stop") })
+	assert.False(t, ok, "Post after the stop, whose wait its context ends")
 }
 
 // When Consume stops, a message whose handler left it waiting is nak'ed

@@ -62,9 +62,12 @@ type Handler func(ctx context.Context, l *Lane, msgs []jetstream.Msg)
 // it holds leased until it is settled. One Runtime runs one Consume at a
 // time; its Held count spans them. Safe for concurrent use.
 type Runtime struct {
-	cfg   Config
-	held  atomic.Int64
-	lanes atomic.Pointer[[]*Lane] // those of the Consume running, if one is
+	cfg  Config
+	held atomic.Int64
+
+	mu      sync.Mutex
+	lanes   []*Lane       // those of the Consume running, if one is
+	started chan struct{} // closed once lanes are set
 }
 
 // pullExpiry bounds one pull request on the server. Should the client ever
@@ -82,7 +85,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runtime{cfg: cfg}, nil
+	return &Runtime{cfg: cfg, started: make(chan struct{})}, nil
 }
 
 // Held returns how many messages the runtime holds: received and not
@@ -94,19 +97,28 @@ func (r *Runtime) Held() int { return int(r.held.Load()) }
 func (r *Runtime) Capacity() int { return r.cfg.MaxAckPending }
 
 // Post queues fn on the lane that the messages of subject go to, in the
-// Consume running now, after what is queued there already: work that
-// must run in order with those messages (a call of a function that no
-// message of the consumer carries). fn gets the handlers' context and its
-// lane. It returns the lane, or false when no Consume runs or the lane
-// has stopped; fn never runs then, nor when Consume stops before it
-// started (select on the lane's Stopped to learn that).
-func (r *Runtime) Post(subject string, fn func(ctx context.Context, l *Lane)) (*Lane, bool) {
-	lanes := r.lanes.Load()
-	if lanes == nil {
-		return nil, false
+// Consume running, after what is queued there already: work that must
+// run in order with those messages (a call of a function that no message
+// of the consumer carries). fn gets the handlers' context and its lane.
+// When no Consume runs, Post waits for one to start, or for ctx to end.
+// It returns the lane, or false when ctx ended first or the lane has
+// stopped; fn never runs then, nor when Consume stops before it started
+// (select on the lane's Stopped to learn that).
+func (r *Runtime) Post(ctx context.Context, subject string, fn func(ctx context.Context, l *Lane)) (*Lane, bool) {
+	for {
+		r.mu.Lock()
+		lanes, started := r.lanes, r.started
+		r.mu.Unlock()
+		if lanes != nil {
+			l := lanes[laneOf(subject, len(lanes))]
+			return l, l.Post(func(ctx context.Context) { fn(ctx, l) })
+		}
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return nil, false
+		}
 	}
-	l := (*lanes)[laneOf(subject, len(*lanes))]
-	return l, l.Post(func(ctx context.Context) { fn(ctx, l) })
 }
 
 // Consume hands the messages of cons to the lanes until stopping ends
@@ -128,7 +140,10 @@ func (r *Runtime) Consume(stopping, work context.Context, cons jetstream.Consume
 			r.run(stopping, work, lanes[i], h)
 		})
 	}
-	r.lanes.Store(&lanes)
+	r.mu.Lock()
+	r.lanes = lanes
+	close(r.started)
+	r.mu.Unlock()
 	hbDone := make(chan struct{})
 	var hb sync.WaitGroup
 	hb.Go(func() { heartbeat(shards, hbDone, r.cfg.AckWait/3) })
@@ -171,7 +186,9 @@ func (r *Runtime) Consume(stopping, work context.Context, cons jetstream.Consume
 	} else {
 		err = fmt.Errorf("consume %s: %w", r.cfg.Name, err)
 	}
-	r.lanes.Store(nil)
+	r.mu.Lock()
+	r.lanes, r.started = nil, make(chan struct{})
+	r.mu.Unlock()
 	for _, l := range lanes {
 		l.close()
 	}
