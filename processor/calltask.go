@@ -13,27 +13,26 @@ import (
 var errNotRun = errors.New("the call did not finish: the processor stops, or its consumer was lost")
 
 // callTask is one attempt of a function on an event that no message of
-// its consumer carries: a range replay's event, a held event's release, a
-// prepared record's replay (whose message is of the replay consumer). It
+// its consumer carries: a range replay's event, a held event's release. It
 // is a task of the lane that the event's aggregate has in the function's
 // live runner, under the key of the function's live tasks of that
 // aggregate, so that it runs in order with them, never beside them. Its
-// immediate retries wait on the lane's timer, and a failure it records is
-// recorded off the lane, as a live task's are.
+// immediate retries wait on the lane's timer, and its failure is recorded
+// off the lane, as a live task's are.
 type callTask struct {
-	w      *msgWork
-	f      *function
-	k      taskKey
-	d      *Delivery
-	wrap   func(context.Context) context.Context // what the call's context carries: its compensation, its trace
-	record bool                                  // record the final failure (the replay records its result itself)
-	called bool
-	res    callResult
-	result disposition
+	w       *msgWork
+	f       *function
+	k       taskKey
+	d       *Delivery
+	c       Compensation
+	holding bool // its key in the key table (keys.go)
+	called  bool
+	res     callResult
+	result  disposition
 }
 
 // callResult is how a callTask ended: its last call's error and, for a
-// failure it recorded, how.
+// failure, how it was recorded.
 type callResult struct {
 	err error
 	out Outcome
@@ -49,8 +48,11 @@ func (t *callTask) step(ctx context.Context, ls *laneState) (time.Duration, bool
 		return 0, false // resumed once its failure was recorded
 	}
 	p, f := ls.r.p, t.f
-	ctx = t.wrap(ctx)
-	wait, more, err := p.callOnLane(ctx, ls, f, t.d)
+	ctx = WithCompensation(ctx, t.c)
+	wait, more, parked, err := p.exclusiveCall(ctx, ls, t.k, callKey{f: f, subject: t.k.subject}, &t.holding, f, t.d)
+	if parked {
+		return resumeLater, true
+	}
 	if more {
 		return wait, true
 	}
@@ -59,7 +61,7 @@ func (t *callTask) step(ctx context.Context, ls *laneState) (time.Duration, bool
 		return 0, false
 	}
 	t.called, t.res.err = true, err
-	if err == nil || !t.record {
+	if err == nil {
 		return 0, false
 	}
 	x := p.execution(f, t.d, nil, err)
@@ -67,17 +69,16 @@ func (t *callTask) step(ctx context.Context, ls *laneState) (time.Duration, bool
 	return resumeLater, true
 }
 
-// runOnLane runs an attempt of f on d as a task of the lane of d's
-// aggregate in f's live runner (callTask), with its context wrapped by
-// wrap, records its final failure when record is set, and returns once it
-// finished. While the live consumer is not running (it starts, or is
+// runOnLane runs an attempt of f on d, for compensation c, as a task of
+// the lane of d's aggregate in f's live runner (callTask), records its
+// final failure and returns once it finished. While the live consumer is not running (it starts, or is
 // being re-created), it waits for it until stopping ends. It returns
 // errNotRun when the task did not finish: stopping ended, or the consumer
 // was lost and its lanes with it (the call may have been made, and its
 // failure recorded, before that); the caller gives the event up for now
 // and gives it again later. Safe for concurrent use, off the lanes; it
 // blocks until the task finished or its lane stopped.
-func (p *Processor) runOnLane(stopping context.Context, f *function, d *Delivery, wrap func(context.Context) context.Context, record bool) (callResult, error) {
+func (p *Processor) runOnLane(stopping context.Context, f *function, d *Delivery, c Compensation) (callResult, error) {
 	g := p.byName[f.info.ProcessorName]
 	if g == nil || g.live == nil {
 		return callResult{}, fmt.Errorf("function %s.%s has no live consumer running: %w", f.info.ProcessorName, f.info.Name, errNotRun)
@@ -86,11 +87,11 @@ func (p *Processor) runOnLane(stopping context.Context, f *function, d *Delivery
 	if err != nil {
 		return callResult{}, err
 	}
-	t := &callTask{f: f, k: taskKey{f: f, subject: subject}, d: d, wrap: wrap, record: record}
+	t := &callTask{f: f, k: taskKey{f: f, subject: subject}, d: d, c: c}
 	finished := make(chan struct{})
 	t.w = &msgWork{finish: func(context.Context, *msgWork) disposition { close(finished); return t.result }}
 	r := g.live
-	lane, ok := r.post(stopping, subject, func(ctx context.Context, l *inflight.Lane) {
+	lane, ok := r.rt.Post(stopping, subject, func(ctx context.Context, l *inflight.Lane) {
 		ls := r.laneState(l)
 		ls.begin(t.w)
 		ls.schedule(ctx, t)
@@ -114,10 +115,4 @@ func (p *Processor) runOnLane(stopping context.Context, f *function, d *Delivery
 		return callResult{}, errNotRun
 	}
 	return t.res, nil
-}
-
-// compensating returns a wrap for runOnLane that gives the call
-// compensation c.
-func compensating(c Compensation) func(context.Context) context.Context {
-	return func(ctx context.Context) context.Context { return WithCompensation(ctx, c) }
 }

@@ -60,20 +60,21 @@ func reactsToAny(f *function, st *eventstore.Stream) bool {
 // a timer. An Ordered function's task also checks and advances its
 // progress and goes through its hold (hold.go, holdrt.go).
 type liveTask struct {
-	w      *msgWork
-	f      *function
-	k      taskKey
-	ev     int       // the event it is at
-	d      *Delivery // that event's delivery, once begun
-	called bool      // its last call is made: err is its result
-	err    error     // that result
-	out    Outcome   // and how its failure was recorded
-	g      gate      // its hold's gate (Ordered)
-	begun  bool      // its progress was checked (Ordered)
-	hkey   string    // its hold and progress key (Ordered)
-	entry  progressEntry
-	result disposition
-	done   bool
+	w       *msgWork
+	f       *function
+	k       taskKey
+	ev      int       // the event it is at
+	d       *Delivery // that event's delivery, once begun
+	holding bool      // its key in the key table (keys.go)
+	called  bool      // its last call is made: err is its result
+	err     error     // that result
+	out     Outcome   // and how its failure was recorded
+	g       gate      // its hold's gate (Ordered)
+	begun   bool      // its progress was checked (Ordered)
+	hkey    string    // its hold and progress key (Ordered)
+	entry   progressEntry
+	result  disposition
+	done    bool
 }
 
 func (t *liveTask) key() taskKey                 { return t.k }
@@ -151,7 +152,10 @@ func (t *liveTask) open(ctx context.Context, p *Processor, st *eventstore.Stream
 // because the processor stopped.
 func (t *liveTask) call(ctx context.Context, ls *laneState) (wait time.Duration, more, end bool) {
 	p, f := ls.r.p, t.f
-	wait, more, err := p.callOnLane(ctx, ls, f, t.d)
+	wait, more, parked, err := p.exclusiveCall(ctx, ls, t.k, callKey{f: f, subject: t.k.subject}, &t.holding, f, t.d)
+	if parked {
+		return resumeLater, true, true
+	}
 	if more {
 		return wait, true, true
 	}

@@ -14,10 +14,10 @@
 //     ErrDuplicateFunction.
 //   - Each processor name has one durable consumer, DurableName(context,
 //     processor). Within one instance a function gets one aggregate's
-//     events in stream order and never two at once, replays, releases
-//     and range replays of that aggregate included (they run as tasks of
-//     the same lane, under the same key); a function waiting for a retry
-//     delays only itself, and only on that aggregate.
+//     events in stream order and never two calls at once, those of its
+//     replays, releases and range replays of that aggregate included; a
+//     function waiting for a retry delays only itself, and only on that
+//     aggregate.
 //     Ordered functions keep that order across instances and through
 //     failures (later events are held behind a recorded failure).
 //   - Every event of a message goes to every function that reacts to it.

@@ -126,8 +126,7 @@ func FuzzDispatchReplay(f *testing.F) {
 }
 
 // replayOnce runs the replay consumer's handler on m, on a lane of its
-// own, and the calls it hands to the functions' live lanes on one lane of
-// their own, and returns how it settled m (-1: not settled).
+// own, and returns how it settled m (-1: not settled).
 func (p *Processor) replayOnce(ctx context.Context, m jetstream.Msg) disposition {
 	r, err := p.newRunner(p.store.StreamName(aggregate.Context), p.replayConfig(), 1, &p.metrics.Replay)
 	if err != nil {
@@ -135,42 +134,12 @@ func (p *Processor) replayOnce(ctx context.Context, m jetstream.Msg) disposition
 	}
 	got := disposition(-1)
 	r.backoff, r.settled = true, func(d disposition) { got = d }
-	runners := []*runner{r}
-	for _, g := range p.groups {
-		if g.live == nil {
-			if g.live, err = p.newRunner(p.store.StreamName(p.context), p.consumerConfig(g), 1, &p.metrics.ConsumerMetrics); err != nil {
-				panic(err)
-			}
-			g.live.fixed, g.live.lanes, g.live.stopping = inflight.NewLane(), make([]*laneState, 1), context.Background()
-		}
-		runners = append(runners, g.live)
-	}
 	lane := inflight.NewLane()
 	p.dispatchReplay(ctx, newLaneState(r, lane, context.Background()), inflight.Hold(m))
-	// The calls on the live lanes, the recordings, and the tasks they
-	// resume, until none is left: a recording may wait for a call on a
-	// live lane, so the lanes run while the recordings do.
-	for {
-		idle := true // read before the lanes run: what a recording posts before it ends runs below
-		for _, rn := range runners {
-			idle = idle && rn.background.idle()
-		}
-		ran := lane.RunPosted(ctx)
-		for _, rn := range runners {
-			if rn.fixed != nil {
-				ran += rn.fixed.RunPosted(ctx)
-			}
-		}
-		if ran > 0 {
-			continue
-		}
-		if idle {
+	for { // the recordings in the background, and the tasks they resume
+		r.background.Wait()
+		if lane.RunPosted(ctx) == 0 {
 			return got
-		}
-		select {
-		case <-ctx.Done():
-			return got
-		case <-time.After(50 * time.Microsecond):
 		}
 	}
 }

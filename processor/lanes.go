@@ -47,10 +47,6 @@ type runner struct {
 	// messages and by work posted to them, calltask.go).
 	lanes    []*laneState
 	stopping context.Context
-	// fixed, when set, is the one lane work posted to the runner goes to:
-	// a lane of inflight.NewLane, for handlers called without a Consume
-	// (tests, fuzzers).
-	fixed *inflight.Lane
 }
 
 func (p *Processor) newRunner(stream string, cfg jetstream.ConsumerConfig, lanes int, metrics *ConsumerMetrics) (*runner, error) {
@@ -117,15 +113,6 @@ func (r *runner) laneState(l *inflight.Lane) *laneState {
 		r.lanes[l.Index()] = ls
 	}
 	return ls
-}
-
-// post queues fn on the lane of subject in the Consume running, waiting
-// for one to start until ctx ends (inflight.Runtime.Post), or on r.fixed.
-func (r *runner) post(ctx context.Context, subject string, fn func(ctx context.Context, l *inflight.Lane)) (*inflight.Lane, bool) {
-	if l := r.fixed; l != nil {
-		return l, l.Post(func(ctx context.Context) { fn(ctx, l) })
-	}
-	return r.rt.Post(ctx, subject, fn)
 }
 
 // laneCount is how many lanes r's consumer has.

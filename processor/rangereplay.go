@@ -205,7 +205,7 @@ func (p *Processor) replayRangeStream(stopping context.Context, f *function, id 
 			return replayed, failed, errNotRun
 		}
 		d := &Delivery{Stream: st, Event: e, Index: i, Function: f.info}
-		res, err := p.runOnLane(stopping, f, d, compensating(Compensation{Request: id}), true)
+		res, err := p.runOnLane(stopping, f, d, Compensation{Request: id})
 		if err != nil {
 			return replayed, failed, err
 		}

@@ -269,7 +269,7 @@ func (p *Processor) releaseOne(stopping, work context.Context, f *function, head
 		return releaseAgain, nil
 	}
 	d := &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info}
-	res, err := p.runOnLane(stopping, f, d, compensating(Compensation{ID: head, Release: true}), true)
+	res, err := p.runOnLane(stopping, f, d, Compensation{ID: head, Release: true})
 	switch {
 	case errors.Is(err, errNotRun) && stopping.Err() != nil:
 		return releaseStop, nil // interrupted: the next claim runs it again

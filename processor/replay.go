@@ -99,26 +99,24 @@ func (p *Processor) finishReplay(ctx context.Context, w *msgWork, succeeded bool
 }
 
 // replayTask is one prepared attempt: the recorded function alone, on the
-// original event, with the compensation in its context, as a task of the
-// event's aggregate's lane in the function's live consumer (its immediate
-// retries waiting on that lane's timer); then the result reported with
+// original event, with the compensation in its context, never beside a
+// live call of the function on the event's aggregate (keys.go), its
+// immediate retries waiting on a timer; then the result reported with
 // the attempt.
 type replayTask struct {
 	w    *msgWork
 	i    int
 	k    taskKey
 	prep aggregate.CompensationPrepared
-	// Once the record and the event are read: what to run.
-	ready bool
-	f     *function
-	d     *Delivery
-	c     Compensation
-	fn    aggregate.FunctionInfo
-	// handed: its call was handed to the live lane of the event's
-	// aggregate (runOnLane); res and notRun are how that went.
-	handed bool
-	res    callResult
-	notRun error
+	// Once the record and the event are read: what to run, and its key in
+	// the key table (keys.go), which it holds while it calls.
+	ready   bool
+	f       *function
+	d       *Delivery
+	c       Compensation
+	fn      aggregate.FunctionInfo
+	ck      callKey
+	holding bool
 	// settling: its result is being recorded; recorded is how that went.
 	settling bool
 	recorded disposition
@@ -147,23 +145,19 @@ func (t *replayTask) step(ctx context.Context, ls *laneState) (time.Duration, bo
 			return t.end(d, err)
 		}
 	}
-	if !t.handed {
-		// The call runs where the function's live calls of the event's
-		// aggregate run, one after the other with them (calltask.go);
-		// this task waits off its lane, its key blocked.
-		t.handed = true
-		c, rec := t.c, &t.w.st
-		wrap := func(ctx context.Context) context.Context { return WithCompensation(tracing.StreamContext(ctx, rec), c) }
-		ls.background(ctx, t.k, func(context.Context) { t.res, t.notRun = p.runOnLane(ls.stopping, t.f, t.d, wrap, false) })
+	ctx = WithCompensation(ctx, t.c)
+	// A live call of the function on the event's aggregate runs on a lane
+	// of another consumer: the key table keeps the two apart.
+	wait, more, parked, err := p.exclusiveCall(ctx, ls, t.k, t.ck, &t.holding, t.f, t.d)
+	if parked {
 		return resumeLater, true
 	}
-	if t.notRun != nil {
-		if ctx.Err() != nil || ls.stopping.Err() != nil {
-			return t.end(interrupted, nil)
-		}
-		return t.end(nak, fmt.Errorf("replay record %s: %w", t.c.ID, t.notRun))
+	if more {
+		return wait, true
 	}
-	err := t.res.err
+	if err != nil && ctx.Err() != nil {
+		return t.end(interrupted, nil)
+	}
 	if !errors.Is(err, circuit.ErrOpen) {
 		t.f.stats.Replayed.Add(1)
 	}
@@ -255,7 +249,11 @@ func (p *Processor) prepareReplay(ctx context.Context, t *replayTask) (dispositi
 	if err != nil {
 		return nak, fmt.Errorf("load the event to replay record %s: %w", id, err)
 	}
-	t.ready, t.f, t.c, t.fn = true, f, c, fn
+	subject, err := p.store.Subject(st.Aggregate)
+	if err != nil {
+		return term, fmt.Errorf("the event to replay record %s: %w", id, err)
+	}
+	t.ready, t.f, t.c, t.fn, t.ck = true, f, c, fn, callKey{f: f, subject: subject}
 	t.d = &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info, record: id, prior: prior}
 	return ack, nil
 }

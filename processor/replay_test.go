@@ -296,3 +296,37 @@ func TestAReplayWaitsForTheLiveCallOfItsAggregate(t *testing.T) {
 	require.Eventually(t, func() bool { return e.record(v1, projector).Status == aggregate.StatusSucceeded }, waitFor, tick)
 	assert.Equal(t, []uint64{1, 2, 1}, s.versions("o-1"), "the live call, then the replay")
 }
+
+// Given a replay's call still running, when a new event of the same
+// aggregate arrives for the same function, then its live call waits for
+// the replay's (it is parked off its lane, which goes on with other
+// aggregates) and runs after it.
+func TestALiveCallWaitsForTheReplayOfItsAggregate(t *testing.T) {
+	e := newEnv(t)
+	p := e.processor(processor.WithConcurrency(1)) // one lane: o-1 and o-2 share it
+	s := newSeen()
+	s.failOn("o-1", 1, 1)
+	require.NoError(t, p.Register(fn("Projector", "onStep"), s.handle))
+	run(t, p)
+	v1 := e.emit(order("o-1"), 1, ev("step", struct{}{})).Events[0].ID
+	require.Eventually(t, func() bool { return e.record(v1, projector).Status == aggregate.StatusFailed }, waitFor, tick)
+
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.gate, s.block = gate, at("o-1", 1)
+	s.mu.Unlock()
+	e.prepare(aggregate.RecordID(v1, projector), false)
+	select {
+	case <-s.in:
+	case <-time.After(waitFor):
+		t.Fatal("the replay's call did not start")
+	}
+	e.emit(order("o-1"), 2, ev("step", struct{}{}))
+	e.emit(order("o-2"), 1, ev("step", struct{}{}))
+	require.Eventually(t, func() bool { return len(s.versions("o-2")) == 1 }, waitFor, tick, "the lane goes on with another aggregate")
+	assert.Equal(t, []uint64{1}, s.versions("o-1"), "no live call beside the replay's")
+	close(gate)
+	require.Eventually(t, func() bool { return e.settled("Projector") && len(s.versions("o-1")) == 3 }, waitFor, tick)
+	assert.Equal(t, []uint64{1, 1, 2}, s.versions("o-1"), "the replay, then the live call")
+	require.Eventually(t, func() bool { return e.record(v1, projector).Status == aggregate.StatusSucceeded }, waitFor, tick)
+}

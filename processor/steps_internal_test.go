@@ -269,7 +269,7 @@ func TestACallTaskWaitsForEachRetryOnItsLanesTimer(t *testing.T) {
 	ls := newLaneState(r, lane, context.Background())
 
 	finished := make(chan struct{})
-	task := &callTask{f: f, k: taskKey{f: f, subject: "o-1"}, d: stepDelivery(), wrap: compensating(Compensation{Request: "r-1"}), record: true}
+	task := &callTask{f: f, k: taskKey{f: f, subject: "o-1"}, d: stepDelivery(), c: Compensation{Request: "r-1"}}
 	task.w = &msgWork{finish: func(context.Context, *msgWork) disposition { close(finished); return task.result }}
 	ctx := t.Context()
 	ls.begin(task.w)

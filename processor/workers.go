@@ -77,10 +77,3 @@ func (w *workers) next() func() {
 
 // Wait returns once every function handed to Go has returned.
 func (w *workers) Wait() { w.running.Wait() }
-
-// idle reports whether no function handed to Go is running or waiting.
-func (w *workers) idle() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.live == 0
-}

@@ -1,0 +1,110 @@
+package processor
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// The key table keeps one call at a time per function and aggregate
+// across the processor's consumers. A function's live calls of an
+// aggregate are one at a time already: they are tasks of one lane of its
+// live consumer, under one key (tasks.go), as are a release's and a range
+// replay's (calltask.go). A replay's call is a task of the replay
+// consumer's lane of its record, another goroutine. So every call takes
+// its key in the table for as long as it runs; a call that finds the key
+// taken is parked, off its lane, and resumed on its lane, holding the
+// key, when the call before it is done. Uncontended, that is a lock and a
+// map write before the call and after it; only a contended key costs a
+// hop between lanes.
+
+// callKey is a function on an aggregate: its subject in the event store.
+type callKey struct {
+	f       *function
+	subject string
+}
+
+// keyShards spreads the table's lock over the lanes.
+const keyShards = 32
+
+// keyTable is the keys taken, each with the parked calls that wait for
+// it in arrival order. Safe for concurrent use.
+type keyTable struct {
+	shards [keyShards]keyShard
+}
+
+type keyShard struct {
+	mu    sync.Mutex
+	taken map[callKey][]func() bool // the waiters' wakes
+}
+
+func (kt *keyTable) shard(k callKey) *keyShard {
+	h := uint32(2166136261)
+	for i := 0; i < len(k.subject); i++ {
+		h ^= uint32(k.subject[i])
+		h *= 16777619
+	}
+	return &kt.shards[h%keyShards]
+}
+
+// acquire takes k and returns true, or, when another call holds it,
+// queues wake and returns false: release then hands k over to the first
+// waiter by calling its wake, which must return false when the waiter can
+// no longer take it (its lane stopped).
+func (kt *keyTable) acquire(k callKey, wake func() bool) bool {
+	s := kt.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if waiters, ok := s.taken[k]; ok {
+		s.taken[k] = append(waiters, wake)
+		return false
+	}
+	if s.taken == nil {
+		s.taken = make(map[callKey][]func() bool)
+	}
+	s.taken[k] = nil
+	return true
+}
+
+// release gives k up: to the first waiter whose wake takes it, else to
+// nobody.
+func (kt *keyTable) release(k callKey) {
+	s := kt.shard(k)
+	for {
+		s.mu.Lock()
+		waiters := s.taken[k]
+		if len(waiters) == 0 {
+			delete(s.taken, k)
+			s.mu.Unlock()
+			return
+		}
+		wake := waiters[0]
+		waiters[0] = nil
+		s.taken[k] = waiters[1:]
+		s.mu.Unlock()
+		if wake() {
+			return
+		}
+	}
+}
+
+// exclusiveCall makes the next call of f on d for task t of ls (callOnLane)
+// holding k in the key table. parked: another call holds k; t waits off
+// its lane (step returns resumeLater, more) and is resumed holding k, so
+// that its step calls exclusiveCall again with *holding set.
+func (p *Processor) exclusiveCall(ctx context.Context, ls *laneState, t taskKey, k callKey, holding *bool, f *function, d *Delivery) (wait time.Duration, more, parked bool, err error) {
+	if !*holding {
+		wake := func() bool {
+			*holding = true // read on the lane after the resume the Post orders after this
+			return ls.lane.Post(func(ctx context.Context) { ls.resume(ctx, t) })
+		}
+		if !p.keys.acquire(k, wake) {
+			return 0, false, true, nil
+		}
+		*holding = true
+	}
+	wait, more, err = p.callOnLane(ctx, ls, f, d)
+	*holding = false
+	p.keys.release(k)
+	return wait, more, false, err
+}
