@@ -249,12 +249,19 @@ func (p *Processor) prepareReplay(ctx context.Context, t *replayTask) (dispositi
 	if err != nil {
 		return nak, fmt.Errorf("load the event to replay record %s: %w", id, err)
 	}
-	subject, err := p.store.Subject(st.Aggregate)
+	d := &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info, record: id, prior: prior}
+	return p.readyReplay(t, f, d, c, fn)
+}
+
+// readyReplay sets what t runs: f on d for compensation c, holding f's
+// key on d's aggregate (keys.go). An aggregate without a subject (the
+// store refuses its id) can never be replayed: term.
+func (p *Processor) readyReplay(t *replayTask, f *function, d *Delivery, c Compensation, fn aggregate.FunctionInfo) (disposition, error) {
+	subject, err := p.store.Subject(d.Stream.Aggregate)
 	if err != nil {
-		return term, fmt.Errorf("the event to replay record %s: %w", id, err)
+		return term, fmt.Errorf("the event to replay record %s: %w", c.ID, err)
 	}
-	t.ready, t.f, t.c, t.fn, t.ck = true, f, c, fn, callKey{f: f, subject: subject}
-	t.d = &Delivery{Stream: &st, Event: &st.Events[idx], Index: idx, Function: f.info, record: id, prior: prior}
+	t.ready, t.f, t.d, t.c, t.fn, t.ck = true, f, d, c, fn, callKey{f: f, subject: subject}
 	return ack, nil
 }
 
