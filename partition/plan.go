@@ -98,6 +98,57 @@ func (p Plan) Held(instance string) []string {
 	return out
 }
 
+// MaxPartitions bounds the partitions of a plan that Validate accepts:
+// what a plan read from storage may hold.
+const MaxPartitions = 1 << 16
+
+// Validate reports whether p is a plan Compute could have made: every
+// split a power of two from 2 to Slots of a valid processor name, every
+// partition id one of its processor's parts, each owned by a non-empty
+// instance name, and every part of each processor it names placed. A
+// plan read from storage is validated before it is used; the error
+// matches ErrInvalid and names the partition or processor at fault.
+func (p Plan) Validate() error {
+	if len(p.Owners) > MaxPartitions {
+		return fmt.Errorf("owners: %d partitions, over the limit of %d: %w", len(p.Owners), MaxPartitions, ErrInvalid)
+	}
+	for proc, n := range p.Splits {
+		if err := validProcessor(proc); err != nil {
+			return fmt.Errorf("splits: %w", err)
+		}
+		if n < 2 || n > Slots || n&(n-1) != 0 {
+			return fmt.Errorf("splits: processor %q has %d parts; a split is a power of two from 2 to %d: %w", proc, n, Slots, ErrInvalid)
+		}
+	}
+	parts := map[string]int{}
+	for id, owner := range p.Owners {
+		proc, _, ok := p.SlotsOf(id)
+		if !ok || validProcessor(proc) != nil {
+			return fmt.Errorf("owners: %q is not a partition of the plan's splits: %w", id, ErrInvalid)
+		}
+		if owner == "" || len(owner) > maxInstanceName {
+			return fmt.Errorf("owners: partition %q has owner %.20q; an instance name is 1 to %d bytes: %w", id, owner, maxInstanceName, ErrInvalid)
+		}
+		parts[proc]++
+	}
+	for proc, n := range parts {
+		if n != p.Parts(proc) {
+			return fmt.Errorf("owners: %d of processor %q's %d parts are placed; a plan places all of them: %w", n, proc, p.Parts(proc), ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// maxInstanceName bounds an instance's name.
+const maxInstanceName = 256
+
+func validProcessor(proc string) error {
+	if proc == "" || len(proc) > maxInstanceName || strings.ContainsRune(proc, '/') {
+		return fmt.Errorf("processor name %.20q: it must be 1 to %d bytes without '/': %w", proc, maxInstanceName, ErrInvalid)
+	}
+	return nil
+}
+
 // piece is one partition being placed.
 type piece struct {
 	id     string
@@ -276,8 +327,8 @@ func validate(sizes map[string]uint64, instances []string) error {
 	}
 	seen := make(map[string]bool, len(instances))
 	for _, in := range instances {
-		if in == "" {
-			return fmt.Errorf("an instance name is empty: %w", ErrInvalid)
+		if in == "" || len(in) > maxInstanceName {
+			return fmt.Errorf("instance name %.20q: it must be 1 to %d bytes: %w", in, maxInstanceName, ErrInvalid)
 		}
 		if seen[in] {
 			return fmt.Errorf("instance %q is named twice: %w", in, ErrInvalid)
@@ -285,8 +336,8 @@ func validate(sizes map[string]uint64, instances []string) error {
 		seen[in] = true
 	}
 	for proc := range sizes {
-		if proc == "" || strings.ContainsRune(proc, '/') {
-			return fmt.Errorf("processor name %q: it must be non-empty and without '/': %w", proc, ErrInvalid)
+		if err := validProcessor(proc); err != nil {
+			return err
 		}
 	}
 	return nil

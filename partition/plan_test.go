@@ -86,6 +86,9 @@ func TestComputeKeepsEveryInstanceNearItsShare(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := plan.Validate(); err != nil {
+			t.Fatalf("a computed plan does not validate: %v", err)
+		}
 		var total float64
 		for _, s := range sizes {
 			total += float64(s)
@@ -223,12 +226,39 @@ func TestComputeRefusesWhatCannotBePlanned(t *testing.T) {
 	}{
 		"no instance":          {map[string]uint64{"P": 1}, nil, "no instance"},
 		"too many instances":   {nil, many, "over the limit of 64"},
-		"an empty instance":    {nil, []string{"a", ""}, "empty"},
+		"an empty instance":    {nil, []string{"a", ""}, `instance name ""`},
 		"an instance twice":    {nil, []string{"a", "a"}, `"a" is named twice`},
 		"an empty processor":   {map[string]uint64{"": 1}, []string{"a"}, `processor name ""`},
 		"a processor with '/'": {map[string]uint64{"P/1": 1}, []string{"a"}, `processor name "P/1"`},
 	} {
 		_, err := partition.Compute(c.sizes, c.instances, partition.Plan{})
+		require.ErrorIs(t, err, partition.ErrInvalid, name)
+		assert.Contains(t, err.Error(), c.want, name)
+	}
+}
+
+// A plan read from storage that Compute could not have made is refused,
+// with the partition or processor at fault named.
+func TestValidateRefusesWhatComputeCannotMake(t *testing.T) {
+	good := partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/0": "a", "P/1": "b", "Q": "a"}}
+	require.NoError(t, good.Validate())
+	require.NoError(t, partition.Plan{}.Validate(), "the zero plan places nothing")
+	for name, c := range map[string]struct {
+		plan partition.Plan
+		want string
+	}{
+		"a split of 3":           {partition.Plan{Splits: map[string]int{"P": 3}}, `"P" has 3 parts`},
+		"a split of 1":           {partition.Plan{Splits: map[string]int{"P": 1}}, `"P" has 1 parts`},
+		"a split past the slots": {partition.Plan{Splits: map[string]int{"P": 2 * partition.Slots}}, "power of two from 2 to 256"},
+		"a split of no name":     {partition.Plan{Splits: map[string]int{"": 2}}, `processor name ""`},
+		"a part past the split":  {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/0": "a", "P/1": "a", "P/2": "a"}}, `"P/2"`},
+		"a part of no split":     {partition.Plan{Owners: map[string]string{"P/0": "a"}}, `"P/0"`},
+		"a missing part":         {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/0": "a"}}, `1 of processor "P"'s 2 parts`},
+		"no owner":               {partition.Plan{Owners: map[string]string{"P": ""}}, `partition "P" has owner ""`},
+		"a whole split one":      {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P": "a"}}, `"P" is not a partition`},
+		"a leading zero":         {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/00": "a", "P/1": "a"}}, `"P/00"`},
+	} {
+		err := c.plan.Validate()
 		require.ErrorIs(t, err, partition.ErrInvalid, name)
 		assert.Contains(t, err.Error(), c.want, name)
 	}
