@@ -7,6 +7,7 @@ import (
 
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/kvstore/kvstoretest"
+	"github.com/amends-dev/amends/partition"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/rollout"
 	"github.com/amends-dev/amends/scheduler"
@@ -58,6 +59,26 @@ func TestLeaseBucketConforms(t *testing.T) {
 		Bad: []kvstoretest.Bad{
 			{Name: "no holder", Key: "drains", Value: []byte(`{"renewedAt":1}`), Field: "holder"},
 			{Name: "renewed in the future", Key: "scheduler", Value: []byte(`{"holder":"h","renewedAt":9000000000000000}`), Field: "renewedAt"},
+		},
+	})
+}
+
+// The partitions' bucket passes the store conformance suite.
+func TestPartitionsBucketConforms(t *testing.T) {
+	plan := func(owners map[string]string, splits map[string]int) partition.Plan {
+		return partition.Plan{Splits: splits, Owners: owners}
+	}
+	kvstoretest.Run(t, natstest.New(t).JetStream(), kvstoretest.Case[partition.Plan]{
+		Spec: scheduler.PartitionsSpec("partitions", 1), Codec: scheduler.PlanCodec,
+		Samples: []kvstoretest.Sample[partition.Plan]{
+			{Key: "plan", Value: plan(map[string]string{"Mailer": "a", "Billing": "b"}, nil)},
+			{Key: "plan", Value: plan(map[string]string{"Mailer/0": "a", "Mailer/1": "b", "Billing": "b"}, map[string]int{"Mailer": 2})},
+		},
+		Bad: []kvstoretest.Bad{
+			{Name: "another key", Key: "other", Value: []byte(`{"owners":{"Mailer":"a"}}`), Field: "key"},
+			{Name: "a missing part", Key: "plan", Value: []byte(`{"splits":{"Mailer":2},"owners":{"Mailer/0":"a"}}`), Field: "owners"},
+			{Name: "a split of three", Key: "plan", Value: []byte(`{"splits":{"Mailer":3},"owners":{}}`), Field: "owners"},
+			{Name: "no owner", Key: "plan", Value: []byte(`{"owners":{"Mailer":""}}`), Field: "owners"},
 		},
 	})
 }

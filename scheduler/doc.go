@@ -35,6 +35,10 @@
 //     never opens the circuit.
 //   - Retention (WithRetention): the holder runs a retention.Sweeper's
 //     passes (package retention).
+//   - Partitions (not yet wired into serve; docs/scaling.md): each
+//     instance holds the leases of the partitions (package partition)
+//     that the plan, computed by the holder of a coordinator lease from
+//     the live members, gives it; one partition, one holder at a time.
 //   - Every command has a command id fixed by what it does (the record,
 //     its retry count, the drain or release step), so a resend after a
 //     crash of the holder appends once. Progress (drains, releases) is in

@@ -7,6 +7,8 @@ var (
 	ParkReleaseSpec  = parkReleaseSpec
 	ParkReleaseCodec = parkReleaseCodec
 	LeaseCodec       = leaseCodec
+	PartitionsSpec   = partitionsSpec
+	PlanCodec        = planCodec
 )
 
 // LeaseValue is a stored lease.

@@ -1,0 +1,388 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/bounds"
+	"github.com/amends-dev/amends/internal/token"
+	"github.com/amends-dev/amends/kvstore"
+	"github.com/amends-dev/amends/partition"
+)
+
+// DefaultPartitionsBucket holds the plan of the partitions (package
+// partition) that the serve instances of one NATS cluster share.
+const DefaultPartitionsBucket = "amends_partitions"
+
+// The keys of the partitions in the lease bucket: one per live instance,
+// one for the coordinator, one per partition held.
+const (
+	memberPrefix   = "partitions.member."
+	coordinatorKey = "partitions.coordinator"
+	heldPrefix     = "partitions.held."
+	planKey        = "plan"
+)
+
+// partitionKeys encodes instance names and partition ids into key tokens.
+var partitionKeys = token.Codec{Mark: '='}
+
+// Partitions keeps this instance's share of the partitions, in the lease
+// bucket (Leases) and the plan's bucket (OpenPartitions). Every instance
+// holds a member lease while it runs. One of them, the holder of the
+// coordinator lease, computes the plan (partition.Compute) from the live
+// members, the records per processor its sizes function reports, and the
+// plan in force, and writes it when it changes. Every instance then takes
+// the lease of each partition the plan gives it, once the lease is free
+// (its former holder released it or died and the TTL passed), renews it,
+// and releases those the plan no longer gives it. So a partition is held
+// by at most one instance at a time, counted by the holder from when it
+// sent its last renewal, less a margin (as the scheduler's lease); and
+// one that a dead instance held is held again within the TTL and a
+// renewal interval of its member lease's expiry.
+//
+// Held and Changed are safe for concurrent use; Run runs once, and alone
+// touches the leases.
+type Partitions struct {
+	leases   *Leases
+	plans    *kvstore.Store[partition.Plan]
+	instance string
+	sizes    func() map[string]uint64
+	clock    aggregate.Clock
+	every    time.Duration
+	margin   time.Duration
+	logger   *slog.Logger
+
+	// The leases, touched only by Run's goroutine.
+	member, coordinator *lease
+	held                map[string]*lease // partition id -> its lease, taken
+
+	mu      sync.Mutex
+	valid   map[string]time.Time // partition id -> until when it is held, for Held
+	changed chan struct{}        // closed and replaced when valid's partitions change
+}
+
+// PartitionsConfig configures NewPartitions.
+type PartitionsConfig struct {
+	// Instance names this instance: unique among the instances, 1 to 256
+	// bytes. Required.
+	Instance string
+	// Sizes returns the records per processor as this instance knows them;
+	// the coordinator places the partitions by them. Required.
+	Sizes func() map[string]uint64
+	// Every is how often leases are renewed and the plan recomputed
+	// (default a third of the lease TTL); Margin how long before a lease's
+	// expiry its holder stops counting on it (default a tenth of the TTL).
+	// Every + Margin must be below the TTL.
+	Every, Margin time.Duration
+	// Clock measures the leases' validity (default the system clock).
+	Clock aggregate.Clock
+	// Logger receives the changes of holdings at Info and errors at Warn
+	// (default discarded).
+	Logger *slog.Logger
+}
+
+// OpenPartitions returns the bucket of the partitions' plan, creating it
+// if it does not exist (replicas: 1 to 5). Its content is recomputed by
+// the coordinator, so a bucket found with other settings is an error
+// wrapping ErrIncompatibleBucket that kvstore.Repair can mend.
+func OpenPartitions(ctx context.Context, js jetstream.JetStream, replicas int) (*kvstore.Store[partition.Plan], error) {
+	if !bounds.Within(replicas, 1, 5) {
+		return nil, fmt.Errorf("partitions bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
+	}
+	b, err := kvstore.Open(ctx, js, partitionsSpec(DefaultPartitionsBucket, replicas))
+	if errors.Is(err, kvstore.ErrMismatch) {
+		return nil, fmt.Errorf("partitions bucket %s: %w: %w", DefaultPartitionsBucket, err, ErrIncompatibleBucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("partitions bucket %s: %w", DefaultPartitionsBucket, err)
+	}
+	return kvstore.For(b, planCodec), nil
+}
+
+func partitionsSpec(bucket string, replicas int) kvstore.Spec {
+	return kvstore.Spec{Config: jetstream.KeyValueConfig{Bucket: bucket, Description: "amends: the plan of the partitions and the two before it", History: 3, Replicas: replicas},
+		Disposable: true, Match: []kvstore.Setting{kvstore.SettingReplicas}}
+}
+
+// planCodec reads a plan: JSON that partition.Plan.Validate accepts.
+var planCodec = kvstore.Codec[partition.Plan]{
+	Decode: func(e kvstore.Entry) (partition.Plan, error) {
+		var p partition.Plan
+		if err := json.Unmarshal(e.Value, &p); err != nil {
+			return p, kvstore.Invalid("", "not a plan in JSON: %v", err)
+		}
+		if e.Key != planKey {
+			return p, kvstore.Invalid("key", "a plan is stored under %q", planKey)
+		}
+		if err := p.Validate(); err != nil {
+			return p, kvstore.Invalid("owners", "%v", err)
+		}
+		return p, nil
+	},
+}
+
+// NewPartitions returns this instance's Partitions over leases and plans.
+// A missing or invalid setting is an error wrapping ErrInvalidOption that
+// names it.
+func NewPartitions(leases *Leases, plans *kvstore.Store[partition.Plan], cfg PartitionsConfig) (*Partitions, error) {
+	switch {
+	case leases == nil || plans == nil:
+		return nil, fmt.Errorf("partitions: the lease and plan stores are required: %w", ErrInvalidOption)
+	case cfg.Instance == "" || len(cfg.Instance) > 256:
+		return nil, fmt.Errorf("partitions: instance name %.20q must be 1 to 256 bytes: %w", cfg.Instance, ErrInvalidOption)
+	case cfg.Sizes == nil:
+		return nil, fmt.Errorf("partitions: Sizes is required: %w", ErrInvalidOption)
+	}
+	ttl := leases.TTL()
+	cfg.Every = cmpOr(cfg.Every, ttl/3)
+	cfg.Margin = cmpOr(cfg.Margin, ttl/10)
+	if cfg.Every <= 0 || cfg.Margin <= 0 || cfg.Every+cfg.Margin >= ttl {
+		return nil, fmt.Errorf("partitions: renewal every %s plus margin %s must be positive and below the lease TTL %s: %w", cfg.Every, cfg.Margin, ttl, ErrInvalidOption)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = aggregate.ClockFunc(time.Now)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	tok, err := partitionKeys.Encode(cfg.Instance)
+	if err != nil {
+		return nil, fmt.Errorf("partitions: instance name: %v: %w", err, ErrInvalidOption)
+	}
+	p := &Partitions{leases: leases, plans: plans, instance: cfg.Instance, sizes: cfg.Sizes, clock: cfg.Clock,
+		every: cfg.Every, margin: cfg.Margin, logger: cfg.Logger, held: map[string]*lease{}, valid: map[string]time.Time{}, changed: make(chan struct{})}
+	p.member = p.newLease(memberPrefix + tok)
+	p.coordinator = p.newLease(coordinatorKey)
+	return p, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func (p *Partitions) newLease(key string) *lease {
+	return &lease{kv: p.leases.leases, key: key, holder: p.instance, ttl: p.leases.ttl, margin: p.margin, clock: p.clock}
+}
+
+// Held returns the partitions this instance holds now, sorted: those
+// whose lease it took and whose validity has not ended.
+func (p *Partitions) Held() []string {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for id, until := range p.valid {
+		if now.Before(until) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Changed returns a channel closed at the next change of what this
+// instance holds.
+func (p *Partitions) Changed() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
+// Run keeps the leases until ctx ends, then releases them all (so that
+// the others take its partitions at once) and returns nil. An instance
+// killed without Run returning leaves its leases to expire.
+func (p *Partitions) Run(ctx context.Context) error {
+	t := time.NewTicker(p.every)
+	defer t.Stop()
+	for {
+		p.round(ctx)
+		select {
+		case <-ctx.Done():
+			p.releaseAll(context.WithoutCancel(ctx))
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// round is one renewal: the member lease, the coordinator's plan, and the
+// partitions' leases after the plan.
+func (p *Partitions) round(ctx context.Context) {
+	if err := keep(ctx, p.member); err != nil {
+		p.logger.Warn("partitions: cannot keep the member lease", "instance", p.instance, "err", err)
+	}
+	if err := keep(ctx, p.coordinator); err != nil {
+		p.logger.Warn("partitions: cannot keep the coordinator lease", "instance", p.instance, "err", err)
+	}
+	if p.coordinator.held(p.clock.Now()) {
+		if err := p.coordinate(ctx); err != nil {
+			p.logger.Warn("partitions: cannot compute the plan", "instance", p.instance, "err", err)
+		}
+	}
+	plan, _, err := p.plans.Get(ctx, planKey)
+	if err != nil && !errors.Is(err, kvstore.ErrNotFound) {
+		p.logger.Warn("partitions: cannot read the plan; holding what is held", "instance", p.instance, "err", err)
+		p.renewHeld(ctx, nil)
+		return
+	}
+	p.renewHeld(ctx, plan.Held(p.instance))
+}
+
+// keep takes l if it is not held and renews it if it is.
+func keep(ctx context.Context, l *lease) error {
+	if l.rev == 0 {
+		_, err := l.acquire(ctx)
+		return err
+	}
+	err := l.renew(ctx)
+	if errors.Is(err, errLost) {
+		_, err = l.acquire(ctx)
+	}
+	return err
+}
+
+// coordinate computes the plan from the live members and writes it if it
+// changed.
+func (p *Partitions) coordinate(ctx context.Context) error {
+	members, err := p.members(ctx)
+	if err != nil {
+		return err
+	}
+	prev, rev, err := p.plans.Get(ctx, planKey)
+	if err != nil && !errors.Is(err, kvstore.ErrNotFound) {
+		if !errors.Is(err, kvstore.ErrInvalid) {
+			return err
+		}
+		prev = partition.Plan{} // quarantined by the store: computed anew
+	}
+	plan, err := partition.Compute(p.sizes(), members, prev)
+	if err != nil {
+		return err
+	}
+	if rev != 0 && reflect.DeepEqual(plan, prev) {
+		return nil
+	}
+	if rev == 0 {
+		_, err = p.plans.Put(ctx, planKey, plan)
+	} else {
+		_, err = p.plans.Update(ctx, planKey, plan, rev)
+	}
+	if err == nil {
+		p.logger.Info("partitions: plan changed", "coordinator", p.instance, "instances", len(members), "partitions", len(plan.Owners))
+	}
+	return err
+}
+
+// members returns the instances whose member lease is in the bucket,
+// sorted.
+func (p *Partitions) members(ctx context.Context) ([]string, error) {
+	lister, err := p.leases.leases.KV().ListKeysFiltered(ctx, memberPrefix+">")
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = lister.Stop() }()
+	var out []string
+	for k := range lister.Keys() {
+		name, err := partitionKeys.Decode(strings.TrimPrefix(k, memberPrefix))
+		if err != nil {
+			continue // not a member key this package wrote
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	if len(out) > partition.MaxInstances {
+		p.logger.Warn("partitions: more instances than a plan places partitions on; the last by name get none",
+			"instances", len(out), "limit", partition.MaxInstances)
+		out = out[:partition.MaxInstances]
+	}
+	return out, nil
+}
+
+// renewHeld takes the leases of the partitions in want that are free,
+// renews those held and wanted, and releases those held and not wanted;
+// with want nil (the plan could not be read), it renews what it holds.
+func (p *Partitions) renewHeld(ctx context.Context, want []string) {
+	wanted := map[string]bool{}
+	for _, id := range want {
+		wanted[id] = true
+	}
+	next := map[string]*lease{}
+	for id, l := range p.held {
+		if want != nil && !wanted[id] {
+			if err := l.release(ctx); err != nil {
+				p.logger.Warn("partitions: cannot release a partition; it expires", "partition", id, "err", err)
+			}
+			continue
+		}
+		if err := l.renew(ctx); err != nil && errors.Is(err, errLost) {
+			continue
+		}
+		next[id] = l
+	}
+	for id := range wanted {
+		if next[id] != nil {
+			continue
+		}
+		tok, err := partitionKeys.Encode(id)
+		if err != nil {
+			continue
+		}
+		l := p.newLease(heldPrefix + tok)
+		if ok, err := l.acquire(ctx); ok {
+			next[id] = l
+		} else if err != nil {
+			p.logger.Warn("partitions: cannot take a partition", "partition", id, "err", err)
+		}
+	}
+	p.swap(next)
+}
+
+// swap makes next what is held, and signals a change.
+func (p *Partitions) swap(next map[string]*lease) {
+	valid := make(map[string]time.Time, len(next))
+	for id, l := range next {
+		valid[id] = l.validUntil
+	}
+	same := slices.Equal(slices.Sorted(maps.Keys(next)), slices.Sorted(maps.Keys(p.held)))
+	p.held = next
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.valid = valid
+	if same {
+		return
+	}
+	p.logger.Info("partitions: holdings changed", "instance", p.instance, "held", len(next))
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// releaseAll gives up every lease this instance holds, within
+// releaseTimeout.
+func (p *Partitions) releaseAll(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	defer cancel()
+	for _, l := range p.held {
+		_ = l.release(ctx)
+	}
+	_ = p.coordinator.release(ctx)
+	_ = p.member.release(ctx)
+	p.swap(map[string]*lease{})
+}

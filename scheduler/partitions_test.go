@@ -1,0 +1,195 @@
+package scheduler_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/internal/testwait"
+	"github.com/amends-dev/amends/partition"
+	"github.com/amends-dev/amends/scheduler"
+)
+
+// partitionSizes are the records per processor the coordinators place:
+// Mailer is more than a quarter of a share with three instances, so it
+// is split.
+var partitionSizes = map[string]uint64{"Mailer": 600, "Billing": 200, "Audit": 100, "Ledger": 60, "Search": 40}
+
+// partitionsRig runs Partitions instances on one server, each on its own
+// connection, so that a test can kill one: its connection closes, and it
+// can neither renew nor release a lease.
+type partitionsRig struct {
+	t   *testing.T
+	srv *natstest.Server
+	ttl time.Duration
+
+	mu        sync.Mutex
+	instances map[string]*rigInstance
+	killed    map[string]*rigInstance // still asked what they hold: nothing, once another holds it
+}
+
+type rigInstance struct {
+	p    *scheduler.Partitions
+	nc   *nats.Conn
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func newPartitionsRig(t *testing.T) *partitionsRig {
+	// The TTL leaves a renewal (a third of it) time to spare on a busy
+	// machine; the tests wait for leases to expire, never for a clock.
+	return &partitionsRig{t: t, srv: natstest.New(t), ttl: 3 * time.Second,
+		instances: map[string]*rigInstance{}, killed: map[string]*rigInstance{}}
+}
+
+func (r *partitionsRig) start(name string) *scheduler.Partitions {
+	r.t.Helper()
+	nc, js := r.srv.Connect()
+	leases, err := scheduler.OpenLeases(r.t.Context(), js, scheduler.WithLeaseTTL(r.ttl))
+	require.NoError(r.t, err)
+	plans, err := scheduler.OpenPartitions(r.t.Context(), js, 1)
+	require.NoError(r.t, err)
+	p, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Sizes: func() map[string]uint64 { return partitionSizes }})
+	require.NoError(r.t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	in := &rigInstance{p: p, nc: nc, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(in.done)
+		assert.NoError(r.t, p.Run(ctx))
+	}()
+	r.t.Cleanup(func() { stop(); <-in.done; nc.Close() })
+	r.mu.Lock()
+	r.instances[name] = in
+	r.mu.Unlock()
+	return p
+}
+
+// kill closes name's connection, as a kill -9 would: its leases expire.
+func (r *partitionsRig) kill(name string) {
+	r.mu.Lock()
+	in := r.instances[name]
+	delete(r.instances, name)
+	r.killed[name] = in
+	r.mu.Unlock()
+	in.nc.Close()
+}
+
+// stop ends name's Run, which releases its leases.
+func (r *partitionsRig) stop(name string) {
+	r.mu.Lock()
+	in := r.instances[name]
+	delete(r.instances, name)
+	r.mu.Unlock()
+	in.stop()
+	<-in.done
+}
+
+// holdings returns what each live instance holds, and fails the test if
+// two hold one partition.
+func (r *partitionsRig) holdings() map[string][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]string{}
+	owner := map[string]string{}
+	for name, in := range r.instances {
+		for _, id := range in.p.Held() {
+			if o, ok := owner[id]; ok {
+				r.t.Errorf("partition %s is held by %s and %s at once", id, o, name)
+			}
+			owner[id] = name
+			out[name] = append(out[name], id)
+		}
+	}
+	for name, in := range r.killed {
+		for _, id := range in.p.Held() { // until its validity ends
+			if o, ok := owner[id]; ok {
+				r.t.Errorf("partition %s is held by %s and by %s, which was killed", id, o, name)
+			}
+		}
+	}
+	return out
+}
+
+// settled reports whether the live instances hold every partition of
+// the plan for their number, each once, each instance within 1.25 times
+// its share.
+func (r *partitionsRig) settled() bool {
+	held := r.holdings()
+	r.mu.Lock()
+	n := len(r.instances)
+	r.mu.Unlock()
+	var all []string
+	for _, ids := range held {
+		all = append(all, ids...)
+	}
+	plans, err := scheduler.OpenPartitions(r.t.Context(), r.srv.JetStream(), 1)
+	require.NoError(r.t, err)
+	plan, _, err := plans.Get(r.t.Context(), "plan")
+	if err != nil || len(all) != len(plan.Owners) || len(held) != n {
+		return false
+	}
+	members := map[string]bool{}
+	for _, owner := range plan.Owners {
+		members[owner] = true
+	}
+	if len(members) != n {
+		return false // the plan of other instances
+	}
+	var total float64
+	for _, s := range partitionSizes {
+		total += float64(s)
+	}
+	for name, ids := range held {
+		var load float64
+		for _, id := range ids {
+			proc, slots, ok := plan.SlotsOf(id)
+			if !ok {
+				return false // a partition of another plan, still held
+			}
+			load += float64(partitionSizes[proc]) * float64(len(slots)) / partition.Slots
+		}
+		if load > 1.25*total/float64(n)+1e-9 {
+			r.t.Errorf("%s holds %.0f records of %.0f with %d instances", name, load, total, n)
+		}
+	}
+	return true
+}
+
+// Three instances share every partition, each once; when a fourth joins,
+// it takes its part from the others; when one stops, the others take its
+// partitions over at once; when one is killed, the others take its
+// partitions over once its leases expired. At no point do two instances
+// hold one partition.
+func TestPartitionsAreHeldOnceThroughJoinsStopsAndKills(t *testing.T) {
+	r := newPartitionsRig(t)
+	for _, name := range []string{"a", "b", "c"} {
+		r.start(name)
+	}
+	testwait.For(t, "three instances hold every partition once", r.settled)
+
+	d := r.start("d")
+	testwait.For(t, "the joiner takes its part", func() bool { return r.settled() && len(d.Held()) > 0 })
+
+	r.stop("a")
+	testwait.For(t, "the others take over a stopped instance's partitions", r.settled)
+
+	killedHeld := len(r.holdings()["b"])
+	require.Positive(t, killedHeld)
+	r.kill("b")
+	testwait.For(t, "the others take over a killed instance's partitions after its leases expire", r.settled)
+	assert.Empty(t, r.killed["b"].p.Held(), "the killed instance counts on none of its leases any more")
+	assert.ElementsMatch(t, []string{"c", "d"}, slices.Collect(func(yield func(string) bool) {
+		for name := range r.holdings() {
+			if !yield(name) {
+				return
+			}
+		}
+	}))
+}
