@@ -53,6 +53,12 @@
 // record, never a copy of their conditions, so the index and the commands
 // always agree.
 //
+// Indexes that each hold a part of the records (the partitions of package
+// partition) answer together through MergeList, MergeSummary and
+// MergeFingerprints: a cursor is a point of the order, the same on every
+// index, so each part is asked with the caller's cursor. A property test
+// compares the merged answers with one index holding every record.
+//
 // # Concurrency
 //
 // An Index is safe for concurrent use: queries take a read lock, Update

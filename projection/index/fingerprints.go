@@ -129,11 +129,15 @@ func sortFingerprints(groups map[uint32]*api.FingerprintGroup) []api.Fingerprint
 	for _, g := range groups {
 		out = append(out, *g)
 	}
-	slices.SortFunc(out, func(a, b api.FingerprintGroup) int {
-		if a.Total != b.Total {
-			return cmp.Compare(b.Total, a.Total)
-		}
-		return cmp.Compare(a.Fingerprint, b.Fingerprint)
-	})
+	slices.SortFunc(out, cmpFingerprints)
 	return out
+}
+
+// cmpFingerprints orders fingerprint groups: the largest first, then by
+// fingerprint.
+func cmpFingerprints(a, b api.FingerprintGroup) int {
+	if a.Total != b.Total {
+		return cmp.Compare(b.Total, a.Total)
+	}
+	return cmp.Compare(a.Fingerprint, b.Fingerprint)
 }
