@@ -75,11 +75,11 @@ func (t *tenure) try(ctx context.Context) {
 	}
 	var active context.Context
 	active, t.cancel = context.WithCancel(ctx)
+	s.acquired.Add(1) // counted before it shows: Stats never says active with none acquired
 	s.mu.Lock()
 	s.active, s.since = active, s.opts.leaseClock.Now()
 	s.mu.Unlock()
 	t.extend()
-	s.acquired.Add(1)
 	s.opts.logger.Info("scheduler: active", "instance", s.opts.instance)
 }
 
