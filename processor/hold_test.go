@@ -243,11 +243,7 @@ func TestOrderedNewEventsDuringRelease(t *testing.T) {
 
 	e.clock.SetMillis(t0 + 1000)
 	e.prepare(aggregate.RecordID(v1.Events[0].ID, projector), false)
-	select {
-	case <-s.in:
-	case <-time.After(waitFor):
-		t.Fatal("the release did not reach version 2")
-	}
+	s.reached(t, "the release's call of version 2")
 	e.emit(order("o-1"), 4, ev("step", struct{}{}))
 	e.emit(order("o-1"), 5, ev("step", struct{}{}))
 	require.Eventually(t, func() bool { return e.inFlight("Projector") == 2 }, waitFor, tick, "4 and 5 are delivered and wait")

@@ -116,16 +116,9 @@ func TestRangeReplayWaitsForTheLiveCallOfItsAggregate(t *testing.T) {
 	s := newSeen()
 	e, p, rs := rangeEnv(t, s)
 	runWithSteps(t, e, p, 3)
-	gate := make(chan struct{})
-	s.mu.Lock()
-	s.gate, s.block = gate, at("o-1", 4)
-	s.mu.Unlock()
+	gate := s.hold("o-1", 4)
 	e.emit(order("o-1"), 4, ev("step", struct{}{}))
-	select {
-	case <-s.in:
-	case <-time.After(waitFor):
-		t.Fatal("the live call of version 4 did not start")
-	}
+	s.reached(t, "the live call of version 4")
 
 	before := len(e.sleeps.All())
 	_, _, err := rs.Submit(context.Background(), byAggregate("r-w", 1, 3))
@@ -170,13 +163,10 @@ func TestRangeReplayResumesAfterRestart(t *testing.T) {
 	s := newSeen()
 	e, p, rs := rangeEnv(t, s, processor.WithShutdownTimeout(0))
 	stop := runWithSteps(t, e, p, 4)
-	gate := make(chan struct{})
-	s.mu.Lock()
-	s.gate, s.block = gate, at("o-1", 3)
-	s.mu.Unlock()
+	s.hold("o-1", 3) // never opened: the stop cancels the call
 	_, _, err := rs.Submit(context.Background(), byAggregate("r-4", 1, 4))
 	require.NoError(t, err)
-	<-s.in
+	s.reached(t, "the replay's call of version 3")
 	stop()
 	r, err := rs.Get(context.Background(), "r-4")
 	require.NoError(t, err)

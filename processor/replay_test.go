@@ -264,31 +264,49 @@ func TestAReplayDoesNotReadTheRecordItWasDelivered(t *testing.T) {
 	assert.Zero(t, p.Metrics().ReplaysSkipped.Load())
 }
 
-// Given a live call of an order's event still running, when a failed
-// record of an earlier event of the same order and function is prepared,
-// then the replay's call waits behind the live call (both are tasks of
-// the function's key on the order's live lane) and runs after it, never
-// beside it.
-func TestAReplayWaitsForTheLiveCallOfItsAggregate(t *testing.T) {
-	e := newEnv(t)
-	p := e.processor()
-	s := newSeen()
+// failedStep runs a processor with Projector.onStep (s), whose call on
+// version 1 of order o-1 fails once, emits that version, and returns once
+// its record is FAILED, with the event's id.
+func (e *env) failedStep(s *seen, opts ...processor.Option) (p *processor.Processor, v1 string) {
+	e.t.Helper()
+	p = e.processor(opts...)
 	s.failOn("o-1", 1, 1)
-	require.NoError(t, p.Register(fn("Projector", "onStep"), s.handle))
-	run(t, p)
-	v1 := e.emit(order("o-1"), 1, ev("step", struct{}{})).Events[0].ID
-	require.Eventually(t, func() bool { return e.record(v1, projector).Status == aggregate.StatusFailed }, waitFor, tick)
+	require.NoError(e.t, p.Register(fn("Projector", "onStep"), s.handle))
+	run(e.t, p)
+	v1 = e.emit(order("o-1"), 1, ev("step", struct{}{})).Events[0].ID
+	require.Eventually(e.t, func() bool { return e.record(v1, projector).Status == aggregate.StatusFailed }, waitFor, tick)
+	return p, v1
+}
 
+// hold makes the calls on version v of order id wait until the returned
+// channel is closed; reached waits until one does.
+func (s *seen) hold(id string, v uint64) chan struct{} {
 	gate := make(chan struct{})
 	s.mu.Lock()
-	s.gate, s.block = gate, at("o-1", 2)
+	s.gate, s.block = gate, at(id, v)
 	s.mu.Unlock()
-	e.emit(order("o-1"), 2, ev("step", struct{}{}))
+	return gate
+}
+
+func (s *seen) reached(t *testing.T, what string) {
+	t.Helper()
 	select {
 	case <-s.in:
 	case <-time.After(waitFor):
-		t.Fatal("the live call of version 2 did not start")
+		t.Fatalf("%s did not start", what)
 	}
+}
+
+// Given a live call of an order's event still running, when a failed
+// record of an earlier event of the same order and function is prepared,
+// then the replay's call waits for the live call (the key table keeps one
+// call per function and aggregate) and runs after it, never beside it.
+func TestAReplayWaitsForTheLiveCallOfItsAggregate(t *testing.T) {
+	e, s := newEnv(t), newSeen()
+	p, v1 := e.failedStep(s)
+	gate := s.hold("o-1", 2)
+	e.emit(order("o-1"), 2, ev("step", struct{}{}))
+	s.reached(t, "the live call of version 2")
 	e.prepare(aggregate.RecordID(v1, projector), false)
 	require.Eventually(t, func() bool { return p.Metrics().Replays.Load() == 1 }, waitFor, tick, "the replay has read its record and event")
 	require.Never(t, func() bool { return len(s.versions("o-1")) > 1 }, 200*time.Millisecond, tick, "no replayed call beside the live one")
@@ -302,25 +320,11 @@ func TestAReplayWaitsForTheLiveCallOfItsAggregate(t *testing.T) {
 // the replay's (it is parked off its lane, which goes on with other
 // aggregates) and runs after it.
 func TestALiveCallWaitsForTheReplayOfItsAggregate(t *testing.T) {
-	e := newEnv(t)
-	p := e.processor(processor.WithConcurrency(1)) // one lane: o-1 and o-2 share it
-	s := newSeen()
-	s.failOn("o-1", 1, 1)
-	require.NoError(t, p.Register(fn("Projector", "onStep"), s.handle))
-	run(t, p)
-	v1 := e.emit(order("o-1"), 1, ev("step", struct{}{})).Events[0].ID
-	require.Eventually(t, func() bool { return e.record(v1, projector).Status == aggregate.StatusFailed }, waitFor, tick)
-
-	gate := make(chan struct{})
-	s.mu.Lock()
-	s.gate, s.block = gate, at("o-1", 1)
-	s.mu.Unlock()
+	e, s := newEnv(t), newSeen()
+	_, v1 := e.failedStep(s, processor.WithConcurrency(1)) // one lane: o-1 and o-2 share it
+	gate := s.hold("o-1", 1)
 	e.prepare(aggregate.RecordID(v1, projector), false)
-	select {
-	case <-s.in:
-	case <-time.After(waitFor):
-		t.Fatal("the replay's call did not start")
-	}
+	s.reached(t, "the replay's call")
 	e.emit(order("o-1"), 2, ev("step", struct{}{}))
 	e.emit(order("o-2"), 1, ev("step", struct{}{}))
 	require.Eventually(t, func() bool { return len(s.versions("o-2")) == 1 }, waitFor, tick, "the lane goes on with another aggregate")

@@ -49,10 +49,7 @@ func TestPredicateStateAnswersLikeTheFullState(t *testing.T) {
 // updates and removals.
 func TestDueIsTheSchedulableRecordsInOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	views := make([]api.View, 4000)
-	for i := range views {
-		views[i] = randomView(r, i)
-	}
+	views := randomViews(r, 4000)
 	ix := memIndex(time.UnixMilli(base), views)
 	// Move some records on and drop others, as the watch would.
 	ix.mu.Lock()

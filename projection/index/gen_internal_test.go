@@ -47,6 +47,15 @@ func randomView(r *rand.Rand, i int) api.View {
 	}
 }
 
+// randomViews returns n views of randomView.
+func randomViews(r *rand.Rand, n int) []api.View {
+	views := make([]api.View, n)
+	for i := range views {
+		views[i] = randomView(r, i)
+	}
+	return views
+}
+
 // memIndex returns an index filled with views, without a bucket.
 func memIndex(now time.Time, views []api.View) *Index {
 	ix, err := New(WithClock(aggregate.ClockFunc(func() time.Time { return now })))

@@ -45,9 +45,8 @@ func partitioned(t *testing.T, now time.Time, views []api.View, k int) []*Index 
 // (a fingerprint's sample message aside: any of its failures').
 func TestMergedAnswersAreThoseOfOneIndex(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	views := make([]api.View, 1200)
+	views := randomViews(r, 1200)
 	for i := range views {
-		views[i] = randomView(r, i)
 		s := &views[i].State // one fingerprint has one function and code
 		s.Error.Fingerprint = "fp-" + s.Function.ContextName + s.Function.ProcessorName + s.Function.Name + s.Error.ErrorCode
 	}

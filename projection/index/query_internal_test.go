@@ -83,10 +83,7 @@ func randomFilter(r *rand.Rand, v *api.View, now time.Time) api.Filter {
 // in sort order, for random filters, sorts and page sizes; Count agrees.
 func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	views := make([]api.View, 3000)
-	for i := range views {
-		views[i] = randomView(r, i)
-	}
+	views := randomViews(r, 3000)
 	now := time.UnixMilli(base + 1_800_000)
 	ix := memIndex(now, views)
 	type keyed struct {
@@ -147,10 +144,7 @@ func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
 // pages are listed exactly once while others come, go and move.
 func TestListCursorIsStableUnderChanges(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	views := make([]api.View, 2000)
-	for i := range views {
-		views[i] = randomView(r, i)
-	}
+	views := randomViews(r, 2000)
 	now := time.UnixMilli(base)
 	ix := memIndex(now, views)
 	stable := map[string]bool{}
