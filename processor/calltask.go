@@ -71,13 +71,14 @@ func (t *callTask) step(ctx context.Context, ls *laneState) (time.Duration, bool
 
 // runOnLane runs an attempt of f on d, for compensation c, as a task of
 // the lane of d's aggregate in f's live runner (callTask), records its
-// final failure and returns once it finished. While the live consumer is not running (it starts, or is
-// being re-created), it waits for it until stopping ends. It returns
-// errNotRun when the task did not finish: stopping ended, or the consumer
-// was lost and its lanes with it (the call may have been made, and its
-// failure recorded, before that); the caller gives the event up for now
-// and gives it again later. Safe for concurrent use, off the lanes; it
-// blocks until the task finished or its lane stopped.
+// final failure and returns once it finished. While the live consumer is
+// not running (it starts, or is being re-created), it waits for it until
+// stopping ends. It returns errNotRun when the task did not finish:
+// stopping ended, or the consumer was lost and its lanes with it (the call
+// may have been made, and its failure recorded, before that); the caller
+// gives the event up for now and gives it again later. Safe for
+// concurrent use, off the lanes; it blocks until the task finished or its
+// lane stopped.
 func (p *Processor) runOnLane(stopping context.Context, f *function, d *Delivery, c Compensation) (callResult, error) {
 	g := p.byName[f.info.ProcessorName]
 	if g == nil || g.live == nil {

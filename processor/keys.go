@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"time"
 )
@@ -38,13 +39,11 @@ type keyShard struct {
 	taken map[callKey][]func() bool // the waiters' wakes
 }
 
+// keySeed seeds the hash that picks a key's shard.
+var keySeed = maphash.MakeSeed()
+
 func (kt *keyTable) shard(k callKey) *keyShard {
-	h := uint32(2166136261)
-	for i := 0; i < len(k.subject); i++ {
-		h ^= uint32(k.subject[i])
-		h *= 16777619
-	}
-	return &kt.shards[h%keyShards]
+	return &kt.shards[maphash.String(keySeed, k.subject)%keyShards]
 }
 
 // acquire takes k and returns true, or, when another call holds it,
