@@ -133,6 +133,24 @@ func TestRangeReplayWaitsForTheLiveCallOfItsAggregate(t *testing.T) {
 	assert.Equal(t, 3, s.ranged("r-w"))
 }
 
+// Given the function's live consumer deleted (its lanes gone until the
+// processor creates it again), when a range replay runs, then its events
+// wait for the new lanes and the replay finishes.
+func TestRangeReplayOutlivesALostConsumer(t *testing.T) {
+	s := newSeen()
+	e, p, rs := rangeEnv(t, s)
+	runWithSteps(t, e, p, 3)
+	require.NoError(t, e.js.DeleteConsumer(t.Context(), e.store.StreamName(ctxName), processor.DurableName(ctxName, "Projector")))
+	_, _, err := rs.Submit(context.Background(), byAggregate("r-lost", 1, 3))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return done(t, rs, "r-lost") }, waitFor, tick)
+	assert.Equal(t, 3, s.ranged("r-lost"), "each event of the range once")
+	r, err := rs.Get(context.Background(), "r-lost")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), r.Replayed)
+	// The new consumer starts over, so the live events come again too.
+}
+
 // Given a replay request, when the same id is sent again, then it is not
 // run twice; the same id for another selection is refused.
 func TestRangeReplayIdempotentByRequestID(t *testing.T) {
