@@ -68,9 +68,10 @@ type Partitions struct {
 	member, coordinator *lease
 	held                map[string]*lease // partition id -> its lease, taken
 
-	mu      sync.Mutex
-	valid   map[string]time.Time // partition id -> until when it is held, for Held
-	changed chan struct{}        // closed and replaced when valid's partitions change
+	mu          sync.Mutex
+	valid       map[string]time.Time // partition id -> until when it is held, for Held
+	coordinates time.Time            // until when this instance holds the coordinator lease
+	changed     chan struct{}        // closed and replaced when valid's partitions change
 }
 
 // PartitionsConfig configures NewPartitions.
@@ -195,6 +196,15 @@ func (p *Partitions) Held() []string {
 	return out
 }
 
+// Coordinating reports whether this instance holds the coordinator lease
+// now: it computes the plan.
+func (p *Partitions) Coordinating() bool {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return now.Before(p.coordinates)
+}
+
 // Changed returns a channel closed at the next change of what this
 // instance holds.
 func (p *Partitions) Changed() <-chan struct{} {
@@ -229,7 +239,14 @@ func (p *Partitions) round(ctx context.Context) {
 	if err := keep(ctx, p.coordinator); err != nil {
 		p.logger.Warn("partitions: cannot keep the coordinator lease", "instance", p.instance, "err", err)
 	}
-	if p.coordinator.held(p.clock.Now()) {
+	coordinating := p.coordinator.held(p.clock.Now())
+	p.mu.Lock()
+	p.coordinates = time.Time{}
+	if coordinating {
+		p.coordinates = p.coordinator.validUntil
+	}
+	p.mu.Unlock()
+	if coordinating {
 		if err := p.coordinate(ctx); err != nil {
 			p.logger.Warn("partitions: cannot compute the plan", "instance", p.instance, "err", err)
 		}
@@ -384,5 +401,8 @@ func (p *Partitions) releaseAll(ctx context.Context) {
 	}
 	_ = p.coordinator.release(ctx)
 	_ = p.member.release(ctx)
+	p.mu.Lock()
+	p.coordinates = time.Time{}
+	p.mu.Unlock()
 	p.swap(map[string]*lease{})
 }
