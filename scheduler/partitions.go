@@ -344,6 +344,7 @@ func (p *Partitions) renewHeld(ctx context.Context, want []string) {
 	next := map[string]*lease{}
 	for id, l := range p.held {
 		if want != nil && !wanted[id] {
+			p.forget(id) // no longer counted on before another can take it
 			if err := l.release(ctx); err != nil {
 				p.logger.Warn("partitions: cannot release a partition; it expires", "partition", id, "err", err)
 			}
@@ -372,6 +373,13 @@ func (p *Partitions) renewHeld(ctx context.Context, want []string) {
 	p.swap(next)
 }
 
+// forget stops counting on partition id for Held.
+func (p *Partitions) forget(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.valid, id)
+}
+
 // swap makes next what is held, and signals a change.
 func (p *Partitions) swap(next map[string]*lease) {
 	valid := make(map[string]time.Time, len(next))
@@ -396,7 +404,8 @@ func (p *Partitions) swap(next map[string]*lease) {
 func (p *Partitions) releaseAll(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	defer cancel()
-	for _, l := range p.held {
+	for id, l := range p.held {
+		p.forget(id)
 		_ = l.release(ctx)
 	}
 	_ = p.coordinator.release(ctx)

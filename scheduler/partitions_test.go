@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -206,4 +207,24 @@ func (r *partitionsRig) coordinator() string {
 		}
 	}
 	return ""
+}
+
+// Given the plan overwritten with bytes that are no plan, the instances
+// keep what they hold, the coordinator writes a plan again, and every
+// partition is held once.
+func TestAPlanThatIsNoPlanIsReplaced(t *testing.T) {
+	r := newPartitionsRig(t)
+	for _, name := range []string{"a", "b"} {
+		r.start(name)
+	}
+	testwait.For(t, "two instances hold every partition once", r.settled)
+	kv, err := r.srv.JetStream().KeyValue(t.Context(), scheduler.DefaultPartitionsBucket)
+	require.NoError(t, err)
+	_, err = kv.Put(t.Context(), "plan", []byte(`{"splits":{"Mailer":3},"owners":{}}`))
+	require.NoError(t, err)
+	testwait.For(t, "the coordinator writes a plan again", func() bool {
+		e, err := kv.Get(t.Context(), "plan")
+		return err == nil && !strings.Contains(string(e.Value()), `"Mailer":3`)
+	})
+	testwait.For(t, "every partition held once again", r.settled)
 }
