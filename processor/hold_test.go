@@ -248,6 +248,7 @@ func TestOrderedNewEventsDuringRelease(t *testing.T) {
 	e.emit(order("o-1"), 5, ev("step", struct{}{}))
 	require.Eventually(t, func() bool { return e.inFlight("Projector") == 2 }, waitFor, tick, "4 and 5 are delivered and wait")
 	assert.Equal(t, []uint64{1, 1}, s.versions("o-1"), "nothing runs beside the release's call")
+	assert.Equal(t, []uint64{2, 3}, heldVersions(t, hs, "o-1"), "4 and 5 wait on their lane, not in the hold")
 	close(gate)
 	require.Eventually(t, func() bool { return noHold(t, hs, "o-1") && e.settled("Projector") }, waitFor, tick)
 	assert.Equal(t, []uint64{1, 1, 2, 3, 4, 5}, s.versions("o-1"))
