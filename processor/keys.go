@@ -29,37 +29,42 @@ type callKey struct {
 const keyShards = 32
 
 // keyTable is the keys taken, each with the parked calls that wait for
-// it in arrival order. Safe for concurrent use.
-type keyTable struct {
-	shards [keyShards]keyShard
+// it in arrival order; W is how a waiter is woken (laneWaiter), a value
+// kept only while it waits, so that an uncontended key allocates nothing.
+// Safe for concurrent use.
+type keyTable[W waker] struct {
+	shards [keyShards]keyShard[W]
 }
 
-type keyShard struct {
+// waker wakes a parked call, which then holds the key: false when it can
+// no longer take it (its lane stopped).
+type waker interface{ wake() bool }
+
+type keyShard[W waker] struct {
 	mu    sync.Mutex
-	taken map[callKey][]func() bool // the waiters' wakes
+	taken map[callKey][]W // the waiters
 }
 
 // keySeed seeds the hash that picks a key's shard.
 var keySeed = maphash.MakeSeed()
 
-func (kt *keyTable) shard(k callKey) *keyShard {
+func (kt *keyTable[W]) shard(k callKey) *keyShard[W] {
 	return &kt.shards[maphash.String(keySeed, k.subject)%keyShards]
 }
 
 // acquire takes k and returns true, or, when another call holds it,
-// queues wake and returns false: release then hands k over to the first
-// waiter by calling its wake, which must return false when the waiter can
-// no longer take it (its lane stopped).
-func (kt *keyTable) acquire(k callKey, wake func() bool) bool {
+// queues w and returns false: release then hands k over to the first
+// waiter whose wake takes it.
+func (kt *keyTable[W]) acquire(k callKey, w W) bool {
 	s := kt.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if waiters, ok := s.taken[k]; ok {
-		s.taken[k] = append(waiters, wake)
+		s.taken[k] = append(waiters, w)
 		return false
 	}
 	if s.taken == nil {
-		s.taken = make(map[callKey][]func() bool)
+		s.taken = make(map[callKey][]W)
 	}
 	s.taken[k] = nil
 	return true
@@ -67,7 +72,7 @@ func (kt *keyTable) acquire(k callKey, wake func() bool) bool {
 
 // release gives k up: to the first waiter whose wake takes it, else to
 // nobody.
-func (kt *keyTable) release(k callKey) {
+func (kt *keyTable[W]) release(k callKey) {
 	s := kt.shard(k)
 	for {
 		s.mu.Lock()
@@ -77,14 +82,29 @@ func (kt *keyTable) release(k callKey) {
 			s.mu.Unlock()
 			return
 		}
-		wake := waiters[0]
-		waiters[0] = nil
+		w := waiters[0]
+		var zero W
+		waiters[0] = zero
 		s.taken[k] = waiters[1:]
 		s.mu.Unlock()
-		if wake() {
+		if w.wake() {
 			return
 		}
 	}
+}
+
+// laneWaiter is a task of a lane parked for its key: its wake resumes
+// it on its lane, holding the key.
+type laneWaiter struct {
+	ls      *laneState
+	task    taskKey
+	holding *bool
+}
+
+func (w laneWaiter) wake() bool {
+	*w.holding = true // read on the lane after the resume the Post orders after this
+	ls, task := w.ls, w.task
+	return ls.lane.Post(func(ctx context.Context) { ls.resume(ctx, task) })
 }
 
 // exclusiveCall makes the next call of f on d for task t of ls (callOnLane)
@@ -93,11 +113,7 @@ func (kt *keyTable) release(k callKey) {
 // that its step calls exclusiveCall again with *holding set.
 func (p *Processor) exclusiveCall(ctx context.Context, ls *laneState, t taskKey, k callKey, holding *bool, f *function, d *Delivery) (wait time.Duration, more, parked bool, err error) {
 	if !*holding {
-		wake := func() bool {
-			*holding = true // read on the lane after the resume the Post orders after this
-			return ls.lane.Post(func(ctx context.Context) { ls.resume(ctx, t) })
-		}
-		if !p.keys.acquire(k, wake) {
+		if !p.keys.acquire(k, laneWaiter{ls: ls, task: t, holding: holding}) {
 			return 0, false, true, nil
 		}
 		*holding = true

@@ -14,17 +14,17 @@ import (
 // and each is handed the key by the release before it; a waiter whose
 // lane stopped is passed over.
 func TestTheKeyTableHandsAKeyOverInOrder(t *testing.T) {
-	var kt keyTable
+	var kt keyTable[testWaiter]
 	f := &function{}
 	k, other := callKey{f: f, subject: "s.o-1"}, callKey{f: f, subject: "s.o-2"}
-	require.True(t, kt.acquire(k, nil))
-	require.True(t, kt.acquire(other, nil), "another aggregate's key is free")
+	require.True(t, kt.acquire(k, testWaiter{}))
+	require.True(t, kt.acquire(other, testWaiter{}), "another aggregate's key is free")
 	otherFunction := callKey{f: &function{}, subject: "s.o-1"}
-	require.True(t, kt.acquire(otherFunction, nil), "another function's key is free")
+	require.True(t, kt.acquire(otherFunction, testWaiter{}), "another function's key is free")
 
 	var woken []string
-	wake := func(name string, takes bool) func() bool {
-		return func() bool { woken = append(woken, name); return takes }
+	wake := func(name string, takes bool) testWaiter {
+		return testWaiter{fn: func() bool { woken = append(woken, name); return takes }}
 	}
 	require.False(t, kt.acquire(k, wake("gone", false)))
 	require.False(t, kt.acquire(k, wake("a", true)))
@@ -37,7 +37,7 @@ func TestTheKeyTableHandsAKeyOverInOrder(t *testing.T) {
 	kt.release(k)
 	assert.Equal(t, []string{"gone", "a", "b", "c"}, woken)
 	kt.release(k)
-	assert.True(t, kt.acquire(k, nil), "free once the last waiter released it")
+	assert.True(t, kt.acquire(k, testWaiter{}), "free once the last waiter released it")
 	kt.release(k)
 	kt.release(other)
 	kt.release(otherFunction)
@@ -49,7 +49,7 @@ func TestTheKeyTableHandsAKeyOverInOrder(t *testing.T) {
 // Under contention from many goroutines, no two holders of one key ever
 // overlap, and every acquirer gets the key once.
 func TestTheKeyTableNeverHasTwoHolders(t *testing.T) {
-	var kt keyTable
+	var kt keyTable[testWaiter]
 	k := callKey{f: &function{}, subject: "s.o-1"}
 	var holders, most, held atomic.Int32
 	hold := func() {
@@ -68,7 +68,7 @@ func TestTheKeyTableNeverHasTwoHolders(t *testing.T) {
 	for range callers {
 		wg.Go(func() {
 			woken := make(chan struct{})
-			if !kt.acquire(k, func() bool { close(woken); return true }) {
+			if !kt.acquire(k, testWaiter{fn: func() bool { close(woken); return true }}) {
 				<-woken
 			}
 			hold()
@@ -78,3 +78,8 @@ func TestTheKeyTableNeverHasTwoHolders(t *testing.T) {
 	assert.EqualValues(t, 1, most.Load(), "one holder at a time")
 	assert.EqualValues(t, callers, held.Load(), "each caller held it once")
 }
+
+// testWaiter wakes by fn.
+type testWaiter struct{ fn func() bool }
+
+func (w testWaiter) wake() bool { return w.fn() }

@@ -40,10 +40,10 @@ type Processor struct {
 
 	states   *stateCache
 	metrics  Metrics
-	failures digest        // recorded failures since the last summary line (digest.go)
-	holds    *holdRuntime  // nil without Ordered functions
-	ranges   *rangeRuntime // nil without WithRangeReplays
-	keys     keyTable      // the calls running, one per function and aggregate (keys.go)
+	failures digest               // recorded failures since the last summary line (digest.go)
+	holds    *holdRuntime         // nil without Ordered functions
+	ranges   *rangeRuntime        // nil without WithRangeReplays
+	keys     keyTable[laneWaiter] // the calls running, one per function and aggregate (keys.go)
 
 	stopOnce sync.Once
 	runErr   error // Run's result, set before closed is closed
