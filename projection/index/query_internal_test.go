@@ -32,53 +32,6 @@ func matches(f api.Filter, s *aggregate.State, now time.Time) bool {
 		(f.View == "" || f.View.Contains(s, now))
 }
 
-// randomFilter sets a few fields from the values of record v.
-func randomFilter(r *rand.Rand, v *api.View, now time.Time) api.Filter {
-	s := &v.State
-	var f api.Filter
-	for range r.IntN(3) {
-		switch r.IntN(16) {
-		case 0:
-			f.ID = s.ID
-		case 15:
-			f.IDPrefix = s.ID[:min(len(s.ID), 4+r.IntN(3))]
-		case 1:
-			f.EventID = s.EventID.ID
-		case 2:
-			f.AggregateContext = s.EventID.AggregateID.ContextName
-		case 3:
-			f.AggregateType = s.EventID.AggregateID.AggregateName
-		case 4:
-			f.AggregateID = s.EventID.AggregateID.AggregateID
-		case 5:
-			f.FunctionContext = s.Function.ContextName
-		case 6:
-			f.Processor = s.Function.ProcessorName
-		case 7:
-			f.Function = s.Function.Name
-		case 8:
-			f.FunctionKind = s.Function.FunctionKind
-		case 9:
-			f.Status, f.Recoverable = s.Status, s.Recoverable
-		case 10:
-			f.ErrorCode = s.Error.ErrorCode
-		case 11:
-			f.ExecuteAtFrom, f.ExecuteAtTo = time.UnixMilli(s.ExecuteAt-r.Int64N(600_000)), time.UnixMilli(s.ExecuteAt+r.Int64N(600_000))
-		case 12:
-			f.MinRetries = int32(r.IntN(4))
-		case 13:
-			f.View, f.Now = aggregate.Views[r.IntN(len(aggregate.Views))], now
-		case 14:
-			next := s.RetryState.NextRetryAt
-			f.NextRetryAtFrom, f.NextRetryAtTo = time.UnixMilli(next-r.Int64N(600_000)), time.UnixMilli(next+r.Int64N(600_000))
-		}
-	}
-	if r.IntN(10) == 0 {
-		f.Processor = "no-such-processor"
-	}
-	return f
-}
-
 // Paging through List with its cursor yields exactly the matching records
 // in sort order, for random filters, sorts and page sizes; Count agrees.
 func TestListPagesAreTheFilteredSortedRecords(t *testing.T) {
