@@ -86,6 +86,23 @@ func (p Plan) SlotsOf(id string) (processor string, slots []int, ok bool) {
 	return processor, slots, true
 }
 
+// CheckID reports whether id can name a partition: a processor's name (1
+// to 256 bytes without '/'), alone or followed by "/<i>", i a part number
+// from 0 to Slots-1 in decimal. The error matches ErrInvalid and quotes id.
+func CheckID(id string) error {
+	proc, part, split := strings.Cut(id, "/")
+	if err := validProcessor(proc); err != nil {
+		return fmt.Errorf("partition %.40q: %w", id, err)
+	}
+	if !split {
+		return nil
+	}
+	if i, err := strconv.Atoi(part); err != nil || i < 0 || i >= Slots || strconv.Itoa(i) != part {
+		return fmt.Errorf("partition %.40q: the part after '/' must be a number from 0 to %d: %w", id, Slots-1, ErrInvalid)
+	}
+	return nil
+}
+
 // Held returns the partitions instance holds, sorted.
 func (p Plan) Held(instance string) []string {
 	var out []string

@@ -284,3 +284,23 @@ func ExampleCompute() {
 	// b holds [Billing/0 Billing/1 Billing/3 Mailer/1 Mailer/3 Mailer/5 Mailer/7]
 	// record r-1 of Mailer is in Mailer/3
 }
+
+func TestCheckIDTakesWhatIDMakes(t *testing.T) {
+	for _, id := range []string{"P", "P/0", "P/255", partition.ID("Mailer", 3, 8)} {
+		require.NoError(t, partition.CheckID(id), id)
+	}
+	for id, want := range map[string]string{
+		"":      `processor name ""`,
+		"/1":    `processor name ""`,
+		"P/":    "a number from 0 to 255",
+		"P/256": "a number from 0 to 255",
+		"P/-1":  "a number from 0 to 255",
+		"P/01":  "a number from 0 to 255",
+		"P/1/2": "a number from 0 to 255",
+		"P/x":   "a number from 0 to 255",
+	} {
+		err := partition.CheckID(id)
+		require.ErrorIs(t, err, partition.ErrInvalid, id)
+		assert.Contains(t, err.Error(), want, id)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"time"
 
 	"github.com/amends-dev/amends/api"
 )
@@ -21,8 +22,12 @@ type cursor struct {
 	tie   uint64
 }
 
-// queryHash identifies the filter and sort a cursor was taken with.
+// queryHash identifies the filter and sort a cursor was taken with. The
+// filter's Now is left out: it is when the page is taken, as the clock's
+// time is for a filter without one, so each page of one listing may have
+// its own (the instances a query fans out to are all given the asker's).
 func queryHash(f api.Filter, s api.Sort) uint64 {
+	f.Now = time.Time{}
 	b, _ := json.Marshal(struct {
 		F api.Filter
 		S api.Sort

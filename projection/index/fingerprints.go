@@ -39,7 +39,7 @@ func sample(msg string) string {
 // groups, not of records; any other filter reads every entry. An invalid
 // view is an error matching ErrInvalidQuery. Safe for concurrent use.
 func (ix *Index) FingerprintSummary(f api.Filter) ([]api.FingerprintGroup, error) {
-	if err := validate(f); err != nil {
+	if err := CheckFilter(f); err != nil {
 		return nil, err
 	}
 	ix.mu.RLock()

@@ -9,7 +9,11 @@ import (
 	"github.com/amends-dev/amends/internal/bounds"
 )
 
-func validate(f api.Filter) error {
+// CheckFilter reports whether the index can answer for f (its view is
+// one it knows), as List, Count and Summary check it: an error matching
+// ErrInvalidQuery that names the field, or nil. It lets a caller that
+// asks several indexes refuse a bad filter before it asks any.
+func CheckFilter(f api.Filter) error {
 	if f.View != "" {
 		if _, err := aggregate.ParseView(string(f.View)); err != nil {
 			return invalidQuery("view", "%v", err)
@@ -30,7 +34,7 @@ func (ix *Index) List(q api.Query) (api.Page, error) {
 	if err != nil {
 		return api.Page{}, err
 	}
-	if err := validate(q.Filter); err != nil {
+	if err := CheckFilter(q.Filter); err != nil {
 		return api.Page{}, err
 	}
 	limit, hash, after, err := pageOf(q)
@@ -100,7 +104,7 @@ func (c *cursor) beforePos(p pos) bool {
 // every record. An invalid view is an error matching ErrInvalidQuery. Safe
 // for concurrent use.
 func (ix *Index) Count(f api.Filter) (int, error) {
-	if err := validate(f); err != nil {
+	if err := CheckFilter(f); err != nil {
 		return 0, err
 	}
 	if f == (api.Filter{}) {

@@ -152,3 +152,22 @@ func TestListRejectsBadQueries(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidQuery, name)
 	}
 }
+
+// A cursor continues a listing whose pages each have their own Now, as
+// those without one each have the clock's; another filter still refuses
+// it.
+func TestACursorOutlivesTheNowOfItsPage(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	now := time.UnixMilli(base + 1_800_000)
+	ix := memIndex(now, randomViews(r, 200))
+	q := api.Query{Filter: api.Filter{View: aggregate.ViewToRetry, Now: now}, Limit: 5}
+	page, err := ix.List(q)
+	require.NoError(t, err)
+	require.NotEmpty(t, page.Next)
+	q.Cursor, q.Filter.Now = page.Next, now.Add(time.Minute)
+	_, err = ix.List(q)
+	require.NoError(t, err)
+	q.Filter.View = aggregate.ViewNextRetry
+	_, err = ix.List(q)
+	require.ErrorIs(t, err, ErrInvalidQuery)
+}

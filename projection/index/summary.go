@@ -26,7 +26,7 @@ type summaryKey struct{ ctx, proc, fn, code uint32 }
 // reads every record. An invalid view is an error matching
 // ErrInvalidQuery. Safe for concurrent use.
 func (ix *Index) Summary(f api.Filter) (api.Summary, error) {
-	if err := validate(f); err != nil {
+	if err := CheckFilter(f); err != nil {
 		return api.Summary{}, err
 	}
 	f, atNow := ix.rlockAt(f)
