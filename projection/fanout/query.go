@@ -1,0 +1,235 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/nats-io/nats.go"
+
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/partition"
+	"github.com/amends-dev/amends/projection/index"
+)
+
+// QuerierConfig configures a Querier.
+type QuerierConfig struct {
+	// Plan returns the plan in force: the instances to ask, and the
+	// partitions an answer must cover. Required.
+	Plan func(ctx context.Context) (partition.Plan, error)
+	// Prefix starts the subjects (default DefaultPrefix).
+	Prefix string
+	// Timeout bounds the wait for each instance's reply (default 5s).
+	Timeout time.Duration
+}
+
+// Querier asks the instances that hold the partitions and merges their
+// answers. Safe for concurrent use.
+type Querier struct {
+	nc  *nats.Conn
+	cfg QuerierConfig
+}
+
+// Coverage says what an answer covers. The answer holds the records of
+// every partition of the plan but those in Missing.
+type Coverage struct {
+	// Missing are the partitions of the plan no instance answered for,
+	// sorted.
+	Missing []string `json:"missing,omitempty"`
+	// Unanswered are the instances that did not answer, and why.
+	Unanswered []Unanswered `json:"unanswered,omitempty"`
+}
+
+// Complete reports whether the answer covers every partition.
+func (c Coverage) Complete() bool { return len(c.Missing) == 0 }
+
+// Unanswered is an instance that did not answer, and why.
+type Unanswered struct {
+	Instance string `json:"instance"`
+	Reason   string `json:"reason"`
+}
+
+// NewQuerier returns a Querier over nc. A missing Plan or a bound out of
+// range is an error matching ErrInvalidOption. It does no I/O.
+func NewQuerier(nc *nats.Conn, cfg QuerierConfig) (*Querier, error) {
+	cfg.Prefix = cmpOr(cfg.Prefix, DefaultPrefix)
+	cfg.Timeout = cmpOr(cfg.Timeout, 5*time.Second)
+	switch {
+	case nc == nil || cfg.Plan == nil:
+		return nil, fmt.Errorf("querier: a connection and Plan are required: %w", ErrInvalidOption)
+	case cfg.Timeout < 0 || cfg.Timeout > time.Minute:
+		return nil, fmt.Errorf("querier: timeout must be positive and at most 1m, got %s: %w", cfg.Timeout, ErrInvalidOption)
+	}
+	return &Querier{nc: nc, cfg: cfg}, nil
+}
+
+// List returns the page one index holding every record would return for
+// q, merged from the instances' pages, and what it covers. Errors: an
+// invalid query (matching index.ErrInvalidQuery, before anything is
+// sent), a plan that cannot be read, or replies that claim one partition
+// twice (ErrBadReply). An instance that does not answer is not an error:
+// Coverage says which partitions the page lacks.
+func (q *Querier) List(ctx context.Context, query api.Query) (api.Page, Coverage, error) {
+	if _, err := index.MergeList(query, nil); err != nil {
+		return api.Page{}, Coverage{}, err
+	}
+	replies, cov, err := q.ask(ctx, opList, query)
+	if err != nil {
+		return api.Page{}, cov, err
+	}
+	pages := make([]api.Page, len(replies))
+	for i := range replies {
+		pages[i] = *replies[i].Page
+	}
+	page, err := index.MergeList(query, pages)
+	return page, cov, err
+}
+
+// Count returns the records that match f, added over the instances, and
+// what they cover. Errors as List.
+func (q *Querier) Count(ctx context.Context, f api.Filter) (int, Coverage, error) {
+	replies, cov, err := q.ask(ctx, opCount, api.Query{Filter: f})
+	n := 0
+	for i := range replies {
+		n += *replies[i].Count
+	}
+	return n, cov, err
+}
+
+// Summary returns the summary of the records that match f, its
+// fingerprint groups included, merged over the instances, and what it
+// covers. Errors as List.
+func (q *Querier) Summary(ctx context.Context, f api.Filter) (api.Summary, Coverage, error) {
+	replies, cov, err := q.ask(ctx, opSummary, api.Query{Filter: f})
+	if err != nil {
+		return api.Summary{}, cov, err
+	}
+	sums := make([]api.Summary, len(replies))
+	for i := range replies {
+		sums[i] = *replies[i].Summary
+		if sums[i].Fingerprints == nil {
+			// A responder always adds them; an empty list is left out
+			// on the wire.
+			sums[i].Fingerprints = []api.FingerprintGroup{}
+		}
+	}
+	return index.MergeSummary(sums), cov, nil
+}
+
+// ask sends op for query to every instance the plan places partitions on,
+// at once, and returns the replies that answered and what they cover.
+func (q *Querier) ask(ctx context.Context, op string, query api.Query) ([]reply, Coverage, error) {
+	if err := index.CheckFilter(query.Filter); err != nil {
+		return nil, Coverage{}, err
+	}
+	data, err := jsonv2.Marshal(request{Op: op, Query: query})
+	if err != nil {
+		return nil, Coverage{}, fmt.Errorf("encode the request: %w", err)
+	}
+	if len(data) > MaxRequestBytes {
+		return nil, Coverage{}, fmt.Errorf("the query is %d bytes encoded, over the limit of %d: %w", len(data), MaxRequestBytes, index.ErrInvalidQuery)
+	}
+	plan, err := q.cfg.Plan(ctx)
+	if err != nil {
+		return nil, Coverage{}, fmt.Errorf("read the partitions' plan: %w", err)
+	}
+	instances := owners(plan)
+	results := make([]result, len(instances))
+	var wg sync.WaitGroup
+	for i, in := range instances {
+		wg.Go(func() { results[i] = q.askOne(ctx, in, op, data) })
+	}
+	wg.Wait()
+	return cover(plan, results)
+}
+
+// result is one instance's reply, or why there is none.
+type result struct {
+	instance string
+	reply    reply
+	err      error
+}
+
+// askOne sends data to instance and reads its reply to op.
+func (q *Querier) askOne(ctx context.Context, instance, op string, data []byte) result {
+	res := result{instance: instance}
+	subject, err := subjectOf(q.cfg.Prefix, instance)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	// An instance whose partitions changed while it answered is asked
+	// once more.
+	for range 2 {
+		res.reply, res.err = q.request(ctx, subject, op, data)
+		if res.err != nil || res.reply.Error == nil || res.reply.Error.Kind != errMoved {
+			break
+		}
+	}
+	return res
+}
+
+// request sends data to subject and reads the reply to op.
+func (q *Querier) request(ctx context.Context, subject, op string, data []byte) (reply, error) {
+	rctx, cancel := context.WithTimeout(ctx, q.cfg.Timeout)
+	defer cancel()
+	m, err := q.nc.RequestWithContext(rctx, subject, data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return reply{}, errors.New("no responder: the instance is not running or not reachable")
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return reply{}, fmt.Errorf("no reply within %s", q.cfg.Timeout)
+	case err != nil:
+		return reply{}, err
+	}
+	return readReply(m.Data, op)
+}
+
+// cover returns the replies that answered, and which partitions of plan
+// none of them holds. An invalid query is the asker's error; two replies
+// that hold one partition cannot be added, and are an error.
+func cover(plan partition.Plan, results []result) ([]reply, Coverage, error) {
+	var cov Coverage
+	var replies []reply
+	holder := map[string]string{}
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			cov.Unanswered = append(cov.Unanswered, Unanswered{r.instance, r.err.Error()})
+			continue
+		case r.reply.Error != nil && r.reply.Error.Kind == errInvalidQuery:
+			return nil, cov, fmt.Errorf("instance %q: %s: %w", r.instance, r.reply.Error.Message, index.ErrInvalidQuery)
+		case r.reply.Error != nil:
+			cov.Unanswered = append(cov.Unanswered, Unanswered{r.instance, r.reply.Error.Kind + ": " + r.reply.Error.Message})
+			continue
+		}
+		for _, id := range r.reply.Partitions {
+			if other, ok := holder[id]; ok {
+				return nil, cov, fmt.Errorf("instances %q and %q both answer for partition %q: %w", other, r.instance, id, ErrBadReply)
+			}
+			holder[id] = r.instance
+		}
+		replies = append(replies, r.reply)
+	}
+	for id := range plan.Owners {
+		if _, ok := holder[id]; !ok {
+			cov.Missing = append(cov.Missing, id)
+		}
+	}
+	slices.Sort(cov.Missing)
+	return replies, cov, nil
+}
+
+// owners returns the instances plan places partitions on, sorted.
+func owners(plan partition.Plan) []string {
+	var out []string
+	for _, in := range plan.Owners {
+		out = append(out, in)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,186 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/nats-io/nats.go"
+
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/projection/index"
+)
+
+// Part is what a Responder answers from: an index and the partitions
+// whose records it holds. *projection.Index has the four queries; the
+// partitions are the caller's.
+type Part interface {
+	List(q api.Query) (api.Page, error)
+	Count(f api.Filter) (int, error)
+	Summary(f api.Filter) (api.Summary, error)
+	FingerprintSummary(f api.Filter) ([]api.FingerprintGroup, error)
+	// Partitions returns the partitions whose records the index holds in
+	// full, and no record of any other: a Querier counts every record of
+	// the answers as theirs.
+	Partitions() []string
+}
+
+// ResponderConfig configures a Responder.
+type ResponderConfig struct {
+	// Instance names this instance as the partitions' plan does. Required.
+	Instance string
+	// Prefix starts the subject (default DefaultPrefix).
+	Prefix string
+	// Workers answer requests at once (default 4, at most 64).
+	Workers int
+	// Queue bounds the requests waiting for a worker (default 256, at most
+	// 4096); past it NATS drops them and the asker hears nothing (it
+	// reports this instance as unanswered).
+	Queue int
+	// Logger (default: discard).
+	Logger *slog.Logger
+}
+
+// Responder answers the queries of Queriers from one instance's Part.
+type Responder struct {
+	nc      *nats.Conn
+	part    Part
+	subject string
+	cfg     ResponderConfig
+}
+
+// NewResponder returns the Responder of part on nc. An instance name that
+// cannot be a subject token, or a bound out of range, is an error matching
+// ErrInvalidOption that names it. It does no I/O.
+func NewResponder(nc *nats.Conn, part Part, cfg ResponderConfig) (*Responder, error) {
+	if nc == nil || part == nil {
+		return nil, fmt.Errorf("responder: a connection and a part are required: %w", ErrInvalidOption)
+	}
+	cfg.Prefix = cmpOr(cfg.Prefix, DefaultPrefix)
+	cfg.Workers = cmpOr(cfg.Workers, 4)
+	cfg.Queue = cmpOr(cfg.Queue, 256)
+	switch {
+	case cfg.Workers < 1 || cfg.Workers > 64:
+		return nil, fmt.Errorf("responder: workers must be 1 to 64, got %d: %w", cfg.Workers, ErrInvalidOption)
+	case cfg.Queue < 1 || cfg.Queue > 4096:
+		return nil, fmt.Errorf("responder: queue must be 1 to 4096, got %d: %w", cfg.Queue, ErrInvalidOption)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	subject, err := subjectOf(cfg.Prefix, cfg.Instance)
+	if err != nil {
+		return nil, fmt.Errorf("responder: %w", err)
+	}
+	return &Responder{nc: nc, part: part, subject: subject, cfg: cfg}, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Run answers requests until ctx ends, then unsubscribes and returns nil
+// once its workers have stopped. A subscription that cannot be made is
+// its only error. A request it cannot read, or whose answer is too large
+// for the connection, is answered with an error naming why; a request
+// without a reply subject is dropped.
+func (r *Responder) Run(ctx context.Context) error {
+	msgs := make(chan *nats.Msg, r.cfg.Queue)
+	sub, err := r.nc.ChanSubscribe(r.subject, msgs)
+	if err != nil {
+		return fmt.Errorf("responder: subscribe to %s: %w", r.subject, err)
+	}
+	var wg sync.WaitGroup
+	for range r.cfg.Workers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case m := <-msgs:
+					r.respond(m)
+				}
+			}
+		})
+	}
+	<-ctx.Done()
+	if err := sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		r.cfg.Logger.Debug("responder: unsubscribe", "subject", r.subject, "err", err)
+	}
+	wg.Wait()
+	return nil
+}
+
+// respond answers one request.
+func (r *Responder) respond(m *nats.Msg) {
+	if m.Reply == "" {
+		return
+	}
+	data, err := jsonv2.Marshal(r.answer(m.Data))
+	if err == nil && int64(len(data)) > r.nc.MaxPayload() {
+		data, err = jsonv2.Marshal(reply{Partitions: []string{}, Error: &replyError{Kind: errTooLarge,
+			Message: fmt.Sprintf("the answer is %d bytes, over the connection's limit of %d; ask for a smaller page", len(data), r.nc.MaxPayload())}})
+	}
+	if err != nil {
+		r.cfg.Logger.Error("responder: encode a reply", "err", err)
+		return
+	}
+	if err := m.Respond(data); err != nil {
+		r.cfg.Logger.Debug("responder: reply", "err", err)
+	}
+}
+
+// answer is the reply to request data: the answer of the part, with the
+// partitions it holds before and after answering, or an error.
+func (r *Responder) answer(data []byte) reply {
+	req, err := readRequest(data)
+	if err != nil {
+		return reply{Partitions: []string{}, Error: &replyError{Kind: errInvalidQuery, Message: err.Error()}}
+	}
+	before := sorted(r.part.Partitions())
+	out := reply{Partitions: before}
+	switch req.Op {
+	case opList:
+		var p api.Page
+		p, err = r.part.List(req.Query)
+		out.Page = &p
+	case opCount:
+		var n int
+		n, err = r.part.Count(req.Query.Filter)
+		out.Count = &n
+	case opSummary:
+		var s api.Summary
+		if s, err = r.part.Summary(req.Query.Filter); err == nil {
+			s.Fingerprints, err = r.part.FingerprintSummary(req.Query.Filter)
+		}
+		out.Summary = &s
+	}
+	switch {
+	case errors.Is(err, index.ErrInvalidQuery):
+		return reply{Partitions: before, Error: &replyError{Kind: errInvalidQuery, Message: err.Error()}}
+	case err != nil:
+		r.cfg.Logger.Warn("responder: a query failed", "op", req.Op, "err", err)
+		return reply{Partitions: before, Error: &replyError{Kind: errFailed, Message: err.Error()}}
+	case !slices.Equal(before, sorted(r.part.Partitions())):
+		return reply{Partitions: before, Error: &replyError{Kind: errMoved, Message: "the partitions of this instance changed while it answered; ask again"}}
+	}
+	return out
+}
+
+// sorted returns a sorted copy of ids, never nil.
+func sorted(ids []string) []string {
+	out := slices.Clone(ids)
+	if out == nil {
+		out = []string{}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,167 @@
+package fanout
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/token"
+	"github.com/amends-dev/amends/partition"
+)
+
+// DefaultPrefix starts the subject every Responder answers on:
+// <prefix>.<instance>.
+const DefaultPrefix = "amends.query"
+
+// MaxRequestBytes bounds a request: a query is a filter of short names, a
+// sort, a limit and a cursor, well under it.
+const MaxRequestBytes = 16 << 10
+
+// Errors. Every error of this package matches one of them (errors.Is) and
+// says which value is at fault.
+var (
+	// ErrInvalidOption: a configuration that cannot be used.
+	ErrInvalidOption = errors.New("invalid fanout option")
+	// ErrBadReply: an instance's reply that cannot be read, or that
+	// claims a partition another instance also claims.
+	ErrBadReply = errors.New("bad reply from an instance")
+)
+
+// The operations a request asks for.
+const (
+	opList    = "list"
+	opCount   = "count"
+	opSummary = "summary"
+)
+
+// request is what a Querier sends. Count and Summary read the query's
+// filter only.
+type request struct {
+	Op    string    `json:"op"`
+	Query api.Query `json:"query"`
+}
+
+// reply is what a Responder answers: the partitions its index holds and
+// the answer for the request's op, or an error.
+type reply struct {
+	Partitions []string     `json:"partitions"`
+	Page       *api.Page    `json:"page,omitempty"`
+	Count      *int         `json:"count,omitempty"`
+	Summary    *api.Summary `json:"summary,omitempty"`
+	Error      *replyError  `json:"error,omitempty"`
+}
+
+// replyError is why a Responder did not answer.
+type replyError struct {
+	// Kind is errInvalidQuery (the query is the asker's fault: every
+	// instance would refuse it), errMoved (the index's partitions changed
+	// while it answered) or errFailed.
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+const (
+	errInvalidQuery = "invalid_query"
+	errMoved        = "moved"
+	errFailed       = "failed"
+	errTooLarge     = "too_large"
+)
+
+// instanceTokens encodes an instance's name into a subject token.
+var instanceTokens = token.Codec{Mark: '='}
+
+// subjectOf returns the subject instance answers on, or an error for an
+// instance name that cannot be one (empty, or over 256 bytes).
+func subjectOf(prefix, instance string) (string, error) {
+	if len(instance) > maxInstance {
+		return "", fmt.Errorf("instance name %.20q... is %d bytes, over the limit of %d: %w", instance, len(instance), maxInstance, ErrInvalidOption)
+	}
+	tok, err := instanceTokens.Encode(instance)
+	if err != nil {
+		return "", fmt.Errorf("instance name is empty: %w", ErrInvalidOption)
+	}
+	return prefix + "." + tok, nil
+}
+
+// maxInstance bounds an instance's name, as package partition does.
+const maxInstance = 256
+
+// decodeStrict reads data into v, refusing members v does not have and
+// duplicated ones.
+func decodeStrict(data []byte, v any) error {
+	return jsonv2.Unmarshal(data, v, jsonv2.RejectUnknownMembers(true))
+}
+
+// readRequest reads and checks a request: a known op, within
+// MaxRequestBytes.
+func readRequest(data []byte) (request, error) {
+	var req request
+	if len(data) > MaxRequestBytes {
+		return req, fmt.Errorf("the request is %d bytes, over the limit of %d", len(data), MaxRequestBytes)
+	}
+	if err := decodeStrict(data, &req); err != nil {
+		return req, fmt.Errorf("the request is not a query: %v", err)
+	}
+	switch req.Op {
+	case opList, opCount, opSummary:
+		return req, nil
+	}
+	return req, fmt.Errorf("op %.20q is not one of %s, %s and %s", req.Op, opList, opCount, opSummary)
+}
+
+// readReply reads and checks an instance's reply to op: an error, or the
+// answer op asks for and the partitions, each a valid partition id, none
+// twice.
+func readReply(data []byte, op string) (reply, error) {
+	var r reply
+	if err := decodeStrict(data, &r); err != nil {
+		return r, fmt.Errorf("the reply does not decode: %v: %w", err, ErrBadReply)
+	}
+	if r.Error != nil {
+		if r.Page != nil || r.Count != nil || r.Summary != nil {
+			return r, fmt.Errorf("the reply holds both an error and an answer: %w", ErrBadReply)
+		}
+		return r, nil
+	}
+	answered := map[string]bool{opList: r.Page != nil, opCount: r.Count != nil, opSummary: r.Summary != nil}
+	for o, has := range answered {
+		if has != (o == op) {
+			return r, fmt.Errorf("the reply to a %s request holds the answer of %s: %w", op, answerOf(answered), ErrBadReply)
+		}
+	}
+	if r.Count != nil && *r.Count < 0 {
+		return r, fmt.Errorf("the reply's count is %d: %w", *r.Count, ErrBadReply)
+	}
+	if len(r.Partitions) > partition.MaxPartitions {
+		return r, fmt.Errorf("the reply names %d partitions, over the limit of %d: %w", len(r.Partitions), partition.MaxPartitions, ErrBadReply)
+	}
+	seen := make(map[string]bool, len(r.Partitions))
+	for _, id := range r.Partitions {
+		if err := partition.CheckID(id); err != nil {
+			return r, fmt.Errorf("the reply's partitions: %v: %w", err, ErrBadReply)
+		}
+		if seen[id] {
+			return r, fmt.Errorf("the reply names partition %q twice: %w", id, ErrBadReply)
+		}
+		seen[id] = true
+	}
+	return r, nil
+}
+
+// answerOf names the answers a reply holds, for an error message.
+func answerOf(answered map[string]bool) string {
+	var ops []string
+	for o, has := range answered {
+		if has {
+			ops = append(ops, o)
+		}
+	}
+	if len(ops) == 0 {
+		return "no op"
+	}
+	slices.Sort(ops)
+	return fmt.Sprint(ops)
+}
