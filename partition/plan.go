@@ -46,12 +46,14 @@ type Plan struct {
 }
 
 // ID names part i of n of processor's records: the processor's name when
-// n is 1, else "<processor>/<i>".
+// n is 1, else "<processor>/<i>/<n>". An id says which slots it holds
+// whatever the plan (SlotsOfID), so that two instances that act on two
+// plans can tell whether their partitions overlap.
 func ID(processor string, i, n int) string {
 	if n <= 1 {
 		return processor
 	}
-	return processor + "/" + strconv.Itoa(i)
+	return processor + "/" + strconv.Itoa(i) + "/" + strconv.Itoa(n)
 }
 
 // Parts returns how many parts processor's records are split into (1: not
@@ -65,42 +67,81 @@ func (p Plan) Of(processor, recordID string) string {
 	return ID(processor, Slot(recordID)%n, n)
 }
 
-// SlotsOf returns the slots of partition id: every slot of a processor
-// that is not split. ok is false for an id the plan does not name.
+// SlotsOf returns the slots of partition id if it is one of the plan's
+// processors' parts (of as many parts as the plan splits it into); ok is
+// false for any other id.
 func (p Plan) SlotsOf(id string) (processor string, slots []int, ok bool) {
-	processor, i := id, 0
-	if at := strings.LastIndexByte(id, '/'); at >= 0 {
-		var err error
-		processor = id[:at]
-		if i, err = strconv.Atoi(id[at+1:]); err != nil {
-			return "", nil, false
-		}
-	}
-	n := p.Parts(processor)
-	if i < 0 || i >= n || ID(processor, i, n) != id {
+	processor, i, n, err := parseID(id)
+	if err != nil || n != p.Parts(processor) {
 		return "", nil, false
 	}
+	return processor, slotsOf(i, n), true
+}
+
+// SlotsOfID returns the processor of partition id and its slots: every
+// slot for a processor's name, the slots s with s % n == i for
+// "<processor>/<i>/<n>". An id ID cannot make is an error matching
+// ErrInvalid.
+func SlotsOfID(id string) (processor string, slots []int, err error) {
+	processor, i, n, err := parseID(id)
+	if err != nil {
+		return "", nil, err
+	}
+	return processor, slotsOf(i, n), nil
+}
+
+// Overlap reports whether partitions a and b hold a record in common: they
+// are of one processor and share a slot. Ids that are not partitions'
+// overlap nothing.
+func Overlap(a, b string) bool {
+	pa, ia, na, err := parseID(a)
+	if err != nil {
+		return false
+	}
+	pb, ib, nb, err := parseID(b)
+	if err != nil || pa != pb {
+		return false
+	}
+	// The parts are residues modulo powers of two: they share a slot when
+	// they agree modulo the smaller one.
+	m := min(na, nb)
+	return ia%m == ib%m
+}
+
+func slotsOf(i, n int) []int {
+	slots := make([]int, 0, Slots/n)
 	for s := i; s < Slots; s += n {
 		slots = append(slots, s)
 	}
-	return processor, slots, true
+	return slots
 }
 
 // CheckID reports whether id can name a partition: a processor's name (1
-// to 256 bytes without '/'), alone or followed by "/<i>", i a part number
-// from 0 to Slots-1 in decimal. The error matches ErrInvalid and quotes id.
+// to 256 bytes without '/'), alone or followed by "/<i>/<n>", n a power of
+// two from 2 to Slots and i from 0 to n-1, in decimal. The error matches
+// ErrInvalid and quotes id.
 func CheckID(id string) error {
-	proc, part, split := strings.Cut(id, "/")
-	if err := validProcessor(proc); err != nil {
-		return fmt.Errorf("partition %.40q: %w", id, err)
+	_, _, _, err := parseID(id)
+	return err
+}
+
+// parseID reads a partition id: its processor, part and parts (0 and 1
+// for a whole processor).
+func parseID(id string) (processor string, i, n int, err error) {
+	processor, rest, split := strings.Cut(id, "/")
+	if err := validProcessor(processor); err != nil {
+		return "", 0, 0, fmt.Errorf("partition %.40q: %w", id, err)
 	}
 	if !split {
-		return nil
+		return processor, 0, 1, nil
 	}
-	if i, err := strconv.Atoi(part); err != nil || i < 0 || i >= Slots || strconv.Itoa(i) != part {
-		return fmt.Errorf("partition %.40q: the part after '/' must be a number from 0 to %d: %w", id, Slots-1, ErrInvalid)
+	part, parts, ok := strings.Cut(rest, "/")
+	i, ierr := strconv.Atoi(part)
+	n, nerr := strconv.Atoi(parts)
+	if !ok || ierr != nil || nerr != nil || n < 2 || n > Slots || n&(n-1) != 0 || i < 0 || i >= n || ID(processor, i, n) != id {
+		return "", 0, 0, fmt.Errorf("partition %.40q: after the processor comes /<i>/<n>, n a power of two from 2 to %d and i from 0 to n-1: %w", id, Slots, ErrInvalid)
 	}
-	return nil
+	return processor, i, n, nil
 }
 
 // Held returns the partitions instance holds, sorted.

@@ -207,7 +207,7 @@ func TestThePartsOfAProcessorHoldEverySlotOnce(t *testing.T) {
 		}
 	}
 	p := partition.Plan{Splits: map[string]int{"P": 4}}
-	for _, id := range []string{"P", "P/4", "P/-1", "P/x", "Q/1", "P/01"} {
+	for _, id := range []string{"P", "P/4/4", "P/1/2", "P/1/8", "P/-1/4", "P/x/4", "Q/1/4", "P/01/4", "P/1"} {
 		_, _, ok := p.SlotsOf(id)
 		assert.False(t, ok, "%q is no partition of the plan", id)
 	}
@@ -240,7 +240,7 @@ func TestComputeRefusesWhatCannotBePlanned(t *testing.T) {
 // A plan read from storage that Compute could not have made is refused,
 // with the partition or processor at fault named.
 func TestValidateRefusesWhatComputeCannotMake(t *testing.T) {
-	good := partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/0": "a", "P/1": "b", "Q": "a"}}
+	good := partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/0/2": "a", "P/1/2": "b", "Q": "a"}}
 	require.NoError(t, good.Validate())
 	require.NoError(t, partition.Plan{}.Validate(), "the zero plan places nothing")
 	for name, c := range map[string]struct {
@@ -251,12 +251,13 @@ func TestValidateRefusesWhatComputeCannotMake(t *testing.T) {
 		"a split of 1":           {partition.Plan{Splits: map[string]int{"P": 1}}, `"P" has 1 parts`},
 		"a split past the slots": {partition.Plan{Splits: map[string]int{"P": 2 * partition.Slots}}, "power of two from 2 to 256"},
 		"a split of no name":     {partition.Plan{Splits: map[string]int{"": 2}}, `processor name ""`},
-		"a part past the split":  {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/0": "a", "P/1": "a", "P/2": "a"}}, `"P/2"`},
-		"a part of no split":     {partition.Plan{Owners: map[string]string{"P/0": "a"}}, `"P/0"`},
-		"a missing part":         {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/0": "a"}}, `1 of processor "P"'s 2 parts`},
+		"a part past the split":  {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/0/2": "a", "P/1/2": "a", "P/2/2": "a"}}, `"P/2/2"`},
+		"a part of no split":     {partition.Plan{Owners: map[string]string{"P/0/2": "a"}}, `"P/0/2"`},
+		"a missing part":         {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/0/2": "a"}}, `1 of processor "P"'s 2 parts`},
 		"no owner":               {partition.Plan{Owners: map[string]string{"P": ""}}, `partition "P" has owner ""`},
 		"a whole split one":      {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P": "a"}}, `"P" is not a partition`},
-		"a leading zero":         {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/00": "a", "P/1": "a"}}, `"P/00"`},
+		"a leading zero":         {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/00/2": "a", "P/1/2": "a"}}, `"P/00/2"`},
+		"another split's part":   {partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/0/4": "a", "P/1/2": "a"}}, `"P/0/4"`},
 	} {
 		err := c.plan.Validate()
 		require.ErrorIs(t, err, partition.ErrInvalid, name)
@@ -280,27 +281,56 @@ func ExampleCompute() {
 	fmt.Println("record r-1 of Mailer is in", plan.Of("Mailer", "r-1"))
 	// Output:
 	// parts: 8 4 1
-	// a holds [Audit Billing/2 Mailer/0 Mailer/2 Mailer/4 Mailer/6]
-	// b holds [Billing/0 Billing/1 Billing/3 Mailer/1 Mailer/3 Mailer/5 Mailer/7]
-	// record r-1 of Mailer is in Mailer/3
+	// a holds [Audit Billing/2/4 Mailer/0/8 Mailer/2/8 Mailer/4/8 Mailer/6/8]
+	// b holds [Billing/0/4 Billing/1/4 Billing/3/4 Mailer/1/8 Mailer/3/8 Mailer/5/8 Mailer/7/8]
+	// record r-1 of Mailer is in Mailer/3/8
 }
 
 func TestCheckIDTakesWhatIDMakes(t *testing.T) {
-	for _, id := range []string{"P", "P/0", "P/255", partition.ID("Mailer", 3, 8)} {
+	for _, id := range []string{"P", "P/0/2", "P/255/256", partition.ID("Mailer", 3, 8)} {
 		require.NoError(t, partition.CheckID(id), id)
 	}
 	for id, want := range map[string]string{
-		"":      `processor name ""`,
-		"/1":    `processor name ""`,
-		"P/":    "a number from 0 to 255",
-		"P/256": "a number from 0 to 255",
-		"P/-1":  "a number from 0 to 255",
-		"P/01":  "a number from 0 to 255",
-		"P/1/2": "a number from 0 to 255",
-		"P/x":   "a number from 0 to 255",
+		"":        `processor name ""`,
+		"/1/2":    `processor name ""`,
+		"P/":      "/<i>/<n>",
+		"P/1":     "/<i>/<n>",
+		"P/0/1":   "/<i>/<n>",
+		"P/0/3":   "/<i>/<n>",
+		"P/0/512": "/<i>/<n>",
+		"P/2/2":   "/<i>/<n>",
+		"P/-1/2":  "/<i>/<n>",
+		"P/01/2":  "/<i>/<n>",
+		"P/1/02":  "/<i>/<n>",
+		"P/1/2/2": "/<i>/<n>",
+		"P/x/2":   "/<i>/<n>",
+		"P/+1/2":  "/<i>/<n>",
 	} {
 		err := partition.CheckID(id)
 		require.ErrorIs(t, err, partition.ErrInvalid, id)
 		assert.Contains(t, err.Error(), want, id)
 	}
+}
+
+// An id's slots are those its plan gives it; two ids overlap exactly when
+// their slots meet.
+func TestOverlapIsASharedSlot(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		id := func(label string) string {
+			proc := rapid.SampledFrom([]string{"P", "Q"}).Draw(t, label+" processor")
+			n := 1 << rapid.IntRange(0, 8).Draw(t, label+" log2 parts")
+			return partition.ID(proc, rapid.IntRange(0, n-1).Draw(t, label+" part"), n)
+		}
+		a, b := id("a"), id("b")
+		pa, sa, err := partition.SlotsOfID(a)
+		require.NoError(t, err)
+		pb, sb, err := partition.SlotsOfID(b)
+		require.NoError(t, err)
+		meet := pa == pb && slices.ContainsFunc(sa, func(s int) bool { return slices.Contains(sb, s) })
+		require.Equal(t, meet, partition.Overlap(a, b), "%s and %s", a, b)
+		require.True(t, partition.Overlap(a, a))
+	})
+	_, _, err := partition.SlotsOfID("P/3")
+	require.ErrorIs(t, err, partition.ErrInvalid)
+	assert.False(t, partition.Overlap("P/3", "P"), "not an id")
 }

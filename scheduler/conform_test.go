@@ -72,11 +72,11 @@ func TestPartitionsBucketConforms(t *testing.T) {
 		Spec: scheduler.PartitionsSpec("partitions", 1), Codec: scheduler.PlanCodec,
 		Samples: []kvstoretest.Sample[partition.Plan]{
 			{Key: "plan", Value: plan(map[string]string{"Mailer": "a", "Billing": "b"}, nil)},
-			{Key: "plan", Value: plan(map[string]string{"Mailer/0": "a", "Mailer/1": "b", "Billing": "b"}, map[string]int{"Mailer": 2})},
+			{Key: "plan", Value: plan(map[string]string{"Mailer/0/2": "a", "Mailer/1/2": "b", "Billing": "b"}, map[string]int{"Mailer": 2})},
 		},
 		Bad: []kvstoretest.Bad{
 			{Name: "another key", Key: "other", Value: []byte(`{"owners":{"Mailer":"a"}}`), Field: "key"},
-			{Name: "a missing part", Key: "plan", Value: []byte(`{"splits":{"Mailer":2},"owners":{"Mailer/0":"a"}}`), Field: "owners"},
+			{Name: "a missing part", Key: "plan", Value: []byte(`{"splits":{"Mailer":2},"owners":{"Mailer/0/2":"a"}}`), Field: "owners"},
 			{Name: "a split of three", Key: "plan", Value: []byte(`{"splits":{"Mailer":3},"owners":{}}`), Field: "owners"},
 			{Name: "no owner", Key: "plan", Value: []byte(`{"owners":{"Mailer":""}}`), Field: "owners"},
 		},

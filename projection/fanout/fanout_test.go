@@ -352,7 +352,7 @@ func TestABadReplyIsTheInstancesFailure(t *testing.T) {
 		c.parts["instance 1"].mu.Unlock()
 		_, _, err := c.querier(t, 10*time.Second).Count(context.Background(), api.Filter{})
 		require.ErrorIs(t, err, fanout.ErrBadReply)
-		require.ErrorContains(t, err, "both answer for partition")
+		require.ErrorContains(t, err, "both answer for the records of partition")
 	})
 }
 
@@ -414,4 +414,45 @@ func TestTheConfigurationIsChecked(t *testing.T) {
 	require.ErrorIs(t, err, fanout.ErrInvalidOption)
 	_, err = fanout.NewQuerier(nc, fanout.QuerierConfig{Plan: func(context.Context) (partition.Plan, error) { return partition.Plan{}, nil }, Timeout: time.Hour})
 	require.ErrorIs(t, err, fanout.ErrInvalidOption)
+}
+
+// A plan's partition is covered when the replies hold all its slots,
+// whatever split the instances answer by (one may act on an older plan);
+// two replies that share a slot are an error.
+func TestCoverageIsBySlots(t *testing.T) {
+	plan := partition.Plan{Splits: map[string]int{"P": 2}, Owners: map[string]string{"P/0/2": "a", "P/1/2": "b", "Q": "b"}}
+	// count asks a Querier of plan while a and b answer with their
+	// partitions and counts.
+	count := func(t *testing.T, a, b []string) (int, fanout.Coverage, error) {
+		nc, _ := natstest.New(t).Connect()
+		for in, parts := range map[string][]string{"a": a, "b": b} {
+			sub, err := nc.Subscribe(fanout.DefaultPrefix+"."+in, func(m *nats.Msg) {
+				data, _ := json.Marshal(map[string]any{"partitions": parts, "count": 10 * len(parts)})
+				_ = m.Respond(data)
+			})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = sub.Unsubscribe() })
+		}
+		require.NoError(t, nc.Flush())
+		q, err := fanout.NewQuerier(nc, fanout.QuerierConfig{Plan: func(context.Context) (partition.Plan, error) { return plan, nil }})
+		require.NoError(t, err)
+		return q.Count(context.Background(), api.Filter{})
+	}
+	t.Run("a on the plan before the split", func(t *testing.T) {
+		n, cov, err := count(t, []string{"P"}, []string{"Q"})
+		require.NoError(t, err)
+		require.True(t, cov.Complete(), "%+v", cov)
+		require.Equal(t, 20, n)
+	})
+	t.Run("b on a later plan, with half of P/1/2", func(t *testing.T) {
+		n, cov, err := count(t, []string{"P/0/2"}, []string{"P/1/4", "Q"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"P/1/2"}, cov.Missing)
+		require.Equal(t, 30, n)
+	})
+	t.Run("overlapping parts", func(t *testing.T) {
+		_, _, err := count(t, []string{"P"}, []string{"P/1/2", "Q"})
+		require.ErrorIs(t, err, fanout.ErrBadReply)
+		require.ErrorContains(t, err, `"P/1/2"`)
+	})
 }

@@ -190,12 +190,16 @@ func (q *Querier) request(ctx context.Context, subject, op string, data []byte) 
 }
 
 // cover returns the replies that answered, and which partitions of plan
-// none of them holds. An invalid query is the asker's error; two replies
-// that hold one partition cannot be added, and are an error.
+// none of them holds in full. An invalid query is the asker's error; two
+// replies that hold a record in common (one partition, or overlapping
+// parts of two splits, while the instances act on two plans) cannot be
+// added, and are an error.
 func cover(plan partition.Plan, results []result) ([]reply, Coverage, error) {
 	var cov Coverage
 	var replies []reply
-	holder := map[string]string{}
+	type claim struct{ id, instance string }
+	claims := map[string][]claim{}              // by processor
+	held := map[string]*[partition.Slots]bool{} // the slots answered for, by processor
 	for _, r := range results {
 		switch {
 		case r.err != nil:
@@ -208,15 +212,25 @@ func cover(plan partition.Plan, results []result) ([]reply, Coverage, error) {
 			continue
 		}
 		for _, id := range r.reply.Partitions {
-			if other, ok := holder[id]; ok {
-				return nil, cov, fmt.Errorf("instances %q and %q both answer for partition %q: %w", other, r.instance, id, ErrBadReply)
+			proc, slots, _ := partition.SlotsOfID(id) // readReply checked it
+			for _, c := range claims[proc] {
+				if partition.Overlap(c.id, id) {
+					return nil, cov, fmt.Errorf("instances %q and %q both answer for the records of partition %q (%q): %w", c.instance, r.instance, id, c.id, ErrBadReply)
+				}
 			}
-			holder[id] = r.instance
+			claims[proc] = append(claims[proc], claim{id, r.instance})
+			if held[proc] == nil {
+				held[proc] = new([partition.Slots]bool)
+			}
+			for _, s := range slots {
+				held[proc][s] = true
+			}
 		}
 		replies = append(replies, r.reply)
 	}
 	for id := range plan.Owners {
-		if _, ok := holder[id]; !ok {
+		proc, slots, ok := plan.SlotsOf(id)
+		if !ok || held[proc] == nil || slices.ContainsFunc(slots, func(s int) bool { return !held[proc][s] }) {
 			cov.Missing = append(cov.Missing, id)
 		}
 	}
