@@ -108,6 +108,13 @@ func Overlap(a, b string) bool {
 	return ia%m == ib%m
 }
 
+// Holds reports whether partition id holds the record of processor with
+// id recordID. An id that is not a partition's holds nothing.
+func Holds(id, processor, recordID string) bool {
+	proc, i, n, err := parseID(id)
+	return err == nil && proc == processor && Slot(recordID)%n == i
+}
+
 func slotsOf(i, n int) []int {
 	slots := make([]int, 0, Slots/n)
 	for s := i; s < Slots; s += n {

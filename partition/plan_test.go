@@ -328,6 +328,8 @@ func TestOverlapIsASharedSlot(t *testing.T) {
 		require.NoError(t, err)
 		meet := pa == pb && slices.ContainsFunc(sa, func(s int) bool { return slices.Contains(sb, s) })
 		require.Equal(t, meet, partition.Overlap(a, b), "%s and %s", a, b)
+		rec := rapid.StringN(1, 20, -1).Draw(t, "record")
+		require.Equal(t, pa == "P" && slices.Contains(sa, partition.Slot(rec)), partition.Holds(a, "P", rec), "%s holds %s", a, rec)
 		require.True(t, partition.Overlap(a, a))
 	})
 	_, _, err := partition.SlotsOfID("P/3")

@@ -49,6 +49,17 @@ type options struct {
 	tracer               trace.Tracer       // trace.go; nil: the global provider's
 	reprojector          projection.Reprojector
 	retention            *retention.Sweeper // retention.go
+	partitions           *Partitions        // partitions.go: the passes prepare the records of the partitions held
+}
+
+// WithPartitions makes the passes prepare the due records of the
+// partitions p holds (Partitions.Owns), on every instance that holds one,
+// instead of every due record on the holder of the scheduler's lease. A
+// record is checked again just before its prepare is sent. The drains,
+// the releases of parked records and the retention sweeps stay with the
+// holder of the lease. Run p beside the Scheduler.
+func WithPartitions(p *Partitions) Option {
+	return func(o *options) error { o.partitions = p; return notNil("partitions", p) }
 }
 
 // WithReprojector hands the due records the index lists but that do not

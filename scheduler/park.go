@@ -78,7 +78,8 @@ func (s *Scheduler) listDue(now time.Time) (due []index.Due, complete bool) {
 	}
 }
 
-// skipper returns what a pass leaves alone, nil if nothing: the records a
+// skipper returns what a pass leaves alone, nil if nothing: the records of
+// the partitions other instances hold (WithPartitions), the records a
 // park-until-deploy rule parks (WithParkRules), and those of a function whose
 // circuit is not closed or whose recovery drain waits or drains
 // (WithDrains): the drain prepares them, not the passes.
@@ -88,10 +89,10 @@ func (s *Scheduler) skipper(now time.Time) func(index.Due) bool {
 		set = s.opts.parkRules.Set()
 	}
 	drains := s.opts.drain != nil
-	if set == nil && !drains {
+	if set == nil && !drains && s.opts.partitions == nil {
 		return nil
 	}
 	return func(d index.Due) bool {
-		return (set != nil && set.Parked(failureOf(d), now)) || (drains && s.drainHolds(circuit.Of(d.Function)))
+		return !s.mine(d) || (set != nil && set.Parked(failureOf(d), now)) || (drains && s.drainHolds(circuit.Of(d.Function)))
 	}
 }

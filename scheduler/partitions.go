@@ -355,8 +355,24 @@ func (p *Partitions) renewHeld(ctx context.Context, want []string) {
 		}
 		next[id] = l
 	}
+	var others []string // held by other instances: read once a round, if something is to be taken
+	listed := false
 	for id := range wanted {
 		if next[id] != nil {
+			continue
+		}
+		if !listed {
+			var err error
+			if others, err = p.heldByOthers(ctx, next); err != nil {
+				p.logger.Warn("partitions: cannot list the partitions held; taking none this round", "instance", p.instance, "err", err)
+				break
+			}
+			listed = true
+		}
+		if i := slices.IndexFunc(others, func(o string) bool { return partition.Overlap(o, id) }); i >= 0 {
+			// Another instance, on another plan, still holds records of
+			// it (a split or a merge moving): taken once that one is gone.
+			p.logger.Debug("partitions: waiting for an overlapping partition to be released", "partition", id, "held", others[i])
 			continue
 		}
 		tok, err := partitionKeys.Encode(id)
@@ -371,6 +387,43 @@ func (p *Partitions) renewHeld(ctx context.Context, want []string) {
 		}
 	}
 	p.swap(next)
+}
+
+// heldByOthers returns the partitions whose lease is in the bucket and not
+// in mine.
+func (p *Partitions) heldByOthers(ctx context.Context, mine map[string]*lease) ([]string, error) {
+	lister, err := p.leases.leases.KV().ListKeysFiltered(ctx, heldPrefix+">")
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = lister.Stop() }()
+	var out []string
+	for k := range lister.Keys() {
+		id, err := partitionKeys.Decode(strings.TrimPrefix(k, heldPrefix))
+		if err != nil || mine[id] != nil {
+			continue // not a partition's key, or mine
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// Owns reports whether this instance holds the partition of the record of
+// processor with id recordID now (its lease taken and its validity not
+// ended): the partition's work on that record is this instance's.
+func (p *Partitions) Owns(processor, recordID string) bool {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, until := range p.valid {
+		if now.Before(until) && partition.Holds(id, processor, recordID) {
+			return true
+		}
+	}
+	return false
 }
 
 // forget stops counting on partition id for Held.

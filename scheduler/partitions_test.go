@@ -2,8 +2,13 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +35,8 @@ type partitionsRig struct {
 	srv *natstest.Server
 	ttl time.Duration
 
+	sizes atomic.Pointer[map[string]uint64] // the records per processor the coordinators see
+
 	mu        sync.Mutex
 	instances map[string]*rigInstance
 	killed    map[string]*rigInstance // still asked what they hold: nothing, once another holds it
@@ -45,8 +52,10 @@ type rigInstance struct {
 func newPartitionsRig(t *testing.T) *partitionsRig {
 	// The TTL leaves a renewal (a third of it) time to spare on a busy
 	// machine; the tests wait for leases to expire, never for a clock.
-	return &partitionsRig{t: t, srv: natstest.New(t), ttl: 3 * time.Second,
+	r := &partitionsRig{t: t, srv: natstest.New(t), ttl: 3 * time.Second,
 		instances: map[string]*rigInstance{}, killed: map[string]*rigInstance{}}
+	r.sizes.Store(&partitionSizes)
+	return r
 }
 
 func (r *partitionsRig) start(name string) *scheduler.Partitions {
@@ -56,7 +65,7 @@ func (r *partitionsRig) start(name string) *scheduler.Partitions {
 	require.NoError(r.t, err)
 	plans, err := scheduler.OpenPartitions(r.t.Context(), js, 1)
 	require.NoError(r.t, err)
-	p, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Sizes: func() map[string]uint64 { return partitionSizes }})
+	p, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Sizes: func() map[string]uint64 { return *r.sizes.Load() }})
 	require.NoError(r.t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	in := &rigInstance{p: p, nc: nc, stop: stop, done: make(chan struct{})}
@@ -100,8 +109,10 @@ func (r *partitionsRig) holdings() map[string][]string {
 	owner := map[string]string{}
 	for name, in := range r.instances {
 		for _, id := range in.p.Held() {
-			if o, ok := owner[id]; ok {
-				r.t.Errorf("partition %s is held by %s and %s at once", id, o, name)
+			for o, by := range owner {
+				if partition.Overlap(o, id) {
+					r.t.Errorf("partition %s is held by %s and %s, which holds %s, at once", id, name, by, o)
+				}
 			}
 			owner[id] = name
 			out[name] = append(out[name], id)
@@ -109,8 +120,10 @@ func (r *partitionsRig) holdings() map[string][]string {
 	}
 	for name, in := range r.killed {
 		for _, id := range in.p.Held() { // until its validity ends
-			if o, ok := owner[id]; ok {
-				r.t.Errorf("partition %s is held by %s and by %s, which was killed", id, o, name)
+			for o, by := range owner {
+				if partition.Overlap(o, id) {
+					r.t.Errorf("partition %s is held by %s, which was killed, and by %s, which holds %s", id, name, by, o)
+				}
 			}
 		}
 	}
@@ -142,8 +155,12 @@ func (r *partitionsRig) settled() bool {
 	if len(members) != n {
 		return false // the plan of other instances
 	}
+	sizes := *r.sizes.Load()
+	if again, err := partition.Compute(sizes, slices.Sorted(maps.Keys(members)), plan); err != nil || !reflect.DeepEqual(again, plan) {
+		return false // a plan of other sizes: the coordinator has yet to place them
+	}
 	var total float64
-	for _, s := range partitionSizes {
+	for _, s := range sizes {
 		total += float64(s)
 	}
 	for name, ids := range held {
@@ -153,7 +170,7 @@ func (r *partitionsRig) settled() bool {
 			if !ok {
 				return false // a partition of another plan, still held
 			}
-			load += float64(partitionSizes[proc]) * float64(len(slots)) / partition.Slots
+			load += float64(sizes[proc]) * float64(len(slots)) / partition.Slots
 		}
 		if load > 1.25*total/float64(n)+1e-9 {
 			r.t.Errorf("%s holds %.0f records of %.0f with %d instances", name, load, total, n)
@@ -227,4 +244,77 @@ func TestAPlanThatIsNoPlanIsReplaced(t *testing.T) {
 		return err == nil && !strings.Contains(string(e.Value()), `"Mailer":3`)
 	})
 	testwait.For(t, "every partition held once again", r.settled)
+}
+
+// When processors grow and are split, or the split doubles, the parts are
+// taken only once whoever held the whole gave it up: no record is held by
+// two instances at any poll.
+func TestASplitIsTakenOnceTheWholeIsGivenUp(t *testing.T) {
+	r := newPartitionsRig(t)
+	for _, name := range []string{"a", "b", "c"} {
+		r.start(name)
+	}
+	testwait.For(t, "three instances hold every partition once", r.settled)
+	grown := map[string]uint64{"Mailer": 2400, "Billing": 200, "Audit": 100, "Ledger": 900, "Search": 40}
+	r.sizes.Store(&grown)
+	testwait.For(t, "the grown processors are split, and every part held once", func() bool {
+		if !r.settled() {
+			return false
+		}
+		plans, err := scheduler.OpenPartitions(t.Context(), r.srv.JetStream(), 1)
+		require.NoError(t, err)
+		plan, _, err := plans.Get(t.Context(), "plan")
+		return err == nil && plan.Parts("Ledger") > 1 && plan.Parts("Mailer") > 2
+	})
+}
+
+// An instance on an older plan still holds Ledger whole (its lease is in
+// the bucket): the parts of Ledger that the plan in force gives the live
+// instances are taken only once that lease is gone, while the rest of the
+// plan is taken at once.
+func TestAPartWaitsForTheHolderOfAnOverlappingPartition(t *testing.T) {
+	r := newPartitionsRig(t)
+	r.ttl = 20 * time.Second // the old holder's lease outlives the first part of the test
+	sizes := map[string]uint64{"Ledger": 1000, "Audit": 50, "Search": 50}
+	r.sizes.Store(&sizes)
+	js := r.srv.JetStream()
+	_, err := scheduler.OpenLeases(t.Context(), js, scheduler.WithLeaseTTL(r.ttl))
+	require.NoError(t, err)
+	kv, err := js.KeyValue(t.Context(), scheduler.DefaultLeaseBucket)
+	require.NoError(t, err)
+	value, err := json.Marshal(scheduler.NewLeaseValue("old", time.Now().UnixMilli()))
+	require.NoError(t, err)
+	_, err = kv.Create(t.Context(), "partitions.held.Ledger", value)
+	require.NoError(t, err)
+
+	a, b := r.start("a"), r.start("b")
+	ledgerParts := func(held []string) (n int) {
+		for _, id := range held {
+			if strings.HasPrefix(id, "Ledger/") {
+				n++
+			}
+		}
+		return n
+	}
+	// The round that takes the last of the rest also tried Ledger's parts.
+	testwait.For(t, "the partitions but Ledger's parts are held", func() bool {
+		held := len(a.Held()) + len(b.Held()) - ledgerParts(a.Held()) - ledgerParts(b.Held())
+		return held == 2 && r.planParts("Ledger") > 1
+	})
+	require.Zero(t, ledgerParts(a.Held())+ledgerParts(b.Held()), "a part of Ledger is held while the old holder holds it whole")
+
+	require.NoError(t, kv.Delete(t.Context(), "partitions.held.Ledger"))
+	testwait.For(t, "Ledger's parts are held once the old holder's lease is gone", r.settled)
+}
+
+// planParts returns how many parts the plan in force splits processor
+// into, 0 without a plan.
+func (r *partitionsRig) planParts(processor string) int {
+	plans, err := scheduler.OpenPartitions(r.t.Context(), r.srv.JetStream(), 1)
+	require.NoError(r.t, err)
+	plan, _, err := plans.Get(r.t.Context(), "plan")
+	if err != nil {
+		return 0
+	}
+	return plan.Parts(processor)
 }

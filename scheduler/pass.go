@@ -48,7 +48,7 @@ func (s *Scheduler) tick(ctx context.Context) {
 // returns when every prepare it sent has finished; the commands are
 // canceled if the tenure ends.
 func (s *Scheduler) pass() {
-	active := s.holding()
+	active := s.passing()
 	if active == nil {
 		s.idle.Add(1)
 		return
@@ -59,7 +59,7 @@ func (s *Scheduler) pass() {
 	for {
 		before := s.prepared.Load()
 		n, more := s.round(active, now)
-		if !more || s.prepared.Load() == before || s.holding() == nil || time.Since(start) >= s.opts.period {
+		if !more || s.prepared.Load() == before || s.passing() == nil || time.Since(start) >= s.opts.period {
 			break
 		}
 		select {
@@ -86,8 +86,11 @@ func (s *Scheduler) round(active context.Context, now time.Time) (int, bool) {
 		case sem <- struct{}{}:
 		case <-active.Done():
 		}
-		if s.holding() == nil {
+		if s.passing() == nil {
 			break // the lease ended: no command after its validity
+		}
+		if !s.mine(d) {
+			continue // its partition was given up since it was listed
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()

@@ -50,6 +50,7 @@ type Scheduler struct {
 	opts   options
 
 	mu       sync.Mutex
+	running  context.Context // Run's, for the passes of partitions
 	active   context.Context // non-nil while this instance holds the lease
 	deadline time.Time       // when the holder stops preparing
 	since    time.Time       // when the server granted the current or last tenure
@@ -159,6 +160,9 @@ func (s *Scheduler) Stats() Stats {
 // returns nil once every goroutine it started has stopped. Failures to
 // reach NATS are logged and retried; they never end Run.
 func (s *Scheduler) Run(ctx context.Context) error {
+	s.mu.Lock()
+	s.running = ctx
+	s.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.lead(ctx) })
 	wg.Go(func() { s.tick(ctx) })
@@ -170,6 +174,27 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// passing returns the context the passes prepare in, or nil if this
+// instance has nothing to prepare: with partitions (WithPartitions), Run's
+// while it holds a partition; else the current tenure's (holding).
+func (s *Scheduler) passing() context.Context {
+	if s.opts.partitions == nil {
+		return s.holding()
+	}
+	if len(s.opts.partitions.Held()) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+// mine reports whether this instance's passes prepare d: with partitions,
+// those of the partitions it holds; else every one.
+func (s *Scheduler) mine(d index.Due) bool {
+	return s.opts.partitions == nil || s.opts.partitions.Owns(d.Function.ProcessorName, d.ID)
 }
 
 // holding returns the context of the current tenure, or nil if this
