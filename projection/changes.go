@@ -134,6 +134,14 @@ func decodePut(e jetstream.KeyValueEntry) change {
 	return c
 }
 
+// recordID is the id of the record c puts.
+func (c *change) recordID() string {
+	if c.fast {
+		return string(c.fields.id)
+	}
+	return c.view.State.ID
+}
+
 // applied is what a batch of changes did to the index.
 type applied struct {
 	ready, repair bool // the initial values ended; a corrupt view wants repair
@@ -157,6 +165,7 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 				ix.sweepCorrupt(gen)
 			}
 			out.ready = true
+			ix.complete = ix.loading
 		case c.corrupt:
 			// What the index held of the record stays until the view is
 			// projected again.
@@ -165,6 +174,12 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 		case c.deleted != "":
 			delete(ix.corrupt, c.key)
 			b.Remove(c.deleted)
+		case c.fast && !ix.keeps(string(c.fields.fnProcessor), string(c.fields.id)),
+			!c.fast && c.view.State.ID != "" && !ix.keeps(c.view.State.Function.ProcessorName, c.view.State.ID):
+			// Of a partition this instance does not hold, or no longer
+			// (its function changed).
+			delete(ix.corrupt, c.key)
+			b.Remove(c.recordID())
 		case c.fast:
 			delete(ix.corrupt, c.key)
 			r := c.fields.record()

@@ -84,6 +84,14 @@ type Index struct {
 	suspects  chan string
 	audited   atomic.Int64
 
+	// partitions, if set, gives the partitions whose records the index
+	// keeps (partitions.go); loading is the set the current watch keeps,
+	// complete the set of the last load that ended (nil while one runs).
+	// Guarded by mu.
+	partitions PartitionSource
+	loading    *heldSet
+	complete   *heldSet
+
 	ready     chan struct{}
 	readyOnce sync.Once
 	health    atomic.Pointer[error] // nil: current
@@ -154,6 +162,9 @@ func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOptio
 		if err := o(ix); err != nil {
 			return nil, err
 		}
+	}
+	if ix.partitions != nil && ix.snapshots != nil {
+		return nil, fmt.Errorf("an index of some partitions (WithPartitions) cannot start from snapshots (WithSnapshots) yet: %w", ErrInvalidOption)
 	}
 	if ix.auditRate > 0 && ix.reprojector == nil {
 		return nil, fmt.Errorf("the audit (WithAudit) needs a reprojector (WithReprojector) to do it: %w", ErrInvalidOption)

@@ -75,6 +75,12 @@ func (ix *Index) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if errors.Is(err, errPartitionsMoved) {
+			ix.setHealth(fmt.Errorf("loading the partitions this instance now holds: %w", ErrNotCurrent))
+			ix.logger.Info("index: the partitions this instance holds changed; loading them")
+			attempt = 0
+			continue
+		}
 		if synced {
 			backoff, attempt = watchBackoffMin, 1
 		}
@@ -98,6 +104,7 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	moved := ix.beginPartitions()
 	gen, after := ix.beginWatch(ctx, info)
 	// The whole history (one revision per key) read up to the stream's last
 	// sequence before the index counts as loaded: the watch's own end
@@ -126,7 +133,7 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 		return false, err
 	}
 	ix.setHealth(nil)
-	return true, ix.followUpdates(ctx, updates, gen, infoCreated(info))
+	return true, ix.followUpdates(ctx, updates, gen, infoCreated(info), moved)
 }
 
 // beginWatch starts watch number gen: the index is told a load begins
@@ -182,7 +189,8 @@ func (ix *Index) loadInitial(ctx, wctx context.Context, w jetstream.KeyWatcher, 
 // the watch ends or the bucket is gone or recreated. The index's now
 // follows the clock while nobody asks, so that a query after a quiet
 // spell does not move every record at once.
-func (ix *Index) followUpdates(ctx context.Context, updates <-chan jetstream.KeyValueEntry, gen uint32, created time.Time) error {
+// A change of the partitions (moved, nil without partitions) ends it too.
+func (ix *Index) followUpdates(ctx context.Context, updates <-chan jetstream.KeyValueEntry, gen uint32, created time.Time, moved <-chan struct{}) error {
 	check := time.NewTicker(ix.checkEvery)
 	defer check.Stop()
 	follow := time.NewTicker(followEvery)
@@ -193,6 +201,8 @@ func (ix *Index) followUpdates(ctx context.Context, updates <-chan jetstream.Key
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-moved:
+			return errPartitionsMoved
 		case <-follow.C:
 			ix.Index.Advance(ix.clock.Now())
 			continue

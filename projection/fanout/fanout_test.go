@@ -29,21 +29,22 @@ import (
 // part is an index and the partitions it holds.
 type part struct {
 	*index.Index
-	mu    sync.Mutex
-	held  []string
-	calls atomic.Int32
+	mu      sync.Mutex
+	held    []string
+	loading bool
+	calls   atomic.Int32
 	// onPartitions, if set, gives the partitions of the n-th call instead.
 	onPartitions func(n int32) []string
 }
 
-func (p *part) Partitions() []string {
+func (p *part) Partitions() ([]string, bool) {
 	n := p.calls.Add(1)
 	if p.onPartitions != nil {
-		return p.onPartitions(n)
+		return p.onPartitions(n), true
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.held
+	return p.held, !p.loading
 }
 
 // memIndex returns an index of views whose now is now.
@@ -455,4 +456,22 @@ func TestCoverageIsBySlots(t *testing.T) {
 		require.ErrorIs(t, err, fanout.ErrBadReply)
 		require.ErrorContains(t, err, `"P/1/2"`)
 	})
+}
+
+// An instance that is loading its partitions says so; its partitions are
+// named missing.
+func TestAnInstanceLoadingItsPartitionsIsNamed(t *testing.T) {
+	vs := views(rand.New(rand.NewPCG(15, 16)), 200)
+	now := time.UnixMilli(indextest.Base)
+	c := newCluster(t, now, 0, vs, 2)
+	loading := "instance 1"
+	c.parts[loading].mu.Lock()
+	c.parts[loading].loading = true
+	c.parts[loading].mu.Unlock()
+	n, cov, err := c.querier(t, 10*time.Second).Count(context.Background(), api.Filter{})
+	require.NoError(t, err)
+	require.Equal(t, c.plan.Held(loading), cov.Missing)
+	require.Len(t, cov.Unanswered, 1)
+	assert.Contains(t, cov.Unanswered[0].Reason, "loading")
+	require.Equal(t, len(vs)-c.parts[loading].Len(), n)
 }

@@ -16,17 +16,16 @@ import (
 )
 
 // Part is what a Responder answers from: an index and the partitions
-// whose records it holds. *projection.Index has the four queries; the
-// partitions are the caller's.
+// whose records it holds. *projection.Index with WithPartitions is one.
 type Part interface {
 	List(q api.Query) (api.Page, error)
 	Count(f api.Filter) (int, error)
 	Summary(f api.Filter) (api.Summary, error)
 	FingerprintSummary(f api.Filter) ([]api.FingerprintGroup, error)
 	// Partitions returns the partitions whose records the index holds in
-	// full, and no record of any other: a Querier counts every record of
-	// the answers as theirs.
-	Partitions() []string
+	// full, and no record of any other (a Querier counts every record of
+	// the answers as theirs), and whether it does: false while it loads.
+	Partitions() ([]string, bool)
 }
 
 // ResponderConfig configures a Responder.
@@ -145,7 +144,11 @@ func (r *Responder) answer(data []byte) reply {
 	if err != nil {
 		return reply{Partitions: []string{}, Error: &replyError{Kind: errInvalidQuery, Message: err.Error()}}
 	}
-	before := sorted(r.part.Partitions())
+	before, ok := r.part.Partitions()
+	if !ok {
+		return reply{Partitions: []string{}, Error: &replyError{Kind: errLoading, Message: "this instance is loading the records of its partitions"}}
+	}
+	before = sorted(before)
 	out := reply{Partitions: before}
 	switch req.Op {
 	case opList:
@@ -169,10 +172,17 @@ func (r *Responder) answer(data []byte) reply {
 	case err != nil:
 		r.cfg.Logger.Warn("responder: a query failed", "op", req.Op, "err", err)
 		return reply{Partitions: before, Error: &replyError{Kind: errFailed, Message: err.Error()}}
-	case !slices.Equal(before, sorted(r.part.Partitions())):
+	case !r.same(before):
 		return reply{Partitions: before, Error: &replyError{Kind: errMoved, Message: "the partitions of this instance changed while it answered; ask again"}}
 	}
 	return out
+}
+
+// same reports whether the part still holds exactly the partitions
+// before, in full.
+func (r *Responder) same(before []string) bool {
+	after, ok := r.part.Partitions()
+	return ok && slices.Equal(before, sorted(after))
 }
 
 // sorted returns a sorted copy of ids, never nil.

@@ -58,7 +58,8 @@ type reply struct {
 type replyError struct {
 	// Kind is errInvalidQuery (the query is the asker's fault: every
 	// instance would refuse it), errMoved (the index's partitions changed
-	// while it answered) or errFailed.
+	// while it answered), errLoading (it is loading them), errTooLarge or
+	// errFailed.
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
 }
@@ -66,6 +67,7 @@ type replyError struct {
 const (
 	errInvalidQuery = "invalid_query"
 	errMoved        = "moved"
+	errLoading      = "loading"
 	errFailed       = "failed"
 	errTooLarge     = "too_large"
 )

@@ -1,0 +1,96 @@
+package projection
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/amends-dev/amends/partition"
+)
+
+// PartitionSource says which partitions (package partition) this
+// instance holds. *scheduler.Partitions satisfies it.
+type PartitionSource interface {
+	// Held returns the partitions held now.
+	Held() []string
+	// Changed returns a channel closed at the next change of Held.
+	Changed() <-chan struct{}
+}
+
+// WithPartitions makes the index hold only the records of the partitions
+// src holds (issue #42): each view the watch delivers is kept if one of
+// them holds it (partition.Holds, by the view's processor and record id),
+// and a view that moves out of them (its function changed) is dropped.
+// When src's partitions change, the watch is started again and loads the
+// records of the new ones; Partitions says which partitions the index
+// holds in full, and none while it loads. It cannot be combined with
+// WithSnapshots yet: a snapshot holds another instance's partitions once
+// they move. The records of the other partitions are still read from the
+// bucket (the views are keyed by record, not by partition), only not
+// kept.
+func WithPartitions(src PartitionSource) IndexOption {
+	return func(ix *Index) error {
+		if src == nil {
+			return fmt.Errorf("partition source is nil: %w", ErrInvalidOption)
+		}
+		ix.partitions = src
+		return nil
+	}
+}
+
+// errPartitionsMoved ends a watch whose partitions changed: the next one
+// loads the new partitions, at once.
+var errPartitionsMoved = errors.New("the partitions this instance holds changed")
+
+// heldSet is the partitions a watch keeps the records of.
+type heldSet struct {
+	ids []string // sorted
+}
+
+// holds reports whether a partition of s holds the record of processor
+// with id recordID.
+func (s *heldSet) holds(processor, recordID string) bool {
+	for _, id := range s.ids {
+		if partition.Holds(id, processor, recordID) {
+			return true
+		}
+	}
+	return false
+}
+
+// keeps reports whether the index keeps the record of processor with id
+// recordID: every record without partitions, else those of the
+// partitions the current watch loads. The caller holds ix.mu.
+func (ix *Index) keeps(processor, recordID string) bool {
+	return ix.loading == nil || ix.loading.holds(processor, recordID)
+}
+
+// beginPartitions fixes the partitions the next watch loads, and returns
+// the channel that signals their change (nil without partitions).
+func (ix *Index) beginPartitions() <-chan struct{} {
+	if ix.partitions == nil {
+		return nil
+	}
+	changed := ix.partitions.Changed() // before Held: a change in between is seen
+	ids := slices.Clone(ix.partitions.Held())
+	slices.Sort(ids)
+	ix.mu.Lock()
+	ix.loading = &heldSet{ids: ids}
+	ix.complete = nil // claimed again once this load ends
+	ix.mu.Unlock()
+	return changed
+}
+
+// Partitions returns the partitions whose records the index holds, all of
+// them and no other, and whether it does: false without WithPartitions,
+// and while a load runs (the first, or one after the partitions changed),
+// when it may hold records of partitions it no longer holds and only some
+// of those it now holds. Safe for concurrent use.
+func (ix *Index) Partitions() ([]string, bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.complete == nil {
+		return nil, false
+	}
+	return slices.Clone(ix.complete.ids), true
+}
