@@ -156,8 +156,14 @@ func TestEachPartitionsRecordsArePreparedByItsHolder(t *testing.T) {
 			s, _, err := e.svc.Get(t.Context(), id)
 			require.NoError(t, err)
 			owner := p.Owners[p.Of(s.Function.ProcessorName, id)]
-			require.Equal(t, []string{owner}, sent.of(id), "record %s of %s is prepared once, by the holder of %s", id, s.Function.ProcessorName, p.Of(s.Function.ProcessorName, id))
-			require.Len(t, e.prepares(t, id), 1)
+			// A pass that lists a record the index has not yet seen
+			// prepared sends its prepare again, which appends nothing.
+			by := sent.of(id)
+			require.NotEmpty(t, by)
+			for _, in := range by {
+				require.Equal(t, owner, in, "record %s of %s is prepared by the holder of %s only", id, s.Function.ProcessorName, p.Of(s.Function.ProcessorName, id))
+			}
+			require.Len(t, e.prepares(t, id), 1, "record %s is prepared once", id)
 		}
 	}
 
