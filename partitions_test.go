@@ -35,7 +35,6 @@ type partitioned struct {
 	clock *fakeclock.Clock
 	svc   *aggregate.Service
 	full  *projection.Index // every record, for the answers expected
-	sizes map[string]uint64
 
 	mu        sync.Mutex
 	instances map[string]*member
@@ -64,9 +63,12 @@ func (c *partitioned) start(name string) {
 	require.NoError(t, err)
 	plans, err := scheduler.OpenPartitions(t.Context(), js, 1)
 	require.NoError(t, err)
-	parts, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Sizes: func() map[string]uint64 { return c.sizes }})
+	// Each instance reports what its index holds, and the processors it
+	// sees that no one holds: from none, at the start.
+	var index *projection.Index
+	parts, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Sizes: func() (map[string]uint64, map[string]uint64) { return index.Sizes() }})
 	require.NoError(t, err)
-	index, err := projection.NewIndex(views, store, projection.WithClock(c.clock), projection.WithPartitions(parts))
+	index, err = projection.NewIndex(views, store, projection.WithClock(c.clock), projection.WithPartitions(parts))
 	require.NoError(t, err)
 	m := &member{nc: nc, parts: parts, index: index, ticks: make(chan time.Time)}
 	sched, err := scheduler.New(index, aggregate.NewService(store, aggregate.WithClock(c.clock)), leases,
@@ -214,7 +216,7 @@ func TestPartitionedInstancesServeEveryPartitionThroughAKill(t *testing.T) {
 	wg.Go(func() { _ = full.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	c := &partitioned{t: t, srv: srv, clock: clock, svc: aggregate.NewService(store, aggregate.WithClock(clock)), full: full,
-		sizes: map[string]uint64{}, instances: map[string]*member{}}
+		instances: map[string]*member{}}
 
 	processors := []string{"Billing", "Mailer", "Ledger", "Search", "Audit"}
 	// create records n failures from from, of functions in context ctxName.
@@ -237,9 +239,6 @@ func TestPartitionedInstancesServeEveryPartitionThroughAKill(t *testing.T) {
 			ids = append(ids, id)
 		}
 		return ids
-	}
-	for _, p := range processors {
-		c.sizes[p] = 100
 	}
 	first := create("shop", 0, 100)
 	for _, name := range []string{"a", "b", "c"} {

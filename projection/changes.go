@@ -142,6 +142,14 @@ func (c *change) recordID() string {
 	return c.view.State.ID
 }
 
+// processor is the processor of the record c puts.
+func (c *change) processor() string {
+	if c.fast {
+		return string(c.fields.fnProcessor)
+	}
+	return c.view.State.Function.ProcessorName
+}
+
 // applied is what a batch of changes did to the index.
 type applied struct {
 	ready, repair bool // the initial values ended; a corrupt view wants repair
@@ -180,6 +188,7 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 			// (its function changed).
 			delete(ix.corrupt, c.key)
 			b.Remove(c.recordID())
+			ix.dropped(c.processor())
 		case c.fast:
 			delete(ix.corrupt, c.key)
 			r := c.fields.record()

@@ -91,6 +91,7 @@ type Index struct {
 	partitions PartitionSource
 	loading    *heldSet
 	complete   *heldSet
+	unplaced   map[string]uint64 // views read of processors no one holds, since the load began
 
 	ready     chan struct{}
 	readyOnce sync.Once

@@ -3,8 +3,10 @@ package projection
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
+	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/partition"
 )
 
@@ -15,6 +17,10 @@ type PartitionSource interface {
 	Held() []string
 	// Changed returns a channel closed at the next change of Held.
 	Changed() <-chan struct{}
+	// Places reports whether any instance's partitions hold processor's
+	// records: the index counts the records of the processors no one
+	// holds (Sizes), so that they are placed.
+	Places(processor string) bool
 }
 
 // WithPartitions makes the index hold only the records of the partitions
@@ -77,8 +83,40 @@ func (ix *Index) beginPartitions() <-chan struct{} {
 	ix.mu.Lock()
 	ix.loading = &heldSet{ids: ids}
 	ix.complete = nil // claimed again once this load ends
+	ix.unplaced = map[string]uint64{}
 	ix.mu.Unlock()
 	return changed
+}
+
+// maxUnplaced bounds the processors no one holds that the index counts.
+const maxUnplaced = 4096
+
+// dropped counts a view the index does not keep, of processor, if no one
+// holds that processor's records. The caller holds ix.mu.
+func (ix *Index) dropped(processor string) {
+	if ix.partitions.Places(processor) {
+		return
+	}
+	if _, ok := ix.unplaced[processor]; ok || len(ix.unplaced) < maxUnplaced {
+		ix.unplaced[processor]++
+	}
+}
+
+// Sizes returns the records the index holds per processor and, with
+// WithPartitions, the views it read since its last load of each
+// processor no one holds (about its records): what an instance reports
+// for the placement of the partitions (scheduler.PartitionsConfig.Sizes).
+// Safe for concurrent use.
+func (ix *Index) Sizes() (held, unplaced map[string]uint64) {
+	held = map[string]uint64{}
+	if sum, err := ix.Summary(api.Filter{}); err == nil {
+		for _, g := range sum.Groups {
+			held[g.Processor] += uint64(g.Total)
+		}
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return held, maps.Clone(ix.unplaced)
 }
 
 // Partitions returns the partitions whose records the index holds, all of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +41,11 @@ func (s *heldSource) Changed() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.changed
+}
+
+// Places places every processor but those named "Unplaced...".
+func (s *heldSource) Places(processor string) bool {
+	return !strings.HasPrefix(processor, "Unplaced")
 }
 
 func (s *heldSource) set(ids []string) {
@@ -212,4 +218,27 @@ func TestPartitionsAndSnapshotsAreRefusedTogether(t *testing.T) {
 	_, err = projection.NewIndex(e.views, e.store, projection.WithPartitions(newHeldSource(nil)), projection.WithSnapshots(snaps, time.Minute))
 	require.ErrorIs(t, err, projection.ErrInvalidOption)
 	assert.ErrorContains(t, err, "WithSnapshots")
+}
+
+// An index of some partitions reports the records it holds per
+// processor, and those of the processors no one holds, so that they are
+// placed.
+func TestAnIndexOfSomePartitionsReportsItsSizes(t *testing.T) {
+	e := newEnv(t)
+	run(t, e.projector(t))
+	for i := range 30 {
+		fn := fnA
+		fn.ProcessorName = []string{"Held", "Other", "Unplaced"}[i%3]
+		id := e.create(t, evt(i), fn, "Timeout", nil)
+		e.waitViews(t, map[string]uint64{id: 1})
+	}
+	ix := e.index(t, projection.WithPartitions(newHeldSource([]string{"Held"})))
+	run(t, ix)
+	testwait.For(t, "the index holds its partitions", func() bool {
+		_, ok := ix.Partitions()
+		return ok
+	})
+	held, unplaced := ix.Sizes()
+	require.Equal(t, map[string]uint64{"Held": 10}, held)
+	require.Equal(t, map[string]uint64{"Unplaced": 10}, unplaced)
 }

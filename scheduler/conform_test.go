@@ -82,3 +82,22 @@ func TestPartitionsBucketConforms(t *testing.T) {
 		},
 	})
 }
+
+// The members' sizes, in the same bucket, pass it too.
+func TestPartitionSizesConform(t *testing.T) {
+	kvstoretest.Run(t, natstest.New(t).JetStream(), kvstoretest.Case[scheduler.Sizes]{
+		Spec: scheduler.PartitionsSpec("partitions", 1), Codec: scheduler.SizesCodec,
+		Samples: []kvstoretest.Sample[scheduler.Sizes]{
+			{Key: "sizes.a", Value: scheduler.Sizes{Records: map[string]uint64{"Mailer": 3, "Billing": 1}}},
+			{Key: "sizes.a", Value: scheduler.Sizes{Records: map[string]uint64{"Mailer": 4}}},
+			{Key: "sizes.=aG9zdC8x", Value: scheduler.Sizes{Records: map[string]uint64{}, Unplaced: map[string]uint64{"New": 7}}},
+		},
+		Bad: []kvstoretest.Bad{
+			{Name: "another key", Key: "plan", Value: []byte(`{"records":{}}`), Field: "key"},
+			{Name: "a key of no instance", Key: "sizes.=A", Value: []byte(`{"records":{}}`), Field: "key"},
+			{Name: "a part for a processor", Key: "sizes.a", Value: []byte(`{"records":{"Mailer/0/2":1}}`), Field: "records"},
+			{Name: "no processor", Key: "sizes.a", Value: []byte(`{"unplaced":{"":1}}`), Field: "unplaced"},
+			{Name: "a negative count", Key: "sizes.a", Value: []byte(`{"records":{"Mailer":-1}}`), Field: ""},
+		},
+	})
+}

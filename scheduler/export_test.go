@@ -9,6 +9,7 @@ var (
 	LeaseCodec       = leaseCodec
 	PartitionsSpec   = partitionsSpec
 	PlanCodec        = planCodec
+	SizesCodec       = sizesCodec
 )
 
 // LeaseValue is a stored lease.

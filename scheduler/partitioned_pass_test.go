@@ -93,7 +93,7 @@ func TestEachPartitionsRecordsArePreparedByItsHolder(t *testing.T) {
 		require.NoError(t, err)
 		plans, err := scheduler.OpenPartitions(t.Context(), js, 1)
 		require.NoError(t, err)
-		parts, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Sizes: func() map[string]uint64 { return sizes }})
+		parts, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Sizes: func() (map[string]uint64, map[string]uint64) { return sizes, nil }})
 		require.NoError(t, err)
 		in := &instance{parts: parts, ticks: make(chan time.Time)}
 		stopParts := run(t, parts)

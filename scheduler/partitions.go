@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
-	"github.com/amends-dev/amends/internal/bounds"
 	"github.com/amends-dev/amends/internal/token"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/partition"
@@ -57,8 +55,10 @@ var partitionKeys = token.Codec{Mark: '='}
 type Partitions struct {
 	leases   *Leases
 	plans    *kvstore.Store[partition.Plan]
+	reports  *kvstore.Store[Sizes] // the members' sizes, in the plan's bucket
 	instance string
-	sizes    func() map[string]uint64
+	token    string // instance, as a key token
+	sizes    func() (held, unplaced map[string]uint64)
 	clock    aggregate.Clock
 	every    time.Duration
 	margin   time.Duration
@@ -69,6 +69,7 @@ type Partitions struct {
 	held                map[string]*lease // partition id -> its lease, taken
 
 	mu          sync.Mutex
+	plan        partition.Plan       // the plan last read, for Places
 	valid       map[string]time.Time // partition id -> until when it is held, for Held
 	coordinates time.Time            // until when this instance holds the coordinator lease
 	changed     chan struct{}        // closed and replaced when valid's partitions change
@@ -79,9 +80,14 @@ type PartitionsConfig struct {
 	// Instance names this instance: unique among the instances, 1 to 256
 	// bytes. Required.
 	Instance string
-	// Sizes returns the records per processor as this instance knows them;
-	// the coordinator places the partitions by them. Required.
-	Sizes func() map[string]uint64
+	// Sizes returns the records per processor this instance holds, and
+	// those of the processors it saw records of that the plan does not
+	// place (Places; what it knows of their size, 0 if nothing). Every
+	// member reports them each round; the coordinator places the
+	// partitions by their sum over the live members (the most any member
+	// saw, for a processor no one holds). *projection.Index's Sizes is
+	// one. Required.
+	Sizes func() (held, unplaced map[string]uint64)
 	// Every is how often leases are renewed and the plan recomputed
 	// (default a third of the lease TTL); Margin how long before a lease's
 	// expiry its holder stops counting on it (default a tenth of the TTL).
@@ -92,46 +98,6 @@ type PartitionsConfig struct {
 	// Logger receives the changes of holdings at Info and errors at Warn
 	// (default discarded).
 	Logger *slog.Logger
-}
-
-// OpenPartitions returns the bucket of the partitions' plan, creating it
-// if it does not exist (replicas: 1 to 5). Its content is recomputed by
-// the coordinator, so a bucket found with other settings is an error
-// wrapping ErrIncompatibleBucket that kvstore.Repair can mend.
-func OpenPartitions(ctx context.Context, js jetstream.JetStream, replicas int) (*kvstore.Store[partition.Plan], error) {
-	if !bounds.Within(replicas, 1, 5) {
-		return nil, fmt.Errorf("partitions bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
-	}
-	b, err := kvstore.Open(ctx, js, partitionsSpec(DefaultPartitionsBucket, replicas))
-	if errors.Is(err, kvstore.ErrMismatch) {
-		return nil, fmt.Errorf("partitions bucket %s: %w: %w", DefaultPartitionsBucket, err, ErrIncompatibleBucket)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("partitions bucket %s: %w", DefaultPartitionsBucket, err)
-	}
-	return kvstore.For(b, planCodec), nil
-}
-
-func partitionsSpec(bucket string, replicas int) kvstore.Spec {
-	return kvstore.Spec{Config: jetstream.KeyValueConfig{Bucket: bucket, Description: "amends: the plan of the partitions and the two before it", History: 3, Replicas: replicas},
-		Disposable: true, Match: []kvstore.Setting{kvstore.SettingReplicas}}
-}
-
-// planCodec reads a plan: JSON that partition.Plan.Validate accepts.
-var planCodec = kvstore.Codec[partition.Plan]{
-	Decode: func(e kvstore.Entry) (partition.Plan, error) {
-		var p partition.Plan
-		if err := json.Unmarshal(e.Value, &p); err != nil {
-			return p, kvstore.Invalid("", "not a plan in JSON: %v", err)
-		}
-		if e.Key != planKey {
-			return p, kvstore.Invalid("key", "a plan is stored under %q", planKey)
-		}
-		if err := p.Validate(); err != nil {
-			return p, kvstore.Invalid("owners", "%v", err)
-		}
-		return p, nil
-	},
 }
 
 // NewPartitions returns this instance's Partitions over leases and plans.
@@ -162,7 +128,7 @@ func NewPartitions(leases *Leases, plans *kvstore.Store[partition.Plan], cfg Par
 	if err != nil {
 		return nil, fmt.Errorf("partitions: instance name: %v: %w", err, ErrInvalidOption)
 	}
-	p := &Partitions{leases: leases, plans: plans, instance: cfg.Instance, sizes: cfg.Sizes, clock: cfg.Clock,
+	p := &Partitions{leases: leases, plans: plans, reports: kvstore.For(plans.Bucket, sizesCodec), instance: cfg.Instance, token: tok, sizes: cfg.Sizes, clock: cfg.Clock,
 		every: cfg.Every, margin: cfg.Margin, logger: cfg.Logger, held: map[string]*lease{}, valid: map[string]time.Time{}, changed: make(chan struct{})}
 	p.member = p.newLease(memberPrefix + tok)
 	p.coordinator = p.newLease(coordinatorKey)
@@ -236,6 +202,9 @@ func (p *Partitions) round(ctx context.Context) {
 	if err := keep(ctx, p.member); err != nil {
 		p.logger.Warn("partitions: cannot keep the member lease", "instance", p.instance, "err", err)
 	}
+	if err := p.reportSizes(ctx); err != nil {
+		p.logger.Warn("partitions: cannot report this member's sizes", "instance", p.instance, "err", err)
+	}
 	if err := keep(ctx, p.coordinator); err != nil {
 		p.logger.Warn("partitions: cannot keep the coordinator lease", "instance", p.instance, "err", err)
 	}
@@ -257,7 +226,20 @@ func (p *Partitions) round(ctx context.Context) {
 		p.renewHeld(ctx, nil)
 		return
 	}
+	p.mu.Lock()
+	p.plan = plan
+	p.mu.Unlock()
 	p.renewHeld(ctx, plan.Held(p.instance))
+}
+
+// Places reports whether the plan last read places the records of
+// processor: a processor it does not place is reported by the members
+// that see its records (Sizes), and placed by the coordinator's next plan.
+func (p *Partitions) Places(processor string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.plan.Owners[p.plan.Of(processor, "")]
+	return ok
 }
 
 // keep takes l if it is not held and renews it if it is.
@@ -287,7 +269,11 @@ func (p *Partitions) coordinate(ctx context.Context) error {
 		}
 		prev = partition.Plan{} // quarantined by the store: computed anew
 	}
-	plan, err := partition.Compute(p.sizes(), members, prev)
+	sizes, err := p.sizesOf(ctx, members)
+	if err != nil {
+		return err
+	}
+	plan, err := partition.Compute(sizes, members, prev)
 	if err != nil {
 		return err
 	}
@@ -463,6 +449,7 @@ func (p *Partitions) releaseAll(ctx context.Context) {
 	}
 	_ = p.coordinator.release(ctx)
 	_ = p.member.release(ctx)
+	_ = p.reports.Delete(ctx, sizesPrefix+p.token, 0)
 	p.mu.Lock()
 	p.coordinates = time.Time{}
 	p.mu.Unlock()

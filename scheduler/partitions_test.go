@@ -65,7 +65,7 @@ func (r *partitionsRig) start(name string) *scheduler.Partitions {
 	require.NoError(r.t, err)
 	plans, err := scheduler.OpenPartitions(r.t.Context(), js, 1)
 	require.NoError(r.t, err)
-	p, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Sizes: func() map[string]uint64 { return *r.sizes.Load() }})
+	p, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Sizes: func() (map[string]uint64, map[string]uint64) { return *r.sizes.Load(), nil }})
 	require.NoError(r.t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	in := &rigInstance{p: p, nc: nc, stop: stop, done: make(chan struct{})}
