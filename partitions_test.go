@@ -3,6 +3,7 @@ package amends_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -48,6 +49,9 @@ type member struct {
 	ticks chan time.Time
 }
 
+// quiet discards the logs of instances that are killed on purpose.
+var quiet = slog.New(slog.DiscardHandler)
+
 // leaseTTL is the partitions' lease TTL: a killed instance's partitions
 // are taken over within it and a renewal.
 const leaseTTL = 3 * time.Second
@@ -68,11 +72,11 @@ func (c *partitioned) start(name string) {
 	var index *projection.Index
 	parts, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Sizes: func() (map[string]uint64, map[string]uint64) { return index.Sizes() }})
 	require.NoError(t, err)
-	index, err = projection.NewIndex(views, store, projection.WithClock(c.clock), projection.WithPartitions(parts))
+	index, err = projection.NewIndex(views, store, projection.WithClock(c.clock), projection.WithPartitions(parts), projection.WithIndexLogger(quiet))
 	require.NoError(t, err)
 	m := &member{nc: nc, parts: parts, index: index, ticks: make(chan time.Time)}
 	sched, err := scheduler.New(index, aggregate.NewService(store, aggregate.WithClock(c.clock)), leases,
-		scheduler.WithClock(c.clock), scheduler.WithTicks(m.ticks), scheduler.WithInstance(name), scheduler.WithPartitions(parts), scheduler.WithBatch(25))
+		scheduler.WithClock(c.clock), scheduler.WithTicks(m.ticks), scheduler.WithInstance(name), scheduler.WithPartitions(parts), scheduler.WithBatch(25), scheduler.WithLogger(quiet))
 	require.NoError(t, err)
 	responder, err := fanout.NewResponder(nc, index, fanout.ResponderConfig{Instance: name})
 	require.NoError(t, err)

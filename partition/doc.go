@@ -5,10 +5,12 @@
 // A partition is a processor's records, or one part of them. Every record
 // has a slot, a hash of its id into Slots values, that never changes. A
 // processor too large for one instance's share is split into a power of
-// two of parts, n, and part i holds the slots s with s % n == i; a split
-// regroups slots and never moves a record from one slot to another, so
-// that a view keyed by its slot keeps its key through every split, and
-// doubling n divides each part in two.
+// two of parts, n, and part i, "<processor>/<i>/<n>", holds the slots s
+// with s % n == i; a split regroups slots and never moves a record from
+// one slot to another, so that a view keyed by its slot keeps its key
+// through every split, and doubling n divides each part in two. An id
+// names its slots whatever the plan, so that instances acting on two
+// plans can tell whether their partitions overlap (Overlap).
 //
 // Compute places the partitions on the live instances from the records
 // per processor: each part is at most a quarter of an instance's share;

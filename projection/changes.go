@@ -182,29 +182,35 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 		case c.deleted != "":
 			delete(ix.corrupt, c.key)
 			b.Remove(c.deleted)
-		case c.fast && !ix.keeps(string(c.fields.fnProcessor), string(c.fields.id)),
-			!c.fast && c.view.State.ID != "" && !ix.keeps(c.view.State.Function.ProcessorName, c.view.State.ID):
-			// Of a partition this instance does not hold, or no longer
-			// (its function changed).
+		case c.fast || c.view.State.ID != "":
 			delete(ix.corrupt, c.key)
-			b.Remove(c.recordID())
-			ix.dropped(c.processor())
-		case c.fast:
-			delete(ix.corrupt, c.key)
-			r := c.fields.record()
-			if ix.auditRate > 0 && !b.Loading() && odd(b, string(r.ID), r.Version, aggregate.Status(r.Status)) {
-				out.suspects = append(out.suspects, string(r.ID))
-			}
-			b.PutFields(&r)
-		case c.view.State.ID != "":
-			delete(ix.corrupt, c.key)
-			if ix.auditRate > 0 && !b.Loading() && odd(b, c.view.State.ID, c.view.Version, c.view.State.Status) {
-				out.suspects = append(out.suspects, c.view.State.ID)
-			}
-			b.Put(&c.view)
+			ix.applyPut(b, c, &out)
 		default:
 			delete(ix.corrupt, c.key)
 		}
 	}
 	return out
+}
+
+// applyPut applies the view c puts: kept, or dropped if it is of a
+// partition this instance does not hold (or no longer: its function
+// changed). Under ix.mu.
+func (ix *Index) applyPut(b *index.Batch, c *change, out *applied) {
+	if ix.loading != nil && !ix.loading.holds(c.processor(), c.recordID()) {
+		b.Remove(c.recordID())
+		ix.dropped(c.processor())
+		return
+	}
+	if c.fast {
+		r := c.fields.record()
+		if ix.auditRate > 0 && !b.Loading() && odd(b, string(r.ID), r.Version, aggregate.Status(r.Status)) {
+			out.suspects = append(out.suspects, string(r.ID))
+		}
+		b.PutFields(&r)
+		return
+	}
+	if ix.auditRate > 0 && !b.Loading() && odd(b, c.view.State.ID, c.view.Version, c.view.State.Status) {
+		out.suspects = append(out.suspects, c.view.State.ID)
+	}
+	b.Put(&c.view)
 }

@@ -55,6 +55,11 @@
 // (CheckID: over 256 bytes, not UTF-8, control characters) with
 // ErrInvalidQuery before anything reaches NATS.
 //
+// With WithPartitions an Index keeps only the records of the partitions
+// (package partition) its instance holds, reloads when they change, and
+// says which it holds in full (Partitions); package fanout merges the
+// answers of such indexes across instances.
+//
 // # Views that do not validate
 //
 // The views bucket is written by other programs too. A view is read

@@ -64,13 +64,6 @@ func (s *heldSet) holds(processor, recordID string) bool {
 	return false
 }
 
-// keeps reports whether the index keeps the record of processor with id
-// recordID: every record without partitions, else those of the
-// partitions the current watch loads. The caller holds ix.mu.
-func (ix *Index) keeps(processor, recordID string) bool {
-	return ix.loading == nil || ix.loading.holds(processor, recordID)
-}
-
 // beginPartitions fixes the partitions the next watch loads, and returns
 // the channel that signals their change (nil without partitions).
 func (ix *Index) beginPartitions() <-chan struct{} {

@@ -38,7 +38,10 @@
 //   - Partitions (not yet wired into serve; docs/scaling.md): each
 //     instance holds the leases of the partitions (package partition)
 //     that the plan, computed by the holder of a coordinator lease from
-//     the live members, gives it; one partition, one holder at a time.
+//     the live members and the sizes they report, gives it; a partition
+//     is taken only once no other instance holds a record of it. With
+//     WithPartitions the passes prepare the due records of the
+//     partitions this instance holds, on every instance.
 //   - Every command has a command id fixed by what it does (the record,
 //     its retry count, the drain or release step), so a resend after a
 //     crash of the holder appends once. Progress (drains, releases) is in

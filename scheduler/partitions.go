@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -317,125 +316,6 @@ func (p *Partitions) members(ctx context.Context) ([]string, error) {
 		out = out[:partition.MaxInstances]
 	}
 	return out, nil
-}
-
-// renewHeld takes the leases of the partitions in want that are free,
-// renews those held and wanted, and releases those held and not wanted;
-// with want nil (the plan could not be read), it renews what it holds.
-func (p *Partitions) renewHeld(ctx context.Context, want []string) {
-	wanted := map[string]bool{}
-	for _, id := range want {
-		wanted[id] = true
-	}
-	next := map[string]*lease{}
-	for id, l := range p.held {
-		if want != nil && !wanted[id] {
-			p.forget(id) // no longer counted on before another can take it
-			if err := l.release(ctx); err != nil {
-				p.logger.Warn("partitions: cannot release a partition; it expires", "partition", id, "err", err)
-			}
-			continue
-		}
-		if err := l.renew(ctx); err != nil && errors.Is(err, errLost) {
-			continue
-		}
-		next[id] = l
-	}
-	var others []string // held by other instances: read once a round, if something is to be taken
-	listed := false
-	for id := range wanted {
-		if next[id] != nil {
-			continue
-		}
-		if !listed {
-			var err error
-			if others, err = p.heldByOthers(ctx, next); err != nil {
-				p.logger.Warn("partitions: cannot list the partitions held; taking none this round", "instance", p.instance, "err", err)
-				break
-			}
-			listed = true
-		}
-		if i := slices.IndexFunc(others, func(o string) bool { return partition.Overlap(o, id) }); i >= 0 {
-			// Another instance, on another plan, still holds records of
-			// it (a split or a merge moving): taken once that one is gone.
-			p.logger.Debug("partitions: waiting for an overlapping partition to be released", "partition", id, "held", others[i])
-			continue
-		}
-		tok, err := partitionKeys.Encode(id)
-		if err != nil {
-			continue
-		}
-		l := p.newLease(heldPrefix + tok)
-		if ok, err := l.acquire(ctx); ok {
-			next[id] = l
-		} else if err != nil {
-			p.logger.Warn("partitions: cannot take a partition", "partition", id, "err", err)
-		}
-	}
-	p.swap(next)
-}
-
-// heldByOthers returns the partitions whose lease is in the bucket and not
-// in mine.
-func (p *Partitions) heldByOthers(ctx context.Context, mine map[string]*lease) ([]string, error) {
-	lister, err := p.leases.leases.KV().ListKeysFiltered(ctx, heldPrefix+">")
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = lister.Stop() }()
-	var out []string
-	for k := range lister.Keys() {
-		id, err := partitionKeys.Decode(strings.TrimPrefix(k, heldPrefix))
-		if err != nil || mine[id] != nil {
-			continue // not a partition's key, or mine
-		}
-		out = append(out, id)
-	}
-	return out, nil
-}
-
-// Owns reports whether this instance holds the partition of the record of
-// processor with id recordID now (its lease taken and its validity not
-// ended): the partition's work on that record is this instance's.
-func (p *Partitions) Owns(processor, recordID string) bool {
-	now := p.clock.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for id, until := range p.valid {
-		if now.Before(until) && partition.Holds(id, processor, recordID) {
-			return true
-		}
-	}
-	return false
-}
-
-// forget stops counting on partition id for Held.
-func (p *Partitions) forget(id string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.valid, id)
-}
-
-// swap makes next what is held, and signals a change.
-func (p *Partitions) swap(next map[string]*lease) {
-	valid := make(map[string]time.Time, len(next))
-	for id, l := range next {
-		valid[id] = l.validUntil
-	}
-	same := slices.Equal(slices.Sorted(maps.Keys(next)), slices.Sorted(maps.Keys(p.held)))
-	p.held = next
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.valid = valid
-	if same {
-		return
-	}
-	p.logger.Info("partitions: holdings changed", "instance", p.instance, "held", len(next))
-	close(p.changed)
-	p.changed = make(chan struct{})
 }
 
 // releaseAll gives up every lease this instance holds, within

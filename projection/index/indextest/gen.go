@@ -76,47 +76,56 @@ func RandomTime(r *rand.Rand, v *api.View) time.Time {
 
 // RandomFilter sets a few fields from the values of record v.
 func RandomFilter(r *rand.Rand, v *api.View, now time.Time) api.Filter {
-	s := &v.State
 	var f api.Filter
 	for range r.IntN(3) {
-		switch r.IntN(16) {
-		case 0:
-			f.ID = s.ID
-		case 15:
-			f.IDPrefix = s.ID[:min(len(s.ID), 4+r.IntN(3))]
-		case 1:
-			f.EventID = s.EventID.ID
-		case 2:
-			f.AggregateContext = s.EventID.AggregateID.ContextName
-		case 3:
-			f.AggregateType = s.EventID.AggregateID.AggregateName
-		case 4:
-			f.AggregateID = s.EventID.AggregateID.AggregateID
-		case 5:
-			f.FunctionContext = s.Function.ContextName
-		case 6:
-			f.Processor = s.Function.ProcessorName
-		case 7:
-			f.Function = s.Function.Name
-		case 8:
-			f.FunctionKind = s.Function.FunctionKind
-		case 9:
-			f.Status, f.Recoverable = s.Status, s.Recoverable
-		case 10:
-			f.ErrorCode = s.Error.ErrorCode
-		case 11:
-			f.ExecuteAtFrom, f.ExecuteAtTo = time.UnixMilli(s.ExecuteAt-r.Int64N(600_000)), time.UnixMilli(s.ExecuteAt+r.Int64N(600_000))
-		case 12:
-			f.MinRetries = int32(r.IntN(4))
-		case 13:
-			f.View, f.Now = aggregate.Views[r.IntN(len(aggregate.Views))], now
-		case 14:
-			next := s.RetryState.NextRetryAt
-			f.NextRetryAtFrom, f.NextRetryAtTo = time.UnixMilli(next-r.Int64N(600_000)), time.UnixMilli(next+r.Int64N(600_000))
-		}
+		filterFields[r.IntN(len(filterFields))](r, &f, &v.State, now)
 	}
 	if r.IntN(10) == 0 {
 		f.Processor = "no-such-processor"
 	}
 	return f
+}
+
+// filterFields set one field (or a pair) of a filter from a record's
+// state.
+var filterFields = [...]func(r *rand.Rand, f *api.Filter, s *aggregate.State, now time.Time){
+	func(_ *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) { f.ID = s.ID },
+	func(_ *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) { f.EventID = s.EventID.ID },
+	func(_ *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) {
+		f.AggregateContext = s.EventID.AggregateID.ContextName
+	},
+	func(_ *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) {
+		f.AggregateType = s.EventID.AggregateID.AggregateName
+	},
+	func(_ *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) {
+		f.AggregateID = s.EventID.AggregateID.AggregateID
+	},
+	func(_ *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) {
+		f.FunctionContext = s.Function.ContextName
+	},
+	func(_ *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) {
+		f.Processor = s.Function.ProcessorName
+	},
+	func(_ *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) { f.Function = s.Function.Name },
+	func(_ *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) {
+		f.FunctionKind = s.Function.FunctionKind
+	},
+	func(_ *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) {
+		f.Status, f.Recoverable = s.Status, s.Recoverable
+	},
+	func(_ *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) { f.ErrorCode = s.Error.ErrorCode },
+	func(r *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) {
+		f.ExecuteAtFrom, f.ExecuteAtTo = time.UnixMilli(s.ExecuteAt-r.Int64N(600_000)), time.UnixMilli(s.ExecuteAt+r.Int64N(600_000))
+	},
+	func(r *rand.Rand, f *api.Filter, _ *aggregate.State, _ time.Time) { f.MinRetries = int32(r.IntN(4)) },
+	func(r *rand.Rand, f *api.Filter, _ *aggregate.State, now time.Time) {
+		f.View, f.Now = aggregate.Views[r.IntN(len(aggregate.Views))], now
+	},
+	func(r *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) {
+		next := s.RetryState.NextRetryAt
+		f.NextRetryAtFrom, f.NextRetryAtTo = time.UnixMilli(next-r.Int64N(600_000)), time.UnixMilli(next+r.Int64N(600_000))
+	},
+	func(r *rand.Rand, f *api.Filter, s *aggregate.State, _ time.Time) {
+		f.IDPrefix = s.ID[:min(len(s.ID), 4+r.IntN(3))]
+	},
 }
