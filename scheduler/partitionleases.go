@@ -80,7 +80,15 @@ func (p *Partitions) take(ctx context.Context, wanted map[string]bool, next map[
 // heldByOthers returns the partitions whose lease is in the bucket and not
 // in mine.
 func (p *Partitions) heldByOthers(ctx context.Context, mine map[string]*lease) ([]string, error) {
-	lister, err := p.leases.leases.KV().ListKeysFiltered(ctx, heldPrefix+">")
+	held, err := p.namesUnder(ctx, heldPrefix)
+	return slices.DeleteFunc(held, func(id string) bool { return mine[id] != nil }), err
+}
+
+// namesUnder returns the names (instances, partitions) of the lease
+// bucket's keys under prefix; a key whose rest is no name this package
+// wrote is left out.
+func (p *Partitions) namesUnder(ctx context.Context, prefix string) ([]string, error) {
+	lister, err := p.leases.leases.KV().ListKeysFiltered(ctx, prefix+">")
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, nil
 	}
@@ -90,11 +98,9 @@ func (p *Partitions) heldByOthers(ctx context.Context, mine map[string]*lease) (
 	defer func() { _ = lister.Stop() }()
 	var out []string
 	for k := range lister.Keys() {
-		id, err := partitionKeys.Decode(strings.TrimPrefix(k, heldPrefix))
-		if err != nil || mine[id] != nil {
-			continue // not a partition's key, or mine
+		if name, err := partitionKeys.Decode(strings.TrimPrefix(k, prefix)); err == nil {
+			out = append(out, name)
 		}
-		out = append(out, id)
 	}
 	return out, nil
 }

@@ -7,11 +7,8 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/internal/token"
@@ -293,21 +290,9 @@ func (p *Partitions) coordinate(ctx context.Context) error {
 // members returns the instances whose member lease is in the bucket,
 // sorted.
 func (p *Partitions) members(ctx context.Context) ([]string, error) {
-	lister, err := p.leases.leases.KV().ListKeysFiltered(ctx, memberPrefix+">")
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, nil
-	}
+	out, err := p.namesUnder(ctx, memberPrefix)
 	if err != nil {
 		return nil, err
-	}
-	defer func() { _ = lister.Stop() }()
-	var out []string
-	for k := range lister.Keys() {
-		name, err := partitionKeys.Decode(strings.TrimPrefix(k, memberPrefix))
-		if err != nil {
-			continue // not a member key this package wrote
-		}
-		out = append(out, name)
 	}
 	slices.Sort(out)
 	if len(out) > partition.MaxInstances {
