@@ -21,6 +21,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/fanout"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -217,4 +218,28 @@ func TestBatchEntriesThatDoNotValidateAreTakenOver(t *testing.T) {
 	r = e.do(t, "POST", "/api/v1/records/"+id+"/force_prepare_compensation", operatorKey, map[string]any{"reason": "again"}, "Idempotency-Key", "idem-1")
 	assert.NotEqual(t, http.StatusInternalServerError, r.status, string(r.body))
 	assert.NotEqual(t, http.StatusUnprocessableEntity, r.status, string(r.body))
+}
+
+// brokenLists answers every list with err.
+type brokenLists struct {
+	server.Queries
+	err error
+}
+
+func (b brokenLists) List(api.Query) (api.Page, error) { return api.Page{}, b.err }
+
+// A list asked across instances, some of which did not answer for their
+// partitions, is a 503 that names them, not a short page.
+func TestAListMissingPartitionsIsA503ThatNamesThem(t *testing.T) {
+	e := newEnv(t)
+	inc := &fanout.Incomplete{Coverage: fanout.Coverage{Missing: []string{"Mailer/1/2"}, Unanswered: []fanout.Unanswered{{Instance: "b", Reason: "no reply within 5s"}}}}
+	b := e.with(t, func(c *server.Config) { c.Queries = brokenLists{Queries: e.index, err: inc} })
+	r := b.do(t, "GET", "/api/v1/records", operatorKey, nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.status, string(r.body))
+	var body api.Error
+	r.json(t, &body)
+	assert.Equal(t, "PartitionsMissing", body.Code)
+	assert.Contains(t, body.Message, "Mailer/1/2")
+	assert.Contains(t, body.Message, "b: no reply within 5s")
+	assert.Equal(t, []any{"Mailer/1/2"}, body.Details["missing"])
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/projection"
+	"github.com/amends-dev/amends/projection/fanout"
 	"github.com/amends-dev/amends/projection/index"
 )
 
@@ -105,7 +106,14 @@ func refusalDetails(id string, ae *aggregate.Error) map[string]any {
 // queryError maps an error of the projection.
 func queryError(id string, err error) *apiError {
 	var qe *index.QueryError
+	var inc *fanout.Incomplete
 	switch {
+	case errors.As(err, &inc):
+		// Asked across instances, some partitions did not answer: no
+		// answer, rather than a short one.
+		return &apiError{status: http.StatusServiceUnavailable, body: api.Error{Code: "PartitionsMissing",
+			Message: "some instances did not answer for their records; send the request again later: " + inc.Error(),
+			Details: map[string]any{"missing": inc.Missing, "unanswered": inc.Unanswered}}}
 	case errors.Is(err, projection.ErrNotFound):
 		return notFound(id)
 	case errors.As(err, &qe):

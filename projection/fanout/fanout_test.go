@@ -24,6 +24,8 @@ import (
 	"github.com/amends-dev/amends/projection/fanout"
 	"github.com/amends-dev/amends/projection/index"
 	"github.com/amends-dev/amends/projection/index/indextest"
+	"github.com/amends-dev/amends/retention"
+	"github.com/amends-dev/amends/scheduler"
 )
 
 // part is an index and the partitions it holds.
@@ -474,4 +476,55 @@ func TestAnInstanceLoadingItsPartitionsIsNamed(t *testing.T) {
 	require.Len(t, cov.Unanswered, 1)
 	assert.Contains(t, cov.Unanswered[0].Reason, "loading")
 	require.Equal(t, len(vs)-c.parts[loading].Len(), n)
+}
+
+// Strict reads as an index does for the drains, the parked releases and
+// the retention sweeper.
+var (
+	_ scheduler.RecordLister = fanout.Strict{}
+	_ retention.Records      = fanout.Strict{}
+)
+
+// Strict answers as one index of every record, or says which partitions
+// it lacks instead of answering short.
+func TestStrictAnswersInFullOrNotAtAll(t *testing.T) {
+	vs := views(rand.New(rand.NewPCG(17, 18)), 300)
+	now := time.UnixMilli(indextest.Base + 1_800_000)
+	whole := memIndex(t, now, vs)
+	c := newCluster(t, now, 0, vs, 3)
+	s := fanout.Strict{Querier: c.querier(t, 10*time.Second)}
+	f := api.Filter{Status: aggregate.StatusFailed}
+	q := api.Query{Filter: f, Limit: 17, Sort: api.Sort{Field: api.SortRetries, Desc: true}}
+
+	wantPage, err := whole.List(q)
+	require.NoError(t, err)
+	page, err := s.List(q)
+	require.NoError(t, err)
+	require.Equal(t, wantPage, page)
+	wantN, err := whole.Count(f)
+	require.NoError(t, err)
+	n, err := s.Count(f)
+	require.NoError(t, err)
+	require.Equal(t, wantN, n)
+	wantSum, err := whole.Summary(f)
+	require.NoError(t, err)
+	sum, err := s.Summary(f)
+	require.NoError(t, err)
+	require.Equal(t, wantSum, sum)
+	wantFps, err := whole.FingerprintSummary(f)
+	require.NoError(t, err)
+	fps, err := s.FingerprintSummary(f)
+	require.NoError(t, err)
+	require.Len(t, fps, len(wantFps))
+
+	gone := "instance 2"
+	c.stop(gone)
+	_, err = s.Count(f)
+	require.ErrorIs(t, err, fanout.ErrIncomplete)
+	var inc *fanout.Incomplete
+	require.ErrorAs(t, err, &inc)
+	require.Equal(t, c.plan.Held(gone), inc.Missing)
+	require.ErrorContains(t, err, gone+": no responder")
+	_, err = s.List(q)
+	require.ErrorIs(t, err, fanout.ErrIncomplete)
 }
