@@ -125,3 +125,12 @@ func (ix *Index) Partitions() ([]string, bool) {
 	}
 	return slices.Clone(ix.complete.ids), true
 }
+
+// Unplaced returns the processors the index read views of, since its last
+// load began, that no partition held when it read them: those the plan
+// did not place then. Safe for concurrent use.
+func (ix *Index) Unplaced() []string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return slices.Sorted(maps.Keys(ix.unplaced))
+}

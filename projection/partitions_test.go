@@ -241,4 +241,5 @@ func TestAnIndexOfSomePartitionsReportsItsSizes(t *testing.T) {
 	held, unplaced := ix.Sizes()
 	require.Equal(t, map[string]uint64{"Held": 10}, held)
 	require.Equal(t, map[string]uint64{"Unplaced": 10}, unplaced)
+	require.Equal(t, []string{"Unplaced"}, ix.Unplaced())
 }

@@ -31,12 +31,19 @@ import (
 // part is an index and the partitions it holds.
 type part struct {
 	*index.Index
-	mu      sync.Mutex
-	held    []string
-	loading bool
-	calls   atomic.Int32
+	mu       sync.Mutex
+	held     []string
+	unplaced []string
+	loading  bool
+	calls    atomic.Int32
 	// onPartitions, if set, gives the partitions of the n-th call instead.
 	onPartitions func(n int32) []string
+}
+
+func (p *part) Unplaced() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unplaced
 }
 
 func (p *part) Partitions() ([]string, bool) {
@@ -331,6 +338,7 @@ func TestABadReplyIsTheInstancesFailure(t *testing.T) {
 		"a negative count":    {`{"partitions":[],"count":-1}`, "count is -1"},
 		"a bad partition":     {`{"partitions":["P/999"],"count":1}`, `"P/999"`},
 		"a partition twice":   {`{"partitions":["P","P"],"count":1}`, `"P" twice`},
+		"a part as unplaced":  {`{"partitions":[],"unplaced":["P/1/2"],"count":1}`, "not a processor's name"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := newCluster(t, now, 0, vs, 2)
@@ -527,4 +535,23 @@ func TestStrictAnswersInFullOrNotAtAll(t *testing.T) {
 	require.ErrorContains(t, err, gone+": no responder")
 	_, err = s.List(q)
 	require.ErrorIs(t, err, fanout.ErrIncomplete)
+}
+
+// A processor that an instance saw records of and that the plan does not
+// place yet is named missing: its records are in no one's index.
+func TestAnUnplacedProcessorIsNamedMissing(t *testing.T) {
+	vs := views(rand.New(rand.NewPCG(19, 20)), 100)
+	now := time.UnixMilli(indextest.Base)
+	c := newCluster(t, now, 0, vs, 2)
+	placed := c.plan.Held("instance 0")[0]
+	proc, _, err := partition.SlotsOfID(placed)
+	require.NoError(t, err)
+	c.parts["instance 1"].mu.Lock()
+	c.parts["instance 1"].unplaced = []string{"Newcomer", proc} // proc was unplaced when seen, and is placed now
+	c.parts["instance 1"].mu.Unlock()
+	n, cov, err := c.querier(t, 10*time.Second).Count(context.Background(), api.Filter{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"Newcomer"}, cov.Missing)
+	require.Empty(t, cov.Unanswered)
+	require.Equal(t, len(vs), n)
 }

@@ -38,7 +38,8 @@ type Querier struct {
 // every partition of the plan but those in Missing.
 type Coverage struct {
 	// Missing are the partitions of the plan no instance answered for,
-	// sorted.
+	// and the processors the plan does not place yet that an instance
+	// saw records of, sorted.
 	Missing []string `json:"missing,omitempty"`
 	// Unanswered are the instances that did not answer, and why.
 	Unanswered []Unanswered `json:"unanswered,omitempty"`
@@ -232,6 +233,15 @@ func cover(plan partition.Plan, results []result) ([]reply, Coverage, error) {
 		proc, slots, ok := plan.SlotsOf(id)
 		if !ok || held[proc] == nil || slices.ContainsFunc(slots, func(s int) bool { return !held[proc][s] }) {
 			cov.Missing = append(cov.Missing, id)
+		}
+	}
+	// A processor the plan does not place yet is in no one's index: its
+	// records are missing, whole, until the next plan places it.
+	for _, r := range replies {
+		for _, proc := range r.Unplaced {
+			if _, placed := plan.Owners[plan.Of(proc, "")]; !placed && held[proc] == nil && !slices.Contains(cov.Missing, proc) {
+				cov.Missing = append(cov.Missing, proc)
+			}
 		}
 	}
 	slices.Sort(cov.Missing)

@@ -26,6 +26,10 @@ type Part interface {
 	// full, and no record of any other (a Querier counts every record of
 	// the answers as theirs), and whether it does: false while it loads.
 	Partitions() ([]string, bool)
+	// Unplaced returns the processors it saw records of that no
+	// partition held when it saw them: a Querier names those the plan
+	// does not place yet as missing.
+	Unplaced() []string
 }
 
 // ResponderConfig configures a Responder.
@@ -149,7 +153,7 @@ func (r *Responder) answer(data []byte) reply {
 		return reply{Partitions: []string{}, Error: &replyError{Kind: errLoading, Message: "this instance is loading the records of its partitions"}}
 	}
 	before = sorted(before)
-	out := reply{Partitions: before}
+	out := reply{Partitions: before, Unplaced: sorted(r.part.Unplaced())}
 	switch req.Op {
 	case opList:
 		var p api.Page

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
@@ -48,6 +49,7 @@ type request struct {
 // the answer for the request's op, or an error.
 type reply struct {
 	Partitions []string     `json:"partitions"`
+	Unplaced   []string     `json:"unplaced,omitempty"`
 	Page       *api.Page    `json:"page,omitempty"`
 	Count      *int         `json:"count,omitempty"`
 	Summary    *api.Summary `json:"summary,omitempty"`
@@ -139,6 +141,14 @@ func readReply(data []byte, op string) (reply, error) {
 	}
 	if len(r.Partitions) > partition.MaxPartitions {
 		return r, fmt.Errorf("the reply names %d partitions, over the limit of %d: %w", len(r.Partitions), partition.MaxPartitions, ErrBadReply)
+	}
+	if len(r.Unplaced) > partition.MaxPartitions {
+		return r, fmt.Errorf("the reply names %d unplaced processors, over the limit of %d: %w", len(r.Unplaced), partition.MaxPartitions, ErrBadReply)
+	}
+	for _, proc := range r.Unplaced {
+		if err := partition.CheckID(proc); err != nil || strings.Contains(proc, "/") {
+			return r, fmt.Errorf("the reply's unplaced processors: %.40q is not a processor's name: %w", proc, ErrBadReply)
+		}
 	}
 	seen := make(map[string]bool, len(r.Partitions))
 	for _, id := range r.Partitions {
