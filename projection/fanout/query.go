@@ -198,54 +198,76 @@ func (q *Querier) request(ctx context.Context, subject, op string, data []byte) 
 func cover(plan partition.Plan, results []result) ([]reply, Coverage, error) {
 	var cov Coverage
 	var replies []reply
-	type claim struct{ id, instance string }
-	claims := map[string][]claim{}              // by processor
-	held := map[string]*[partition.Slots]bool{} // the slots answered for, by processor
+	claims := claims{by: map[string][]claim{}, held: map[string]*[partition.Slots]bool{}}
 	for _, r := range results {
 		switch {
 		case r.err != nil:
 			cov.Unanswered = append(cov.Unanswered, Unanswered{r.instance, r.err.Error()})
-			continue
 		case r.reply.Error != nil && r.reply.Error.Kind == errInvalidQuery:
 			return nil, cov, fmt.Errorf("instance %q: %s: %w", r.instance, r.reply.Error.Message, index.ErrInvalidQuery)
 		case r.reply.Error != nil:
 			cov.Unanswered = append(cov.Unanswered, Unanswered{r.instance, r.reply.Error.Kind + ": " + r.reply.Error.Message})
-			continue
+		default:
+			if err := claims.add(r.instance, r.reply.Partitions); err != nil {
+				return nil, cov, err
+			}
+			replies = append(replies, r.reply)
 		}
-		for _, id := range r.reply.Partitions {
-			proc, slots, _ := partition.SlotsOfID(id) // readReply checked it
-			for _, c := range claims[proc] {
-				if partition.Overlap(c.id, id) {
-					return nil, cov, fmt.Errorf("instances %q and %q both answer for the records of partition %q (%q): %w", c.instance, r.instance, id, c.id, ErrBadReply)
-				}
-			}
-			claims[proc] = append(claims[proc], claim{id, r.instance})
-			if held[proc] == nil {
-				held[proc] = new([partition.Slots]bool)
-			}
-			for _, s := range slots {
-				held[proc][s] = true
-			}
-		}
-		replies = append(replies, r.reply)
 	}
+	cov.Missing = claims.missing(plan, replies)
+	return replies, cov, nil
+}
+
+// claims are the partitions the replies hold, by processor.
+type claims struct {
+	by   map[string][]claim
+	held map[string]*[partition.Slots]bool // the slots answered for
+}
+
+type claim struct{ id, instance string }
+
+// add claims instance's partitions ids; one that shares a slot with
+// another instance's is an error.
+func (c *claims) add(instance string, ids []string) error {
+	for _, id := range ids {
+		proc, slots, _ := partition.SlotsOfID(id) // readReply checked it
+		for _, o := range c.by[proc] {
+			if partition.Overlap(o.id, id) {
+				return fmt.Errorf("instances %q and %q both answer for the records of partition %q (%q): %w", o.instance, instance, id, o.id, ErrBadReply)
+			}
+		}
+		c.by[proc] = append(c.by[proc], claim{id, instance})
+		if c.held[proc] == nil {
+			c.held[proc] = new([partition.Slots]bool)
+		}
+		for _, s := range slots {
+			c.held[proc][s] = true
+		}
+	}
+	return nil
+}
+
+// missing returns the partitions of plan whose slots the claims do not
+// all hold, and the processors a reply saw that the plan does not place
+// yet (in no one's index: missing whole until the next plan places
+// them), sorted.
+func (c *claims) missing(plan partition.Plan, replies []reply) []string {
+	var out []string
 	for id := range plan.Owners {
 		proc, slots, ok := plan.SlotsOf(id)
-		if !ok || held[proc] == nil || slices.ContainsFunc(slots, func(s int) bool { return !held[proc][s] }) {
-			cov.Missing = append(cov.Missing, id)
+		if !ok || c.held[proc] == nil || slices.ContainsFunc(slots, func(s int) bool { return !c.held[proc][s] }) {
+			out = append(out, id)
 		}
 	}
-	// A processor the plan does not place yet is in no one's index: its
-	// records are missing, whole, until the next plan places it.
 	for _, r := range replies {
 		for _, proc := range r.Unplaced {
-			if _, placed := plan.Owners[plan.Of(proc, "")]; !placed && held[proc] == nil && !slices.Contains(cov.Missing, proc) {
-				cov.Missing = append(cov.Missing, proc)
+			if _, placed := plan.Owners[plan.Of(proc, "")]; !placed && c.held[proc] == nil && !slices.Contains(out, proc) {
+				out = append(out, proc)
 			}
 		}
 	}
-	slices.Sort(cov.Missing)
-	return replies, cov, nil
+	slices.Sort(out)
+	return out
 }
 
 // owners returns the instances plan places partitions on, sorted.

@@ -139,28 +139,34 @@ func readReply(data []byte, op string) (reply, error) {
 	if r.Count != nil && *r.Count < 0 {
 		return r, fmt.Errorf("the reply's count is %d: %w", *r.Count, ErrBadReply)
 	}
-	if len(r.Partitions) > partition.MaxPartitions {
-		return r, fmt.Errorf("the reply names %d partitions, over the limit of %d: %w", len(r.Partitions), partition.MaxPartitions, ErrBadReply)
+	if err := checkNames(r.Partitions, r.Unplaced); err != nil {
+		return r, err
 	}
-	if len(r.Unplaced) > partition.MaxPartitions {
-		return r, fmt.Errorf("the reply names %d unplaced processors, over the limit of %d: %w", len(r.Unplaced), partition.MaxPartitions, ErrBadReply)
+	return r, nil
+}
+
+// checkNames checks a reply's partitions (valid ids, none twice) and
+// unplaced processors (valid names), each at most partition.MaxPartitions.
+func checkNames(partitions, unplaced []string) error {
+	if len(partitions) > partition.MaxPartitions || len(unplaced) > partition.MaxPartitions {
+		return fmt.Errorf("the reply names %d partitions and %d unplaced processors, over the limit of %d each: %w", len(partitions), len(unplaced), partition.MaxPartitions, ErrBadReply)
 	}
-	for _, proc := range r.Unplaced {
+	for _, proc := range unplaced {
 		if err := partition.CheckID(proc); err != nil || strings.Contains(proc, "/") {
-			return r, fmt.Errorf("the reply's unplaced processors: %.40q is not a processor's name: %w", proc, ErrBadReply)
+			return fmt.Errorf("the reply's unplaced processors: %.40q is not a processor's name: %w", proc, ErrBadReply)
 		}
 	}
-	seen := make(map[string]bool, len(r.Partitions))
-	for _, id := range r.Partitions {
+	seen := make(map[string]bool, len(partitions))
+	for _, id := range partitions {
 		if err := partition.CheckID(id); err != nil {
-			return r, fmt.Errorf("the reply's partitions: %v: %w", err, ErrBadReply)
+			return fmt.Errorf("the reply's partitions: %v: %w", err, ErrBadReply)
 		}
 		if seen[id] {
-			return r, fmt.Errorf("the reply names partition %q twice: %w", id, ErrBadReply)
+			return fmt.Errorf("the reply names partition %q twice: %w", id, ErrBadReply)
 		}
 		seen[id] = true
 	}
-	return r, nil
+	return nil
 }
 
 // answerOf names the answers a reply holds, for an error message.
