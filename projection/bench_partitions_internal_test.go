@@ -22,7 +22,8 @@ func (s staticSource) Held() []string           { return s }
 func (s staticSource) Changed() <-chan struct{} { return nil }
 func (s staticSource) Places(proc string) bool  { return true }
 
-// BenchmarkPartitionedIndex fills a bucket with N views over 100
+// BenchmarkPartitionedIndex fills a bucket with N views (300 000, then
+// 1 000 000: about a minute and a half) over 100
 // processors (Zipf: a few hold most) and places them on 3 instances with
 // partition.Compute. For each instance, it loads an index of its
 // partitions (WithPartitions) from the whole bucket, and an index of a
@@ -32,7 +33,7 @@ func (s staticSource) Places(proc string) bool  { return true }
 // time of its index of some partitions against the index of its share
 // alone. Run: go test -run '^$' -bench PartitionedIndex -benchtime 1x ./projection/
 func BenchmarkPartitionedIndex(b *testing.B) {
-	for _, n := range []int{300_000} {
+	for _, n := range []int{300_000, 1_000_000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) { benchPartitionedIndex(b, n) })
 	}
 }
