@@ -70,15 +70,24 @@ func (ix *Index) beginPartitions() <-chan struct{} {
 	if ix.partitions == nil {
 		return nil
 	}
+	ix.disclaim()
 	changed := ix.partitions.Changed() // before Held: a change in between is seen
 	ids := slices.Clone(ix.partitions.Held())
 	slices.Sort(ids)
 	ix.mu.Lock()
 	ix.loading = &heldSet{ids: ids}
-	ix.complete = nil // claimed again once this load ends
 	ix.unplaced = map[string]uint64{}
 	ix.mu.Unlock()
 	return changed
+}
+
+// disclaim makes Partitions claim none until the next load ends: the
+// index may hold records of partitions its instance no longer holds, and
+// not all of those it now holds.
+func (ix *Index) disclaim() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.complete = nil
 }
 
 // maxUnplaced bounds the processors no one holds that the index counts.

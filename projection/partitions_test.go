@@ -25,6 +25,7 @@ type heldSource struct {
 	mu      sync.Mutex
 	ids     []string
 	changed chan struct{}
+	gate    chan struct{} // if set, Held waits for it
 }
 
 func newHeldSource(ids []string) *heldSource {
@@ -32,6 +33,12 @@ func newHeldSource(ids []string) *heldSource {
 }
 
 func (s *heldSource) Held() []string {
+	s.mu.Lock()
+	gate := s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.ids)
@@ -242,4 +249,34 @@ func TestAnIndexOfSomePartitionsReportsItsSizes(t *testing.T) {
 	require.Equal(t, map[string]uint64{"Held": 10}, held)
 	require.Equal(t, map[string]uint64{"Unplaced": 10}, unplaced)
 	require.Equal(t, []string{"Unplaced"}, ix.Unplaced())
+}
+
+// Once its partitions change, an index claims none of them until it has
+// loaded the new ones: from the change on, not from when it reads them.
+func TestAnIndexClaimsNoPartitionFromAChangeUntilItsLoadEnds(t *testing.T) {
+	e := newEnv(t)
+	run(t, e.projector(t))
+	src := newHeldSource([]string{"Held"})
+	ix := e.index(t, projection.WithPartitions(src))
+	run(t, ix)
+	testwait.For(t, "the index holds its partitions", func() bool {
+		held, ok := ix.Partitions()
+		return ok && slices.Equal(held, []string{"Held"})
+	})
+	gate := make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release) // before the index stops: a failed wait must not leave it blocked
+	src.mu.Lock()
+	src.gate = gate // the next load cannot read its partitions yet
+	src.mu.Unlock()
+	src.set([]string{"Held", "Other"})
+	testwait.For(t, "the index claims nothing once its partitions changed", func() bool {
+		_, ok := ix.Partitions()
+		return !ok
+	})
+	release()
+	testwait.For(t, "the index holds its new partitions", func() bool {
+		held, ok := ix.Partitions()
+		return ok && slices.Equal(held, []string{"Held", "Other"})
+	})
 }

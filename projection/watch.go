@@ -202,6 +202,7 @@ func (ix *Index) followUpdates(ctx context.Context, updates <-chan jetstream.Key
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-moved:
+			ix.disclaim() // at once, before the next watch reads the new partitions
 			return errPartitionsMoved
 		case <-follow.C:
 			ix.Index.Advance(ix.clock.Now())
