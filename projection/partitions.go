@@ -29,7 +29,8 @@ type PartitionSource interface {
 // and a view that moves out of them (its function changed) is dropped.
 // When src's partitions change, the watch is started again and loads the
 // records of the new ones; Partitions says which partitions the index
-// holds in full, and none while it loads. It cannot be combined with
+// holds in full, and none from a change until the new load ends. It
+// cannot be combined with
 // WithSnapshots yet: a snapshot holds another instance's partitions once
 // they move. The records of the other partitions are still read from the
 // bucket (the views are keyed by record, not by partition), only not
@@ -123,9 +124,10 @@ func (ix *Index) Sizes() (held, unplaced map[string]uint64) {
 
 // Partitions returns the partitions whose records the index holds, all of
 // them and no other, and whether it does: false without WithPartitions,
-// and while a load runs (the first, or one after the partitions changed),
-// when it may hold records of partitions it no longer holds and only some
-// of those it now holds. Safe for concurrent use.
+// during the first load, and from a change of the partitions until the
+// load of the new ones ends, while it may hold records of partitions it
+// no longer holds and only some of those it now holds. Safe for
+// concurrent use.
 func (ix *Index) Partitions() ([]string, bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
