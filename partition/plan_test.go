@@ -2,6 +2,7 @@ package partition_test
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
 	"testing"
@@ -335,4 +336,36 @@ func TestOverlapIsASharedSlot(t *testing.T) {
 	_, _, err := partition.SlotsOfID("P/3")
 	require.ErrorIs(t, err, partition.ErrInvalid)
 	assert.False(t, partition.Overlap("P/3", "P"), "not an id")
+}
+
+// Slot is FNV-1a of the id; a Set answers for a record as Holds does for
+// each of its partitions, and leaves out what is no partition's id.
+func TestASetAnswersAsItsPartitions(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		rec := rapid.StringN(0, 40, -1).Draw(t, "record")
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(rec))
+		require.Equal(t, int(h.Sum32()%partition.Slots), partition.Slot(rec))
+
+		n := 1 << rapid.IntRange(0, 8).Draw(t, "log2 parts")
+		ids := []string{"not/a/partition"}
+		for i := range n {
+			if rapid.Bool().Draw(t, fmt.Sprint("hold ", i)) {
+				ids = append(ids, partition.ID("P", i, n))
+			}
+		}
+		set := partition.NewSet(ids)
+		require.NotContains(t, set.IDs(), "not/a/partition")
+		want := ""
+		for _, id := range ids {
+			if partition.Holds(id, "P", rec) {
+				want = id
+			}
+		}
+		got, ok := set.Of("P", rec)
+		require.Equal(t, want, got)
+		require.Equal(t, want != "", ok)
+		_, ok = set.Of("Q", rec)
+		require.False(t, ok)
+	})
 }
