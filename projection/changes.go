@@ -173,7 +173,7 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 				ix.sweepCorrupt(gen)
 			}
 			out.ready = true
-			ix.complete = ix.loading
+			ix.claimed = ix.loading != nil
 		case c.corrupt:
 			// What the index held of the record stays until the view is
 			// projected again.
@@ -196,10 +196,13 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 // partition this instance does not hold (or no longer: its function
 // changed). Under ix.mu.
 func (ix *Index) applyPut(b *index.Batch, c *change, out *applied) {
-	if ix.loading != nil && !ix.loading.holds(c.processor(), c.recordID()) {
-		b.Remove(c.recordID())
-		ix.dropped(c.processor())
-		return
+	if ix.loading != nil {
+		proc, id := c.processor(), c.recordID()
+		if _, ok := ix.loading.Of(proc, id); !ok {
+			b.Remove(id)
+			ix.dropped(proc)
+			return
+		}
 	}
 	if c.fast {
 		r := c.fields.record()

@@ -13,6 +13,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/kvstore"
+	"github.com/amends-dev/amends/partition"
 	"github.com/amends-dev/amends/projection/index"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -86,12 +87,13 @@ type Index struct {
 
 	// partitions, if set, gives the partitions whose records the index
 	// keeps (partitions.go); loading is the set the current watch keeps,
-	// complete the set of the last load that ended (nil while one runs).
+	// claimed whether its load has ended and no change came since.
 	// Guarded by mu.
 	partitions PartitionSource
-	loading    *heldSet
-	complete   *heldSet
+	loading    *partition.Set
+	claimed    bool
 	unplaced   map[string]uint64 // views read of processors no one holds, since the load began
+	placed     map[string]bool   // processors the source placed, asked once a load
 
 	ready     chan struct{}
 	readyOnce sync.Once

@@ -49,22 +49,6 @@ func WithPartitions(src PartitionSource) IndexOption {
 // loads the new partitions, at once.
 var errPartitionsMoved = errors.New("the partitions this instance holds changed")
 
-// heldSet is the partitions a watch keeps the records of.
-type heldSet struct {
-	ids []string // sorted
-}
-
-// holds reports whether a partition of s holds the record of processor
-// with id recordID.
-func (s *heldSet) holds(processor, recordID string) bool {
-	for _, id := range s.ids {
-		if partition.Holds(id, processor, recordID) {
-			return true
-		}
-	}
-	return false
-}
-
 // beginPartitions fixes the partitions the next watch loads, and returns
 // the channel that signals their change (nil without partitions).
 func (ix *Index) beginPartitions() <-chan struct{} {
@@ -73,11 +57,11 @@ func (ix *Index) beginPartitions() <-chan struct{} {
 	}
 	ix.disclaim()
 	changed := ix.partitions.Changed() // before Held: a change in between is seen
-	ids := slices.Clone(ix.partitions.Held())
-	slices.Sort(ids)
+	set := partition.NewSet(ix.partitions.Held())
 	ix.mu.Lock()
-	ix.loading = &heldSet{ids: ids}
+	ix.loading = &set
 	ix.unplaced = map[string]uint64{}
+	ix.placed = map[string]bool{}
 	ix.mu.Unlock()
 	return changed
 }
@@ -88,7 +72,7 @@ func (ix *Index) beginPartitions() <-chan struct{} {
 func (ix *Index) disclaim() {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.complete = nil
+	ix.claimed = false
 }
 
 // maxUnplaced bounds the processors no one holds that the index counts.
@@ -97,7 +81,11 @@ const maxUnplaced = 4096
 // dropped counts a view the index does not keep, of processor, if no one
 // holds that processor's records. The caller holds ix.mu.
 func (ix *Index) dropped(processor string) {
+	if ix.placed[processor] {
+		return
+	}
 	if ix.partitions.Places(processor) {
+		ix.placed[processor] = true // asked once a load: a placed processor stays placed
 		return
 	}
 	if _, ok := ix.unplaced[processor]; ok || len(ix.unplaced) < maxUnplaced {
@@ -131,10 +119,10 @@ func (ix *Index) Sizes() (held, unplaced map[string]uint64) {
 func (ix *Index) Partitions() ([]string, bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.complete == nil {
+	if !ix.claimed {
 		return nil, false
 	}
-	return slices.Clone(ix.complete.ids), true
+	return slices.Clone(ix.loading.IDs()), true
 }
 
 // Unplaced returns the processors the index read views of, since its last
