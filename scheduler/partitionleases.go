@@ -112,8 +112,18 @@ func (p *Partitions) Owns(processor, recordID string) bool {
 	now := p.clock.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for id, until := range p.valid {
-		if now.Before(until) && partition.Holds(id, processor, recordID) {
+	id, ok := p.set.Of(processor, recordID)
+	until, held := p.valid[id]
+	return ok && held && now.Before(until)
+}
+
+// holdsAny reports whether this instance holds a partition now.
+func (p *Partitions) holdsAny() bool {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, until := range p.valid {
+		if now.Before(until) {
 			return true
 		}
 	}
@@ -141,6 +151,7 @@ func (p *Partitions) swap(next map[string]*lease) {
 	if same {
 		return
 	}
+	p.set = partition.NewSet(slices.Collect(maps.Keys(next)))
 	p.logger.Info("partitions: holdings changed", "instance", p.instance, "held", len(next))
 	close(p.changed)
 	p.changed = make(chan struct{})

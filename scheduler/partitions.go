@@ -67,6 +67,7 @@ type Partitions struct {
 	mu          sync.Mutex
 	plan        partition.Plan       // the plan last read, for Places
 	valid       map[string]time.Time // partition id -> until when it is held, for Held
+	set         partition.Set        // valid's partitions, for Owns
 	coordinates time.Time            // until when this instance holds the coordinator lease
 	changed     chan struct{}        // closed and replaced when valid's partitions change
 }

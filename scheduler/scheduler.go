@@ -183,7 +183,7 @@ func (s *Scheduler) passing() context.Context {
 	if s.opts.partitions == nil {
 		return s.holding()
 	}
-	if len(s.opts.partitions.Held()) == 0 {
+	if !s.opts.partitions.holdsAny() {
 		return nil
 	}
 	s.mu.Lock()

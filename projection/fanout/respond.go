@@ -150,7 +150,7 @@ func (r *Responder) answer(data []byte) reply {
 	}
 	before, ok := r.part.Partitions()
 	if !ok {
-		return reply{Partitions: []string{}, Error: &replyError{Kind: errLoading, Message: "this instance is loading the records of its partitions"}}
+		return reply{Partitions: []string{}, Error: &replyError{Kind: errLoading, Message: "this instance is loading the records of its partitions; ask again once it has"}}
 	}
 	before = sorted(before)
 	out := reply{Partitions: before, Unplaced: sorted(r.part.Unplaced())}
