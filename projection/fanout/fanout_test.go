@@ -301,11 +301,16 @@ func TestAResponderAnswersABadRequestWithWhy(t *testing.T) {
 	now := time.UnixMilli(indextest.Base)
 	c := newCluster(t, now, 0, vs, 1)
 	for name, c2 := range map[string]struct{ data, want string }{
-		"not JSON":         {`{`, "the request is not a query"},
-		"an unknown field": {`{"op":"count","query":{},"x":1}`, `"x"`},
-		"an unknown op":    {`{"op":"drop","query":{}}`, `op "drop" is not one of`},
-		"a bad view":       {`{"op":"count","query":{"filter":{"view":"nope"}}}`, "view"},
-		"too large":        {`{"op":"count","query":{"filter":{"id":"` + strings.Repeat("x", fanout.MaxRequestBytes) + `"}}}`, "over the limit of 16384"},
+		"not JSON":            {`{`, "the request is not a query"},
+		"an unknown field":    {`{"op":"count","query":{},"x":1}`, `"x"`},
+		"an unknown op":       {`{"op":"drop","query":{}}`, `op "drop" is not one of`},
+		"a bad view":          {`{"op":"count","query":{"filter":{"view":"nope"}}}`, "view"},
+		"too large":           {`{"op":"count","query":{"filter":{"id":"` + strings.Repeat("x", fanout.MaxRequestBytes) + `"}}}`, "over the limit of 16384"},
+		"a count with an id":  {`{"op":"count","query":{},"id":"r1"}`, "a count request has no id"},
+		"a wait without id":   {`{"op":"wait","query":{},"version":1,"wait_ms":10}`, "id: record id is empty"},
+		"a wait at version 0": {`{"op":"wait","query":{},"id":"r1","wait_ms":10}`, "version: must be at least 1"},
+		"a wait too long":     {`{"op":"wait","query":{},"id":"r1","version":1,"wait_ms":30001}`, "wait_ms: 30001 is not between 1 and 30000"},
+		"a wait with a query": {`{"op":"wait","query":{"limit":3},"id":"r1","version":1,"wait_ms":10}`, "a wait request has no query"},
 	} {
 		m, err := c.nc.Request(subjectOf("instance 0"), []byte(c2.data), 10*time.Second)
 		require.NoError(t, err, name)

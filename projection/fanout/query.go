@@ -21,6 +21,12 @@ type QuerierConfig struct {
 	// Plan returns the plan in force: the instances to ask, and the
 	// partitions an answer must cover. Required.
 	Plan func(ctx context.Context) (partition.Plan, error)
+	// Members, if set, returns the live instances: they are asked too,
+	// though the plan places nothing on them, because each names the
+	// processors it saw records of that the plan does not place yet (a
+	// plan made before those records, or the empty plan before the first
+	// one).
+	Members func(ctx context.Context) ([]string, error)
 	// Prefix starts the subjects (default DefaultPrefix).
 	Prefix string
 	// Timeout bounds the wait for each instance's reply (default 5s).
@@ -43,10 +49,14 @@ type Coverage struct {
 	Missing []string `json:"missing,omitempty"`
 	// Unanswered are the instances that did not answer, and why.
 	Unanswered []Unanswered `json:"unanswered,omitempty"`
+	// Unseen: no instance answered, so none could name the processors
+	// the plan does not place yet; the answer may lack records though
+	// Missing is empty.
+	Unseen bool `json:"unseen,omitempty"`
 }
 
 // Complete reports whether the answer covers every partition.
-func (c Coverage) Complete() bool { return len(c.Missing) == 0 }
+func (c Coverage) Complete() bool { return len(c.Missing) == 0 && !c.Unseen }
 
 // Unanswered is an instance that did not answer, and why.
 type Unanswered struct {
@@ -134,11 +144,10 @@ func (q *Querier) ask(ctx context.Context, op string, query api.Query) ([]reply,
 	if len(data) > MaxRequestBytes {
 		return nil, Coverage{}, fmt.Errorf("the query is %d bytes encoded, over the limit of %d: %w", len(data), MaxRequestBytes, index.ErrInvalidQuery)
 	}
-	plan, err := q.cfg.Plan(ctx)
+	plan, instances, err := q.instances(ctx)
 	if err != nil {
-		return nil, Coverage{}, fmt.Errorf("read the partitions' plan: %w", err)
+		return nil, Coverage{}, err
 	}
-	instances := owners(plan)
 	results := make([]result, len(instances))
 	var wg sync.WaitGroup
 	for i, in := range instances {
@@ -146,6 +155,26 @@ func (q *Querier) ask(ctx context.Context, op string, query api.Query) ([]reply,
 	}
 	wg.Wait()
 	return cover(plan, results)
+}
+
+// instances returns the plan in force and the instances to ask: those it
+// places partitions on and the live members, sorted.
+func (q *Querier) instances(ctx context.Context) (partition.Plan, []string, error) {
+	plan, err := q.cfg.Plan(ctx)
+	if err != nil {
+		return plan, nil, fmt.Errorf("read the partitions' plan: %w", err)
+	}
+	out := owners(plan)
+	if q.cfg.Members != nil {
+		members, err := q.cfg.Members(ctx)
+		if err != nil {
+			return plan, nil, fmt.Errorf("list the live instances: %w", err)
+		}
+		out = append(out, members...)
+		slices.Sort(out)
+		out = slices.Compact(out)
+	}
+	return plan, out, nil
 }
 
 // result is one instance's reply, or why there is none.
@@ -166,7 +195,7 @@ func (q *Querier) askOne(ctx context.Context, instance, op string, data []byte) 
 	// An instance whose partitions changed while it answered is asked
 	// once more.
 	for range 2 {
-		res.reply, res.err = q.request(ctx, subject, op, data)
+		res.reply, res.err = q.request(ctx, subject, op, data, q.cfg.Timeout)
 		if res.err != nil || res.reply.Error == nil || res.reply.Error.Kind != errMoved {
 			break
 		}
@@ -174,16 +203,17 @@ func (q *Querier) askOne(ctx context.Context, instance, op string, data []byte) 
 	return res
 }
 
-// request sends data to subject and reads the reply to op.
-func (q *Querier) request(ctx context.Context, subject, op string, data []byte) (reply, error) {
-	rctx, cancel := context.WithTimeout(ctx, q.cfg.Timeout)
+// request sends data to subject and reads the reply to op, waiting for it
+// at most timeout.
+func (q *Querier) request(ctx context.Context, subject, op string, data []byte, timeout time.Duration) (reply, error) {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	m, err := q.nc.RequestWithContext(rctx, subject, data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return reply{}, errors.New("no responder: the instance is not running or not reachable")
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return reply{}, fmt.Errorf("no reply within %s", q.cfg.Timeout)
+		return reply{}, fmt.Errorf("no reply within %s", timeout)
 	case err != nil:
 		return reply{}, err
 	}
@@ -215,6 +245,7 @@ func cover(plan partition.Plan, results []result) ([]reply, Coverage, error) {
 		}
 	}
 	cov.Missing = claims.missing(plan, replies)
+	cov.Unseen = len(replies) == 0
 	return replies, cov, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go"
@@ -30,6 +31,9 @@ type Part interface {
 	// partition held when it saw them: a Querier names those the plan
 	// does not place yet as missing.
 	Unplaced() []string
+	// WaitFor returns once the index holds record id at version or
+	// later, or ctx's error.
+	WaitFor(ctx context.Context, id string, version uint64) error
 }
 
 // ResponderConfig configures a Responder.
@@ -44,6 +48,10 @@ type ResponderConfig struct {
 	// 4096); past it NATS drops them and the asker hears nothing (it
 	// reports this instance as unanswered).
 	Queue int
+	// Waits bounds the waits for a record's version (Querier.WaitFor)
+	// held at once (default 256, at most 4096); past it a wait is
+	// answered busy at once. Each holds a goroutine, not a worker.
+	Waits int
 	// Logger (default: discard).
 	Logger *slog.Logger
 }
@@ -66,11 +74,14 @@ func NewResponder(nc *nats.Conn, part Part, cfg ResponderConfig) (*Responder, er
 	cfg.Prefix = cmpOr(cfg.Prefix, DefaultPrefix)
 	cfg.Workers = cmpOr(cfg.Workers, 4)
 	cfg.Queue = cmpOr(cfg.Queue, 256)
+	cfg.Waits = cmpOr(cfg.Waits, 256)
 	switch {
 	case cfg.Workers < 1 || cfg.Workers > 64:
 		return nil, fmt.Errorf("responder: workers must be 1 to 64, got %d: %w", cfg.Workers, ErrInvalidOption)
 	case cfg.Queue < 1 || cfg.Queue > 4096:
 		return nil, fmt.Errorf("responder: queue must be 1 to 4096, got %d: %w", cfg.Queue, ErrInvalidOption)
+	case cfg.Waits < 1 || cfg.Waits > 4096:
+		return nil, fmt.Errorf("responder: waits must be 1 to 4096, got %d: %w", cfg.Waits, ErrInvalidOption)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -102,6 +113,7 @@ func (r *Responder) Run(ctx context.Context) error {
 		return fmt.Errorf("responder: subscribe to %s: %w", r.subject, err)
 	}
 	var wg sync.WaitGroup
+	waits := make(chan struct{}, r.cfg.Waits)
 	for range r.cfg.Workers {
 		wg.Go(func() {
 			for {
@@ -109,7 +121,7 @@ func (r *Responder) Run(ctx context.Context) error {
 				case <-ctx.Done():
 					return
 				case m := <-msgs:
-					r.respond(m)
+					r.respond(ctx, m, &wg, waits)
 				}
 			}
 		})
@@ -122,12 +134,47 @@ func (r *Responder) Run(ctx context.Context) error {
 	return nil
 }
 
-// respond answers one request.
-func (r *Responder) respond(m *nats.Msg) {
+// respond answers one request. A wait is answered from a goroutine of its
+// own, one of at most cap(waits), added to wg; past the bound it is
+// answered busy.
+func (r *Responder) respond(ctx context.Context, m *nats.Msg, wg *sync.WaitGroup, waits chan struct{}) {
 	if m.Reply == "" {
 		return
 	}
-	data, err := jsonv2.Marshal(r.answer(m.Data))
+	req, err := readRequest(m.Data)
+	if err != nil || req.Op != opWait {
+		r.send(m, r.answer(req, err))
+		return
+	}
+	select {
+	case waits <- struct{}{}:
+		wg.Go(func() {
+			defer func() { <-waits }()
+			r.send(m, r.wait(ctx, req))
+		})
+	default:
+		r.send(m, reply{Partitions: []string{}, Error: &replyError{Kind: errBusy,
+			Message: fmt.Sprintf("this instance holds %d waits already; ask again later", cap(waits))}})
+	}
+}
+
+// wait is the reply to a wait request: whether the part holds the record
+// at the version within the request's wait.
+func (r *Responder) wait(ctx context.Context, req request) reply {
+	held, ok := r.part.Partitions()
+	if !ok {
+		return reply{Partitions: []string{}, Error: &replyError{Kind: errLoading, Message: "this instance is loading the records of its partitions; ask again once it has"}}
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(req.Wait)*time.Millisecond)
+	defer cancel()
+	reached := r.part.WaitFor(wctx, req.ID, req.Version) == nil
+	return reply{Partitions: sorted(held), Reached: &reached}
+}
+
+// send answers m with out, or with an error if out is too large for the
+// connection.
+func (r *Responder) send(m *nats.Msg, out reply) {
+	data, err := jsonv2.Marshal(out)
 	if err == nil && int64(len(data)) > r.nc.MaxPayload() {
 		data, err = jsonv2.Marshal(reply{Partitions: []string{}, Error: &replyError{Kind: errTooLarge,
 			Message: fmt.Sprintf("the answer is %d bytes, over the connection's limit of %d; ask for a smaller page", len(data), r.nc.MaxPayload())}})
@@ -141,10 +188,9 @@ func (r *Responder) respond(m *nats.Msg) {
 	}
 }
 
-// answer is the reply to request data: the answer of the part, with the
-// partitions it holds before and after answering, or an error.
-func (r *Responder) answer(data []byte) reply {
-	req, err := readRequest(data)
+// answer is the reply to req, read with err: the answer of the part, with
+// the partitions it holds before and after answering, or an error.
+func (r *Responder) answer(req request, err error) reply {
 	if err != nil {
 		return reply{Partitions: []string{}, Error: &replyError{Kind: errInvalidQuery, Message: err.Error()}}
 	}

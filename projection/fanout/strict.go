@@ -24,7 +24,13 @@ func (e *Incomplete) Error() string {
 	for _, u := range e.Unanswered {
 		why = append(why, fmt.Sprintf("%s: %s", u.Instance, u.Reason))
 	}
-	msg := fmt.Sprintf("no instance answered for partitions %s", strings.Join(e.Missing, ", "))
+	var msg string
+	switch {
+	case len(e.Missing) > 0:
+		msg = fmt.Sprintf("no instance answered for partitions %s", strings.Join(e.Missing, ", "))
+	default:
+		msg = "no instance answered, so none named the processors the plan does not place yet"
+	}
 	if len(why) > 0 {
 		msg += " (" + strings.Join(why, "; ") + ")"
 	}
@@ -42,6 +48,9 @@ func (e *Incomplete) Unwrap() error { return ErrIncomplete }
 type Strict struct {
 	Querier *Querier
 	Timeout time.Duration
+	// Views reads a record's view from the views bucket
+	// (projection.GetView); WaitFor needs it.
+	Views func(ctx context.Context, id string) (api.View, error)
 }
 
 func (s Strict) ctx() (context.Context, context.CancelFunc) {

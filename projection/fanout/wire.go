@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/token"
 	"github.com/amends-dev/amends/partition"
+	"github.com/amends-dev/amends/projection"
 )
 
 // DefaultPrefix starts the subject every Responder answers on:
@@ -36,14 +38,24 @@ const (
 	opList    = "list"
 	opCount   = "count"
 	opSummary = "summary"
+	opWait    = "wait"
 )
 
 // request is what a Querier sends. Count and Summary read the query's
-// filter only.
+// filter only; Wait reads ID, Version and Wait, and no query.
 type request struct {
 	Op    string    `json:"op"`
 	Query api.Query `json:"query"`
+	// ID and Version are the record and the version a wait is for; Wait
+	// bounds it, in milliseconds (at most MaxWait).
+	ID      string `json:"id,omitempty"`
+	Version uint64 `json:"version,omitempty"`
+	Wait    int64  `json:"wait_ms,omitempty"`
 }
+
+// MaxWait bounds how long a responder waits for a record to reach a
+// version (Querier.WaitFor).
+const MaxWait = 30 * time.Second
 
 // reply is what a Responder answers: the partitions its index holds and
 // the answer for the request's op, or an error.
@@ -53,7 +65,9 @@ type reply struct {
 	Page       *api.Page    `json:"page,omitempty"`
 	Count      *int         `json:"count,omitempty"`
 	Summary    *api.Summary `json:"summary,omitempty"`
-	Error      *replyError  `json:"error,omitempty"`
+	// Reached answers a wait: the index holds the record at the version.
+	Reached *bool       `json:"reached,omitempty"`
+	Error   *replyError `json:"error,omitempty"`
 }
 
 // replyError is why a Responder did not answer.
@@ -72,6 +86,8 @@ const (
 	errLoading      = "loading"
 	errFailed       = "failed"
 	errTooLarge     = "too_large"
+	errBusy         = "busy"
+	errTimeout      = "timeout"
 )
 
 // instanceTokens encodes an instance's name into a subject token.
@@ -111,9 +127,14 @@ func readRequest(data []byte) (request, error) {
 	}
 	switch req.Op {
 	case opList, opCount, opSummary:
+		if req.ID != "" || req.Version != 0 || req.Wait != 0 {
+			return req, fmt.Errorf("a %s request has no id, version or wait_ms", req.Op)
+		}
 		return req, nil
+	case opWait:
+		return req, checkWait(req)
 	}
-	return req, fmt.Errorf("op %.20q is not one of %s, %s and %s", req.Op, opList, opCount, opSummary)
+	return req, fmt.Errorf("op %.20q is not one of %s, %s, %s and %s", req.Op, opList, opCount, opSummary, opWait)
 }
 
 // readReply reads and checks an instance's reply to op: an error, or the
@@ -125,12 +146,12 @@ func readReply(data []byte, op string) (reply, error) {
 		return r, fmt.Errorf("the reply does not decode: %v: %w", err, ErrBadReply)
 	}
 	if r.Error != nil {
-		if r.Page != nil || r.Count != nil || r.Summary != nil {
+		if r.Page != nil || r.Count != nil || r.Summary != nil || r.Reached != nil {
 			return r, fmt.Errorf("the reply holds both an error and an answer: %w", ErrBadReply)
 		}
 		return r, nil
 	}
-	answered := map[string]bool{opList: r.Page != nil, opCount: r.Count != nil, opSummary: r.Summary != nil}
+	answered := map[string]bool{opList: r.Page != nil, opCount: r.Count != nil, opSummary: r.Summary != nil, opWait: r.Reached != nil}
 	for o, has := range answered {
 		if has != (o == op) {
 			return r, fmt.Errorf("the reply to a %s request holds the answer of %s: %w", op, answerOf(answered), ErrBadReply)
@@ -182,4 +203,20 @@ func answerOf(answered map[string]bool) string {
 	}
 	slices.Sort(ops)
 	return fmt.Sprint(ops)
+}
+
+// checkWait checks a wait request: a record id, a version, a positive
+// wait within MaxWait, and no query.
+func checkWait(req request) error {
+	switch {
+	case req.Query != (api.Query{}):
+		return errors.New("a wait request has no query")
+	case projection.CheckID(req.ID) != nil:
+		return fmt.Errorf("id: %v", projection.CheckID(req.ID))
+	case req.Version == 0:
+		return errors.New("version: must be at least 1")
+	case req.Wait <= 0 || req.Wait > MaxWait.Milliseconds():
+		return fmt.Errorf("wait_ms: %d is not between 1 and %d", req.Wait, MaxWait.Milliseconds())
+	}
+	return nil
 }
