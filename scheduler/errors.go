@@ -10,4 +10,7 @@ var (
 	// ErrIncompatibleBucket: the lease bucket exists with settings other
 	// than the ones asked for; amends never reconfigures it.
 	ErrIncompatibleBucket = errors.New("scheduler: incompatible lease bucket")
+	// ErrInstanceTaken: another process holds the member lease of this
+	// instance's name (Partitions.Join).
+	ErrInstanceTaken = errors.New("scheduler: the instance's member lease is held by another process")
 )

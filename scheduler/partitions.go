@@ -255,7 +255,7 @@ func keep(ctx context.Context, l *lease) error {
 // coordinate computes the plan from the live members and writes it if it
 // changed.
 func (p *Partitions) coordinate(ctx context.Context) error {
-	members, err := p.members(ctx)
+	members, err := p.Members(ctx)
 	if err != nil {
 		return err
 	}
@@ -288,9 +288,43 @@ func (p *Partitions) coordinate(ctx context.Context) error {
 	return err
 }
 
-// members returns the instances whose member lease is in the bucket,
-// sorted.
-func (p *Partitions) members(ctx context.Context) ([]string, error) {
+// Join takes this instance's member lease before Run, so that a second
+// process with the instance's name is found at its start: it returns an
+// error matching ErrInstanceTaken while another process holds the lease
+// (another instance of this name, or this one's last run until its
+// lease's TTL passes). Run then renews the lease. Not safe for concurrent
+// use with Run; calling it again once it succeeded does nothing.
+func (p *Partitions) Join(ctx context.Context) error {
+	if p.member.rev != 0 {
+		return nil
+	}
+	ok, err := p.member.acquire(ctx)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("instance %q: %w", p.instance, ErrInstanceTaken)
+	}
+	return nil
+}
+
+// Plan reads the plan in force from its bucket: before the coordinator's
+// first plan, the empty plan, which places nothing. A plan that does not
+// validate, or a failed read, is an error. Safe for concurrent use; a
+// fanout.Querier's Plan.
+func (p *Partitions) Plan(ctx context.Context) (partition.Plan, error) {
+	plan, _, err := p.plans.Get(ctx, planKey)
+	if errors.Is(err, kvstore.ErrNotFound) {
+		return partition.Plan{}, nil
+	}
+	return plan, err
+}
+
+// Members returns the instances whose member lease is in the bucket (the
+// live ones, and a dead one until its lease expires), sorted, at most
+// partition.MaxInstances. Safe for concurrent use; a fanout.Querier's
+// Members.
+func (p *Partitions) Members(ctx context.Context) ([]string, error) {
 	out, err := p.namesUnder(ctx, memberPrefix)
 	if err != nil {
 		return nil, err

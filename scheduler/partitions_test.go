@@ -318,3 +318,33 @@ func (r *partitionsRig) planParts(processor string) int {
 	}
 	return plan.Parts(processor)
 }
+
+// A second process with an instance's name cannot join while the first
+// holds its member lease; it can once the first stops. The plan read
+// before any is computed is the empty one, and the members are listed.
+func TestAnInstanceNameIsTakenByOneProcessAtATime(t *testing.T) {
+	r := newPartitionsRig(t)
+	_, js := r.srv.Connect()
+	leases, err := scheduler.OpenLeases(t.Context(), js, scheduler.WithLeaseTTL(r.ttl))
+	require.NoError(t, err)
+	plans, err := scheduler.OpenPartitions(t.Context(), js, 1)
+	require.NoError(t, err)
+	twin, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: "a", Sizes: func() (map[string]uint64, map[string]uint64) { return nil, nil }})
+	require.NoError(t, err)
+	plan, err := twin.Plan(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, plan.Owners, "no plan yet: nothing placed")
+
+	r.start("a")
+	r.start("b")
+	testwait.For(t, "both are members", func() bool {
+		m, err := twin.Members(t.Context())
+		return err == nil && slices.Equal(m, []string{"a", "b"})
+	})
+	err = twin.Join(t.Context())
+	require.ErrorIs(t, err, scheduler.ErrInstanceTaken)
+	require.ErrorContains(t, err, `instance "a"`)
+	r.stop("a")
+	require.NoError(t, twin.Join(t.Context()))
+	require.NoError(t, twin.Join(t.Context()), "joined already: nothing to do")
+}
