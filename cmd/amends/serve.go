@@ -119,6 +119,7 @@ type serveFlags struct {
 	sec       httpSecFlags
 	snap      snapshotFlags
 	comp      compressionFlags
+	part      partitionFlags
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -184,6 +185,7 @@ func newServeCmd(a *app) *cobra.Command {
 	f.notify.add(fs)
 	f.snap.add(fs)
 	f.comp.add(fs)
+	f.part.add(fs)
 	f.sec.add(fs)
 	annotateEnv(fs)
 	f.sec.addCommandLineOnly(fs) // after annotateEnv: never from the environment
@@ -213,6 +215,9 @@ func (f *serveFlags) config(cmd *cobra.Command, env func(string) (string, bool),
 		return cfg, err
 	}
 	if err := f.comp.config(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := f.part.config(&cfg, cmd.Flags().Changed, f.scheduler); err != nil {
 		return cfg, err
 	}
 	if err := checkRange("startup-timeout", f.startupTimeout, 5*time.Second, time.Hour, ""); err != nil {
@@ -364,6 +369,8 @@ type serveConfig struct {
 	indexSnapshotEvery time.Duration
 	// indexAuditRate is how many records a second the index audits.
 	indexAuditRate int
+	// partitions, if set, splits the records among the instances.
+	partitions *partitionsConfig
 
 	// ready, when set, is called once serve is ready, before it waits for
 	// the context to end.

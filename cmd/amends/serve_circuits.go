@@ -10,7 +10,6 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/circuit"
 	"github.com/amends-dev/amends/eventstore/jsstore"
-	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/scheduler"
 	"github.com/amends-dev/amends/server"
@@ -48,8 +47,8 @@ func (c *circuits) component() component { return component{"circuits", c.watche
 
 // schedulerOption runs the recovery drains, with the room in each
 // context's replay consumer as their bound.
-func (c *circuits) schedulerOption(js jetstream.JetStream, store *jsstore.Store, index *projection.Index, rate float64) scheduler.Option {
-	return scheduler.WithDrains(scheduler.DrainConfig{Circuits: c.watcher, Store: c.store, Records: index, Progress: c.drains,
+func (c *circuits) schedulerOption(js jetstream.JetStream, store *jsstore.Store, records scheduler.RecordLister, rate float64) scheduler.Option {
+	return scheduler.WithDrains(scheduler.DrainConfig{Circuits: c.watcher, Store: c.store, Records: records, Progress: c.drains,
 		Policy: scheduler.DrainPolicy{Rate: rate}, Capacity: scheduler.ReplayRoom(js, store.StreamName(aggregate.Context))})
 }
 

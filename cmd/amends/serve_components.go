@@ -16,6 +16,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/audit"
+	"github.com/amends-dev/amends/dashboard"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/transient"
 	"github.com/amends-dev/amends/metrics"
@@ -37,7 +38,11 @@ const shutdownTimeout = 15 * time.Second
 func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstream.JetStream, store *jsstore.Store, logger *slog.Logger) ([]component, string, error) {
 	startup := logger.With("component", "startup")
 	mismatch := &mismatches{}
-	rm, err := openReadModel(ctx, cfg, js, store, mismatch, startup, logger)
+	leases, err := openLeases(ctx, cfg, js, mismatch, startup)
+	if err != nil {
+		return nil, "", err
+	}
+	rm, err := openReadModel(ctx, cfg, nc, js, store, leases, mismatch, startup, logger)
 	if err != nil {
 		return nil, "", err
 	}
@@ -60,7 +65,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.Records(index), metrics.Projector(proj), metrics.Quarantine(quar),
 		metrics.Failures(index, nil))
-	components := []component{{"projector", proj.Run}, {"index", index.Run}}
+	components := append([]component{{"projector", proj.Run}, {"index", index.Run}}, rm.components...)
 	in, err := openIntel(ctx, cfg, js, quar, startup, logger)
 	if err != nil {
 		return nil, "", err
@@ -76,7 +81,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	var sweeper *retention.Sweeper
 	if cfg.scheduler != nil {
 		var sched *scheduler.Scheduler
-		sched, sweeper, err = openScheduler(ctx, cfg, js, store, svc, rm, in, circ, mismatch, startup, logger)
+		sched, sweeper, err = openScheduler(ctx, cfg, js, store, svc, leases, rm, in, circ, startup, logger)
 		if err != nil {
 			return nil, "", err
 		}
@@ -97,7 +102,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	sightings.log.Store(auditLog)
 	httpLog := logger.With("component", "http")
 	apiCfg := server.Config{
-		Queries: index, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering, Rules: in.rules,
+		Queries: rm.queries, Commands: svc, Batches: batches, Tokens: cfg.tokens, Registry: reg, Quarantine: quar, Ordering: ordering, Rules: in.rules,
 		Logger: httpLog, Sessions: sessions, Audit: auditLog, OIDC: cfg.oidc,
 		AllowedHosts: cfg.allowedHosts, TrustedProxies: cfg.trustedProxies,
 		Circuits: circ.server(),
@@ -110,7 +115,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	}
 	apiCfg.Ready = readiness(checks...)
 	serveRetired(&apiCfg, reg, sweeper, store)
-	if components, err = withDashboard(&apiCfg, components, index, store, views, auditLog, logger); err != nil {
+	if components, err = withDashboard(&apiCfg, components, rm.queries, store, views, auditLog, logger); err != nil {
 		return nil, "", err
 	}
 	api := server.New(apiCfg)
@@ -149,12 +154,28 @@ type readModel struct {
 	proj      *projection.Projector
 	index     *projection.Index
 	sightings *unauditedSightings
+	// queries answer the API and the dashboard, records the scheduler's
+	// drains, releases and retention: the index, or with --partitions
+	// every instance's (spreadQueries, fanout.Strict).
+	queries readQueries
+	records scheduler.RecordLister
+	// parts are this instance's partitions with --partitions, and
+	// components what runs them and answers for its index.
+	parts      *scheduler.Partitions
+	components []component
+}
+
+// readQueries is what the API and the dashboard read records through.
+type readQueries interface {
+	server.Queries
+	dashboard.Index
 }
 
 // openReadModel repairs the buckets first if asked (--repair-buckets),
 // then opens the views bucket (an incompatible one is used as it is and
 // reported), the quarantine, the projector and the index.
-func openReadModel(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, mismatch *mismatches, startup, logger *slog.Logger) (*readModel, error) {
+func openReadModel(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstream.JetStream, store *jsstore.Store, leases *scheduler.Leases, mismatch *mismatches,
+	startup, logger *slog.Logger) (*readModel, error) {
 	if cfg.repairBuckets {
 		if err := repairBuckets(ctx, cfg, js, startup); err != nil {
 			return nil, err
@@ -187,20 +208,39 @@ func openReadModel(ctx context.Context, cfg serveConfig, js jetstream.JetStream,
 	if err != nil {
 		return nil, fmt.Errorf("index snapshots: %w", err)
 	}
-	index, err := projection.NewIndex(views, store, append([]projection.IndexOption{projection.WithReprojector(proj), projection.WithIndexQuarantine(quar),
-		projection.WithAudit(cfg.indexAuditRate), projection.WithIndexLogger(logger.With("component", "index"))}, snap...)...)
-	if err != nil {
+	opts := append([]projection.IndexOption{projection.WithReprojector(proj), projection.WithIndexQuarantine(quar),
+		projection.WithAudit(cfg.indexAuditRate), projection.WithIndexLogger(logger.With("component", "index"))}, snap...)
+	var index *projection.Index
+	var parts *scheduler.Partitions
+	if cfg.partitions != nil {
+		if parts, err = openPartitions(ctx, cfg, js, leases, &index, startup, logger); err != nil {
+			return nil, err
+		}
+		opts = append(opts, projection.WithPartitions(parts))
+	}
+	if index, err = projection.NewIndex(views, store, opts...); err != nil {
 		return nil, err
 	}
-	return &readModel{views: views, quar: quar, proj: proj, index: index, sightings: sightings}, nil
+	rm := &readModel{views: views, quar: quar, proj: proj, index: index, sightings: sightings, queries: index, records: index}
+	if parts != nil {
+		p, components, err := newPartitioned(cfg, nc, parts, index, views, logger)
+		if err != nil {
+			return nil, err
+		}
+		rm.parts, rm.components = parts, components
+		rm.queries, rm.records = spreadQueries{Strict: p.strict, local: index}, p.strict
+	}
+	return rm, nil
 }
 
-// openScheduler opens the lease bucket (an incompatible one is bound with
-// its own TTL and reported) and returns the scheduler of cfg.scheduler,
-// with the retention sweeper it runs, nil when retention is off.
-func openScheduler(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, svc *aggregate.Service, rm *readModel, in *intel, circ *circuits,
-	mismatch *mismatches, startup, logger *slog.Logger) (*scheduler.Scheduler, *retention.Sweeper, error) {
+// openLeases opens the lease bucket of the scheduler and the partitions,
+// nil without the scheduler. An incompatible bucket is bound with its own
+// TTL and reported.
+func openLeases(ctx context.Context, cfg serveConfig, js jetstream.JetStream, mismatch *mismatches, startup *slog.Logger) (*scheduler.Leases, error) {
 	sc := cfg.scheduler
+	if sc == nil {
+		return nil, nil
+	}
 	leases, err := retryOpen(ctx, startup, "the lease bucket "+scheduler.DefaultLeaseBucket, func(ctx context.Context) (*scheduler.Leases, error) {
 		leases, err := scheduler.OpenLeases(ctx, js, scheduler.WithLeaseTTL(sc.leaseTTL), scheduler.WithLeaseReplicas(cfg.replicas))
 		if errors.Is(err, scheduler.ErrIncompatibleBucket) {
@@ -212,10 +252,22 @@ func openScheduler(ctx context.Context, cfg serveConfig, js jetstream.JetStream,
 		return leases, err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("scheduler: %w", err)
+		return nil, fmt.Errorf("scheduler: %w", err)
 	}
-	sopts := append(in.schedulerOptions(rm.index), circ.schedulerOption(js, store, rm.index, sc.drainRate))
-	sweeper, err := openRetention(ctx, cfg, js, store, rm.views, rm.index, rm.proj, rm.quar, startup, logger)
+	return leases, nil
+}
+
+// openScheduler returns the scheduler of cfg.scheduler on leases, with
+// the retention sweeper it runs, nil when retention is off. With
+// --partitions it prepares the due records of this instance's partitions.
+func openScheduler(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, svc *aggregate.Service, leases *scheduler.Leases, rm *readModel,
+	in *intel, circ *circuits, startup, logger *slog.Logger) (*scheduler.Scheduler, *retention.Sweeper, error) {
+	sc := cfg.scheduler
+	sopts := append(in.schedulerOptions(rm.records), circ.schedulerOption(js, store, rm.records, sc.drainRate))
+	if rm.parts != nil {
+		sopts = append(sopts, scheduler.WithPartitions(rm.parts), scheduler.WithInstance(cfg.partitions.instance))
+	}
+	sweeper, err := openRetention(ctx, cfg, js, store, rm.views, rm.records, rm.proj, rm.quar, startup, logger)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/amends-dev/amends/dashboard"
 	"github.com/amends-dev/amends/eventstore/jsstore"
-	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -17,7 +16,7 @@ import (
 // trend. The dashboard reads the serve's index, its event store (original
 // event bodies, each read written to the audit log first) and watches the
 // views bucket for changes.
-func withDashboard(api *server.Config, components []component, index *projection.Index, store *jsstore.Store, views jetstream.KeyValue, auditLog dashboard.Auditor, logger *slog.Logger) ([]component, error) {
+func withDashboard(api *server.Config, components []component, index dashboard.Index, store *jsstore.Store, views jetstream.KeyValue, auditLog dashboard.Auditor, logger *slog.Logger) ([]component, error) {
 	d, err := dashboard.New(dashboard.Config{Index: index, Events: store, Changes: views, Audit: auditLog, Logger: logger.With("component", "dashboard")})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)

@@ -61,6 +61,8 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		{"retention-every", "10ms", "--retention-every must be between 1s and 24h, got 10ms"},
 		{"archive", "s3:bucket", `--archive: "s3:bucket" must be dir:/path or objectstore:BUCKET`},
 		{"archive", "dir:", `--archive: "dir:" must be dir:/path or objectstore:BUCKET`},
+		{"instance", "a", "--instance configures the partitioned mode: add --partitions, or drop it"},
+		{"partitions-query-timeout", "1s", "--partitions-query-timeout configures the partitioned mode: add --partitions, or drop it"},
 	} {
 		t.Run(tc.flag+"="+tc.value, func(t *testing.T) {
 			dir := t.TempDir()

@@ -8,7 +8,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/processor"
-	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/quarantine"
 	"github.com/amends-dev/amends/rules"
 	"github.com/amends-dev/amends/scheduler"
@@ -53,9 +52,9 @@ func (in *intel) component() component { return component{"rules", in.watcher.Ru
 
 // schedulerOptions park records until a deploy and release them when a
 // new build registers, with the default policy.
-func (in *intel) schedulerOptions(index *projection.Index) []scheduler.Option {
+func (in *intel) schedulerOptions(records scheduler.RecordLister) []scheduler.Option {
 	return []scheduler.Option{
 		scheduler.WithParkRules(in.watcher),
-		scheduler.WithParkRelease(in.builds, index, in.releases, scheduler.ParkReleasePolicy{}, nil),
+		scheduler.WithParkRelease(in.builds, records, in.releases, scheduler.ParkReleasePolicy{}, nil),
 	}
 }

@@ -116,7 +116,7 @@ func clipText(s string, n int) string {
 
 // openRetention opens the sweeper's bucket, its archive and the audit log,
 // and returns the scheduler option that runs it; nil without retention.
-func openRetention(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, views jetstream.KeyValue, index *projection.Index,
+func openRetention(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, views jetstream.KeyValue, records retention.Records,
 	proj *projection.Projector, quar *quarantine.Quarantine, startup, logger *slog.Logger) (*retention.Sweeper, error) {
 	rc := cfg.retention
 	if !rc.on() {
@@ -157,7 +157,7 @@ func openRetention(ctx context.Context, cfg serveConfig, js jetstream.JetStream,
 	}
 	return retention.New(retention.Config{
 		Succeeded: rc.succeeded, Unrecoverable: rc.unrecoverable, Batch: rc.batch, Every: rc.every,
-		Records: index, Store: store, Views: views, Progress: progress, Archive: sink, Audit: auditLog, Reprojector: proj,
+		Records: records, Store: store, Views: views, Progress: progress, Archive: sink, Audit: auditLog, Reprojector: proj,
 		Logger: logger.With("component", "retention"),
 	})
 }
