@@ -51,6 +51,14 @@ allows it, or deletes and creates again a bucket whose content is rebuilt
 start, before anything uses them. Entries of a bucket that do not validate
 are skipped and shown by amends quarantine list; see amends repair.
 
+Past one serve: with --partitions and --instance NAME, the serve instances
+on one NATS cluster split the records. Each indexes and prepares the
+records of the partitions it leases (placed by size, moved when an
+instance joins, stops or dies) and answers the others' queries for them;
+any instance answers every query, or 503 PartitionsMissing naming the
+partitions it could not reach, never a short answer. Index snapshots are
+off with it. See docs/scaling.md.
+
 The API closes connections idle for 60s and gives each write 60s; it holds
 at most --http-max-connections connections, closing the longest-idle one
 for a new client. At start serve raises its open-file limit to the hard

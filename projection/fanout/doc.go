@@ -10,7 +10,16 @@
 // add the counts; List merges the pages by the order's point, one cursor
 // for every part). An answer never comes back short without saying so:
 // Coverage lists the partitions of the plan that no instance answered for
-// and the instances that did not answer, with why.
+// and the instances that did not answer, with why. The live members are
+// asked too (QuerierConfig.Members): each names the processors it saw
+// records of that the plan does not place yet, and an answer from no
+// instance at all is not complete (Coverage.Unseen).
+//
+// Querier.WaitFor asks the holder of a record's partition to answer once
+// its index holds the record at a version (read-your-writes after a
+// command); Strict.WaitFor first waits for the views bucket to hold it.
+// A responder holds each wait on a goroutine of its own, at most
+// ResponderConfig.Waits at once.
 //
 // The request and the reply are JSON of package api's query types,
 // bounded (MaxRequestBytes; a reply within the connection's payload
