@@ -164,6 +164,11 @@ func (r *partitionsRig) settled() bool {
 		total += float64(s)
 	}
 	for name, ids := range held {
+		if !slices.Equal(slices.Sorted(slices.Values(ids)), plan.Held(name)) {
+			// Partitions the plan moved, not yet given up and taken: the
+			// count matches, but not yet who holds what.
+			return false
+		}
 		var load float64
 		for _, id := range ids {
 			proc, slots, ok := plan.SlotsOf(id)
