@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/amends-dev/amends/internal/natsconn"
+	"github.com/amends-dev/amends/internal/wait"
 )
 
 // benchCluster starts n JetStream servers clustered over loopback, each
@@ -65,13 +66,11 @@ func benchCluster(ctx context.Context, n int) (*nats.Conn, func(), error) {
 		}
 		urls = append(urls, s.ClientURL())
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !clusterReady(servers) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			shutdown()
-			return nil, nil, fmt.Errorf("bench cluster of %d nodes elected no JetStream meta leader within 30s", n)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the servers' own state
+	err = wait.Until(ctx, fmt.Sprintf("bench cluster of %d nodes: a JetStream meta leader elected", n), 50*time.Millisecond, 30*time.Second,
+		func() bool { return clusterReady(servers) })
+	if err != nil {
+		shutdown()
+		return nil, nil, err
 	}
 	nc, err := nats.Connect(strings.Join(urls, ","), nats.Name("amends bench"))
 	if err != nil {

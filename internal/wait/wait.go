@@ -3,6 +3,7 @@ package wait
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -21,6 +22,22 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Until calls ok, then every d until it returns true, and returns nil;
+// ctx's error once ctx ends; or, once limit has passed, an error that
+// says what was waited for. ok runs on the caller's goroutine.
+func Until(ctx context.Context, what string, d, limit time.Duration, ok func() bool) error {
+	deadline := time.Now().Add(limit)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not within %s", what, limit)
+		}
+		if err := Sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Every calls f every d until ctx ends, the first time d after the call;
