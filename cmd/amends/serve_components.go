@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"regexp"
 	"strings"
 	"time"
 
@@ -62,7 +63,7 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	}
 	probe := newWriteProbe(health, time.Now)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	reg.MustRegister(collectors.NewGoCollector(liveHeap), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.Records(index), metrics.Projector(proj), metrics.Quarantine(quar),
 		metrics.Failures(index, nil))
 	components := append([]component{{"projector", proj.Run}, {"index", index.Run}}, rm.components...)
@@ -133,6 +134,11 @@ func controlPlane(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstr
 	components = append(components, component{"http", run})
 	return components, url, nil
 }
+
+// liveHeap adds go_gc_heap_live_bytes to the Go collector's metrics: the
+// heap the last GC found live, the memory the index and the rest hold
+// (the heap metrics of memstats include garbage not yet collected).
+var liveHeap = collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})
 
 // retryOpen opens something at start-up through transient errors (see
 // transient.Retry), logging what it waits for; other errors return at once.
