@@ -102,6 +102,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	annotateEnv(fs)
 	cmd.AddCommand(newBenchStormCmd(a))
 	cmd.AddCommand(newBenchFootprintCmd(a))
+	cmd.AddCommand(newBenchPartitionsCmd(a))
 	return outputs(outputDocument, cmd)
 }
 

@@ -156,9 +156,18 @@ const fillWindow = 2048
 // fillViews writes n generated views (the query scenarios' records) into
 // bucket with asynchronous publishes, a window at a time.
 func fillViews(ctx context.Context, js jetstream.JetStream, bucket string, n int) error {
+	return fillViewsOf(ctx, js, bucket, n, nil)
+}
+
+// fillViewsOf is fillViews with each view's processor drawn by processor
+// when it is not nil.
+func fillViewsOf(ctx context.Context, js jetstream.JetStream, bucket string, n int, processor func() string) error {
 	r := rand.New(rand.NewPCG(uint64(n), 42))
 	for i := range n {
 		v := generatedView(r, i)
+		if processor != nil {
+			v.State.Function.ProcessorName = processor()
+		}
 		v.Seq += 20                  // version v is at a sequence of at least v, or the view does not validate
 		data, err := json.Marshal(v) // the bytes the view codec writes (projection/view.go)
 		if err != nil {
