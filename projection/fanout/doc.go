@@ -23,7 +23,9 @@
 //
 // The request and the reply are JSON of package api's query types,
 // bounded (MaxRequestBytes; a reply within the connection's payload
-// limit) and read strictly: a request the responder cannot read is
+// limit once gzipped, which a reply over 64 KiB is, and MaxReplyBytes
+// once decompressed) and read strictly; a summary and its fingerprint
+// groups are asked for apart: a request the responder cannot read is
 // answered with an error that names the field, a reply the querier cannot
 // read counts as that instance's failure, and neither stops the other
 // requests.

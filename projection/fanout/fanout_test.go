@@ -1,6 +1,8 @@
 package fanout_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -201,16 +203,20 @@ func TestTheAnswersOfEveryInstanceAreThoseOfOneIndex(t *testing.T) {
 
 			wantSum, err := whole.Summary(f)
 			require.NoError(t, err)
-			wantSum.Fingerprints, err = whole.FingerprintSummary(f)
-			require.NoError(t, err)
 			gotSum, cov, err := q.Summary(ctx, f)
 			require.NoError(t, err)
 			require.True(t, cov.Complete(), "%+v", cov)
-			require.Len(t, gotSum.Fingerprints, len(wantSum.Fingerprints))
-			for i := range gotSum.Fingerprints {
-				gotSum.Fingerprints[i].SampleMessage = wantSum.Fingerprints[i].SampleMessage
-			}
 			require.Equal(t, wantSum, gotSum, "%d instances, Summary %+v", k, f)
+			wantFps, err := whole.FingerprintSummary(f)
+			require.NoError(t, err)
+			gotFps, cov, err := q.FingerprintSummary(ctx, f)
+			require.NoError(t, err)
+			require.True(t, cov.Complete(), "%+v", cov)
+			require.Len(t, gotFps, len(wantFps))
+			for i := range gotFps {
+				gotFps[i].SampleMessage = wantFps[i].SampleMessage
+			}
+			require.Equal(t, wantFps, gotFps, "%d instances, FingerprintSummary %+v", k, f)
 		}
 	}
 }
@@ -334,22 +340,30 @@ func TestAResponderAnswersABadRequestWithWhy(t *testing.T) {
 func TestABadReplyIsTheInstancesFailure(t *testing.T) {
 	vs := views(rand.New(rand.NewPCG(9, 10)), 100)
 	now := time.UnixMilli(indextest.Base)
-	for name, c2 := range map[string]struct{ reply, want string }{
-		"not JSON":            {`{`, "does not decode"},
-		"an unknown field":    {`{"partitions":[],"count":1,"x":1}`, "does not decode"},
-		"another op's answer": {`{"partitions":[],"page":{"items":[]}}`, "holds the answer of [list]"},
-		"no answer":           {`{"partitions":[]}`, "holds the answer of no op"},
-		"an error and more":   {`{"partitions":[],"count":1,"error":{"kind":"failed","message":"m"}}`, "both an error and an answer"},
-		"a negative count":    {`{"partitions":[],"count":-1}`, "count is -1"},
-		"a bad partition":     {`{"partitions":["P/999"],"count":1}`, `"P/999"`},
-		"a partition twice":   {`{"partitions":["P","P"],"count":1}`, `"P" twice`},
-		"a part as unplaced":  {`{"partitions":[],"unplaced":["P/1/2"],"count":1}`, "not a processor's name"},
+	for name, c2 := range map[string]struct{ reply, encoding, want string }{
+		"not JSON":            {`{`, "", "does not decode"},
+		"not gzip":            {`{"partitions":[],"count":1}`, "gzip", "does not decompress"},
+		"another encoding":    {`{"partitions":[],"count":1}`, "br", `encoding "br" is not gzip`},
+		"an unknown field":    {`{"partitions":[],"count":1,"x":1}`, "", "does not decode"},
+		"another op's answer": {`{"partitions":[],"page":{"items":[]}}`, "", "holds the answer of [list]"},
+		"no answer":           {`{"partitions":[]}`, "", "holds the answer of no op"},
+		"an error and more":   {`{"partitions":[],"count":1,"error":{"kind":"failed","message":"m"}}`, "", "both an error and an answer"},
+		"a negative count":    {`{"partitions":[],"count":-1}`, "", "count is -1"},
+		"a bad partition":     {`{"partitions":["P/999"],"count":1}`, "", `"P/999"`},
+		"a partition twice":   {`{"partitions":["P","P"],"count":1}`, "", `"P" twice`},
+		"a part as unplaced":  {`{"partitions":[],"unplaced":["P/1/2"],"count":1}`, "", "not a processor's name"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := newCluster(t, now, 0, vs, 2)
 			liar := "instance 1"
 			c.stop(liar)
-			sub, err := c.nc.Subscribe(subjectOf("instance 1"), func(m *nats.Msg) { _ = m.Respond([]byte(c2.reply)) })
+			sub, err := c.nc.Subscribe(subjectOf("instance 1"), func(m *nats.Msg) {
+				out := &nats.Msg{Subject: m.Reply, Data: []byte(c2.reply), Header: nats.Header{}}
+				if c2.encoding != "" {
+					out.Header.Set("Amends-Encoding", c2.encoding)
+				}
+				_ = m.RespondMsg(out)
+			})
 			require.NoError(t, err)
 			defer func() { _ = sub.Unsubscribe() }()
 			require.NoError(t, c.nc.Flush())
@@ -361,6 +375,26 @@ func TestABadReplyIsTheInstancesFailure(t *testing.T) {
 			require.Equal(t, c.parts["instance 0"].Len(), n)
 		})
 	}
+	t.Run("a bomb", func(t *testing.T) {
+		var buf bytes.Buffer
+		zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		require.NoError(t, err)
+		_, err = zw.Write(bytes.Repeat([]byte(" "), fanout.MaxReplyBytes+1))
+		require.NoError(t, err)
+		require.NoError(t, zw.Close())
+		c := newCluster(t, now, 0, vs, 2)
+		c.stop("instance 1")
+		sub, err := c.nc.Subscribe(subjectOf("instance 1"), func(m *nats.Msg) {
+			_ = m.RespondMsg(&nats.Msg{Subject: m.Reply, Data: buf.Bytes(), Header: nats.Header{"Amends-Encoding": []string{"gzip"}}})
+		})
+		require.NoError(t, err)
+		defer func() { _ = sub.Unsubscribe() }()
+		require.NoError(t, c.nc.Flush())
+		_, cov, err := c.querier(t, 10*time.Second).Count(context.Background(), api.Filter{})
+		require.NoError(t, err)
+		require.Len(t, cov.Unanswered, 1)
+		assert.Contains(t, cov.Unanswered[0].Reason, "over 67108864 bytes decompressed")
+	})
 	t.Run("a partition of another", func(t *testing.T) {
 		c := newCluster(t, now, 0, vs, 2)
 		c.parts["instance 1"].mu.Lock()
@@ -400,7 +434,12 @@ func TestAnAnswerTooLargeIsNamed(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	vs := views(r, api.MaxLimit)
 	for i := range vs {
-		vs[i].State.EventID.AggregateID.AggregateID = fmt.Sprint(i, strings.Repeat("a", 2048))
+		// Random text: a page of it does not compress below the limit.
+		noise := make([]byte, 1536)
+		for j := range noise {
+			noise[j] = byte(r.Uint32())
+		}
+		vs[i].State.EventID.AggregateID.AggregateID = fmt.Sprint(i, base64.RawURLEncoding.EncodeToString(noise))
 	}
 	now := time.UnixMilli(indextest.Base)
 	c := newCluster(t, now, 0, vs, 1)
@@ -410,6 +449,29 @@ func TestAnAnswerTooLargeIsNamed(t *testing.T) {
 	assert.Contains(t, cov.Unanswered[0].Reason, "too_large")
 	assert.Contains(t, cov.Unanswered[0].Reason, "ask for a smaller page")
 	require.Equal(t, c.plan.Held("instance 0"), cov.Missing)
+}
+
+// A large answer that compresses is sent gzipped and answered in full:
+// a page of views whose JSON is over the connection's limit.
+func TestALargeAnswerIsSentCompressed(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	vs := views(r, api.MaxLimit)
+	for i := range vs {
+		vs[i].State.EventID.AggregateID.AggregateID = fmt.Sprint(i, strings.Repeat("a", 2048))
+	}
+	now := time.UnixMilli(indextest.Base)
+	c := newCluster(t, now, 0, vs, 1)
+	whole := memIndex(t, now, vs)
+	q := api.Query{Limit: api.MaxLimit}
+	want, err := whole.List(q)
+	require.NoError(t, err)
+	raw, err := json.Marshal(want)
+	require.NoError(t, err)
+	require.Greater(t, int64(len(raw)), c.nc.MaxPayload(), "the page is over the limit uncompressed")
+	page, cov, err := c.querier(t, 10*time.Second).List(context.Background(), q)
+	require.NoError(t, err)
+	require.True(t, cov.Complete(), "%+v", cov)
+	require.Equal(t, want, page)
 }
 
 func TestTheConfigurationIsChecked(t *testing.T) {

@@ -111,9 +111,9 @@ func (q *Querier) Count(ctx context.Context, f api.Filter) (int, Coverage, error
 	return n, cov, err
 }
 
-// Summary returns the summary of the records that match f, its
-// fingerprint groups included, merged over the instances, and what it
-// covers. Errors as List.
+// Summary returns the summary of the records that match f, without its
+// fingerprint groups (as an index's Summary), merged over the instances,
+// and what it covers. Errors as List.
 func (q *Querier) Summary(ctx context.Context, f api.Filter) (api.Summary, Coverage, error) {
 	replies, cov, err := q.ask(ctx, opSummary, api.Query{Filter: f})
 	if err != nil {
@@ -122,13 +122,24 @@ func (q *Querier) Summary(ctx context.Context, f api.Filter) (api.Summary, Cover
 	sums := make([]api.Summary, len(replies))
 	for i := range replies {
 		sums[i] = *replies[i].Summary
-		if sums[i].Fingerprints == nil {
-			// A responder always adds them; an empty list is left out
-			// on the wire.
-			sums[i].Fingerprints = []api.FingerprintGroup{}
-		}
 	}
-	return index.MergeSummary(sums), cov, nil
+	sum := index.MergeSummary(sums)
+	sum.Fingerprints = nil
+	return sum, cov, nil
+}
+
+// FingerprintSummary returns the fingerprint groups of the records that
+// match f, merged over the instances, and what they cover. Errors as List.
+func (q *Querier) FingerprintSummary(ctx context.Context, f api.Filter) ([]api.FingerprintGroup, Coverage, error) {
+	replies, cov, err := q.ask(ctx, opFingerprints, api.Query{Filter: f})
+	if err != nil {
+		return nil, cov, err
+	}
+	parts := make([][]api.FingerprintGroup, len(replies))
+	for i := range replies {
+		parts[i] = *replies[i].Fingerprints
+	}
+	return index.MergeFingerprints(parts), cov, nil
 }
 
 // ask sends op for query to every instance the plan places partitions on,
@@ -217,7 +228,11 @@ func (q *Querier) request(ctx context.Context, subject, op string, data []byte, 
 	case err != nil:
 		return reply{}, err
 	}
-	return readReply(m.Data, op)
+	body, err := decodeBody(m)
+	if err != nil {
+		return reply{}, err
+	}
+	return readReply(body, op)
 }
 
 // cover returns the replies that answered, and which partitions of plan

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go"
 
 	"github.com/amends-dev/amends/api"
@@ -174,16 +173,12 @@ func (r *Responder) wait(ctx context.Context, req request) reply {
 // send answers m with out, or with an error if out is too large for the
 // connection.
 func (r *Responder) send(m *nats.Msg, out reply) {
-	data, err := jsonv2.Marshal(out)
-	if err == nil && int64(len(data)) > r.nc.MaxPayload() {
-		data, err = jsonv2.Marshal(reply{Partitions: []string{}, Error: &replyError{Kind: errTooLarge,
-			Message: fmt.Sprintf("the answer is %d bytes, over the connection's limit of %d; ask for a smaller page", len(data), r.nc.MaxPayload())}})
-	}
+	msg, err := encodeReply(m.Reply, out, r.nc.MaxPayload())
 	if err != nil {
 		r.cfg.Logger.Error("responder: encode a reply", "err", err)
 		return
 	}
-	if err := m.Respond(data); err != nil {
+	if err := m.RespondMsg(msg); err != nil {
 		r.cfg.Logger.Debug("responder: reply", "err", err)
 	}
 }
@@ -211,10 +206,14 @@ func (r *Responder) answer(req request, err error) reply {
 		out.Count = &n
 	case opSummary:
 		var s api.Summary
-		if s, err = r.part.Summary(req.Query.Filter); err == nil {
-			s.Fingerprints, err = r.part.FingerprintSummary(req.Query.Filter)
-		}
+		s, err = r.part.Summary(req.Query.Filter)
 		out.Summary = &s
+	case opFingerprints:
+		var fps []api.FingerprintGroup
+		if fps, err = r.part.FingerprintSummary(req.Query.Filter); fps == nil {
+			fps = []api.FingerprintGroup{}
+		}
+		out.Fingerprints = &fps
 	}
 	switch {
 	case errors.Is(err, index.ErrInvalidQuery):

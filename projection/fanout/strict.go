@@ -89,20 +89,15 @@ func (s Strict) Count(f api.Filter) (int, error) {
 // fingerprint groups (as an index's Summary). Errors: as Querier.Summary,
 // and *Incomplete.
 func (s Strict) Summary(f api.Filter) (api.Summary, error) {
-	sum, err := s.summary(f)
-	sum.Fingerprints = nil
-	return sum, err
+	ctx, cancel := s.ctx()
+	defer cancel()
+	return complete(s.Querier.Summary(ctx, f))
 }
 
 // FingerprintSummary returns the fingerprint groups of f over every
 // partition. Errors: as Summary.
 func (s Strict) FingerprintSummary(f api.Filter) ([]api.FingerprintGroup, error) {
-	sum, err := s.summary(f)
-	return sum.Fingerprints, err
-}
-
-func (s Strict) summary(f api.Filter) (api.Summary, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	return complete(s.Querier.Summary(ctx, f))
+	return complete(s.Querier.FingerprintSummary(ctx, f))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/internal/testwait"
 	"github.com/amends-dev/amends/partition"
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/projection/fanout"
@@ -97,6 +98,10 @@ func TestAResponderBoundsItsWaits(t *testing.T) {
 	q, err := fanout.NewQuerier(nc, fanout.QuerierConfig{Plan: func(context.Context) (partition.Plan, error) { return plan, nil }, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 
+	testwait.For(t, "the responder answers", func() bool {
+		_, cov, err := q.Count(context.Background(), api.Filter{})
+		return err == nil && cov.Complete()
+	})
 	proc := vs[0].State.Function.ProcessorName
 	held := make(chan error, 1)
 	go func() {

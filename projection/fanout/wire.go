@@ -1,13 +1,17 @@
 package fanout
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/nats-io/nats.go"
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/internal/token"
@@ -35,10 +39,11 @@ var (
 
 // The operations a request asks for.
 const (
-	opList    = "list"
-	opCount   = "count"
-	opSummary = "summary"
-	opWait    = "wait"
+	opList         = "list"
+	opCount        = "count"
+	opSummary      = "summary"
+	opFingerprints = "fingerprints"
+	opWait         = "wait"
 )
 
 // request is what a Querier sends. Count and Summary read the query's
@@ -65,6 +70,8 @@ type reply struct {
 	Page       *api.Page    `json:"page,omitempty"`
 	Count      *int         `json:"count,omitempty"`
 	Summary    *api.Summary `json:"summary,omitempty"`
+	// Fingerprints answers a fingerprints request (an empty list too).
+	Fingerprints *[]api.FingerprintGroup `json:"fingerprints,omitzero"`
 	// Reached answers a wait: the index holds the record at the version.
 	Reached *bool       `json:"reached,omitempty"`
 	Error   *replyError `json:"error,omitempty"`
@@ -126,7 +133,7 @@ func readRequest(data []byte) (request, error) {
 		return req, fmt.Errorf("the request is not a query: %v", err)
 	}
 	switch req.Op {
-	case opList, opCount, opSummary:
+	case opList, opCount, opSummary, opFingerprints:
 		if req.ID != "" || req.Version != 0 || req.Wait != 0 {
 			return req, fmt.Errorf("a %s request has no id, version or wait_ms", req.Op)
 		}
@@ -134,7 +141,7 @@ func readRequest(data []byte) (request, error) {
 	case opWait:
 		return req, checkWait(req)
 	}
-	return req, fmt.Errorf("op %.20q is not one of %s, %s, %s and %s", req.Op, opList, opCount, opSummary, opWait)
+	return req, fmt.Errorf("op %.20q is not one of %s, %s, %s, %s and %s", req.Op, opList, opCount, opSummary, opFingerprints, opWait)
 }
 
 // readReply reads and checks an instance's reply to op: an error, or the
@@ -146,12 +153,12 @@ func readReply(data []byte, op string) (reply, error) {
 		return r, fmt.Errorf("the reply does not decode: %v: %w", err, ErrBadReply)
 	}
 	if r.Error != nil {
-		if r.Page != nil || r.Count != nil || r.Summary != nil || r.Reached != nil {
+		if r.Page != nil || r.Count != nil || r.Summary != nil || r.Fingerprints != nil || r.Reached != nil {
 			return r, fmt.Errorf("the reply holds both an error and an answer: %w", ErrBadReply)
 		}
 		return r, nil
 	}
-	answered := map[string]bool{opList: r.Page != nil, opCount: r.Count != nil, opSummary: r.Summary != nil, opWait: r.Reached != nil}
+	answered := map[string]bool{opList: r.Page != nil, opCount: r.Count != nil, opSummary: r.Summary != nil, opFingerprints: r.Fingerprints != nil, opWait: r.Reached != nil}
 	for o, has := range answered {
 		if has != (o == op) {
 			return r, fmt.Errorf("the reply to a %s request holds the answer of %s: %w", op, answerOf(answered), ErrBadReply)
@@ -219,4 +226,70 @@ func checkWait(req request) error {
 		return fmt.Errorf("wait_ms: %d is not between 1 and %d", req.Wait, MaxWait.Milliseconds())
 	}
 	return nil
+}
+
+// The encoding of a large reply. A reply over compressAbove bytes of JSON
+// is sent gzipped, with encodingHeader saying so; the querier reads at
+// most MaxReplyBytes of it once decompressed.
+const (
+	encodingHeader = "Amends-Encoding"
+	gzipEncoding   = "gzip"
+	compressAbove  = 64 << 10
+	// MaxReplyBytes bounds an instance's reply, decompressed.
+	MaxReplyBytes = 64 << 20
+)
+
+// encodeReply returns the message of out to subject: its JSON, gzipped
+// when large; an answer still over limit bytes is replaced by an error
+// that says so.
+func encodeReply(subject string, out reply, limit int64) (*nats.Msg, error) {
+	data, err := jsonv2.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	if len(data) > compressAbove && len(data) <= MaxReplyBytes {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		if _, err := zw.Write(data); err != nil {
+			return nil, err
+		}
+		if err := zw.Close(); err != nil {
+			return nil, err
+		}
+		msg.Data = buf.Bytes()
+		msg.Header.Set(encodingHeader, gzipEncoding)
+	}
+	if int64(len(msg.Data)) > limit || len(data) > MaxReplyBytes {
+		data, err = jsonv2.Marshal(reply{Partitions: []string{}, Error: &replyError{Kind: errTooLarge,
+			Message: fmt.Sprintf("the answer is %d bytes (%d sent), over the connection's limit of %d or the reply limit of %d; ask for a smaller page or a narrower filter",
+				len(data), len(msg.Data), limit, MaxReplyBytes)}})
+		return &nats.Msg{Subject: subject, Data: data}, err
+	}
+	return msg, nil
+}
+
+// decodeBody returns a reply's JSON: its data, or its data gunzipped when
+// its header says so, at most MaxReplyBytes. Another encoding, or data
+// that does not decompress, is an error matching ErrBadReply.
+func decodeBody(m *nats.Msg) ([]byte, error) {
+	switch enc := m.Header.Get(encodingHeader); enc {
+	case "":
+		return m.Data, nil
+	case gzipEncoding:
+		zr, err := gzip.NewReader(bytes.NewReader(m.Data))
+		if err != nil {
+			return nil, fmt.Errorf("the reply does not decompress: %v: %w", err, ErrBadReply)
+		}
+		data, err := io.ReadAll(io.LimitReader(zr, MaxReplyBytes+1))
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("the reply does not decompress: %v: %w", err, ErrBadReply)
+		case len(data) > MaxReplyBytes:
+			return nil, fmt.Errorf("the reply is over %d bytes decompressed: %w", MaxReplyBytes, ErrBadReply)
+		}
+		return data, nil
+	default:
+		return nil, fmt.Errorf("the reply's encoding %.20q is not %s: %w", enc, gzipEncoding, ErrBadReply)
+	}
 }
