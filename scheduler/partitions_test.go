@@ -353,3 +353,18 @@ func TestAnInstanceNameIsTakenByOneProcessAtATime(t *testing.T) {
 	require.NoError(t, twin.Join(t.Context()))
 	require.NoError(t, twin.Join(t.Context()), "joined already: nothing to do")
 }
+
+// The partitions bucket is repaired as the other buckets are: nothing to
+// do on the settings it has; replicas out of range refused.
+func TestThePartitionsBucketIsRepaired(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	_, err := scheduler.OpenPartitions(t.Context(), js, 1)
+	require.NoError(t, err)
+	action, diffs, err := scheduler.RepairPartitions(t.Context(), js, 1, true)
+	require.NoError(t, err)
+	require.Equal(t, "none", action)
+	require.Empty(t, diffs)
+	_, _, err = scheduler.RepairPartitions(t.Context(), js, 6, false)
+	require.ErrorIs(t, err, scheduler.ErrInvalidOption)
+	require.ErrorContains(t, err, "between 1 and 5, got 6")
+}

@@ -32,6 +32,19 @@ func OpenPartitions(ctx context.Context, js jetstream.JetStream, replicas int) (
 	return kvstore.For(b, planCodec), nil
 }
 
+// RepairPartitions brings the partitions bucket to replicas (1 to 5): its
+// content is recomputed by the coordinator, so a bucket whose replicas
+// cannot change in place is deleted and created again. With dryRun it
+// only says what it would do. It returns the action ("none", "updated",
+// "recreated") and the differences found.
+func RepairPartitions(ctx context.Context, js jetstream.JetStream, replicas int, dryRun bool) (string, []string, error) {
+	if !bounds.Within(replicas, 1, 5) {
+		return "", nil, fmt.Errorf("partitions bucket replicas must be between 1 and 5, got %d: %w", replicas, ErrInvalidOption)
+	}
+	r, err := kvstore.Repair(ctx, js, partitionsSpec(DefaultPartitionsBucket, replicas), dryRun)
+	return r.Action, r.Diffs, err
+}
+
 func partitionsSpec(bucket string, replicas int) kvstore.Spec {
 	return kvstore.Spec{Config: jetstream.KeyValueConfig{Bucket: bucket, Description: "amends: the plan of the partitions and the two before it", History: 3, Replicas: replicas},
 		Disposable: true, Match: []kvstore.Setting{kvstore.SettingReplicas}}

@@ -43,7 +43,7 @@ func (m *mismatches) check(context.Context) error {
 }
 
 // repairBuckets brings the buckets whose settings serve matches (the
-// views and the scheduler's lease) to them, before anything opens them,
+// views, the scheduler's lease, and with --partitions the plan's) to them, before anything opens them,
 // and logs what it did.
 func repairBuckets(ctx context.Context, cfg serveConfig, js jetstream.JetStream, logger *slog.Logger) error {
 	log := func(bucket, action string, diffs []string) {
@@ -62,6 +62,13 @@ func repairBuckets(ctx context.Context, cfg serveConfig, js jetstream.JetStream,
 			return fmt.Errorf("--repair-buckets: %s: %w", scheduler.DefaultLeaseBucket, err)
 		}
 		log(scheduler.DefaultLeaseBucket, action, diffs)
+	}
+	if cfg.partitions != nil {
+		action, diffs, err := scheduler.RepairPartitions(ctx, js, cfg.replicas, false)
+		if err != nil {
+			return fmt.Errorf("--repair-buckets: %s: %w", scheduler.DefaultPartitionsBucket, err)
+		}
+		log(scheduler.DefaultPartitionsBucket, action, diffs)
 	}
 	return nil
 }

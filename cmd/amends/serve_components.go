@@ -177,16 +177,10 @@ type readQueries interface {
 	dashboard.Index
 }
 
-// openReadModel repairs the buckets first if asked (--repair-buckets),
-// then opens the views bucket (an incompatible one is used as it is and
+// openReadModel opens the views bucket (an incompatible one is used as it is and
 // reported), the quarantine, the projector and the index.
 func openReadModel(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstream.JetStream, store *jsstore.Store, leases *scheduler.Leases, mismatch *mismatches,
 	startup, logger *slog.Logger) (*readModel, error) {
-	if cfg.repairBuckets {
-		if err := repairBuckets(ctx, cfg, js, startup); err != nil {
-			return nil, err
-		}
-	}
 	views, err := retryOpen(ctx, startup, "the views bucket "+projection.DefaultBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
 		views, err := projection.OpenViews(ctx, js, append(viewsCompression(cfg), projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))...)
 		if errors.Is(err, projection.ErrIncompatibleBucket) {
@@ -239,10 +233,17 @@ func openReadModel(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetst
 	return rm, nil
 }
 
-// openLeases opens the lease bucket of the scheduler and the partitions,
-// nil without the scheduler. An incompatible bucket is bound with its own
-// TTL and reported.
+// openLeases repairs the buckets first if asked (--repair-buckets: before
+// any bucket is opened, so that none is found mismatched), then opens the
+// lease bucket of the scheduler and the partitions, nil without the
+// scheduler. An incompatible bucket is bound with its own TTL and
+// reported.
 func openLeases(ctx context.Context, cfg serveConfig, js jetstream.JetStream, mismatch *mismatches, startup *slog.Logger) (*scheduler.Leases, error) {
+	if cfg.repairBuckets {
+		if err := repairBuckets(ctx, cfg, js, startup); err != nil {
+			return nil, err
+		}
+	}
 	sc := cfg.scheduler
 	if sc == nil {
 		return nil, nil
