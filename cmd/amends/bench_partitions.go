@@ -28,8 +28,8 @@ views into the views bucket (R3), their processors drawn from a Zipf law
 --instances it runs that many amends serve processes (this binary, each
 its own process) with --partitions, and reports per instance: the records
 its index holds over its even share, its live heap (go_gc_heap_live_bytes
-less the empty instance's, read after its queries) over the heap one
-instance holding every record takes for as many records, the time until
+at a GC while it answered a page) over that of one instance alone over
+records/instances views drawn the same way, in the same run, the time until
 its API was up and until every instance answered every record with the
 plan settled (the start-up of k instances), and the mean latency of a count, a summary and a page of 50 of every record at
 it. With two instances or more it then kills one (SIGKILL) --kills times,
@@ -153,11 +153,11 @@ func runBenchPartitions(ctx context.Context, a *app, f *partitionsFlags) error {
 
 func printPartitions(w io.Writer, r bench.PartitionsResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%d records; an instance without records: %.1f MiB live heap\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Records, float64(r.Empty)/(1<<20))
-	fmt.Fprintln(tw, "processors\tinstances\tinstance\theld\t/share\tlive heap\theap/alone\tup\tserved\tcount\tsummary\tlist 50\t")
+	fmt.Fprintf(tw, "%d records; an instance without records: %.1f MiB live heap\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Records, float64(r.Empty)/(1<<20))
+	fmt.Fprintln(tw, "processors\tinstances\tinstance\theld\t/share\tlive heap\talone at share\theap/alone\tup\tserved\tcount\tsummary\tlist 50\t")
 	for _, in := range r.Instances {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.2f\t%.1f MiB\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", in.Processors, in.Instances, in.Instance, in.Held, in.Share,
-			float64(in.HeapLive)/(1<<20), in.HeapOverAlone, round(in.Up), round(in.Served), round(in.Count), round(in.Summary), round(in.List))
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.2f\t%.1f MiB\t%.1f MiB\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", in.Processors, in.Instances, in.Instance, in.Held, in.Share,
+			float64(in.HeapLive)/(1<<20), float64(in.Alone)/(1<<20), in.HeapOverAlone, round(in.Up), round(in.Served), round(in.Count), round(in.Summary), round(in.List))
 	}
 	if len(r.Kills) > 0 {
 		fmt.Fprintln(tw, "\t\t\t\t\t\t")

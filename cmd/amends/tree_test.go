@@ -37,7 +37,7 @@ var (
 		"amends drains list", "amends archive list", "amends archive show",
 	}
 	localCommands = []string{
-		"amends serve", "amends demo", "amends bench", "amends bench footprint", "amends bench storm",
+		"amends serve", "amends demo", "amends bench", "amends bench footprint", "amends bench storm", "amends bench partitions",
 		"amends token new", "amends token hash", "amends notify verify", "amends notify test",
 	}
 	// confirmedCommands change much or lose something: they refuse to run
@@ -230,6 +230,7 @@ func TestEveryJSONListHasTheOneShape(t *testing.T) {
 		"amends bench":               nil,
 		"amends bench footprint":     nil,
 		"amends bench storm":         nil,
+		"amends bench partitions":    nil,
 		"amends replay":              nil,
 		"amends holds release":       nil,
 		"amends holds skip":          nil,

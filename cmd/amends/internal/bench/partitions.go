@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -49,12 +50,14 @@ type InstanceRow struct {
 	Held  int     `json:"held"`
 	Share float64 `json:"share"`
 	// HeapLive is its live heap at a GC while it answered a page of 50
-	// (go_gc_heap_live_bytes, see settledHeap);
-	// HeapOverAlone is its heap, less that of an instance without records,
-	// over the heap one instance holding every record takes for as many
-	// records (the same less, times held/records).
+	// (go_gc_heap_live_bytes, see settledHeap); HeapOverAlone is that over
+	// the live heap of one instance alone over records/instances views
+	// drawn the same way (the issue's "a single instance holding that
+	// share"), measured in the same run.
 	HeapLive      uint64  `json:"heapLive"`
 	HeapOverAlone float64 `json:"heapOverAlone"`
+	// Alone is that instance's live heap.
+	Alone uint64 `json:"alone"`
 	// Up is from its start until /readyz answers 200 (its API listens and
 	// its index made its first load, before it holds partitions); Served
 	// from the start of all k until every instance answers every record
@@ -125,19 +128,21 @@ func runProcessors(ctx context.Context, c PartitionsConfig, procs int, res *Part
 			return err
 		}
 	}
-	// The bucket as serve makes it, then the views.
-	if _, err := projection.OpenViews(ctx, js, projection.WithBucketReplicas(3), projection.WithBucketCompression()); err != nil {
-		return err
+	r.zipf = func() func() string {
+		zipf := rand.NewZipf(rand.New(rand.NewPCG(uint64(procs), 7)), 1.1, 1, uint64(procs-1))
+		return func() string { return fmt.Sprintf("Processor%03d", zipf.Uint64()) }
 	}
-	zipf := rand.NewZipf(rand.New(rand.NewPCG(uint64(procs), 7)), 1.1, 1, uint64(procs-1))
-	start := time.Now()
-	if err := fillViewsOf(ctx, js, projection.DefaultBucket, c.Records, func() string { return fmt.Sprintf("Processor%03d", zipf.Uint64()) }); err != nil {
-		return err
-	}
-	c.Logger.Info("bench cluster: views written", "records", c.Records, "processors", procs, "took", time.Since(start))
-	var alone float64 // one instance's heap per record, the index's part
 	for _, k := range c.Instances {
-		rows, kills, err := r.serve(ctx, k, &alone, res.Empty)
+		var alone uint64
+		if k > 1 {
+			if alone, err = r.aloneAt(ctx, c.Records/k); err != nil {
+				return fmt.Errorf("one instance alone over %d records: %w", c.Records/k, err)
+			}
+		}
+		if err := r.fill(ctx, c.Records); err != nil {
+			return err
+		}
+		rows, kills, err := r.serve(ctx, k, alone)
 		res.Instances = append(res.Instances, rows...)
 		res.Kills = append(res.Kills, kills...)
 		if err != nil {
@@ -153,6 +158,47 @@ type partitionsRun struct {
 	procs int
 	urls  string
 	js    jetstream.JetStream
+	// zipf returns a draw of processor names, the same sequence each time.
+	zipf   func() func() string
+	filled int // the views in the bucket
+}
+
+// fill makes the views bucket hold n views, if it does not already: a new
+// bucket as serve makes it (R3, S2), the views' processors drawn by zipf.
+func (r *partitionsRun) fill(ctx context.Context, n int) error {
+	if r.filled == n {
+		return nil
+	}
+	if err := r.js.DeleteKeyValue(ctx, projection.DefaultBucket); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return err
+	}
+	if _, err := projection.OpenViews(ctx, r.js, projection.WithBucketReplicas(3), projection.WithBucketCompression()); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := fillViewsOf(ctx, r.js, projection.DefaultBucket, n, r.zipf()); err != nil {
+		return err
+	}
+	r.filled = n
+	r.c.Logger.Info("bench cluster: views written", "records", n, "processors", r.procs, "took", time.Since(start))
+	return nil
+}
+
+// aloneAt is the live heap of one instance alone over n views.
+func (r *partitionsRun) aloneAt(ctx context.Context, n int) (uint64, error) {
+	if err := r.fill(ctx, n); err != nil {
+		return 0, err
+	}
+	in, err := spawn(ctx, r.c.Exe, r.urls, "alone", r.c.LeaseTTL)
+	if err != nil {
+		return 0, err
+	}
+	defer in.stop()
+	if err := r.settle(ctx, []*instance{in}, n); err != nil {
+		return 0, err
+	}
+	_, live, err := in.settledHeap(ctx)
+	return live, err
 }
 
 // emptyHeap is the live heap of an instance that holds no record.
@@ -170,28 +216,19 @@ func (r *partitionsRun) emptyHeap(ctx context.Context) (uint64, error) {
 }
 
 // serve runs k instances over the views, measures them, kills each in
-// turn, and stops them. alone is set by the run of one instance.
-func (r *partitionsRun) serve(ctx context.Context, k int, alone *float64, empty uint64) ([]InstanceRow, []KillRow, error) {
-	start := time.Now()
-	instances := make([]*instance, 0, k)
+// turn, and stops them. alone is the heap of one instance alone over
+// their share (0 for k = 1: they are alone).
+func (r *partitionsRun) serve(ctx context.Context, k int, alone uint64) ([]InstanceRow, []KillRow, error) {
+	var instances []*instance
 	defer func() {
 		for _, in := range instances {
 			in.stop()
 		}
 	}()
-	for i := range k {
-		in, err := spawn(ctx, r.c.Exe, r.urls, fmt.Sprintf("i%d", i), r.c.LeaseTTL)
-		if err != nil {
-			return nil, nil, err
-		}
-		instances = append(instances, in)
-	}
-	ready := make([]time.Duration, k)
-	for i, in := range instances {
-		if err := wait.Until(ctx, "instance "+in.name+" ready", 50*time.Millisecond, 10*time.Minute, func() bool { return in.ready(ctx) }); err != nil {
-			return nil, nil, err
-		}
-		ready[i] = time.Since(in.started)
+	start := time.Now()
+	instances, up, err := r.start(ctx, k)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := r.settle(ctx, instances, r.c.Records); err != nil {
 		return nil, nil, err
@@ -203,21 +240,19 @@ func (r *partitionsRun) serve(ctx context.Context, k int, alone *float64, empty 
 		if err != nil {
 			return nil, nil, err
 		}
-		row.Up, row.Served = ready[i], served
-		if k == 1 && row.Held > 0 {
-			*alone = float64(row.HeapLive-min(row.HeapLive, empty)) / float64(row.Held)
-		}
-		if *alone > 0 && row.Held > 0 {
-			row.HeapOverAlone = float64(row.HeapLive-min(row.HeapLive, empty)) / (*alone * float64(row.Held))
+		row.Up, row.Served = up[i], served
+		row.Alone, row.HeapOverAlone = alone, 1
+		if alone > 0 {
+			row.HeapOverAlone = float64(row.HeapLive) / float64(alone)
 		}
 		rows = append(rows, row)
 		r.c.Logger.Info("bench cluster: instance", "processors", r.procs, "instances", k, "instance", in.name, "held", row.Held, "heap", row.HeapLive, "up", row.Up)
 	}
-	if k < 2 {
-		return rows, nil, nil
-	}
 	var kills []KillRow
 	for round := range r.c.Kills {
+		if k < 2 {
+			break
+		}
 		kr, err := r.killOne(ctx, instances, round%k)
 		kills = append(kills, kr)
 		if err != nil {
@@ -225,6 +260,27 @@ func (r *partitionsRun) serve(ctx context.Context, k int, alone *float64, empty 
 		}
 	}
 	return rows, kills, nil
+}
+
+// start spawns k instances and returns them, with the time each took
+// until its API was up.
+func (r *partitionsRun) start(ctx context.Context, k int) ([]*instance, []time.Duration, error) {
+	instances := make([]*instance, 0, k)
+	for i := range k {
+		in, err := spawn(ctx, r.c.Exe, r.urls, fmt.Sprintf("i%d", i), r.c.LeaseTTL)
+		if err != nil {
+			return instances, nil, err
+		}
+		instances = append(instances, in)
+	}
+	up := make([]time.Duration, k)
+	for i, in := range instances {
+		if err := wait.Until(ctx, "instance "+in.name+" up", 50*time.Millisecond, 10*time.Minute, func() bool { return in.ready(ctx) }); err != nil {
+			return instances, nil, err
+		}
+		up[i] = time.Since(in.started)
+	}
+	return instances, up, nil
 }
 
 // settle waits until every instance answers n records and the plan has
