@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -158,9 +157,7 @@ func runBench(ctx context.Context, a *app, f *benchFlags, names []string) error 
 	}}
 	results, err := runner.Run(ctx, scenarios)
 	if f.output == "json" {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if werr := enc.Encode(results); werr != nil && err == nil {
+		if werr := printJSON(a.stdout, results); werr != nil && err == nil {
 			err = werr
 		}
 	} else {

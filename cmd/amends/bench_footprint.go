@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -190,19 +189,7 @@ func runFootprint(ctx context.Context, a *app, f *footprintFlags) error {
 	}
 	c.Logger = a.logger
 	res, err := bench.RunFootprint(ctx, env, c)
-	// What was measured is printed, even when a later part failed.
-	var perr error
-	if f.bench.output == "json" {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		perr = enc.Encode(res)
-	} else {
-		perr = printFootprint(a.stdout, res)
-	}
-	if err != nil {
-		return err
-	}
-	return perr
+	return printMeasured(a.stdout, f.bench.output, res, func(w io.Writer) error { return printFootprint(w, res) }, err)
 }
 
 func printFootprint(w io.Writer, r bench.FootprintResult) error {

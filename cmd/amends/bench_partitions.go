@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -136,19 +135,7 @@ func runBenchPartitions(ctx context.Context, a *app, f *partitionsFlags) error {
 		return strings.Join(nc.Servers(), ","), js, stop, nil
 	}
 	res, err := bench.RunPartitions(ctx, c)
-	// What was measured is printed, even when a later part failed.
-	var perr error
-	if f.output == "json" {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		perr = enc.Encode(res)
-	} else {
-		perr = printPartitions(a.stdout, res)
-	}
-	if err != nil {
-		return err
-	}
-	return perr
+	return printMeasured(a.stdout, f.output, res, func(w io.Writer) error { return printPartitions(w, res) }, err)
 }
 
 func printPartitions(w io.Writer, r bench.PartitionsResult) error {
@@ -156,8 +143,12 @@ func printPartitions(w io.Writer, r bench.PartitionsResult) error {
 	fmt.Fprintf(tw, "%d records; an instance without records: %.1f MiB live heap\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Records, float64(r.Empty)/(1<<20))
 	fmt.Fprintln(tw, "processors\tinstances\tinstance\theld\t/share\tlive heap\talone at share\theap/alone\tup\tserved\tcount\tsummary\tlist 50\t")
 	for _, in := range r.Instances {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.2f\t%.1f MiB\t%.1f MiB\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", in.Processors, in.Instances, in.Instance, in.Held, in.Share,
-			float64(in.HeapLive)/(1<<20), float64(in.Alone)/(1<<20), in.HeapOverAlone, round(in.Up), round(in.Served), round(in.Count), round(in.Summary), round(in.List))
+		alone := "-" // one instance: it is alone
+		if in.Alone > 0 {
+			alone = fmt.Sprintf("%.1f MiB", float64(in.Alone)/(1<<20))
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.2f\t%.1f MiB\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", in.Processors, in.Instances, in.Instance, in.Held, in.Share,
+			float64(in.HeapLive)/(1<<20), alone, in.HeapOverAlone, round(in.Up), round(in.Served), round(in.Count), round(in.Summary), round(in.List))
 	}
 	if len(r.Kills) > 0 {
 		fmt.Fprintln(tw, "\t\t\t\t\t\t")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -149,12 +148,7 @@ func runStorm(ctx context.Context, a *app, f *stormFlags, changed func(string) b
 	if err != nil {
 		return err
 	}
-	if f.bench.output == "json" {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	}
-	return printStorm(a.stdout, res)
+	return printMeasured(a.stdout, f.bench.output, res, func(w io.Writer) error { return printStorm(w, res) }, nil)
 }
 
 // stormConfig is the storm the flags ask for; with --quick, the flags the

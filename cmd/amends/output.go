@@ -54,6 +54,22 @@ func outputs(kind string, cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
+// printMeasured prints what a bench measured, res, as JSON (output
+// "json") or through table, even when the run failed part way: it returns
+// runErr, the run's error, if there is one, else the printing's.
+func printMeasured(w io.Writer, output string, res any, table func(io.Writer) error, runErr error) error {
+	var err error
+	if output == "json" {
+		err = printJSON(w, res)
+	} else {
+		err = table(w)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return err
+}
+
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
