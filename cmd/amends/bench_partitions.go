@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,6 +53,8 @@ type partitionsFlags struct {
 	leaseTTL   time.Duration
 	output     string
 	quick      bool
+	killLoop   int
+	loopRecs   int
 }
 
 func newBenchPartitionsCmd(a *app) *cobra.Command {
@@ -72,6 +75,8 @@ func newBenchPartitionsCmd(a *app) *cobra.Command {
 	fs.StringVar(&f.instances, "instances", "", "instance counts, comma-separated, 1 to 8 each (default 1,2,3, quick 1,2)")
 	fs.IntVar(&f.kills, "kills", -1, "kills of an instance per count of instances above one, 0 to 20 (default 2, quick 1)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "the instances' --lease-ttl, 1s to 1m")
+	fs.IntVar(&f.killLoop, "kill-loop", 0, "then the kill loop: this many rounds, 0 to 100 (0: none), each a SIGKILL of one of three instances preparing real records while more are made")
+	fs.IntVar(&f.loopRecs, "kill-loop-records", 3000, "records of the kill loop, made through the event store, 100 to 1000000")
 	fs.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 	fs.BoolVar(&f.quick, "quick", false, "small fixtures: a smoke test")
 	annotateEnv(fs)
@@ -110,6 +115,12 @@ func benchPartitionsConfig(f *partitionsFlags) (bench.PartitionsConfig, error) {
 	if err := checkRange("lease-ttl", f.leaseTTL, time.Second, time.Minute, ""); err != nil {
 		return c, err
 	}
+	if err := checkRange("kill-loop", f.killLoop, 0, 100, " (0: none)"); err != nil {
+		return c, err
+	}
+	if err := checkRange("kill-loop-records", f.loopRecs, 100, 1_000_000, ""); err != nil {
+		return c, err
+	}
 	return c, checkOutput(f.output)
 }
 
@@ -135,6 +146,12 @@ func runBenchPartitions(ctx context.Context, a *app, f *partitionsFlags) error {
 		return strings.Join(nc.Servers(), ","), js, stop, nil
 	}
 	res, err := bench.RunPartitions(ctx, c)
+	if err == nil && f.killLoop > 0 {
+		var loop bench.KillLoopResult
+		loop, err = bench.RunKillLoop(ctx, c, f.loopRecs, c.Processors[0], f.killLoop)
+		res.KillLoop = &loop
+		err = errors.Join(err, loop.Check())
+	}
 	return printMeasured(a.stdout, f.output, res, func(w io.Writer) error { return printPartitions(w, res) }, err)
 }
 
@@ -150,7 +167,23 @@ func printPartitions(w io.Writer, r bench.PartitionsResult) error {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.2f\t%.1f MiB\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", in.Processors, in.Instances, in.Instance, in.Held, in.Share,
 			float64(in.HeapLive)/(1<<20), alone, in.HeapOverAlone, round(in.Up), round(in.Served), round(in.Count), round(in.Summary), round(in.List))
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if l := r.KillLoop; l != nil {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "\t\t\t\t\t\t")
+		fmt.Fprintf(tw, "Kill loop: %d records, %d more made during it; %d prepared, %d prepared twice\t\t\t\t\t\t\n", l.Records, l.Made, l.Prepared, l.Twice)
+		fmt.Fprintln(tw, "round\tkilled\tserved again\tshort answers\tanswers naming missing partitions\t")
+		for _, row := range l.Rounds {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t\n", row.Round, row.Killed, round(row.Reserved), row.Short, row.Missing)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	if len(r.Kills) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "\t\t\t\t\t\t")
 		fmt.Fprintln(tw, "processors\tinstances\tkilled\tserved again\tlease TTL\trejoined\t")
 		for _, k := range r.Kills {

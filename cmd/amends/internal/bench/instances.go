@@ -37,15 +37,16 @@ type instance struct {
 const maxTail = 20
 
 // spawn starts exe serve as instance name against the NATS servers urls
-// and returns once its API listens. The environment's AMENDS_ variables
-// are left out, so that only these flags configure it.
-func spawn(ctx context.Context, exe, urls, name string, ttl time.Duration) (*instance, error) {
-	cmd := exec.Command(exe, "serve", "--nats-url", urls, "--replicas", "3", "--partitions", "--instance", name,
+// and returns once its API listens; flags come after the bench's own, and
+// override them. The environment's AMENDS_ variables are left out, so
+// that only these flags configure it.
+func spawn(ctx context.Context, exe, urls, name string, ttl time.Duration, flags ...string) (*instance, error) {
+	cmd := exec.Command(exe, append([]string{"serve", "--nats-url", urls, "--replicas", "3", "--partitions", "--instance", name,
 		"--http", "127.0.0.1:0", "--lease-ttl", ttl.String(),
 		// The views are generated, with no history: no pass prepares
 		// them and no audit compares them with histories.
 		"--scheduler-initial-delay", "24h", "--index-audit-rate", "0",
-		"--log-format", "json", "--startup-timeout", "5m")
+		"--log-format", "json", "--startup-timeout", "5m"}, flags...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "AMENDS_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -146,6 +147,13 @@ func (in *instance) get(ctx context.Context, path string) (int, []byte, error) {
 func (in *instance) ready(ctx context.Context) bool {
 	status, _, err := in.get(ctx, "/readyz")
 	return err == nil && status == http.StatusOK
+}
+
+// isMissing reports whether err is the API's answer that partitions are
+// missing (503 PartitionsMissing).
+func isMissing(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Status == http.StatusServiceUnavailable && e.Body.Code == "PartitionsMissing"
 }
 
 // answersAll reports whether the instance counts n records in full.

@@ -94,6 +94,8 @@ type PartitionsResult struct {
 	Empty     uint64        `json:"emptyHeap"`
 	Instances []InstanceRow `json:"instances"`
 	Kills     []KillRow     `json:"kills"`
+	// KillLoop is the kill loop's, when asked for.
+	KillLoop *KillLoopResult `json:"killLoop,omitempty"`
 }
 
 // queryCalls is how many times each query is timed at each instance.
