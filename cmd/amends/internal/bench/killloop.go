@@ -61,88 +61,106 @@ func RunKillLoop(ctx context.Context, c PartitionsConfig, records, procs, rounds
 	if err != nil {
 		return res, err
 	}
-	svc := aggregate.NewService(store)
-	zipf := rand.NewZipf(rand.New(rand.NewPCG(uint64(procs), 11)), 1.1, 1, uint64(procs-1))
-	mk := func(ctxName string, i int) (string, error) {
-		fn := aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: ctxName, ProcessorName: fmt.Sprintf("Processor%03d", zipf.Uint64()), Name: "onEvent"}
-		evt := fmt.Sprintf("%s-%07d", ctxName, i)
-		id := aggregate.RecordID(evt, fn)
-		_, err := svc.Execute(ctx, id, aggregate.CreateExecutionFailed{
-			EventID:     aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-" + evt, TenantID: aggregate.DefaultTenantID}, Version: 1},
-			Function:    fn,
-			Error:       aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "boom"},
-			ExecuteAt:   time.Now().UnixMilli(),
-			RetrySpec:   &aggregate.RetrySpec{MaxRetries: 3, MinBackoff: 1, ExecutionTimeout: 3600},
-			Recoverable: aggregate.Recoverable,
-		}, aggregate.Meta{Actor: "bench"})
-		return id, err
-	}
+	l := &killLoop{c: c, urls: urls, svc: aggregate.NewService(store), zipf: rand.NewZipf(rand.New(rand.NewPCG(uint64(procs), 11)), 1.1, 1, uint64(procs-1))}
 	ids := make([]string, 0, records)
 	for i := range records {
-		id, err := mk("stable", i)
+		id, err := l.make(ctx, "stable", i)
 		if err != nil {
 			return res, err
 		}
 		ids = append(ids, id)
 	}
-	instances := make([]*instance, 0, killLoopInstances)
 	defer func() {
-		for _, in := range instances {
+		for _, in := range l.instances {
 			in.stop()
 		}
 	}()
-	for i := range killLoopInstances {
-		in, err := spawn(ctx, c.Exe, urls, fmt.Sprintf("k%d", i), c.LeaseTTL, "--scheduler-initial-delay", "0s", "--scheduler-period", "1s")
-		if err != nil {
-			return res, err
-		}
-		instances = append(instances, in)
-	}
-	stable := api.Filter{FunctionContext: "stable"}
-	whole := func(in *instance) bool {
-		n, err := in.client.Count(ctx, stable)
-		return err == nil && n == records
-	}
-	err = wait.Until(ctx, "three instances answer every record", 50*time.Millisecond, 10*time.Minute, func() bool {
-		return whole(instances[0]) && whole(instances[1]) && whole(instances[2])
-	})
-	if err != nil {
+	if err := l.start(ctx, records); err != nil {
 		return res, err
 	}
+	made, stopLoad := l.load(ctx)
+	for round := range rounds {
+		row, err := killRound(ctx, c, urls, l.instances, round, records, api.Filter{FunctionContext: "stable"})
+		res.Rounds = append(res.Rounds, row)
+		if err != nil {
+			_ = stopLoad()
+			return res, err
+		}
+		c.Logger.Info("bench kill loop: round", "round", round, "killed", row.Killed, "served again", row.Reserved, "short", row.Short, "missing", row.Missing)
+	}
+	err = stopLoad()
+	res.Made = int(made.Load())
+	if err != nil {
+		return res, fmt.Errorf("the command load: %w", err)
+	}
+	return res, countPrepares(ctx, store, ids, &res)
+}
 
-	// The command load: records made through the event store all along.
-	lctx, stopLoad := context.WithCancel(ctx)
-	var made atomic.Int64
-	var loadErr error
+// killLoop is the kill loop's cluster, records and instances.
+type killLoop struct {
+	c         PartitionsConfig
+	urls      string
+	svc       *aggregate.Service
+	zipf      *rand.Zipf // drawn by one goroutine at a time
+	instances []*instance
+}
+
+// make records a failure of a function of context ctxName, the i-th,
+// due now, and returns its id.
+func (l *killLoop) make(ctx context.Context, ctxName string, i int) (string, error) {
+	fn := aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: ctxName, ProcessorName: fmt.Sprintf("Processor%03d", l.zipf.Uint64()), Name: "onEvent"}
+	evt := fmt.Sprintf("%s-%07d", ctxName, i)
+	id := aggregate.RecordID(evt, fn)
+	_, err := l.svc.Execute(ctx, id, aggregate.CreateExecutionFailed{
+		EventID:     aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: ctxName, AggregateName: "order", AggregateID: "o-" + evt, TenantID: aggregate.DefaultTenantID}, Version: 1},
+		Function:    fn,
+		Error:       aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "boom"},
+		ExecuteAt:   time.Now().UnixMilli(),
+		RetrySpec:   &aggregate.RetrySpec{MaxRetries: 3, MinBackoff: 1, ExecutionTimeout: 3600},
+		Recoverable: aggregate.Recoverable,
+	}, aggregate.Meta{Actor: "bench"})
+	return id, err
+}
+
+// start runs the three instances, their passes on, and waits until each
+// answers the records stable records.
+func (l *killLoop) start(ctx context.Context, records int) error {
+	for i := range killLoopInstances {
+		in, err := spawn(ctx, l.c.Exe, l.urls, fmt.Sprintf("k%d", i), l.c.LeaseTTL, "--scheduler-initial-delay", "0s", "--scheduler-period", "1s")
+		if err != nil {
+			return err
+		}
+		l.instances = append(l.instances, in)
+	}
+	return wait.Until(ctx, "three instances answer every record", 50*time.Millisecond, 10*time.Minute, func() bool {
+		for _, in := range l.instances {
+			if n, err := in.client.Count(ctx, api.Filter{FunctionContext: "stable"}); err != nil || n != records {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// load makes records of context "load" until stop is called, which
+// returns the load's error; made counts them.
+func (l *killLoop) load(ctx context.Context) (made *atomic.Int64, stop func() error) {
+	lctx, cancel := context.WithCancel(ctx)
+	made = new(atomic.Int64)
+	var err error
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := 0; lctx.Err() == nil; i++ {
-			if _, err := mk("load", i); err != nil {
+			if _, e := l.make(lctx, "load", i); e != nil {
 				if lctx.Err() == nil {
-					loadErr = err
+					err = e
 				}
 				return
 			}
 			made.Add(1)
 		}
 	})
-	for round := range rounds {
-		row, err := killRound(ctx, c, urls, instances, round, records, stable)
-		res.Rounds = append(res.Rounds, row)
-		if err != nil {
-			stopLoad()
-			wg.Wait()
-			return res, err
-		}
-		c.Logger.Info("bench kill loop: round", "round", round, "killed", row.Killed, "served again", row.Reserved, "short", row.Short, "missing", row.Missing)
-	}
-	stopLoad()
-	wg.Wait()
-	res.Made = int(made.Load())
-	if loadErr != nil {
-		return res, fmt.Errorf("the command load: %w", loadErr)
-	}
-	return res, countPrepares(ctx, store, ids, &res)
+	return made, func() error { cancel(); wg.Wait(); return err }
 }
 
 // killRound kills instances[round%3], checks every answer at the others
