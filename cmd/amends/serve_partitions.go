@@ -162,6 +162,12 @@ type spreadQueries struct {
 	local *projection.Index
 }
 
+// spreadQueries answers the summary by fingerprint too (the server asks
+// its Queries for it).
+var _ interface {
+	FingerprintSummary(api.Filter) ([]api.FingerprintGroup, error)
+} = spreadQueries{}
+
 // Get returns record id from the views bucket (as *projection.Index.Get).
 func (q spreadQueries) Get(ctx context.Context, id string) (api.View, error) {
 	return q.local.Get(ctx, id)

@@ -144,6 +144,9 @@ func TestServeInstancesSplitTheRecordsAndAnswerAsOne(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, len(ids), sum.Total)
 		require.Len(t, sum.Groups, 6)
+		byFp, err := c.SummaryByFingerprint(ctx, api.Filter{})
+		require.NoError(t, err, "the summary by fingerprint is answered across the instances too")
+		require.Equal(t, len(ids), byFp.Total)
 	}
 
 	// A record of a partition b holds, prepared through a, is read at once
