@@ -69,6 +69,8 @@ type Partitions struct {
 	valid       map[string]time.Time // partition id -> until when it is held, for Held
 	set         partition.Set        // valid's partitions, for Owns
 	coordinates time.Time            // until when this instance holds the coordinator lease
+	lastMembers []string             // the members the last round listed, for Members
+	membersAt   time.Time            // when
 	changed     chan struct{}        // closed and replaced when valid's partitions change
 }
 
@@ -202,6 +204,12 @@ func (p *Partitions) round(ctx context.Context) {
 	if err := p.reportSizes(ctx); err != nil {
 		p.logger.Warn("partitions: cannot report this member's sizes", "instance", p.instance, "err", err)
 	}
+	members, listErr := p.listMembers(ctx)
+	if listErr == nil {
+		p.mu.Lock()
+		p.lastMembers, p.membersAt = members, p.clock.Now()
+		p.mu.Unlock()
+	}
 	if err := keep(ctx, p.coordinator); err != nil {
 		p.logger.Warn("partitions: cannot keep the coordinator lease", "instance", p.instance, "err", err)
 	}
@@ -213,7 +221,11 @@ func (p *Partitions) round(ctx context.Context) {
 	}
 	p.mu.Unlock()
 	if coordinating {
-		if err := p.coordinate(ctx); err != nil {
+		err := listErr
+		if err == nil {
+			err = p.coordinate(ctx, members)
+		}
+		if err != nil {
 			p.logger.Warn("partitions: cannot compute the plan", "instance", p.instance, "err", err)
 		}
 	}
@@ -254,11 +266,7 @@ func keep(ctx context.Context, l *lease) error {
 
 // coordinate computes the plan from the live members and writes it if it
 // changed.
-func (p *Partitions) coordinate(ctx context.Context) error {
-	members, err := p.Members(ctx)
-	if err != nil {
-		return err
-	}
+func (p *Partitions) coordinate(ctx context.Context, members []string) error {
 	prev, rev, err := p.plans.Get(ctx, planKey)
 	if err != nil && !errors.Is(err, kvstore.ErrNotFound) {
 		if !errors.Is(err, kvstore.ErrInvalid) {
@@ -322,9 +330,23 @@ func (p *Partitions) Plan(ctx context.Context) (partition.Plan, error) {
 
 // Members returns the instances whose member lease is in the bucket (the
 // live ones, and a dead one until its lease expires), sorted, at most
-// partition.MaxInstances. Safe for concurrent use; a fanout.Querier's
-// Members.
+// partition.MaxInstances: as Run's last round listed them, if that was
+// within two rounds, so that a query does not list the bucket's keys (a
+// consumer made and dropped each time); else listed now. Safe for
+// concurrent use; a fanout.Querier's Members.
 func (p *Partitions) Members(ctx context.Context) ([]string, error) {
+	p.mu.Lock()
+	cached, at := p.lastMembers, p.membersAt
+	p.mu.Unlock()
+	if !at.IsZero() && p.clock.Now().Sub(at) < 2*p.every {
+		return slices.Clone(cached), nil
+	}
+	return p.listMembers(ctx)
+}
+
+// listMembers lists the instances whose member lease is in the bucket,
+// as Members says.
+func (p *Partitions) listMembers(ctx context.Context) ([]string, error) {
 	out, err := p.namesUnder(ctx, memberPrefix)
 	if err != nil {
 		return nil, err
