@@ -60,6 +60,7 @@ func TestWaitForWaitsForTheIndexOfTheRecordsHolder(t *testing.T) {
 	c.parts[owner].Put(rec)
 	require.NoError(t, <-done)
 	require.NoError(t, q.WaitFor(context.Background(), proc, rec.State.ID, 1), "a version already held")
+	require.NoError(t, q.WaitFor(context.Background(), "Unplaced", "r-0", 0), "version 0: nothing to wait for")
 
 	var inc *fanout.Incomplete
 	err = q.WaitFor(context.Background(), "Unplaced", "r-1", 1)
