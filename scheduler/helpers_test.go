@@ -77,11 +77,17 @@ var fn = aggregate.FunctionInfo{FunctionKind: aggregate.KindEvent, ContextName: 
 // returns the record id and version.
 func (e *env) create(tb testing.TB, i int, rec aggregate.Recoverability) (string, uint64) {
 	tb.Helper()
+	return e.createOf(tb, i, fn, rec)
+}
+
+// createOf is create for a failure of function f.
+func (e *env) createOf(tb testing.TB, i int, f aggregate.FunctionInfo, rec aggregate.Recoverability) (string, uint64) {
+	tb.Helper()
 	evt := fmt.Sprintf("evt-%05d", i)
-	id := aggregate.RecordID(evt, fn)
+	id := aggregate.RecordID(evt, f)
 	r, err := e.svc.Execute(tb.Context(), id, aggregate.CreateExecutionFailed{
 		EventID:     aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt}, Version: 1},
-		Function:    fn,
+		Function:    f,
 		Error:       aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "boom"},
 		ExecuteAt:   e.clock.Now().UnixMilli(),
 		RetrySpec:   &aggregate.RetrySpec{MaxRetries: 3, MinBackoff: 1, ExecutionTimeout: 60},

@@ -2,7 +2,6 @@ package scheduler_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -63,18 +62,8 @@ func TestEachPartitionsRecordsArePreparedByItsHolder(t *testing.T) {
 			nextRecord++
 			f := fn
 			f.ProcessorName = processors[i%len(processors)]
-			evt := fmt.Sprintf("evt-%05d", i)
-			id := aggregate.RecordID(evt, f)
-			r, err := e.svc.Execute(t.Context(), id, aggregate.CreateExecutionFailed{
-				EventID:     aggregate.EventID{ID: evt, AggregateID: aggregate.WireAggregateID{ContextName: "order", AggregateName: "order", AggregateID: "o-" + evt}, Version: 1},
-				Function:    f,
-				Error:       aggregate.ErrorDetails{ErrorCode: "Timeout", ErrorMsg: "boom"},
-				ExecuteAt:   e.clock.Now().UnixMilli(),
-				RetrySpec:   &aggregate.RetrySpec{MaxRetries: 3, MinBackoff: 1, ExecutionTimeout: 60},
-				Recoverable: aggregate.Recoverable,
-			}, aggregate.Meta{Actor: "test"})
-			require.NoError(t, err)
-			versions[id] = r.Version
+			id, v := e.createOf(t, i, f, aggregate.Recoverable)
+			versions[id] = v
 		}
 		e.indexed(t, versions)
 		return versions
