@@ -223,12 +223,12 @@ func openReadModel(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetst
 	}
 	rm := &readModel{views: views, quar: quar, proj: proj, index: index, sightings: sightings, queries: index, records: index}
 	if parts != nil {
-		p, components, err := newPartitioned(cfg, nc, parts, index, views, logger)
+		strict, components, err := newPartitioned(cfg, nc, parts, index, views, logger)
 		if err != nil {
 			return nil, err
 		}
 		rm.parts, rm.components = parts, components
-		rm.queries, rm.records = spreadQueries{Strict: p.strict, local: index}, p.strict
+		rm.queries, rm.records = spreadQueries{Strict: strict, local: index}, strict
 	}
 	return rm, nil
 }

@@ -79,14 +79,6 @@ func (f *partitionFlags) config(cfg *serveConfig, changed func(string) bool, sch
 	return nil
 }
 
-// partitioned is serve's part of the partitioned mode: this instance's
-// leases, the responder that answers for its index, and the reader of
-// every instance's records.
-type partitioned struct {
-	parts  *scheduler.Partitions
-	strict fanout.Strict
-}
-
 // openPartitions opens the plan's bucket and returns this instance's
 // Partitions, whose sizes are those of *index once it is set. It first
 // takes the instance's member lease, waiting within ctx while another
@@ -137,19 +129,19 @@ func join(ctx context.Context, parts *scheduler.Partitions, instance string, ttl
 // newPartitioned returns the reader of every instance's records through
 // parts' plan, and the components of this instance: its leases and the
 // responder of index.
-func newPartitioned(cfg serveConfig, nc *nats.Conn, parts *scheduler.Partitions, index *projection.Index, views jetstream.KeyValue, logger *slog.Logger) (*partitioned, []component, error) {
+func newPartitioned(cfg serveConfig, nc *nats.Conn, parts *scheduler.Partitions, index *projection.Index, views jetstream.KeyValue, logger *slog.Logger) (fanout.Strict, []component, error) {
 	q, err := fanout.NewQuerier(nc, fanout.QuerierConfig{Plan: parts.Plan, Members: parts.Members, Timeout: cfg.partitions.timeout})
 	if err != nil {
-		return nil, nil, err
+		return fanout.Strict{}, nil, err
 	}
 	r, err := fanout.NewResponder(nc, index, fanout.ResponderConfig{Instance: cfg.partitions.instance, Logger: logger.With("component", "responder")})
 	if err != nil {
-		return nil, nil, err
+		return fanout.Strict{}, nil, err
 	}
 	strict := fanout.Strict{Querier: q, Timeout: 2 * cfg.partitions.timeout, Views: func(ctx context.Context, id string) (api.View, error) {
 		return projection.GetView(ctx, views, id)
 	}}
-	return &partitioned{parts: parts, strict: strict}, []component{{"partitions", parts.Run}, {"responder", r.Run}}, nil
+	return strict, []component{{"partitions", parts.Run}, {"responder", r.Run}}, nil
 }
 
 // spreadQueries answers the API and the dashboard across the instances:
