@@ -162,7 +162,7 @@ func (r *Responder) respond(ctx context.Context, m *nats.Msg, wg *sync.WaitGroup
 func (r *Responder) wait(ctx context.Context, req request) reply {
 	held, ok := r.part.Partitions()
 	if !ok {
-		return reply{Partitions: []string{}, Error: &replyError{Kind: errLoading, Message: "this instance is loading the records of its partitions; ask again once it has"}}
+		return loading()
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(req.Wait)*time.Millisecond)
 	defer cancel()
@@ -191,7 +191,7 @@ func (r *Responder) answer(req request, err error) reply {
 	}
 	before, ok := r.part.Partitions()
 	if !ok {
-		return reply{Partitions: []string{}, Error: &replyError{Kind: errLoading, Message: "this instance is loading the records of its partitions; ask again once it has"}}
+		return loading()
 	}
 	before = sorted(before)
 	out := reply{Partitions: before, Unplaced: sorted(r.part.Unplaced())}
@@ -242,4 +242,9 @@ func sorted(ids []string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// loading is the reply of a part that is loading its partitions.
+func loading() reply {
+	return reply{Partitions: []string{}, Error: &replyError{Kind: errLoading, Message: "this instance is loading the records of its partitions; ask again once it has"}}
 }
