@@ -139,7 +139,7 @@ func (c *partitioned) served() bool {
 
 // neverShort asks q for the count of the records of context "shop" (those
 // not being created meanwhile) and checks that the answer, with the
-// records of the partitions it names missing, is the whole count; it
+// records of the partitions it names missing, makes the whole count; it
 // reports whether nothing was missing.
 func (c *partitioned) neverShort(q *fanout.Querier) bool {
 	t := c.t
@@ -161,7 +161,10 @@ func (c *partitioned) neverShort(q *fanout.Querier) bool {
 			missing++
 		}
 	}
-	require.Equal(t, want, n+missing, "answered %d, missing %v (%d records)", n, cov.Missing, missing)
+	// The answer holds no record twice, and lacks only records of the
+	// partitions it names (an instance may still answer for parts of one).
+	require.LessOrEqual(t, n, want, "answered %d, missing %v (%d records)", n, cov.Missing, missing)
+	require.LessOrEqual(t, want-n, missing, "answered %d of %d, missing %v (%d records)", n, want, cov.Missing, missing)
 	return cov.Complete()
 }
 
@@ -261,7 +264,7 @@ func TestPartitionedInstancesServeEveryPartitionThroughAKill(t *testing.T) {
 	}
 	testwait.For(t, "three instances serve every partition", c.served)
 	qnc, _ := srv.Connect()
-	q, err := fanout.NewQuerier(qnc, fanout.QuerierConfig{Plan: c.plan, Timeout: 5 * time.Second})
+	q, err := fanout.NewQuerier(qnc, fanout.QuerierConfig{Plan: c.plan, Processors: full.Processors, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	require.True(t, c.neverShort(q), "every partition answers")
 

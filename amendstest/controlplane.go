@@ -38,7 +38,7 @@ type Plane struct {
 	tb       testing.TB
 	js       jetstream.JetStream
 	store    *jsstore.Store
-	views    jetstream.KeyValue
+	views    *projection.Views
 	stream   string
 	consumer string
 	ticks    chan time.Time
@@ -153,7 +153,7 @@ func (p *Plane) Settle() {
 		if err != nil {
 			continue // removed meanwhile
 		}
-		id, err := projection.DecodeKey(key)
+		_, id, err := projection.ParseKey(key)
 		if err != nil {
 			continue
 		}

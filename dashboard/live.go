@@ -263,7 +263,7 @@ func (d *Dashboard) watchOnce(ctx context.Context, changes chan<- change) error 
 	}
 	defer func() { _ = w.Stop() }()
 	return kvwatch.Follow(ctx, w, func(e jetstream.KeyValueEntry) {
-		id, err := projection.DecodeKey(e.Key())
+		_, id, err := projection.ParseKey(e.Key())
 		if err != nil {
 			return
 		}

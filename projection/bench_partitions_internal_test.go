@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/amends-dev/amends/internal/natstest"
 	"github.com/amends-dev/amends/partition"
 )
@@ -66,7 +64,7 @@ func benchPartitionedIndex(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fill := func(bucket string, keep func(i int) bool) jetstream.KeyValue {
+	fill := func(bucket string, keep func(i int) bool) *Views {
 		kv, err := OpenViews(ctx, js, WithBucket(bucket))
 		if err != nil {
 			b.Fatal(err)
@@ -75,7 +73,11 @@ func benchPartitionedIndex(b *testing.B, n int) {
 			if !keep(i) {
 				continue
 			}
-			if _, err := js.PublishAsync("$KV."+bucket+"."+ids[i], data[i]); err != nil {
+			key, err := ViewKey(procs[i], ids[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := js.PublishAsync("$KV."+bucket+"."+key, data[i]); err != nil {
 				b.Fatal(err)
 			}
 			if i%2048 == 2047 {
@@ -113,7 +115,7 @@ func benchPartitionedIndex(b *testing.B, n int) {
 // holds and how long the load took. The heap is the live heap with the
 // index less the live heap once it is dropped, both read after a GC, back
 // to back: the NATS server of the process, and its caches, are in both.
-func loadIndex(b *testing.B, views jetstream.KeyValue, opts ...IndexOption) (uint64, time.Duration) {
+func loadIndex(b *testing.B, views *Views, opts ...IndexOption) (uint64, time.Duration) {
 	ix, err := NewIndex(views, nil, opts...)
 	if err != nil {
 		b.Fatal(err)

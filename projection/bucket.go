@@ -4,18 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/internal/bounds"
-	"github.com/amends-dev/amends/internal/token"
+	"github.com/amends-dev/amends/internal/kvwatch"
 	"github.com/amends-dev/amends/kvstore"
 )
 
-// DefaultBucket is the name of the KV bucket that holds the views.
-const DefaultBucket = "amends_compensation_views"
+// DefaultBucket is the name of the KV bucket that holds the views, keyed
+// by processor and record (ViewKey).
+const DefaultBucket = "amends_views"
+
+// LegacyBucket is the views bucket of the versions before the views were
+// keyed by processor (keyed by record id alone), and LegacyDurable its
+// projector's durable consumer. Nothing reads them any more: the views
+// are projected into DefaultBucket from the event store (amends serve
+// --migrate-views does it ahead of an upgrade), and they can be deleted
+// once no instance of an earlier version runs.
+const (
+	LegacyBucket  = "amends_compensation_views"
+	LegacyDurable = "amends-projection"
+)
 
 // BucketOption configures OpenViews. An option that cannot be applied makes
 // OpenViews return an error wrapping ErrInvalidOption.
@@ -89,13 +99,55 @@ func viewsSpecOf(opts ...BucketOption) (kvstore.Spec, error) {
 		Match: []kvstore.Setting{kvstore.SettingReplicas, kvstore.SettingStorage, kvstore.SettingHistory, kvstore.SettingTTL}}, nil
 }
 
+// Views is the views bucket: its KeyValue (embedded: a Views is a
+// jetstream.KeyValue) and the JetStream handle with which it reads a
+// record's view by id alone (Lookup), whatever the processor its key
+// names (ViewKey). Safe for concurrent use.
+type Views struct {
+	jetstream.KeyValue
+	js jetstream.JetStream
+}
+
+// NewViews returns the views bucket kv, read through js (kv may be a
+// wrapper of the client's KeyValue; Lookup reads the bucket by its name
+// through js). A nil js or kv is an error wrapping ErrInvalidOption.
+func NewViews(js jetstream.JetStream, kv jetstream.KeyValue) (*Views, error) {
+	if js == nil || kv == nil {
+		return nil, fmt.Errorf("views: the JetStream handle and the bucket must not be nil: %w", ErrInvalidOption)
+	}
+	return &Views{KeyValue: kv, js: js}, nil
+}
+
+// Lookup returns the last change of record id's keys: its current view,
+// or the deletion of the key it was last at (Operation tells), whatever
+// its processor. The last message on the record's keys is its current
+// view because a view that moves to another processor's key is deleted
+// from its old key first. No change at all is an error matching
+// jetstream.ErrKeyNotFound; an id that cannot be a record id, one
+// matching ErrInvalidQuery, and nothing is sent. It reads from the
+// stream leader. Safe for concurrent use.
+func (v *Views) Lookup(ctx context.Context, id string) (jetstream.KeyValueEntry, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	e, err := kvwatch.Last(ctx, v.js, v.Bucket(), recordPattern(id))
+	if err != nil {
+		return nil, err
+	}
+	if _, got, err := ParseKey(e.Key()); err != nil || got != id {
+		return nil, fmt.Errorf("the views bucket's key %s is no key of record %s: %w", kvstore.QuoteKey(e.Key()), kvstore.Quote(id), ErrCorruptView)
+	}
+	return e, nil
+}
+
 // OpenViews returns the KV bucket of the views, creating it if it does not
-// exist. It keeps one value per record (history 1). An existing bucket
+// exist. It keeps one value per key (history 1), keyed by processor and
+// record (ViewKey). An existing bucket
 // whose replicas, storage, history or TTL differ is an error wrapping
 // ErrIncompatibleBucket that lists the differences and says how to repair
 // them (RepairViews, amends serve --repair-buckets); OpenViews never
 // changes an existing bucket. Safe to call from several instances at once.
-func OpenViews(ctx context.Context, js jetstream.JetStream, opts ...BucketOption) (jetstream.KeyValue, error) {
+func OpenViews(ctx context.Context, js jetstream.JetStream, opts ...BucketOption) (*Views, error) {
 	spec, err := viewsSpecOf(opts...)
 	if err != nil {
 		return nil, err
@@ -107,7 +159,7 @@ func OpenViews(ctx context.Context, js jetstream.JetStream, opts ...BucketOption
 	if err != nil {
 		return nil, err
 	}
-	return b.KV(), nil
+	return NewViews(js, b.KV())
 }
 
 // RepairViews brings an existing views bucket to the settings of opts (see
@@ -135,17 +187,16 @@ func RepairViews(ctx context.Context, js jetstream.JetStream, dryRun bool, opts 
 // is not an error. It reports whether it deleted one.
 // Errors: ErrInvalidQuery for an id that cannot be a record id, the
 // bucket's. Safe for concurrent use.
-func RetireView(ctx context.Context, views jetstream.KeyValue, id string, through uint64) (bool, error) {
-	key, err := EncodeKey(id)
-	if err != nil {
-		return false, err
-	}
-	e, err := views.Get(ctx, key)
+func RetireView(ctx context.Context, views *Views, id string, through uint64) (bool, error) {
+	e, err := views.Lookup(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read view %s: %w", key, err)
+		return false, fmt.Errorf("read the view of record %s: %w", id, err)
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		return false, nil
 	}
 	v, err := readView(e.Value())
 	if err != nil || v.Seq > through {
@@ -154,67 +205,11 @@ func RetireView(ctx context.Context, views jetstream.KeyValue, id string, throug
 		// record has no history.
 		return false, nil
 	}
-	if err := views.Delete(ctx, key, jetstream.LastRevision(e.Revision())); err != nil {
+	if err := views.Delete(ctx, e.Key(), jetstream.LastRevision(e.Revision())); err != nil {
 		if kvstore.IsConflict(err) {
 			return false, nil
 		}
-		return false, fmt.Errorf("delete view %s: %w", key, err)
+		return false, fmt.Errorf("delete view %s: %w", e.Key(), err)
 	}
 	return true, nil
-}
-
-// viewKeys encodes record ids as KV keys: '=' starts an encoded one ('~'
-// is not allowed in keys).
-var viewKeys = token.Codec{Mark: '='}
-
-// EncodeKey returns the KV key of record id. Ids made only of
-// [A-Za-z0-9_-] (record ids are UUIDs) are used as they are; any other id
-// becomes '=' followed by its unpadded base64url encoding, which only uses
-// characters KV keys allow. The mapping is reversible and injective. An
-// id that is not a record id (see CheckID) is an error matching
-// ErrInvalidQuery.
-func EncodeKey(id string) (string, error) {
-	if err := CheckID(id); err != nil {
-		return "", err
-	}
-	key, err := viewKeys.Encode(id)
-	if err != nil {
-		return "", fmt.Errorf("record id is empty: %w", ErrInvalidQuery)
-	}
-	return key, nil
-}
-
-// CheckID reports whether id can be a record id: 1 to
-// eventstore.MaxIDLength bytes of UTF-8 text without control characters,
-// the rule every aggregate id of the event store follows. The error
-// matches ErrInvalidQuery and says which rule id breaks. Get, GetView and
-// History check it before they send anything to NATS.
-func CheckID(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("record id is empty; it must be 1 to %d bytes of UTF-8 text: %w", eventstore.MaxIDLength, ErrInvalidQuery)
-	case len(id) > eventstore.MaxIDLength:
-		return fmt.Errorf("record id is %d bytes, over the limit of %d: %w", len(id), eventstore.MaxIDLength, ErrInvalidQuery)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("record id %q is not valid UTF-8: %w", id, ErrInvalidQuery)
-	}
-	for i, r := range id {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return fmt.Errorf("record id %q has the control character %U at byte %d: %w", id, r, i, ErrInvalidQuery)
-		}
-	}
-	return nil
-}
-
-// DecodeKey reverses EncodeKey. A key EncodeKey cannot produce is an error
-// matching ErrCorruptView.
-func DecodeKey(key string) (string, error) {
-	id, err := viewKeys.Decode(key)
-	if err != nil {
-		return "", fmt.Errorf("view key: %v: %w", err, ErrCorruptView)
-	}
-	if CheckID(id) != nil {
-		return "", fmt.Errorf("view key %.40q... holds an id that cannot be a record id: %w", key, ErrCorruptView)
-	}
-	return id, nil
 }

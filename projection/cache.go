@@ -18,13 +18,24 @@ type viewCache struct {
 }
 
 type cachedView struct {
-	rev  uint64
+	at   place
 	view api.View
+}
+
+// place is where a record's view is stored: the key of the last change of
+// the record's keys and its revision, and whether that change deleted
+// the view (gone). The zero place is not known: no change was read.
+type place struct {
+	key  string
+	rev  uint64
+	gone bool
 }
 
 func newViewCache(max int) *viewCache {
 	return &viewCache{m: make(map[string]cachedView), max: max}
 }
+
+// The cache is keyed by record id.
 
 func (c *viewCache) get(key string) (cachedView, bool) {
 	if c.max == 0 {
@@ -36,7 +47,7 @@ func (c *viewCache) get(key string) (cachedView, bool) {
 	return v, ok
 }
 
-func (c *viewCache) put(key string, rev uint64, v api.View) {
+func (c *viewCache) put(key string, at place, v api.View) {
 	if c.max == 0 {
 		return
 	}
@@ -48,7 +59,7 @@ func (c *viewCache) put(key string, rev uint64, v api.View) {
 			break
 		}
 	}
-	c.m[key] = cachedView{rev, v}
+	c.m[key] = cachedView{at, v}
 }
 
 func (c *viewCache) drop(key string) {
@@ -57,11 +68,11 @@ func (c *viewCache) drop(key string) {
 	delete(c.m, key)
 }
 
-// has reports whether the cache holds key at revision rev: a view this
-// projector wrote (or read and checked) itself.
-func (c *viewCache) has(key string, rev uint64) bool {
-	v, ok := c.get(key)
-	return ok && v.rev == rev
+// has reports whether the cache holds record id at revision rev: a view
+// this projector wrote (or read and checked) itself.
+func (c *viewCache) has(id string, rev uint64) bool {
+	v, ok := c.get(id)
+	return ok && v.at.rev == rev
 }
 
 // clear forgets every view (the bucket was created again).

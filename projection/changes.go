@@ -21,6 +21,7 @@ type change struct {
 	why     error  // why not
 	rev     uint64 // the revision of the update
 	ready   bool   // the watch has delivered every initial value
+	names   string // the processor a processor key names (ProcessorKey)
 }
 
 // applyBatch decodes updates outside the lock and applies them under it.
@@ -106,10 +107,14 @@ func decodeChanges(batch []jetstream.KeyValueEntry) []change {
 		case e == nil:
 			changes = append(changes, change{ready: true})
 		case e.Operation() == jetstream.KeyValuePut:
+			if proc, ok := processorOfKey(e.Key()); ok && len(e.Value()) == 0 {
+				changes = append(changes, change{key: e.Key(), rev: e.Revision(), names: proc})
+				continue
+			}
 			changes = append(changes, decodePut(e))
 		default: // deleted or purged
 			c := change{key: e.Key(), rev: e.Revision()}
-			if id, err := DecodeKey(e.Key()); err == nil {
+			if _, id, err := ParseKey(e.Key()); err == nil {
 				c.deleted = id
 			} // else not a record: only forget the key
 			changes = append(changes, c)
@@ -179,6 +184,11 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 			// projected again.
 			ix.corrupt[c.key] = corruptKey{gen: gen, rev: c.rev, why: c.why}
 			out.repair = true
+		case c.names != "":
+			ix.known(c.names)
+			if ix.loading != nil {
+				ix.named(c.names)
+			}
 		case c.deleted != "":
 			delete(ix.corrupt, c.key)
 			b.Remove(c.deleted)

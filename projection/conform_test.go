@@ -25,13 +25,15 @@ func TestViewsBucketConforms(t *testing.T) {
 	sample := func(i int) kvstoretest.Sample[api.View] {
 		v := randomView(r, i)
 		v.Seq = v.Version + 10
-		key, err := EncodeKey(v.State.ID)
+		key, err := ViewKey(v.State.Function.ProcessorName, v.State.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return kvstoretest.Sample[api.View]{Key: key, Value: v}
 	}
 	a, b, c := sample(1), sample(1), sample(2)
+	b.Value.State.Function = a.Value.State.Function // one record, one key
+	b.Key = a.Key
 	b.Value.Version, b.Value.Seq = a.Value.Version+1, a.Value.Seq+1
 	spec, err := viewsSpecOf()
 	if err != nil {

@@ -8,9 +8,10 @@
 // A Projector is a durable JetStream consumer over the compensation
 // stream. For each command's stream it applies the aggregate's own Evolve
 // to the record's stored View and writes it to a JetStream KV bucket
-// (OpenViews), keyed by the record id (EncodeKey). A stream at or below the
-// stored version is skipped, so redelivery and several projectors on one
-// consumer are harmless; writes are compare-and-set on the KV revision. A
+// (OpenViews), keyed by the record's processor and id (ViewKey; read by
+// id with Views.Lookup). A stream at or below the stored version is
+// skipped, so redelivery and several projectors on one consumer are
+// harmless; writes are compare-and-set on the KV revision. A
 // view that is missing or behind by more than one version is rebuilt from
 // the state the stream carries (aggregate.Service stores the record's
 // state with every stream), or from the record's history. Writes are

@@ -33,7 +33,7 @@ func TestIndexNowFollowsTheClock(t *testing.T) {
 	}, Version: 1}
 	data, err := encodeView(&v)
 	require.NoError(t, err)
-	key, err := EncodeKey(v.State.ID)
+	key, err := ViewKey(v.State.Function.ProcessorName, v.State.ID)
 	require.NoError(t, err)
 	_, err = views.Put(t.Context(), key, data)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
@@ -95,12 +96,8 @@ func FuzzProjectorHandle(f *testing.F) {
 		if naks == 1 && hctx.Err() == nil && uint64(delivered) >= 3 {
 			t.Fatalf("redelivered after %d deliveries, beyond the retry bound of 3", delivered)
 		}
-		key, err := EncodeKey(rid)
-		if err != nil {
-			return
-		}
-		e, err := views.Get(ctx, key)
-		if err != nil {
+		e, err := views.Lookup(ctx, rid)
+		if err != nil || e.Operation() != jetstream.KeyValuePut {
 			return
 		}
 		if _, err := decodeView(e.Value()); err != nil {

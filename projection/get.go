@@ -13,25 +13,26 @@ import (
 	"github.com/amends-dev/amends/eventstore"
 )
 
-// GetView reads the view of record id from the views bucket: one KV get.
-// A record without a view is an error matching ErrNotFound; a stored value
-// that is not a valid view (decodeView, checkView), ErrCorruptView; an id that cannot be a record id
-// (CheckID), ErrInvalidQuery, and nothing is sent.
-func GetView(ctx context.Context, views jetstream.KeyValue, id string) (api.View, error) {
-	key, err := EncodeKey(id)
-	if err != nil {
-		return api.View{}, err
-	}
-	e, err := views.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+// GetView reads the view of record id from the views bucket: one read of
+// the last change of its keys (Views.Lookup). A record without a view (or
+// whose view was deleted) is an error matching ErrNotFound; a stored value
+// that is not a valid view (decodeView, checkView), ErrCorruptView; an id
+// that cannot be a record id (CheckID), ErrInvalidQuery, and nothing is
+// sent. Safe for concurrent use.
+func GetView(ctx context.Context, views *Views, id string) (api.View, error) {
+	e, err := views.Lookup(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || err == nil && e.Operation() != jetstream.KeyValuePut {
 		return api.View{}, fmt.Errorf("record %s has no view: %w", id, ErrNotFound)
+	}
+	if errors.Is(err, ErrInvalidQuery) {
+		return api.View{}, err
 	}
 	if err != nil {
 		return api.View{}, fmt.Errorf("read the view of record %s: %w", id, err)
 	}
 	v, err := readView(e.Value())
 	if err == nil {
-		if cerr := checkView(key, &v); cerr != nil {
+		if cerr := checkView(e.Key(), &v); cerr != nil {
 			err = errInvalidView(cerr)
 		}
 	}

@@ -27,7 +27,7 @@ type env struct {
 	srv   *natstest.Server
 	js    jetstream.JetStream
 	store *jsstore.Store
-	views jetstream.KeyValue
+	views *projection.Views
 	svc   *aggregate.Service
 	clock *fakeclock.Clock
 }
@@ -153,4 +153,25 @@ func handled(tb testing.TB, p *projection.Projector, n uint64) projection.Projec
 		return st.Projected+st.Rebuilt+st.Skipped >= n
 	}, 30*time.Second, 5*time.Millisecond, "the projector handled %d streams", n)
 	return st
+}
+
+// keyOf returns the key of record id's view: where the bucket holds its
+// last change, or, for a record the bucket never held, its key under
+// fnA's processor (the processor of the tests' records).
+func keyOf(t testing.TB, views *projection.Views, id string) string {
+	t.Helper()
+	if e, err := views.Lookup(t.Context(), id); err == nil {
+		return e.Key()
+	}
+	key, err := projection.ViewKey(fnA.ProcessorName, id)
+	require.NoError(t, err)
+	return key
+}
+
+// wrapViews returns the views bucket read through kv, a wrapper of e's.
+func wrapViews(t testing.TB, e *env, kv jetstream.KeyValue) *projection.Views {
+	t.Helper()
+	views, err := projection.NewViews(e.js, kv)
+	require.NoError(t, err)
+	return views
 }

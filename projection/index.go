@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore"
 	"github.com/amends-dev/amends/kvstore"
@@ -37,7 +35,7 @@ type HistoryStore interface {
 type Index struct {
 	*index.Index
 
-	views   jetstream.KeyValue
+	views   *Views
 	history HistoryStore
 	clock   aggregate.Clock
 	logger  *slog.Logger
@@ -94,6 +92,7 @@ type Index struct {
 	claimed    bool
 	unplaced   map[string]uint64 // views read of processors no one holds, since the load began
 	placed     map[string]bool   // processors the source placed, asked once a load
+	processors map[string]bool   // processors whose key the watch read (ProcessorKey), across loads
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -148,7 +147,7 @@ var timeNow = time.Now
 
 // NewIndex returns an empty index of the views bucket; Run fills it.
 // history serves History; it does no I/O.
-func NewIndex(views jetstream.KeyValue, history HistoryStore, opts ...IndexOption) (*Index, error) {
+func NewIndex(views *Views, history HistoryStore, opts ...IndexOption) (*Index, error) {
 	ix := &Index{
 		views:      views,
 		history:    history,

@@ -245,8 +245,7 @@ func TestIndexReadyWhileViewsAreWrittenHoldsEveryRecord(t *testing.T) {
 		if n++; n > 5 {
 			break
 		}
-		key, err := projection.EncodeKey(id)
-		require.NoError(t, err)
+		key := keyOf(t, e.views, id)
 		kve, err := e.views.Get(t.Context(), key)
 		require.NoError(t, err)
 		writers.Go(func() {

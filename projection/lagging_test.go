@@ -41,7 +41,7 @@ func TestProjectorRebuildsFromALaggingReplica(t *testing.T) {
 
 	id := e.create(t, evt(1), fnA, "Timeout", nil)
 	e.waitViews(t, map[string]uint64{id: 1})
-	require.NoError(t, e.views.Delete(t.Context(), id)) // the next stream must rebuild it
+	require.NoError(t, e.views.Delete(t.Context(), keyOf(t, e.views, id))) // the next stream must rebuild it
 	e.exec(t, id, aggregate.MarkRecoverable{Recoverable: aggregate.Recoverable})
 	r := e.exec(t, id, aggregate.PrepareCompensation{})
 	e.waitViews(t, map[string]uint64{id: r.Version})

@@ -32,9 +32,9 @@ type PartitionSource interface {
 // holds in full, and none from a change until the new load ends. It
 // cannot be combined with
 // WithSnapshots yet: a snapshot holds another instance's partitions once
-// they move. The records of the other partitions are still read from the
-// bucket (the views are keyed by record, not by partition), only not
-// kept.
+// they move. The watch reads only the keys of its partitions (KeyFilters)
+// and every processor's key, from which it learns of the processors no
+// partition holds yet (Unplaced).
 func WithPartitions(src PartitionSource) IndexOption {
 	return func(ix *Index) error {
 		if src == nil {
@@ -81,16 +81,60 @@ const maxUnplaced = 4096
 // dropped counts a view the index does not keep, of processor, if no one
 // holds that processor's records. The caller holds ix.mu.
 func (ix *Index) dropped(processor string) {
-	if ix.placed[processor] {
-		return
-	}
-	if ix.partitions.Places(processor) {
-		ix.placed[processor] = true // asked once a load: a placed processor stays placed
+	if ix.placedAnywhere(processor) {
 		return
 	}
 	if _, ok := ix.unplaced[processor]; ok || len(ix.unplaced) < maxUnplaced {
 		ix.unplaced[processor]++
 	}
+}
+
+// named notes that processor has views (its key, ProcessorKey): an
+// unplaced processor with no view read yet is counted with 0 records. The
+// caller holds ix.mu.
+func (ix *Index) named(processor string) {
+	if ix.placedAnywhere(processor) {
+		return
+	}
+	if _, ok := ix.unplaced[processor]; !ok && len(ix.unplaced) < maxUnplaced {
+		ix.unplaced[processor] = 0
+	}
+}
+
+// known notes processor's key: the processors with records only grow
+// (their keys are never deleted), up to maxUnplaced of them. The caller
+// holds ix.mu.
+func (ix *Index) known(processor string) {
+	if ix.processors == nil {
+		ix.processors = map[string]bool{}
+	}
+	if len(ix.processors) < maxUnplaced {
+		ix.processors[processor] = true
+	}
+}
+
+// Processors returns the processors whose key (ProcessorKey) the index's
+// watch has read, sorted: every processor with records as of the watch,
+// those of other instances' partitions included, up to 4096. Safe for
+// concurrent use.
+func (ix *Index) Processors() []string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return slices.Sorted(maps.Keys(ix.processors))
+}
+
+// placedAnywhere reports whether any instance's partitions hold
+// processor's records; asked of the source once a load, as a placed
+// processor stays placed. The caller holds ix.mu.
+func (ix *Index) placedAnywhere(processor string) bool {
+	if ix.placed[processor] {
+		return true
+	}
+	if ix.partitions.Places(processor) {
+		ix.placed[processor] = true
+		return true
+	}
+	return false
 }
 
 // Sizes returns the records the index holds per processor and, with
@@ -107,7 +151,29 @@ func (ix *Index) Sizes() (held, unplaced map[string]uint64) {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return held, maps.Clone(ix.unplaced)
+	return held, ix.unplacedNow()
+}
+
+// unplacedNow returns the views read of the processors no one held when
+// they were read, and, with 0, the processors whose key the index read
+// that the partitions do not place now: a plan that stops placing a
+// processor (its holder died before another member reported it) changes
+// no load, so a load's count alone would never report it again. The
+// caller holds ix.mu.
+func (ix *Index) unplacedNow() map[string]uint64 {
+	out := maps.Clone(ix.unplaced)
+	if out == nil {
+		out = map[string]uint64{}
+	}
+	if ix.partitions == nil {
+		return out
+	}
+	for proc := range ix.processors {
+		if _, ok := out[proc]; !ok && len(out) < maxUnplaced && !ix.partitions.Places(proc) {
+			out[proc] = 0
+		}
+	}
+	return out
 }
 
 // Partitions returns the partitions whose records the index holds, all of
@@ -131,5 +197,5 @@ func (ix *Index) Partitions() ([]string, bool) {
 func (ix *Index) Unplaced() []string {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return slices.Sorted(maps.Keys(ix.unplaced))
+	return slices.Sorted(maps.Keys(ix.unplacedNow()))
 }

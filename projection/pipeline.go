@@ -40,7 +40,8 @@ const pipeTimeout = 10 * time.Second
 
 // batchGroup is the messages of one record within a batch, in delivery order.
 type batchGroup struct {
-	key     string
+	id      string // the record's
+	key     string // where next is written
 	msgs    []jetstream.Msg
 	streams []eventstore.Stream
 	done    []action
@@ -87,15 +88,15 @@ func (p *Projector) group(ctx context.Context, msgs []jetstream.Msg) []*batchGro
 			p.ack(m)
 			continue
 		}
-		key, err := EncodeKey(st.Aggregate.ID)
-		if err != nil {
+		id := st.Aggregate.ID
+		if err := CheckID(id); err != nil {
 			p.settle(ctx, m, &st, skip, err)
 			continue
 		}
-		g := byKey[key]
+		g := byKey[id]
 		if g == nil {
-			g = &batchGroup{key: key}
-			byKey[key] = g
+			g = &batchGroup{id: id}
+			byKey[id] = g
 			groups = append(groups, g)
 		}
 		g.msgs = append(g.msgs, m)
@@ -106,10 +107,11 @@ func (p *Projector) group(ctx context.Context, msgs []jetstream.Msg) []*batchGro
 
 // start brings g's view through its streams in memory and publishes it.
 func (p *Projector) start(ctx context.Context, g *batchGroup) {
-	stored, rev, bad, err := p.read(ctx, g.key, g.streams[0].Version, false)
-	if err != nil || bad || stored != nil && stored.Version > g.streams[0].Version && !p.cache.has(g.key, rev) || restarted(stored, &g.streams[0]) {
+	stored, at, bad, err := p.read(ctx, g.id, g.streams[0].Version, false)
+	if err != nil || bad || at.gone || stored != nil && stored.Version > g.streams[0].Version && !p.cache.has(g.id, at.rev) || restarted(stored, &g.streams[0]) {
 		// The synchronous path replaces a bad view, checks one past the
-		// streams, and one of a removed history (restarted).
+		// streams, one of a removed history (restarted), and writes
+		// over a deletion.
 		g.sync = true
 		return
 	}
@@ -128,12 +130,20 @@ func (p *Projector) start(ctx context.Context, g *batchGroup) {
 		return
 	}
 	data, err := encodeView(&g.next)
-	if err != nil {
-		g.sync = true // the synchronous path finds the stream whose view does not read back
+	if g.key, _ = ViewKey(g.next.State.Function.ProcessorName, g.id); err != nil || g.key == "" || at.key != "" && at.key != g.key {
+		// The synchronous path finds the stream whose view does not read
+		// back, and moves a view to its new processor's key.
+		g.sync = true
 		return
 	}
+	cas := jetstream.WithExpectLastSequencePerSubject(at.rev)
+	if at.key == "" {
+		// None known: the record must have no change at any key (write).
+		p.announce(ctx, g.next.State.Function.ProcessorName)
+		cas = recordCAS(p.putPrefix, g.id, 0)
+	}
 	m := &nats.Msg{Subject: p.putPrefix + g.key, Header: nats.Header{}, Data: data}
-	if g.fut, err = p.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(rev)); err != nil {
+	if g.fut, err = p.js.PublishMsgAsync(m, cas); err != nil {
 		p.opts.logger.Debug("projector: pipelined write not sent", "key", g.key, "err", err)
 		g.sync = true
 	}
@@ -150,11 +160,11 @@ func (p *Projector) finish(ctx context.Context, g *batchGroup, expire <-chan tim
 			p.opts.logger.Debug("projector: pipelined write not acknowledged; projecting its messages one by one", "key", g.key, "err", err)
 			g.sync = true
 		} else {
-			p.cache.put(g.key, pa.Sequence, g.next)
+			p.cache.put(g.id, place{key: g.key, rev: pa.Sequence}, g.next)
 		}
 	}
 	if g.sync {
-		p.cache.drop(g.key)
+		p.cache.drop(g.id)
 		for i, m := range g.msgs {
 			p.handleStream(ctx, m, &g.streams[i])
 		}
@@ -200,7 +210,7 @@ func awaitAck(ctx context.Context, fut jetstream.PubAckFuture, expire <-chan tim
 // JetStream is reached through an API prefix or a domain, or the bucket's
 // status cannot be read.
 func (p *Projector) pipelinePrefix(ctx context.Context) string {
-	t := reflect.TypeOf(p.views)
+	t := reflect.TypeOf(p.views.KeyValue)
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().PkgPath() != "github.com/nats-io/nats.go/jetstream" || t.Elem().Name() != "kvs" {
 		return ""
 	}

@@ -3,6 +3,7 @@ package projection_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,8 +36,8 @@ func watchVersions(t *testing.T, views jetstream.KeyValue) *versionWatch {
 	go func() {
 		defer close(done)
 		for e := range w.Updates() {
-			if e == nil || e.Operation() != jetstream.KeyValuePut {
-				continue
+			if e == nil || e.Operation() != jetstream.KeyValuePut || !strings.Contains(e.Key(), ".") {
+				continue // not a view: a deletion, or a processor's key
 			}
 			var v api.View
 			err := json.Unmarshal(e.Value(), &v)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -163,27 +164,27 @@ func (p *Projector) quarantine(ctx context.Context, m jetstream.Msg, reason quar
 // for a record's first stream, and reads the bucket otherwise or when
 // reread is set (after a lost race).
 func (p *Projector) project(ctx context.Context, st *eventstore.Stream, reread bool) (action, error) {
-	key, err := EncodeKey(st.Aggregate.ID)
-	if err != nil {
+	id := st.Aggregate.ID
+	if err := CheckID(id); err != nil {
 		return 0, err
 	}
-	stored, rev, bad, err := p.read(ctx, key, st.Version, reread)
+	stored, at, bad, err := p.read(ctx, id, st.Version, reread)
 	if err != nil {
 		return 0, err
 	}
 	if !bad && restarted(stored, st) {
-		return rebuild, p.restart(ctx, key, rev, st)
+		return rebuild, p.restart(ctx, at, st)
 	}
-	if !bad && stored != nil && stored.Version > st.Version && !p.cache.has(key, rev) {
+	if !bad && stored != nil && stored.Version > st.Version && !p.cache.has(id, at.rev) {
 		// A view read from the bucket past this stream: a redelivery, or a
 		// view written ahead of its record (which would never be updated
 		// again). One read of the record's last version tells.
 		last, err := p.store.LastVersion(ctx, st.Aggregate)
 		if err != nil {
-			return 0, fmt.Errorf("read the last version of record %s: %w", st.Aggregate.ID, err)
+			return 0, fmt.Errorf("read the last version of record %s: %w", id, err)
 		}
 		if stored.Version > last {
-			p.bucket.Report(ctx, key, rev, "version", fmt.Sprintf("%d is ahead of the record's last version %d; the view is projected again from the history", stored.Version, last))
+			p.bucket.Report(ctx, at.key, at.rev, "version", fmt.Sprintf("%d is ahead of the record's last version %d; the view is projected again from the history", stored.Version, last))
 			bad = true
 		}
 	}
@@ -195,13 +196,13 @@ func (p *Projector) project(ctx context.Context, st *eventstore.Stream, reread b
 		if err != nil {
 			return 0, err
 		}
-		return rebuild, p.write(ctx, key, rev, &next)
+		return rebuild, p.write(ctx, id, at, &next)
 	}
 	next, todo, err := p.advance(ctx, stored, st)
 	if err != nil || todo == skip {
 		return todo, err
 	}
-	return todo, p.write(ctx, key, rev, &next)
+	return todo, p.write(ctx, id, at, &next)
 }
 
 // advance returns the view after st given the stored view (nil if there
@@ -233,31 +234,48 @@ func (p *Projector) advance(ctx context.Context, stored *api.View, st *eventstor
 	return next, todo, nil
 }
 
-// read returns the stored view of key and its revision (nil and 0 if there
-// is none), from the cache when allowed. bad reports a stored value that
-// does not validate (decodeView and checkView; reported to the
-// quarantine): it is rebuilt.
-func (p *Projector) read(ctx context.Context, key string, version uint64, reread bool) (v *api.View, rev uint64, bad bool, err error) {
+// read returns the stored view of record id and where it is (nil and
+// the zero place for none), from the cache when allowed. A record's
+// first stream (version 1) is not read: its write is a create that fails
+// on a key with any change, and the reread that follows finds it. bad
+// reports a stored value that does not validate (decodeView and
+// checkView; reported to the quarantine): it is rebuilt.
+func (p *Projector) read(ctx context.Context, id string, version uint64, reread bool) (v *api.View, at place, bad bool, err error) {
 	if reread {
-		p.cache.drop(key)
-	} else if c, ok := p.cache.get(key); ok {
-		return &c.view, c.rev, false, nil
+		p.cache.drop(id)
+	} else if c, ok := p.cache.get(id); ok {
+		return &c.view, c.at, false, nil
 	} else if version == 1 {
-		return nil, 0, false, nil // a first stream: create; a lost race rereads
+		return nil, place{}, false, nil
 	}
-	e, err := p.views.Get(ctx, key)
+	v, at, why, err := p.lookup(ctx, id)
+	if why != nil {
+		p.bucket.ReportErr(ctx, at.key, at.rev, why)
+		return nil, at, true, nil
+	}
+	return v, at, false, err
+}
+
+// lookup reads the stored view of record id from the bucket, and where it
+// is (the zero place: the record has no key). why is the refusal of a
+// stored value that is no valid view (storedView).
+func (p *Projector) lookup(ctx context.Context, id string) (v *api.View, at place, why, err error) {
+	e, err := p.views.Lookup(ctx, id)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return nil, 0, false, nil
+		return nil, place{}, nil, nil
 	case err != nil:
-		return nil, 0, false, fmt.Errorf("read view %s: %w", key, err)
+		return nil, place{}, nil, fmt.Errorf("read the view of record %s: %w", id, err)
 	}
-	view, err := storedView(key, e.Value())
-	if err != nil {
-		p.bucket.ReportErr(ctx, key, e.Revision(), err)
-		return nil, e.Revision(), true, nil
+	at = place{key: e.Key(), rev: e.Revision(), gone: e.Operation() != jetstream.KeyValuePut}
+	if at.gone {
+		return nil, at, nil, nil
 	}
-	return &view, e.Revision(), false, nil
+	view, why := storedView(at.key, e.Value())
+	if why != nil {
+		return nil, at, why, nil
+	}
+	return &view, at, nil, nil
 }
 
 // rebuild returns the view after st from the state st carries or, if it
@@ -281,30 +299,112 @@ func (p *Projector) rebuild(ctx context.Context, st *eventstore.Stream) (api.Vie
 	return replayView(st.Aggregate.ID, streams)
 }
 
-// write stores v at key if the key is still at revision rev (0: absent).
-func (p *Projector) write(ctx context.Context, key string, rev uint64, v *api.View) error {
-	data, err := encodeView(v)
+// write stores v, the view of record id, at its key (ViewKey of its
+// processor) if the record's view is still where at says:
+//   - at its key: a compare-and-set on at's revision of the key;
+//   - anywhere else (none, a deletion, or another processor's key): a
+//     compare-and-set on the last change of every key of the record
+//     (putRecord), so that two writers that disagree on where the view is
+//     never both write. A view at another processor's key is deleted
+//     there first, so the last change of the record's keys is always its
+//     current view.
+//
+// A write that loses a race is errLostRace: the caller reads again.
+func (p *Projector) write(ctx context.Context, id string, at place, v *api.View) error {
+	data, err := encodeView(v) // checks that it has a key
 	if err != nil {
-		return fmt.Errorf("encode view %s: %w", key, err)
+		return fmt.Errorf("encode the view of record %s: %w", id, err)
+	}
+	key, err := ViewKey(v.State.Function.ProcessorName, id)
+	if err != nil {
+		return fmt.Errorf("the view of record %s: %w", id, err)
 	}
 	var next uint64
-	if rev == 0 {
-		next, err = p.views.Create(ctx, key, data)
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return errLostRace
-		}
+	if at.key == key && !at.gone {
+		next, err = p.views.Update(ctx, key, data, at.rev)
 	} else {
-		next, err = p.views.Update(ctx, key, data, rev)
-		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return errLostRace
+		rev := at.rev
+		if at.key != "" && !at.gone {
+			p.cache.drop(id)
+			if rev, err = p.putRecord(ctx, id, at.key, nil, rev); err != nil {
+				if kvstore.IsConflict(err) {
+					return errLostRace
+				}
+				return fmt.Errorf("move the view of record %s from key %s: %w", id, at.key, err)
+			}
 		}
+		p.announce(ctx, v.State.Function.ProcessorName)
+		next, err = p.putRecord(ctx, id, key, data, rev)
+	}
+	if kvstore.IsConflict(err) {
+		p.cache.drop(id)
+		return errLostRace
 	}
 	if err != nil {
-		p.cache.drop(key)
+		p.cache.drop(id)
 		return fmt.Errorf("write view %s version %d: %w", key, v.Version, err)
 	}
-	p.cache.put(key, next, *v)
+	p.cache.put(id, place{key: key, rev: next}, *v)
 	return nil
+}
+
+// putRecord writes data at key (nil: the key's deletion) if the last
+// change of record id's keys is at revision rev (0: it has none), and
+// returns the write's revision. A lost compare-and-set is an error
+// kvstore.IsConflict reports.
+func (p *Projector) putRecord(ctx context.Context, id, key string, data []byte, rev uint64) (uint64, error) {
+	prefix := "$KV." + p.views.Bucket() + "."
+	m := &nats.Msg{Subject: prefix + key, Header: nats.Header{}, Data: data}
+	if data == nil {
+		m.Header.Set(kvOperation, "DEL")
+	}
+	ack, err := p.js.PublishMsg(ctx, m, recordCAS(prefix, id, rev))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// kvOperation is the header of a KV deletion marker.
+const kvOperation = "KV-Operation"
+
+// recordCAS is the expectation that the last change of record id's keys
+// (in the bucket of subject prefix) is at revision rev.
+func recordCAS(prefix, id string, rev uint64) jetstream.PublishOpt {
+	return jetstream.WithExpectLastSequenceForSubject(rev, prefix+recordPattern(id))
+}
+
+// maxAnnounced bounds the processors a projector remembers it wrote the
+// key of (ProcessorKey); past it, it forgets them all and writes them
+// again as they come.
+const maxAnnounced = 4096
+
+// announce writes the key that says processor has views (ProcessorKey),
+// once per processor and projector: an instance that watches only its
+// partitions learns of a processor no partition holds from it
+// (ProcessorKey). A failed
+// write is logged and tried again with the processor's next new view.
+func (p *Projector) announce(ctx context.Context, processor string) {
+	p.announcedMu.Lock()
+	done := p.announced[processor]
+	p.announcedMu.Unlock()
+	if done {
+		return
+	}
+	key, err := ProcessorKey(processor)
+	if err != nil {
+		return
+	}
+	if _, err := p.views.Create(ctx, key, nil); err != nil && !errors.Is(err, jetstream.ErrKeyExists) && !kvstore.IsConflict(err) {
+		p.opts.logger.Debug("projector: cannot write the key of a processor", "processor", processor, "err", err)
+		return
+	}
+	p.announcedMu.Lock()
+	defer p.announcedMu.Unlock()
+	if len(p.announced) >= maxAnnounced {
+		clear(p.announced)
+	}
+	p.announced[processor] = true
 }
 
 // countEvents counts the events of a stream projected for the first time
@@ -319,24 +419,26 @@ func (p *Projector) countEvents(st *eventstore.Stream) {
 	}
 }
 
-// restart replaces the stored view (at revision rev) of a record whose
+// restart replaces the stored view (where at says) of a record whose
 // history was removed (retention) and that started again: it deletes the
 // view, so that the index, which keeps a record's highest version, drops
 // the removed one, then creates the view of the new history. A delete or
 // create that loses a race is errLostRace: the caller reads again.
-func (p *Projector) restart(ctx context.Context, key string, rev uint64, st *eventstore.Stream) error {
-	p.cache.drop(key)
-	if err := p.views.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil {
+func (p *Projector) restart(ctx context.Context, at place, st *eventstore.Stream) error {
+	id := st.Aggregate.ID
+	p.cache.drop(id)
+	deleted, err := p.putRecord(ctx, id, at.key, nil, at.rev)
+	if err != nil {
 		if kvstore.IsConflict(err) {
 			return errLostRace
 		}
-		return fmt.Errorf("delete the view of record %s's removed history: %w", st.Aggregate.ID, err)
+		return fmt.Errorf("delete the view of record %s's removed history: %w", id, err)
 	}
 	next, err := p.rebuildLatest(ctx, st)
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, key, 0, &next)
+	return p.write(ctx, id, place{key: at.key, rev: deleted, gone: true}, &next)
 }
 
 // restarted reports whether st was appended after the stored view's stream

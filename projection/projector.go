@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 )
 
 // DefaultDurable is the name of the projector's durable consumer.
-const DefaultDurable = "amends-projection"
+const DefaultDurable = "amends-views"
 
 // defaultWorkers: each worker waits for the writes of one batch at a
 // time; the lanes also spread the decoding over the cores.
@@ -62,7 +63,7 @@ const defaultWorkers = 16
 type Projector struct {
 	js     jetstream.JetStream
 	store  eventstore.Store[jetstream.Msg]
-	views  jetstream.KeyValue
+	views  *Views
 	bucket *kvstore.Bucket // views, to report the invalid ones to the quarantine
 	opts   projectorOptions
 	cache  *viewCache
@@ -70,6 +71,10 @@ type Projector struct {
 	// are pipelined, "" while each goes through views (set by consume
 	// before any worker starts).
 	putPrefix string
+
+	// announced are the processors whose key (ProcessorKey) it wrote.
+	announcedMu sync.Mutex
+	announced   map[string]bool
 
 	projected, skipped, rebuilt, corrupt, failed, reprojected atomic.Uint64
 	events                                                    [7]atomic.Uint64 // by aggregate.EventNames
@@ -208,7 +213,7 @@ func WithLogger(l *slog.Logger) ProjectorOption {
 
 // NewProjector returns a projector from store's compensation stream into
 // views (see OpenViews). It does no I/O.
-func NewProjector(js jetstream.JetStream, store eventstore.Store[jetstream.Msg], views jetstream.KeyValue, opts ...ProjectorOption) (*Projector, error) {
+func NewProjector(js jetstream.JetStream, store eventstore.Store[jetstream.Msg], views *Views, opts ...ProjectorOption) (*Projector, error) {
 	o := projectorOptions{durable: DefaultDurable, workers: defaultWorkers, maxAckPending: 1024, cacheSize: 1 << 14, nakDelay: time.Second, ackWait: DefaultAckWait, logger: slog.Default(), viewsCheck: DefaultViewsCheck}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -218,9 +223,9 @@ func NewProjector(js jetstream.JetStream, store eventstore.Store[jetstream.Msg],
 	if err := o.defaultQuarantine(js, store); err != nil {
 		return nil, err
 	}
-	p := &Projector{js: js, store: store, views: views, opts: o, cache: newViewCache(o.cacheSize)}
+	p := &Projector{js: js, store: store, views: views, opts: o, cache: newViewCache(o.cacheSize), announced: map[string]bool{}}
 	if views != nil {
-		p.bucket = kvstore.Bind(js, views, viewsSpec, kvstore.WithRecorder(o.quarantine), kvstore.WithLogger(o.logger))
+		p.bucket = kvstore.Bind(js, views.KeyValue, viewsSpec, kvstore.WithRecorder(o.quarantine), kvstore.WithLogger(o.logger))
 	}
 	return p, nil
 }

@@ -91,7 +91,7 @@ func TestProjectorRebuildsAMissingView(t *testing.T) {
 	id, v := lifecycle(t, e, 1)
 	e.waitViews(t, map[string]uint64{id: v})
 
-	require.NoError(t, e.views.Delete(t.Context(), id))
+	require.NoError(t, e.views.Delete(t.Context(), keyOf(t, e.views, id)))
 	r := e.exec(t, id, aggregate.MarkRecoverable{Recoverable: aggregate.Recoverable})
 	assertViewsMatchAggregate(t, e, map[string]uint64{id: r.Version})
 	assert.Equal(t, uint64(1), handled(t, p, 7).Rebuilt, "rebuilt from the state the stream carries")

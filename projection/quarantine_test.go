@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -125,7 +126,12 @@ func TestProjectorNeverWritesAViewItCannotRead(t *testing.T) {
 	require.NoError(t, err)
 	var n int
 	for k := range keys.Keys() {
-		_, err := projection.GetView(t.Context(), e.views, k)
+		if !strings.Contains(k, ".") {
+			continue // a processor's key
+		}
+		_, id, err := projection.ParseKey(k)
+		require.NoError(t, err)
+		_, err = projection.GetView(t.Context(), e.views, id)
 		require.NoError(t, err, "every view in the bucket reads back (%s)", k)
 		n++
 	}
@@ -148,7 +154,7 @@ func TestProjectorQuarantinesUndecodableMessages(t *testing.T) {
 	}
 }
 
-// timingOutViews is the real views bucket whose creates of one key time
+// timingOutViews is the real views bucket whose updates of one key time
 // out, as a bucket without a leader does, until mended.
 type timingOutViews struct {
 	jetstream.KeyValue
@@ -156,25 +162,28 @@ type timingOutViews struct {
 	failed atomic.Int32
 }
 
-func (v *timingOutViews) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+func (v *timingOutViews) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
 	if key == v.key {
 		v.failed.Add(1)
 		return 0, nats.ErrTimeout
 	}
-	return v.KeyValue.Create(ctx, key, value, opts...)
+	return v.KeyValue.Update(ctx, key, value, rev)
 }
 
 func TestProjectorQuarantinesATransientErrorAfterBoundedRetries(t *testing.T) {
 	e := newEnv(t)
 	stuck := aggregate.RecordID(evt(0), fnA)
-	key, err := projection.EncodeKey(stuck)
+	key, err := projection.ViewKey(fnA.ProcessorName, stuck)
 	require.NoError(t, err)
-	views := &timingOutViews{KeyValue: e.views, key: key}
+	timingOut := &timingOutViews{KeyValue: e.views.KeyValue, key: key}
+	views := wrapViews(t, e, timingOut)
 	retry := quarantine.Retry{First: time.Millisecond, Max: 4 * time.Millisecond, Deliveries: 4}
 	p, err := projection.NewProjector(e.js, e.store, views, projection.WithRetry(retry))
 	require.NoError(t, err)
 	run(t, p)
 	e.create(t, evt(0), fnA, "E", nil)
+	e.waitViews(t, map[string]uint64{stuck: 1})
+	e.exec(t, stuck, aggregate.MarkRecoverable{Recoverable: aggregate.Recoverable}) // its update times out
 	id := e.create(t, evt(1), fnA, "E", nil)
 	e.waitViews(t, map[string]uint64{id: 1})
 
@@ -184,7 +193,7 @@ func TestProjectorQuarantinesATransientErrorAfterBoundedRetries(t *testing.T) {
 	assert.Equal(t, quarantine.ReasonRetriesExhausted, q.Reason)
 	assert.Equal(t, uint64(4), q.Deliveries, "quarantined on the last delivery the policy allows")
 	assert.Contains(t, q.Error, "timeout")
-	assert.Equal(t, int32(4), views.failed.Load(), "each delivery tried once more, then no more")
+	assert.Equal(t, int32(4), timingOut.failed.Load(), "each delivery tried once more, then no more")
 	e.drained(t)
 	assert.Equal(t, uint64(3), p.Stats().Failed, "three redeliveries")
 }

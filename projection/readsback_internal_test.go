@@ -22,7 +22,8 @@ func fullyReadsBack(v *api.View) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	return checkView(back.State.ID, &back) == nil, nil
+	key, _ := ViewKey(back.State.Function.ProcessorName, back.State.ID)
+	return checkView(key, &back) == nil, nil
 }
 
 // requireSameVerdict fails unless encodeView accepts v exactly when the

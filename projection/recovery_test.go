@@ -77,8 +77,8 @@ func waitHealthy(tb testing.TB, ix *projection.Index) {
 func TestIndexRestartsItsWatchAndEqualsAFreshLoad(t *testing.T) {
 	e := newEnv(t)
 	run(t, e.projector(t))
-	views := &breakableViews{KeyValue: e.views}
-	ix, err := projection.NewIndex(views, e.store, projection.WithClock(e.clock))
+	views := &breakableViews{KeyValue: e.views.KeyValue}
+	ix, err := projection.NewIndex(wrapViews(t, e, views), e.store, projection.WithClock(e.clock))
 	require.NoError(t, err)
 	require.ErrorIs(t, ix.Healthy(), projection.ErrNotCurrent, "not loaded before Run")
 	run(t, ix)
@@ -110,9 +110,8 @@ func TestIndexRestartsItsWatchAndEqualsAFreshLoad(t *testing.T) {
 	r := e.exec(t, changed, aggregate.ForcePrepareCompensation{})
 	want[changed] = r.Version
 	e.waitViews(t, want)
-	require.NoError(t, e.views.Delete(t.Context(), deleted))
-	key, err := projection.EncodeKey(vanished)
-	require.NoError(t, err)
+	require.NoError(t, e.views.Delete(t.Context(), keyOf(t, e.views, deleted)))
+	key := keyOf(t, e.views, vanished)
 	stream, err := e.js.Stream(t.Context(), "KV_"+projection.DefaultBucket)
 	require.NoError(t, err)
 	require.NoError(t, stream.Purge(t.Context(), jetstream.WithPurgeSubject("$KV."+projection.DefaultBucket+"."+key)))
@@ -142,9 +141,9 @@ func TestIndexRestartsItsWatchAndEqualsAFreshLoad(t *testing.T) {
 func TestIndexRunWaitsForAWatchThatCannotStart(t *testing.T) {
 	e := newEnv(t)
 	run(t, e.projector(t))
-	views := &breakableViews{KeyValue: e.views}
+	views := &breakableViews{KeyValue: e.views.KeyValue}
 	views.breakWatches(t)
-	ix, err := projection.NewIndex(views, e.store, projection.WithClock(e.clock))
+	ix, err := projection.NewIndex(wrapViews(t, e, views), e.store, projection.WithClock(e.clock))
 	require.NoError(t, err)
 	run(t, ix)
 	id := e.create(t, evt(1), fnA, "E", nil)
@@ -213,7 +212,7 @@ func TestIndexFollowsARecreatedBucket(t *testing.T) {
 	stopProjector()
 
 	require.NoError(t, e.js.DeleteKeyValue(t.Context(), projection.DefaultBucket))
-	views := natstest.Recreate(t, func() (jetstream.KeyValue, error) { return projection.OpenViews(t.Context(), e.js) })
+	views := natstest.Recreate(t, func() (*projection.Views, error) { return projection.OpenViews(t.Context(), e.js) })
 	e.views = views
 	_, err := views.Put(t.Context(), "corrupt-1", []byte("not a view"))
 	require.NoError(t, err)

@@ -87,7 +87,7 @@ func (ix *Index) repairLoop(ctx context.Context) {
 			if ix.bucket != nil {
 				ix.bucket.ReportErr(ctx, k, c.rev, c.why)
 			}
-			id, err := DecodeKey(k)
+			_, id, err := ParseKey(k)
 			if err != nil || ix.reprojector == nil {
 				continue
 			}

@@ -39,36 +39,16 @@ var viewsSpec = kvstore.Spec{MaxValue: 1 << 20}
 // ErrCorruptView for a history that does not make a view, the store's or
 // the bucket's. Safe for concurrent use.
 func (p *Projector) Reproject(ctx context.Context, id string) error {
-	key, err := EncodeKey(id)
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	stored, at, why, err := p.lookup(ctx, id) // why: the stored view's refusal
 	if err != nil {
 		return err
 	}
-	var rev uint64
-	var stored *api.View
-	var why error // the stored view's refusal
-	e, err := p.views.Get(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-	case err != nil:
-		return fmt.Errorf("read view %s: %w", key, err)
-	default:
-		rev = e.Revision()
-		v, derr := storedView(key, e.Value())
-		if why = derr; derr == nil {
-			stored = &v
-		}
-	}
 	streams, err := p.store.Load(ctx, aggregate.RecordAggregate(id), 1)
 	if errors.Is(err, eventstore.ErrNotFound) {
-		if rev == 0 {
-			return nil
-		}
-		p.bucket.Report(ctx, key, rev, "state.id", fmt.Sprintf("no record %s exists (its history is empty); the view is deleted", kvstore.Quote(id)))
-		if err := p.views.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !kvstore.IsConflict(err) {
-			return fmt.Errorf("delete the view of record %s, which does not exist: %w", id, err)
-		}
-		p.cache.drop(key)
-		return nil
+		return p.deleteOrphan(ctx, id, at)
 	}
 	if err != nil {
 		return fmt.Errorf("load the history of record %s: %w", id, err)
@@ -85,13 +65,27 @@ func (p *Projector) Reproject(ctx context.Context, id string) error {
 	}
 	switch {
 	case why != nil:
-		p.bucket.ReportErr(ctx, key, rev, why)
+		p.bucket.ReportErr(ctx, at.key, at.rev, why)
 	case stored != nil:
-		p.bucket.Report(ctx, key, rev, field, differs+"; it is projected again from the history")
+		p.bucket.Report(ctx, at.key, at.rev, field, differs+"; it is projected again from the history")
 	}
-	if err := p.write(ctx, key, rev, &v); err != nil && !errors.Is(err, errLostRace) {
+	if err := p.write(ctx, id, at, &v); err != nil && !errors.Is(err, errLostRace) {
 		return err
 	}
+	return nil
+}
+
+// deleteOrphan deletes the view of record id, at at, whose history is
+// empty (a view of a record that does not exist), and reports it.
+func (p *Projector) deleteOrphan(ctx context.Context, id string, at place) error {
+	if at.key == "" || at.gone {
+		return nil
+	}
+	p.bucket.Report(ctx, at.key, at.rev, "state.id", fmt.Sprintf("no record %s exists (its history is empty); the view is deleted", kvstore.Quote(id)))
+	if err := p.views.Delete(ctx, at.key, jetstream.LastRevision(at.rev)); err != nil && !kvstore.IsConflict(err) {
+		return fmt.Errorf("delete the view of record %s, which does not exist: %w", id, err)
+	}
+	p.cache.drop(id)
 	return nil
 }
 

@@ -52,9 +52,7 @@ func (e *snapEnv) put(t *testing.T, id string, v uint64) uint64 {
 	t.Helper()
 	raw, err := json.Marshal(snapView(id, v))
 	require.NoError(t, err)
-	key, err := projection.EncodeKey(id)
-	require.NoError(t, err)
-	rev, err := e.views.Put(t.Context(), key, raw)
+	rev, err := e.views.Put(t.Context(), keyOf(t, e.views, id), raw)
 	require.NoError(t, err)
 	return rev
 }
@@ -63,7 +61,7 @@ func (e *snapEnv) putView(t *testing.T, v api.View) {
 	t.Helper()
 	raw, err := json.Marshal(v)
 	require.NoError(t, err)
-	key, err := projection.EncodeKey(v.State.ID)
+	key, err := projection.ViewKey(v.State.Function.ProcessorName, v.State.ID)
 	require.NoError(t, err)
 	_, err = e.views.Put(t.Context(), key, raw)
 	require.NoError(t, err)
@@ -71,9 +69,7 @@ func (e *snapEnv) putView(t *testing.T, v api.View) {
 
 func (e *snapEnv) del(t *testing.T, id string) {
 	t.Helper()
-	key, err := projection.EncodeKey(id)
-	require.NoError(t, err)
-	require.NoError(t, e.views.Delete(t.Context(), key))
+	require.NoError(t, e.views.Delete(t.Context(), keyOf(t, e.views, id)))
 }
 
 func (e *snapEnv) index(t *testing.T, every time.Duration) *projection.Index {
@@ -196,7 +192,7 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 		"the bucket created again": {
 			spoil: func(t *testing.T, e *snapEnv) {
 				require.NoError(t, e.js.DeleteKeyValue(t.Context(), projection.DefaultBucket))
-				e.views = natstest.Recreate(t, func() (jetstream.KeyValue, error) { return projection.OpenViews(t.Context(), e.js) })
+				e.views = natstest.Recreate(t, func() (*projection.Views, error) { return projection.OpenViews(t.Context(), e.js) })
 				for range 3 { // past the snapshot's revision
 					e.put(t, "r1", 1)
 				}
@@ -216,7 +212,7 @@ func TestIndexFallsBackToAFullLoad(t *testing.T) {
 		"the bucket behind the snapshot": {
 			spoil: func(t *testing.T, e *snapEnv) {
 				require.NoError(t, e.js.DeleteKeyValue(t.Context(), projection.DefaultBucket))
-				e.views = natstest.Recreate(t, func() (jetstream.KeyValue, error) { return projection.OpenViews(t.Context(), e.js) })
+				e.views = natstest.Recreate(t, func() (*projection.Views, error) { return projection.OpenViews(t.Context(), e.js) })
 				e.put(t, "r9", 1)
 				// As if the bucket had been created at the snapshot's time.
 				data, err := e.snaps.Load(t.Context(), projection.DefaultBucket)

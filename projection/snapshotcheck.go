@@ -83,7 +83,7 @@ func (ix *Index) verifySnapshot(ctx context.Context, info *index.SnapshotInfo) e
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			last[i], errs[i] = ix.lastChange(ctx, id)
+			last[i], errs[i] = ix.views.Lookup(ctx, id)
 		})
 	}
 	wg.Wait()
@@ -95,7 +95,7 @@ func (ix *Index) verifySnapshot(ctx context.Context, info *index.SnapshotInfo) e
 			return fmt.Errorf("%w: read the view of record %s: %v", errSnapshotUnchecked, id, err)
 		}
 		if last[i].Revision() <= info.Revision {
-			if err := ix.matchSnapshot(last[i], skipped); err != nil {
+			if err := ix.matchSnapshot(ctx, last[i], skipped, info.Revision); err != nil {
 				return err
 			}
 		}
@@ -103,26 +103,12 @@ func (ix *Index) verifySnapshot(ctx context.Context, info *index.SnapshotInfo) e
 	return nil
 }
 
-// lastChange returns the last change of record id's key: its value, or
-// the marker of its deletion; jetstream.ErrKeyNotFound if the bucket has
-// neither.
-func (ix *Index) lastChange(ctx context.Context, id string) (jetstream.KeyValueEntry, error) {
-	key, err := EncodeKey(id)
-	if err != nil {
-		return nil, fmt.Errorf("record %s has no key: %v: %w", kvstore.Quote(id), err, jetstream.ErrKeyNotFound)
-	}
-	e, err := ix.views.Get(ctx, key)
-	if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return e, err
-	}
-	hist, err := ix.views.History(ctx, key) // deleted, or never there
-	if err == nil && len(hist) == 0 {
-		err = jetstream.ErrKeyNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	return hist[len(hist)-1], nil
+// movedBy reports whether record id's view was at another key by
+// revision at (its function's processor changed): the deletion of its old
+// key is then no sign of a deleted record.
+func (ix *Index) movedBy(ctx context.Context, id string, at uint64) bool {
+	e, err := ix.views.Lookup(ctx, id)
+	return err == nil && e.Operation() == jetstream.KeyValuePut && e.Revision() <= at
 }
 
 // verifyTail checks the last keys the bucket holds at or before revision
@@ -137,7 +123,7 @@ func (ix *Index) verifyTail(ctx context.Context, rev uint64, skipped map[string]
 		var mismatch error
 		n, err := kvwatch.Range(ctx, ix.views, from, to, snapshotTailMax, func(e jetstream.KeyValueEntry) {
 			if mismatch == nil {
-				mismatch = ix.matchSnapshot(e, skipped)
+				mismatch = ix.matchSnapshot(ctx, e, skipped, rev)
 			}
 		})
 		switch {
@@ -156,11 +142,11 @@ func (ix *Index) verifyTail(ctx context.Context, rev uint64, skipped map[string]
 	return fmt.Errorf("%w: the views bucket holds no key last written in the %d revisions before the snapshot's %d", errSnapshotUnchecked, rev-to, rev)
 }
 
-// matchSnapshot checks the snapshot against e, the bucket's last change
-// of its key, made at or before the snapshot's revision.
-func (ix *Index) matchSnapshot(e jetstream.KeyValueEntry, skipped map[string]uint64) error {
+// matchSnapshot checks the snapshot of revision at against e, the
+// bucket's last change of its key, made at or before at.
+func (ix *Index) matchSnapshot(ctx context.Context, e jetstream.KeyValueEntry, skipped map[string]uint64, at uint64) error {
 	key, rev := e.Key(), e.Revision()
-	id, err := DecodeKey(key)
+	_, id, err := ParseKey(key)
 	if err != nil {
 		return nil // not a record's key: the index keeps nothing of it
 	}
@@ -168,7 +154,7 @@ func (ix *Index) matchSnapshot(e jetstream.KeyValueEntry, skipped map[string]uin
 	var ok bool
 	ix.Index.Update(func(b *index.Batch) { held, ok = b.Held(id) })
 	if e.Operation() != jetstream.KeyValuePut {
-		if ok {
+		if ok && !ix.movedBy(ctx, id, at) {
 			return kvstore.Invalid("records", "the views bucket deleted record %s at revision %d, before the snapshot's revision, and the snapshot holds it", kvstore.Quote(id), rev)
 		}
 		return nil

@@ -25,9 +25,11 @@ func encodeView(v *api.View) ([]byte, error) {
 	if err := readsBack(v); err != nil {
 		return nil, fmt.Errorf("record %s version %d would not read back: %w", v.State.ID, v.Version, err)
 	}
-	// Under its own id as the key: the key is the id's encoding, which
-	// the writer made from it.
-	if err := checkView(v.State.ID, v); err != nil {
+	// Under its own key, which the writer makes from its processor and
+	// id (none for an id or processor that cannot make one: checkView
+	// names which).
+	key, _ := ViewKey(v.State.Function.ProcessorName, v.State.ID)
+	if err := checkView(key, v); err != nil {
 		return nil, fmt.Errorf("record %s version %d would not validate: %w", v.State.ID, v.Version, errInvalidView(err))
 	}
 	return appendView(v)
@@ -109,7 +111,8 @@ func carriedView(st *eventstore.Stream) (api.View, bool) {
 // acts on a view written by something else (a hand edit, a bad
 // migration): checkView and checkFields, one rule for both decoders.
 //
-//   - it is stored under its record's key (EncodeKey of state.id);
+//   - it is stored under its record's key (ViewKey of its processor and
+//     state.id);
 //   - its function names a context, a processor and a name;
 //   - retries and maxRetries are not negative, the times not negative;
 //   - its version is not above its sequence (version v of a record is at a
@@ -120,28 +123,25 @@ func carriedView(st *eventstore.Stream) (api.View, bool) {
 // checkView checks v, stored under key.
 func checkView(key string, v *api.View) error {
 	s := &v.State
-	return checkRule(key, s.ID, s.Function.ContextName != "", s.Function.ProcessorName != "", s.Function.Name != "",
+	return checkRule(key, s.ID, s.Function.ProcessorName, s.Function.ContextName != "", s.Function.Name != "",
 		s.RetryState.Retries, s.RetrySpec.MaxRetries, s.ExecuteAt, s.RetryState.TimeoutAt, s.RetryState.NextRetryAt, v.Version, v.Seq)
 }
 
 // checkFields checks what decodeViewFields read of a view stored under
 // key; it allocates nothing for a record id that is its own key.
 func checkFields(key string, f *viewFields) error {
-	return checkRule(key, string(f.id), len(f.fnContext) > 0, len(f.fnProcessor) > 0, len(f.fnName) > 0,
+	return checkRule(key, string(f.id), string(f.fnProcessor), len(f.fnContext) > 0, len(f.fnName) > 0,
 		f.retries, f.maxRetries, f.executeAt, f.timeoutAt, f.nextRetryAt, f.version, f.seq)
 }
 
-func checkRule(key, id string, hasContext, hasProcessor, hasName bool, retries, maxRetries int32, executeAt, timeoutAt, nextRetryAt int64, version, seq uint64) error {
-	if key != id {
-		if k, err := EncodeKey(id); err != nil || k != key {
-			return kvstore.Invalid("state.id", "%s is not the record of key %s", kvstore.Quote(id), kvstore.QuoteKey(key))
-		}
-	}
+func checkRule(key, id, processor string, hasContext, hasName bool, retries, maxRetries int32, executeAt, timeoutAt, nextRetryAt int64, version, seq uint64) error {
 	switch {
 	case !hasContext:
 		return kvstore.Invalid("state.function.contextName", "must not be empty")
-	case !hasProcessor:
+	case processor == "":
 		return kvstore.Invalid("state.function.processorName", "must not be empty")
+	case !keyOf(key, processor, id):
+		return kvstore.Invalid("state.id", "%s of processor %s is not the record of key %s", kvstore.Quote(id), kvstore.Quote(processor), kvstore.QuoteKey(key))
 	case !hasName:
 		return kvstore.Invalid("state.function.name", "must not be empty")
 	case retries < 0:

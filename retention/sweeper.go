@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/archive"
@@ -83,7 +81,7 @@ type Config struct {
 	// their histories (required), Views is the views bucket (required).
 	Records Records
 	Store   RecordStore
-	Views   jetstream.KeyValue
+	Views   *projection.Views
 	// Progress keeps the progress and the tallies (required;
 	// Open).
 	Progress *Store

@@ -31,7 +31,7 @@ const day = 24 * time.Hour
 // removal, with the sweeper's bucket and an audit log.
 type retentionEnv struct {
 	*env
-	views     jetstream.KeyValue
+	views     *projection.Views
 	progress  *retention.Store
 	audit     *audit.Log
 	projector *projection.Projector

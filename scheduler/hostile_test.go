@@ -124,7 +124,7 @@ func TestViewsOfRecordsThatDoNotExistDoNotStarveThePasses(t *testing.T) {
 		v.State.RetryState.NextRetryAt = template.State.RetryState.NextRetryAt - 1000
 		b, err := json.Marshal(v)
 		require.NoError(t, err)
-		key, err := projection.EncodeKey(v.State.ID)
+		key, err := projection.ViewKey(v.State.Function.ProcessorName, v.State.ID)
 		require.NoError(t, err)
 		_, err = views.Put(t.Context(), key, b)
 		require.NoError(t, err)

@@ -484,11 +484,13 @@ func (e *hostileEnv) quarantinedEntry(bucket, key string) api.QuarantineEntry {
 	return found
 }
 
-func mustViews(t *testing.T, js jetstream.JetStream) jetstream.KeyValue {
+func mustViews(t *testing.T, js jetstream.JetStream) *projection.Views {
 	t.Helper()
 	kv, err := js.KeyValue(t.Context(), projection.DefaultBucket)
 	require.NoError(t, err)
-	return kv
+	views, err := projection.NewViews(js, kv)
+	require.NoError(t, err)
+	return views
 }
 
 // Finding 8 of "derived state never outranks the event store": a

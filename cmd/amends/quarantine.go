@@ -20,7 +20,7 @@ message that does not decode (undecodable), whose record history is
 corrupt (corrupt), whose view would not read back (invalid_view), or that
 kept failing through its bounded retries (retries_exhausted).
 
-Each entry names the consumer (the projector, amends-projection, or a
+Each entry names the consumer (the projector, amends-views, or a
 service's replay consumer, amends_replay_<context>), the stream and
 sequence of the message, its subject and what went wrong. Read the
 message itself with: nats stream get <stream> <sequence>.
@@ -104,7 +104,7 @@ func newQuarantineListCmd(a *app) *cobra.Command {
 	}
 	cf.add(a, cmd)
 	fs := cmd.Flags()
-	fs.StringVar(&consumer, "consumer", "", "only this consumer's entries, e.g. amends-projection or amends_replay_orders")
+	fs.StringVar(&consumer, "consumer", "", "only this consumer's entries, e.g. amends-views or amends_replay_orders")
 	fs.IntVar(&limit, "limit", 100, fmt.Sprintf("entries per page, 1 to %d", quarantine.MaxLimit))
 	fs.StringVar(&cursor, "cursor", "", "continue after the page that printed it")
 	fs.BoolVar(&all, "all", false, "print every page")

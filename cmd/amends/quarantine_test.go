@@ -46,7 +46,7 @@ func TestQuarantineList(t *testing.T) {
 	require.Equal(t, exitOK, c.run(t, "quarantine", "list", "--limit", "1"), c.stderr.String())
 	out := c.stdout.String()
 	assert.Regexp(t, `^QUARANTINED +CONSUMER +REASON +STREAM +SEQ +SUBJECT +DELIVERIES +ERROR\n`, out)
-	assert.Regexp(t, `amends-projection +undecodable +AMENDS_compensation +\d+ +\S+poison-\d +1 +message \d`, out)
+	assert.Regexp(t, `amends-views +undecodable +AMENDS_compensation +\d+ +\S+poison-\d +1 +message \d`, out)
 	assert.Contains(t, out, "more: --cursor ", "the next page's cursor")
 	assert.Equal(t, 3, strings.Count(out, "\n"), "a header, one entry and the cursor: %s", out)
 

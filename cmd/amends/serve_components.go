@@ -155,7 +155,7 @@ func retryOpen[T any](ctx context.Context, logger *slog.Logger, what string, ope
 // readModel is what serve reads records through: the views bucket, the
 // quarantine, the projector and the index over them.
 type readModel struct {
-	views     jetstream.KeyValue
+	views     *projection.Views
 	quar      *quarantine.Quarantine
 	proj      *projection.Projector
 	index     *projection.Index
@@ -181,13 +181,17 @@ type readQueries interface {
 // reported), the quarantine, the projector and the index.
 func openReadModel(ctx context.Context, cfg serveConfig, nc *nats.Conn, js jetstream.JetStream, store *jsstore.Store, leases *scheduler.Leases, mismatch *mismatches,
 	startup, logger *slog.Logger) (*readModel, error) {
-	views, err := retryOpen(ctx, startup, "the views bucket "+projection.DefaultBucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+	views, err := retryOpen(ctx, startup, "the views bucket "+projection.DefaultBucket, func(ctx context.Context) (*projection.Views, error) {
 		views, err := projection.OpenViews(ctx, js, append(viewsCompression(cfg), projection.WithBucketReplicas(cfg.replicas), projection.WithBucketStorage(cfg.storage))...)
 		if errors.Is(err, projection.ErrIncompatibleBucket) {
 			// Used as it is (projected views work on any settings),
 			// reported by /readyz until repaired.
 			mismatch.add(startup, "views", err)
-			return js.KeyValue(ctx, projection.DefaultBucket)
+			kv, err := js.KeyValue(ctx, projection.DefaultBucket)
+			if err != nil {
+				return nil, err
+			}
+			return projection.NewViews(js, kv)
 		}
 		return views, err
 	})

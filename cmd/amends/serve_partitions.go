@@ -129,8 +129,8 @@ func join(ctx context.Context, parts *scheduler.Partitions, instance string, ttl
 // newPartitioned returns the reader of every instance's records through
 // parts' plan, and the components of this instance: its leases and the
 // responder of index.
-func newPartitioned(cfg serveConfig, nc *nats.Conn, parts *scheduler.Partitions, index *projection.Index, views jetstream.KeyValue, logger *slog.Logger) (fanout.Strict, []component, error) {
-	q, err := fanout.NewQuerier(nc, fanout.QuerierConfig{Plan: parts.Plan, Members: parts.Members, Timeout: cfg.partitions.timeout})
+func newPartitioned(cfg serveConfig, nc *nats.Conn, parts *scheduler.Partitions, index *projection.Index, views *projection.Views, logger *slog.Logger) (fanout.Strict, []component, error) {
+	q, err := fanout.NewQuerier(nc, fanout.QuerierConfig{Plan: parts.Plan, Members: parts.Members, Processors: index.Processors, Timeout: cfg.partitions.timeout})
 	if err != nil {
 		return fanout.Strict{}, nil, err
 	}

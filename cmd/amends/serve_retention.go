@@ -116,7 +116,7 @@ func clipText(s string, n int) string {
 
 // openRetention opens the sweeper's bucket, its archive and the audit log,
 // and returns the scheduler option that runs it; nil without retention.
-func openRetention(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, views jetstream.KeyValue, records retention.Records,
+func openRetention(ctx context.Context, cfg serveConfig, js jetstream.JetStream, store *jsstore.Store, views *projection.Views, records retention.Records,
 	proj *projection.Projector, quar *quarantine.Quarantine, startup, logger *slog.Logger) (*retention.Sweeper, error) {
 	rc := cfg.retention
 	if !rc.on() {

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -118,6 +119,35 @@ func InitialAllAfter(ctx context.Context, kv jetstream.KeyValue, w jetstream.Key
 	return initial(ctx, w, after, apply, last)
 }
 
+// InitialFilteredAfter is Initial for a watch of the keys matching any of
+// patterns (WatchFiltered with jetstream.IncludeHistory, and
+// jetstream.ResumeFromRevision(after+1) when after is not 0): it reads
+// until it has delivered the last message on any of them as the stream
+// leader had it when asked, once (one request a pattern), after w was
+// created: every key's value as of then has been delivered, and later
+// changes follow in w. It asks once, not again each time it catches up:
+// with many patterns the requests take long enough that keys written
+// at a steady rate would keep it reading for ever.
+func InitialFilteredAfter(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, patterns []string, w jetstream.KeyWatcher, after uint64, apply func(jetstream.KeyValueEntry)) error {
+	var mark uint64
+	asked := false
+	last := func(ctx context.Context) (uint64, error) {
+		if asked {
+			return mark, nil
+		}
+		for _, p := range patterns {
+			seq, err := lastSeq(ctx, js, kv.Bucket(), p)
+			if err != nil {
+				return 0, err
+			}
+			mark = max(mark, seq)
+		}
+		asked = true
+		return mark, nil
+	}
+	return initial(ctx, w, after, apply, last)
+}
+
 // Range passes to apply, in revision order, the last change of every key
 // of kv whose last change has a revision in [from, to] (deletions
 // included), at most limit of them, and returns how many it passed: a
@@ -187,25 +217,50 @@ func (b boundedInfo) StreamInfo() *jetstream.StreamInfo { return b.info }
 var errNoStreamInfo = errors.New("the bucket's status has no stream info")
 
 // lastSeq returns the stream sequence of the last message on bucket's keys
-// matching pattern (0: none), as the stream leader has it: the JetStream
-// API's message get, which only the leader answers (a direct get may come
-// from a replica behind it).
+// matching pattern (0: none), as the stream leader has it (see Last).
 func lastSeq(ctx context.Context, js jetstream.JetStream, bucket, pattern string) (uint64, error) {
+	e, err := Last(ctx, js, bucket, pattern)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return e.Revision(), nil
+}
+
+// MaxLastValue bounds the value Last accepts in an answer.
+const MaxLastValue = 8 << 20
+
+// Last returns the last message on bucket's keys matching pattern (a KV
+// key pattern, wildcards allowed), deletions included (Operation says
+// which), as the stream leader has it: the JetStream API's message get,
+// which only the leader answers (a direct get may come from a replica
+// behind it). No message is an error matching jetstream.ErrKeyNotFound;
+// an answer that does not read (a value over MaxLastValue, a subject
+// outside the bucket, bad headers) is an error that says why. Safe for
+// concurrent use.
+func Last(ctx context.Context, js jetstream.JetStream, bucket, pattern string) (jetstream.KeyValueEntry, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
+	prefix := "$KV." + bucket + "."
 	req, _ := json.Marshal(struct {
 		LastBySubject string `json:"last_by_subj"`
-	}{"$KV." + bucket + "." + pattern})
+	}{prefix + pattern})
 	resp, err := js.Conn().RequestWithContext(ctx, apiPrefix(js.Options())+"STREAM.MSG.GET.KV_"+bucket, req)
 	if err != nil {
-		return 0, fmt.Errorf("read the last revision of bucket %s: %w", bucket, err)
+		return nil, fmt.Errorf("read the last message of %s in bucket %s: %w", pattern, bucket, err)
 	}
 	var r struct {
 		Message *struct {
-			Seq uint64 `json:"seq"`
+			Subject string    `json:"subject"`
+			Seq     uint64    `json:"seq"`
+			Header  []byte    `json:"hdrs"`
+			Data    []byte    `json:"data"`
+			Time    time.Time `json:"time"`
 		} `json:"message"`
 		Error *struct {
 			Code        int    `json:"code"`
@@ -213,19 +268,65 @@ func lastSeq(ctx context.Context, js jetstream.JetStream, bucket, pattern string
 			Description string `json:"description"`
 		} `json:"error"`
 	}
+	if len(resp.Data) > MaxLastValue*2 {
+		return nil, fmt.Errorf("read the last message of %s in bucket %s: the answer is %d bytes, over twice the limit of %d", pattern, bucket, len(resp.Data), MaxLastValue)
+	}
 	if err := json.Unmarshal(resp.Data, &r); err != nil {
-		return 0, fmt.Errorf("read the last revision of bucket %s: the answer does not decode: %w", bucket, err)
+		return nil, fmt.Errorf("read the last message of %s in bucket %s: the answer does not decode: %w", pattern, bucket, err)
 	}
 	switch {
 	case r.Error != nil && r.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
-		return 0, nil
+		return nil, fmt.Errorf("no message of %s in bucket %s: %w", pattern, bucket, jetstream.ErrKeyNotFound)
 	case r.Error != nil:
-		return 0, fmt.Errorf("read the last revision of bucket %s: %s (code %d)", bucket, r.Error.Description, r.Error.ErrCode)
+		return nil, fmt.Errorf("read the last message of %s in bucket %s: %s (code %d)", pattern, bucket, r.Error.Description, r.Error.ErrCode)
 	case r.Message == nil:
-		return 0, fmt.Errorf("read the last revision of bucket %s: the answer has no message", bucket)
+		return nil, fmt.Errorf("read the last message of %s in bucket %s: the answer has no message", pattern, bucket)
+	case !strings.HasPrefix(r.Message.Subject, prefix) || len(r.Message.Subject) == len(prefix):
+		return nil, fmt.Errorf("read the last message of %s in bucket %s: the answer's subject %.80q is not a key of the bucket", pattern, bucket, r.Message.Subject)
+	case len(r.Message.Data) > MaxLastValue:
+		return nil, fmt.Errorf("read the last message of %s in bucket %s: the value is %d bytes, over the limit of %d", pattern, bucket, len(r.Message.Data), MaxLastValue)
 	}
-	return r.Message.Seq, nil
+	op, err := operation(r.Message.Header)
+	if err != nil {
+		return nil, fmt.Errorf("read the last message of %s in bucket %s: its headers do not read: %w", pattern, bucket, err)
+	}
+	return entry{bucket: bucket, key: r.Message.Subject[len(prefix):], value: r.Message.Data, rev: r.Message.Seq, created: r.Message.Time, op: op}, nil
 }
+
+// operation returns the KV operation a message's raw headers say.
+func operation(hdr []byte) (jetstream.KeyValueOp, error) {
+	if len(hdr) == 0 {
+		return jetstream.KeyValuePut, nil
+	}
+	h, err := nats.DecodeHeadersMsg(hdr)
+	if err != nil {
+		return 0, err
+	}
+	switch h.Get("KV-Operation") {
+	case "DEL":
+		return jetstream.KeyValueDelete, nil
+	case "PURGE":
+		return jetstream.KeyValuePurge, nil
+	}
+	return jetstream.KeyValuePut, nil
+}
+
+// entry is a message Last read.
+type entry struct {
+	bucket, key string
+	value       []byte
+	rev         uint64
+	created     time.Time
+	op          jetstream.KeyValueOp
+}
+
+func (e entry) Bucket() string                  { return e.bucket }
+func (e entry) Key() string                     { return e.key }
+func (e entry) Value() []byte                   { return e.value }
+func (e entry) Revision() uint64                { return e.rev }
+func (e entry) Created() time.Time              { return e.created }
+func (e entry) Delta() uint64                   { return 0 }
+func (e entry) Operation() jetstream.KeyValueOp { return e.op }
 
 // apiPrefix is the JetStream API prefix js sends its requests to.
 func apiPrefix(o jetstream.JetStreamOptions) string {

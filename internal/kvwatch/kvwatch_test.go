@@ -217,3 +217,49 @@ func TestFollowPassesEntriesUntilTheEnd(t *testing.T) {
 	err = kvwatch.Follow(t.Context(), w, func(jetstream.KeyValueEntry) { t.Error("no entry after the stop") })
 	require.ErrorIs(t, err, kvwatch.ErrEnded)
 }
+
+// A watch of some keys' patterns reads every one of their keys, deletions
+// included, while other keys are written, and none of the other keys;
+// Last reads the last change of a pattern's keys.
+func TestInitialFilteredReadsEveryKeyOfItsPatternsAndNoOther(t *testing.T) {
+	js := natstest.New(t).JetStream()
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "kvwatch"})
+	require.NoError(t, err)
+	for i := range 40 {
+		for _, p := range []string{"a", "b", "c"} {
+			_, err := kv.Put(t.Context(), fmt.Sprintf("%s.%d", p, i), []byte("0"))
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, kv.Delete(t.Context(), "a.3"))
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for n := 1; ctx.Err() == nil; n++ {
+			_, _ = kv.Put(ctx, fmt.Sprintf("c.%d", n%40), fmt.Appendf(nil, "%d", n)) // written after every key it reads
+		}
+	})
+	defer func() { cancel(); wg.Wait() }()
+	patterns := []string{"a.>", "b.*"}
+	for range 10 {
+		w, err := kv.WatchFiltered(t.Context(), []string{"a.>", "b.*"}, jetstream.IncludeHistory())
+		require.NoError(t, err)
+		live := map[string]bool{}
+		require.NoError(t, kvwatch.InitialFilteredAfter(t.Context(), js, kv, patterns, w, 0, func(e jetstream.KeyValueEntry) {
+			require.NotEqual(t, "c", e.Key()[:1], "a key of no pattern: %s", e.Key())
+			live[e.Key()] = e.Operation() == jetstream.KeyValuePut
+		}))
+		require.NoError(t, w.Stop())
+		require.Len(t, live, 80, "every key of the patterns")
+		require.False(t, live["a.3"], "the deletion read")
+	}
+	e, err := kvwatch.Last(t.Context(), js, "kvwatch", "a.*")
+	require.NoError(t, err)
+	require.Equal(t, "a.3", e.Key(), "the last change of a's keys: the deletion of a.3")
+	require.Equal(t, jetstream.KeyValueDelete, e.Operation())
+	e, err = kvwatch.Last(t.Context(), js, "kvwatch", "*.39")
+	require.NoError(t, err)
+	require.Contains(t, []string{"b.39", "c.39"}, e.Key(), "b.39 was written after a.39; c.39 may be written since")
+	_, err = kvwatch.Last(t.Context(), js, "kvwatch", "d.*")
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
+}

@@ -622,3 +622,27 @@ func TestAnUnplacedProcessorIsNamedMissing(t *testing.T) {
 	require.Empty(t, cov.Unanswered)
 	require.Equal(t, len(vs), n)
 }
+
+// A processor the querier's own instance knows (Processors) that the plan
+// does not place and no answer holds is named missing, though no member
+// names it: a plan that stopped placing it (its holder died before it
+// reported it) is not short without saying so.
+func TestAProcessorTheQuerierKnowsIsNamedMissingWhenNoOneHoldsIt(t *testing.T) {
+	vs := views(rand.New(rand.NewPCG(21, 22)), 100)
+	now := time.UnixMilli(indextest.Base)
+	c := newCluster(t, now, 0, vs, 2)
+	placed := c.plan.Held("instance 0")[0]
+	proc, _, err := partition.SlotsOfID(placed)
+	require.NoError(t, err)
+	q, err := fanout.NewQuerier(c.nc, fanout.QuerierConfig{
+		Plan:       func(context.Context) (partition.Plan, error) { return c.plan, nil },
+		Processors: func() []string { return []string{"Dropped", proc} }, // proc is placed and held
+		Timeout:    10 * time.Second,
+	})
+	require.NoError(t, err)
+	n, cov, err := q.Count(context.Background(), api.Filter{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"Dropped"}, cov.Missing)
+	require.False(t, cov.Complete())
+	require.Equal(t, len(vs), n)
+}

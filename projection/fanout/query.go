@@ -27,6 +27,15 @@ type QuerierConfig struct {
 	// plan made before those records, or the empty plan before the first
 	// one).
 	Members func(ctx context.Context) ([]string, error)
+	// Processors, if set, returns the processors that have records, as
+	// this instance knows them (projection.Index.Processors: every
+	// processor's key, which the projector writes with its first view).
+	// A processor the plan does not place and no answer holds is missing,
+	// whatever the members say: a member names the processors it saw not
+	// placed only as of its last load, so a plan that stops placing a
+	// processor (its holder died before it reported it) would otherwise go
+	// unnoticed until the next one places it again.
+	Processors func() []string
 	// Prefix starts the subjects (default DefaultPrefix).
 	Prefix string
 	// Timeout bounds the wait for each instance's reply (default 5s).
@@ -165,7 +174,11 @@ func (q *Querier) ask(ctx context.Context, op string, query api.Query) ([]reply,
 		wg.Go(func() { results[i] = q.askOne(ctx, in, op, data) })
 	}
 	wg.Wait()
-	return cover(plan, results)
+	var known []string
+	if q.cfg.Processors != nil {
+		known = q.cfg.Processors()
+	}
+	return cover(plan, results, known)
 }
 
 // instances returns the plan in force and the instances to ask: those it
@@ -240,7 +253,7 @@ func (q *Querier) request(ctx context.Context, subject, op string, data []byte, 
 // replies that hold a record in common (one partition, or overlapping
 // parts of two splits, while the instances act on two plans) cannot be
 // added, and are an error.
-func cover(plan partition.Plan, results []result) ([]reply, Coverage, error) {
+func cover(plan partition.Plan, results []result, known []string) ([]reply, Coverage, error) {
 	var cov Coverage
 	var replies []reply
 	claims := claims{by: map[string][]claim{}, held: map[string]*[partition.Slots]bool{}}
@@ -259,7 +272,7 @@ func cover(plan partition.Plan, results []result) ([]reply, Coverage, error) {
 			replies = append(replies, r.reply)
 		}
 	}
-	cov.Missing = claims.missing(plan, replies)
+	cov.Missing = claims.missing(plan, replies, known)
 	cov.Unseen = len(replies) == 0
 	return replies, cov, nil
 }
@@ -294,10 +307,11 @@ func (c *claims) add(instance string, ids []string) error {
 }
 
 // missing returns the partitions of plan whose slots the claims do not
-// all hold, and the processors a reply saw that the plan does not place
-// yet (in no one's index: missing whole until the next plan places
+// all hold, and the processors a reply saw, or known has, that the plan
+// does not place yet and the claims do not hold whole (in no one's index,
+// or in parts of an older plan: missing until the next plan places
 // them), sorted.
-func (c *claims) missing(plan partition.Plan, replies []reply) []string {
+func (c *claims) missing(plan partition.Plan, replies []reply, known []string) []string {
 	var out []string
 	for id := range plan.Owners {
 		proc, slots, ok := plan.SlotsOf(id)
@@ -305,15 +319,29 @@ func (c *claims) missing(plan partition.Plan, replies []reply) []string {
 			out = append(out, id)
 		}
 	}
+	unplaced := func(proc string) {
+		if _, placed := plan.Owners[plan.Of(proc, "")]; !placed && !c.whole(proc) && !slices.Contains(out, proc) {
+			out = append(out, proc)
+		}
+	}
 	for _, r := range replies {
 		for _, proc := range r.Unplaced {
-			if _, placed := plan.Owners[plan.Of(proc, "")]; !placed && c.held[proc] == nil && !slices.Contains(out, proc) {
-				out = append(out, proc)
-			}
+			unplaced(proc)
 		}
+	}
+	for _, proc := range known {
+		unplaced(proc)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// whole reports whether the claims hold every slot of processor: an
+// instance that still holds parts of a processor the plan no longer
+// places holds only those.
+func (c *claims) whole(processor string) bool {
+	held := c.held[processor]
+	return held != nil && !slices.Contains(held[:], false)
 }
 
 // owners returns the instances plan places partitions on, sorted.

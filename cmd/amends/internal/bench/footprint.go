@@ -62,7 +62,7 @@ type RetentionFunc func(ctx context.Context, t RetentionTarget) error
 type RetentionTarget struct {
 	JS      jetstream.JetStream
 	Store   *jsstore.Store
-	Views   jetstream.KeyValue
+	Views   *projection.Views
 	Records []string
 }
 

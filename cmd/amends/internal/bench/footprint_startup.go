@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -161,40 +162,70 @@ func fillViews(ctx context.Context, js jetstream.JetStream, bucket string, n int
 
 // fillViewsOf is fillViews with each view's processor drawn by processor
 // when it is not nil.
+// announce writes processor's key (projection.ProcessorKey) in bucket
+// once, as the projector does with a processor's first view.
+func announce(ctx context.Context, js jetstream.JetStream, bucket, processor string, done map[string]bool) error {
+	if done[processor] {
+		return nil
+	}
+	key, err := projection.ProcessorKey(processor)
+	if err != nil {
+		return err
+	}
+	if _, err := js.Publish(ctx, "$KV."+bucket+"."+key, nil); err != nil {
+		return err
+	}
+	done[processor] = true
+	return nil
+}
+
 func fillViewsOf(ctx context.Context, js jetstream.JetStream, bucket string, n int, processor func() string) error {
 	r := rand.New(rand.NewPCG(uint64(n), 42))
+	announced := map[string]bool{}
 	for i := range n {
 		v := generatedView(r, i)
 		if processor != nil {
 			v.State.Function.ProcessorName = processor()
+		}
+		if err := announce(ctx, js, bucket, v.State.Function.ProcessorName, announced); err != nil {
+			return err
 		}
 		v.Seq += 20                  // version v is at a sequence of at least v, or the view does not validate
 		data, err := json.Marshal(v) // the bytes the view codec writes (projection/view.go)
 		if err != nil {
 			return err
 		}
-		subject := "$KV." + bucket + "." + v.State.ID
-		_, err = js.PublishAsync(subject, data)
-		for tries := 0; errors.Is(err, jetstream.ErrTooManyStalledMsgs) && tries < 100; tries++ {
-			// The server is behind (a busy machine): wait for the window.
-			select {
-			case <-js.PublishAsyncComplete():
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			_, err = js.PublishAsync(subject, data)
-		}
+		key, err := projection.ViewKey(v.State.Function.ProcessorName, v.State.ID)
 		if err != nil {
 			return err
 		}
+		if err := publishWindowed(ctx, js, "$KV."+bucket+"."+key, data); err != nil {
+			return err
+		}
 		if i%fillWindow == fillWindow-1 {
-			select {
-			case <-js.PublishAsyncComplete():
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := published(ctx, js); err != nil {
+				return err
 			}
 		}
 	}
+	return published(ctx, js)
+}
+
+// publishWindowed publishes data on subject asynchronously, waiting for
+// the window when the server is behind (a busy machine).
+func publishWindowed(ctx context.Context, js jetstream.JetStream, subject string, data []byte) error {
+	_, err := js.PublishAsync(subject, data)
+	for tries := 0; errors.Is(err, jetstream.ErrTooManyStalledMsgs) && tries < 100; tries++ {
+		if err := published(ctx, js); err != nil {
+			return err
+		}
+		_, err = js.PublishAsync(subject, data)
+	}
+	return err
+}
+
+// published waits until js's asynchronous publishes are acknowledged.
+func published(ctx context.Context, js jetstream.JetStream) error {
 	select {
 	case <-js.PublishAsyncComplete():
 		return nil
@@ -223,7 +254,9 @@ func rawWatch(ctx context.Context, views jetstream.KeyValue, n int) (time.Durati
 		if e == nil {
 			break
 		}
-		got++
+		if strings.Contains(e.Key(), ".") {
+			got++ // a view; the others are the processors' keys
+		}
 	}
 	if got != n {
 		return 0, fmt.Errorf("the raw watch read %d views, want %d", got, n)
