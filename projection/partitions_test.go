@@ -247,8 +247,22 @@ func TestAnIndexOfSomePartitionsReportsItsSizes(t *testing.T) {
 	})
 	held, unplaced := ix.Sizes()
 	require.Equal(t, map[string]uint64{"Held": 10}, held)
-	require.Equal(t, map[string]uint64{"Unplaced": 10}, unplaced)
+	require.Equal(t, map[string]uint64{"Unplaced": 0}, unplaced, "known by its processor's key; its views are not read")
 	require.Equal(t, []string{"Unplaced"}, ix.Unplaced())
+
+	// The watch read the views of its partition and the processors' keys,
+	// and nothing else: its consumer's filters match 10 + 3 messages.
+	stream, err := e.js.Stream(t.Context(), "KV_"+projection.DefaultBucket)
+	require.NoError(t, err)
+	var filters []string
+	var delivered uint64
+	for info := range stream.ListConsumers(t.Context()).Info() {
+		if f := info.Config.FilterSubjects; slices.Contains(f, "$KV."+projection.DefaultBucket+".Held.>") {
+			filters, delivered = f, info.Delivered.Consumer
+		}
+	}
+	require.Equal(t, []string{"$KV." + projection.DefaultBucket + ".*", "$KV." + projection.DefaultBucket + ".Held.>"}, filters)
+	require.Equal(t, uint64(13), delivered, "10 views of Held and 3 processors' keys")
 }
 
 // Once its partitions change, an index claims none of them until it has

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -114,7 +115,14 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	if after > 0 {
 		opts = append(opts, jetstream.ResumeFromRevision(after+1))
 	}
-	w, err := ix.views.WatchAll(wctx, opts...)
+	filters := ix.watchFilters()
+	var w jetstream.KeyWatcher
+	if filters == nil {
+		w, err = ix.views.WatchAll(wctx, opts...)
+	} else {
+		// A copy: the client rewrites the keys it is given into subjects.
+		w, err = ix.views.WatchFiltered(wctx, slices.Clone(filters), opts...)
+	}
 	if err != nil {
 		ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // cut short: nothing is dropped
 		return false, fmt.Errorf("start the watch: %w", err)
@@ -129,11 +137,25 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 			}
 		}()
 	}()
-	if err := ix.loadInitial(ctx, wctx, w, gen, after); err != nil {
+	if err := ix.loadInitial(ctx, wctx, w, filters, gen, after); err != nil {
 		return false, err
 	}
 	ix.setHealth(nil)
 	return true, ix.followUpdates(ctx, updates, gen, infoCreated(info), moved)
+}
+
+// watchFilters returns the key patterns the next watch reads: with
+// WithPartitions, those of the partitions it loads (KeyFilters) and every
+// processor's key (processorKeys), so that it reads no view of another
+// instance's partitions and still learns of processors no one holds;
+// nil (every key) without.
+func (ix *Index) watchFilters() []string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.loading == nil {
+		return nil
+	}
+	return append([]string{processorKeys}, KeyFilters(ix.loading.IDs())...)
 }
 
 // beginWatch starts watch number gen: the index is told a load begins
@@ -160,15 +182,22 @@ func (ix *Index) beginWatch(ctx context.Context, info *jetstream.StreamInfo) (ge
 }
 
 // loadInitial applies the watch's initial values (after revision after)
-// and ends the load; a load cut short drops nothing.
-func (ix *Index) loadInitial(ctx, wctx context.Context, w jetstream.KeyWatcher, gen uint32, after uint64) error {
+// and ends the load; a load cut short drops nothing. filters are the
+// watch's key patterns (nil: every key).
+func (ix *Index) loadInitial(ctx, wctx context.Context, w jetstream.KeyWatcher, filters []string, gen uint32, after uint64) error {
 	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
-	err := kvwatch.InitialAllAfter(wctx, ix.views, w, after, func(e jetstream.KeyValueEntry) {
+	apply := func(e jetstream.KeyValueEntry) {
 		if batch = append(batch, e); len(batch) == batchSize {
 			ix.applyBatch(batch, gen)
 			batch = batch[:0]
 		}
-	})
+	}
+	var err error
+	if filters == nil {
+		err = kvwatch.InitialAllAfter(wctx, ix.views, w, after, apply)
+	} else {
+		err = kvwatch.InitialFilteredAfter(wctx, ix.views.js, ix.views, filters, w, after, apply)
+	}
 	if err != nil {
 		ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // cut short: nothing is dropped
 		return fmt.Errorf("load the views: %w", err)
