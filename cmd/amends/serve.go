@@ -128,6 +128,7 @@ type serveFlags struct {
 	snap      snapshotFlags
 	comp      compressionFlags
 	part      partitionFlags
+	migrate   migrateFlags
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -194,6 +195,7 @@ func newServeCmd(a *app) *cobra.Command {
 	f.snap.add(fs)
 	f.comp.add(fs)
 	f.part.add(fs)
+	f.migrate.add(fs)
 	f.sec.add(fs)
 	annotateEnv(fs)
 	f.sec.addCommandLineOnly(fs) // after annotateEnv: never from the environment
@@ -223,6 +225,9 @@ func (f *serveFlags) config(cmd *cobra.Command, env func(string) (string, bool),
 		return cfg, err
 	}
 	if err := f.comp.config(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := f.migrate.config(&cfg); err != nil {
 		return cfg, err
 	}
 	if err := f.part.config(&cfg, cmd.Flags().Changed, f.scheduler); err != nil {
@@ -373,6 +378,9 @@ type serveConfig struct {
 	// retention configures the retention sweeper (with the scheduler);
 	// nil or zero durations keep every record.
 	retention *retentionConfig
+	// migrateViews projects the views bucket and exits (--migrate-views);
+	// migrateDryRun only says what it would do (--dry-run).
+	migrateViews, migrateDryRun bool
 	// indexSnapshotEvery is the index's snapshot period; 0: no snapshots.
 	indexSnapshotEvery time.Duration
 	// indexAuditRate is how many records a second the index audits.

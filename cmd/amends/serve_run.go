@@ -106,6 +106,10 @@ func serve(ctx context.Context, cfg serveConfig, conn *natsConn, logger *slog.Lo
 		return fmt.Errorf("check the compression of the compensation stream and the views bucket: %w", err)
 	}
 
+	if cfg.migrateViews {
+		return migrateViews(ctx, cfg, js, store, logger)
+	}
+	warnLegacyViews(sctx, js, logger)
 	components, httpURL, err := controlPlane(sctx, cfg, conn.nc, js, store, logger)
 	if err != nil {
 		return err
