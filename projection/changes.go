@@ -186,9 +186,6 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 			out.repair = true
 		case c.names != "":
 			ix.known(c.names)
-			if ix.loading != nil {
-				ix.named(c.names)
-			}
 		case c.deleted != "":
 			delete(ix.corrupt, c.key)
 			b.Remove(c.deleted)

@@ -89,18 +89,6 @@ func (ix *Index) dropped(processor string) {
 	}
 }
 
-// named notes that processor has views (its key, ProcessorKey): an
-// unplaced processor with no view read yet is counted with 0 records. The
-// caller holds ix.mu.
-func (ix *Index) named(processor string) {
-	if ix.placedAnywhere(processor) {
-		return
-	}
-	if _, ok := ix.unplaced[processor]; !ok && len(ix.unplaced) < maxUnplaced {
-		ix.unplaced[processor] = 0
-	}
-}
-
 // known notes processor's key: the processors with records only grow
 // (their keys are never deleted), up to maxUnplaced of them. The caller
 // holds ix.mu.
