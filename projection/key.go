@@ -35,18 +35,22 @@ func ViewKey(processor, id string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("processor is empty: %w", ErrInvalidQuery)
 	}
-	idTok, _ := tokens.Encode(id) // not empty: checked
+	return proc + "." + recordSuffix(id), nil
+}
+
+// slotDigits returns the low and high hexadecimal digits of record id's
+// slot (partition.Slot), as its keys hold them.
+func slotDigits(id string) (lo, hi byte) {
 	slot := partition.Slot(id)
-	var b strings.Builder
-	b.Grow(len(proc) + len(idTok) + 5)
-	b.WriteString(proc)
-	b.WriteByte('.')
-	b.WriteByte(hexDigits[slot&0xf])
-	b.WriteByte('.')
-	b.WriteByte(hexDigits[slot>>4])
-	b.WriteByte('.')
-	b.WriteString(idTok)
-	return b.String(), nil
+	return hexDigits[slot&0xf], hexDigits[slot>>4]
+}
+
+// recordSuffix is what follows the processor in every key of record id:
+// "<lo>.<hi>.<id>". id must pass CheckID.
+func recordSuffix(id string) string {
+	idTok, _ := tokens.Encode(id) // not empty: checked
+	lo, hi := slotDigits(id)
+	return string([]byte{lo, '.', hi, '.'}) + idTok
 }
 
 // recordPattern returns the KV key pattern of every key record id's view
@@ -54,9 +58,7 @@ func ViewKey(processor, id string) (string, error) {
 // on it is the record's current view (a view that moves to another
 // processor is deleted from its old key first). id must pass CheckID.
 func recordPattern(id string) string {
-	idTok, _ := tokens.Encode(id)
-	slot := partition.Slot(id)
-	return "*." + string(hexDigits[slot&0xf]) + "." + string(hexDigits[slot>>4]) + "." + idTok
+	return "*." + recordSuffix(id)
 }
 
 // ParseKey returns the processor and record id of a view key (ViewKey).
@@ -77,9 +79,8 @@ func ParseKey(key string) (processor, id string, err error) {
 	if CheckID(id) != nil {
 		return "", "", fmt.Errorf("view key %.60q holds an id that cannot be a record id: %w", key, ErrCorruptView)
 	}
-	slot := partition.Slot(id)
-	if lo != hexDigits[slot&0xf:slot&0xf+1] || hi != hexDigits[slot>>4:slot>>4+1] {
-		return "", "", fmt.Errorf("view key %.60q: the slot %s.%s is not the record's (%x.%x): %w", key, lo, hi, slot&0xf, slot>>4, ErrCorruptView)
+	if wantLo, wantHi := slotDigits(id); lo != string(wantLo) || hi != string(wantHi) {
+		return "", "", fmt.Errorf("view key %.60q: the slot %s.%s is not the record's (%c.%c): %w", key, lo, hi, wantLo, wantHi, ErrCorruptView)
 	}
 	return processor, id, nil
 }
@@ -91,8 +92,7 @@ func keyOf(key, processor, id string) bool {
 	if len(rest) < 5 || rest[1] != '.' || rest[3] != '.' || processor == "" || CheckID(id) != nil {
 		return false
 	}
-	slot := partition.Slot(id)
-	if rest[0] != hexDigits[slot&0xf] || rest[2] != hexDigits[slot>>4] {
+	if lo, hi := slotDigits(id); rest[0] != lo || rest[2] != hi {
 		return false
 	}
 	return tokenIs(proc, processor) && tokenIs(rest[4:], id)
