@@ -14,6 +14,7 @@ import (
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore"
+	"github.com/amends-dev/amends/internal/kvwatch"
 	"github.com/amends-dev/amends/kvstore"
 	"github.com/amends-dev/amends/quarantine"
 )
@@ -356,7 +357,7 @@ func (p *Projector) putRecord(ctx context.Context, id, key string, data []byte, 
 	prefix := "$KV." + p.views.Bucket() + "."
 	m := &nats.Msg{Subject: prefix + key, Header: nats.Header{}, Data: data}
 	if data == nil {
-		m.Header.Set(kvOperation, "DEL")
+		m.Header.Set(kvwatch.OperationHeader, kvwatch.OperationDelete)
 	}
 	ack, err := p.js.PublishMsg(ctx, m, recordCAS(prefix, id, rev))
 	if err != nil {
@@ -364,9 +365,6 @@ func (p *Projector) putRecord(ctx context.Context, id, key string, data []byte, 
 	}
 	return ack.Sequence, nil
 }
-
-// kvOperation is the header of a KV deletion marker.
-const kvOperation = "KV-Operation"
 
 // recordCAS is the expectation that the last change of record id's keys
 // (in the bucket of subject prefix) is at revision rev.

@@ -293,6 +293,13 @@ func Last(ctx context.Context, js jetstream.JetStream, bucket, pattern string) (
 	return entry{bucket: bucket, key: r.Message.Subject[len(prefix):], value: r.Message.Data, rev: r.Message.Seq, created: r.Message.Time, op: op}, nil
 }
 
+// The header of a KV deletion or purge marker, and its values.
+const (
+	OperationHeader = "KV-Operation"
+	OperationDelete = "DEL"
+	OperationPurge  = "PURGE"
+)
+
 // operation returns the KV operation a message's raw headers say.
 func operation(hdr []byte) (jetstream.KeyValueOp, error) {
 	if len(hdr) == 0 {
@@ -302,10 +309,10 @@ func operation(hdr []byte) (jetstream.KeyValueOp, error) {
 	if err != nil {
 		return 0, err
 	}
-	switch h.Get("KV-Operation") {
-	case "DEL":
+	switch h.Get(OperationHeader) {
+	case OperationDelete:
 		return jetstream.KeyValueDelete, nil
-	case "PURGE":
+	case OperationPurge:
 		return jetstream.KeyValuePurge, nil
 	}
 	return jetstream.KeyValuePut, nil
