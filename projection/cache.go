@@ -6,8 +6,8 @@ import (
 	"github.com/amends-dev/amends/api"
 )
 
-// viewCache remembers the views this projector wrote last, with their KV
-// revisions, so the next stream of a record is written with one
+// viewCache remembers the views this projector wrote last, by record id,
+// with where they are (key and KV revision), so the next stream of a record is written with one
 // compare-and-set and no read. A stale entry (another projector wrote
 // since) only costs a failed compare-and-set and a read. Bounded: when
 // full, an arbitrary entry makes room. Safe for concurrent use.
@@ -34,8 +34,6 @@ type place struct {
 func newViewCache(max int) *viewCache {
 	return &viewCache{m: make(map[string]cachedView), max: max}
 }
-
-// The cache is keyed by record id.
 
 func (c *viewCache) get(key string) (cachedView, bool) {
 	if c.max == 0 {
