@@ -102,11 +102,11 @@ func runMigration(ctx context.Context, cfg serveConfig, js jetstream.JetStream, 
 			return fmt.Errorf("--migrate-views: the projector stopped: %w", err)
 		default:
 		}
-		info, ok := durableInfo(ctx, js, store)
-		if ok && info.NumPending == 0 && info.NumAckPending == 0 {
+		info, err := durableInfo(ctx, js, store) // not there yet, or not read: asked again
+		if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
 			break
 		}
-		if ok && time.Since(last) >= migrationProgress {
+		if err == nil && time.Since(last) >= migrationProgress {
 			last = time.Now()
 			logger.Info("--migrate-views: projecting", "pending", info.NumPending, "in_flight", info.NumAckPending, "at", info.AckFloor.Stream, "of", st.lastSeq)
 		}
@@ -121,15 +121,14 @@ func runMigration(ctx context.Context, cfg serveConfig, js jetstream.JetStream, 
 	return nil
 }
 
-// durableInfo reads the projector's durable consumer; false while it
-// does not exist yet or cannot be read (asked again).
-func durableInfo(ctx context.Context, js jetstream.JetStream, store *jsstore.Store) (*jetstream.ConsumerInfo, bool) {
+// durableInfo reads the projector's durable consumer; one that does not
+// exist is an error matching jetstream.ErrConsumerNotFound.
+func durableInfo(ctx context.Context, js jetstream.JetStream, store *jsstore.Store) (*jetstream.ConsumerInfo, error) {
 	c, err := js.Consumer(ctx, store.StreamName(aggregate.Context), projection.DefaultDurable)
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
-	info, err := c.Info(ctx)
-	return info, err == nil
+	return c.Info(ctx)
 }
 
 // readMigration reads what --migrate-views starts from; it changes nothing.
@@ -151,16 +150,12 @@ func readMigration(ctx context.Context, js jetstream.JetStream, store *jsstore.S
 	if st.legacy, err = bucketValues(ctx, js, projection.LegacyBucket); err != nil {
 		return st, err
 	}
-	c, err := js.Consumer(ctx, name, projection.DefaultDurable)
+	ci, err := durableInfo(ctx, js, store)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 	case err != nil:
 		return st, fmt.Errorf("read the projector's durable %s: %w", projection.DefaultDurable, err)
 	default:
-		ci, err := c.Info(ctx)
-		if err != nil {
-			return st, fmt.Errorf("read the projector's durable %s: %w", projection.DefaultDurable, err)
-		}
 		st.pending = int64(ci.NumPending) + int64(ci.NumAckPending)
 	}
 	return st, nil
