@@ -604,15 +604,21 @@ func TestStrictAnswersInFullOrNotAtAll(t *testing.T) {
 	require.ErrorIs(t, err, fanout.ErrIncomplete)
 }
 
+// placedCluster runs two instances over vs and returns them with a
+// processor the plan places (on instance 0).
+func placedCluster(t *testing.T, vs []api.View) (*cluster, string) {
+	t.Helper()
+	c := newCluster(t, time.UnixMilli(indextest.Base), 0, vs, 2)
+	proc, _, err := partition.SlotsOfID(c.plan.Held("instance 0")[0])
+	require.NoError(t, err)
+	return c, proc
+}
+
 // A processor that an instance saw records of and that the plan does not
 // place yet is named missing: its records are in no one's index.
 func TestAnUnplacedProcessorIsNamedMissing(t *testing.T) {
 	vs := views(rand.New(rand.NewPCG(19, 20)), 100)
-	now := time.UnixMilli(indextest.Base)
-	c := newCluster(t, now, 0, vs, 2)
-	placed := c.plan.Held("instance 0")[0]
-	proc, _, err := partition.SlotsOfID(placed)
-	require.NoError(t, err)
+	c, proc := placedCluster(t, vs)
 	c.parts["instance 1"].mu.Lock()
 	c.parts["instance 1"].unplaced = []string{"Newcomer", proc} // proc was unplaced when seen, and is placed now
 	c.parts["instance 1"].mu.Unlock()
@@ -629,11 +635,7 @@ func TestAnUnplacedProcessorIsNamedMissing(t *testing.T) {
 // reported it) is not short without saying so.
 func TestAProcessorTheQuerierKnowsIsNamedMissingWhenNoOneHoldsIt(t *testing.T) {
 	vs := views(rand.New(rand.NewPCG(21, 22)), 100)
-	now := time.UnixMilli(indextest.Base)
-	c := newCluster(t, now, 0, vs, 2)
-	placed := c.plan.Held("instance 0")[0]
-	proc, _, err := partition.SlotsOfID(placed)
-	require.NoError(t, err)
+	c, proc := placedCluster(t, vs)
 	q, err := fanout.NewQuerier(c.nc, fanout.QuerierConfig{
 		Plan:       func(context.Context) (partition.Plan, error) { return c.plan, nil },
 		Processors: func() []string { return []string{"Dropped", proc} }, // proc is placed and held
