@@ -7,6 +7,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/partition"
 	"github.com/amends-dev/amends/projection/index"
 )
 
@@ -22,13 +23,17 @@ type change struct {
 	rev     uint64 // the revision of the update
 	ready   bool   // the watch has delivered every initial value
 	names   string // the processor a processor key names (ProcessorKey)
+	other   string // the processor of a view of a partition the index does not hold (its id in deleted)
 }
 
 // applyBatch decodes updates outside the lock and applies them under it.
 // gen is the watch that delivered them; applyBatch reports whether its
 // initial values end in this batch.
 func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32) (ready bool) {
-	changes := decodeChanges(batch)
+	ix.mu.Lock()
+	held := ix.loading
+	ix.mu.Unlock()
+	changes := decodeChanges(batch, held)
 	var out applied
 	ix.mu.Lock()
 	ix.Index.Update(func(b *index.Batch) { out = ix.applyChanges(b, changes, gen) })
@@ -99,8 +104,10 @@ func (ix *Index) setHealth(err error) {
 }
 
 // decodeChanges decodes a batch of updates (nil: the initial values end),
-// outside the index's lock.
-func decodeChanges(batch []jetstream.KeyValueEntry) []change {
+// outside the index's lock. With held (WithPartitions), a view whose key
+// is of a partition held does not hold is not decoded: for this index it
+// is gone.
+func decodeChanges(batch []jetstream.KeyValueEntry, held *partition.Set) []change {
 	changes := make([]change, 0, len(batch))
 	for _, e := range batch {
 		switch {
@@ -109,6 +116,10 @@ func decodeChanges(batch []jetstream.KeyValueEntry) []change {
 		case e.Operation() == jetstream.KeyValuePut:
 			if proc, ok := processorOfKey(e.Key()); ok && len(e.Value()) == 0 {
 				changes = append(changes, change{key: e.Key(), rev: e.Revision(), names: proc})
+				continue
+			}
+			if c, ok := foreign(e, held); ok {
+				changes = append(changes, c)
 				continue
 			}
 			changes = append(changes, decodePut(e))
@@ -121,6 +132,23 @@ func decodeChanges(batch []jetstream.KeyValueEntry) []change {
 		}
 	}
 	return changes
+}
+
+// foreign returns the change of a view e puts at the key of a partition
+// held does not hold, and whether it is one. A key that is not a view's
+// is not: decodePut says why.
+func foreign(e jetstream.KeyValueEntry, held *partition.Set) (change, bool) {
+	if held == nil {
+		return change{}, false
+	}
+	proc, id, err := ParseKey(e.Key())
+	if err != nil {
+		return change{}, false
+	}
+	if _, ok := held.Of(proc, id); ok {
+		return change{}, false
+	}
+	return change{key: e.Key(), rev: e.Revision(), deleted: id, other: proc}, true
 }
 
 // decodePut decodes a view written to the bucket: its fields by the fast
@@ -186,6 +214,10 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 			out.repair = true
 		case c.names != "":
 			ix.known(c.names)
+		case c.other != "":
+			delete(ix.corrupt, c.key)
+			b.Remove(c.deleted)
+			ix.dropped(c.other)
 		case c.deleted != "":
 			delete(ix.corrupt, c.key)
 			b.Remove(c.deleted)

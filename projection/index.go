@@ -42,6 +42,10 @@ type Index struct {
 	// checkEvery is how often the watch checks that the bucket is still
 	// the one it started on.
 	checkEvery time.Duration
+	// loadKeys is the number of keys above which an index of some
+	// partitions loads through a watch of their keys alone
+	// (filteredLoadKeys; tests set it).
+	loadKeys uint64
 
 	mu sync.Mutex // guards gen and corrupt
 	// gen counts the watches Run started; every corrupt key remembers the
@@ -154,6 +158,7 @@ func NewIndex(views *Views, history HistoryStore, opts ...IndexOption) (*Index, 
 		clock:      aggregate.ClockFunc(timeNow),
 		logger:     slog.Default(),
 		checkEvery: 30 * time.Second,
+		loadKeys:   filteredLoadKeys,
 		corrupt:    make(map[string]corruptKey),
 		repair:     make(chan struct{}, 1),
 		suspects:   make(chan string, auditSuspects),

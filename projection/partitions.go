@@ -32,8 +32,11 @@ type PartitionSource interface {
 // holds in full, and none from a change until the new load ends. It
 // cannot be combined with
 // WithSnapshots yet: a snapshot holds another instance's partitions once
-// they move. The watch reads only the keys of its partitions (KeyFilters)
-// and every processor's key, from which it learns of the processors no
+// they move. A load reads every key of a bucket of up to a million keys
+// (skipping, undecoded, the views of other partitions) and only its
+// partitions' keys (KeyFilters) of a larger one, whichever JetStream
+// delivers faster; then the watch follows only its partitions' keys and
+// every processor's key, from which it learns of the processors no
 // partition holds yet (Unplaced).
 func WithPartitions(src PartitionSource) IndexOption {
 	return func(ix *Index) error {

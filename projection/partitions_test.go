@@ -86,8 +86,9 @@ func listIDs(t *testing.T, ix interface {
 
 // Three indexes of some partitions on one bucket each hold exactly the
 // records of their partitions: when partitions move between them, and
-// when a record's function moves it to another processor. A Querier over
-// their Responders answers as the index of every record does.
+// when a record's function moves it to another processor, whether they
+// load every key or their partitions' keys alone. A Querier over their
+// Responders answers as the index of every record does.
 func TestAnIndexOfSomePartitionsHoldsTheirRecordsAndNoOther(t *testing.T) {
 	e := newEnv(t)
 	run(t, e.projector(t))
@@ -121,7 +122,11 @@ func TestAnIndexOfSomePartitionsHoldsTheirRecordsAndNoOther(t *testing.T) {
 	parts := map[string]*projection.Index{}
 	for _, in := range instances {
 		sources[in] = newHeldSource(plan.Held(in))
-		parts[in] = e.index(t, projection.WithPartitions(sources[in]))
+		opts := []projection.IndexOption{projection.WithPartitions(sources[in])}
+		if in == "b" {
+			opts = append(opts, projection.LoadFilteredAbove(0)) // loads as on a bucket of over a million keys
+		}
+		parts[in] = e.index(t, opts...)
 		run(t, parts[in])
 		r, err := fanout.NewResponder(nc, parts[in], fanout.ResponderConfig{Instance: in})
 		require.NoError(t, err)
@@ -229,40 +234,71 @@ func TestPartitionsAndSnapshotsAreRefusedTogether(t *testing.T) {
 
 // An index of some partitions reports the records it holds per
 // processor, and those of the processors no one holds, so that they are
-// placed.
+// placed. Its load reads every key of a small bucket and only its
+// partitions' keys of a large one; either way it then follows only its
+// partitions' keys.
 func TestAnIndexOfSomePartitionsReportsItsSizes(t *testing.T) {
-	e := newEnv(t)
-	run(t, e.projector(t))
-	for i := range 30 {
-		fn := fnA
-		fn.ProcessorName = []string{"Held", "Other", "Unplaced"}[i%3]
-		id := e.create(t, evt(i), fn, "Timeout", nil)
-		e.waitViews(t, map[string]uint64{id: 1})
-	}
-	ix := e.index(t, projection.WithPartitions(newHeldSource([]string{"Held"})))
-	run(t, ix)
-	testwait.For(t, "the index holds its partitions", func() bool {
-		_, ok := ix.Partitions()
-		return ok
-	})
-	held, unplaced := ix.Sizes()
-	require.Equal(t, map[string]uint64{"Held": 10}, held)
-	require.Equal(t, map[string]uint64{"Unplaced": 0}, unplaced, "known by its processor's key; its views are not read")
-	require.Equal(t, []string{"Unplaced"}, ix.Unplaced())
+	for _, tc := range []struct {
+		name      string
+		above     uint64 // the keys above which the load is filtered
+		unplaced  uint64 // the views of Unplaced the load reads
+		delivered uint64 // by the consumer of the partitions' keys
+	}{
+		{name: "every key loaded", above: 1 << 40, unplaced: 10, delivered: 1},
+		{name: "the partitions' keys loaded", above: 0, unplaced: 0, delivered: 10 + 3 + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			run(t, e.projector(t))
+			for i := range 30 {
+				fn := fnA
+				fn.ProcessorName = []string{"Held", "Other", "Unplaced"}[i%3]
+				id := e.create(t, evt(i), fn, "Timeout", nil)
+				e.waitViews(t, map[string]uint64{id: 1})
+			}
+			ix := e.index(t, projection.WithPartitions(newHeldSource([]string{"Held"})), projection.LoadFilteredAbove(tc.above))
+			run(t, ix)
+			testwait.For(t, "the index holds its partitions", func() bool {
+				_, ok := ix.Partitions()
+				return ok
+			})
+			held, unplaced := ix.Sizes()
+			require.Equal(t, map[string]uint64{"Held": 10}, held)
+			require.Equal(t, map[string]uint64{"Unplaced": tc.unplaced}, unplaced, "the views the load read, or 0: known by its key")
+			require.Equal(t, []string{"Unplaced"}, ix.Unplaced())
 
-	// The watch read the views of its partition and the processors' keys,
-	// and nothing else: its consumer's filters match 10 + 3 messages.
+			var ids []string
+			for i, p := range []string{"Held", "Other", "Unplaced"} {
+				fn := fnA
+				fn.ProcessorName = p
+				ids = append(ids, e.create(t, evt(100+i), fn, "Timeout", nil))
+			}
+			testwait.For(t, "the index holds the new view of its partition", func() bool {
+				return slices.Contains(listIDs(t, ix), ids[0])
+			})
+			e.waitViews(t, map[string]uint64{ids[1]: 1, ids[2]: 1})
+			filters, delivered := partitionsConsumer(t, e)
+			require.Equal(t, []string{"$KV." + projection.DefaultBucket + ".*", "$KV." + projection.DefaultBucket + ".Held.>"}, filters)
+			require.Equal(t, tc.delivered, delivered, "the views of Held and the processors' keys, and no other")
+			held, _ = ix.Sizes()
+			require.Equal(t, map[string]uint64{"Held": 11}, held)
+		})
+	}
+}
+
+// partitionsConsumer returns the filters of the consumer of the Held
+// partition's keys on the views bucket, and how many messages it
+// delivered.
+func partitionsConsumer(t *testing.T, e *env) (filters []string, delivered uint64) {
+	t.Helper()
 	stream, err := e.js.Stream(t.Context(), "KV_"+projection.DefaultBucket)
 	require.NoError(t, err)
-	var filters []string
-	var delivered uint64
 	for info := range stream.ListConsumers(t.Context()).Info() {
 		if f := info.Config.FilterSubjects; slices.Contains(f, "$KV."+projection.DefaultBucket+".Held.>") {
 			filters, delivered = f, info.Delivered.Consumer
 		}
 	}
-	require.Equal(t, []string{"$KV." + projection.DefaultBucket + ".*", "$KV." + projection.DefaultBucket + ".Held.>"}, filters)
-	require.Equal(t, uint64(13), delivered, "10 views of Held and 3 processors' keys")
+	return filters, delivered
 }
 
 // Once its partitions change, an index claims none of them until it has

@@ -115,40 +115,92 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 	if after > 0 {
 		opts = append(opts, jetstream.ResumeFromRevision(after+1))
 	}
-	filters := ix.watchFilters()
-	var w jetstream.KeyWatcher
-	if filters == nil {
-		w, err = ix.views.WatchAll(wctx, opts...)
-	} else {
-		// A copy: the client rewrites the keys it is given into subjects.
-		w, err = ix.views.WatchFiltered(wctx, slices.Clone(filters), opts...)
-	}
+	w, filters, err := ix.startLoad(wctx, info, opts)
 	if err != nil {
 		ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // cut short: nothing is dropped
 		return false, fmt.Errorf("start the watch: %w", err)
 	}
-	updates := w.Updates()
-	defer func() {
-		_ = w.Stop()
-		// The watch's callback may be blocked on a full channel; drain it
-		// so that its subscription can close.
-		go func() {
-			for range updates {
-			}
-		}()
-	}()
+	defer func() { stopWatch(w) }()
 	if err := ix.loadInitial(ctx, wctx, w, filters, gen, after); err != nil {
 		return false, err
 	}
+	if filters == nil && ix.partitions != nil {
+		// The load read every key; the watch follows the partitions' alone.
+		stopWatch(w)
+		if w, err = ix.followFiltered(wctx, ix.watchFilters()); err != nil {
+			return false, err // the next watch loads again, after a backoff
+		}
+	}
 	ix.setHealth(nil)
-	return true, ix.followUpdates(ctx, updates, gen, infoCreated(info), moved)
+	return true, ix.followUpdates(ctx, w.Updates(), gen, infoCreated(info), moved)
 }
 
-// watchFilters returns the key patterns the next watch reads: with
-// WithPartitions, those of the partitions it loads (KeyFilters) and every
-// processor's key (processorKeys), so that it reads no view of another
-// instance's partitions and still learns of processors no one holds;
-// nil (every key) without.
+// startLoad starts the watch that loads the index (info: its bucket's
+// stream, nil if unknown), and returns its key patterns: with
+// WithPartitions and a bucket of more than ix.loadKeys keys
+// (filteredLoadKeys), those of the partitions (watchFilters), else nil:
+// every key.
+func (ix *Index) startLoad(ctx context.Context, info *jetstream.StreamInfo, opts []jetstream.WatchOpt) (jetstream.KeyWatcher, []string, error) {
+	filters := ix.watchFilters()
+	if filters == nil || info == nil || info.State.NumSubjects <= ix.loadKeys {
+		w, err := ix.views.WatchAll(ctx, opts...)
+		return w, nil, err
+	}
+	// A copy: the client rewrites the keys it is given into subjects.
+	w, err := ix.views.WatchFiltered(ctx, slices.Clone(filters), opts...)
+	return w, filters, err
+}
+
+// filteredLoadKeys is the number of keys in the views bucket above which
+// an index of some partitions loads them through a watch of their keys
+// alone; at or below it, it reads every key and keeps its partitions'.
+// JetStream (2.15) keeps where each subject's messages lie while a stream
+// has at most a million subjects, and a filtered read looks that up for
+// every subject it matches each time it leaves a block: where the
+// partitions' keys are interleaved in the stream, as they are, a
+// filtered read of a third of 300 000 views took 8 to 10 times a read of
+// that third alone, a read of every view 3.2 to 3.8 times. Past a million
+// subjects it scans the blocks instead: the filtered read of a third of
+// 1.2 million views took 1.8 to 2.3 times the third alone, the read of
+// every view 3.2 to 4.4 times (BenchmarkPartitionedIndex,
+// docs/scaling.md).
+const filteredLoadKeys = 1_000_000
+
+// followFiltered starts the watch that follows the changes of the
+// partitions' keys (filters) after a load that read every key. It starts
+// at the revision after the last one the load applied, near the stream's
+// end, where a filtered watch costs what it delivers.
+func (ix *Index) followFiltered(ctx context.Context, filters []string) (jetstream.KeyWatcher, error) {
+	ix.mu.Lock()
+	from := ix.rev + 1
+	ix.mu.Unlock()
+	// A copy: the client rewrites the keys it is given into subjects.
+	w, err := ix.views.WatchFiltered(ctx, slices.Clone(filters), jetstream.IncludeHistory(), jetstream.ResumeFromRevision(from))
+	if err != nil {
+		return nil, fmt.Errorf("start the watch of this instance's partitions from revision %d: %w", from, err)
+	}
+	return w, nil
+}
+
+// stopWatch stops w, whose callback may be blocked on a full channel: it
+// drains the channel so that the subscription can close.
+func stopWatch(w jetstream.KeyWatcher) {
+	if w == nil {
+		return
+	}
+	updates := w.Updates()
+	_ = w.Stop()
+	go func() {
+		for range updates {
+		}
+	}()
+}
+
+// watchFilters returns the key patterns the watch follows after its
+// load: with WithPartitions, those of the partitions it loads (KeyFilters)
+// and every processor's key (processorKeys), so that it reads no view of
+// another instance's partitions and still learns of processors no one
+// holds; nil (every key) without.
 func (ix *Index) watchFilters() []string {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()

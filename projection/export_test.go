@@ -1,0 +1,11 @@
+package projection
+
+// LoadFilteredAbove sets the number of keys above which an index of some
+// partitions loads through a watch of their keys alone (filteredLoadKeys),
+// so that a test runs either load on a small bucket.
+func LoadFilteredAbove(keys uint64) IndexOption {
+	return func(ix *Index) error {
+		ix.loadKeys = keys
+		return nil
+	}
+}
