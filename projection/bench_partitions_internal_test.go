@@ -2,10 +2,13 @@ package projection
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,22 +26,46 @@ func (s staticSource) Held() []string           { return s }
 func (s staticSource) Changed() <-chan struct{} { return nil }
 func (s staticSource) Places(proc string) bool  { return true }
 
-// BenchmarkPartitionedIndex fills a bucket with N views (300 000, then
-// 1 200 000: about two minutes) over 100
+// BenchmarkPartitionedIndex fills a bucket with N views over 100
 // processors (Zipf: a few hold most) and places them on 3 instances with
 // partition.Compute. For each instance, it loads an index of its
 // partitions (WithPartitions) from the whole bucket, and an index of a
 // bucket that holds only its records: the one instance that holds that
 // share. It reports the largest instance's records as a multiple of the
-// even share, and per instance the heap (live, after a GC) and the load
-// time of its index of some partitions against the index of its share
-// alone, and the raw floor: an ordered consumer's read of the share alone
-// against its read of the instance's key patterns and of every key of the
-// whole bucket. The two sizes are either side of filteredLoadKeys. Run: go test -run '^$' -bench PartitionedIndex -benchtime 1x ./projection/
+// even share, and per instance the heap (settledHeap) and the load time
+// of its index of some partitions against the index of its share alone,
+// and the raw floor: an ordered consumer's read of the share alone against
+// its read of the instance's key patterns and of every key of the whole
+// bucket. N is 300 000, then 1 200 000 (either side of filteredLoadKeys;
+// about five minutes in all), or the sizes -partitioned-records gives.
+// Run:
+//
+//	go test -run '^$' -bench PartitionedIndex -benchtime 1x ./projection/
+//	go test -run '^$' -bench PartitionedIndex -benchtime 1x -timeout 1h ./projection/ -partitioned-records 3000000
 func BenchmarkPartitionedIndex(b *testing.B) {
-	for _, n := range []int{300_000, 1_200_000} {
+	sizes, err := parseSizes(*partitionedRecords)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range sizes {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) { benchPartitionedIndex(b, n) })
 	}
+}
+
+var partitionedRecords = flag.String("partitioned-records", "300000,1200000",
+	"BenchmarkPartitionedIndex: the numbers of views to run it with, comma-separated, each from 1000 to 20000000")
+
+// parseSizes reads -partitioned-records.
+func parseSizes(list string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1000 || n > 20_000_000 {
+			return nil, fmt.Errorf("-partitioned-records: %q is not a number of views from 1000 to 20000000", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func benchPartitionedIndex(b *testing.B, n int) {
