@@ -263,10 +263,11 @@ func runAll(tasks []func()) {
 }
 
 // Held is what the index holds of a record that a source checks against
-// its own: the record's version and status.
+// its own: the record's version, status and function's processor.
 type Held struct {
-	Version uint64
-	Status  aggregate.Status
+	Version   uint64
+	Status    aggregate.Status
+	Processor string
 }
 
 // Held returns what the index holds of record id, a load's records
@@ -281,7 +282,27 @@ func (b *Batch) Held(id string) (Held, bool) {
 		return Held{}, false
 	}
 	e := ix.slots.at(slot)
-	return Held{Version: e.version, Status: enumValue(aggregate.Statuses, e.status)}, true
+	return Held{Version: e.version, Status: enumValue(aggregate.Statuses, e.status), Processor: ix.names.name(e.fnProcessor)}, true
+}
+
+// RemoveIf removes every record for which drop, given its function's
+// processor and its id, returns true, and returns how many it removed:
+// what a source drops when it stops holding some of its records (a
+// partition that moved to another instance). During a bulk load it
+// removes from the load's records.
+func (b *Batch) RemoveIf(drop func(processor, id string) bool) int {
+	ix := b.ix
+	var gone []string
+	ix.slots.each(func(_ uint32, e *entry) bool {
+		if drop(ix.names.name(e.fnProcessor), unpackID(e.id)) {
+			gone = append(gone, e.id)
+		}
+		return true
+	})
+	for _, p := range gone {
+		ix.removePacked(p)
+	}
+	return len(gone)
 }
 
 // Sample returns the ids of up to n records the index holds, a load's
