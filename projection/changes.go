@@ -24,6 +24,8 @@ type change struct {
 	ready   bool   // the watch has delivered every initial value
 	names   string // the processor a processor key names (ProcessorKey)
 	other   string // the processor of a view of a partition the index does not hold (its id in deleted)
+	at      string // with deleted, in a reload: the processor of the deleted key
+	skip    bool   // a reload skips it (reload.skips); other says whose view it is, if not held
 }
 
 // applyBatch decodes updates outside the lock and applies them under it.
@@ -31,9 +33,9 @@ type change struct {
 // initial values end in this batch.
 func (ix *Index) applyBatch(batch []jetstream.KeyValueEntry, gen uint32) (ready bool) {
 	ix.mu.Lock()
-	held := ix.loading
+	rt := route{held: ix.loading, reload: ix.reload}
 	ix.mu.Unlock()
-	changes := decodeChanges(batch, held)
+	changes := decodeChanges(batch, rt)
 	var out applied
 	ix.mu.Lock()
 	ix.Index.Update(func(b *index.Batch) { out = ix.applyChanges(b, changes, gen) })
@@ -103,52 +105,75 @@ func (ix *Index) setHealth(err error) {
 	ix.health.Store(&err)
 }
 
+// route is how a watch sorts the changes of view keys: held, with
+// WithPartitions, the partitions it holds; reload, if it reloads after a
+// change of them.
+type route struct {
+	held   *partition.Set
+	reload *reload
+}
+
 // decodeChanges decodes a batch of updates (nil: the initial values end),
-// outside the index's lock. With held (WithPartitions), a view whose key
-// is of a partition held does not hold is not decoded: for this index it
-// is gone.
-func decodeChanges(batch []jetstream.KeyValueEntry, held *partition.Set) []change {
+// outside the index's lock. A view whose key is of a partition rt.held
+// does not hold is not decoded: for this index it is gone; nor is a change
+// a reload skips.
+func decodeChanges(batch []jetstream.KeyValueEntry, rt route) []change {
 	changes := make([]change, 0, len(batch))
 	for _, e := range batch {
-		switch {
-		case e == nil:
+		if e == nil {
 			changes = append(changes, change{ready: true})
-		case e.Operation() == jetstream.KeyValuePut:
-			if proc, ok := processorOfKey(e.Key()); ok && len(e.Value()) == 0 {
-				changes = append(changes, change{key: e.Key(), rev: e.Revision(), names: proc})
-				continue
-			}
-			if c, ok := foreign(e, held); ok {
-				changes = append(changes, c)
-				continue
-			}
-			changes = append(changes, decodePut(e))
-		default: // deleted or purged
-			c := change{key: e.Key(), rev: e.Revision()}
-			if _, id, err := ParseKey(e.Key()); err == nil {
-				c.deleted = id
-			} // else not a record: only forget the key
-			changes = append(changes, c)
+			continue
 		}
+		put := e.Operation() == jetstream.KeyValuePut
+		if proc, ok := processorOfKey(e.Key()); ok && put && len(e.Value()) == 0 {
+			changes = append(changes, change{key: e.Key(), rev: e.Revision(), names: proc})
+			continue
+		}
+		if c, ok := rt.sort(e, put); ok {
+			changes = append(changes, c)
+			continue
+		}
+		if put {
+			changes = append(changes, decodePut(e))
+			continue
+		}
+		// Deleted or purged.
+		c := change{key: e.Key(), rev: e.Revision()}
+		if proc, id, err := ParseKey(e.Key()); err == nil {
+			c.deleted = id
+			if rt.reload != nil {
+				c.at = proc
+			}
+		} // else not a record: only forget the key
+		changes = append(changes, c)
 	}
 	return changes
 }
 
-// foreign returns the change of a view e puts at the key of a partition
-// held does not hold, and whether it is one. A key that is not a view's
-// is not: decodePut says why.
-func foreign(e jetstream.KeyValueEntry, held *partition.Set) (change, bool) {
-	if held == nil {
+// sort returns the change of e (put: a view, else a deletion) if it needs
+// no decoding: one a reload skips, or a view of a partition rt.held does
+// not hold. Any other change, and the change of a key that is not a
+// view's, is decoded (decodePut says why a value is not a view).
+func (rt route) sort(e jetstream.KeyValueEntry, put bool) (change, bool) {
+	if rt.held == nil {
 		return change{}, false
 	}
 	proc, id, err := ParseKey(e.Key())
 	if err != nil {
 		return change{}, false
 	}
-	if _, ok := held.Of(proc, id); ok {
-		return change{}, false
+	_, mine := rt.held.Of(proc, id)
+	switch {
+	case rt.reload != nil && rt.reload.skips(rt.held, proc, id, e.Revision()):
+		c := change{key: e.Key(), rev: e.Revision(), skip: true}
+		if put && !mine {
+			c.other = proc // counted as a load in full counts it (Unplaced)
+		}
+		return c, true
+	case put && !mine:
+		return change{key: e.Key(), rev: e.Revision(), deleted: id, other: proc}, true
 	}
-	return change{key: e.Key(), rev: e.Revision(), deleted: id, other: proc}, true
+	return change{}, false
 }
 
 // decodePut decodes a view written to the bucket: its fields by the fast
@@ -202,9 +227,12 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 				ix.start.Took = time.Since(ix.began)
 			}
 			out.dropped = b.EndLoad(true)
-			if gen > 1 {
+			if ix.reload != nil {
+				ix.reloaded(ix.reload)
+			} else if gen > 1 { // a reload skips corrupt keys it already counted
 				ix.sweepCorrupt(gen)
 			}
+			ix.reload = nil
 			out.ready = true
 			ix.claimed = ix.loading != nil
 		case c.corrupt:
@@ -212,6 +240,13 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 			// projected again.
 			ix.corrupt[c.key] = corruptKey{gen: gen, rev: c.rev, why: c.why}
 			out.repair = true
+		case c.skip:
+			if ix.reload != nil {
+				ix.reload.skipped++
+			}
+			if c.other != "" {
+				ix.dropped(c.other)
+			}
 		case c.names != "":
 			ix.known(c.names)
 		case c.other != "":
@@ -220,7 +255,7 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 			ix.dropped(c.other)
 		case c.deleted != "":
 			delete(ix.corrupt, c.key)
-			b.Remove(c.deleted)
+			removeAt(b, c.deleted, c.at)
 		case c.fast || c.view.State.ID != "":
 			delete(ix.corrupt, c.key)
 			ix.applyPut(b, c, &out)
@@ -229,6 +264,20 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 		}
 	}
 	return out
+}
+
+// removeAt removes record id, unless processor is set and the record b
+// holds is of another processor. A reload reads the deletion of a key a
+// record left for another processor's key that the index already held
+// (the view there is a change the reload skips): it must not remove the
+// record.
+func removeAt(b *index.Batch, id, processor string) {
+	if processor != "" {
+		if h, ok := b.Held(id); ok && h.Processor != processor {
+			return
+		}
+	}
+	b.Remove(id)
 }
 
 // applyPut applies the view c puts: kept, or dropped if it is of a

@@ -93,6 +93,7 @@ type Index struct {
 	// Guarded by mu.
 	partitions PartitionSource
 	loading    *partition.Set
+	reload     *reload // the current watch's, if it reloads after a change of partitions
 	claimed    bool
 	unplaced   map[string]uint64 // views read of processors no one holds, since the load began
 	placed     map[string]bool   // processors the source placed, asked once a load

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/partition"
+	"github.com/amends-dev/amends/projection/index"
 )
 
 // PartitionSource says which partitions (package partition) this
@@ -53,8 +55,10 @@ func WithPartitions(src PartitionSource) IndexOption {
 var errPartitionsMoved = errors.New("the partitions this instance holds changed")
 
 // beginPartitions fixes the partitions the next watch loads, and returns
-// the channel that signals their change (nil without partitions).
-func (ix *Index) beginPartitions() <-chan struct{} {
+// the channel that signals their change (nil without partitions). moved:
+// the last watch ended on a change of the partitions; if its load had
+// ended, the next watch reloads (see reload).
+func (ix *Index) beginPartitions(moved bool) <-chan struct{} {
 	if ix.partitions == nil {
 		return nil
 	}
@@ -62,11 +66,72 @@ func (ix *Index) beginPartitions() <-chan struct{} {
 	changed := ix.partitions.Changed() // before Held: a change in between is seen
 	set := partition.NewSet(ix.partitions.Held())
 	ix.mu.Lock()
+	ix.reload = nil
+	if moved && ix.synced && ix.loading != nil {
+		ix.reload = &reload{old: *ix.loading, through: ix.rev, began: time.Now()}
+	}
 	ix.loading = &set
 	ix.unplaced = map[string]uint64{}
 	ix.placed = map[string]bool{}
 	ix.mu.Unlock()
 	return changed
+}
+
+// reload is how a watch loads after a change of the partitions, when the
+// index held the partitions old, current through revision through: it
+// drops the records of the partitions it no longer holds, keeps those of
+// the partitions it still holds, reads the whole history of the keys of
+// the partitions new to it, and of the other keys only the changes after
+// through. A reload that fails is followed by a load in full.
+type reload struct {
+	old     partition.Set
+	through uint64
+	began   time.Time
+	dropped int // records of the partitions no longer held
+	skipped int // changes skipped (under Index.mu)
+}
+
+// skips reports whether the reload skips a change at rev of the key of
+// processor and record id, held the partitions the index now holds: one
+// the index already applied, or of no partition it holds, before through.
+func (r *reload) skips(held *partition.Set, processor, id string, rev uint64) bool {
+	if rev > r.through {
+		return false
+	}
+	_, now := held.Of(processor, id)
+	_, before := r.old.Of(processor, id)
+	return !now || before
+}
+
+// dropMoved drops the records, and forgets the corrupt keys, of the
+// partitions held no longer holds, and starts a load that replaces
+// nothing: the reload's.
+func (ix *Index) dropMoved(held *partition.Set) {
+	out := func(processor, id string) bool {
+		_, ok := held.Of(processor, id)
+		return !ok
+	}
+	var dropped int
+	ix.Index.Update(func(b *index.Batch) {
+		dropped = b.RemoveIf(out)
+		b.BeginLoad(false)
+	})
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for k := range ix.corrupt {
+		if proc, id, err := ParseKey(k); err == nil && out(proc, id) {
+			delete(ix.corrupt, k)
+		}
+	}
+	if ix.reload != nil {
+		ix.reload.dropped = dropped
+	}
+}
+
+// reloaded logs how the reload r went. The caller holds ix.mu.
+func (ix *Index) reloaded(r *reload) {
+	ix.logger.Info("index: loaded the partitions this instance now holds",
+		"dropped", r.dropped, "skipped", r.skipped, "took", time.Since(r.began).Round(time.Millisecond))
 }
 
 // disclaim makes Partitions claim none until the next load ends: the

@@ -71,12 +71,13 @@ func (ix *Index) Run(ctx context.Context) error {
 		defer func() { stopSaver(); <-saver; ix.finalSave(ctx) }()
 	}
 	backoff := watchBackoffMin
+	moved := false
 	for attempt := 1; ; attempt++ {
-		synced, err := ix.watch(ctx)
+		synced, err := ix.watch(ctx, moved)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, errPartitionsMoved) {
+		if moved = errors.Is(err, errPartitionsMoved); moved {
 			ix.setHealth(fmt.Errorf("loading the partitions this instance now holds: %w", ErrNotCurrent))
 			ix.logger.Info("index: the partitions this instance holds changed; loading them")
 			attempt = 0
@@ -97,15 +98,16 @@ func (ix *Index) Run(ctx context.Context) error {
 
 // watch runs one watch of the bucket until ctx ends or the watch ends. It
 // reports whether the watch delivered the bucket's initial values, and why
-// it ended.
-func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
+// it ended. moved: the last watch ended because the partitions changed
+// (see reload).
+func (ix *Index) watch(ctx context.Context, moved bool) (synced bool, err error) {
 	info, err := ix.bucketInfo(ctx)
 	if err != nil {
 		return false, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	moved := ix.beginPartitions()
+	changed := ix.beginPartitions(moved)
 	gen, after := ix.beginWatch(ctx, info)
 	// The whole history (one revision per key) read up to the stream's last
 	// sequence before the index counts as loaded: the watch's own end
@@ -132,7 +134,7 @@ func (ix *Index) watch(ctx context.Context) (synced bool, err error) {
 		}
 	}
 	ix.setHealth(nil)
-	return true, ix.followUpdates(ctx, w.Updates(), gen, infoCreated(info), moved)
+	return true, ix.followUpdates(ctx, w.Updates(), gen, infoCreated(info), changed)
 }
 
 // startLoad starts the watch that loads the index (info: its bucket's
@@ -211,15 +213,22 @@ func (ix *Index) watchFilters() []string {
 }
 
 // beginWatch starts watch number gen: the index is told a load begins
-// (its values replace what it kept), and restored from the newest
-// snapshot on the first watch; after is the revision the watch resumes
-// after (0: from the start).
+// (its values replace what it kept, except in a reload after a change of
+// partitions, which drops the records of the partitions no longer held
+// and keeps the others), and restored from the newest snapshot on the
+// first watch; after is the revision the watch resumes after (0: from the
+// start).
 func (ix *Index) beginWatch(ctx context.Context, info *jetstream.StreamInfo) (gen uint32, after uint64) {
 	ix.mu.Lock()
 	ix.gen++
 	gen = ix.gen
 	ix.synced, ix.rev, ix.origin = false, 0, infoCreated(info).UnixNano()
+	r, held := ix.reload, ix.loading
 	ix.mu.Unlock()
+	if r != nil {
+		ix.dropMoved(held)
+		return gen, 0
+	}
 	// A restarted watch replays the bucket's current values: they replace
 	// what the index kept from before. So do the changes after a snapshot
 	// (snapshot.go).
