@@ -68,58 +68,68 @@ func parseSizes(list string) ([]int, error) {
 	return out, nil
 }
 
-func benchPartitionedIndex(b *testing.B, n int) {
-	js := natstest.New(b).JetStream()
-	ctx := b.Context()
-	all, err := OpenViews(ctx, js)
-	if err != nil {
-		b.Fatal(err)
-	}
+// viewSet is n random views over 100 processors (Zipf: a few hold most),
+// encoded, with their processors and ids and the records per processor.
+type viewSet struct {
+	procs, ids []string
+	data       [][]byte
+	sizes      map[string]uint64
+}
+
+func newViewSet(b *testing.B, n int) *viewSet {
 	r := rand.New(rand.NewPCG(3, 3))
 	zipf := rand.NewZipf(r, 1.1, 1, 99)
-	procs := make([]string, n)
-	sizes := map[string]uint64{}
-	ids := make([]string, n)
-	data := make([][]byte, n)
+	vs := &viewSet{procs: make([]string, n), ids: make([]string, n), data: make([][]byte, n), sizes: map[string]uint64{}}
 	for i := range n {
 		v := randomView(r, i)
 		v.Seq += 20
 		v.State.Function.ProcessorName = fmt.Sprintf("Processor%02d", zipf.Uint64())
-		procs[i], ids[i] = v.State.Function.ProcessorName, v.State.ID
-		sizes[procs[i]]++
-		if data[i], err = appendView(&v); err != nil {
+		vs.procs[i], vs.ids[i] = v.State.Function.ProcessorName, v.State.ID
+		vs.sizes[vs.procs[i]]++
+		var err error
+		if vs.data[i], err = appendView(&v); err != nil {
 			b.Fatal(err)
 		}
 	}
-	instances := []string{"a", "b", "c"}
-	plan, err := partition.Compute(sizes, instances, partition.Plan{})
+	return vs
+}
+
+// fill writes the views keep keeps to bucket, created if needed.
+func (vs *viewSet) fill(b *testing.B, js jetstream.JetStream, bucket string, keep func(i int) bool) *Views {
+	kv, err := OpenViews(b.Context(), js, WithBucket(bucket))
 	if err != nil {
 		b.Fatal(err)
 	}
-	fill := func(bucket string, keep func(i int) bool) *Views {
-		kv, err := OpenViews(ctx, js, WithBucket(bucket))
+	for i := range vs.ids {
+		if !keep(i) {
+			continue
+		}
+		key, err := ViewKey(vs.procs[i], vs.ids[i])
 		if err != nil {
 			b.Fatal(err)
 		}
-		for i := range n {
-			if !keep(i) {
-				continue
-			}
-			key, err := ViewKey(procs[i], ids[i])
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := js.PublishAsync("$KV."+bucket+"."+key, data[i]); err != nil {
-				b.Fatal(err)
-			}
-			if i%2048 == 2047 {
-				<-js.PublishAsyncComplete()
-			}
+		if _, err := js.PublishAsync("$KV."+bucket+"."+key, vs.data[i]); err != nil {
+			b.Fatal(err)
 		}
-		<-js.PublishAsyncComplete()
-		return kv
+		if i%2048 == 2047 {
+			<-js.PublishAsyncComplete()
+		}
 	}
-	fill(DefaultBucket, func(int) bool { return true })
+	<-js.PublishAsyncComplete()
+	return kv
+}
+
+func benchPartitionedIndex(b *testing.B, n int) {
+	js := natstest.New(b).JetStream()
+	vs := newViewSet(b, n)
+	procs, ids := vs.procs, vs.ids
+	instances := []string{"a", "b", "c"}
+	plan, err := partition.Compute(vs.sizes, instances, partition.Plan{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fill := func(bucket string, keep func(i int) bool) *Views { return vs.fill(b, js, bucket, keep) }
+	all := fill(DefaultBucket, func(int) bool { return true })
 	share := float64(n) / float64(len(instances))
 	largest := 0.0
 	for _, in := range instances {
