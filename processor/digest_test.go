@@ -35,16 +35,16 @@ func TestRecordedFailuresAreSummarisedPerFunction(t *testing.T) {
 		e.emit(order(fmt.Sprintf("o-%d", i)), 1, ev("order_placed", struct{}{}))
 	}
 	require.Eventually(t, func() bool { return e.recordCount() == 2*n }, waitFor, tick, "every failure is recorded")
-	assert.Empty(t, logs.lines("function failed"), "no Info line per recorded failure:\\n%s", logs)
+	assert.Empty(t, logs.Lines("function failed"), "no Info line per recorded failure:\\n%s", logs)
 	stop()
 
-	mail := logs.lines("level=INFO", "failures recorded", "processor=Mailer", "function=onPlaced")
+	mail := logs.Lines("level=INFO", "failures recorded", "processor=Mailer", "function=onPlaced")
 	require.Len(t, mail, 1, "one summary line for Mailer:\\n%s", logs)
 	assert.Contains(t, mail[0], fmt.Sprintf("recorded=%d", n))
 	assert.Contains(t, mail[0], "refusedByCircuit=0")
 	assert.Contains(t, mail[0], `lastErr="550 no such mailbox"`)
-	require.Len(t, logs.lines("level=INFO", "failures recorded", "processor=Ledger"), 1, "%s", logs)
-	assert.Empty(t, logs.lines("failures recorded", "processor=Audit"), "a function without failures has no line")
+	require.Len(t, logs.Lines("level=INFO", "failures recorded", "processor=Ledger"), 1, "%s", logs)
+	assert.Empty(t, logs.Lines("failures recorded", "processor=Audit"), "a function without failures has no line")
 }
 
 // The period is an option; 0 turns the summary off and a negative one is
@@ -58,7 +58,7 @@ func TestFailureSummaryPeriod(t *testing.T) {
 	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), c.handle))
 	run(t, p)
 	e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
-	require.Eventually(t, func() bool { return len(logs.lines("failures recorded", "recorded=1")) == 1 }, waitFor, tick,
+	require.Eventually(t, func() bool { return len(logs.Lines("failures recorded", "recorded=1")) == 1 }, waitFor, tick,
 		"the summary comes within a period while the processor runs")
 
 	e = newEnv(t)
@@ -71,7 +71,7 @@ func TestFailureSummaryPeriod(t *testing.T) {
 	e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
 	require.Eventually(t, func() bool { return e.recordCount() == 1 }, waitFor, tick)
 	stop()
-	assert.Empty(t, logs.lines("failures recorded"), "0 turns the summary off:\\n%s", logs)
+	assert.Empty(t, logs.Lines("failures recorded"), "0 turns the summary off:\\n%s", logs)
 
 	_, err := processor.New(e.js, e.store, ctxName, processor.WithFailureSummary(-time.Second))
 	require.ErrorIs(t, err, processor.ErrInvalidOption)

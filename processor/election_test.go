@@ -11,6 +11,7 @@ import (
 
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/internal/testlog"
 	"github.com/amends-dev/amends/processor"
 )
 
@@ -22,7 +23,7 @@ func TestRunProvisionsThroughAnElection(t *testing.T) {
 	_, js := cluster.Connect()
 	store, err := jsstore.New(js, jsstore.WithReplicas(3))
 	require.NoError(t, err)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	p, err := processor.New(js, store, ctxName, processor.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	require.NoError(t, err)
 	require.NoError(t, p.Register(fn("Mailer", "onPlaced"), newCounter().handle))

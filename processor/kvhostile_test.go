@@ -1,14 +1,12 @@
 package processor_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,33 +17,10 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
+	"github.com/amends-dev/amends/internal/testlog"
 	"github.com/amends-dev/amends/processor"
 	"github.com/amends-dev/amends/quarantine"
 )
-
-// syncLog is a logger's output that tests read while it is written.
-type syncLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *syncLog) longest() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	sc.Buffer(nil, 4<<20)
-	for sc.Scan() {
-		n = max(n, len(sc.Bytes()))
-	}
-	return n
-}
 
 // kvQuarantined returns the quarantine's entries of bucket's keys.
 func kvQuarantined(t *testing.T, e *env, bucket string) map[string]quarantine.Entry {
@@ -201,7 +176,7 @@ func TestABadProgressHoldsAVersionDeliveredBefore(t *testing.T) {
 func TestAHugeProgressValueIsNotLogged(t *testing.T) {
 	s := newSeen()
 	e := newEnv(t)
-	var log syncLog
+	var log testlog.Buffer
 	p := e.processor(processor.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	require.NoError(t, p.Register(fn("Projector", "onStep"), s.handle, processor.Ordered()))
 	run(t, p)
@@ -214,7 +189,7 @@ func TestAHugeProgressValueIsNotLogged(t *testing.T) {
 	}, waitFor, tick)
 	require.Eventually(t, func() bool { return len(s.versions("o-1")) == 2 }, waitFor, tick, "first deliveries: the progress is written again")
 	assert.Equal(t, []uint64{1, 2}, s.versions("o-1"))
-	assert.Less(t, log.longest(), 4096, "no log line quotes the value")
+	assert.Less(t, log.Longest(), 4096, "no log line quotes the value")
 }
 
 // heldHold fails version 1 of o-1 and holds version 2; it returns the

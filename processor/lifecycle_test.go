@@ -1,11 +1,9 @@
 package processor_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,44 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/failure"
+	"github.com/amends-dev/amends/internal/testlog"
 	"github.com/amends-dev/amends/processor"
 )
 
-// logBuffer collects log lines; safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// lines returns the lines that contain every one of parts.
-func (l *logBuffer) lines(parts ...string) []string {
-	var out []string
-	for _, line := range strings.Split(l.String(), "\n") {
-		ok := line != ""
-		for _, p := range parts {
-			ok = ok && strings.Contains(line, p)
-		}
-		if ok {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
-func bufferLogger(level slog.Level) (*logBuffer, processor.Option) {
-	buf := &logBuffer{}
+func bufferLogger(level slog.Level) (*testlog.Buffer, processor.Option) {
+	buf := &testlog.Buffer{}
 	return buf, processor.WithLogger(slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: level})))
 }
 
@@ -99,21 +65,21 @@ func TestRetryAndFailureLogs(t *testing.T) {
 	run(t, p)
 	st := e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
 	require.Eventually(t, func() bool { rec := e.record(st.Events[0].ID, info("Mailer", "onPlaced")); return rec.Exists() }, waitFor, tick)
-	require.Eventually(t, func() bool { return len(logs.lines("level=DEBUG", "function failed")) == 1 }, waitFor, tick)
-	assert.Empty(t, logs.lines("level=INFO", "function failed"), "a recorded failure is no Info line of its own")
-	retries := logs.lines("level=DEBUG", "retrying in process", "function=onPlaced")
+	require.Eventually(t, func() bool { return len(logs.Lines("level=DEBUG", "function failed")) == 1 }, waitFor, tick)
+	assert.Empty(t, logs.Lines("level=INFO", "function failed"), "a recorded failure is no Info line of its own")
+	retries := logs.Lines("level=DEBUG", "retrying in process", "function=onPlaced")
 	require.Len(t, retries, 3, "one line per immediate retry:\n%s", logs)
 	assert.Contains(t, retries[0], "retry=1 of=3")
 	assert.Contains(t, retries[2], "retry=3 of=3")
-	assert.Contains(t, logs.lines("function failed")[0], "outcome=RECORDED")
-	assert.Empty(t, logs.lines("no recorder"))
+	assert.Contains(t, logs.Lines("function failed")[0], "outcome=RECORDED")
+	assert.Empty(t, logs.Lines("no recorder"))
 
 	logs, logOpt = bufferLogger(slog.LevelInfo)
 	bare, err := processor.New(e.js, e.store, ctxName, logOpt, processor.WithSleeper(e.sleeps.Sleep))
 	require.NoError(t, err)
 	require.NoError(t, bare.Register(fn("Audit", "onPlaced"), newCounter().handle))
 	run(t, bare)
-	require.Len(t, logs.lines("level=WARN", "no recorder", "FAILURE_UNRECORDED"), 1, "a processor with functions and no recorder says so:\n%s", logs)
+	require.Len(t, logs.Lines("level=WARN", "no recorder", "FAILURE_UNRECORDED"), 1, "a processor with functions and no recorder says so:\n%s", logs)
 }
 
 // Stopping is logged, and so is cancelling the handlers the shutdown
@@ -134,6 +100,6 @@ func TestShutdownLogs(t *testing.T) {
 	e.emit(order("o-1"), 1, ev("order_placed", struct{}{}))
 	<-started
 	stop()
-	assert.Len(t, logs.lines("level=INFO", "stopping", "shutdownTimeout=10ms"), 1, "%s", logs)
-	assert.Len(t, logs.lines("level=WARN", "cancelling the handlers still running"), 1, "%s", logs)
+	assert.Len(t, logs.Lines("level=INFO", "stopping", "shutdownTimeout=10ms"), 1, "%s", logs)
+	assert.Len(t, logs.Lines("level=WARN", "cancelling the handlers still running"), 1, "%s", logs)
 }

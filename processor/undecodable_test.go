@@ -1,41 +1,22 @@
 package processor_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/amends-dev/amends/internal/testlog"
 	"github.com/amends-dev/amends/processor"
 )
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // An undecodable message is terminated, logged with its sequence and
 // counted; the events after it are processed.
 func TestUndecodableMessageIsTerminated(t *testing.T) {
 	e := newEnv(t)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	p := e.processor(processor.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	c := newCounter()
 	require.NoError(t, p.Register(fn("Projector", "onAny"), c.handle))

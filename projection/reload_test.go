@@ -1,16 +1,15 @@
 package projection_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/internal/testlog"
 	"github.com/amends-dev/amends/internal/testwait"
 	"github.com/amends-dev/amends/projection"
 )
@@ -44,7 +43,7 @@ func TestAReloadHoldsTheRecordsOfTheNewPartitions(t *testing.T) {
 				e.waitViews(t, map[string]uint64{ids[fn.ProcessorName][len(ids[fn.ProcessorName])-1]: 1})
 			}
 			src := newHeldSource([]string{"Kept", "Gone"})
-			logs := &lockedBuffer{}
+			logs := &testlog.Buffer{}
 			ix := e.index(t, projection.WithPartitions(src), projection.LoadFilteredAbove(tc.above),
 				projection.WithIndexLogger(slog.New(slog.NewTextHandler(logs, nil))))
 			run(t, ix)
@@ -80,22 +79,4 @@ func TestAReloadHoldsTheRecordsOfTheNewPartitions(t *testing.T) {
 			holds("a new record of Added", ids["Kept"], ids["Added"], []string{late})
 		})
 	}
-}
-
-// lockedBuffer is a buffer safe for concurrent writes and reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

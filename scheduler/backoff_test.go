@@ -1,12 +1,9 @@
 package scheduler_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/internal/natstest"
+	"github.com/amends-dev/amends/internal/testlog"
 	"github.com/amends-dev/amends/scheduler"
 )
 
@@ -29,24 +27,6 @@ func (f failingExec) Execute(ctx context.Context, id string, c aggregate.Command
 		return aggregate.Result{}, errors.New("load the record: corrupt state")
 	}
 	return f.next.Execute(ctx, id, c, meta)
-}
-
-// syncBuffer is a log destination safe for the concurrent prepares.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines(substr string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), substr)
 }
 
 // Regression: 120 records that cannot be prepared, older than a good one,
@@ -66,7 +46,7 @@ func TestSchedulerSkipsRecordsItCannotPrepare(t *testing.T) {
 	e.clock.Set(t0.Add(30 * time.Second)) // every record is due, the bad ones first
 	e.indexed(t, versions)
 
-	var logs syncBuffer
+	var logs testlog.Buffer
 	ticks := make(chan time.Time)
 	s := e.scheduler(t, failingExec{next: e.svc, bad: bad}, scheduler.WithTicks(ticks),
 		scheduler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), scheduler.WithFailureBackoff(time.Minute, 4*time.Minute))
@@ -81,7 +61,7 @@ func TestSchedulerSkipsRecordsItCannotPrepare(t *testing.T) {
 	assert.Equal(t, uint64(120), st.Failed, "each bad record failed once, then backed off")
 	assert.Equal(t, 120, st.BackingOff)
 	assert.NotZero(t, st.Skipped)
-	assert.LessOrEqual(t, logs.lines("prepare failed; backing off"), 10, "the failures' log lines are rate-limited")
+	assert.LessOrEqual(t, logs.Count("prepare failed; backing off"), 10, "the failures' log lines are rate-limited")
 
 	// After the first backoff (1 min) each bad record is tried once more,
 	// then waits 2 min.
@@ -92,7 +72,7 @@ func TestSchedulerSkipsRecordsItCannotPrepare(t *testing.T) {
 	e.clock.Set(t0.Add(30*time.Second + 2*time.Minute))
 	tick(t, s, ticks)
 	assert.Equal(t, uint64(240), s.Stats().Failed, "the second backoff is longer")
-	assert.Equal(t, 1, logs.lines("their log lines were left out"), "one summary line for the window's left-out failures")
+	assert.Equal(t, 1, logs.Count("their log lines were left out"), "one summary line for the window's left-out failures")
 }
 
 func TestFailureBackoffOptionsAreChecked(t *testing.T) {

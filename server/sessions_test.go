@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/audit"
+	"github.com/amends-dev/amends/internal/testlog"
 	"github.com/amends-dev/amends/server"
 )
 
@@ -296,24 +295,6 @@ func sessionKeyOf(id string) string {
 	return "s_" + sha256Hex(id)
 }
 
-// logBuffer is a logger whose lines a test can read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 func openAudit(t *testing.T, e *env) *audit.Log {
 	t.Helper()
 	l, err := audit.Open(t.Context(), e.js, audit.Config{Storage: jetstream.MemoryStorage})
@@ -326,7 +307,7 @@ func openAudit(t *testing.T, e *env) *audit.Log {
 // Retry-After, whatever it sends, and it is logged and audited once; other
 // addresses are not affected, and the budget refills with time.
 func TestFailedAuthenticationsAreRateLimited(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	e := newEnv(t)
 	al := openAudit(t, e)
 	e = e.with(t, func(c *server.Config) {

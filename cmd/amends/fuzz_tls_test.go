@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"io"
@@ -10,13 +9,13 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/internal/testca"
+	"github.com/amends-dev/amends/internal/testlog"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/eventstore/jsstore"
@@ -24,24 +23,6 @@ import (
 	"github.com/amends-dev/amends/projection"
 	"github.com/amends-dev/amends/server"
 )
-
-// lockedBuffer collects a server's log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // FuzzTLSListener sends arbitrary bytes to the API's real listener stack
 // (the connection cap with its stall detection, TLS with a reloading
@@ -53,7 +34,7 @@ func (l *lockedBuffer) String() string {
 func FuzzTLSListener(f *testing.F) {
 	ca := testca.New(f)
 	certFile, keyFile := ca.Issue(f, 1, false).Write(f, f.TempDir(), "server")
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	reloader, err := newCertReloader(tlsFiles{cert: certFile, key: keyFile}, logger)
 	require.NoError(f, err)

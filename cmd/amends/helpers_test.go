@@ -1,43 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/internal/testlog"
 )
 
 // waitLimit bounds every wait in these tests.
 const waitLimit = 30 * time.Second
 
-// syncBuffer is a buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // cli is one in-process run of the command line.
 type cli struct {
-	stdout, stderr syncBuffer
+	stdout, stderr testlog.Buffer
 	env            map[string]string
 }
 

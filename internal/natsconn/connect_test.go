@@ -2,6 +2,7 @@ package natsconn_test
 
 import (
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/internal/natsconn"
+	"github.com/amends-dev/amends/internal/testlog"
 )
 
 func TestConnectToEmbeddedServer(t *testing.T) {
@@ -127,8 +129,8 @@ func TestConnectReconnectsAfterServerRestart(t *testing.T) {
 	dir := t.TempDir()
 	e, err := natsconn.StartEmbedded(t.Context(), natsconn.EmbeddedConfig{DataDir: dir, Port: natsconn.RandomPort})
 	require.NoError(t, err)
-	var logs logBuffer
-	nc, err := natsconn.Connect(natsconn.ClientConfig{URL: e.ClientURL(), ReconnectWait: 20 * time.Millisecond, Logger: logs.logger()})
+	var logs testlog.Buffer
+	nc, err := natsconn.Connect(natsconn.ClientConfig{URL: e.ClientURL(), ReconnectWait: 20 * time.Millisecond, Logger: logs.Logger(slog.LevelDebug)})
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 

@@ -2,6 +2,7 @@ package natsconn_test
 
 import (
 	"context"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/internal/natsconn"
+	"github.com/amends-dev/amends/internal/testlog"
 )
 
 func TestStartEmbeddedServesJetStreamOverTCP(t *testing.T) {
@@ -137,9 +139,9 @@ func TestEmbeddedShutdownIsIdempotent(t *testing.T) {
 }
 
 func TestStartEmbeddedLogsQuietlyByDefault(t *testing.T) {
-	var quiet, debug logBuffer
-	startEmbedded(t, natsconn.EmbeddedConfig{Logger: quiet.logger()})
-	startEmbedded(t, natsconn.EmbeddedConfig{Logger: debug.logger(), Debug: true})
+	var quiet, debug testlog.Buffer
+	startEmbedded(t, natsconn.EmbeddedConfig{Logger: quiet.Logger(slog.LevelDebug)})
+	startEmbedded(t, natsconn.EmbeddedConfig{Logger: debug.Logger(slog.LevelDebug), Debug: true})
 
 	assert.NotContains(t, quiet.String(), "Starting nats-server", "notices must be dropped by default")
 	assert.Contains(t, debug.String(), "Starting nats-server", "Debug must log notices")

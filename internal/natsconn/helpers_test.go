@@ -1,9 +1,6 @@
 package natsconn_test
 
 import (
-	"bytes"
-	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -39,26 +36,4 @@ func connectJS(tb testing.TB, e *natsconn.Embedded, opts ...nats.Option) (*nats.
 	js, err := jetstream.New(nc)
 	require.NoError(tb, err)
 	return nc, js
-}
-
-// logBuffer is a concurrency-safe buffer behind a text slog handler.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
