@@ -91,12 +91,29 @@ type SkippedKey struct {
 // own lock around both). An index being loaded in bulk answers as if it
 // were empty and has no snapshot to give: ErrLoading.
 func (ix *Index) AppendSnapshot(dst []byte, info SnapshotInfo) ([]byte, error) {
+	return ix.AppendSnapshotOf(dst, info, nil)
+}
+
+// AppendSnapshotOf is AppendSnapshot of the records keep keeps, given
+// their function's processor and their id (nil: every record): a snapshot
+// of some of the index's records, such as a partition's.
+func (ix *Index) AppendSnapshotOf(dst []byte, info SnapshotInfo, keep func(processor, id string) bool) ([]byte, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.loading != nil {
 		return dst, ErrLoading
 	}
+	kept := func(e *entry) bool { return keep == nil || keep(ix.names.name(e.fnProcessor), unpackID(e.id)) }
 	info.Records = ix.byID.Len()
+	if keep != nil {
+		info.Records = 0
+		ix.slots.each(func(_ uint32, e *entry) bool {
+			if kept(e) {
+				info.Records++
+			}
+			return true
+		})
+	}
 	start := len(dst)
 	dst = append(dst, snapshotMagic...)
 	dst = binary.AppendUvarint(dst, SnapshotVersion)
@@ -113,7 +130,9 @@ func (ix *Index) AppendSnapshot(dst []byte, info SnapshotInfo) ([]byte, error) {
 	}
 	dst = binary.AppendUvarint(dst, uint64(info.Records))
 	ix.slots.each(func(_ uint32, e *entry) bool {
-		dst = appendEntry(dst, e)
+		if kept(e) {
+			dst = appendEntry(dst, e)
+		}
 		return true
 	})
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable)), nil

@@ -1,0 +1,87 @@
+package index
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/amends-dev/amends/aggregate"
+	"github.com/amends-dev/amends/api"
+)
+
+// A snapshot of some of an index's records, restored in an index of its
+// own and put into an index that holds others, makes that index answer as
+// one built from all of them in that order: the names are the receiving index's, a
+// record it holds at a higher version keeps it, samples come along.
+func TestASnapshotOfSomeRecordsJoinsAnotherIndex(t *testing.T) {
+	at := time.UnixMilli(base + 30*pMinute)
+	now := func() time.Time { return at }
+	views := snapshotViews(2000)
+	odd := func(processor, id string) bool { return processor == "Processor1" || processor == "Processor3" }
+	var some, others []api.View
+	for _, v := range views {
+		if odd(v.State.Function.ProcessorName, v.State.ID) {
+			some = append(some, v)
+		} else {
+			others = append(others, v)
+		}
+	}
+	require.NotEmpty(t, some)
+	require.NotEmpty(t, others)
+	whole := memIndex(at, views)
+	data, err := whole.AppendSnapshotOf(nil, SnapshotInfo{Revision: 7}, odd)
+	require.NoError(t, err)
+	part, info, err := restore(t, now, data)
+	require.NoError(t, err)
+	require.Equal(t, len(some), info.Records)
+	require.Equal(t, len(some), part.Len())
+
+	// The receiving index holds the others, and one of the snapshot's
+	// records at a higher version, which it keeps.
+	newer := some[0]
+	newer.Version += 5
+	newer.State.Status = aggregate.StatusSucceeded
+	dst := memIndex(at, append(append([]api.View(nil), others...), newer))
+	var n int
+	dst.Update(func(b *Batch) { n, err = b.PutFrom(part) })
+	require.NoError(t, err)
+	assert.Equal(t, len(some), n)
+	assert.Equal(t, newer.Version, dst.Version(newer.State.ID), "the higher version stays")
+
+	// The same records put into one index in the same order.
+	all := memIndex(at, append(append([]api.View(nil), others...), newer))
+	all.Update(func(b *Batch) {
+		for i := range some {
+			b.Put(&some[i])
+		}
+	})
+	require.Equal(t, len(views), dst.Len())
+	for _, f := range []api.Filter{{}, {Processor: "Processor3"}, {Fingerprint: "fp-2"}, {View: aggregate.ViewToRetry}} {
+		wantSum, err := all.Summary(f)
+		require.NoError(t, err)
+		haveSum, err := dst.Summary(f)
+		require.NoError(t, err)
+		assert.Equal(t, wantSum, haveSum, "Summary(%+v)", f)
+		wantFP, err := all.FingerprintSummary(f)
+		require.NoError(t, err)
+		haveFP, err := dst.FingerprintSummary(f)
+		require.NoError(t, err)
+		assert.Equal(t, wantFP, haveFP, "FingerprintSummary(%+v), samples included", f)
+		q := api.Query{Filter: f, Limit: api.MaxLimit, Sort: api.Sort{Field: api.SortNextRetryAt}}
+		wantPage, err := all.List(q)
+		require.NoError(t, err)
+		havePage, err := dst.List(q)
+		require.NoError(t, err)
+		assert.Equal(t, wantPage, havePage, "List(%+v)", f)
+	}
+
+	dst.Update(func(b *Batch) { _, err = b.PutFrom(dst) })
+	assert.ErrorIs(t, err, ErrInvalidOption, "an index into itself")
+	loading, err := New()
+	require.NoError(t, err)
+	loading.Update(func(b *Batch) { b.BeginLoad(false) })
+	dst.Update(func(b *Batch) { _, err = b.PutFrom(loading) })
+	assert.ErrorIs(t, err, ErrLoading)
+}
