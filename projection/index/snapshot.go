@@ -91,29 +91,54 @@ type SkippedKey struct {
 // own lock around both). An index being loaded in bulk answers as if it
 // were empty and has no snapshot to give: ErrLoading.
 func (ix *Index) AppendSnapshot(dst []byte, info SnapshotInfo) ([]byte, error) {
-	return ix.AppendSnapshotOf(dst, info, nil)
-}
-
-// AppendSnapshotOf is AppendSnapshot of the records keep keeps, given
-// their function's processor and their id (nil: every record): a snapshot
-// of some of the index's records, such as a partition's.
-func (ix *Index) AppendSnapshotOf(dst []byte, info SnapshotInfo, keep func(processor, id string) bool) ([]byte, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.loading != nil {
 		return dst, ErrLoading
 	}
-	kept := func(e *entry) bool { return keep == nil || keep(ix.names.name(e.fnProcessor), unpackID(e.id)) }
 	info.Records = ix.byID.Len()
-	if keep != nil {
-		info.Records = 0
-		ix.slots.each(func(_ uint32, e *entry) bool {
-			if kept(e) {
-				info.Records++
-			}
-			return true
-		})
+	return ix.appendSnapshot(dst, info, nil), nil
+}
+
+// AppendSnapshots writes a snapshot of each of n parts of the index's
+// records, as AppendSnapshot does, with infos[i] (its Records set to the
+// count) for part i: part returns the part of a record, given its
+// function's processor and its id, or a negative number for a record of
+// none. It reads the records once to sort them, so n parts cost about one
+// snapshot of the index. It takes the read lock, as AppendSnapshot does;
+// an index being loaded in bulk is ErrLoading.
+func (ix *Index) AppendSnapshots(infos []SnapshotInfo, part func(processor, id string) int) ([][]byte, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.loading != nil {
+		return nil, ErrLoading
 	}
+	n := len(infos)
+	of := make([]int32, ix.slots.n) // the part of each slot, -1: none
+	for i := range infos {
+		infos[i].Records = 0
+	}
+	ix.slots.each(func(slot uint32, e *entry) bool {
+		p := part(ix.names.name(e.fnProcessor), unpackID(e.id))
+		if p < 0 || p >= n {
+			p = -1
+		} else {
+			infos[p].Records++
+		}
+		of[slot] = int32(p)
+		return true
+	})
+	out := make([][]byte, n)
+	for i := range n {
+		out[i] = ix.appendSnapshot(nil, infos[i], func(slot uint32) bool { return of[slot] == int32(i) })
+	}
+	return out, nil
+}
+
+// appendSnapshot appends a snapshot of the records in the slots keep
+// keeps (nil: every one), info.Records of them. The caller holds the
+// read lock.
+func (ix *Index) appendSnapshot(dst []byte, info SnapshotInfo, keep func(slot uint32) bool) []byte {
 	start := len(dst)
 	dst = append(dst, snapshotMagic...)
 	dst = binary.AppendUvarint(dst, SnapshotVersion)
@@ -129,13 +154,13 @@ func (ix *Index) AppendSnapshotOf(dst []byte, info SnapshotInfo, keep func(proce
 		dst = appendString(dst, msg)
 	}
 	dst = binary.AppendUvarint(dst, uint64(info.Records))
-	ix.slots.each(func(_ uint32, e *entry) bool {
-		if kept(e) {
+	ix.slots.each(func(slot uint32, e *entry) bool {
+		if keep == nil || keep(slot) {
 			dst = appendEntry(dst, e)
 		}
 		return true
 	})
-	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable)), nil
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
 }
 
 func appendInfo(dst []byte, info *SnapshotInfo) []byte {

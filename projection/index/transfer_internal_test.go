@@ -31,12 +31,31 @@ func TestASnapshotOfSomeRecordsJoinsAnotherIndex(t *testing.T) {
 	require.NotEmpty(t, some)
 	require.NotEmpty(t, others)
 	whole := memIndex(at, views)
-	data, err := whole.AppendSnapshotOf(nil, SnapshotInfo{Revision: 7}, odd)
+	parts, err := whole.AppendSnapshots([]SnapshotInfo{{Revision: 7}, {Revision: 8}}, func(processor, id string) int {
+		switch {
+		case odd(processor, id):
+			return 0
+		case processor == "Processor2":
+			return 1
+		}
+		return -1 // of no part
+	})
 	require.NoError(t, err)
-	part, info, err := restore(t, now, data)
+	require.Len(t, parts, 2)
+	part, info, err := restore(t, now, parts[0])
 	require.NoError(t, err)
-	require.Equal(t, len(some), info.Records)
+	require.Equal(t, SnapshotInfo{Revision: 7, Records: len(some)}, info)
 	require.Equal(t, len(some), part.Len())
+	two, info, err := restore(t, now, parts[1])
+	require.NoError(t, err)
+	require.Equal(t, uint64(8), info.Revision)
+	require.Positive(t, two.Len())
+	n2, err := two.Count(api.Filter{Processor: "Processor2"})
+	require.NoError(t, err)
+	require.Equal(t, two.Len(), n2, "the records of Processor2 alone")
+	all2, err := whole.Count(api.Filter{Processor: "Processor2"})
+	require.NoError(t, err)
+	require.Equal(t, all2, n2, "every record of Processor2")
 
 	// The receiving index holds the others, and one of the snapshot's
 	// records at a higher version, which it keeps.
