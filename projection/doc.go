@@ -57,9 +57,9 @@
 // ErrInvalidQuery before anything reaches NATS.
 //
 // With WithPartitions an Index keeps only the records of the partitions
-// (package partition) its instance holds, reloads when they change, and
-// says which it holds in full (Partitions); package fanout merges the
-// answers of such indexes across instances.
+// (package partition) its instance holds, reloads when they change (with
+// snapshots, one per partition), and says which it holds in full
+// (Partitions); package fanout merges the answers across instances.
 //
 // # Views that do not validate
 //

@@ -76,7 +76,8 @@ type Index struct {
 	saveMu       sync.Mutex
 	savedRev     uint64
 	savedOrigin  int64
-	snapshotSize int // the last one's size, with room to grow
+	savedParts   string // with WithPartitions, the partitions of the last save
+	snapshotSize int    // the last one's size, with room to grow
 	// began is when Run started; start how the first load went (under mu).
 	began time.Time
 	start StartStats
@@ -170,9 +171,6 @@ func NewIndex(views *Views, history HistoryStore, opts ...IndexOption) (*Index, 
 		if err := o(ix); err != nil {
 			return nil, err
 		}
-	}
-	if ix.partitions != nil && ix.snapshots != nil {
-		return nil, fmt.Errorf("an index of some partitions (WithPartitions) cannot start from snapshots (WithSnapshots) yet: %w", ErrInvalidOption)
 	}
 	if ix.auditRate > 0 && ix.reprojector == nil {
 		return nil, fmt.Errorf("the audit (WithAudit) needs a reprojector (WithReprojector) to do it: %w", ErrInvalidOption)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -29,17 +30,17 @@ type PartitionSource interface {
 // src holds (issue #42): each view the watch delivers is kept if one of
 // them holds it (partition.Holds, by the view's processor and record id),
 // and a view that moves out of them (its function changed) is dropped.
-// When src's partitions change, the watch is started again and loads the
-// records of the new ones; Partitions says which partitions the index
-// holds in full, and none from a change until the new load ends. It
-// cannot be combined with
-// WithSnapshots yet: a snapshot holds another instance's partitions once
-// they move. A load reads every key of a bucket of up to a million keys
-// (skipping, undecoded, the views of other partitions) and only its
-// partitions' keys (KeyFilters) of a larger one, whichever JetStream
-// delivers faster; then the watch follows only its partitions' keys and
-// every processor's key, from which it learns of the processors no
-// partition holds yet (Unplaced).
+// When src's partitions change, the watch is started again: it drops the
+// records of the partitions no longer held and reads those of the new
+// ones (reload); Partitions says which partitions the index holds in
+// full, and none from a change until the new load ends. With
+// WithSnapshots, it saves a snapshot per partition and starts each new
+// partition from its snapshot (partsnap.go). A load reads every key of a
+// bucket of up to a million keys (skipping, undecoded, the views of other
+// partitions) and only its partitions' keys (KeyFilters) of a larger one,
+// whichever JetStream delivers faster; then the watch follows only its
+// partitions' keys and every processor's key, from which it learns of
+// the processors no partition holds yet (Unplaced).
 func WithPartitions(src PartitionSource) IndexOption {
 	return func(ix *Index) error {
 		if src == nil {
@@ -67,8 +68,11 @@ func (ix *Index) beginPartitions(moved bool) <-chan struct{} {
 	set := partition.NewSet(ix.partitions.Held())
 	ix.mu.Lock()
 	ix.reload = nil
-	if moved && ix.synced && ix.loading != nil {
-		ix.reload = &reload{old: *ix.loading, through: ix.rev, began: time.Now()}
+	switch {
+	case moved && ix.synced && ix.loading != nil:
+		ix.reload = &reload{old: *ix.loading, through: ix.rev, began: time.Now(), restored: map[string]uint64{}}
+	case ix.gen == 0 && ix.snapshots != nil: // the first load, from the partitions' snapshots
+		ix.reload = &reload{old: partition.NewSet(nil), first: true, began: time.Now(), restored: map[string]uint64{}}
 	}
 	ix.loading = &set
 	ix.unplaced = map[string]uint64{}
@@ -80,27 +84,56 @@ func (ix *Index) beginPartitions(moved bool) <-chan struct{} {
 // reload is how a watch loads after a change of the partitions, when the
 // index held the partitions old, current through revision through: it
 // drops the records of the partitions it no longer holds, keeps those of
-// the partitions it still holds, reads the whole history of the keys of
-// the partitions new to it, and of the other keys only the changes after
-// through. A reload that fails is followed by a load in full.
+// the partitions it still holds, and reads, for each partition new to it,
+// the changes after the revision its snapshot restored (restored, with
+// WithSnapshots: partsnap.go; its whole history without one), and of the
+// other keys only the changes after through. The first load of an index
+// with snapshots is a reload from no partition (first). A reload that
+// fails is followed by a load in full.
 type reload struct {
-	old     partition.Set
-	through uint64
-	began   time.Time
-	dropped int // records of the partitions no longer held
-	skipped int // changes skipped (under Index.mu)
+	old      partition.Set
+	through  uint64
+	first    bool
+	restored map[string]uint64 // partition → the revision of the snapshot it was restored from
+	began    time.Time
+	dropped  int // records of the partitions no longer held
+	skipped  int // changes skipped (under Index.mu)
+}
+
+// holds reports whether the index held partition id before the reload.
+func (r *reload) holds(id string) bool {
+	return slices.Contains(r.old.IDs(), id)
 }
 
 // skips reports whether the reload skips a change at rev of the key of
 // processor and record id, held the partitions the index now holds: one
-// the index already applied, or of no partition it holds, before through.
+// the index already holds (of a partition it kept, through r.through; of
+// a new one, through the revision of its snapshot), or of no partition it
+// holds, through r.through.
 func (r *reload) skips(held *partition.Set, processor, id string, rev uint64) bool {
-	if rev > r.through {
-		return false
+	p, now := held.Of(processor, id)
+	if _, before := r.old.Of(processor, id); !now || before {
+		return rev <= r.through
 	}
-	_, now := held.Of(processor, id)
-	_, before := r.old.Of(processor, id)
-	return !now || before
+	return rev <= r.restored[p]
+}
+
+// resume returns the revision the reload's watch reads after: the least
+// through which the index holds one of the partitions held.
+func (r *reload) resume(held *partition.Set) uint64 {
+	after := uint64(math.MaxUint64)
+	if !r.first {
+		after = r.through
+	}
+	for _, id := range held.IDs() {
+		if !r.holds(id) {
+			after = min(after, r.restored[id])
+		}
+	}
+	if after == math.MaxUint64 {
+		return 0
+	}
+	return after
 }
 
 // dropMoved drops the records, and forgets the corrupt keys, of the
@@ -254,4 +287,11 @@ func (ix *Index) Unplaced() []string {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	return slices.Sorted(maps.Keys(ix.unplacedNow()))
+}
+
+// reloading reports whether the current watch reloads (reload).
+func (ix *Index) reloading() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.reload != nil
 }

@@ -7,9 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/amends-dev/amends/aggregate"
@@ -220,16 +218,6 @@ func TestAnIndexOfSomePartitionsHoldsTheirRecordsAndNoOther(t *testing.T) {
 	})
 	holdsTheirs(plan)
 	asks()
-}
-
-// An index of some partitions cannot start from a snapshot yet.
-func TestPartitionsAndSnapshotsAreRefusedTogether(t *testing.T) {
-	e := newEnv(t)
-	snaps, err := projection.OpenSnapshots(t.Context(), e.js)
-	require.NoError(t, err)
-	_, err = projection.NewIndex(e.views, e.store, projection.WithPartitions(newHeldSource(nil)), projection.WithSnapshots(snaps, time.Minute))
-	require.ErrorIs(t, err, projection.ErrInvalidOption)
-	assert.ErrorContains(t, err, "WithSnapshots")
 }
 
 // An index of some partitions reports the records it holds per

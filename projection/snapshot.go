@@ -120,7 +120,7 @@ func (ix *Index) restore(ctx context.Context, bucket *jetstream.StreamInfo) (aft
 		ix.logger.Info("index: no snapshot yet; loading the views bucket in full", "snapshots", ix.snapshots.Bucket())
 		return 0
 	case errors.Is(err, ErrSnapshotTooLarge) || errors.Is(err, jetstream.ErrDigestMismatch):
-		ix.discardSnapshot(ctx, 0, err)
+		ix.discardSnapshot(ctx, ix.snapshotName(), 0, err)
 		return 0
 	case err != nil:
 		ix.logger.Warn("index: cannot read the snapshot; loading the views bucket in full", "err", err)
@@ -131,20 +131,20 @@ func (ix *Index) restore(ctx context.Context, bucket *jetstream.StreamInfo) (aft
 		err = staleFor(&info, bucket)
 	}
 	if err != nil {
-		ix.discardSnapshot(ctx, info.Revision, err)
+		ix.discardSnapshot(ctx, ix.snapshotName(), info.Revision, err)
 		return 0
 	}
 	ix.Index.Update(func(b *index.Batch) { info, err = b.LoadSnapshot(data) })
 	if err != nil {
-		ix.discardSnapshot(ctx, info.Revision, err)
+		ix.discardSnapshot(ctx, ix.snapshotName(), info.Revision, err)
 		return 0
 	}
-	if err := ix.verifySnapshot(ctx, &info); err != nil {
+	if err := ix.verifySnapshot(ctx, &info, snapCheck{snap: ix.Index}); err != nil {
 		ix.Index.Update(func(b *index.Batch) { _ = b.Unload() }) // within the load LoadSnapshot was made in
 		if errors.Is(err, errSnapshotUnchecked) {
 			ix.logger.Warn("index: loading the views bucket in full", "err", err)
 		} else {
-			ix.discardSnapshot(ctx, info.Revision, err)
+			ix.discardSnapshot(ctx, ix.snapshotName(), info.Revision, err)
 		}
 		return 0
 	}
@@ -185,7 +185,7 @@ func (ix *Index) checkRestored(ctx context.Context) error {
 		return nil
 	}
 	err = fmt.Errorf("the snapshot and the changes since hold %d keys, the views bucket only %d messages: it lost some (purged)", held, info.State.Msgs)
-	ix.discardSnapshot(ctx, rev, err)
+	ix.discardSnapshot(ctx, ix.snapshotName(), rev, err)
 	ix.mu.Lock()
 	ix.start = StartStats{}
 	ix.mu.Unlock()
@@ -213,15 +213,16 @@ func staleFor(info *index.SnapshotInfo, bucket *jetstream.StreamInfo) error {
 	return nil
 }
 
-// discardSnapshot logs and quarantines a snapshot the index cannot use.
-func (ix *Index) discardSnapshot(ctx context.Context, rev uint64, why error) {
-	ix.logger.Warn("index: the snapshot cannot be used; loading the views bucket in full", "snapshots", ix.snapshots.Bucket(),
-		"snapshot", ix.snapshotName(), "err", why)
+// discardSnapshot logs and quarantines snapshot name, which the index
+// cannot use.
+func (ix *Index) discardSnapshot(ctx context.Context, name string, rev uint64, why error) {
+	ix.logger.Warn("index: the snapshot cannot be used; loading its records from the views bucket", "snapshots", ix.snapshots.Bucket(),
+		"snapshot", name, "err", why)
 	if ix.quarantine == nil {
 		return
 	}
 	bucket := ix.snapshots.Bucket()
-	e := quarantine.Entry{Kind: quarantine.KindSnapshot, Bucket: bucket, Key: ix.snapshotName(), Stream: "OBJ_" + bucket, Seq: rev,
+	e := quarantine.Entry{Kind: quarantine.KindSnapshot, Bucket: bucket, Key: name, Stream: "OBJ_" + bucket, Seq: rev,
 		Subject: "$O." + bucket, Consumer: "index", Reason: quarantine.ReasonCorrupt, Error: why.Error(), At: ix.clock.Now().UnixMilli()}
 	if err := ix.quarantine.Put(ctx, e); err != nil {
 		ix.logger.Warn("index: cannot quarantine the snapshot", "err", err)
@@ -254,9 +255,9 @@ func (ix *Index) finalSave(ctx context.Context) {
 	}
 }
 
-// SaveSnapshot saves a snapshot of the index now, if it has loaded the
-// bucket and changed since the last one it saved, and reports whether it
-// did. Encoding it holds the index's updates (not its queries) for about
+// SaveSnapshot saves a snapshot of the index now (with WithPartitions,
+// one per partition it holds), if it has loaded the bucket and changed
+// since the last one it saved, and reports whether it did. Encoding it holds the index's updates (not its queries) for about
 // 0.1 s a million records; the upload does not. It returns ErrNotCurrent
 // for an index that has not loaded the bucket, and the store's error. Run
 // calls it periodically and when it ends (WithSnapshots); safe for
@@ -267,6 +268,9 @@ func (ix *Index) SaveSnapshot(ctx context.Context) (bool, error) {
 	}
 	ix.saveMu.Lock()
 	defer ix.saveMu.Unlock()
+	if ix.partitions != nil {
+		return ix.savePartitions(ctx)
+	}
 	ix.mu.Lock()
 	if !ix.synced {
 		ix.mu.Unlock()

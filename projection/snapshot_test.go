@@ -104,9 +104,12 @@ func (e *snapEnv) snapshotInfo(t *testing.T) index.SnapshotInfo {
 	return info
 }
 
-func (e *snapEnv) lastRev(t *testing.T) uint64 {
+func (e *snapEnv) lastRev(t *testing.T) uint64 { return lastRevision(t, e.views) }
+
+// lastRevision is the last revision of the views bucket.
+func lastRevision(t *testing.T, views *projection.Views) uint64 {
 	t.Helper()
-	st, err := e.views.Status(t.Context())
+	st, err := views.Status(t.Context())
 	require.NoError(t, err)
 	return st.(*jetstream.KeyValueBucketStatus).StreamInfo().State.LastSeq
 }
@@ -329,7 +332,13 @@ func restamp(t *testing.T, e *snapEnv, data []byte) {
 // whoever can write the snapshot bucket can write.
 func resnapshot(t *testing.T, e *snapEnv, edit func(info *index.SnapshotInfo, ix *index.Index)) {
 	t.Helper()
-	data, err := e.snaps.Load(t.Context(), projection.DefaultBucket)
+	resnapshotAs(t, e.snaps, projection.DefaultBucket, edit)
+}
+
+// resnapshotAs is resnapshot of snapshot name in snaps.
+func resnapshotAs(t *testing.T, snaps *projection.Snapshots, name string, edit func(info *index.SnapshotInfo, ix *index.Index)) {
+	t.Helper()
+	data, err := snaps.Load(t.Context(), name)
 	require.NoError(t, err)
 	info, err := index.ReadSnapshotInfo(data)
 	require.NoError(t, err)
@@ -344,7 +353,7 @@ func resnapshot(t *testing.T, e *snapEnv, edit func(info *index.SnapshotInfo, ix
 	edit(&info, ix)
 	out, err := ix.AppendSnapshot(nil, info)
 	require.NoError(t, err)
-	require.NoError(t, e.snaps.Save(t.Context(), projection.DefaultBucket, out))
+	require.NoError(t, snaps.Save(t.Context(), name, out))
 }
 
 // Given a running index with a period of a minute by its clock, when the

@@ -57,22 +57,42 @@ const (
 // known to be wrong.
 var errSnapshotUnchecked = errors.New("the snapshot could not be checked against the views bucket")
 
-// verifySnapshot checks the snapshot the index just loaded (its records
-// are the load's, nothing since is applied) against the views bucket, as
-// described above. It returns nil, a *kvstore.FieldError naming the part
-// of the snapshot that does not match, or an error wrapping errSnapshotUnchecked.
-func (ix *Index) verifySnapshot(ctx context.Context, info *index.SnapshotInfo) error {
+// snapCheck is a snapshot being checked: the index its records were
+// loaded into, nothing since applied, and, for a partition's snapshot,
+// the records it is of (nil: every record of the bucket).
+type snapCheck struct {
+	snap *index.Index
+	of   func(processor, id string) bool
+	// keys, with of, are the key patterns of its records (KeyFilters).
+	keys []string
+}
+
+// covers reports whether the snapshot is of key's record; a key that is
+// not a record's is of none.
+func (c snapCheck) covers(key string) (id string, ok bool) {
+	proc, id, err := ParseKey(key)
+	if err != nil {
+		return "", false
+	}
+	return id, c.of == nil || c.of(proc, id)
+}
+
+// verifySnapshot checks the snapshot c holds against the views bucket, as
+// described above, on the keys of its records alone. It returns nil, a
+// *kvstore.FieldError naming the part of the snapshot that does not
+// match, or an error wrapping errSnapshotUnchecked.
+func (ix *Index) verifySnapshot(ctx context.Context, info *index.SnapshotInfo, c snapCheck) error {
 	ctx, cancel := context.WithTimeout(ctx, snapshotCheckTime)
 	defer cancel()
 	skipped := make(map[string]uint64, len(info.Skipped))
 	for _, k := range info.Skipped {
 		skipped[k.Key] = k.Revision
 	}
-	if err := ix.verifyTail(ctx, info.Revision, skipped); err != nil {
+	if err := ix.verifyTail(ctx, info.Revision, skipped, c); err != nil {
 		return err
 	}
 	var ids []string
-	ix.Index.Update(func(b *index.Batch) { ids = b.Sample(snapshotSample, uint64(ix.clock.Now().UnixNano())) })
+	c.snap.Update(func(b *index.Batch) { ids = b.Sample(snapshotSample, uint64(ix.clock.Now().UnixNano())) })
 	// Read in parallel (a read takes a few ms on a large bucket), matched
 	// in order.
 	last := make([]jetstream.KeyValueEntry, len(ids))
@@ -95,7 +115,7 @@ func (ix *Index) verifySnapshot(ctx context.Context, info *index.SnapshotInfo) e
 			return fmt.Errorf("%w: read the view of record %s: %v", errSnapshotUnchecked, id, err)
 		}
 		if last[i].Revision() <= info.Revision {
-			if err := ix.matchSnapshot(ctx, last[i], skipped, info.Revision); err != nil {
+			if err := ix.matchSnapshot(ctx, last[i], skipped, info.Revision, c); err != nil {
 				return err
 			}
 		}
@@ -111,9 +131,14 @@ func (ix *Index) movedBy(ctx context.Context, id string, at uint64) bool {
 	return err == nil && e.Operation() == jetstream.KeyValuePut && e.Revision() <= at
 }
 
-// verifyTail checks the last keys the bucket holds at or before revision
-// rev against the snapshot.
-func (ix *Index) verifyTail(ctx context.Context, rev uint64, skipped map[string]uint64) error {
+// verifyTail checks the last keys of c's records the bucket holds at or
+// before revision rev against the snapshot.
+func (ix *Index) verifyTail(ctx context.Context, rev uint64, skipped map[string]uint64, c snapCheck) error {
+	if last, ok := ix.lastOf(ctx, c.keys); ok && last.Revision() <= rev {
+		// The last change of the snapshot's keys is at or before its
+		// revision: it is the one to check, in one request a pattern.
+		return ix.matchSnapshot(ctx, last, skipped, rev, c)
+	}
 	to, width := rev, uint64(snapshotTailWindow)
 	for range snapshotTailWindows {
 		if to == 0 {
@@ -121,9 +146,13 @@ func (ix *Index) verifyTail(ctx context.Context, rev uint64, skipped map[string]
 		}
 		from := max(to, width) - width + 1
 		var mismatch error
-		n, err := kvwatch.Range(ctx, ix.views, from, to, snapshotTailMax, func(e jetstream.KeyValueEntry) {
-			if mismatch == nil {
-				mismatch = ix.matchSnapshot(ctx, e, skipped, rev)
+		n := 0
+		_, err := kvwatch.Range(ctx, ix.views, from, to, snapshotTailMax, func(e jetstream.KeyValueEntry) {
+			if _, ok := c.covers(e.Key()); ok || c.of == nil {
+				n++
+				if mismatch == nil {
+					mismatch = ix.matchSnapshot(ctx, e, skipped, rev, c)
+				}
 			}
 		})
 		switch {
@@ -142,17 +171,33 @@ func (ix *Index) verifyTail(ctx context.Context, rev uint64, skipped map[string]
 	return fmt.Errorf("%w: the views bucket holds no key last written in the %d revisions before the snapshot's %d", errSnapshotUnchecked, rev-to, rev)
 }
 
-// matchSnapshot checks the snapshot of revision at against e, the
+// lastOf returns the last change of the keys matching patterns, if
+// there are patterns, the keys have changes and the bucket answers.
+func (ix *Index) lastOf(ctx context.Context, patterns []string) (jetstream.KeyValueEntry, bool) {
+	var last jetstream.KeyValueEntry
+	for _, p := range patterns {
+		e, err := kvwatch.Last(ctx, ix.views.js, ix.views.Bucket(), p)
+		if err != nil {
+			return nil, false
+		}
+		if last == nil || e.Revision() > last.Revision() {
+			last = e
+		}
+	}
+	return last, last != nil
+}
+
+// matchSnapshot checks the snapshot of revision at in c against e, the
 // bucket's last change of its key, made at or before at.
-func (ix *Index) matchSnapshot(ctx context.Context, e jetstream.KeyValueEntry, skipped map[string]uint64, at uint64) error {
+func (ix *Index) matchSnapshot(ctx context.Context, e jetstream.KeyValueEntry, skipped map[string]uint64, at uint64, c snapCheck) error {
 	key, rev := e.Key(), e.Revision()
-	_, id, err := ParseKey(key)
-	if err != nil {
-		return nil // not a record's key: the index keeps nothing of it
+	id, covered := c.covers(key)
+	if !covered {
+		return nil // not a key of the snapshot's records: it keeps nothing of it
 	}
 	var held index.Held
 	var ok bool
-	ix.Index.Update(func(b *index.Batch) { held, ok = b.Held(id) })
+	c.snap.Update(func(b *index.Batch) { held, ok = b.Held(id) })
 	if e.Operation() != jetstream.KeyValuePut {
 		if ok && !ix.movedBy(ctx, id, at) {
 			return kvstore.Invalid("records", "the views bucket deleted record %s at revision %d, before the snapshot's revision, and the snapshot holds it", kvstore.Quote(id), rev)

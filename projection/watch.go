@@ -227,7 +227,14 @@ func (ix *Index) beginWatch(ctx context.Context, info *jetstream.StreamInfo) (ge
 	ix.mu.Unlock()
 	if r != nil {
 		ix.dropMoved(held)
-		return gen, 0
+		if ix.snapshots != nil {
+			ix.restorePartitions(ctx, r, held, info)
+		}
+		after = r.resume(held)
+		ix.mu.Lock()
+		ix.rev = after
+		ix.mu.Unlock()
+		return gen, after
 	}
 	// A restarted watch replays the bucket's current values: they replace
 	// what the index kept from before. So do the changes after a snapshot
@@ -263,7 +270,7 @@ func (ix *Index) loadInitial(ctx, wctx context.Context, w jetstream.KeyWatcher, 
 		ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // cut short: nothing is dropped
 		return fmt.Errorf("load the views: %w", err)
 	}
-	if after > 0 {
+	if after > 0 && !ix.reloading() {
 		ix.applyBatch(batch, gen)
 		batch = batch[:0]
 		if err := ix.checkRestored(ctx); err != nil {
