@@ -48,10 +48,9 @@ type partitionsConfig struct {
 	timeout  time.Duration
 }
 
-// config validates the flags into cfg. Partitioned, the index has no
-// snapshots (an index of some partitions cannot start from one yet) and
-// the scheduler is required (each instance prepares its partitions' due
-// records).
+// config validates the flags into cfg. Partitioned, the index keeps a
+// snapshot per partition (--index-snapshot-every) and the scheduler is
+// required (each instance prepares its partitions' due records).
 func (f *partitionFlags) config(cfg *serveConfig, changed func(string) bool, scheduler bool) error {
 	if !f.on {
 		for _, name := range []string{"instance", "partitions-query-timeout"} {
@@ -68,13 +67,10 @@ func (f *partitionFlags) config(cfg *serveConfig, changed func(string) bool, sch
 		return usageErrorf("--instance %.70q must be 1 to 64 of A-Z a-z 0-9 . _ -", f.instance)
 	case !scheduler:
 		return usageErrorf("--partitions needs the scheduler: each instance prepares the due records of its partitions; drop --scheduler=false")
-	case changed("index-snapshot-every") && cfg.indexSnapshotEvery != 0:
-		return usageErrorf("--index-snapshot-every: an index of some partitions cannot start from a snapshot yet; with --partitions drop it or set it to 0")
 	}
 	if err := checkRange("partitions-query-timeout", f.timeout, 100*time.Millisecond, time.Minute, ""); err != nil {
 		return err
 	}
-	cfg.indexSnapshotEvery = 0
 	cfg.partitions = &partitionsConfig{instance: f.instance, timeout: f.timeout}
 	return nil
 }

@@ -35,7 +35,6 @@ func TestServeRefusesBadPartitionSettings(t *testing.T) {
 		{[]string{"--partitions", "--instance", "a b"}, `--instance "a b" must be 1 to 64 of A-Z a-z 0-9 . _ -`},
 		{[]string{"--partitions", "--instance", string(make([]byte, 65))}, "must be 1 to 64 of A-Z a-z 0-9 . _ -"},
 		{[]string{"--partitions", "--instance", "a", "--scheduler=false"}, "--partitions needs the scheduler"},
-		{[]string{"--partitions", "--instance", "a", "--index-snapshot-every", "5m"}, "--index-snapshot-every: an index of some partitions cannot start from a snapshot yet"},
 		{[]string{"--partitions", "--instance", "a", "--partitions-query-timeout", "10ms"}, "--partitions-query-timeout must be between 100ms and 1m, got 10ms"},
 		{[]string{"--partitions", "--instance", "a", "--partitions-query-timeout", "2m"}, "--partitions-query-timeout must be between 100ms and 1m, got 2m"},
 	} {
