@@ -45,11 +45,13 @@ func (s *movingSource) set(held []string) {
 // three instances for a survivor: its index of some partitions, loaded
 // and following, is given the partitions of the plan of the two
 // survivors (partition.Compute from the plan of three). It reports the
-// time until the index holds its new partitions (a reload: it keeps the
-// partitions it held and reads the history of the new ones) against the
-// load of an index of those partitions from nothing, and the records the
-// survivor holds before and after. The sizes are those of
-// BenchmarkPartitionedIndex (-partitioned-records). Run:
+// time until the index holds its new partitions, without snapshots (a
+// reload: it keeps the partitions it held and reads the history of the
+// new ones) and with the snapshots the dead instance saved of its
+// partitions, against the load of an index of those partitions from
+// nothing; and the records the survivor holds before and after. The
+// sizes are those of BenchmarkPartitionedIndex (-partitioned-records).
+// Run:
 //
 //	go test -run '^$' -bench PartitionReload -benchtime 1x ./projection/
 func BenchmarkPartitionReload(b *testing.B) {
@@ -74,37 +76,75 @@ func benchPartitionReload(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	views := vs.fill(b, js, DefaultBucket, func(int) bool { return true })
-	before, after := slices.Sorted(slices.Values(three.Held("a"))), slices.Sorted(slices.Values(two.Held("a")))
-	src := &movingSource{held: before, changed: make(chan struct{})}
-	ix, err := NewIndex(views, nil, WithPartitions(src))
+	snaps, err := OpenSnapshots(b.Context(), js, WithMaxSnapshotBytes(1<<30))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The instance that dies saved the snapshots of its partitions.
+	dead := runPartitioned(b, views, &movingSource{held: sorted(three.Held("c")), changed: make(chan struct{})}, WithSnapshots(snaps, MaxSnapshotEvery))
+	if _, err := dead.ix.SaveSnapshot(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	dead.stop()
+	before, after := sorted(three.Held("a")), sorted(two.Held("a"))
+	_, fresh := loadIndex(b, views, WithPartitions(staticSource(after)))
+	b.ReportMetric(fresh.Seconds(), "fresh-s")
+	for _, mode := range []struct {
+		name string
+		opts []IndexOption
+	}{
+		{name: "reload"},
+		{name: "reload-from-snapshots", opts: []IndexOption{WithSnapshots(snaps, MaxSnapshotEvery)}},
+	} {
+		src := &movingSource{held: before, changed: make(chan struct{})}
+		survivor := runPartitioned(b, views, src, mode.opts...)
+		heldBefore := survivor.ix.Len()
+		start := time.Now()
+		src.set(after)
+		survivor.holds(b, after)
+		took := time.Since(start)
+		b.ReportMetric(took.Seconds()/fresh.Seconds(), mode.name+"/fresh")
+		b.ReportMetric(float64(survivor.ix.Len())/float64(heldBefore), "records-after/before")
+		b.Logf("%s: a survivor held %d records, then %d: it took %s, the load of those partitions from nothing %s",
+			mode.name, heldBefore, survivor.ix.Len(), took.Round(time.Millisecond), fresh.Round(time.Millisecond))
+		survivor.stop()
+	}
+}
+
+func sorted(ids []string) []string { return slices.Sorted(slices.Values(ids)) }
+
+// running is an index of some partitions that runs.
+type running struct {
+	ix   *Index
+	stop func()
+}
+
+// runPartitioned runs an index of views of the partitions src holds,
+// with opts, until it holds them.
+func runPartitioned(b *testing.B, views *Views, src PartitionSource, opts ...IndexOption) running {
+	ix, err := NewIndex(views, nil, append([]IndexOption{WithPartitions(src)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(b.Context())
 	done := make(chan error, 1)
 	go func() { done <- ix.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	holds := func(want []string) {
-		for {
-			if got, ok := ix.Partitions(); ok && slices.Equal(got, want) {
-				return
-			}
-			select {
-			case <-b.Context().Done():
-				b.Fatal("the index did not load its partitions")
-			case <-time.After(time.Millisecond):
-			}
+	r := running{ix: ix, stop: sync.OnceFunc(func() { cancel(); <-done })}
+	b.Cleanup(r.stop)
+	r.holds(b, src.Held())
+	return r
+}
+
+// holds waits until the index holds partitions want.
+func (r running) holds(b *testing.B, want []string) {
+	for {
+		if got, ok := r.ix.Partitions(); ok && slices.Equal(got, want) {
+			return
+		}
+		select {
+		case <-b.Context().Done():
+			b.Fatal("the index did not load its partitions")
+		case <-time.After(time.Millisecond):
 		}
 	}
-	holds(before)
-	heldBefore := ix.Len()
-	start := time.Now()
-	src.set(after)
-	holds(after)
-	reload := time.Since(start)
-	_, fresh := loadIndex(b, views, WithPartitions(staticSource(after)))
-	b.ReportMetric(reload.Seconds()/fresh.Seconds(), "reload/fresh")
-	b.ReportMetric(float64(ix.Len())/float64(heldBefore), "records-after/before")
-	b.Logf("a survivor held %d records, then %d: its reload took %s, the load of those partitions from nothing %s",
-		heldBefore, ix.Len(), reload.Round(time.Millisecond), fresh.Round(time.Millisecond))
 }
