@@ -73,29 +73,37 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		assert.Equal(t, v.Version, got.Version(v.State.ID), "record %q", v.State.ID)
 	}
 	assert.Zero(t, got.Version(views[10].State.ID), "the removed record stays removed")
-	for _, f := range []api.Filter{{}, {View: aggregate.ViewToRetry}, {Processor: "Processor3"}, {Fingerprint: "fp-2"}} {
-		want, err := ix.Summary(f)
-		require.NoError(t, err)
-		have, err := got.Summary(f)
-		require.NoError(t, err)
-		assert.Equal(t, want, have, "Summary(%+v)", f)
-		wantFP, err := ix.FingerprintSummary(f)
-		require.NoError(t, err)
-		haveFP, err := got.FingerprintSummary(f)
-		require.NoError(t, err)
-		assert.Equal(t, wantFP, haveFP, "FingerprintSummary(%+v), samples included", f)
-		q := api.Query{Filter: f, Limit: api.MaxLimit, Sort: api.Sort{Field: api.SortNextRetryAt}}
-		wantPage, err := ix.List(q)
-		require.NoError(t, err)
-		havePage, err := got.List(q)
-		require.NoError(t, err)
-		assert.Equal(t, wantPage, havePage, "List(%+v)", f)
-	}
+	answersAlike(t, ix, got, []api.Filter{{}, {View: aggregate.ViewToRetry}, {Processor: "Processor3"}, {Fingerprint: "fp-2"}})
 	assert.Equal(t, ix.Due(at, 100), got.Due(at, 100))
 
 	again, err := got.AppendSnapshot(nil, info)
 	require.NoError(t, err)
 	assert.Equal(t, len(data), len(again), "a restored index writes a snapshot of the same size")
+}
+
+// answersAlike checks that have answers Summary, FingerprintSummary
+// (samples included) and a List page sorted by next retry as want does,
+// for each of filters.
+func answersAlike(t *testing.T, want, have *Index, filters []api.Filter) {
+	t.Helper()
+	for _, f := range filters {
+		wantSum, err := want.Summary(f)
+		require.NoError(t, err)
+		haveSum, err := have.Summary(f)
+		require.NoError(t, err)
+		assert.Equal(t, wantSum, haveSum, "Summary(%+v)", f)
+		wantFP, err := want.FingerprintSummary(f)
+		require.NoError(t, err)
+		haveFP, err := have.FingerprintSummary(f)
+		require.NoError(t, err)
+		assert.Equal(t, wantFP, haveFP, "FingerprintSummary(%+v), samples included", f)
+		q := api.Query{Filter: f, Limit: api.MaxLimit, Sort: api.Sort{Field: api.SortNextRetryAt}}
+		wantPage, err := want.List(q)
+		require.NoError(t, err)
+		havePage, err := have.List(q)
+		require.NoError(t, err)
+		assert.Equal(t, wantPage, havePage, "List(%+v)", f)
+	}
 }
 
 // resum puts a valid checksum on a body (everything but the last 4 bytes).

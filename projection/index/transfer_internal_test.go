@@ -77,24 +77,7 @@ func TestASnapshotOfSomeRecordsJoinsAnotherIndex(t *testing.T) {
 		}
 	})
 	require.Equal(t, len(views), dst.Len())
-	for _, f := range []api.Filter{{}, {Processor: "Processor3"}, {Fingerprint: "fp-2"}, {View: aggregate.ViewToRetry}} {
-		wantSum, err := all.Summary(f)
-		require.NoError(t, err)
-		haveSum, err := dst.Summary(f)
-		require.NoError(t, err)
-		assert.Equal(t, wantSum, haveSum, "Summary(%+v)", f)
-		wantFP, err := all.FingerprintSummary(f)
-		require.NoError(t, err)
-		haveFP, err := dst.FingerprintSummary(f)
-		require.NoError(t, err)
-		assert.Equal(t, wantFP, haveFP, "FingerprintSummary(%+v), samples included", f)
-		q := api.Query{Filter: f, Limit: api.MaxLimit, Sort: api.Sort{Field: api.SortNextRetryAt}}
-		wantPage, err := all.List(q)
-		require.NoError(t, err)
-		havePage, err := dst.List(q)
-		require.NoError(t, err)
-		assert.Equal(t, wantPage, havePage, "List(%+v)", f)
-	}
+	answersAlike(t, all, dst, []api.Filter{{}, {Processor: "Processor3"}, {Fingerprint: "fp-2"}, {View: aggregate.ViewToRetry}})
 
 	dst.Update(func(b *Batch) { _, err = b.PutFrom(dst) })
 	assert.ErrorIs(t, err, ErrInvalidOption, "an index into itself")
