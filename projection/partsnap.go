@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/amends-dev/amends/partition"
 	"github.com/amends-dev/amends/projection/index"
@@ -98,10 +99,15 @@ func (ix *Index) savePartitions(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// restoreWorkers bounds the partitions restored at once: a restore is
-// mostly round trips (the snapshot's read and its check against the
-// bucket, 0.1 to 0.3 s each on 300 000 views).
-const restoreWorkers = 8
+// The partitions restored at once: at most restoreWorkers (a restore is
+// mostly round trips: the snapshot's read and its check against the
+// bucket), whose snapshots hold at most restoreBytes together, so that a
+// few large partitions are not decoded at once (a snapshot takes about 5
+// times its bytes once decoded); a larger snapshot is restored alone.
+const (
+	restoreWorkers = 8
+	restoreBytes   = 32 << 20
+)
 
 // restorePartitions starts the partitions new to reload r from their
 // snapshots (see above), a few at once, into r.restored; bucket is the
@@ -117,17 +123,25 @@ func (ix *Index) restorePartitions(ctx context.Context, r *reload, held *partiti
 	revs, counts := make([]uint64, len(fresh)), make([]int, len(fresh))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, restoreWorkers)
+	budget := semaphore.NewWeighted(restoreBytes)
 	for i, id := range fresh {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
+			size, _ := ix.snapshots.Size(ctx, ix.partitionSnapshot(id)) // 0 without one: it reads nothing
+			weight := int64(min(max(size, 1), restoreBytes))
+			if budget.Acquire(ctx, weight) != nil {
+				return // ctx ended: the load ends too
+			}
+			defer budget.Release(weight)
 			revs[i], counts[i] = ix.restorePartition(ctx, id, held, bucket)
 		})
 	}
 	wg.Wait()
-	stats := StartStats{}
+	stats, none := StartStats{}, 0
 	for i, id := range fresh {
 		if revs[i] == 0 {
+			none++
 			continue
 		}
 		r.restored[id] = revs[i]
@@ -136,6 +150,10 @@ func (ix *Index) restorePartitions(ctx context.Context, r *reload, held *partiti
 		}
 		stats.FromSnapshot = true
 		stats.SnapshotRecords += counts[i]
+	}
+	if none > 0 {
+		ix.logger.Info("index: partitions new to the index without a snapshot it could use; reading them from the views bucket",
+			"partitions", none, "of", len(fresh))
 	}
 	if r.first && stats.FromSnapshot {
 		stats.SnapshotLoad = time.Since(start)
@@ -157,7 +175,7 @@ func (ix *Index) restorePartition(ctx context.Context, id string, held *partitio
 	data, err := ix.snapshots.Load(ctx, name)
 	switch {
 	case errors.Is(err, ErrNoSnapshot):
-		ix.logger.Info("index: no snapshot of the partition yet; reading it from the views bucket", "partition", id)
+		ix.logger.Debug("index: no snapshot of the partition yet; reading it from the views bucket", "partition", id)
 		return 0, 0
 	case errors.Is(err, ErrSnapshotTooLarge) || errors.Is(err, jetstream.ErrDigestMismatch):
 		ix.discardSnapshot(ctx, name, 0, err)

@@ -108,7 +108,7 @@ func TestAMovingPartitionStartsFromItsSnapshot(t *testing.T) {
 	srcB := newHeldSource([]string{"Gamma"})
 	b, logsB := e.partitioned(t, srcB)
 	e.holdsAsFull(t, b, "Gamma")
-	assert.Contains(t, logsB.String(), "no snapshot of the partition yet", "Gamma had no holder before")
+	assert.Len(t, logsB.Lines("without a snapshot it could use", "partitions=1 of=1"), 1, "Gamma had no holder before:\n%s", logsB)
 
 	srcA.set([]string{"Beta"})
 	srcB.set([]string{"Alpha", "Gamma"})

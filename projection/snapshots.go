@@ -138,6 +138,20 @@ func (s *Snapshots) Load(ctx context.Context, name string) ([]byte, error) {
 	return data, nil
 }
 
+// Size returns the bytes of snapshot name as its bucket says, without
+// reading it: 0 and an error wrapping ErrNoSnapshot if there is none.
+// Safe for concurrent use.
+func (s *Snapshots) Size(ctx context.Context, name string) (uint64, error) {
+	info, err := s.store.GetInfo(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return 0, fmt.Errorf("snapshot %s in %s: %w", name, s.bucket, ErrNoSnapshot)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read snapshot %s in %s: %w", name, s.bucket, err)
+	}
+	return info.Size, nil
+}
+
 // Save stores data as snapshot name, replacing the one held.
 func (s *Snapshots) Save(ctx context.Context, name string, data []byte) error {
 	if _, err := s.store.PutBytes(ctx, name, data); err != nil {
