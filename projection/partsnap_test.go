@@ -162,10 +162,16 @@ func TestAPartitionSnapshotThatDoesNotCheckIsNotUsed(t *testing.T) {
 			_, err := a.SaveSnapshot(t.Context())
 			require.NoError(t, err)
 			load := func(p string) []byte {
-				data, err := e.snaps.Load(t.Context(), projection.PartitionSnapshotName(projection.DefaultBucket, p))
+				name := projection.PartitionSnapshotName(projection.DefaultBucket, p)
+				data, err := e.snaps.Load(t.Context(), name)
 				require.NoError(t, err)
+				size, err := e.snaps.Size(t.Context(), name)
+				require.NoError(t, err)
+				require.Equal(t, uint64(len(data)), size)
 				return data
 			}
+			_, err = e.snaps.Size(t.Context(), projection.PartitionSnapshotName(projection.DefaultBucket, "Gamma"))
+			require.ErrorIs(t, err, projection.ErrNoSnapshot, "Gamma has no holder")
 			tc.bad(t, e, projection.PartitionSnapshotName(projection.DefaultBucket, "Beta"), load("Alpha"), load("Beta"))
 
 			b, logs := e.partitioned(t, newHeldSource([]string{"Beta"}))
