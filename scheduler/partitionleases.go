@@ -45,6 +45,7 @@ func (p *Partitions) renewHeld(ctx context.Context, want []string) {
 // that it can take: free, and no other instance holding a record of them.
 func (p *Partitions) take(ctx context.Context, wanted map[string]bool, next map[string]*lease) {
 	var others []string // held by other instances: read once a round, if something is to be taken
+	var taken []string
 	listed := false
 	for id := range wanted {
 		if next[id] != nil {
@@ -71,9 +72,36 @@ func (p *Partitions) take(ctx context.Context, wanted map[string]bool, next map[
 		l := p.newLease(heldPrefix + tok)
 		if ok, err := l.acquire(ctx); ok {
 			next[id] = l
+			taken = append(taken, id)
 		} else if err != nil {
 			p.logger.Warn("partitions: cannot take a partition", "partition", id, "err", err)
 		}
+	}
+	p.recheck(ctx, taken, next)
+}
+
+// recheck releases the partitions just taken of which another instance
+// took an overlapping one meanwhile: two instances on two plans (one
+// splitting a processor, one not yet) may each list the leases, see no
+// overlap and take theirs at once. Each checks again once it holds its
+// lease, before it counts on it, and gives it up if an overlapping lease
+// is there: of two that overlap, the one taken last always sees the
+// other, so they are never both held (both may give up, and take again
+// next round). A list that fails gives up what was taken.
+func (p *Partitions) recheck(ctx context.Context, taken []string, next map[string]*lease) {
+	if len(taken) == 0 {
+		return
+	}
+	others, err := p.heldByOthers(ctx, next)
+	for _, id := range taken {
+		if err == nil && !slices.ContainsFunc(others, func(o string) bool { return partition.Overlap(o, id) }) {
+			continue
+		}
+		p.logger.Info("partitions: gave up a partition another instance took an overlapping part of at once", "partition", id, "err", err)
+		if rerr := next[id].release(ctx); rerr != nil {
+			p.logger.Warn("partitions: cannot release a partition; it expires", "partition", id, "err", rerr)
+		}
+		delete(next, id)
 	}
 }
 
