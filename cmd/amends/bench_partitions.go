@@ -35,8 +35,9 @@ plan settled (the start-up of k instances), and the mean latency of a count, a s
 it. With two instances or more it then kills one (SIGKILL) --kills times,
 in turn, and reports the time until another instance answers every
 record again (the lease TTL bounds it, plus the load of the partitions
-taken over) and until the killed one, started again under its name, is
-placed again.
+taken over, from the snapshots each instance saves every second:
+--index-snapshot-every 1s) and until the killed one, started again under
+its name, is placed again.
 
 The views are generated, without histories: the instances' passes and
 audits are off (--scheduler-initial-delay 24h, --index-audit-rate 0).

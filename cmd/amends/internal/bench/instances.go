@@ -46,6 +46,9 @@ func spawn(ctx context.Context, exe, urls, name string, ttl time.Duration, flags
 		// The views are generated, with no history: no pass prepares
 		// them and no audit compares them with histories.
 		"--scheduler-initial-delay", "24h", "--index-audit-rate", "0",
+		// Every second a snapshot per partition, so that a partition an
+		// instance takes over from one killed starts from its snapshot.
+		"--index-snapshot-every", "1s",
 		"--log-format", "json", "--startup-timeout", "5m"}, flags...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "AMENDS_") {
