@@ -9,11 +9,17 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/amends-dev/amends/partition"
 )
 
 // The leases of the partitions: taken, renewed, released after the plan.
+
+// leaseCalls bounds the lease requests a round sends at once: with a
+// hundred partitions, renewing them one after the other took longer than
+// the TTL under load (each is a replicated write), and leases were lost.
+const leaseCalls = 16
 
 // renewHeld takes the leases of the partitions in want that are free,
 // renews those held and wanted, and releases those held and not wanted;
@@ -23,7 +29,7 @@ func (p *Partitions) renewHeld(ctx context.Context, want []string) {
 	for _, id := range want {
 		wanted[id] = true
 	}
-	next := map[string]*lease{}
+	var renew []string
 	for id, l := range p.held {
 		if want != nil && !wanted[id] {
 			p.forget(id) // no longer counted on before another can take it
@@ -32,52 +38,85 @@ func (p *Partitions) renewHeld(ctx context.Context, want []string) {
 			}
 			continue
 		}
-		if err := l.renew(ctx); err != nil && errors.Is(err, errLost) {
-			continue
+		renew = append(renew, id)
+	}
+	errs := leaseAll(renew, func(_ int, id string) error { return p.held[id].renew(ctx) })
+	next := map[string]*lease{}
+	for i, id := range renew {
+		if !errors.Is(errs[i], errLost) {
+			next[id] = p.held[id]
 		}
-		next[id] = l
 	}
 	p.take(ctx, wanted, next)
 	p.swap(next)
 }
 
+// leaseAll runs call for each of ids (with its position), at most
+// leaseCalls at once, and returns their errors in order.
+func leaseAll(ids []string, call func(i int, id string) error) []error {
+	errs := make([]error, len(ids))
+	var g errgroup.Group
+	g.SetLimit(leaseCalls)
+	for i, id := range ids {
+		g.Go(func() error {
+			errs[i] = call(i, id)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return errs
+}
+
 // take adds to next the leases of the partitions wanted and not in next
 // that it can take: free, and no other instance holding a record of them.
 func (p *Partitions) take(ctx context.Context, wanted map[string]bool, next map[string]*lease) {
-	var others []string // held by other instances: read once a round, if something is to be taken
-	var taken []string
-	listed := false
+	var free []string
 	for id := range wanted {
-		if next[id] != nil {
-			continue
+		if next[id] == nil {
+			free = append(free, id)
 		}
-		if !listed {
-			var err error
-			if others, err = p.heldByOthers(ctx, next); err != nil {
-				p.logger.Warn("partitions: cannot list the partitions held; taking none this round", "instance", p.instance, "err", err)
-				return
-			}
-			listed = true
-		}
+	}
+	if len(free) == 0 {
+		return
+	}
+	// Held by other instances: read once a round.
+	others, err := p.heldByOthers(ctx, next)
+	if err != nil {
+		p.logger.Warn("partitions: cannot list the partitions held; taking none this round", "instance", p.instance, "err", err)
+		return
+	}
+	leases := map[string]*lease{}
+	free = slices.DeleteFunc(free, func(id string) bool {
 		if i := slices.IndexFunc(others, func(o string) bool { return partition.Overlap(o, id) }); i >= 0 {
 			// Another instance, on another plan, still holds records of
 			// it (a split or a merge moving): taken once that one is gone.
 			p.logger.Debug("partitions: waiting for an overlapping partition to be released", "partition", id, "held", others[i])
-			continue
+			return true
 		}
 		tok, err := partitionKeys.Encode(id)
 		if err != nil {
-			continue
+			return true
 		}
-		l := p.newLease(heldPrefix + tok)
-		if ok, err := l.acquire(ctx); ok {
-			next[id] = l
-			taken = append(taken, id)
-		} else if err != nil {
-			p.logger.Warn("partitions: cannot take a partition", "partition", id, "err", err)
+		leases[id] = p.newLease(heldPrefix + tok)
+		return false
+	})
+	taken := make([]bool, len(free))
+	errs := leaseAll(free, func(i int, id string) error {
+		var err error
+		taken[i], err = leases[id].acquire(ctx)
+		return err
+	})
+	var got []string
+	for i, id := range free {
+		switch {
+		case taken[i]:
+			next[id] = leases[id]
+			got = append(got, id)
+		case errs[i] != nil:
+			p.logger.Warn("partitions: cannot take a partition", "partition", id, "err", errs[i])
 		}
 	}
-	p.recheck(ctx, taken, next)
+	p.recheck(ctx, got, next)
 }
 
 // recheck releases the partitions just taken of which another instance
