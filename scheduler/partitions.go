@@ -66,8 +66,7 @@ type Partitions struct {
 	held                map[string]*lease // partition id -> its lease, taken
 	// known is the coordinator's memory of the processors' sizes (steady),
 	// touched only by Run's goroutine.
-	known        map[string]uint64
-	knownMembers []string
+	known map[string]uint64
 
 	mu          sync.Mutex
 	plan        partition.Plan       // the plan last read, for Places
@@ -283,7 +282,7 @@ func (p *Partitions) coordinate(ctx context.Context, members []string) error {
 	if err != nil {
 		return err
 	}
-	plan, err := partition.Compute(p.steady(sizes, members, prev), members, prev)
+	plan, err := partition.Compute(p.steady(sizes, prev), members, prev)
 	if err != nil {
 		return err
 	}
@@ -302,18 +301,16 @@ func (p *Partitions) coordinate(ctx context.Context, members []string) error {
 }
 
 // steady returns the sizes to place by: the members' reports, with every
-// processor of prev that none reports at its last known size (its records
-// are moving: its old holder dropped them, its new one is loading them),
-// and, while the members stay the same, no processor below its last known
-// size (a member loading a partition reports part of it). Placed by the
-// reports alone, a kill of one of three instances with a hundred
-// processors changed the plan every round for half a minute: each plan
-// moved partitions, whose loads made the next reports short. A processor
-// that shrinks (retention) is placed by its larger size until the members
-// change. Run's goroutine only.
-func (p *Partitions) steady(sizes map[string]uint64, members []string, prev partition.Plan) map[string]uint64 {
-	members = slices.Sorted(slices.Values(members))
-	same := p.known != nil && slices.Equal(members, p.knownMembers)
+// processor of prev that none reports at its last known size, if this
+// coordinator knows it. Its records are moving: its old holder dropped
+// them and its new one is loading them. (A guess of 1 for a processor it
+// does not know placed it as if empty, and the plan kept the imbalance.) Placed by the reports alone, a kill of one of three instances with
+// a hundred processors changed the plan every round for half a minute:
+// each plan left out the processors on the move, and put them back once
+// loaded, moving others again. (A size is not held up to its last known
+// value: a partition reported by both its old and its new holder for a
+// moment was then counted twice for good.) Run's goroutine only.
+func (p *Partitions) steady(sizes map[string]uint64, prev partition.Plan) map[string]uint64 {
 	if p.known == nil {
 		p.known = map[string]uint64{}
 	}
@@ -323,20 +320,12 @@ func (p *Partitions) steady(sizes map[string]uint64, members []string, prev part
 	}
 	for id := range prev.Owners {
 		if proc, _, ok := prev.SlotsOf(id); ok {
-			if _, reported := out[proc]; !reported {
-				out[proc] = max(p.known[proc], 1)
-			}
-		}
-	}
-	if same {
-		for proc, n := range p.known {
-			if _, placed := out[proc]; placed && out[proc] < n {
-				out[proc] = n
+			if _, reported := out[proc]; !reported && p.known[proc] > 0 {
+				out[proc] = p.known[proc]
 			}
 		}
 	}
 	maps.Copy(p.known, out)
-	p.knownMembers = members
 	return out
 }
 
