@@ -228,8 +228,10 @@ func (ix *Index) applyChanges(b *index.Batch, changes []change, gen uint32) (out
 			}
 			out.dropped = b.EndLoad(true)
 			if ix.reload != nil {
+				// No sweep: a reload skips the corrupt keys it already
+				// counted, and dropMoved forgot those it no longer holds.
 				ix.reloaded(ix.reload)
-			} else if gen > 1 { // a reload skips corrupt keys it already counted
+			} else if gen > 1 {
 				ix.sweepCorrupt(gen)
 			}
 			ix.reload = nil
