@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/amends-dev/amends/partition"
@@ -121,23 +121,25 @@ func (ix *Index) restorePartitions(ctx context.Context, r *reload, held *partiti
 		}
 	}
 	revs, counts := make([]uint64, len(fresh)), make([]int, len(fresh))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, restoreWorkers)
+	var g errgroup.Group
+	g.SetLimit(restoreWorkers)
 	budget := semaphore.NewWeighted(restoreBytes)
 	for i, id := range fresh {
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			size, _ := ix.snapshots.Size(ctx, ix.partitionSnapshot(id)) // 0 without one: it reads nothing
-			weight := int64(min(max(size, 1), restoreBytes))
+		g.Go(func() error {
+			size, err := ix.snapshots.Size(ctx, ix.partitionSnapshot(id))
+			if errors.Is(err, ErrNoSnapshot) {
+				return nil // read from the bucket; counted below
+			}
+			weight := int64(min(max(size, 1), restoreBytes)) // 1: Load says why it cannot read it
 			if budget.Acquire(ctx, weight) != nil {
-				return // ctx ended: the load ends too
+				return nil // ctx ended: the load ends too
 			}
 			defer budget.Release(weight)
 			revs[i], counts[i] = ix.restorePartition(ctx, id, held, bucket)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	stats, none := StartStats{}, 0
 	for i, id := range fresh {
 		if revs[i] == 0 {
