@@ -27,6 +27,7 @@ const (
 	memberPrefix   = "partitions.member."
 	coordinatorKey = "partitions.coordinator"
 	heldPrefix     = "partitions.held."
+	partitionsKeys = "partitions.>" // all of the above
 	planKey        = "plan"
 )
 
@@ -60,6 +61,7 @@ type Partitions struct {
 	every    time.Duration
 	margin   time.Duration
 	logger   *slog.Logger
+	ticks    <-chan time.Time
 
 	// The leases, touched only by Run's goroutine.
 	member, coordinator *lease
@@ -101,6 +103,9 @@ type PartitionsConfig struct {
 	// Logger receives the changes of holdings at Info and errors at Warn
 	// (default discarded).
 	Logger *slog.Logger
+	// Ticks, if set, start the rounds instead of every Every (tests); a
+	// freed lease or a new plan starts one either way.
+	Ticks <-chan time.Time
 }
 
 // NewPartitions returns this instance's Partitions over leases and plans.
@@ -132,7 +137,7 @@ func NewPartitions(leases *Leases, plans *kvstore.Store[partition.Plan], cfg Par
 		return nil, fmt.Errorf("partitions: instance name: %v: %w", err, ErrInvalidOption)
 	}
 	p := &Partitions{leases: leases, plans: plans, reports: kvstore.For(plans.Bucket, sizesCodec), instance: cfg.Instance, token: tok, sizes: cfg.Sizes, clock: cfg.Clock,
-		every: cfg.Every, margin: cfg.Margin, logger: cfg.Logger, held: map[string]*lease{}, valid: map[string]time.Time{}, changed: make(chan struct{})}
+		every: cfg.Every, margin: cfg.Margin, logger: cfg.Logger, ticks: cfg.Ticks, held: map[string]*lease{}, valid: map[string]time.Time{}, changed: make(chan struct{})}
 	p.member = p.newLease(memberPrefix + tok)
 	p.coordinator = p.newLease(coordinatorKey)
 	return p, nil
@@ -183,20 +188,40 @@ func (p *Partitions) Changed() <-chan struct{} {
 }
 
 // Run keeps the leases until ctx ends, then releases them all (so that
-// the others take its partitions at once) and returns nil. An instance
-// killed without Run returning leaves its leases to expire.
+// the others take its partitions at once) and returns nil. It runs a
+// round every renewal interval, and at once when a lease of the
+// partitions is freed or the plan changes, so that a dead instance's
+// partitions are taken as soon as its leases expire. An instance killed
+// without Run returning leaves its leases to expire.
 func (p *Partitions) Run(ctx context.Context) error {
-	t := time.NewTicker(p.every)
-	defer t.Stop()
-	for {
+	ticks := p.ticks
+	if ticks == nil {
+		t := time.NewTicker(p.every)
+		defer t.Stop()
+		ticks = t.C
+	}
+	wake, watching := p.wakes(ctx)
+	defer watching()
+	for ctx.Err() == nil {
+		last := time.Now()
 		p.round(ctx)
 		select {
 		case <-ctx.Done():
-			p.releaseAll(context.WithoutCancel(ctx))
-			return nil
-		case <-t.C:
+		case <-ticks:
+		case <-wake:
+			// A round writes and frees leases itself, and a plan that
+			// changed each round would wake the next at once: woken rounds
+			// are apart by a tenth of the interval at least.
+			t := time.NewTimer(time.Until(last.Add(p.every / 10)))
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
 		}
 	}
+	p.releaseAll(context.WithoutCancel(ctx))
+	return nil
 }
 
 // round is one renewal: the member lease, the coordinator's plan, and the

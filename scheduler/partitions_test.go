@@ -60,12 +60,20 @@ func newPartitionsRig(t *testing.T) *partitionsRig {
 
 func (r *partitionsRig) start(name string) *scheduler.Partitions {
 	r.t.Helper()
+	return r.startTicked(name, nil)
+}
+
+// startTicked starts name with its rounds on ticks (every renewal
+// interval if nil) and on the wakes of the leases and the plan.
+func (r *partitionsRig) startTicked(name string, ticks <-chan time.Time) *scheduler.Partitions {
+	r.t.Helper()
 	nc, js := r.srv.Connect()
 	leases, err := scheduler.OpenLeases(r.t.Context(), js, scheduler.WithLeaseTTL(r.ttl))
 	require.NoError(r.t, err)
 	plans, err := scheduler.OpenPartitions(r.t.Context(), js, 1)
 	require.NoError(r.t, err)
-	p, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Sizes: func() (map[string]uint64, map[string]uint64) { return *r.sizes.Load(), nil }})
+	p, err := scheduler.NewPartitions(leases, plans, scheduler.PartitionsConfig{Instance: name, Ticks: ticks,
+		Sizes: func() (map[string]uint64, map[string]uint64) { return *r.sizes.Load(), nil }})
 	require.NoError(r.t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	in := &rigInstance{p: p, nc: nc, stop: stop, done: make(chan struct{})}
