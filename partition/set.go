@@ -45,3 +45,15 @@ func (s Set) Of(processor, recordID string) (string, bool) {
 	id := slots[Slot(recordID)]
 	return id, id != ""
 }
+
+// Lead returns the partition of the set that holds processor's slot 0, if
+// one does: the processor itself, or the first of its parts. The work
+// kept per processor rather than per record (its recovery drain, its
+// release after a deploy) is that partition's holder's.
+func (s Set) Lead(processor string) (string, bool) {
+	slots := s.of[processor]
+	if slots == nil || slots[0] == "" {
+		return "", false
+	}
+	return slots[0], true
+}

@@ -184,6 +184,34 @@ func (p *Partitions) Owns(processor, recordID string) bool {
 	return ok && held && now.Before(until)
 }
 
+// Leads reports whether this instance holds, now, the partition of
+// processor's slot 0 (partition.Set.Lead): the processor's work that is
+// not per record (its recovery drains, its releases after a deploy) is
+// this instance's. At most one instance leads a processor at a time, as
+// for any partition; none does while that partition moves.
+func (p *Partitions) Leads(processor string) bool {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id, ok := p.set.Lead(processor)
+	until, held := p.valid[id]
+	return ok && held && now.Before(until)
+}
+
+// HoldsAnyOf reports whether this instance holds a partition of
+// processor's records now.
+func (p *Partitions) HoldsAnyOf(processor string) bool {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, until := range p.valid {
+		if proc, _, err := partition.SlotsOfID(id); err == nil && proc == processor && now.Before(until) {
+			return true
+		}
+	}
+	return false
+}
+
 // holdsAny reports whether this instance holds a partition now.
 func (p *Partitions) holdsAny() bool {
 	now := p.clock.Now()
