@@ -35,13 +35,15 @@
 //     never opens the circuit.
 //   - Retention (WithRetention): the holder runs a retention.Sweeper's
 //     passes (package retention).
-//   - Partitions (not yet wired into serve; docs/scaling.md): each
-//     instance holds the leases of the partitions (package partition)
-//     that the plan, computed by the holder of a coordinator lease from
-//     the live members and the sizes they report, gives it; a partition
-//     is taken only once no other instance holds a record of it. With
+//   - Partitions (serve --partitions; docs/scaling.md): each instance
+//     holds the leases of the partitions (package partition) that the
+//     plan, computed by the holder of a coordinator lease from the live
+//     members and the sizes they report, gives it; a partition is taken
+//     only once no other instance holds a record of it. With
 //     WithPartitions the passes prepare the due records of the
-//     partitions this instance holds, on every instance.
+//     partitions this instance holds, on every instance, and a
+//     processor's drains and releases run on the holder of its first
+//     partition.
 //   - Every command has a command id fixed by what it does (the record,
 //     its retry count, the drain or release step), so a resend after a
 //     crash of the holder appends once. Progress (drains, releases) is in

@@ -88,9 +88,10 @@ type DrainConfig struct {
 	Ticks <-chan time.Time
 }
 
-// WithDrains makes the lease holder run the recovery drains of the
-// circuits in c (see the package documentation, "Circuits and recovery
-// drains"). Invalid settings return an error wrapping ErrInvalidOption.
+// WithDrains makes the lease holder (with WithPartitions, the holder of
+// each function's processor's first partition) run the recovery drains of
+// the circuits in c (see the package documentation, "Circuits and
+// recovery drains"). Invalid settings return an error wrapping ErrInvalidOption.
 func WithDrains(c DrainConfig) Option {
 	return func(o *options) error {
 		if c.Circuits == nil || c.Records == nil || c.Progress == nil {

@@ -10,14 +10,18 @@ import (
 	"github.com/amends-dev/amends/circuit"
 )
 
-// drains is the lease holder's copy of the drains: loaded from the bucket
-// when a tenure begins, written through after each change.
+// drains is the scheduler's copy of the drains: loaded from the bucket
+// when a tenure begins (with partitions, when the partitions held
+// change), written through after each change by the instance that leads
+// the function's processor, read again each tick for the functions whose
+// records it holds and does not lead.
 type drains struct {
 	mu     sync.Mutex
-	tenure context.Context
+	tenure any // what the copy was loaded in: a tenure's context, or a Partitions.Changed channel
 	byFn   map[circuit.Function]circuit.Drain
-	open   map[circuit.Function]bool // circuits not closed, as last seen
-	seen   bool                      // the circuits were read once
+	open   map[circuit.Function]bool  // circuits not closed, as last seen
+	ended  map[circuit.Function]int64 // the end of the last incident of each circuit, as last seen
+	seen   bool                       // the circuits were read once
 	// checked is when the bucket was last read for drains written by
 	// another program (checkDrains).
 	checked time.Time
@@ -58,31 +62,46 @@ func (s *Scheduler) drainTick() {
 	}
 	states := dc.Circuits.List()
 	open := make(map[circuit.Function]bool, len(states))
+	ended := make(map[circuit.Function]int64, len(states))
 	for _, c := range states {
 		if c.Phase != circuit.Closed {
 			open[c.Function] = true
 		}
+		if c.Incident.To != 0 {
+			ended[c.Function] = c.Incident.To
+		}
 	}
 	s.drain.mu.Lock()
-	s.drain.open, s.drain.seen = open, true
+	s.drain.open, s.drain.ended, s.drain.seen = open, ended, true
 	s.drain.mu.Unlock()
-	active := s.holding()
+	active := s.passing()
 	if active == nil {
 		return
 	}
-	if !s.loadDrains(active) {
+	epoch := s.drainEpoch(active)
+	if !s.loadDrains(active, epoch) {
 		return
 	}
 	now := s.opts.clock.Now()
 	s.checkDrains(active, now)
 	seen := map[circuit.Function]bool{}
-	for _, c := range states {
-		if s.holding() == nil {
-			return
+	step := func(c circuit.State) bool {
+		if !s.leads(c.Function.Processor) {
+			s.followDrain(active, c)
+			return true
 		}
-		seen[c.Function] = true
+		if s.drainEpoch(active) != epoch {
+			return false // the partitions changed: the next tick reads the drains again
+		}
 		if err := s.drainOne(active, c, now); err != nil && active.Err() == nil {
 			s.opts.logger.Warn("scheduler: drain step failed; trying again", "function", c.Function.String(), "err", err)
+		}
+		return true
+	}
+	for _, c := range states {
+		seen[c.Function] = true
+		if s.passing() == nil || !step(c) {
+			return
 		}
 	}
 	// A circuit deleted from the bucket is closed, its incident over.
@@ -90,10 +109,44 @@ func (s *Scheduler) drainTick() {
 		if !seen[d.Function] && d.Draining() {
 			c := circuit.New(d.Function)
 			c.Incident = circuit.Incident{From: d.From, To: max(d.To, d.From, 1)}
-			if err := s.drainOne(active, c, now); err != nil && active.Err() == nil {
-				s.opts.logger.Warn("scheduler: drain step failed; trying again", "function", d.Function.String(), "err", err)
+			if s.passing() == nil || !step(c) {
+				return
 			}
 		}
+	}
+}
+
+// drainEpoch is what the copy of the drains is good for: the tenure
+// (active), or with partitions the partitions held now.
+func (s *Scheduler) drainEpoch(active context.Context) any {
+	if s.opts.partitions == nil {
+		return active
+	}
+	return s.opts.partitions.Changed()
+}
+
+// followDrain reads again the drain of c's function when this instance
+// holds some of its records and another leads its processor (a part of a
+// split processor): its passes hold those records by the drain (drainHolds),
+// which the other instance writes. A failed read keeps the copy.
+func (s *Scheduler) followDrain(ctx context.Context, c circuit.State) {
+	p := s.opts.partitions
+	if p == nil || c.Phase != circuit.Closed || c.Incident.To == 0 || !p.HoldsAnyOf(c.Function.Processor) {
+		return // an open circuit holds its records whatever the drain
+	}
+	d, ok, err := s.opts.drain.Progress.Get(ctx, c.Function)
+	if err != nil {
+		return
+	}
+	s.drain.mu.Lock()
+	defer s.drain.mu.Unlock()
+	if s.drain.byFn == nil {
+		return
+	}
+	if ok {
+		s.drain.byFn[c.Function] = d
+	} else {
+		delete(s.drain.byFn, c.Function)
 	}
 }
 
@@ -111,10 +164,10 @@ func loaded(src any) bool {
 	}
 }
 
-// loadDrains reads the drains when tenure is new; false if it cannot.
-func (s *Scheduler) loadDrains(tenure context.Context) bool {
+// loadDrains reads the drains when epoch is new; false if it cannot.
+func (s *Scheduler) loadDrains(tenure context.Context, epoch any) bool {
 	s.drain.mu.Lock()
-	loaded := s.drain.tenure == tenure
+	loaded := s.drain.tenure == epoch
 	s.drain.mu.Unlock()
 	if loaded {
 		return true
@@ -132,7 +185,7 @@ func (s *Scheduler) loadDrains(tenure context.Context) bool {
 		byFn[d.Function] = d
 	}
 	s.drain.mu.Lock()
-	s.drain.tenure, s.drain.byFn = tenure, byFn
+	s.drain.tenure, s.drain.byFn = epoch, byFn
 	s.drain.mu.Unlock()
 	return true
 }
@@ -202,9 +255,11 @@ func (s *Scheduler) putDrain(ctx context.Context, d circuit.Drain, now time.Time
 }
 
 // drainHolds reports whether the passes leave f's records alone: its
-// circuit is not closed, or its drain waits or drains; or the circuits
-// were not read yet, so that a pass at start-up prepares nothing the
-// circuits would refuse.
+// circuit is not closed, or its drain waits or drains, or its circuit
+// closed after an incident that no drain known here has taken up yet
+// (the drain starts at the next tick of the instance that leads f's
+// processor); or the circuits were not read yet, so that a pass at
+// start-up prepares nothing the circuits would refuse.
 func (s *Scheduler) drainHolds(f circuit.Function) bool {
 	s.drain.mu.Lock()
 	defer s.drain.mu.Unlock()
@@ -212,5 +267,6 @@ func (s *Scheduler) drainHolds(f circuit.Function) bool {
 		return true
 	}
 	d, ok := s.drain.byFn[f]
-	return ok && d.Draining()
+	to := s.drain.ended[f]
+	return (ok && d.Draining()) || (to != 0 && (!ok || to > d.To))
 }

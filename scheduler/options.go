@@ -55,9 +55,14 @@ type options struct {
 // WithPartitions makes the passes prepare the due records of the
 // partitions p holds (Partitions.Owns), on every instance that holds one,
 // instead of every due record on the holder of the scheduler's lease. A
-// record is checked again just before its prepare is sent. The drains,
-// the releases of parked records and the retention sweeps stay with the
-// holder of the lease. Run p beside the Scheduler.
+// record is checked again just before its prepare is sent. The work kept
+// per processor, its functions' recovery drains and probes and its
+// releases of parked records, runs on the instance that holds the
+// processor's first partition (Partitions.Leads); the holders of its
+// other parts follow its drains, so that their passes leave the drained
+// records alone. The retention sweeps stay with the holder of the lease:
+// a sweep is one batch of the whole bucket, kept in one key. Run p beside
+// the Scheduler.
 func WithPartitions(p *Partitions) Option {
 	return func(o *options) error { o.partitions = p; return notNil("partitions", p) }
 }

@@ -65,7 +65,9 @@ func (s *Scheduler) listDue(now time.Time) (due []index.Due, complete bool) {
 		held := 0
 		for _, d := range listed {
 			if skip(d) {
-				held++
+				if s.mine(d) { // another instance's record is not held: it is not this one's to prepare
+					held++
+				}
 				continue
 			}
 			due = append(due, d)

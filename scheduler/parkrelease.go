@@ -109,7 +109,8 @@ type parkReleaseConfig struct {
 	onHalt   func(ParkRelease)
 }
 
-// WithParkRelease makes the lease holder release the records parked until
+// WithParkRelease makes the lease holder (with WithPartitions, the holder
+// of each processor's first partition) release the records parked until
 // a deploy (WithParkRules, which it needs) when a new build of their
 // processor registers in builds: each pass it reads the live builds and,
 // per processor, the progress in progress; a newer build than the one
@@ -148,10 +149,11 @@ func WithParkRelease(builds BuildSource, records RecordLister, progress *ParkRel
 	}
 }
 
-// parkReleaseStep advances every processor's release by what one pass does.
+// parkReleaseStep advances the release of every processor this instance
+// leads by what one pass does.
 func (s *Scheduler) parkReleaseStep(ctx context.Context, now time.Time) {
 	rc := s.opts.parkRelease
-	if rc == nil || s.opts.parkRules == nil || s.holding() == nil {
+	if rc == nil || s.opts.parkRules == nil || s.passing() == nil {
 		return
 	}
 	entries, err := rc.builds.Builds(ctx)
@@ -172,8 +174,11 @@ func (s *Scheduler) parkReleaseStep(ctx context.Context, now time.Time) {
 	}
 	slices.SortFunc(keys, func(a, b [2]string) int { return compareKeys(a, b) })
 	for _, k := range keys {
-		if s.holding() == nil {
+		if s.passing() == nil {
 			return
+		}
+		if !s.leads(k[1]) {
+			continue // another instance's, which holds the processor's first partition
 		}
 		if err := s.advance(ctx, rc, newest[k], now); err != nil && ctx.Err() == nil {
 			s.opts.logger.Warn("scheduler: release step failed; trying again next pass", "context", k[0], "processor", k[1], "err", err)

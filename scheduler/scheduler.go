@@ -197,6 +197,17 @@ func (s *Scheduler) mine(d index.Due) bool {
 	return s.opts.partitions == nil || s.opts.partitions.Owns(d.Function.ProcessorName, d.ID)
 }
 
+// leads reports whether the work of processor that is not per record (its
+// functions' drains and probes, its releases after a deploy) is this
+// instance's: with partitions, while it holds the processor's first
+// partition (Partitions.Leads); else while it holds the lease.
+func (s *Scheduler) leads(processor string) bool {
+	if s.opts.partitions == nil {
+		return s.holding() != nil
+	}
+	return s.opts.partitions.Leads(processor)
+}
+
 // holding returns the context of the current tenure, or nil if this
 // instance does not hold the lease or its validity has ended.
 func (s *Scheduler) holding() context.Context {
