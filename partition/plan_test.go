@@ -367,5 +367,13 @@ func TestASetAnswersAsItsPartitions(t *testing.T) {
 		require.Equal(t, want != "", ok)
 		_, ok = set.Of("Q", rec)
 		require.False(t, ok)
+		// The lead is the part of slot 0, the first, if held.
+		lead, ok := set.Lead("P")
+		require.Equal(t, slices.Contains(ids, partition.ID("P", 0, n)), ok)
+		if ok {
+			require.Equal(t, partition.ID("P", 0, n), lead)
+		}
+		_, ok = set.Lead("Q")
+		require.False(t, ok)
 	})
 }
