@@ -230,6 +230,7 @@ func (ix *Index) beginWatch(ctx context.Context, info *jetstream.StreamInfo) (ge
 		if ix.snapshots != nil {
 			ix.restorePartitions(ctx, r, held, info)
 		}
+		ix.readUnrestored(ctx, r, held, info, gen)
 		after = r.resume(held)
 		ix.mu.Lock()
 		ix.rev = after
