@@ -9,3 +9,13 @@ func LoadFilteredAbove(keys uint64) IndexOption {
 		return nil
 	}
 }
+
+// RestoreKeysEach sets the keys a partition's snapshot must spare reading
+// for the new partitions to start from their snapshots (restoreKeys), so
+// that a test restores those of a small bucket.
+func RestoreKeysEach(keys uint64) IndexOption {
+	return func(ix *Index) error {
+		ix.restoreKeys = keys
+		return nil
+	}
+}

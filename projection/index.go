@@ -46,6 +46,9 @@ type Index struct {
 	// partitions loads through a watch of their keys alone
 	// (filteredLoadKeys; tests set it).
 	loadKeys uint64
+	// restoreKeys is the keys a partition's snapshot must spare reading
+	// for the partitions to start from their snapshots (partsnap.go).
+	restoreKeys uint64
 
 	mu sync.Mutex // guards gen and corrupt
 	// gen counts the watches Run started; every corrupt key remembers the
@@ -155,16 +158,17 @@ var timeNow = time.Now
 // history serves History; it does no I/O.
 func NewIndex(views *Views, history HistoryStore, opts ...IndexOption) (*Index, error) {
 	ix := &Index{
-		views:      views,
-		history:    history,
-		clock:      aggregate.ClockFunc(timeNow),
-		logger:     slog.Default(),
-		checkEvery: 30 * time.Second,
-		loadKeys:   filteredLoadKeys,
-		corrupt:    make(map[string]corruptKey),
-		repair:     make(chan struct{}, 1),
-		suspects:   make(chan string, auditSuspects),
-		ready:      make(chan struct{}),
+		views:       views,
+		history:     history,
+		clock:       aggregate.ClockFunc(timeNow),
+		logger:      slog.Default(),
+		checkEvery:  30 * time.Second,
+		loadKeys:    filteredLoadKeys,
+		restoreKeys: restoreKeys,
+		corrupt:     make(map[string]corruptKey),
+		repair:      make(chan struct{}, 1),
+		suspects:    make(chan string, auditSuspects),
+		ready:       make(chan struct{}),
 	}
 	ix.setHealth(errNotLoaded)
 	for _, o := range opts {

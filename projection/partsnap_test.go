@@ -45,11 +45,12 @@ func newPartsEnv(t *testing.T) *partsEnv {
 }
 
 // partitioned returns a running index of partitions src holds, with
-// snapshots, and its log.
-func (e *partsEnv) partitioned(t *testing.T, src *heldSource) (*projection.Index, *testlog.Buffer) {
+// snapshots, and its log: it starts a new partition from its snapshot
+// however few keys that spares, unless opts say otherwise.
+func (e *partsEnv) partitioned(t *testing.T, src *heldSource, opts ...projection.IndexOption) (*projection.Index, *testlog.Buffer) {
 	logs := &testlog.Buffer{}
-	ix := e.index(t, projection.WithPartitions(src), projection.WithSnapshots(e.snaps, time.Minute),
-		projection.WithIndexLogger(logs.Logger(slog.LevelInfo)))
+	ix := e.index(t, append([]projection.IndexOption{projection.WithPartitions(src), projection.WithSnapshots(e.snaps, time.Minute), projection.RestoreKeysEach(0),
+		projection.WithIndexLogger(logs.Logger(slog.LevelInfo))}, opts...)...)
 	run(t, ix)
 	return ix, logs
 }
@@ -207,4 +208,32 @@ func TestAPartitionSnapshotLaterThanItsRecordsIsNotUsed(t *testing.T) {
 	e.holdsAsFull(t, b, "Alpha")
 	require.Len(t, logs.Lines("the snapshot cannot be used", "Alpha"), 1, "%s", logs)
 	assert.Equal(t, r.Version, b.Version(id))
+}
+
+// A restore costs requests: the new partitions of a small bucket are read
+// from it when their snapshots spare fewer keys than 3 000 each; in a
+// bucket past the filtered-load size, a new partition without a snapshot
+// is read alone and the others start from theirs. Either way the index
+// holds its partitions' records.
+func TestSnapshotsThatSpareFewKeysAreNotRestored(t *testing.T) {
+	e := newPartsEnv(t)
+	a, _ := e.partitioned(t, newHeldSource([]string{"Alpha", "Beta"}))
+	e.holdsAsFull(t, a, "Alpha", "Beta")
+	_, err := a.SaveSnapshot(t.Context())
+	require.NoError(t, err)
+
+	b, logs := e.partitioned(t, newHeldSource([]string{"Alpha"}), projection.RestoreKeysEach(3000))
+	e.holdsAsFull(t, b, "Alpha")
+	assert.Len(t, logs.Lines("snapshots would spare fewer keys", "partitions=1", "snapshots=1"), 1, "%s", logs)
+	assert.Empty(t, logs.Lines("loaded the snapshot of the partition"), "%s", logs)
+
+	// Past the filtered-load size (here every bucket), Alpha starts from
+	// its snapshot and Gamma, which has none, is read alone.
+	c, logs := e.partitioned(t, newHeldSource([]string{"Alpha", "Gamma"}), projection.LoadFilteredAbove(0))
+	e.holdsAsFull(t, c, "Alpha", "Gamma")
+	assert.Len(t, logs.Lines("loaded the snapshot of the partition", "partition=Alpha"), 1, "%s", logs)
+	assert.Len(t, logs.Lines("without a snapshot it could use", "partitions=1 of=2"), 1, "%s", logs)
+	// The watch then reads from Alpha's snapshot on: none of Alpha's
+	// records again.
+	assert.Len(t, logs.Lines("loaded the partitions this instance now holds", "skipped=0 "), 1, "%s", logs)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/amends-dev/amends/internal/bounds"
@@ -150,6 +151,26 @@ func (s *Snapshots) Size(ctx context.Context, name string) (uint64, error) {
 		return 0, fmt.Errorf("read snapshot %s in %s: %w", name, s.bucket, err)
 	}
 	return info.Size, nil
+}
+
+// Sizes returns the bytes of every snapshot whose name begins with
+// prefix, by name, as the bucket's list says (one read of the bucket's
+// object infos): an empty map if there is none. Safe for concurrent use.
+func (s *Snapshots) Sizes(ctx context.Context, prefix string) (map[string]uint64, error) {
+	infos, err := s.store.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return map[string]uint64{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list the snapshots in %s: %w", s.bucket, err)
+	}
+	out := make(map[string]uint64)
+	for _, info := range infos {
+		if strings.HasPrefix(info.Name, prefix) {
+			out[info.Name] = info.Size
+		}
+	}
+	return out, nil
 }
 
 // Save stores data as snapshot name, replacing the one held.
