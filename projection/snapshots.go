@@ -139,20 +139,6 @@ func (s *Snapshots) Load(ctx context.Context, name string) ([]byte, error) {
 	return data, nil
 }
 
-// Size returns the bytes of snapshot name as its bucket says, without
-// reading it: 0 and an error wrapping ErrNoSnapshot if there is none.
-// Safe for concurrent use.
-func (s *Snapshots) Size(ctx context.Context, name string) (uint64, error) {
-	info, err := s.store.GetInfo(ctx, name)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return 0, fmt.Errorf("snapshot %s in %s: %w", name, s.bucket, ErrNoSnapshot)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read snapshot %s in %s: %w", name, s.bucket, err)
-	}
-	return info.Size, nil
-}
-
 // Sizes returns the bytes of every snapshot whose name begins with
 // prefix, by name, as the bucket's list says (one read of the bucket's
 // object infos): an empty map if there is none. Safe for concurrent use.
