@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,7 +14,8 @@ import (
 
 // wakes returns a channel that is ready when Run should run a round before
 // its next tick: a lease of the partitions was freed (its holder released
-// it, or the server expired it and wrote its marker) or the plan was
+// it, or the server expired it and wrote its marker), a member joined
+// (its lease written and not listed by the last round), or the plan was
 // written. Without it, a survivor saw a dead instance's leases expire
 // only at its next round, and took its partitions at the round after the
 // coordinator's new plan: two renewal intervals after the TTL. A watch
@@ -32,8 +35,8 @@ func (p *Partitions) wakes(ctx context.Context) (wake <-chan struct{}, wait func
 		p.watchLoop(ctx, func(ctx context.Context) (jetstream.KeyWatcher, error) {
 			return p.leases.leases.KV().Watch(ctx, partitionsKeys, jetstream.UpdatesOnly(), jetstream.MetaOnly())
 		}, func(e jetstream.KeyValueEntry) {
-			if e.Operation() != jetstream.KeyValuePut {
-				signal() // released, or expired
+			if e.Operation() != jetstream.KeyValuePut || p.joined(e.Key()) {
+				signal() // released, or expired; or a member the last round did not list
 			}
 		})
 	})
@@ -66,4 +69,21 @@ func (p *Partitions) watchLoop(ctx context.Context, open func(context.Context) (
 		case <-t.C:
 		}
 	}
+}
+
+// joined reports whether key is the member lease of an instance the last
+// round did not list: one that joined since, which the coordinator
+// places at once.
+func (p *Partitions) joined(key string) bool {
+	tok, ok := strings.CutPrefix(key, memberPrefix)
+	if !ok {
+		return false
+	}
+	name, err := partitionKeys.Decode(tok)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !slices.Contains(p.lastMembers, name)
 }

@@ -34,6 +34,22 @@ func (t *tickers) tick(names ...string) {
 // written), and when it is killed, as soon as its leases expire: a freed
 // lease and a new plan start a round.
 func TestPartitionsAreTakenWhenFreedNotAtTheNextRound(t *testing.T) {
+	t.Run("joined", func(t *testing.T) {
+		// A member that joins is placed, and takes its part, with no
+		// tick of anyone: its member lease starts the others' rounds.
+		// (No lease expires meanwhile, which would start them too.)
+		r := newPartitionsRig(t)
+		r.ttl = time.Minute
+		tk := newTickers("a", "b", "c")
+		r.startTicked("a", tk.chans["a"])
+		r.startTicked("b", tk.chans["b"])
+		testwait.For(t, "two instances hold every partition once", func() bool {
+			tk.tick("a", "b")
+			return r.settled()
+		})
+		c := r.startTicked("c", tk.chans["c"])
+		testwait.For(t, "the joiner takes its part", func() bool { return r.settled() && len(c.Held()) > 0 })
+	})
 	for _, end := range []string{"stopped", "killed"} {
 		t.Run(end, func(t *testing.T) {
 			r := newPartitionsRig(t)
