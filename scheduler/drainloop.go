@@ -134,6 +134,9 @@ func (s *Scheduler) followDrain(ctx context.Context, c circuit.State) {
 	if p == nil || c.Phase != circuit.Closed || c.Incident.To == 0 || !p.HoldsAnyOf(c.Function.Processor) {
 		return // an open circuit holds its records whatever the drain
 	}
+	if d, ok := s.drainOf(c.Function); ok && !d.Draining() && d.To >= c.Incident.To {
+		return // done with this incident: only a later one starts it again
+	}
 	d, ok, err := s.opts.drain.Progress.Get(ctx, c.Function)
 	if err != nil {
 		return
