@@ -379,7 +379,13 @@ func (p *Partitions) Join(ctx context.Context) error {
 // validate, or a failed read, is an error. Safe for concurrent use; a
 // fanout.Querier's Plan.
 func (p *Partitions) Plan(ctx context.Context) (partition.Plan, error) {
-	plan, _, err := p.plans.Get(ctx, planKey)
+	return PlanIn(ctx, p.plans)
+}
+
+// PlanIn reads the plan in force from plans (OpenPartitions), as
+// Partitions.Plan does, for a program that runs no Partitions.
+func PlanIn(ctx context.Context, plans *kvstore.Store[partition.Plan]) (partition.Plan, error) {
+	plan, _, err := plans.Get(ctx, planKey)
 	if errors.Is(err, kvstore.ErrNotFound) {
 		return partition.Plan{}, nil
 	}

@@ -4,14 +4,19 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/amends-dev/amends/aggregate"
 	"github.com/amends-dev/amends/api"
 	"github.com/amends-dev/amends/eventstore/jsstore"
 	"github.com/amends-dev/amends/internal/wait"
+	"github.com/amends-dev/amends/partition"
+	"github.com/amends-dev/amends/scheduler"
 )
 
 // KillLoopRow is one kill -9 of the kill loop: three instances preparing
@@ -93,7 +98,33 @@ func RunKillLoop(ctx context.Context, c PartitionsConfig, records, procs, rounds
 	if err != nil {
 		return res, fmt.Errorf("the command load: %w", err)
 	}
-	return res, countPrepares(ctx, store, ids, &res)
+	if err := countPrepares(ctx, store, ids, &res); err != nil {
+		return res, fmt.Errorf("%w; %s", err, l.unprepared(ctx, js, ids))
+	}
+	return res, nil
+}
+
+// unprepared describes, for an error, the first records of ids not
+// prepared: their state, their partition and its holder in the plan.
+func (l *killLoop) unprepared(ctx context.Context, js jetstream.JetStream, ids []string) string {
+	plans, err := scheduler.OpenPartitions(ctx, js, 3)
+	var plan partition.Plan
+	if err == nil {
+		plan, err = scheduler.PlanIn(ctx, plans)
+	}
+	var out []string
+	for _, id := range ids {
+		st, _, gerr := l.svc.Get(ctx, id)
+		if gerr != nil || st.Status == aggregate.StatusFailed {
+			part := plan.Of(st.Function.ProcessorName, id)
+			out = append(out, fmt.Sprintf("%s (%s, retries %d, due %s, partition %s held by %q, get error %v)", id, st.Status, st.RetryState.Retries,
+				time.UnixMilli(st.RetryState.NextRetryAt).UTC().Format(time.RFC3339), part, plan.Owners[part], gerr))
+		}
+		if len(out) == 5 {
+			break
+		}
+	}
+	return fmt.Sprintf("records not prepared: %s (plan read: %v)", strings.Join(out, "; "), err)
 }
 
 // killLoop is the kill loop's cluster, records and instances.
