@@ -195,7 +195,9 @@ func (ix *Index) restorable(ctx context.Context, fresh []string, bucket *jetstre
 	if bucket == nil || len(fresh) == 0 {
 		return nil, false
 	}
-	sizes, err := ix.snapshots.Sizes(ctx, ix.partitionSnapshot(""))
+	lctx, cancel := context.WithTimeout(ctx, snapshotCheckTime) // a list that stalls does not hold the load
+	defer cancel()
+	sizes, err := ix.snapshots.Sizes(lctx, ix.partitionSnapshot(""))
 	if err != nil {
 		ix.logger.Warn("index: cannot list the partitions' snapshots; reading the partitions from the views bucket", "err", err)
 		return nil, false
