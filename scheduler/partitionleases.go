@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -34,7 +35,7 @@ func (p *Partitions) renewHeld(ctx context.Context, want []string) {
 		if want != nil && !wanted[id] {
 			p.forget(id) // no longer counted on before another can take it
 			if err := l.release(ctx); err != nil {
-				p.logger.Warn("partitions: cannot release a partition; it expires", "partition", id, "err", err)
+				p.warn(ctx, "partitions: cannot release a partition; it expires", "partition", id, "err", err)
 			}
 			continue
 		}
@@ -82,7 +83,7 @@ func (p *Partitions) take(ctx context.Context, wanted map[string]bool, next map[
 	// Held by other instances: read once a round.
 	others, err := p.heldByOthers(ctx, next)
 	if err != nil {
-		p.logger.Warn("partitions: cannot list the partitions held; taking none this round", "instance", p.instance, "err", err)
+		p.warn(ctx, "partitions: cannot list the partitions held; taking none this round", "instance", p.instance, "err", err)
 		return
 	}
 	leases := map[string]*lease{}
@@ -113,7 +114,7 @@ func (p *Partitions) take(ctx context.Context, wanted map[string]bool, next map[
 			next[id] = leases[id]
 			got = append(got, id)
 		case errs[i] != nil:
-			p.logger.Warn("partitions: cannot take a partition", "partition", id, "err", errs[i])
+			p.warn(ctx, "partitions: cannot take a partition", "partition", id, "err", errs[i])
 		}
 	}
 	p.recheck(ctx, got, next)
@@ -138,7 +139,7 @@ func (p *Partitions) recheck(ctx context.Context, taken []string, next map[strin
 		}
 		p.logger.Info("partitions: gave up a partition another instance took an overlapping part of at once", "partition", id, "err", err)
 		if rerr := next[id].release(ctx); rerr != nil {
-			p.logger.Warn("partitions: cannot release a partition; it expires", "partition", id, "err", rerr)
+			p.warn(ctx, "partitions: cannot release a partition; it expires", "partition", id, "err", rerr)
 		}
 		delete(next, id)
 	}
@@ -250,4 +251,14 @@ func (p *Partitions) swap(next map[string]*lease) {
 	p.logger.Info("partitions: holdings changed", "instance", p.instance, "held", len(next))
 	close(p.changed)
 	p.changed = make(chan struct{})
+}
+
+// warn logs a failure of a round at Warn, or at Debug once ctx ended: a
+// round that Run's end cuts short fails every call it has under way.
+func (p *Partitions) warn(ctx context.Context, msg string, args ...any) {
+	level := slog.LevelWarn
+	if ctx.Err() != nil {
+		level = slog.LevelDebug
+	}
+	p.logger.Log(ctx, level, msg, args...)
 }

@@ -228,10 +228,10 @@ func (p *Partitions) Run(ctx context.Context) error {
 // partitions' leases after the plan.
 func (p *Partitions) round(ctx context.Context) {
 	if err := keep(ctx, p.member); err != nil {
-		p.logger.Warn("partitions: cannot keep the member lease", "instance", p.instance, "err", err)
+		p.warn(ctx, "partitions: cannot keep the member lease", "instance", p.instance, "err", err)
 	}
 	if err := p.reportSizes(ctx); err != nil {
-		p.logger.Warn("partitions: cannot report this member's sizes", "instance", p.instance, "err", err)
+		p.warn(ctx, "partitions: cannot report this member's sizes", "instance", p.instance, "err", err)
 	}
 	members, listErr := p.listMembers(ctx)
 	if listErr == nil {
@@ -240,7 +240,7 @@ func (p *Partitions) round(ctx context.Context) {
 		p.mu.Unlock()
 	}
 	if err := keep(ctx, p.coordinator); err != nil {
-		p.logger.Warn("partitions: cannot keep the coordinator lease", "instance", p.instance, "err", err)
+		p.warn(ctx, "partitions: cannot keep the coordinator lease", "instance", p.instance, "err", err)
 	}
 	coordinating := p.coordinator.held(p.clock.Now())
 	p.mu.Lock()
@@ -255,12 +255,12 @@ func (p *Partitions) round(ctx context.Context) {
 			err = p.coordinate(ctx, members)
 		}
 		if err != nil {
-			p.logger.Warn("partitions: cannot compute the plan", "instance", p.instance, "err", err)
+			p.warn(ctx, "partitions: cannot compute the plan", "instance", p.instance, "err", err)
 		}
 	}
 	plan, _, err := p.plans.Get(ctx, planKey)
 	if err != nil && !errors.Is(err, kvstore.ErrNotFound) {
-		p.logger.Warn("partitions: cannot read the plan; holding what is held", "instance", p.instance, "err", err)
+		p.warn(ctx, "partitions: cannot read the plan; holding what is held", "instance", p.instance, "err", err)
 		p.renewHeld(ctx, nil)
 		return
 	}
