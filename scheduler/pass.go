@@ -81,16 +81,24 @@ func (s *Scheduler) round(active context.Context, now time.Time) (int, bool) {
 	s.skipped.Add(uint64(skipped))
 	pctx, span := s.startPass(active, len(due))
 	defer span.End()
+send:
 	for _, d := range due {
 		select {
 		case sem <- struct{}{}:
 		case <-active.Done():
+			break send
 		}
-		if s.passing() == nil {
-			break // the lease ended: no command after its validity
-		}
-		if !s.mine(d) {
-			continue // its partition was given up since it was listed
+		switch {
+		case s.passing() == nil:
+			<-sem
+			break send // the lease ended: no command after its validity
+		case !s.mine(d):
+			// Its partition was given up since it was listed. (A slot
+			// kept here was never given back: with partitions moving, a
+			// pass blocked for good once as many records as it sends at
+			// once had been skipped.)
+			<-sem
+			continue
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
