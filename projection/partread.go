@@ -40,14 +40,9 @@ func (ix *Index) readUnrestored(ctx context.Context, r *reload, held *partition.
 		return
 	}
 	defer stopWatch(w)
-	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
-	err = kvwatch.InitialFilteredAfter(ctx, ix.views.js, ix.views, filters, w, 0, func(e jetstream.KeyValueEntry) {
-		if batch = append(batch, e); len(batch) == batchSize {
-			ix.applyBatch(batch, gen)
-			batch = batch[:0]
-		}
-	})
-	ix.applyBatch(batch, gen) // what it read is applied either way: the reload's watch applies it again
+	b := ix.batcher(gen)
+	err = kvwatch.InitialFilteredAfter(ctx, ix.views.js, ix.views, filters, w, 0, b.add)
+	b.flush() // what it read is applied either way: the reload's watch applies it again
 	if err != nil {
 		ix.logger.Warn("index: cannot read the partitions new to it alone; the reload reads the bucket from its start", "partitions", len(ids), "err", err)
 		return

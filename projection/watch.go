@@ -254,33 +254,54 @@ func (ix *Index) beginWatch(ctx context.Context, info *jetstream.StreamInfo) (ge
 // and ends the load; a load cut short drops nothing. filters are the
 // watch's key patterns (nil: every key).
 func (ix *Index) loadInitial(ctx, wctx context.Context, w jetstream.KeyWatcher, filters []string, gen uint32, after uint64) error {
-	batch := make([]jetstream.KeyValueEntry, 0, batchSize)
-	apply := func(e jetstream.KeyValueEntry) {
-		if batch = append(batch, e); len(batch) == batchSize {
-			ix.applyBatch(batch, gen)
-			batch = batch[:0]
-		}
-	}
+	b := ix.batcher(gen)
 	var err error
 	if filters == nil {
-		err = kvwatch.InitialAllAfter(wctx, ix.views, w, after, apply)
+		err = kvwatch.InitialAllAfter(wctx, ix.views, w, after, b.add)
 	} else {
-		err = kvwatch.InitialFilteredAfter(wctx, ix.views.js, ix.views, filters, w, after, apply)
+		err = kvwatch.InitialFilteredAfter(wctx, ix.views.js, ix.views, filters, w, after, b.add)
 	}
 	if err != nil {
 		ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // cut short: nothing is dropped
 		return fmt.Errorf("load the views: %w", err)
 	}
 	if after > 0 && !ix.reloading() {
-		ix.applyBatch(batch, gen)
-		batch = batch[:0]
+		b.flush()
 		if err := ix.checkRestored(ctx); err != nil {
 			ix.Index.Update(func(b *index.Batch) { b.EndLoad(false) }) // the restarted watch replaces it all
 			return err
 		}
 	}
-	ix.applyBatch(append(batch, nil), gen) // nil: every view is in
+	b.add(nil) // nil: every view is in
+	b.flush()
 	return nil
+}
+
+// batcher applies a watch's entries to the index batchSize at a time.
+type batcher struct {
+	ix    *Index
+	gen   uint32
+	batch []jetstream.KeyValueEntry
+}
+
+func (ix *Index) batcher(gen uint32) *batcher {
+	return &batcher{ix: ix, gen: gen, batch: make([]jetstream.KeyValueEntry, 0, batchSize)}
+}
+
+// add keeps e, and applies the batch once it is full.
+func (b *batcher) add(e jetstream.KeyValueEntry) {
+	if b.batch = append(b.batch, e); len(b.batch) == batchSize {
+		b.flush()
+	}
+}
+
+// flush applies what is kept, if anything.
+func (b *batcher) flush() {
+	if len(b.batch) == 0 {
+		return
+	}
+	b.ix.applyBatch(b.batch, b.gen)
+	b.batch = b.batch[:0]
 }
 
 // followUpdates applies the watch's updates in batches until ctx ends,
